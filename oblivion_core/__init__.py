@@ -1,0 +1,71 @@
+"""Oblivion: decay-driven, explainable memory for LLM agents.
+
+Every memory carries an activation that decays over time and is raised again by use.
+Activation decides which memories stay in the fast active tier, which move to the
+searchable archive, and how recalled memories are ranked and packed into a token budget.
+
+Start with :class:`Oblivion`::
+
+    from oblivion_core import Oblivion
+
+    mem = Oblivion("./memory")
+    mem.remember("Always answer in British English.", category="instruction")
+    print(mem.recall("spelling rules", token_budget=256).texts)
+"""
+
+from oblivion_core.budget import TiktokenCounter
+from oblivion_core.clock import ManualClock, TurnClock, WallClock
+from oblivion_core.embedding import FastEmbedEmbedder
+from oblivion_core.engine import Oblivion
+from oblivion_core.errors import (
+    EmbeddingError,
+    InvalidInputError,
+    OblivionError,
+    PolicyError,
+    StoreCorruptError,
+    StoreError,
+    StoreLockedError,
+    StorePathError,
+    TextTooLongError,
+    UnknownMemoryError,
+    UnknownNamespaceError,
+)
+from oblivion_core.importance import HeuristicImportance
+from oblivion_core.policy import TEMPLATES, Policy
+from oblivion_core.recall import RecalledItem, RecallResult
+from oblivion_core.records import Category, MemoryRecord, Tier
+from oblivion_core.state import Event
+from oblivion_core.store import VectorStore
+from oblivion_core.tiering import MaintenancePlan, PlanEntry
+
+__all__ = [
+    "TEMPLATES",
+    "Category",
+    "EmbeddingError",
+    "Event",
+    "FastEmbedEmbedder",
+    "HeuristicImportance",
+    "InvalidInputError",
+    "MaintenancePlan",
+    "ManualClock",
+    "MemoryRecord",
+    "Oblivion",
+    "OblivionError",
+    "PlanEntry",
+    "Policy",
+    "PolicyError",
+    "RecallResult",
+    "RecalledItem",
+    "StoreCorruptError",
+    "StoreError",
+    "StoreLockedError",
+    "StorePathError",
+    "TextTooLongError",
+    "Tier",
+    "TiktokenCounter",
+    "TurnClock",
+    "UnknownMemoryError",
+    "UnknownNamespaceError",
+    "VectorStore",
+    "WallClock",
+]

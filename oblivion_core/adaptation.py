@@ -1,0 +1,110 @@
+"""Self-adaptation: per-category half-lives and boost sizes learned from use.
+
+The engine counts, per namespace and category, what happened since the last
+adaptation: memories stored, recalled, recalled *from the archive*, marked used, and
+archived by maintenance. :func:`adapt` turns those counts into new multipliers on the
+policy's half-life and beta; it is pure and runs in ``maintain()``.
+
+Rules (``step = policy.adapt_step``), for a category with at least
+``policy.adapt_min_events`` events in the window:
+
+* recalled from the archive in more than 30 % of its recalls -> it decays too fast:
+  half-life x (1 + step);
+* archived at least once and never recalled or used -> it decays too slowly:
+  half-life x (1 - step);
+* used in more than half of its recalls -> boosts are too small: beta x (1 + step);
+* recalled at least ``adapt_min_events`` times and never used -> beta x (1 - step).
+
+Multipliers stay within ``policy.adapt_bounds`` and beta never exceeds 1. Counters reset
+after each adaptation of that category.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from oblivion_core.policy import Policy
+
+ARCHIVE_HIT_RATE = 0.3
+USED_RATE = 0.5
+
+
+@dataclass
+class CategoryUsage:
+    """Counters and learned multipliers of one category in one namespace."""
+
+    stored: int = 0
+    recalled: int = 0
+    archive_hits: int = 0
+    used: int = 0
+    archived: int = 0
+    half_life_mult: float = 1.0
+    beta_mult: float = 1.0
+
+    @property
+    def events(self) -> int:
+        """Events in the current window."""
+        return self.stored + self.recalled + self.used + self.archived
+
+    def reset(self) -> None:
+        """Start a new window (multipliers are kept)."""
+        self.stored = self.recalled = self.archive_hits = self.used = self.archived = 0
+
+
+@dataclass
+class Usage:
+    """Per-category usage of one namespace."""
+
+    categories: dict[str, CategoryUsage] = field(default_factory=dict)
+
+    def of(self, category: str) -> CategoryUsage:
+        """Counters of ``category`` (created on first use)."""
+        u = self.categories.get(category)
+        if u is None:
+            u = self.categories[category] = CategoryUsage()
+        return u
+
+    def to_json(self) -> dict[str, dict[str, float]]:
+        """Serialisable form."""
+        return {c: dict(vars(u)) for c, u in self.categories.items()}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Mapping[str, float]] | None) -> Usage:
+        """Inverse of :meth:`to_json`."""
+        usage = cls()
+        for cat, values in (data or {}).items():
+            usage.categories[cat] = CategoryUsage(**values)  # type: ignore[arg-type]
+        return usage
+
+
+def adapt(usage: Usage, policy: Policy) -> dict[str, dict[str, float]]:
+    """Apply the rules above in place; return ``{category: {"half_life": new, "beta": new}}``
+    for every category whose effective values changed."""
+    changed: dict[str, dict[str, float]] = {}
+    if not policy.adapt or policy.adapt_step == 0:
+        return changed
+    lo, hi = policy.adapt_bounds
+    step = policy.adapt_step
+    for cat, u in usage.categories.items():
+        if u.events < policy.adapt_min_events:
+            continue
+        hl, beta = u.half_life_mult, u.beta_mult
+        if u.recalled and u.archive_hits / u.recalled > ARCHIVE_HIT_RATE:
+            hl *= 1 + step
+        elif u.archived and not u.recalled and not u.used:
+            hl *= 1 - step
+        if u.recalled and u.used / u.recalled > USED_RATE:
+            beta *= 1 + step
+        elif u.recalled >= policy.adapt_min_events and not u.used:
+            beta *= 1 - step
+        hl = min(max(hl, lo), hi)
+        beta = min(max(beta, lo), hi, 1.0 / policy.beta(cat))
+        if (hl, beta) != (u.half_life_mult, u.beta_mult):
+            u.half_life_mult, u.beta_mult = hl, beta
+            changed[cat] = {
+                "half_life": policy.half_life(cat) * hl,
+                "beta": policy.beta(cat) * beta,
+            }
+        u.reset()
+    return changed

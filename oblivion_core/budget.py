@@ -1,0 +1,110 @@
+"""Token counting and packing recalled memories into a prompt's token budget."""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from oblivion_core.errors import InvalidInputError
+from oblivion_core.typing import TokenCounter
+
+
+class TiktokenCounter:
+    """Counts tokens with a tiktoken encoding (``cl100k_base`` by default).
+
+    The encoding is loaded on first use; tiktoken reads ``TIKTOKEN_CACHE_DIR`` for an
+    offline copy of the encoding file and downloads it otherwise.
+    """
+
+    def __init__(self, encoding: str | None = None) -> None:
+        self.encoding_name = encoding or os.environ.get("OBLIVION_TOKEN_ENCODING", "cl100k_base")
+        self._enc: Any = None
+        self._lock = threading.Lock()
+
+    def _encoding(self) -> Any:
+        if self._enc is None:
+            with self._lock:
+                if self._enc is None:
+                    import tiktoken
+
+                    self._enc = tiktoken.get_encoding(self.encoding_name)
+        return self._enc
+
+    def __call__(self, text: str) -> int:
+        """Return the number of tokens in ``text``."""
+        return len(self._encoding().encode(text, disallowed_special=()))
+
+
+def resolve_token_counter(counter: TokenCounter | None) -> TokenCounter:
+    """``None`` -> :class:`TiktokenCounter`; a callable is used as-is."""
+    if counter is None:
+        return TiktokenCounter()
+    if not callable(counter):
+        raise InvalidInputError(
+            f"token_counter must be a callable str -> int, got {type(counter).__name__}"
+        )
+    return counter
+
+
+def check_budget(budget: object, name: str = "token_budget") -> int | None:
+    """Validate a token budget: ``None`` (unlimited) or an int >= 0."""
+    if budget is None:
+        return None
+    if isinstance(budget, bool) or not isinstance(budget, int | float):
+        raise InvalidInputError(f"{name} must be an int >= 0 or None, got {budget!r}")
+    if not math.isfinite(budget) or budget < 0 or budget != int(budget):
+        raise InvalidInputError(f"{name} must be a whole number >= 0 or None, got {budget!r}")
+    return int(budget)
+
+
+def pack(costs: Sequence[int], budget: int | None, limit: int | None = None) -> list[int]:
+    """Choose items to fit a budget, keeping their order.
+
+    Items are taken in the order given (best first); an item that does not fit is
+    skipped and smaller ones after it may still fit. The sum of chosen costs never
+    exceeds ``budget``, and at most ``limit`` items are chosen.
+
+    Args:
+        costs: Token cost of each item, best item first (each >= 0).
+        budget: Token budget, or ``None`` for no budget.
+        limit: Maximum number of items, or ``None``.
+
+    Returns:
+        Indices of the chosen items, ascending.
+    """
+    chosen: list[int] = []
+    used = 0
+    for i, cost in enumerate(costs):
+        if limit is not None and len(chosen) >= limit:
+            break
+        if budget is not None and used + cost > budget:
+            continue
+        chosen.append(i)
+        used += cost
+    return chosen
+
+
+def render(
+    texts: Sequence[str],
+    *,
+    counter: TokenCounter,
+    budget: int | None = None,
+    header: str = "",
+    line: Callable[[str], str] = lambda t: f"- {t}",
+) -> tuple[str, int]:
+    """Join memory texts into one block that is guaranteed to fit ``budget`` tokens.
+
+    Texts are taken best first; the whole rendered block (header included) is counted,
+    and the lowest-ranked lines are dropped until it fits. Returns ``(text, n_lines)``;
+    the text is empty when nothing fits.
+    """
+    lines = [line(t) for t in texts]
+    while lines:
+        block = "\n".join([header, *lines] if header else lines)
+        if budget is None or counter(block) <= budget:
+            return block, len(lines)
+        lines.pop()
+    return "", 0

@@ -1,0 +1,1213 @@
+"""The :class:`Oblivion` facade: wires clock, policy, state, store, index and recall.
+
+This is the only class most users touch. It holds no maths of its own: decay and boosts
+come from :mod:`decay`, tier moves from :mod:`tiering`, scoring from :mod:`recall`,
+packing from :mod:`budget`. It reads the clock once per operation and holds one
+re-entrant lock around every state change, so one instance can be shared by threads
+(embedding runs outside the lock).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import threading
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from oblivion_core import decay
+from oblivion_core.adaptation import Usage, adapt
+from oblivion_core.budget import check_budget, pack, resolve_token_counter
+from oblivion_core.clock import TurnClock, WallClock
+from oblivion_core.embedding import embed_query, embed_texts, resolve_embedder
+from oblivion_core.errors import (
+    InvalidInputError,
+    StorePathError,
+    TextTooLongError,
+    UnknownMemoryError,
+    UnknownNamespaceError,
+)
+from oblivion_core.importance import HeuristicImportance
+from oblivion_core.index import ActiveIndex
+from oblivion_core.policy import Policy, resolve_policy
+from oblivion_core.recall import RecalledItem, RecallResult, explain, rank_order, score
+from oblivion_core.records import MemoryRecord, Tier
+from oblivion_core.state import Event, NamespaceState, StateDB
+from oblivion_core.store import VectorStore
+from oblivion_core.tiering import MaintenancePlan, PlanEntry, plan_tiers
+from oblivion_core.typing import Clock, Embedder, ImportanceScorer, TokenCounter, Vectors
+
+DEFAULT_NAMESPACE = "default"
+MAX_NAMESPACE_CHARS = 256
+
+JournalEntry = tuple[str | None, str, float | None, float | None, Mapping[str, Any]]
+
+
+class _Space:
+    """Everything the engine keeps in memory for one namespace."""
+
+    def __init__(self, state: NamespaceState, index: ActiveIndex, usage: Usage) -> None:
+        self.state = state
+        self.index = index
+        self.usage = usage
+        self.writes_since_maintain = 0
+        self.last_relevance: dict[str, float] = {}
+
+
+class Oblivion:
+    """Decaying, explainable memory for agents.
+
+    Example::
+
+        from oblivion_core import Oblivion
+
+        with Oblivion("./memory") as mem:            # Chroma + SQLite on disk
+            mem.remember("Always answer in British English.", category="instruction")
+            mem.remember("Lovely weather today!", category="small_talk")
+            result = mem.recall("How should I spell colour?", token_budget=200)
+            for item in result:
+                print(item.text, item.why["explanation"])
+
+    Args:
+        path: Directory for the store (created if missing). ``None`` keeps everything
+            in memory (tests, scratch work).
+        policy: A :class:`Policy` or a template name. ``None`` reuses the policy saved
+            in the store, or ``"balanced"``.
+        clock: Where "now" comes from. ``None``: a :class:`WallClock` for
+            ``policy.clock == "wall"``, a persisted :class:`TurnClock` for ``"turns"``.
+        embedder: ``None`` for the local all-MiniLM-L6-v2 (fastembed), any object with
+            ``embed_documents``/``embed_query`` (e.g. LangChain ``Embeddings``), or a
+            callable ``list[str] -> vectors``.
+        token_counter: ``None`` for tiktoken ``cl100k_base``, or any ``str -> int``.
+        importance_scorer: Rates importance and infers categories at write time
+            (default :class:`HeuristicImportance`).
+        vector_store: A :class:`VectorStore` (e.g. ``VectorStore.server(...)`` for a
+            Chroma server). Default: embedded Chroma under ``path/chroma``.
+        namespace: Namespace used when a call names none.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        policy: Policy | str | None = None,
+        clock: Clock | None = None,
+        embedder: Embedder | Any = None,
+        token_counter: TokenCounter | None = None,
+        importance_scorer: ImportanceScorer | None = None,
+        vector_store: VectorStore | None = None,
+        namespace: str = DEFAULT_NAMESPACE,
+    ) -> None:
+        self._lock = threading.RLock()
+        self.default_namespace = _check_namespace(namespace)
+        self.path = Path(path) if path is not None else None
+        if self.path is not None:
+            _prepare_dir(self.path)
+        self._db = StateDB(self.path)
+        try:
+            stored = self._db.meta("policy")
+            if policy is None and stored is not None:
+                self._policy = Policy.from_dict(stored)
+            else:
+                self._policy = resolve_policy(policy)
+            self._db.set_meta("policy", self._policy.to_dict())
+            self._ns_policy: dict[str, Policy] = {
+                ns: Policy.from_dict(json.loads(p))
+                for ns, p in self._db.namespaces().items()
+                if p is not None
+            }
+            if clock is None:
+                if self._policy.clock == "turns":
+                    clock = TurnClock(float(self._db.meta("turn") or 0.0))
+                else:
+                    clock = WallClock()
+            if not isinstance(clock, Clock):
+                raise InvalidInputError(f"clock must have a now() method, got {clock!r}")
+            self.clock: Clock = clock
+            self.embedder: Embedder = resolve_embedder(embedder)
+            self.token_counter: TokenCounter = resolve_token_counter(token_counter)
+            self.importance_scorer: ImportanceScorer = importance_scorer or HeuristicImportance()
+            if vector_store is None:
+                if self.path is None:
+                    vector_store = _ephemeral_store()
+                else:
+                    vector_store = VectorStore.embedded(self.path / "chroma")
+            self.store = vector_store
+            self._dim: int | None = self._db.meta("dim")
+            self._spaces: dict[str, _Space] = {}
+            self._known: set[str] = set(self._db.namespaces()) | {self.default_namespace}
+        except BaseException:
+            self._db.close()
+            raise
+        self._closed = False
+
+    # ================================================================ lifecycle
+    def close(self) -> None:
+        """Flush and release the store (the object is unusable afterwards)."""
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                self._db.close()
+
+    def __enter__(self) -> Oblivion:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise InvalidInputError("this Oblivion instance is closed; open a new one")
+
+    # ================================================================ policy
+    @property
+    def policy(self) -> Policy:
+        """The default policy (namespaces may override it, see :meth:`set_policy`)."""
+        return self._policy
+
+    def policy_for(self, namespace: str | None = None) -> Policy:
+        """The policy in force for ``namespace``."""
+        ns = self._ns(namespace)
+        return self._ns_policy.get(ns, self._policy)
+
+    def set_policy(
+        self, policy: Policy | str, *, namespace: str | None = None, reason: str | None = None
+    ) -> Policy:
+        """Switch policy at run time, for one namespace or (``namespace=None``) the default.
+
+        Activation is rebased at "now" so the switch changes future decay only. The switch
+        is recorded in the journal with ``reason``.
+        """
+        new = resolve_policy(policy, clock=self._policy.clock)
+        with self._lock:
+            self._check_open()
+            now = self.clock.now()
+            targets = [namespace] if namespace is not None else list(self._known)
+            for ns in targets:
+                if ns in self._known:
+                    self._rebase(self._space(ns), now)
+            with self._db.transaction() as conn:
+                if namespace is None:
+                    old = self._policy.name
+                    self._policy = new
+                    self._db.set_meta("policy", new.to_dict(), conn)
+                else:
+                    ns = _check_namespace(namespace)
+                    old = self.policy_for(ns).name
+                    self._ns_policy[ns] = new
+                    self._db.add_namespace(ns, conn)
+                    conn.execute(
+                        "UPDATE namespaces SET policy=? WHERE namespace=?",
+                        (json.dumps(new.to_dict()), ns),
+                    )
+                    self._known.add(ns)
+                detail = {"from": old, "to": new.name, "reason": reason, "scope": namespace}
+                self._db.journal(
+                    conn, now, namespace or "*", [(None, "policy", None, None, detail)]
+                )
+        return new
+
+    # ================================================================ writing
+    def remember(
+        self,
+        text: str,
+        *,
+        category: str | None = None,
+        importance: float | None = None,
+        confidence: float = 1.0,
+        metadata: Mapping[str, Any] | None = None,
+        namespace: str | None = None,
+        id: str | None = None,
+    ) -> MemoryRecord:
+        """Store one memory; durable when this returns.
+
+        Args:
+            text: Non-empty text, at most ``policy.max_text_chars`` characters. Texts
+                longer than the embedding window are embedded chunk by chunk (mean of
+                the chunk vectors) and stored whole.
+            category: Decides the half-life; inferred by the importance scorer if omitted.
+            importance: In ``[0, 1]``; scored at write time if omitted.
+            confidence: In ``[0, 1]``; scales every boost this memory gets.
+            metadata: JSON-serialisable user data, returned with the memory.
+            namespace: Isolated memory space (created on first write).
+            id: Your own id (unique in the namespace); a UUID by default.
+        """
+        return self.remember_many(
+            [text],
+            categories=[category],
+            importances=[importance],
+            confidences=[confidence],
+            metadatas=[metadata],
+            namespace=namespace,
+            ids=[id],
+        )[0]
+
+    def remember_many(
+        self,
+        texts: Sequence[str],
+        *,
+        categories: Sequence[str | None] | None = None,
+        importances: Sequence[float | None] | None = None,
+        confidences: Sequence[float] | None = None,
+        metadatas: Sequence[Mapping[str, Any] | None] | None = None,
+        namespace: str | None = None,
+        ids: Sequence[str | None] | None = None,
+    ) -> list[MemoryRecord]:
+        """Store several memories in one batch (one embedding call, one commit).
+
+        Arguments are parallel sequences; see :meth:`remember`. All or nothing: if any
+        item is invalid, nothing is stored.
+        """
+        self._check_open()
+        if isinstance(texts, str) or not isinstance(texts, Sequence):
+            raise InvalidInputError("texts must be a list of strings (use remember() for one)")
+        n = len(texts)
+        ns = _check_namespace(namespace if namespace is not None else self.default_namespace)
+        policy = self.policy_for(ns) if ns in self._known else self._policy
+        cats = _parallel(categories, n, "categories")
+        imps = _parallel(importances, n, "importances")
+        confs = _parallel(confidences, n, "confidences", default=1.0)
+        metas = _parallel(metadatas, n, "metadatas")
+        given_ids = _parallel(ids, n, "ids")
+        clean: list[str] = []
+        for i, text in enumerate(texts):
+            clean.append(_check_text(text, policy.max_text_chars, f"texts[{i}]"))
+            if cats[i] is not None:
+                cats[i] = _check_category(cats[i])
+            if imps[i] is not None:
+                imps[i] = _check_unit(imps[i], "importance")
+            confs[i] = _check_unit(confs[i], "confidence")
+            metas[i] = _check_metadata(metas[i])
+            if given_ids[i] is not None:
+                given_ids[i] = _check_id(given_ids[i])
+        final_ids = [i if i is not None else uuid.uuid4().hex for i in given_ids]
+        if len(set(final_ids)) != n:
+            raise InvalidInputError("ids must be unique within one remember_many() call")
+        if n == 0:
+            return []
+        vectors = embed_texts(self.embedder, clean, self._dim)
+        for i in range(n):
+            if cats[i] is None:
+                cats[i] = self.importance_scorer.categorize(clean[i])
+            if imps[i] is None:
+                imps[i] = _check_unit(self.importance_scorer.score(clean[i]), "scored importance")
+
+        with self._lock:
+            self._check_open()
+            space = self._space(ns, create=True)
+            st = space.state
+            clash = [i for i in final_ids if i in st.index]
+            if clash:
+                raise InvalidInputError(
+                    f"memory id {clash[0]!r} already exists in namespace {ns!r}; use edit() to "
+                    "change it or forget() it first"
+                )
+            if self._dim is None:
+                self._dim = int(vectors.shape[1])
+            if isinstance(self.clock, TurnClock) and policy.clock == "turns":
+                self.clock.tick(n)
+            now = self.clock.now()
+            imp_arr = np.asarray(imps, dtype=np.float64)
+            a0 = decay.initial_activation(imp_arr, policy.initial_base)
+            seq0 = self._db.next_seq()
+            rows: list[int] = []
+            for k in range(n):
+                values = {
+                    "importance": imp_arr[k],
+                    "confidence": float(confs[k]),
+                    "created_at": now,
+                    "last_accessed": now,
+                    "a_ref": float(min(a0[k], policy.cap)),
+                    "t_ref": now,
+                    "stability": 0.0,
+                    "access_count": 0,
+                    "tier": int(Tier.ACTIVE),
+                    "invalidated": False,
+                }
+                rows.append(st.append(final_ids[k], str(cats[k]), values, seq0 + k))
+            chroma_meta = [{"category": str(c)} for c in cats]
+            try:
+                self.store.add(ns, final_ids, vectors, clean, chroma_meta)
+                with self._db.transaction(durable=True) as conn:
+                    self._db.add_namespace(ns, conn)
+                    self._db.insert(
+                        conn,
+                        st,
+                        rows,
+                        dict(zip(final_ids, clean, strict=True)),
+                        {i: m or {} for i, m in zip(final_ids, metas, strict=True)},
+                    )
+                    if self._db.meta("dim") is None:
+                        self._db.set_meta("dim", self._dim, conn)
+                    if isinstance(self.clock, TurnClock):
+                        self._db.set_meta("turn", self.clock.now(), conn)
+                    self._db.journal(
+                        conn,
+                        now,
+                        ns,
+                        [
+                            (
+                                final_ids[k],
+                                "remember",
+                                None,
+                                float(st.cols["a_ref"][rows[k]]),
+                                {"category": cats[k], "importance": float(imp_arr[k])},
+                            )
+                            for k in range(n)
+                        ],
+                    )
+            except BaseException:
+                for mid in reversed(final_ids):
+                    st.remove(mid)
+                try:
+                    self.store.delete(ns, final_ids)
+                finally:
+                    raise
+            self._known.add(ns)
+            space.index.add(final_ids, vectors)
+            for c in cats:
+                space.usage.of(str(c)).stored += 1
+            space.writes_since_maintain += n
+            records = [self._record(ns, st.index[i], now) for i in final_ids]
+            if 0 < policy.maintain_every <= space.writes_since_maintain:
+                self._maintain(ns, dry_run=False)
+        return records
+
+    def edit(
+        self,
+        memory_id: str,
+        text: str | None = None,
+        *,
+        metadata: Mapping[str, Any] | None = None,
+        namespace: str | None = None,
+    ) -> MemoryRecord:
+        """Change a memory's text (re-embedded) and/or replace its metadata.
+
+        Its activation is kept; the change is journaled.
+        """
+        ns = self._ns(namespace)
+        clean = _check_text(text, self.policy_for(ns).max_text_chars, "text") if text else None
+        if text is not None and clean is None:
+            raise InvalidInputError("text must be a non-empty string")
+        meta = _check_metadata(metadata) if metadata is not None else None
+        vector = embed_texts(self.embedder, [clean], self._dim) if clean is not None else None
+        with self._lock:
+            self._check_open()
+            space = self._space(ns)
+            i = self._row(space, memory_id)
+            now = self.clock.now()
+            with self._db.transaction(durable=True) as conn:
+                if clean is not None and vector is not None:
+                    self.store.add(
+                        ns, [memory_id], vector, [clean], [{"category": space.state.category(i)}]
+                    )
+                    self._db.set_text(conn, ns, memory_id, clean)
+                    if memory_id in space.index:
+                        space.index.add([memory_id], vector)
+                if meta is not None:
+                    self._db.set_metadata(conn, ns, memory_id, meta)
+                detail = {"text_changed": clean is not None, "metadata_changed": meta is not None}
+                self._db.journal(conn, now, ns, [(memory_id, "edit", None, None, detail)])
+            return self._record(ns, i, now)
+
+    # ================================================================ recall
+    def recall(
+        self,
+        query: str,
+        *,
+        token_budget: int | None = None,
+        k: int | None = None,
+        namespace: str | None = None,
+        deep: bool | None = None,
+        include_invalidated: bool = False,
+        include_cold: bool = False,
+        feedback: bool = True,
+    ) -> RecallResult:
+        """Find the memories that matter for ``query``, best first, within a token budget.
+
+        Args:
+            query: The text to search for.
+            token_budget: Tokens the items may cost in total (each item costs its text's
+                tokens plus ``policy.per_item_tokens``); never exceeded. ``None`` = no limit.
+            k: Maximum number of items (default ``policy.default_k``).
+            namespace: Where to search.
+            deep: ``True`` always searches the archive; ``False`` never; ``None`` lets
+                the gate decide (best active relevance below ``policy.archive_gate``, or
+                fewer than ``k`` active hits).
+            include_invalidated: Also return invalidated memories.
+            include_cold: Also search cold memories (originals of summaries).
+            feedback: Boost the returned memories (the default). ``False`` only reads.
+        """
+        self._check_open()
+        q = _check_text(query, None, "query")
+        budget = check_budget(token_budget)
+        if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
+            raise InvalidInputError(f"k must be an int >= 1 or None, got {k!r}")
+        if deep is not None and not isinstance(deep, bool):
+            raise InvalidInputError(f"deep must be True, False or None, got {deep!r}")
+        ns = self._ns(namespace)
+        qvec = embed_query(self.embedder, q, self._dim)
+        with self._lock:
+            self._check_open()
+            return self._recall(
+                q, qvec, ns, budget, k, deep, include_invalidated, include_cold, feedback
+            )
+
+    def _recall(
+        self,
+        query: str,
+        qvec: Vectors,
+        ns: str,
+        budget: int | None,
+        k: int | None,
+        deep: bool | None,
+        include_invalidated: bool,
+        include_cold: bool,
+        feedback: bool,
+    ) -> RecallResult:
+        policy = self.policy_for(ns)
+        space = self._space(ns)
+        st = space.state
+        limit = k if k is not None else policy.default_k
+        pool = max(policy.candidate_pool, limit)
+        now = self.clock.now()
+
+        cand: dict[str, float] = {}
+        ids, sims = space.index.search(qvec, pool)
+        for mid, sim in zip(ids, sims, strict=True):
+            cand[mid] = float(sim)
+        best = float(sims[0]) if len(sims) else -1.0
+
+        reason: str | None = None
+        if deep:
+            reason = "deep=True"
+        elif deep is None:
+            if len(ids) < limit and st.n > len(space.index):
+                reason = f"only {len(ids)} active memories for k={limit}"
+            elif best < policy.archive_gate and st.n > len(space.index):
+                reason = f"best active relevance {best:.3f} < gate {policy.archive_gate:g}"
+        if reason is not None:
+            n_ask = pool + min(len(space.index), pool)
+            for mid, sim in zip(*self.store.query(ns, qvec, n_ask), strict=True):
+                if mid not in cand and mid in st.index:
+                    cand[mid] = sim
+
+        cids = [
+            m
+            for m in cand
+            if (include_invalidated or not st.cols["invalidated"][st.index[m]])
+            and (include_cold or st.cols["tier"][st.index[m]] != Tier.COLD)
+        ]
+        if not cids:
+            return RecallResult(query, ns, (), 0, budget, reason is not None, reason, 0)
+        rows = np.fromiter((st.index[m] for m in cids), np.int64, len(cids))
+        rel = np.asarray([cand[m] for m in cids], dtype=np.float64)
+        act = self._activation(ns, st, now, rows)
+        imp = st.cols["importance"][rows]
+        scores = score(rel, act, imp, policy)
+        order = rank_order(scores, st.cols["seq"][rows])
+
+        texts = self._db.texts(ns, [cids[j] for j in order])
+        costs: list[int] = []
+        tokens: list[int] = []
+        for j in order:
+            t = int(self.token_counter(texts[cids[j]]))
+            tokens.append(t)
+            costs.append(t + policy.per_item_tokens)
+        chosen = pack(costs, budget, limit)
+        picked = [int(order[c]) for c in chosen]
+        metas = self._db.metadatas(ns, [cids[j] for j in picked])
+
+        boosts: dict[str, dict[str, Any]] = {}
+        if feedback and picked:
+            boosts = self._feedback(ns, space, policy, now, cids, rows, rel, act, picked)
+        items = []
+        for rank, (c, j) in enumerate(zip(chosen, picked, strict=True), start=1):
+            mid = cids[j]
+            i = int(rows[j])
+            tier = Tier(int(st.cols["tier"][i])) if mid not in boosts else boosts[mid]["from_tier"]
+            extra = {"boost": boosts.get(mid, {}).get("public")}
+            if mid in st.superseded_by:
+                extra["superseded_by"] = st.superseded_by[mid]
+            why = explain(
+                rank=rank,
+                of=len(cids),
+                relevance=float(rel[j]),
+                activation=float(act[j]),
+                importance=float(imp[j]),
+                tier=tier,
+                category=st.category(i),
+                policy=policy,
+                archive_reason=reason,
+                extra=extra,
+            )
+            items.append(
+                RecalledItem(
+                    id=mid,
+                    text=texts[mid],
+                    namespace=ns,
+                    category=st.category(i),
+                    tier=tier,
+                    relevance=float(rel[j]),
+                    activation=float(act[j]),
+                    importance=float(imp[j]),
+                    score=float(scores[j]),
+                    tokens=tokens[c],
+                    why=why,
+                    metadata=metas.get(mid, {}),
+                )
+            )
+        total = sum(costs[c] for c in chosen)
+        return RecallResult(
+            query, ns, tuple(items), total, budget, reason is not None, reason, len(cids)
+        )
+
+    def _feedback(
+        self,
+        ns: str,
+        space: _Space,
+        policy: Policy,
+        now: float,
+        cids: list[str],
+        rows: np.ndarray[Any, Any],
+        rel: np.ndarray[Any, Any],
+        act: np.ndarray[Any, Any],
+        picked: list[int],
+    ) -> dict[str, dict[str, Any]]:
+        """Boost what a recall returned; restore archived items that rise above the band."""
+        st = space.state
+        out: dict[str, dict[str, Any]] = {}
+        journal: list[JournalEntry] = []
+        touched: list[int] = []
+        restore: list[str] = []
+        for j in picked:
+            mid, i = cids[j], int(rows[j])
+            from_tier = Tier(int(st.cols["tier"][i]))
+            cat = st.category(i)
+            gain = policy.archive_gain if from_tier == Tier.ARCHIVE else 1.0
+            delta = decay.boost_delta(
+                self._beta(ns, cat), rel[j], st.cols["confidence"][i], gain
+            )
+            after = float(decay.boost(act[j], delta, policy.cap))
+            self._set_activation(st, i, after, now, policy.retrieval_stability)
+            space.last_relevance[mid] = float(max(rel[j], 0.0))
+            usage = space.usage.of(cat)
+            usage.recalled += 1
+            if from_tier == Tier.ARCHIVE:
+                usage.archive_hits += 1
+                if after > policy.archive_high and not st.cols["invalidated"][i]:
+                    restore.append(mid)
+            public = {"before": float(act[j]), "after": after, "gain": gain}
+            out[mid] = {"from_tier": from_tier, "public": public}
+            touched.append(i)
+            journal.append((mid, "recall", float(act[j]), after, {"relevance": float(rel[j])}))
+        with self._db.transaction() as conn:
+            if restore:
+                self._move_to_active(ns, space, restore, conn, now, "recalled from the archive")
+                for mid in restore:
+                    out[mid]["public"]["promoted"] = True
+            self._db.save_rows(conn, st, touched)
+            self._db.journal(conn, now, ns, journal)
+        return out
+
+    # ================================================================ feedback API
+    def mark_used(self, ids: Iterable[str], *, namespace: str | None = None) -> list[float]:
+        """Give the larger "used" boost to memories the answer actually drew on.
+
+        The boost is ``beta * relevance * confidence * used_gain`` (relevance from the
+        memory's last recall, 1.0 if it was never recalled) and use slows its decay.
+        Returns the new activations.
+        """
+        ids = _check_ids(ids)
+        ns = self._ns(namespace)
+        with self._lock:
+            self._check_open()
+            space = self._space(ns)
+            policy = self.policy_for(ns)
+            rows = [self._row(space, m) for m in ids]
+            now = self.clock.now()
+            return self._bump(
+                ns,
+                space,
+                rows,
+                now,
+                kind="used",
+                deltas=[
+                    float(
+                        decay.boost_delta(
+                            self._beta(ns, space.state.category(i)),
+                            space.last_relevance.get(m, 1.0),
+                            space.state.cols["confidence"][i],
+                            policy.used_gain,
+                        )
+                    )
+                    for m, i in zip(ids, rows, strict=True)
+                ],
+                stability=policy.used_stability,
+            )
+
+    def confirm(self, memory_id: str, *, namespace: str | None = None) -> float:
+        """The user confirmed this memory: a strong boost, and it decays slower from now on.
+
+        Returns the new activation.
+        """
+        ns = self._ns(namespace)
+        with self._lock:
+            self._check_open()
+            space = self._space(ns)
+            policy = self.policy_for(ns)
+            i = self._row(space, memory_id)
+            now = self.clock.now()
+            return self._bump(
+                ns,
+                space,
+                [i],
+                now,
+                kind="confirm",
+                deltas=[policy.confirm_boost],
+                stability=policy.confirm_stability,
+            )[0]
+
+    def _bump(
+        self,
+        ns: str,
+        space: _Space,
+        rows: list[int],
+        now: float,
+        *,
+        kind: str,
+        deltas: list[float],
+        stability: float,
+    ) -> list[float]:
+        st = space.state
+        policy = self.policy_for(ns)
+        before = self._activation(ns, st, now, np.asarray(rows, dtype=np.int64))
+        after = decay.boost(before, np.asarray(deltas), policy.cap)
+        journal: list[JournalEntry] = []
+        restore: list[str] = []
+        for i, b, a in zip(rows, before, after, strict=True):
+            self._set_activation(st, i, float(a), now, stability)
+            mid = st.ids[i]
+            if kind == "used":
+                space.usage.of(st.category(i)).used += 1
+            if (
+                st.cols["tier"][i] == Tier.ARCHIVE
+                and a > policy.archive_high
+                and not st.cols["invalidated"][i]
+            ):
+                restore.append(mid)
+            journal.append((mid, kind, float(b), float(a), {}))
+        with self._db.transaction() as conn:
+            if restore:
+                self._move_to_active(ns, space, restore, conn, now, f"{kind} boost")
+            self._db.save_rows(conn, st, rows)
+            self._db.journal(conn, now, ns, journal)
+        return [float(a) for a in after]
+
+    def invalidate(
+        self, memory_id: str, *, namespace: str | None = None, reason: str | None = None
+    ) -> None:
+        """Mark a memory wrong: activation drops to 0, it leaves the active tier and is kept
+        out of recall unless ``include_invalidated=True``. Nothing is deleted."""
+        ns = self._ns(namespace)
+        with self._lock:
+            self._check_open()
+            space = self._space(ns)
+            st = space.state
+            i = self._row(space, memory_id)
+            now = self.clock.now()
+            before = float(self._activation(ns, st, now, np.asarray([i]))[0])
+            st.cols["invalidated"][i] = True
+            self._set_activation(st, i, 0.0, now, 0.0, count_access=False)
+            with self._db.transaction() as conn:
+                if st.cols["tier"][i] == Tier.ACTIVE:
+                    st.cols["tier"][i] = Tier.ARCHIVE
+                    space.index.remove([memory_id])
+                self._db.save_rows(conn, st, [i])
+                detail = {"reason": reason} if reason else {}
+                self._db.journal(conn, now, ns, [(memory_id, "invalidate", before, 0.0, detail)])
+
+    def forget(self, memory_id: str, *, namespace: str | None = None) -> None:
+        """Delete a memory for good (text, vector and state). The journal keeps the event."""
+        ns = self._ns(namespace)
+        with self._lock:
+            self._check_open()
+            space = self._space(ns)
+            i = self._row(space, memory_id)
+            self._delete(ns, space, [i], self.clock.now(), "forget() called")
+
+    def _delete(self, ns: str, space: _Space, rows: list[int], now: float, why: str) -> None:
+        st = space.state
+        ids = [st.ids[i] for i in rows]
+        acts = self._activation(ns, st, now, np.asarray(rows, dtype=np.int64))
+        with self._db.transaction() as conn:
+            self._db.delete(conn, ns, ids)
+            self._db.journal(
+                conn,
+                now,
+                ns,
+                [(m, "forget", float(a), None, {"reason": why}) for m, a in zip(ids, acts)],
+            )
+            self.store.delete(ns, ids)
+        space.index.remove(ids)
+        for m in ids:
+            st.remove(m)
+            space.last_relevance.pop(m, None)
+
+    # ================================================================ maintenance
+    def maintain(self, *, dry_run: bool = False, namespace: str | None = None) -> MaintenancePlan:
+        """Plan tier moves for one namespace and apply them (``dry_run=True``: plan only).
+
+        Applying also runs self-adaptation of half-lives and betas.
+        """
+        ns = self._ns(namespace)
+        with self._lock:
+            self._check_open()
+            return self._maintain(ns, dry_run=dry_run)
+
+    def _maintain(self, ns: str, *, dry_run: bool) -> MaintenancePlan:
+        space = self._space(ns)
+        st = space.state
+        policy = self.policy_for(ns)
+        now = self.clock.now()
+        act = self._activation(ns, st, now)
+        forgettable = None
+        if policy.forget_enabled:
+            protected = np.isin(
+                st.col("cat"),
+                [st.cat_id(c) for c in policy.protected_categories if c in st.vocab],
+            )
+            forgettable = (
+                ~protected
+                & (st.col("importance") < policy.protect_importance)
+                & (now - st.col("created_at") >= policy.forget_min_age)
+            )
+        decision = plan_tiers(
+            act,
+            st.col("tier"),
+            low=policy.archive_low,
+            high=policy.archive_high,
+            capacity=policy.active_capacity,
+            invalidated=st.col("invalidated"),
+            forget_enabled=policy.forget_enabled,
+            forget_below=policy.forget_below,
+            forgettable=forgettable,
+        )
+        entries: list[PlanEntry] = []
+        for action, rows, why in (
+            ("archive", decision.archive, f"activation below {decision.low:.3f}"),
+            ("restore", decision.restore, f"activation above {decision.high:.3f}"),
+            ("forget", decision.forget, f"activation below forget_below {policy.forget_below}"),
+        ):
+            for i in rows:
+                reason = "invalidated" if st.cols["invalidated"][i] else why
+                entries.append(PlanEntry(st.ids[i], action, float(act[i]), st.category(i), reason))
+        before = len(space.index)
+        after = before - len(decision.archive) + len(decision.restore)
+        after -= int(np.sum(st.cols["tier"][decision.forget] == Tier.ACTIVE))
+        adapted: dict[str, dict[str, float]] = {}
+        if not dry_run:
+            space.writes_since_maintain = 0
+            archive_ids = [st.ids[i] for i in decision.archive]
+            restore_ids = [st.ids[i] for i in decision.restore]
+            with self._db.transaction() as conn:
+                if archive_ids:
+                    space.index.remove(archive_ids)
+                    for i in decision.archive:
+                        st.cols["tier"][i] = Tier.ARCHIVE
+                        space.usage.of(st.category(i)).archived += 1
+                    self._db.save_rows(conn, st, decision.archive.tolist())
+                if restore_ids:
+                    self._move_to_active(ns, space, restore_ids, conn, now, "maintain")
+                self._db.journal(
+                    conn,
+                    now,
+                    ns,
+                    [
+                        (e.id, e.action, e.activation, e.activation, {"reason": e.reason})
+                        for e in entries
+                        if e.action != "forget"
+                    ],
+                )
+                adapted = adapt(space.usage, policy)
+                if adapted:
+                    self._rebase(space, now, categories=set(adapted), conn=conn)
+                    self._db.journal(
+                        conn, now, ns, [(None, "adapt", None, None, {"changed": adapted})]
+                    )
+                self._db.set_meta(f"usage:{ns}", space.usage.to_json(), conn)
+            if len(decision.forget):
+                self._delete(ns, space, decision.forget.tolist(), now, "decayed below forget_below")
+        return MaintenancePlan(
+            namespace=ns,
+            now=now,
+            entries=tuple(entries),
+            low=decision.low,
+            high=decision.high,
+            active_before=before,
+            active_after=after,
+            applied=not dry_run,
+            adapted=adapted,
+        )
+
+    def _move_to_active(
+        self, ns: str, space: _Space, ids: list[str], conn: Any, now: float, reason: str
+    ) -> None:
+        vecs = self.store.vectors(ns, ids)
+        have = [m for m in ids if m in vecs]
+        if have:
+            space.index.add(have, np.stack([vecs[m] for m in have]))
+        st = space.state
+        rows = [st.index[m] for m in have]
+        for i in rows:
+            st.cols["tier"][i] = Tier.ACTIVE
+        self._db.save_rows(conn, st, rows)
+        self._db.journal(
+            conn, now, ns, [(m, "restore", None, None, {"reason": reason}) for m in have]
+        )
+
+    # ================================================================ reading
+    def get(self, memory_id: str, *, namespace: str | None = None) -> MemoryRecord:
+        """One memory with its activation now."""
+        ns = self._ns(namespace)
+        with self._lock:
+            self._check_open()
+            space = self._space(ns)
+            return self._record(ns, self._row(space, memory_id), self.clock.now())
+
+    def records(
+        self, *, namespace: str | None = None, tier: Tier | None = None
+    ) -> list[MemoryRecord]:
+        """Every memory of a namespace (optionally of one tier), oldest first."""
+        ns = self._ns(namespace)
+        with self._lock:
+            self._check_open()
+            st = self._space(ns).state
+            now = self.clock.now()
+            rows = np.argsort(st.col("seq"), kind="stable")
+            if tier is not None:
+                rows = rows[st.col("tier")[rows] == int(tier)]
+            return self._records(ns, rows.tolist(), now)
+
+    def history(self, memory_id: str | None = None, *, namespace: str | None = None) -> list[Event]:
+        """The journal: every recorded change of one memory (or of the namespace)."""
+        ns = self._ns(namespace)
+        with self._lock:
+            self._check_open()
+            return self._db.events(ns, memory_id)
+
+    def namespaces(self) -> list[str]:
+        """Every namespace that exists (the default one always does)."""
+        with self._lock:
+            return sorted(self._known)
+
+    def count(self, *, namespace: str | None = None) -> int:
+        """Number of memories in a namespace."""
+        ns = self._ns(namespace)
+        with self._lock:
+            self._check_open()
+            return self._space(ns).state.n
+
+    def stats(self, *, namespace: str | None = None) -> dict[str, Any]:
+        """Tier sizes, per-category activation and adapted parameters, policy and clock."""
+        ns = self._ns(namespace)
+        with self._lock:
+            self._check_open()
+            space = self._space(ns)
+            st = space.state
+            policy = self.policy_for(ns)
+            now = self.clock.now()
+            act = self._activation(ns, st, now)
+            tiers = st.col("tier")
+            cats: dict[str, Any] = {}
+            for k, name in enumerate(st.vocab):
+                mask = st.col("cat") == k
+                if not mask.any() and name not in space.usage.categories:
+                    continue
+                u = space.usage.of(name)
+                cats[name] = {
+                    "count": int(mask.sum()),
+                    "active": int((mask & (tiers == Tier.ACTIVE)).sum()),
+                    "mean_activation": float(act[mask].mean()) if mask.any() else None,
+                    "half_life": self._half_life(ns, name),
+                    "beta": self._beta(ns, name),
+                    "half_life_multiplier": u.half_life_mult,
+                    "beta_multiplier": u.beta_mult,
+                    "window": {
+                        "stored": u.stored,
+                        "recalled": u.recalled,
+                        "archive_hits": u.archive_hits,
+                        "used": u.used,
+                        "archived": u.archived,
+                    },
+                }
+            return {
+                "namespace": ns,
+                "now": now,
+                "clock": policy.clock,
+                "policy": policy.name,
+                "memories": st.n,
+                "active": int((tiers == Tier.ACTIVE).sum()),
+                "archive": int((tiers == Tier.ARCHIVE).sum()),
+                "cold": int((tiers == Tier.COLD).sum()),
+                "invalidated": int(st.col("invalidated").sum()),
+                "superseded": len(st.superseded_by),
+                "thresholds": {"archive_low": policy.archive_low, "archive_high": policy.archive_high},
+                "active_capacity": policy.active_capacity,
+                "categories": cats,
+            }
+
+    # ================================================================ internals
+    def _ns(self, namespace: str | None) -> str:
+        ns = self.default_namespace if namespace is None else _check_namespace(namespace)
+        if ns not in self._known:
+            known = ", ".join(repr(n) for n in sorted(self._known))
+            raise UnknownNamespaceError(
+                f"namespace {ns!r} has no memories yet; remember() something there first "
+                f"(known namespaces: {known})"
+            )
+        return ns
+
+    def _space(self, ns: str, *, create: bool = False) -> _Space:
+        space = self._spaces.get(ns)
+        if space is None:
+            if ns not in self._known and not create:
+                raise UnknownNamespaceError(f"namespace {ns!r} does not exist")
+            st = self._db.load(ns)
+            index = ActiveIndex(self._dim)
+            active = [st.ids[i] for i in np.flatnonzero(st.col("tier") == Tier.ACTIVE)]
+            if active:
+                vecs = self.store.vectors(ns, active)
+                have = [m for m in active if m in vecs]
+                if have:
+                    index.add(have, np.stack([vecs[m] for m in have]))
+            usage = Usage.from_json(self._db.meta(f"usage:{ns}"))
+            space = self._spaces[ns] = _Space(st, index, usage)
+        return space
+
+    def _row(self, space: _Space, memory_id: str) -> int:
+        if not isinstance(memory_id, str):
+            raise InvalidInputError(f"memory ids are strings, got {type(memory_id).__name__}")
+        i = space.state.row(memory_id)
+        if i is None:
+            raise UnknownMemoryError(
+                f"no memory {memory_id!r} in namespace {space.state.namespace!r}; check the id "
+                "(ids come from remember() / recall() results) and the namespace"
+            )
+        return i
+
+    def _half_life(self, ns: str, category: str) -> float:
+        space = self._spaces.get(ns)
+        mult = space.usage.of(category).half_life_mult if space else 1.0
+        return self.policy_for(ns).half_life(category) * mult
+
+    def _beta(self, ns: str, category: str) -> float:
+        space = self._spaces.get(ns)
+        mult = space.usage.of(category).beta_mult if space else 1.0
+        return min(1.0, self.policy_for(ns).beta(category) * mult)
+
+    def _activation(
+        self, ns: str, st: NamespaceState, now: float, rows: np.ndarray[Any, Any] | None = None
+    ) -> np.ndarray[Any, Any]:
+        """Activation at ``now`` of ``rows`` (all rows when ``None``), vectorised."""
+        policy = self.policy_for(ns)
+        base = decay.half_life_to_rate([self._half_life(ns, c) for c in st.vocab] or [1.0])
+        sel = slice(0, st.n) if rows is None else rows
+        c = st.cols
+        rate = decay.effective_rate(base[c["cat"][sel]], c["stability"][sel], policy.stability_sigma)
+        floor = np.where(
+            c["invalidated"][sel], 0.0, decay.floor_for(c["importance"][sel], policy.floor_fraction)
+        )
+        return decay.activation_at(c["a_ref"][sel], c["t_ref"][sel], rate, floor, now)
+
+    def _set_activation(
+        self,
+        st: NamespaceState,
+        i: int,
+        value: float,
+        now: float,
+        stability: float,
+        *,
+        count_access: bool = True,
+    ) -> None:
+        c = st.cols
+        c["a_ref"][i] = value
+        c["t_ref"][i] = now
+        c["stability"][i] += stability
+        if count_access:
+            c["access_count"][i] += 1
+            c["last_accessed"][i] = now
+
+    def _rebase(
+        self,
+        space: _Space,
+        now: float,
+        *,
+        categories: set[str] | None = None,
+        conn: Any = None,
+    ) -> None:
+        """Fold elapsed decay into ``a_ref`` at ``now`` so a rate change only affects the future."""
+        st = space.state
+        if st.n == 0:
+            return
+        act = self._activation(st.namespace, st, now)
+        mask = np.ones(st.n, dtype=bool)
+        if categories is not None:
+            mask = np.isin(st.col("cat"), [st.cat_id(c) for c in categories])
+        st.col("a_ref")[mask] = act[mask]
+        st.col("t_ref")[mask] = now
+        rows = np.flatnonzero(mask).tolist()
+        if conn is None:
+            with self._db.transaction() as c:
+                self._db.save_rows(c, st, rows)
+        else:
+            self._db.save_rows(conn, st, rows)
+
+    def _record(self, ns: str, i: int, now: float) -> MemoryRecord:
+        return self._records(ns, [i], now)[0]
+
+    def _records(self, ns: str, rows: list[int], now: float) -> list[MemoryRecord]:
+        st = self._space(ns).state
+        ids = [st.ids[i] for i in rows]
+        texts = self._db.texts(ns, ids)
+        metas = self._db.metadatas(ns, ids)
+        idx = np.asarray(rows, dtype=np.int64)
+        acts = self._activation(ns, st, now, idx) if rows else []
+        policy = self.policy_for(ns)
+        c = st.cols
+        out = []
+        for k, i in enumerate(rows):
+            mid = st.ids[i]
+            cat = st.category(i)
+            rate = float(
+                decay.effective_rate(
+                    decay.half_life_to_rate(self._half_life(ns, cat)),
+                    c["stability"][i],
+                    policy.stability_sigma,
+                )
+            )
+            out.append(
+                MemoryRecord(
+                    id=mid,
+                    namespace=ns,
+                    text=texts[mid],
+                    category=cat,
+                    importance=float(c["importance"][i]),
+                    confidence=float(c["confidence"][i]),
+                    created_at=float(c["created_at"][i]),
+                    last_accessed=float(c["last_accessed"][i]),
+                    access_count=int(c["access_count"][i]),
+                    activation=float(acts[k]),
+                    decay_rate=rate,
+                    tier=Tier(int(c["tier"][i])),
+                    metadata=metas.get(mid, {}),
+                    invalidated=bool(c["invalidated"][i]),
+                    superseded_by=st.superseded_by.get(mid),
+                    as_of=now,
+                )
+            )
+        return out
+
+
+# ==================================================================== validation helpers
+def _check_namespace(namespace: object) -> str:
+    if not isinstance(namespace, str) or not namespace.strip():
+        raise InvalidInputError(f"namespace must be a non-empty string, got {namespace!r}")
+    if len(namespace) > MAX_NAMESPACE_CHARS:
+        raise InvalidInputError(f"namespace is longer than {MAX_NAMESPACE_CHARS} characters")
+    return namespace
+
+
+def _check_text(text: object, max_chars: int | None, name: str) -> str:
+    if not isinstance(text, str):
+        raise InvalidInputError(f"{name} must be a string, got {type(text).__name__}")
+    if not text.strip():
+        raise InvalidInputError(f"{name} is empty or whitespace; pass some text")
+    if "\x00" in text:
+        raise InvalidInputError(f"{name} contains a NUL character; remove it")
+    if max_chars is not None and len(text) > max_chars:
+        raise TextTooLongError(
+            f"{name} has {len(text):,} characters, more than policy.max_text_chars="
+            f"{max_chars:,}; split it into several memories or raise max_text_chars"
+        )
+    return text
+
+
+def _check_category(category: object) -> str:
+    if not isinstance(category, str) or not category.strip():
+        raise InvalidInputError(f"category must be a non-empty string, got {category!r}")
+    return category
+
+
+def _check_unit(value: object, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidInputError(f"{name} must be a number in [0, 1], got {value!r}")
+    v = float(value)
+    if not math.isfinite(v) or not 0.0 <= v <= 1.0:
+        raise InvalidInputError(f"{name} must be a finite number in [0, 1], got {value!r}")
+    return v
+
+
+def _check_metadata(metadata: object) -> dict[str, Any]:
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, Mapping):
+        raise InvalidInputError(f"metadata must be a dict, got {type(metadata).__name__}")
+    try:
+        json.dumps(dict(metadata), allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"metadata must be JSON-serialisable without NaN: {exc}") from exc
+    return dict(metadata)
+
+
+def _check_id(memory_id: object) -> str:
+    if not isinstance(memory_id, str) or not memory_id.strip() or len(memory_id) > 512:
+        raise InvalidInputError(f"ids must be non-empty strings of <= 512 chars, got {memory_id!r}")
+    return memory_id
+
+
+def _check_ids(ids: object) -> list[str]:
+    if isinstance(ids, str):
+        return [_check_id(ids)]
+    if not isinstance(ids, Iterable):
+        raise InvalidInputError(f"ids must be a list of strings, got {type(ids).__name__}")
+    return [_check_id(i) for i in ids]
+
+
+def _parallel(values: Sequence[Any] | None, n: int, name: str, default: Any = None) -> list[Any]:
+    if values is None:
+        return [default] * n
+    if isinstance(values, str) or len(values) != n:
+        raise InvalidInputError(f"{name} must be a list with one entry per text ({n})")
+    return list(values)
+
+
+def _prepare_dir(path: Path) -> None:
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StorePathError(
+            f"cannot create the store directory {str(path)!r}: {exc.strerror}; "
+            "pass a path you can write to"
+        ) from exc
+    if not path.is_dir():
+        raise StorePathError(f"store path {str(path)!r} exists and is not a directory")
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise StorePathError(
+            f"store directory {str(path)!r} is not writable; fix its permissions or pass "
+            "another path"
+        )
+
+
+def _ephemeral_store() -> VectorStore:
+    import chromadb
+
+    from oblivion_core.store import _settings
+
+    # EphemeralClient shares one in-process system; a prefix keeps engines apart.
+    return VectorStore(chromadb.EphemeralClient(settings=_settings()), prefix=uuid.uuid4().hex[:8])

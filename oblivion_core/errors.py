@@ -1,0 +1,58 @@
+"""Exceptions raised by Oblivion.
+
+Every error says what was wrong and what to change. Each subclasses both
+:class:`OblivionError` (catch everything from this library) and the built-in
+exception a Python user would expect (``ValueError``, ``KeyError``, ...).
+"""
+
+from __future__ import annotations
+
+
+class OblivionError(Exception):
+    """Base class of every error raised by Oblivion."""
+
+
+class InvalidInputError(OblivionError, ValueError):
+    """An argument has the wrong type or value (empty text, NaN, a negative budget...)."""
+
+
+class TextTooLongError(InvalidInputError):
+    """A text is longer than ``Policy.max_text_chars``; split it into several memories."""
+
+
+class PolicyError(InvalidInputError):
+    """A policy value is out of range or inconsistent (e.g. ``archive_low >= archive_high``)."""
+
+
+class UnknownMemoryError(OblivionError, KeyError):
+    """No memory with this id exists in the namespace."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class UnknownNamespaceError(OblivionError, KeyError):
+    """The namespace has never been written to."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class StoreError(OblivionError, RuntimeError):
+    """The on-disk store cannot be used."""
+
+
+class StorePathError(StoreError):
+    """The store path does not exist and cannot be created, or is not writable."""
+
+
+class StoreCorruptError(StoreError):
+    """The activation database is not a valid Oblivion SQLite file."""
+
+
+class StoreLockedError(StoreError):
+    """Another process holds a write lock on the activation database."""
+
+
+class EmbeddingError(OblivionError, RuntimeError):
+    """The embedder failed or returned vectors of the wrong shape or with NaNs."""

@@ -1,0 +1,325 @@
+"""The policy: one validated, immutable object holding every tunable.
+
+Half-lives are stated in the unit of the policy's clock: seconds for ``clock="wall"``,
+interactions for ``clock="turns"``. Templates give both.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Literal
+
+from oblivion_core.errors import PolicyError
+
+ClockKind = Literal["wall", "turns"]
+
+_DAY = 86_400.0
+
+# Half-lives per category: (wall-clock seconds, turns).
+_HALF_LIVES: dict[str, dict[str, tuple[float, float]]] = {
+    "balanced": {
+        "instruction": (180 * _DAY, 5_000.0),
+        "preference": (60 * _DAY, 1_500.0),
+        "fact": (21 * _DAY, 600.0),
+        "event": (7 * _DAY, 250.0),
+        "task": (3 * _DAY, 120.0),
+        "small_talk": (0.5 * _DAY, 20.0),
+        "summary": (30 * _DAY, 800.0),
+    },
+    "support-desk": {
+        "instruction": (30 * _DAY, 1_000.0),
+        "preference": (7 * _DAY, 300.0),
+        "fact": (2 * _DAY, 100.0),
+        "event": (1 * _DAY, 50.0),
+        "task": (0.5 * _DAY, 30.0),
+        "small_talk": (0.1 * _DAY, 6.0),
+        "summary": (7 * _DAY, 200.0),
+    },
+    "research-assistant": {
+        "instruction": (365 * _DAY, 20_000.0),
+        "preference": (180 * _DAY, 6_000.0),
+        "fact": (120 * _DAY, 4_000.0),
+        "event": (60 * _DAY, 1_500.0),
+        "task": (14 * _DAY, 500.0),
+        "small_talk": (2 * _DAY, 60.0),
+        "summary": (180 * _DAY, 6_000.0),
+    },
+}
+
+_TEMPLATE_OVERRIDES: dict[str, dict[str, Any]] = {
+    "balanced": {},
+    "support-desk": {"default_k": 5, "active_capacity": 200, "archive_gate": 0.5},
+    "research-assistant": {
+        "default_k": 12,
+        "active_capacity": 20_000,
+        "archive_low": 0.15,
+        "archive_high": 0.3,
+        "archive_gate": 0.4,
+    },
+}
+
+TEMPLATES: tuple[str, ...] = tuple(_HALF_LIVES)
+
+
+def _frozen(mapping: Mapping[str, float]) -> Mapping[str, float]:
+    return MappingProxyType(dict(mapping))
+
+
+@dataclass(frozen=True)
+class Policy:
+    """Every tunable of the engine, validated on construction.
+
+    Build one with :meth:`template` and adjust it with :meth:`replace`::
+
+        policy = Policy.template("support-desk", clock="turns").replace(archive_low=0.2)
+
+    Attributes:
+        name: Template name, for display.
+        clock: ``"wall"`` (seconds; memories decay while idle) or ``"turns"``
+            (interactions; idle-safe).
+        half_lives: Category -> half-life in clock units (> 0). Unknown categories use
+            ``half_lives[default_category]``.
+        betas: Category -> recall boost size β in ``(0, 1]``.
+        default_category: Category used when none is given and none is inferred.
+        used_gain: Boost multiplier for a memory the answer actually used (``mark_used``).
+        archive_gain: Boost multiplier for a memory recalled from the archive.
+        confirm_boost: Activation added by ``confirm()``.
+        retrieval_stability / used_stability / confirm_stability: Stability gained per
+            event; stability *u* slows decay as ``λ / (1 + stability_sigma * u)``.
+        stability_sigma: Strength of that slowing (>= 0).
+        cap: Maximum activation (boosts never exceed it).
+        floor_fraction: Decay floor is ``floor_fraction * importance``.
+        initial_base: New memories start at ``initial_base + (1 - initial_base) * importance``.
+        archive_low / archive_high: Hysteresis band. Active memories below ``archive_low``
+            are archived; archived ones above ``archive_high`` are restored; nothing moves
+            inside the band. Invariant: ``0 <= archive_low < archive_high <= cap``.
+        active_capacity: Target size of the active tier (``None`` = unbounded). Above it
+            the thresholds rise until the tier fits.
+        forget_enabled: Deletion by decay; off by default.
+        forget_below: Archived memories below this activation may be deleted
+            (``< archive_low``), except protected ones.
+        forget_min_age: Never forget memories younger than this (clock units).
+        protected_categories: Never forgotten.
+        protect_importance: Memories at or above this importance are never forgotten.
+        archive_gate: Recall also searches the archive when the best active relevance is
+            below this (cosine similarity), or fewer than ``k`` active hits exist.
+        default_k: Items returned when no ``k`` is given.
+        candidate_pool: Candidates fetched per tier before scoring.
+        w_relevance / w_activation / w_importance: Score weights;
+            ``score = w_relevance*relevance + w_activation*activation + w_importance*importance``.
+        per_item_tokens: Formatting overhead counted per packed item (bullets, newlines).
+        max_text_chars: Longer texts are rejected (:class:`TextTooLongError`).
+        adapt: Let the engine adjust half-lives and betas from observed use.
+        adapt_step: Relative change per adaptation step (e.g. 0.1 = 10 %).
+        adapt_bounds: Adapted values stay within ``[lo, hi]`` times the template value.
+        adapt_min_events: Events a category needs before it is adapted.
+        maintain_every: Run ``maintain()`` automatically after this many writes to a
+            namespace (0 = only when called).
+    """
+
+    name: str = "balanced"
+    clock: ClockKind = "wall"
+    half_lives: Mapping[str, float] = field(default_factory=dict)
+    betas: Mapping[str, float] = field(default_factory=dict)
+    default_category: str = "fact"
+    used_gain: float = 3.0
+    archive_gain: float = 2.0
+    confirm_boost: float = 0.5
+    retrieval_stability: float = 0.1
+    used_stability: float = 1.0
+    confirm_stability: float = 3.0
+    stability_sigma: float = 0.5
+    cap: float = 1.0
+    floor_fraction: float = 0.5
+    initial_base: float = 0.5
+    archive_low: float = 0.25
+    archive_high: float = 0.4
+    active_capacity: int | None = None
+    forget_enabled: bool = False
+    forget_below: float = 0.02
+    forget_min_age: float = 0.0
+    protected_categories: tuple[str, ...] = ("instruction", "preference")
+    protect_importance: float = 0.7
+    archive_gate: float = 0.45
+    default_k: int = 8
+    candidate_pool: int = 50
+    w_relevance: float = 1.0
+    w_activation: float = 0.15
+    w_importance: float = 0.05
+    per_item_tokens: int = 4
+    max_text_chars: int = 32_000
+    adapt: bool = True
+    adapt_step: float = 0.1
+    adapt_bounds: tuple[float, float] = (0.25, 4.0)
+    adapt_min_events: int = 20
+    maintain_every: int = 32
+
+    def __post_init__(self) -> None:
+        half_lives = dict(self.half_lives) or {
+            c: v[0 if self.clock == "wall" else 1] for c, v in _HALF_LIVES["balanced"].items()
+        }
+        betas = dict(self.betas) or dict.fromkeys(half_lives, 0.1)
+        object.__setattr__(self, "half_lives", _frozen(half_lives))
+        object.__setattr__(self, "betas", _frozen(betas))
+        object.__setattr__(self, "protected_categories", tuple(self.protected_categories))
+        object.__setattr__(self, "adapt_bounds", tuple(self.adapt_bounds))
+        self._validate()
+
+    # ------------------------------------------------------------------ building
+    @classmethod
+    def template(cls, name: str = "balanced", *, clock: ClockKind = "wall") -> Policy:
+        """Return a named template: ``balanced``, ``support-desk`` or ``research-assistant``.
+
+        ``support-desk`` decays fast and keeps a small context; ``research-assistant``
+        decays slowly and keeps more.
+        """
+        if name not in _HALF_LIVES:
+            raise PolicyError(f"unknown policy template {name!r}; choose one of {list(TEMPLATES)}")
+        if clock not in ("wall", "turns"):
+            raise PolicyError(f"clock must be 'wall' or 'turns', got {clock!r}")
+        col = 0 if clock == "wall" else 1
+        half_lives = {c: v[col] for c, v in _HALF_LIVES[name].items()}
+        return cls(name=name, clock=clock, half_lives=half_lives, **_TEMPLATE_OVERRIDES[name])
+
+    def replace(self, **changes: Any) -> Policy:
+        """Return a copy with ``changes`` applied (validated again)."""
+        unknown = set(changes) - {f.name for f in dataclasses.fields(self)}
+        if unknown:
+            raise PolicyError(f"unknown policy field(s) {sorted(unknown)}")
+        return dataclasses.replace(self, **changes)
+
+    # ------------------------------------------------------------------ lookups
+    def half_life(self, category: str) -> float:
+        """Half-life of ``category`` in clock units (the default category's if unknown)."""
+        hl = self.half_lives.get(category)
+        return hl if hl is not None else self.half_lives[self.default_category]
+
+    def beta(self, category: str) -> float:
+        """Recall boost size of ``category``."""
+        b = self.betas.get(category)
+        return b if b is not None else self.betas[self.default_category]
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serialisable view of every field."""
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        out["half_lives"] = dict(self.half_lives)
+        out["betas"] = dict(self.betas)
+        out["protected_categories"] = list(self.protected_categories)
+        out["adapt_bounds"] = list(self.adapt_bounds)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Policy:
+        """Inverse of :meth:`to_dict`."""
+        fields = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in fields})
+
+    # ------------------------------------------------------------------ validation
+    def _validate(self) -> None:
+        if self.clock not in ("wall", "turns"):
+            raise PolicyError(f"clock must be 'wall' or 'turns', got {self.clock!r}")
+        for cat, hl in self.half_lives.items():
+            _require(
+                _finite(hl) and hl > 0, f"half_lives[{cat!r}] must be a finite number > 0, got {hl!r}"
+            )
+        for cat, b in self.betas.items():
+            _require(_finite(b) and 0 < b <= 1, f"betas[{cat!r}] must be in (0, 1], got {b!r}")
+        _require(
+            self.default_category in self.half_lives and self.default_category in self.betas,
+            f"default_category {self.default_category!r} needs an entry in half_lives and betas",
+        )
+        for name in ("used_gain", "archive_gain"):
+            v = getattr(self, name)
+            _require(_finite(v) and v >= 1, f"{name} must be a finite number >= 1, got {v!r}")
+        for name in (
+            "confirm_boost",
+            "retrieval_stability",
+            "used_stability",
+            "confirm_stability",
+            "stability_sigma",
+            "forget_min_age",
+            "w_relevance",
+            "w_activation",
+            "w_importance",
+        ):
+            v = getattr(self, name)
+            _require(_finite(v) and v >= 0, f"{name} must be a finite number >= 0, got {v!r}")
+        _require(_finite(self.cap) and 0 < self.cap <= 1, f"cap must be in (0, 1], got {self.cap!r}")
+        for name in ("floor_fraction", "initial_base", "protect_importance"):
+            v = getattr(self, name)
+            _require(_finite(v) and 0 <= v <= 1, f"{name} must be in [0, 1], got {v!r}")
+        _require(
+            _finite(self.archive_low)
+            and _finite(self.archive_high)
+            and 0 <= self.archive_low < self.archive_high <= self.cap,
+            "thresholds must satisfy 0 <= archive_low < archive_high <= cap; got "
+            f"archive_low={self.archive_low!r}, archive_high={self.archive_high!r}, cap={self.cap!r}",
+        )
+        _require(
+            _finite(self.forget_below) and 0 <= self.forget_below < self.archive_low,
+            f"forget_below must be in [0, archive_low={self.archive_low}), got {self.forget_below!r}",
+        )
+        _require(
+            _finite(self.archive_gate) and -1 <= self.archive_gate <= 1,
+            f"archive_gate is a cosine similarity in [-1, 1], got {self.archive_gate!r}",
+        )
+        if self.active_capacity is not None:
+            _require(
+                _int(self.active_capacity) and self.active_capacity >= 1,
+                f"active_capacity must be None or an int >= 1, got {self.active_capacity!r}",
+            )
+        for name, lo in (("default_k", 1), ("candidate_pool", 1), ("max_text_chars", 1)):
+            v = getattr(self, name)
+            _require(_int(v) and v >= lo, f"{name} must be an int >= {lo}, got {v!r}")
+        _require(
+            _int(self.per_item_tokens) and self.per_item_tokens >= 0,
+            f"per_item_tokens must be an int >= 0, got {self.per_item_tokens!r}",
+        )
+        _require(
+            _finite(self.adapt_step) and 0 <= self.adapt_step < 1,
+            f"adapt_step must be in [0, 1), got {self.adapt_step!r}",
+        )
+        lo, hi = self.adapt_bounds
+        _require(
+            _finite(lo) and _finite(hi) and 0 < lo <= 1 <= hi,
+            f"adapt_bounds must satisfy 0 < lo <= 1 <= hi, got {self.adapt_bounds!r}",
+        )
+        _require(
+            _int(self.maintain_every) and self.maintain_every >= 0,
+            f"maintain_every must be an int >= 0, got {self.maintain_every!r}",
+        )
+        _require(
+            _int(self.adapt_min_events) and self.adapt_min_events >= 1,
+            f"adapt_min_events must be an int >= 1, got {self.adapt_min_events!r}",
+        )
+
+
+def _finite(v: object) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _int(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _require(ok: bool, message: str) -> None:
+    if not ok:
+        raise PolicyError(message)
+
+
+def resolve_policy(policy: Policy | str | None, clock: ClockKind | None = None) -> Policy:
+    """Turn a template name, a policy or ``None`` (balanced) into a :class:`Policy`."""
+    if policy is None:
+        return Policy.template("balanced", clock=clock or "wall")
+    if isinstance(policy, str):
+        return Policy.template(policy, clock=clock or "wall")
+    if isinstance(policy, Policy):
+        return policy
+    raise PolicyError(f"policy must be a Policy or a template name {list(TEMPLATES)}, got {policy!r}")
+
+
+__all__ = ["TEMPLATES", "ClockKind", "Policy", "resolve_policy"]

@@ -1,0 +1,170 @@
+"""Recall: scoring candidates from both tiers and explaining the ranking.
+
+The engine gathers candidates (active tier exactly, archive through Chroma when the
+gate opens), then calls :func:`score` and :func:`explain`. The types returned to users,
+:class:`RecalledItem` and :class:`RecallResult`, live here too.
+
+``score = w_relevance * relevance + w_activation * activation + w_importance * importance``
+
+Relevance is cosine similarity clipped at 0. The activation and importance weights are
+small by default (0.15, 0.05): activation breaks near-ties and lifts what has proved
+useful, but cannot push an irrelevant memory above a relevant one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from oblivion_core.budget import render
+from oblivion_core.policy import Policy
+from oblivion_core.records import Tier
+from oblivion_core.typing import TokenCounter
+
+F64 = npt.NDArray[np.float64]
+
+
+def score(relevance: F64, activation: F64, importance: F64, policy: Policy) -> F64:
+    """Combined ranking score of each candidate (higher is better)."""
+    return (
+        policy.w_relevance * np.maximum(relevance, 0.0)
+        + policy.w_activation * activation
+        + policy.w_importance * importance
+    )
+
+
+def rank_order(scores: F64, seq: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """Indices by score, best first; among equal scores the newer memory first."""
+    return np.lexsort((-seq, -scores))
+
+
+def explain(
+    *,
+    rank: int,
+    of: int,
+    relevance: float,
+    activation: float,
+    importance: float,
+    tier: Tier,
+    category: str,
+    policy: Policy,
+    archive_reason: str | None,
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The ``why`` of one recalled item: every term of its score, and a sentence."""
+    rel_c = policy.w_relevance * max(relevance, 0.0)
+    act_c = policy.w_activation * activation
+    imp_c = policy.w_importance * importance
+    total = rel_c + act_c + imp_c
+    where = "the archive" if tier == Tier.ARCHIVE else f"the {tier.label} tier"
+    sentence = (
+        f"ranked {rank} of {of}: relevance {relevance:.3f} x {policy.w_relevance:g} + "
+        f"activation {activation:.3f} x {policy.w_activation:g} + importance "
+        f"{importance:.2f} x {policy.w_importance:g} = {total:.3f}; {category} memory from "
+        f"{where}"
+    )
+    if archive_reason:
+        sentence += f" (archive searched because {archive_reason})"
+    why: dict[str, Any] = {
+        "rank": rank,
+        "candidates": of,
+        "score": total,
+        "relevance": relevance,
+        "activation": activation,
+        "importance": importance,
+        "contributions": {"relevance": rel_c, "activation": act_c, "importance": imp_c},
+        "weights": {
+            "relevance": policy.w_relevance,
+            "activation": policy.w_activation,
+            "importance": policy.w_importance,
+        },
+        "tier": tier.label,
+        "category": category,
+        "archive_searched_because": archive_reason,
+    }
+    if extra:
+        why.update(extra)
+    why["explanation"] = sentence
+    return why
+
+
+@dataclass(frozen=True)
+class RecalledItem:
+    """One recalled memory, with everything that decided its rank.
+
+    ``activation`` is the value the item was ranked with (before this recall's boost);
+    ``why["boost"]`` holds the boost it then received.
+    """
+
+    id: str
+    text: str
+    namespace: str
+    category: str
+    tier: Tier
+    relevance: float
+    activation: float
+    importance: float
+    score: float
+    tokens: int
+    why: Mapping[str, Any]
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RecallResult:
+    """The packed answer to one ``recall()``.
+
+    Attributes:
+        query: The query text.
+        namespace: Where it was searched.
+        items: Best first; their token cost (``tokens`` + the policy's per-item overhead)
+            sums to ``total_tokens``, which never exceeds ``token_budget``.
+        total_tokens: Tokens the items cost.
+        token_budget: The budget asked for (``None`` = unlimited).
+        searched_archive: Whether the archive was searched.
+        archive_reason: Why it was searched (``None`` when it was not).
+        candidates: How many candidates were scored.
+    """
+
+    query: str
+    namespace: str
+    items: tuple[RecalledItem, ...]
+    total_tokens: int
+    token_budget: int | None
+    searched_archive: bool
+    archive_reason: str | None
+    candidates: int
+
+    def __iter__(self) -> Iterator[RecalledItem]:
+        return iter(self.items)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, i: int) -> RecalledItem:
+        return self.items[i]
+
+    @property
+    def ids(self) -> list[str]:
+        """Ids of the items, best first."""
+        return [it.id for it in self.items]
+
+    @property
+    def texts(self) -> list[str]:
+        """Texts of the items, best first."""
+        return [it.text for it in self.items]
+
+    def render(
+        self,
+        counter: TokenCounter,
+        *,
+        budget: int | None = None,
+        header: str = "",
+    ) -> str:
+        """The items as a bulleted block that fits ``budget`` tokens as a whole."""
+        text, _ = render(self.texts, counter=counter, budget=budget, header=header)
+        return text

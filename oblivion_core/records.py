@@ -1,0 +1,84 @@
+"""Memory records, tiers and categories: the data model, with no I/O."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class Tier(enum.IntEnum):
+    """Where a memory lives.
+
+    ``ACTIVE`` memories are searched exactly in process on every recall; ``ARCHIVE``
+    memories are searched through Chroma when the active tier is not confident enough
+    (or when asked); ``COLD`` memories (the originals of a summary) are not searched
+    unless asked for, and are always recoverable.
+    """
+
+    ACTIVE = 0
+    ARCHIVE = 1
+    COLD = 2
+
+    @property
+    def label(self) -> str:
+        """Lower-case name, as shown in ``why`` and ``stats()``."""
+        return self.name.lower()
+
+
+class Category(str, enum.Enum):
+    """Built-in memory categories. Any other non-empty string is accepted as a category too."""
+
+    INSTRUCTION = "instruction"
+    PREFERENCE = "preference"
+    FACT = "fact"
+    EVENT = "event"
+    TASK = "task"
+    SMALL_TALK = "small_talk"
+    SUMMARY = "summary"
+
+
+#: Category names in a fixed order; index positions are used by the columnar state.
+BUILTIN_CATEGORIES: tuple[str, ...] = tuple(c.value for c in Category)
+
+
+@dataclass(frozen=True)
+class MemoryRecord:
+    """One memory and its activation state, as of ``as_of``.
+
+    Attributes:
+        id: Unique within its namespace.
+        namespace: The isolated memory space it belongs to.
+        text: The remembered text (full, never truncated).
+        category: Decides the half-life (see :class:`~oblivion_core.policy.Policy`).
+        importance: In ``[0, 1]``; raises initial activation and the decay floor.
+        confidence: In ``[0, 1]``; scales every boost.
+        created_at: Clock time of the write (seconds or turns, per the policy's clock).
+        last_accessed: Clock time of the last activation event.
+        access_count: How many times it was recalled, used or confirmed.
+        activation: Activation at ``as_of``, in ``[0, 1]``.
+        decay_rate: Effective decay rate λ per clock unit at ``as_of``.
+        tier: Where it lives.
+        metadata: User metadata (JSON-serialisable).
+        invalidated: Kept out of recall unless asked for.
+        superseded_by: Id of the newer memory that replaced this one, if any.
+        as_of: Clock time the activation was evaluated at.
+    """
+
+    id: str
+    namespace: str
+    text: str
+    category: str
+    importance: float
+    confidence: float
+    created_at: float
+    last_accessed: float
+    access_count: int
+    activation: float
+    decay_rate: float
+    tier: Tier
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    invalidated: bool = False
+    superseded_by: str | None = None
+    as_of: float = 0.0

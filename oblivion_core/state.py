@@ -1,0 +1,487 @@
+"""Activation state: columnar numpy arrays for the hot path, persisted in SQLite.
+
+One :class:`NamespaceState` per namespace holds every memory's activation inputs as
+parallel arrays (row *i* of each array is one memory), so decay and tiering are a few
+vectorised numpy operations even at a million memories. :class:`StateDB` persists the
+rows and an append-only event journal in SQLite (WAL). Callers hold the engine lock;
+nothing here is thread-safe on its own.
+
+Durability: every operation commits before it returns (``synchronous=NORMAL`` in WAL
+mode): a crashed process loses nothing; a power cut may lose the last few commits of
+activation updates, never a ``remember()`` (those commit with ``synchronous=FULL``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from oblivion_core.errors import StoreCorruptError, StoreError, StoreLockedError
+from oblivion_core.records import Tier
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS namespaces (
+    namespace TEXT PRIMARY KEY, created_at REAL NOT NULL, policy TEXT
+);
+CREATE TABLE IF NOT EXISTS memories (
+    namespace TEXT NOT NULL,
+    id TEXT NOT NULL,
+    text TEXT NOT NULL,
+    category TEXT NOT NULL,
+    importance REAL NOT NULL,
+    confidence REAL NOT NULL,
+    created_at REAL NOT NULL,
+    last_accessed REAL NOT NULL,
+    access_count INTEGER NOT NULL,
+    a_ref REAL NOT NULL,
+    t_ref REAL NOT NULL,
+    stability REAL NOT NULL,
+    tier INTEGER NOT NULL,
+    invalidated INTEGER NOT NULL DEFAULT 0,
+    superseded_by TEXT,
+    metadata TEXT NOT NULL DEFAULT '{}',
+    seq INTEGER NOT NULL,
+    PRIMARY KEY (namespace, id)
+);
+CREATE TABLE IF NOT EXISTS events (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    at REAL NOT NULL,
+    wall REAL NOT NULL,
+    namespace TEXT NOT NULL,
+    memory_id TEXT,
+    kind TEXT NOT NULL,
+    before REAL,
+    after REAL,
+    detail TEXT
+);
+CREATE INDEX IF NOT EXISTS events_by_memory ON events (namespace, memory_id);
+"""
+
+_FLOAT_COLS = (
+    "importance",
+    "confidence",
+    "created_at",
+    "last_accessed",
+    "a_ref",
+    "t_ref",
+    "stability",
+)
+
+F64 = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class Event:
+    """One recorded activation change (or other state change) of a memory."""
+
+    seq: int
+    at: float
+    wall: float
+    namespace: str
+    memory_id: str | None
+    kind: str
+    before: float | None
+    after: float | None
+    detail: Mapping[str, Any]
+
+
+class NamespaceState:
+    """Parallel arrays over the memories of one namespace.
+
+    ``ids[i]`` is the memory at row *i*; every array's first ``n`` entries are live.
+    Categories are stored as indices into ``vocab`` so per-category maths is one
+    vectorised lookup. Deletion swaps the last row into the hole, so rows are not
+    stable across deletes: always look a memory up through :meth:`row`.
+    """
+
+    def __init__(self, namespace: str) -> None:
+        self.namespace = namespace
+        self.ids: list[str] = []
+        self.index: dict[str, int] = {}
+        self.vocab: list[str] = []
+        self._vocab_index: dict[str, int] = {}
+        self.superseded_by: dict[str, str] = {}
+        self._cap = 0
+        self.n = 0
+        self.cols: dict[str, Any] = {}
+        self._grow(64)
+
+    def _grow(self, need: int) -> None:
+        cap = max(need, self._cap * 2, 64)
+        new: dict[str, Any] = {name: np.zeros(cap, dtype=np.float64) for name in _FLOAT_COLS}
+        new["access_count"] = np.zeros(cap, dtype=np.int64)
+        new["tier"] = np.zeros(cap, dtype=np.int8)
+        new["invalidated"] = np.zeros(cap, dtype=bool)
+        new["cat"] = np.zeros(cap, dtype=np.int32)
+        new["seq"] = np.zeros(cap, dtype=np.int64)  # insertion order: newer is larger
+        for name, arr in self.cols.items():
+            new[name][: self.n] = arr[: self.n]
+        self.cols = new
+        self._cap = cap
+
+    def col(self, name: str) -> Any:
+        """The live part of column ``name`` (a view; writes go through)."""
+        return self.cols[name][: self.n]
+
+    def row(self, memory_id: str) -> int | None:
+        """Row of ``memory_id`` or ``None``."""
+        return self.index.get(memory_id)
+
+    def cat_id(self, category: str) -> int:
+        """Index of ``category`` in ``vocab`` (added on first sight)."""
+        k = self._vocab_index.get(category)
+        if k is None:
+            k = len(self.vocab)
+            self.vocab.append(category)
+            self._vocab_index[category] = k
+        return k
+
+    def category(self, i: int) -> str:
+        """Category name of row ``i``."""
+        return self.vocab[int(self.cols["cat"][i])]
+
+    def append(self, memory_id: str, category: str, values: Mapping[str, Any], seq: int) -> int:
+        """Add one row; returns its index."""
+        if self.n + 1 > self._cap:
+            self._grow(self.n + 1)
+        i = self.n
+        for name, value in values.items():
+            self.cols[name][i] = value
+        self.cols["cat"][i] = self.cat_id(category)
+        self.cols["seq"][i] = seq
+        self.ids.append(memory_id)
+        self.index[memory_id] = i
+        self.n += 1
+        return i
+
+    def remove(self, memory_id: str) -> None:
+        """Delete a row by swapping the last row into its place."""
+        i = self.index.pop(memory_id)
+        last = self.n - 1
+        if i != last:
+            for arr in self.cols.values():
+                arr[i] = arr[last]
+            moved = self.ids[last]
+            self.ids[i] = moved
+            self.index[moved] = i
+        self.ids.pop()
+        self.superseded_by.pop(memory_id, None)
+        self.n -= 1
+
+
+class StateDB:
+    """SQLite persistence for :class:`NamespaceState` rows, metadata and the journal."""
+
+    FILE = "oblivion.sqlite3"
+    LOCK = "oblivion.lock"
+
+    def __init__(self, directory: str | Path | None) -> None:
+        self.path = Path(directory) / self.FILE if directory is not None else None
+        self._lock_fd: int | None = None
+        if directory is not None:
+            self._take_lock(Path(directory))
+        try:
+            self.conn = sqlite3.connect(
+                str(self.path) if self.path else ":memory:",
+                check_same_thread=False,
+                isolation_level=None,  # explicit BEGIN/COMMIT
+                timeout=5.0,
+            )
+            self.conn.execute("PRAGMA journal_mode=WAL")
+            self.conn.execute("PRAGMA synchronous=NORMAL")
+            self.conn.execute("PRAGMA foreign_keys=ON")
+            self.conn.executescript(_SCHEMA)
+            version = self.meta("schema_version")
+            if version is None:
+                self.set_meta("schema_version", SCHEMA_VERSION)
+            elif int(version) > SCHEMA_VERSION:
+                raise StoreError(
+                    f"{self.path} was written by a newer Oblivion (schema {version}); upgrade "
+                    "oblivion-memory to open it"
+                )
+        except sqlite3.DatabaseError as exc:
+            self._release_lock()
+            if "locked" in str(exc):
+                raise StoreLockedError(
+                    f"the activation database {self.path} is locked by another process; "
+                    "close the other Oblivion instance or use another path"
+                ) from exc
+            raise StoreCorruptError(
+                f"{self.path} is not a valid Oblivion activation database ({exc}). It was not "
+                "modified: move it aside (or restore a backup) and open the store again; the "
+                "texts and vectors in the chroma/ folder beside it are intact"
+            ) from exc
+        except Exception:
+            self._release_lock()
+            raise
+
+    # ---------------------------------------------------------------- process lock
+    def _take_lock(self, directory: Path) -> None:
+        try:
+            import fcntl
+        except ImportError:  # Windows: SQLite's own locking is all we have
+            return
+        fd = os.open(directory / self.LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            raise StoreLockedError(
+                f"the store at {str(directory)!r} is already open in another Oblivion instance "
+                "(this or another process). Share one Oblivion object between threads, or "
+                "give each process its own path"
+            ) from exc
+        self._lock_fd = fd
+
+    def _release_lock(self) -> None:
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)  # closing the descriptor drops the flock
+            self._lock_fd = None
+
+    def close(self) -> None:
+        """Close the database and release the store lock."""
+        try:
+            self.conn.close()
+        finally:
+            self._release_lock()
+
+    # ---------------------------------------------------------------- transactions
+    @contextmanager
+    def transaction(self, *, durable: bool = False) -> Iterator[sqlite3.Connection]:
+        """One atomic write; ``durable=True`` fsyncs on commit (``synchronous=FULL``)."""
+        if durable:
+            self.conn.execute("PRAGMA synchronous=FULL")
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.conn
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        else:
+            self.conn.execute("COMMIT")
+        finally:
+            if durable:
+                self.conn.execute("PRAGMA synchronous=NORMAL")
+
+    # ---------------------------------------------------------------- meta
+    def meta(self, key: str) -> Any:
+        """A JSON value from the meta table, or ``None``."""
+        row = self.conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def set_meta(self, key: str, value: Any, conn: sqlite3.Connection | None = None) -> None:
+        """Store a JSON value in the meta table."""
+        (conn or self.conn).execute(
+            "INSERT INTO meta(key, value) VALUES(?, ?) "
+            "ON CONFLICT(key) DO UPDATE SET value=excluded.value",
+            (key, json.dumps(value)),
+        )
+
+    # ---------------------------------------------------------------- namespaces
+    def namespaces(self) -> dict[str, str | None]:
+        """Namespace -> stored policy JSON (or ``None``)."""
+        rows = self.conn.execute("SELECT namespace, policy FROM namespaces").fetchall()
+        return {r[0]: r[1] for r in rows}
+
+    def add_namespace(self, namespace: str, conn: sqlite3.Connection) -> None:
+        """Record a namespace (idempotent)."""
+        conn.execute(
+            "INSERT OR IGNORE INTO namespaces(namespace, created_at) VALUES(?, ?)",
+            (namespace, time.time()),
+        )
+
+    def set_namespace_policy(self, namespace: str, policy_json: str | None) -> None:
+        """Persist a namespace's policy override."""
+        with self.transaction() as conn:
+            self.add_namespace(namespace, conn)
+            conn.execute(
+                "UPDATE namespaces SET policy=? WHERE namespace=?", (policy_json, namespace)
+            )
+
+    def drop_namespace(self, namespace: str, conn: sqlite3.Connection) -> None:
+        """Delete a namespace's rows (events are kept as history)."""
+        conn.execute("DELETE FROM memories WHERE namespace=?", (namespace,))
+        conn.execute("DELETE FROM namespaces WHERE namespace=?", (namespace,))
+
+    # ---------------------------------------------------------------- rows
+    def load(self, namespace: str) -> NamespaceState:
+        """Read every row of ``namespace`` into a fresh :class:`NamespaceState`."""
+        st = NamespaceState(namespace)
+        cur = self.conn.execute(
+            "SELECT id, category, importance, confidence, created_at, last_accessed, a_ref, "
+            "t_ref, stability, access_count, tier, invalidated, superseded_by, seq "
+            "FROM memories WHERE namespace=? ORDER BY seq",
+            (namespace,),
+        )
+        for r in cur:
+            values = dict(zip(_FLOAT_COLS, r[2:9], strict=True))
+            values.update(access_count=r[9], tier=r[10], invalidated=bool(r[11]))
+            st.append(r[0], r[1], values, r[13])
+            if r[12]:
+                st.superseded_by[r[0]] = r[12]
+        return st
+
+    def insert(
+        self,
+        conn: sqlite3.Connection,
+        st: NamespaceState,
+        rows: Iterable[int],
+        texts: Mapping[str, str],
+        metadatas: Mapping[str, Mapping[str, Any]],
+    ) -> None:
+        """Insert the given rows of ``st`` (new memories) with their text and metadata."""
+        data = []
+        for i in rows:
+            mid = st.ids[i]
+            c = st.cols
+            data.append(
+                (
+                    st.namespace,
+                    mid,
+                    texts[mid],
+                    st.category(i),
+                    *(float(c[name][i]) for name in _FLOAT_COLS),
+                    int(c["access_count"][i]),
+                    int(c["tier"][i]),
+                    int(c["invalidated"][i]),
+                    st.superseded_by.get(mid),
+                    json.dumps(dict(metadatas.get(mid, {}))),
+                    int(c["seq"][i]),
+                )
+            )
+        conn.executemany(
+            "INSERT INTO memories(namespace, id, text, category, importance, confidence, "
+            "created_at, last_accessed, a_ref, t_ref, stability, access_count, tier, "
+            "invalidated, superseded_by, metadata, seq) "
+            "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            data,
+        )
+
+    def save_rows(self, conn: sqlite3.Connection, st: NamespaceState, rows: Iterable[int]) -> None:
+        """Write the mutable columns of ``rows`` back to SQLite."""
+        c = st.cols
+        data = [
+            (
+                float(c["importance"][i]),
+                float(c["confidence"][i]),
+                float(c["last_accessed"][i]),
+                float(c["a_ref"][i]),
+                float(c["t_ref"][i]),
+                float(c["stability"][i]),
+                int(c["access_count"][i]),
+                int(c["tier"][i]),
+                int(c["invalidated"][i]),
+                st.superseded_by.get(st.ids[i]),
+                st.category(i),
+                st.namespace,
+                st.ids[i],
+            )
+            for i in rows
+        ]
+        conn.executemany(
+            "UPDATE memories SET importance=?, confidence=?, last_accessed=?, a_ref=?, t_ref=?, "
+            "stability=?, access_count=?, tier=?, invalidated=?, superseded_by=?, category=? "
+            "WHERE namespace=? AND id=?",
+            data,
+        )
+
+    def delete(self, conn: sqlite3.Connection, namespace: str, ids: Sequence[str]) -> None:
+        """Delete rows by id."""
+        conn.executemany(
+            "DELETE FROM memories WHERE namespace=? AND id=?", [(namespace, i) for i in ids]
+        )
+
+    def texts(self, namespace: str, ids: Sequence[str]) -> dict[str, str]:
+        """Texts by id."""
+        return {r[0]: r[1] for r in self._by_ids("id, text", namespace, ids)}
+
+    def metadatas(self, namespace: str, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Metadata by id."""
+        return {r[0]: json.loads(r[1]) for r in self._by_ids("id, metadata", namespace, ids)}
+
+    def _by_ids(self, cols: str, namespace: str, ids: Sequence[str]) -> list[Any]:
+        out: list[Any] = []
+        ids = list(ids)
+        for start in range(0, len(ids), 500):
+            part = ids[start : start + 500]
+            marks = ",".join("?" * len(part))
+            out.extend(
+                self.conn.execute(
+                    f"SELECT {cols} FROM memories WHERE namespace=? AND id IN ({marks})",
+                    (namespace, *part),
+                ).fetchall()
+            )
+        return out
+
+    def set_text(
+        self, conn: sqlite3.Connection, namespace: str, memory_id: str, text: str
+    ) -> None:
+        """Replace a memory's text."""
+        conn.execute(
+            "UPDATE memories SET text=? WHERE namespace=? AND id=?", (text, namespace, memory_id)
+        )
+
+    def set_metadata(
+        self, conn: sqlite3.Connection, namespace: str, memory_id: str, metadata: Mapping[str, Any]
+    ) -> None:
+        """Replace a memory's metadata."""
+        conn.execute(
+            "UPDATE memories SET metadata=? WHERE namespace=? AND id=?",
+            (json.dumps(dict(metadata)), namespace, memory_id),
+        )
+
+    def next_seq(self) -> int:
+        """A fresh insertion sequence number (monotonic across namespaces and reopenings)."""
+        row = self.conn.execute("SELECT COALESCE(MAX(seq), 0) FROM memories").fetchone()
+        return int(row[0]) + 1
+
+    # ---------------------------------------------------------------- journal
+    def journal(
+        self,
+        conn: sqlite3.Connection,
+        at: float,
+        namespace: str,
+        entries: Iterable[tuple[str | None, str, float | None, float | None, Mapping[str, Any]]],
+    ) -> None:
+        """Append events ``(memory_id, kind, before, after, detail)``."""
+        wall = time.time()
+        conn.executemany(
+            "INSERT INTO events(at, wall, namespace, memory_id, kind, before, after, detail) "
+            "VALUES(?,?,?,?,?,?,?,?)",
+            [
+                (at, wall, namespace, mid, kind, before, after, json.dumps(dict(detail)))
+                for mid, kind, before, after, detail in entries
+            ],
+        )
+
+    def events(
+        self, namespace: str, memory_id: str | None = None, limit: int | None = None
+    ) -> list[Event]:
+        """Journal entries, oldest first (of one memory, or of the namespace)."""
+        sql = "SELECT seq, at, wall, namespace, memory_id, kind, before, after, detail FROM events"
+        args: list[Any] = [namespace]
+        sql += " WHERE namespace=?"
+        if memory_id is not None:
+            sql += " AND memory_id=?"
+            args.append(memory_id)
+        sql += " ORDER BY seq"
+        if limit is not None:
+            sql = f"SELECT * FROM ({sql[:-len(' ORDER BY seq')]} ORDER BY seq DESC LIMIT ?) ORDER BY seq"
+            args.append(limit)
+        return [
+            Event(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], json.loads(r[8] or "{}"))
+            for r in self.conn.execute(sql, args)
+        ]

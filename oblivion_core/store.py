@@ -1,0 +1,161 @@
+"""Chroma access: texts, vectors and static metadata, one collection per namespace.
+
+The store never decides tiers and holds no activation: per-recall boosts would cost a
+Chroma metadata write each (see DESIGN.md), so activation lives in :mod:`state`.
+Queries use no ``where`` filter (10-30x slower); tier filtering happens in process.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from oblivion_core.errors import StoreError
+from oblivion_core.typing import Vectors
+
+_UNSAFE = re.compile(r"[^a-zA-Z0-9_-]+")
+
+
+def collection_name(namespace: str) -> str:
+    """A valid, stable Chroma collection name for any namespace string."""
+    digest = hashlib.sha1(namespace.encode("utf-8")).hexdigest()[:12]
+    readable = _UNSAFE.sub("-", namespace).strip("-_")[:40] or "ns"
+    return f"oblivion-{readable}-{digest}"
+
+
+def _settings() -> Any:
+    from chromadb.config import Settings
+
+    return Settings(anonymized_telemetry=False, allow_reset=False)
+
+
+class VectorStore:
+    """Texts and vectors in Chroma.
+
+    Build it with :meth:`embedded` (a ``PersistentClient`` on disk, the default),
+    :meth:`server` (an ``HttpClient`` to a ``chroma run`` server) or from any Chroma
+    client you already have.
+    """
+
+    def __init__(self, client: Any, *, prefix: str = "") -> None:
+        self.client = client
+        self.prefix = prefix
+        self._collections: dict[str, Any] = {}
+        try:
+            self.max_batch = int(client.get_max_batch_size())
+        except Exception:
+            self.max_batch = 5_000
+
+    @classmethod
+    def embedded(cls, path: str | Path) -> VectorStore:
+        """Chroma on disk at ``path`` (created if needed)."""
+        import chromadb
+
+        try:
+            client = chromadb.PersistentClient(path=str(path), settings=_settings())
+        except Exception as exc:
+            raise StoreError(f"could not open the Chroma store at {str(path)!r}: {exc}") from exc
+        return cls(client)
+
+    @classmethod
+    def server(
+        cls, host: str = "localhost", port: int = 8000, *, ssl: bool = False, prefix: str = ""
+    ) -> VectorStore:
+        """A Chroma server (``chroma run``) at ``host:port``.
+
+        ``prefix`` keeps several Oblivion stores apart on one server (e.g. one per app).
+        """
+        import chromadb
+
+        try:
+            client = chromadb.HttpClient(host=host, port=port, ssl=ssl, settings=_settings())
+            client.heartbeat()
+        except Exception as exc:
+            raise StoreError(
+                f"could not reach the Chroma server at {host}:{port}: {exc}. "
+                "Is `chroma run` running there?"
+            ) from exc
+        return cls(client, prefix=prefix)
+
+    # ---------------------------------------------------------------- collections
+    def collection(self, namespace: str) -> Any:
+        """The collection of ``namespace``, created on first use (cosine space)."""
+        col = self._collections.get(namespace)
+        if col is None:
+            col = self.client.get_or_create_collection(
+                self.prefix + collection_name(namespace),
+                embedding_function=None,
+                configuration={"hnsw": {"space": "cosine"}},
+                metadata={"oblivion_namespace": namespace},
+            )
+            self._collections[namespace] = col
+        return col
+
+    def drop(self, namespace: str) -> None:
+        """Delete the whole collection of ``namespace``."""
+        self._collections.pop(namespace, None)
+        try:
+            self.client.delete_collection(self.prefix + collection_name(namespace))
+        except Exception:  # already absent
+            pass
+
+    # ---------------------------------------------------------------- writes
+    def add(
+        self,
+        namespace: str,
+        ids: Sequence[str],
+        vectors: Vectors,
+        texts: Sequence[str],
+        metadatas: Sequence[Mapping[str, Any]] | None = None,
+    ) -> None:
+        """Add (or overwrite) records; batched to the client's maximum batch size."""
+        col = self.collection(namespace)
+        metas = [dict(m) or None for m in metadatas] if metadatas is not None else None
+        for start in range(0, len(ids), self.max_batch):
+            end = start + self.max_batch
+            col.upsert(
+                ids=list(ids[start:end]),
+                embeddings=vectors[start:end],
+                documents=list(texts[start:end]),
+                metadatas=metas[start:end] if metas is not None else None,
+            )
+
+    def delete(self, namespace: str, ids: Sequence[str]) -> None:
+        """Delete records by id (unknown ids are ignored)."""
+        if ids:
+            col = self.collection(namespace)
+            for start in range(0, len(ids), self.max_batch):
+                col.delete(ids=list(ids[start : start + self.max_batch]))
+
+    # ---------------------------------------------------------------- reads
+    def query(self, namespace: str, vector: Vectors, n: int) -> tuple[list[str], list[float]]:
+        """Top-``n`` ids and cosine similarities for one unit query vector (ANN)."""
+        col = self.collection(namespace)
+        count = col.count()
+        if count == 0 or n <= 0:
+            return [], []
+        res = col.query(
+            query_embeddings=vector.reshape(1, -1), n_results=min(n, count), include=["distances"]
+        )
+        ids = list(res["ids"][0])
+        sims = [1.0 - float(d) for d in res["distances"][0]]
+        return ids, sims
+
+    def vectors(self, namespace: str, ids: Sequence[str]) -> dict[str, Vectors]:
+        """Stored vectors by id (missing ids are absent from the result)."""
+        out: dict[str, Vectors] = {}
+        col = self.collection(namespace)
+        for start in range(0, len(ids), self.max_batch):
+            res = col.get(ids=list(ids[start : start + self.max_batch]), include=["embeddings"])
+            for i, vec in zip(res["ids"], res["embeddings"], strict=True):
+                out[i] = np.asarray(vec, dtype=np.float32)
+        return out
+
+    def count(self, namespace: str) -> int:
+        """Number of records in the collection of ``namespace``."""
+        return int(self.collection(namespace).count())

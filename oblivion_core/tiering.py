@@ -1,0 +1,166 @@
+"""Tier planning: hysteresis, capacity pressure and forgetting, as pure functions.
+
+:func:`plan_tiers` looks at activations and says which rows to archive, restore or
+forget; the engine turns that into a :class:`MaintenancePlan` and applies it (or, in a
+dry run, only returns it). No I/O here.
+
+Rules (``low = archive_low``, ``high = archive_high``):
+
+* an active memory is archived when its activation falls below ``low``;
+* an archived memory is restored when its activation rises above ``high``;
+* inside ``[low, high]`` nothing moves, so an activation hovering around a threshold
+  cannot make a memory oscillate;
+* capacity pressure: when more than ``capacity`` memories would stay active, ``low`` rises
+  to the activation that leaves ``capacity`` of them (ties may keep a few more), and
+  ``high`` rises with it so the band keeps its width;
+* invalidated memories leave the active tier;
+* forgetting (deletion) is off unless enabled, only touches archived memories below
+  ``forget_below`` that are old enough, and never protected ones.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from oblivion_core.records import Tier
+
+BoolArray = npt.NDArray[np.bool_]
+IntArray = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class TierDecision:
+    """Row indices to move, and the thresholds that were in force."""
+
+    archive: IntArray
+    restore: IntArray
+    forget: IntArray
+    low: float
+    high: float
+
+
+def plan_tiers(
+    activation: npt.NDArray[np.float64],
+    tier: npt.NDArray[np.int8],
+    *,
+    low: float,
+    high: float,
+    capacity: int | None = None,
+    invalidated: BoolArray | None = None,
+    forget_enabled: bool = False,
+    forget_below: float = 0.0,
+    forgettable: BoolArray | None = None,
+) -> TierDecision:
+    """Decide tier moves for every row.
+
+    Args:
+        activation: Activation of each row at "now".
+        tier: Current :class:`Tier` of each row.
+        low: Archive threshold (demote strictly below it).
+        high: Restore threshold (promote strictly above it); ``low < high``.
+        capacity: Target active-tier size, or ``None``.
+        invalidated: Rows kept out of the active tier.
+        forget_enabled: Whether deletion may be planned at all.
+        forget_below: Archived rows below this may be forgotten.
+        forgettable: Rows that are allowed to be forgotten (not protected, old enough).
+    """
+    active = tier == Tier.ACTIVE
+    archived = tier == Tier.ARCHIVE
+    bad = invalidated if invalidated is not None else np.zeros_like(active)
+
+    eff_low, eff_high = low, high
+    stay = active & ~bad & (activation >= low)
+    come = archived & ~bad & (activation > high)
+    projected = stay | come
+    count = int(projected.sum())
+    if capacity is not None and count > capacity:
+        vals = np.sort(activation[projected])
+        eff_low = max(low, float(vals[count - capacity]))
+        eff_high = max(high, eff_low + (high - low))
+
+    archive = active & (bad | (activation < eff_low))
+    restore = archived & ~bad & (activation > eff_high)
+    if forget_enabled:
+        ok = forgettable if forgettable is not None else np.ones_like(active)
+        forget = ((archived & ~restore) | archive) & ok & (activation < forget_below)
+    else:
+        forget = np.zeros_like(active)
+    archive &= ~forget
+    return TierDecision(
+        archive=np.flatnonzero(archive),
+        restore=np.flatnonzero(restore),
+        forget=np.flatnonzero(forget),
+        low=eff_low,
+        high=eff_high,
+    )
+
+
+@dataclass(frozen=True)
+class PlanEntry:
+    """One planned move of one memory."""
+
+    id: str
+    action: str  # "archive" | "restore" | "forget" | "compress"
+    activation: float
+    category: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class MaintenancePlan:
+    """What ``maintain()`` would do (dry run) or did.
+
+    Attributes:
+        namespace: The namespace planned for.
+        now: Clock time of the plan.
+        entries: Every planned move.
+        low / high: Thresholds in force (raised under capacity pressure).
+        active_before / active_after: Active-tier size before and after applying.
+        applied: ``False`` for a dry run.
+        adapted: Category parameters changed by self-adaptation while applying.
+    """
+
+    namespace: str
+    now: float
+    entries: tuple[PlanEntry, ...]
+    low: float
+    high: float
+    active_before: int
+    active_after: int
+    applied: bool
+    adapted: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    def ids(self, action: str) -> list[str]:
+        """Ids planned for ``action``."""
+        return [e.id for e in self.entries if e.action == action]
+
+    @property
+    def archived(self) -> list[str]:
+        """Ids moved (or to be moved) to the archive."""
+        return self.ids("archive")
+
+    @property
+    def restored(self) -> list[str]:
+        """Ids moved (or to be moved) back to the active tier."""
+        return self.ids("restore")
+
+    @property
+    def forgotten(self) -> list[str]:
+        """Ids deleted (or to be deleted)."""
+        return self.ids("forget")
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def summary(self) -> str:
+        """One line: counts per action and the thresholds."""
+        counts = {a: len(self.ids(a)) for a in ("archive", "restore", "forget", "compress")}
+        parts = ", ".join(f"{v} to {k}" for k, v in counts.items() if v) or "nothing to move"
+        mode = "applied" if self.applied else "dry run"
+        return (
+            f"[{self.namespace}] {mode}: {parts}; active {self.active_before} -> "
+            f"{self.active_after}; band [{self.low:.3f}, {self.high:.3f}]"
+        )
