@@ -21,12 +21,13 @@ The model, for memory *i* of category *c*:
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
 
 FloatArray = npt.NDArray[np.float64]
-ArrayLike = FloatArray | float
+ArrayLike = FloatArray | float | Sequence[float]
 
 LN2 = math.log(2.0)
 
@@ -74,7 +75,8 @@ def boost(activation: ArrayLike, delta: ArrayLike, cap: float) -> FloatArray:
     """Raise activation by ``delta`` (negative deltas count as 0), never above ``cap``."""
     a = np.asarray(activation, dtype=np.float64)
     raised = a + np.maximum(np.asarray(delta, dtype=np.float64), 0.0)
-    return np.minimum(np.maximum(raised, a), np.maximum(cap, a))
+    out: FloatArray = np.minimum(np.maximum(raised, a), np.maximum(cap, a))
+    return out
 
 
 def boost_delta(
@@ -83,7 +85,8 @@ def boost_delta(
     """The size of a boost: ``beta * relevance * confidence * gain``, clipped to >= 0."""
     r = np.clip(np.asarray(relevance, dtype=np.float64), 0.0, 1.0)
     c = np.clip(np.asarray(confidence, dtype=np.float64), 0.0, 1.0)
-    return np.maximum(np.asarray(beta, dtype=np.float64) * r * c * np.asarray(gain), 0.0)
+    out: FloatArray = np.maximum(np.asarray(beta, dtype=np.float64) * r * c * np.asarray(gain), 0.0)
+    return out
 
 
 def floor_for(importance: ArrayLike, fraction: float) -> FloatArray:

@@ -133,7 +133,8 @@ def normalize(vectors: Any, expected: int, dim: int | None = None) -> Vectors:
         arr = arr[None, :]
     if arr.ndim != 2 or arr.shape[0] != expected:
         raise EmbeddingError(
-            f"embedder returned shape {arr.shape} for {expected} text(s); expected ({expected}, dim)"
+            f"embedder returned shape {arr.shape} for {expected} text(s); "
+            f"expected ({expected}, dim)"
         )
     if dim is not None and arr.shape[1] != dim:
         raise EmbeddingError(
@@ -145,7 +146,8 @@ def normalize(vectors: Any, expected: int, dim: int | None = None) -> Vectors:
     norms = np.linalg.norm(arr, axis=1, keepdims=True)
     if np.any(norms == 0):
         raise EmbeddingError("embedder returned an all-zero vector")
-    return (arr / norms).astype(np.float32)
+    out: Vectors = (arr / norms).astype(np.float32)
+    return out
 
 
 def chunks(text: str, words: int = CHUNK_WORDS) -> list[str]:

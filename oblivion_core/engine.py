@@ -458,6 +458,84 @@ class Oblivion:
                 q, qvec, ns, budget, k, deep, include_invalidated, include_cold, feedback
             )
 
+    def rerank(
+        self,
+        query: str,
+        candidates: Sequence[tuple[str, float | None]],
+        *,
+        namespace: str | None = None,
+        token_budget: int | None = None,
+        k: int | None = None,
+        feedback: bool = True,
+    ) -> RecallResult:
+        """Rank candidates someone else retrieved, by the same score as :meth:`recall`.
+
+        Args:
+            query: The query the candidates answer.
+            candidates: ``(memory_id, relevance)`` pairs; every id must exist in the
+                namespace. ``relevance`` is a similarity in ``[-1, 1]`` (clipped at 0 when
+                scoring); ``None`` means "compute it": cosine similarity between the
+                query and the memory's stored vector.
+            namespace: Where the ids live.
+            token_budget: As in :meth:`recall`.
+            k: Maximum items (default: all candidates that fit).
+            feedback: Boost the returned memories.
+
+        Raises:
+            UnknownMemoryError: an id is not in the namespace (nothing is boosted).
+        """
+        self._check_open()
+        q = _check_text(query, None, "query")
+        budget = check_budget(token_budget)
+        if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
+            raise InvalidInputError(f"k must be an int >= 1 or None, got {k!r}")
+        ns = self._ns(namespace)
+        pairs: list[tuple[str, float | None]] = []
+        for pair in candidates:
+            if not isinstance(pair, tuple | list) or len(pair) != 2:
+                raise InvalidInputError(f"candidates are (id, relevance) pairs, got {pair!r}")
+            mid, rel = pair
+            if rel is not None:
+                if isinstance(rel, bool) or not isinstance(rel, int | float):
+                    raise InvalidInputError(f"relevance of {mid!r} must be a number, got {rel!r}")
+                if not math.isfinite(rel):
+                    raise InvalidInputError(f"relevance of {mid!r} is not finite ({rel!r})")
+            pairs.append((_check_id(mid), None if rel is None else float(rel)))
+        need_vec = any(rel is None for _, rel in pairs)
+        qvec = embed_query(self.embedder, q, self._dim) if need_vec else None
+        with self._lock:
+            self._check_open()
+            space = self._space(ns)
+            for mid, _ in pairs:
+                self._row(space, mid)
+            cand: dict[str, float] = {}
+            missing = [m for m, rel in pairs if rel is None]
+            if missing and qvec is not None:
+                stored = {m: space.index.vector(m) for m in missing}
+                absent = [m for m, v in stored.items() if v is None]
+                stored.update(self.store.vectors(ns, absent))
+                for m in missing:
+                    vec = stored.get(m)
+                    cand[m] = float(vec @ qvec.reshape(-1)) if vec is not None else 0.0
+            for mid, rel in pairs:
+                if rel is not None:
+                    cand[mid] = max(cand.get(mid, -1.0), rel)
+            policy = self.policy_for(ns)
+            return self._score_and_pack(
+                q,
+                ns,
+                space,
+                policy,
+                self.clock.now(),
+                cand,
+                budget,
+                k if k is not None else max(len(cand), 1),
+                None,
+                include_invalidated=False,
+                include_cold=True,
+                feedback=feedback,
+            )
+
     def _recall(
         self,
         query: str,
@@ -497,6 +575,39 @@ class Oblivion:
                 if mid not in cand and mid in st.index:
                     cand[mid] = sim
 
+        return self._score_and_pack(
+            query,
+            ns,
+            space,
+            policy,
+            now,
+            cand,
+            budget,
+            limit,
+            reason,
+            include_invalidated=include_invalidated,
+            include_cold=include_cold,
+            feedback=feedback,
+        )
+
+    def _score_and_pack(
+        self,
+        query: str,
+        ns: str,
+        space: _Space,
+        policy: Policy,
+        now: float,
+        cand: Mapping[str, float],
+        budget: int | None,
+        limit: int,
+        reason: str | None,
+        *,
+        include_invalidated: bool,
+        include_cold: bool,
+        feedback: bool,
+    ) -> RecallResult:
+        """Score candidates ``{id: relevance}``, pack the best into the budget, boost them."""
+        st = space.state
         cids = [
             m
             for m in cand
@@ -590,9 +701,7 @@ class Oblivion:
             from_tier = Tier(int(st.cols["tier"][i]))
             cat = st.category(i)
             gain = policy.archive_gain if from_tier == Tier.ARCHIVE else 1.0
-            delta = decay.boost_delta(
-                self._beta(ns, cat), rel[j], st.cols["confidence"][i], gain
-            )
+            delta = decay.boost_delta(self._beta(ns, cat), rel[j], st.cols["confidence"][i], gain)
             after = float(decay.boost(act[j], delta, policy.cap))
             self._set_activation(st, i, after, now, policy.retrieval_stability)
             space.last_relevance[mid] = float(max(rel[j], 0.0))
@@ -751,7 +860,10 @@ class Oblivion:
                 conn,
                 now,
                 ns,
-                [(m, "forget", float(a), None, {"reason": why}) for m, a in zip(ids, acts)],
+                [
+                    (m, "forget", float(a), None, {"reason": why})
+                    for m, a in zip(ids, acts, strict=True)
+                ],
             )
             self.store.delete(ns, ids)
         space.index.remove(ids)
@@ -957,7 +1069,10 @@ class Oblivion:
                 "cold": int((tiers == Tier.COLD).sum()),
                 "invalidated": int(st.col("invalidated").sum()),
                 "superseded": len(st.superseded_by),
-                "thresholds": {"archive_low": policy.archive_low, "archive_high": policy.archive_high},
+                "thresholds": {
+                    "archive_low": policy.archive_low,
+                    "archive_high": policy.archive_high,
+                },
                 "active_capacity": policy.active_capacity,
                 "categories": cats,
             }
@@ -1019,7 +1134,9 @@ class Oblivion:
         base = decay.half_life_to_rate([self._half_life(ns, c) for c in st.vocab] or [1.0])
         sel = slice(0, st.n) if rows is None else rows
         c = st.cols
-        rate = decay.effective_rate(base[c["cat"][sel]], c["stability"][sel], policy.stability_sigma)
+        rate = decay.effective_rate(
+            base[c["cat"][sel]], c["stability"][sel], policy.stability_sigma
+        )
         floor = np.where(
             c["invalidated"][sel], 0.0, decay.floor_for(c["importance"][sel], policy.floor_fraction)
         )
@@ -1077,7 +1194,7 @@ class Oblivion:
         texts = self._db.texts(ns, ids)
         metas = self._db.metadatas(ns, ids)
         idx = np.asarray(rows, dtype=np.int64)
-        acts = self._activation(ns, st, now, idx) if rows else []
+        acts = self._activation(ns, st, now, idx) if rows else np.zeros(0)
         policy = self.policy_for(ns)
         c = st.cols
         out = []

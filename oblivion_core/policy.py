@@ -224,7 +224,8 @@ class Policy:
             raise PolicyError(f"clock must be 'wall' or 'turns', got {self.clock!r}")
         for cat, hl in self.half_lives.items():
             _require(
-                _finite(hl) and hl > 0, f"half_lives[{cat!r}] must be a finite number > 0, got {hl!r}"
+                _finite(hl) and hl > 0,
+                f"half_lives[{cat!r}] must be a finite number > 0, got {hl!r}",
             )
         for cat, b in self.betas.items():
             _require(_finite(b) and 0 < b <= 1, f"betas[{cat!r}] must be in (0, 1], got {b!r}")
@@ -248,7 +249,9 @@ class Policy:
         ):
             v = getattr(self, name)
             _require(_finite(v) and v >= 0, f"{name} must be a finite number >= 0, got {v!r}")
-        _require(_finite(self.cap) and 0 < self.cap <= 1, f"cap must be in (0, 1], got {self.cap!r}")
+        _require(
+            _finite(self.cap) and 0 < self.cap <= 1, f"cap must be in (0, 1], got {self.cap!r}"
+        )
         for name in ("floor_fraction", "initial_base", "protect_importance"):
             v = getattr(self, name)
             _require(_finite(v) and 0 <= v <= 1, f"{name} must be in [0, 1], got {v!r}")
@@ -257,11 +260,13 @@ class Policy:
             and _finite(self.archive_high)
             and 0 <= self.archive_low < self.archive_high <= self.cap,
             "thresholds must satisfy 0 <= archive_low < archive_high <= cap; got "
-            f"archive_low={self.archive_low!r}, archive_high={self.archive_high!r}, cap={self.cap!r}",
+            f"archive_low={self.archive_low!r}, archive_high={self.archive_high!r}, "
+            f"cap={self.cap!r}",
         )
         _require(
             _finite(self.forget_below) and 0 <= self.forget_below < self.archive_low,
-            f"forget_below must be in [0, archive_low={self.archive_low}), got {self.forget_below!r}",
+            f"forget_below must be in [0, archive_low={self.archive_low}), "
+            f"got {self.forget_below!r}",
         )
         _require(
             _finite(self.archive_gate) and -1 <= self.archive_gate <= 1,
@@ -283,9 +288,9 @@ class Policy:
             _finite(self.adapt_step) and 0 <= self.adapt_step < 1,
             f"adapt_step must be in [0, 1), got {self.adapt_step!r}",
         )
-        lo, hi = self.adapt_bounds
+        lo_b, hi_b = self.adapt_bounds
         _require(
-            _finite(lo) and _finite(hi) and 0 < lo <= 1 <= hi,
+            _finite(lo_b) and _finite(hi_b) and 0 < lo_b <= 1 <= hi_b,
             f"adapt_bounds must satisfy 0 < lo <= 1 <= hi, got {self.adapt_bounds!r}",
         )
         _require(
@@ -319,7 +324,9 @@ def resolve_policy(policy: Policy | str | None, clock: ClockKind | None = None) 
         return Policy.template(policy, clock=clock or "wall")
     if isinstance(policy, Policy):
         return policy
-    raise PolicyError(f"policy must be a Policy or a template name {list(TEMPLATES)}, got {policy!r}")
+    raise PolicyError(
+        f"policy must be a Policy or a template name {list(TEMPLATES)}, got {policy!r}"
+    )
 
 
 __all__ = ["TEMPLATES", "ClockKind", "Policy", "resolve_policy"]

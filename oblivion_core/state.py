@@ -27,7 +27,6 @@ import numpy as np
 import numpy.typing as npt
 
 from oblivion_core.errors import StoreCorruptError, StoreError, StoreLockedError
-from oblivion_core.records import Tier
 
 SCHEMA_VERSION = 1
 
@@ -426,9 +425,7 @@ class StateDB:
             )
         return out
 
-    def set_text(
-        self, conn: sqlite3.Connection, namespace: str, memory_id: str, text: str
-    ) -> None:
+    def set_text(self, conn: sqlite3.Connection, namespace: str, memory_id: str, text: str) -> None:
         """Replace a memory's text."""
         conn.execute(
             "UPDATE memories SET text=? WHERE namespace=? AND id=?", (text, namespace, memory_id)
@@ -477,10 +474,11 @@ class StateDB:
         if memory_id is not None:
             sql += " AND memory_id=?"
             args.append(memory_id)
-        sql += " ORDER BY seq"
         if limit is not None:
-            sql = f"SELECT * FROM ({sql[:-len(' ORDER BY seq')]} ORDER BY seq DESC LIMIT ?) ORDER BY seq"
+            sql = f"SELECT * FROM ({sql} ORDER BY seq DESC LIMIT ?) ORDER BY seq"
             args.append(limit)
+        else:
+            sql += " ORDER BY seq"
         return [
             Event(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], json.loads(r[8] or "{}"))
             for r in self.conn.execute(sql, args)

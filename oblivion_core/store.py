@@ -7,6 +7,7 @@ Queries use no ``where`` filter (10-30x slower); tier filtering happens in proce
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
 from collections.abc import Mapping, Sequence
@@ -99,10 +100,8 @@ class VectorStore:
     def drop(self, namespace: str) -> None:
         """Delete the whole collection of ``namespace``."""
         self._collections.pop(namespace, None)
-        try:
+        with contextlib.suppress(Exception):  # already absent
             self.client.delete_collection(self.prefix + collection_name(namespace))
-        except Exception:  # already absent
-            pass
 
     # ---------------------------------------------------------------- writes
     def add(

@@ -7,7 +7,7 @@ no framework import is needed.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -32,11 +32,11 @@ class Clock(Protocol):
 class Embedder(Protocol):
     """Turns texts into vectors. LangChain ``Embeddings`` satisfy this protocol as-is."""
 
-    def embed_documents(self, texts: list[str]) -> Sequence[Sequence[float]]:
-        """Embed texts for storage."""
+    def embed_documents(self, texts: list[str]) -> Any:
+        """Embed texts for storage: one vector (a sequence of floats) per text."""
         ...
 
-    def embed_query(self, text: str) -> Sequence[float]:
+    def embed_query(self, text: str) -> Any:
         """Embed a search query."""
         ...
 

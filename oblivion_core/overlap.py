@@ -1,0 +1,70 @@
+"""Deciding which recalled memories an answer actually drew on.
+
+Adapters call :func:`used_ids` after the model answers, then give the larger "used"
+boost (``Oblivion.mark_used``) only to those memories. The rule is lexical and
+documented, so it is cheap, offline and explainable:
+
+* both texts are lower-cased and split into content words (letters/digits, stop words
+  and words shorter than 3 characters dropped), and numbers are kept whole;
+* a memory counts as used when at least ``min_shared`` of its content words appear in
+  the answer **and** they make up at least ``min_fraction`` of the memory's content
+  words (so a long memory needs a proportionate echo, a short one an exact one).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+_TOKEN = re.compile(r"[a-z0-9][a-z0-9'\-]*")
+
+_STOP = """
+    a about above after again against all am an and any are as at be because been before
+    being below between both but by can did do does doing down during each few for from
+    further had has have having he her here hers herself him himself his how i if in into
+    is it its itself just me more most my myself no nor not now of off on once only or
+    other our ours ourselves out over own same she should so some such than that the their
+    theirs them themselves then there these they this those through to too under until up
+    very was we were what when where which while who whom why will with you your yours
+    yourself yourselves also would could shall may might must let lets get got yes okay ok
+    sure thanks thank please user assistant
+"""
+STOP_WORDS = frozenset(_STOP.split())
+
+
+def content_words(text: str) -> set[str]:
+    """Lower-cased content words of ``text`` (stop words and 1-2 letter words dropped)."""
+    return {
+        w.strip("'-")
+        for w in _TOKEN.findall(text.lower())
+        if (len(w) >= 3 or w.isdigit()) and w not in STOP_WORDS
+    }
+
+
+def overlap(memory: str, answer: str) -> float:
+    """Fraction of the memory's content words that appear in the answer (0 when it has none)."""
+    words = content_words(memory)
+    if not words:
+        return 0.0
+    return len(words & content_words(answer)) / len(words)
+
+
+def used_ids(
+    answer: str,
+    items: Iterable[tuple[str, str]],
+    *,
+    min_shared: int = 2,
+    min_fraction: float = 0.25,
+) -> list[str]:
+    """Ids of the ``(id, text)`` items whose content the answer echoes (see module doc)."""
+    answer_words = content_words(answer)
+    out: list[str] = []
+    for memory_id, text in items:
+        words = content_words(text)
+        shared = len(words & answer_words)
+        if words and shared >= min(min_shared, len(words)) and shared / len(words) >= min_fraction:
+            out.append(memory_id)
+    return out
+
+
+__all__: Sequence[str] = ["STOP_WORDS", "content_words", "overlap", "used_ids"]
