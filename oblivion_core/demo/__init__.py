@@ -1,0 +1,203 @@
+"""The ``oblivion demo`` story: three weeks of an assistant's memory, streamed and explained.
+
+A multi-session conversation ships with the package (``conversation.json``). The demo
+streams it through an embedded store (Chroma on disk + the local embedding model) on a
+simulated clock, prints how memories move between the active tier and the archive as
+sessions pass, answers a few recalls with the ``why`` of each item, and plots the
+activation of a handful of memories over time.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from oblivion_core.clock import ManualClock
+from oblivion_core.engine import Oblivion
+from oblivion_core.errors import InvalidInputError
+from oblivion_core.policy import Policy
+from oblivion_core.records import Tier
+from oblivion_core.state import StateDB
+
+DAY = 86_400.0
+TURN_GAP = 30.0  # seconds between turns within a session
+SAMPLES_PER_DAY = 4
+
+
+def load_conversation() -> dict[str, Any]:
+    """The conversation that ships with the package."""
+    text = resources.files("oblivion_core.demo").joinpath("conversation.json").read_text("utf-8")
+    data: dict[str, Any] = json.loads(text)
+    return data
+
+
+@dataclass
+class DemoResult:
+    """What a demo run produced (used by the notebook and the tests)."""
+
+    path: Path
+    timeline: list[float] = field(default_factory=list)  # days
+    traces: dict[str, list[float]] = field(default_factory=dict)  # label -> activation
+    tier_sizes: list[tuple[int, int, int]] = field(default_factory=list)  # (day, active, archive)
+    recalls: list[dict[str, Any]] = field(default_factory=list)
+    plot: Path | None = None
+
+
+def _fresh_dir(path: Path) -> None:
+    if path.exists():
+        if not (path / StateDB.FILE).exists():
+            if any(path.iterdir()):
+                raise InvalidInputError(
+                    f"{path} exists and is not an Oblivion store; pass --path to an empty or "
+                    "new directory"
+                )
+        else:
+            shutil.rmtree(path)
+    path.mkdir(parents=True, exist_ok=True)
+
+
+def run_demo(
+    path: str | Path = "oblivion-demo",
+    *,
+    plot: str | Path | None = None,
+    embedder: Any = None,
+    out: Callable[[str], None] = print,
+) -> DemoResult:
+    """Stream the shipped conversation through a fresh store at ``path``.
+
+    Args:
+        path: Store directory; a previous demo store there is replaced.
+        plot: PNG to write the activation plot to (default ``path/activation.png``;
+            skipped when matplotlib is missing).
+        embedder: Override the default local model (tests use a fast fake).
+        out: Where the narration goes.
+    """
+    conv = load_conversation()
+    root = Path(path)
+    _fresh_dir(root)
+    clock = ManualClock(0.0)
+    policy = Policy.template("balanced").replace(maintain_every=0)
+    result = DemoResult(path=root)
+    tracked: dict[str, str] = {}  # memory id -> label
+    recalls = sorted(conv.get("recalls", []), key=lambda r: r["after_session"])
+
+    with Oblivion(root, policy=policy, clock=clock, embedder=embedder) as mem:
+        out(f"Oblivion demo: {conv['title']} -> store at {root}/")
+        for s_idx, session in enumerate(conv["sessions"]):
+            start = float(session["day"]) * DAY
+            _sample_until(mem, clock, start, tracked, result)
+            clock.set(max(clock.now(), start))
+            ids = []
+            for t_idx, turn in enumerate(session["turns"]):
+                clock.set(max(clock.now(), start + t_idx * TURN_GAP))
+                speaker = conv.get("user", "User") if turn["role"] == "user" else "Assistant"
+                rec = mem.remember(
+                    f"{speaker}: {turn['text']}",
+                    category=turn.get("category"),
+                    importance=turn.get("importance"),
+                    metadata={"session": s_idx, "turn": t_idx, "role": turn["role"]},
+                )
+                ids.append(rec.id)
+                if turn.get("track") or (
+                    len(tracked) < 6 and _interesting(turn, tracked, mem, rec.id)
+                ):
+                    tracked[rec.id] = _label(turn)
+            plan = mem.maintain()
+            st = mem.stats()
+            result.tier_sizes.append((int(session["day"]), st["active"], st["archive"]))
+            out(
+                f"\nDay {session['day']:>2} · {session['label']}: {st['memories']} memories, "
+                f"{st['active']} active, {st['archive']} archived"
+            )
+            out(f"  maintain: {plan.summary()}")
+            for entry in plan.entries[:4]:
+                text = mem.get(entry.id).text
+                out(f"    {entry.action:8s} {entry.activation:.2f}  {_short(text)}")
+            if len(plan.entries) > 4:
+                out(f"    ... and {len(plan.entries) - 4} more")
+            for r in [r for r in recalls if r["after_session"] == s_idx]:
+                res = mem.recall(r["query"], token_budget=120, k=3)
+                hit = any(r["expect_substring"].lower() in t.lower() for t in res.texts)
+                result.recalls.append({"query": r["query"], "texts": res.texts, "hit": hit})
+                out(f'  recall "{r["query"]}" (budget 120 tokens, used {res.total_tokens}):')
+                for item in res:
+                    out(f"    - {_short(item.text, 70)}")
+                    out(f"      why: {item.why['explanation']}")
+        _sample_until(mem, clock, clock.now() + 3 * DAY, tracked, result)
+        final = mem.stats()
+        archived_small_talk = [
+            r for r in mem.records(tier=Tier.ARCHIVE) if r.category == "small_talk"
+        ]
+        out(
+            f"\nAfter {conv['sessions'][-1]['day'] + 3} days: {final['active']} active, "
+            f"{final['archive']} archived ({len(archived_small_talk)} of them small talk); "
+            "nothing was deleted."
+        )
+    result.plot = _plot(result, Path(plot) if plot else root / "activation.png", out)
+    return result
+
+
+def _interesting(turn: dict[str, Any], tracked: dict[str, str], mem: Oblivion, mid: str) -> bool:
+    wanted = {"instruction", "preference", "small_talk", "fact", "task"}
+    have = {label.split(":")[0] for label in tracked.values()}
+    return turn["role"] == "user" and turn.get("category") in wanted - have
+
+
+def _label(turn: dict[str, Any]) -> str:
+    return f"{turn.get('category', 'fact')}: {_short(turn['text'], 32)}"
+
+
+def _short(text: str, n: int = 80) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def _sample_until(
+    mem: Oblivion, clock: ManualClock, until: float, tracked: dict[str, str], res: DemoResult
+) -> None:
+    """Advance the clock to ``until`` in steps, recording tracked activations."""
+    step = DAY / SAMPLES_PER_DAY
+    while True:
+        for mid, label in tracked.items():
+            res.traces.setdefault(label, []).append(mem.get(mid).activation)
+        res.timeline.append(clock.now() / DAY)
+        if clock.now() + step > until:
+            break
+        clock.advance(step)
+    # traces of memories tracked late are padded at the front for plotting
+    longest = len(res.timeline)
+    for label, values in res.traces.items():
+        if len(values) < longest:
+            res.traces[label] = [float("nan")] * (longest - len(values)) + values
+
+
+def _plot(res: DemoResult, target: Path, out: Callable[[str], None]) -> Path | None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        out("(matplotlib not installed: skipping the plot; pip install 'oblivion-memory[demo]')")
+        return None
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    for label, values in res.traces.items():
+        ax.plot(res.timeline, values, label=label)
+    policy = Policy.template("balanced")
+    ax.axhspan(policy.archive_low, policy.archive_high, color="grey", alpha=0.15)
+    ax.text(0.1, policy.archive_high + 0.01, "hysteresis band", fontsize=8, color="grey")
+    ax.set_xlabel("day")
+    ax.set_ylabel("activation")
+    ax.set_ylim(0, 1.05)
+    ax.set_title("Activation over three weeks (boosts on recall; decay per category)")
+    ax.legend(fontsize=7, loc="upper right")
+    fig.tight_layout()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(target, dpi=110)
+    plt.close(fig)
+    out(f"Activation plot written to {target}")
+    return target
