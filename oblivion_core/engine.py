@@ -34,8 +34,9 @@ from oblivion_core.errors import (
 )
 from oblivion_core.importance import HeuristicImportance
 from oblivion_core.index import ActiveIndex
+from oblivion_core.lexical import LexicalIndex
 from oblivion_core.policy import Policy, resolve_policy
-from oblivion_core.recall import RecalledItem, RecallResult, explain, rank_order, score
+from oblivion_core.recall import RecalledItem, RecallResult, explain, fuse, rank_order, score
 from oblivion_core.records import MemoryRecord, Tier
 from oblivion_core.state import Event, NamespaceState, StateDB
 from oblivion_core.store import VectorStore
@@ -139,6 +140,7 @@ class Oblivion:
                     vector_store = VectorStore.embedded(self.path / "chroma")
             self.store = vector_store
             self._dim: int | None = self._db.meta("dim")
+            self._lex = LexicalIndex(self._db.conn)
             self._spaces: dict[str, _Space] = {}
             self._known: set[str] = set(self._db.namespaces()) | {self.default_namespace}
         except BaseException:
@@ -342,6 +344,7 @@ class Oblivion:
                         dict(zip(final_ids, clean, strict=True)),
                         {i: m or {} for i, m in zip(final_ids, metas, strict=True)},
                     )
+                    self._lex.add(conn, ns, [seq0 + k for k in range(n)], clean)
                     if self._db.meta("dim") is None:
                         self._db.set_meta("dim", self._dim, conn)
                     if isinstance(self.clock, TurnClock):
@@ -407,6 +410,7 @@ class Oblivion:
                         ns, [memory_id], vector, [clean], [{"category": space.state.category(i)}]
                     )
                     self._db.set_text(conn, ns, memory_id, clean)
+                    self._lex.replace(conn, ns, int(space.state.cols["seq"][i]), clean)
                     if memory_id in space.index:
                         space.index.add([memory_id], vector)
                 if meta is not None:
@@ -508,15 +512,8 @@ class Oblivion:
             space = self._space(ns)
             for mid, _ in pairs:
                 self._row(space, mid)
-            cand: dict[str, float] = {}
             missing = [m for m, rel in pairs if rel is None]
-            if missing and qvec is not None:
-                stored = {m: space.index.vector(m) for m in missing}
-                absent = [m for m, v in stored.items() if v is None]
-                stored.update(self.store.vectors(ns, absent))
-                for m in missing:
-                    vec = stored.get(m)
-                    cand[m] = float(vec @ qvec.reshape(-1)) if vec is not None else 0.0
+            cand = self._cosines(ns, space, qvec, missing) if qvec is not None else {}
             for mid, rel in pairs:
                 if rel is not None:
                     cand[mid] = max(cand.get(mid, -1.0), rel)
@@ -575,6 +572,25 @@ class Oblivion:
                 if mid not in cand and mid in st.index:
                     cand[mid] = sim
 
+        lexical: dict[str, float] = {}
+        if policy.lexical_weight > 0:
+            seqs, bm25 = self._lex.search(ns, query, pool)
+            for seq, value in zip(seqs, bm25, strict=True):
+                hit = st.by_seq.get(seq)
+                if hit is not None:
+                    lexical[hit] = value
+            only_lexical = [m for m in lexical if m not in cand]
+            if only_lexical:
+                cand.update(self._cosines(ns, space, qvec, only_lexical))
+        ids_all = list(cand)
+        dense = np.asarray([cand[m] for m in ids_all], dtype=np.float64)
+        lex = np.asarray([lexical.get(m, 0.0) for m in ids_all], dtype=np.float64)
+        fused = fuse(dense, lex, policy)
+        signals = {
+            m: {"dense": float(dense[j]), "lexical": float(lex[j])} for j, m in enumerate(ids_all)
+        }
+        cand = {m: float(fused[j]) for j, m in enumerate(ids_all)}
+
         return self._score_and_pack(
             query,
             ns,
@@ -588,7 +604,24 @@ class Oblivion:
             include_invalidated=include_invalidated,
             include_cold=include_cold,
             feedback=feedback,
+            signals=signals,
         )
+
+    def _cosines(self, ns: str, space: _Space, qvec: Vectors, ids: list[str]) -> dict[str, float]:
+        """Exact cosine similarity of stored memories to the query (active or not)."""
+        q = qvec.reshape(-1)
+        out: dict[str, float] = {}
+        missing: list[str] = []
+        for m in ids:
+            vec = space.index.vector(m)
+            if vec is None:
+                missing.append(m)
+            else:
+                out[m] = float(vec @ q)
+        if missing:
+            for m, vec in self.store.vectors(ns, missing).items():
+                out[m] = float(vec @ q)
+        return out
 
     def _score_and_pack(
         self,
@@ -605,6 +638,7 @@ class Oblivion:
         include_invalidated: bool,
         include_cold: bool,
         feedback: bool,
+        signals: Mapping[str, Mapping[str, float]] | None = None,
     ) -> RecallResult:
         """Score candidates ``{id: relevance}``, pack the best into the budget, boost them."""
         st = space.state
@@ -642,7 +676,9 @@ class Oblivion:
             mid = cids[j]
             i = int(rows[j])
             tier = Tier(int(st.cols["tier"][i])) if mid not in boosts else boosts[mid]["from_tier"]
-            extra = {"boost": boosts.get(mid, {}).get("public")}
+            extra: dict[str, Any] = {"boost": boosts.get(mid, {}).get("public")}
+            if signals is not None and mid in signals:
+                extra["relevance_signals"] = dict(signals[mid])
             if mid in st.superseded_by:
                 extra["superseded_by"] = st.superseded_by[mid]
             why = explain(
@@ -854,8 +890,10 @@ class Oblivion:
         st = space.state
         ids = [st.ids[i] for i in rows]
         acts = self._activation(ns, st, now, np.asarray(rows, dtype=np.int64))
+        seqs = [int(st.cols["seq"][i]) for i in rows]
         with self._db.transaction() as conn:
             self._db.delete(conn, ns, ids)
+            self._lex.delete(conn, ns, seqs)
             self._db.journal(
                 conn,
                 now,

@@ -109,6 +109,10 @@ class Policy:
             below this (cosine similarity), or fewer than ``k`` active hits exist.
         default_k: Items returned when no ``k`` is given.
         candidate_pool: Candidates fetched per tier before scoring.
+        dense_weight / lexical_weight: Fusion of the two relevance signals:
+            ``relevance = dense_weight * cosine + lexical_weight * bm25 / max_bm25``
+            (BM25 from SQLite FTS5, normalised by the best lexical hit of the query).
+            ``lexical_weight=0`` turns lexical retrieval off.
         w_relevance / w_activation / w_importance: Score weights;
             ``score = w_relevance*relevance + w_activation*activation + w_importance*importance``.
         per_item_tokens: Formatting overhead counted per packed item (bullets, newlines).
@@ -147,6 +151,8 @@ class Policy:
     archive_gate: float = 0.45
     default_k: int = 8
     candidate_pool: int = 50
+    dense_weight: float = 0.7
+    lexical_weight: float = 0.3
     w_relevance: float = 1.0
     w_activation: float = 0.15
     w_importance: float = 0.05
@@ -243,6 +249,8 @@ class Policy:
             "confirm_stability",
             "stability_sigma",
             "forget_min_age",
+            "dense_weight",
+            "lexical_weight",
             "w_relevance",
             "w_activation",
             "w_importance",
@@ -267,6 +275,10 @@ class Policy:
             _finite(self.forget_below) and 0 <= self.forget_below < self.archive_low,
             f"forget_below must be in [0, archive_low={self.archive_low}), "
             f"got {self.forget_below!r}",
+        )
+        _require(
+            self.dense_weight + self.lexical_weight > 0,
+            "dense_weight + lexical_weight must be > 0 (one retrieval signal is needed)",
         )
         _require(
             _finite(self.archive_gate) and -1 <= self.archive_gate <= 1,

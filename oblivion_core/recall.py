@@ -6,7 +6,8 @@ gate opens), then calls :func:`score` and :func:`explain`. The types returned to
 
 ``score = w_relevance * relevance + w_activation * activation + w_importance * importance``
 
-Relevance is cosine similarity clipped at 0. The activation and importance weights are
+Relevance fuses dense cosine similarity (clipped at 0) with BM25 from SQLite FTS5
+(see :func:`fuse`). The activation and importance weights are
 small by default (0.15, 0.05): activation breaks near-ties and lifts what has proved
 useful, but cannot push an irrelevant memory above a relevant one.
 """
@@ -35,6 +36,21 @@ def score(relevance: F64, activation: F64, importance: F64, policy: Policy) -> F
         + policy.w_activation * activation
         + policy.w_importance * importance
     )
+
+
+def fuse(dense: F64, lexical: F64, policy: Policy) -> F64:
+    """Hybrid relevance in ``[0, 1]`` from cosine similarity and raw BM25 scores.
+
+    ``dense_weight * max(cosine, 0) + lexical_weight * bm25 / max(bm25)``, divided by the
+    weights' sum; a candidate the lexical search did not return has BM25 0.
+    """
+    top = float(lexical.max()) if lexical.size else 0.0
+    lex_norm = lexical / top if top > 0 else np.zeros_like(lexical)
+    total = policy.dense_weight + policy.lexical_weight
+    fused: F64 = (
+        policy.dense_weight * np.maximum(dense, 0.0) + policy.lexical_weight * lex_norm
+    ) / total
+    return fused
 
 
 def rank_order(scores: F64, seq: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:

@@ -113,6 +113,7 @@ class NamespaceState:
         self.vocab: list[str] = []
         self._vocab_index: dict[str, int] = {}
         self.superseded_by: dict[str, str] = {}
+        self.by_seq: dict[int, str] = {}
         self._cap = 0
         self.n = 0
         self.cols: dict[str, Any] = {}
@@ -163,12 +164,14 @@ class NamespaceState:
         self.cols["seq"][i] = seq
         self.ids.append(memory_id)
         self.index[memory_id] = i
+        self.by_seq[seq] = memory_id
         self.n += 1
         return i
 
     def remove(self, memory_id: str) -> None:
         """Delete a row by swapping the last row into its place."""
         i = self.index.pop(memory_id)
+        self.by_seq.pop(int(self.cols["seq"][i]), None)
         last = self.n - 1
         if i != last:
             for arr in self.cols.values():
