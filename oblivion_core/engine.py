@@ -40,6 +40,12 @@ from oblivion_core.recall import RecalledItem, RecallResult, explain, fuse, rank
 from oblivion_core.records import MemoryRecord, Tier
 from oblivion_core.state import Event, NamespaceState, StateDB
 from oblivion_core.store import VectorStore
+from oblivion_core.supersession import (
+    Candidate,
+    LexicalSupersession,
+    SupersessionJudge,
+    parse,
+)
 from oblivion_core.tiering import MaintenancePlan, PlanEntry, plan_tiers
 from oblivion_core.typing import Clock, Embedder, ImportanceScorer, TokenCounter, Vectors
 
@@ -90,6 +96,8 @@ class Oblivion:
         vector_store: A :class:`VectorStore` (e.g. ``VectorStore.server(...)`` for a
             Chroma server). Default: embedded Chroma under ``path/chroma``.
         namespace: Namespace used when a call names none.
+        supersession_judge: Decides whether a new memory makes an older one stale
+            (default: the offline :class:`LexicalSupersession` rule).
     """
 
     def __init__(
@@ -103,6 +111,7 @@ class Oblivion:
         importance_scorer: ImportanceScorer | None = None,
         vector_store: VectorStore | None = None,
         namespace: str = DEFAULT_NAMESPACE,
+        supersession_judge: SupersessionJudge | None = None,
     ) -> None:
         self._lock = threading.RLock()
         self.default_namespace = _check_namespace(namespace)
@@ -133,6 +142,7 @@ class Oblivion:
             self.embedder: Embedder = resolve_embedder(embedder)
             self.token_counter: TokenCounter = resolve_token_counter(token_counter)
             self.importance_scorer: ImportanceScorer = importance_scorer or HeuristicImportance()
+            self.supersession_judge: SupersessionJudge | None = supersession_judge
             if vector_store is None:
                 if self.path is None:
                     vector_store = _ephemeral_store()
@@ -373,6 +383,8 @@ class Oblivion:
                     raise
             self._known.add(ns)
             space.index.add(final_ids, vectors)
+            if policy.supersede:
+                self._detect_supersession(ns, space, policy, final_ids, clean, vectors, now)
             for c in cats:
                 space.usage.of(str(c)).stored += 1
             space.writes_since_maintain += n
@@ -430,6 +442,7 @@ class Oblivion:
         deep: bool | None = None,
         include_invalidated: bool = False,
         include_cold: bool = False,
+        include_superseded: bool = False,
         feedback: bool = True,
     ) -> RecallResult:
         """Find the memories that matter for ``query``, best first, within a token budget.
@@ -445,6 +458,8 @@ class Oblivion:
                 fewer than ``k`` active hits).
             include_invalidated: Also return invalidated memories.
             include_cold: Also search cold memories (originals of summaries).
+            include_superseded: Also return memories a newer one superseded (ranked
+                just below their successor).
             feedback: Boost the returned memories (the default). ``False`` only reads.
         """
         self._check_open()
@@ -459,7 +474,16 @@ class Oblivion:
         with self._lock:
             self._check_open()
             return self._recall(
-                q, qvec, ns, budget, k, deep, include_invalidated, include_cold, feedback
+                q,
+                qvec,
+                ns,
+                budget,
+                k,
+                deep,
+                include_invalidated,
+                include_cold,
+                feedback,
+                include_superseded,
             )
 
     def rerank(
@@ -544,6 +568,7 @@ class Oblivion:
         include_invalidated: bool,
         include_cold: bool,
         feedback: bool,
+        include_superseded: bool = False,
     ) -> RecallResult:
         policy = self.policy_for(ns)
         space = self._space(ns)
@@ -605,6 +630,7 @@ class Oblivion:
             include_cold=include_cold,
             feedback=feedback,
             signals=signals,
+            include_superseded=include_superseded,
         )
 
     def _cosines(self, ns: str, space: _Space, qvec: Vectors, ids: list[str]) -> dict[str, float]:
@@ -639,14 +665,31 @@ class Oblivion:
         include_cold: bool,
         feedback: bool,
         signals: Mapping[str, Mapping[str, float]] | None = None,
+        include_superseded: bool = False,
     ) -> RecallResult:
-        """Score candidates ``{id: relevance}``, pack the best into the budget, boost them."""
+        """Score candidates ``{id: relevance}``, pack the best into the budget, boost them.
+
+        A superseded candidate brings the newest memory of its chain along (with the
+        same relevance, if that is higher than its own); unless ``include_superseded``,
+        the stale one itself is dropped, otherwise it is ranked just below its successor.
+        """
         st = space.state
+        cand = dict(cand)
+        heads: dict[str, str] = {}
+        for m in [m for m in cand if m in st.superseded_by]:
+            head = self._chain_head(st, m)
+            if head != m and head in st.index:
+                heads[m] = head
+                if cand.get(head, -np.inf) < cand[m]:
+                    cand[head] = cand[m]
+                    if signals is not None and m in signals:
+                        signals = {**signals, head: {**signals[m], "inherited_from": m}}  # type: ignore[dict-item]
         cids = [
             m
             for m in cand
             if (include_invalidated or not st.cols["invalidated"][st.index[m]])
             and (include_cold or st.cols["tier"][st.index[m]] != Tier.COLD)
+            and (include_superseded or not policy.hide_superseded or m not in heads)
         ]
         if not cids:
             return RecallResult(query, ns, (), 0, budget, reason is not None, reason, 0)
@@ -655,6 +698,10 @@ class Oblivion:
         act = self._activation(ns, st, now, rows)
         imp = st.cols["importance"][rows]
         scores = score(rel, act, imp, policy)
+        pos = {m: j for j, m in enumerate(cids)}
+        for m, head in heads.items():
+            if m in pos and head in pos:  # newest statement first, always
+                scores[pos[m]] = min(scores[pos[m]], scores[pos[head]] - 1e-6)
         order = rank_order(scores, st.cols["seq"][rows])
 
         texts = self._db.texts(ns, [cids[j] for j in order])
@@ -853,6 +900,99 @@ class Oblivion:
             self._db.save_rows(conn, st, rows)
             self._db.journal(conn, now, ns, journal)
         return [float(a) for a in after]
+
+    def supersede(
+        self, old_id: str, new_id: str, *, namespace: str | None = None, reason: str = "explicit"
+    ) -> None:
+        """Mark ``old_id`` as superseded by ``new_id``: the older memory is kept, linked to
+        its successor and demoted; recall returns the successor in its place."""
+        ns = self._ns(namespace)
+        if old_id == new_id:
+            raise InvalidInputError("a memory cannot supersede itself; pass two different ids")
+        with self._lock:
+            self._check_open()
+            space = self._space(ns)
+            self._row(space, old_id)
+            self._row(space, new_id)
+            head, seen = new_id, set()
+            while head in space.state.superseded_by and head not in seen:
+                seen.add(head)
+                head = space.state.superseded_by[head]
+            if head == old_id:
+                raise InvalidInputError(
+                    f"{new_id!r} is already superseded (directly or not) by {old_id!r}; "
+                    "superseding it back would make a cycle"
+                )
+            self._set_superseded(ns, space, [(old_id, new_id)], self.clock.now(), reason)
+
+    def _detect_supersession(
+        self,
+        ns: str,
+        space: _Space,
+        policy: Policy,
+        ids: list[str],
+        texts: list[str],
+        vectors: Vectors,
+        now: float,
+    ) -> None:
+        """Let each new memory supersede the older memories it makes stale."""
+        st = space.state
+        judge = self.supersession_judge
+        rule = (
+            judge
+            if judge is not None
+            else LexicalSupersession(
+                policy.supersede_similarity, policy.supersede_fallback_similarity
+            )
+        )
+        pairs: list[tuple[str, str]] = []
+        for mid, text, vec in zip(ids, texts, vectors, strict=True):
+            statement = parse(text)
+            if judge is None and not (statement.subject or statement.op or statement.cue):
+                continue
+            own_seq = int(st.cols["seq"][st.index[mid]])
+            near_ids, near_sims = space.index.search(vec, 12)
+            sims = {m: float(x) for m, x in zip(near_ids, near_sims, strict=True)}
+            seqs, _ = self._lex.search(ns, text, 12)
+            lexical = [st.by_seq[q] for q in seqs if q in st.by_seq and st.by_seq[q] not in sims]
+            sims.update(self._cosines(ns, space, vec, lexical))
+            older = [
+                m
+                for m in sims
+                if m in st.index
+                and int(st.cols["seq"][st.index[m]]) < own_seq
+                and m not in st.superseded_by
+                and not st.cols["invalidated"][st.index[m]]
+            ]
+            if not older:
+                continue
+            old_texts = self._db.texts(ns, older)
+            cands = [Candidate(m, old_texts[m], sims[m]) for m in older]
+            if isinstance(rule, LexicalSupersession):
+                chosen = rule.choose(text, cands)
+            else:
+                chosen = [c.id for c in cands if rule.supersedes(text, c.text, c.similarity)]
+            pairs.extend((old, mid) for old in chosen)
+        if pairs:
+            self._set_superseded(ns, space, pairs, now, "detected on write")
+
+    def _set_superseded(
+        self, ns: str, space: _Space, pairs: list[tuple[str, str]], now: float, reason: str
+    ) -> None:
+        st = space.state
+        policy = self.policy_for(ns)
+        rows = [st.index[old] for old, _ in pairs]
+        before = self._activation(ns, st, now, np.asarray(rows, dtype=np.int64))
+        journal: list[JournalEntry] = []
+        for (old, new), i, b in zip(pairs, rows, before, strict=True):
+            st.superseded_by[old] = new
+            st.cols["superseded"][i] = True
+            demoted = float(min(b, policy.archive_low * 0.5))
+            self._set_activation(st, i, demoted, now, 0.0, count_access=False)
+            journal.append((old, "supersede", float(b), demoted, {"by": new, "reason": reason}))
+        with self._db.transaction() as conn:
+            self._db.save_rows(conn, st, rows)
+            self._db.journal(conn, now, ns, journal)
 
     def invalidate(
         self, memory_id: str, *, namespace: str | None = None, reason: str | None = None
@@ -1143,6 +1283,19 @@ class Oblivion:
             space = self._spaces[ns] = _Space(st, index, usage)
         return space
 
+    @staticmethod
+    def _chain_head(st: NamespaceState, memory_id: str) -> str:
+        """The newest memory of a supersession chain (cycle-safe)."""
+        seen = {memory_id}
+        head = memory_id
+        while head in st.superseded_by:
+            nxt = st.superseded_by[head]
+            if nxt in seen:
+                break
+            seen.add(nxt)
+            head = nxt
+        return head
+
     def _row(self, space: _Space, memory_id: str) -> int:
         if not isinstance(memory_id, str):
             raise InvalidInputError(f"memory ids are strings, got {type(memory_id).__name__}")
@@ -1176,7 +1329,9 @@ class Oblivion:
             base[c["cat"][sel]], c["stability"][sel], policy.stability_sigma
         )
         floor = np.where(
-            c["invalidated"][sel], 0.0, decay.floor_for(c["importance"][sel], policy.floor_fraction)
+            c["invalidated"][sel] | c["superseded"][sel],
+            0.0,
+            decay.floor_for(c["importance"][sel], policy.floor_fraction),
         )
         return decay.activation_at(c["a_ref"][sel], c["t_ref"][sel], rate, floor, now)
 

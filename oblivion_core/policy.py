@@ -121,6 +121,12 @@ class Policy:
         adapt_step: Relative change per adaptation step (e.g. 0.1 = 10 %).
         adapt_bounds: Adapted values stay within ``[lo, hi]`` times the template value.
         adapt_min_events: Events a category needs before it is adapted.
+        supersede: Detect, on write, memories that restate a fact an older memory holds
+            (see :mod:`~oblivion_core.supersession`); the older one is superseded.
+        supersede_similarity: Minimum cosine similarity of an older memory to be judged.
+        supersede_fallback_similarity: Similarity needed by the cue-only fallback rule.
+        hide_superseded: Recall returns the newest statement in place of superseded ones
+            (``include_superseded=True`` shows them, ranked below their successor).
         maintain_every: Run ``maintain()`` automatically after this many writes to a
             namespace (0 = only when called).
     """
@@ -163,6 +169,10 @@ class Policy:
     adapt_bounds: tuple[float, float] = (0.25, 4.0)
     adapt_min_events: int = 20
     maintain_every: int = 32
+    supersede: bool = True
+    supersede_similarity: float = 0.45
+    supersede_fallback_similarity: float = 0.6
+    hide_superseded: bool = True
 
     def __post_init__(self) -> None:
         half_lives = dict(self.half_lives) or {
@@ -280,6 +290,9 @@ class Policy:
             self.dense_weight + self.lexical_weight > 0,
             "dense_weight + lexical_weight must be > 0 (one retrieval signal is needed)",
         )
+        for name in ("supersede_similarity", "supersede_fallback_similarity"):
+            v = getattr(self, name)
+            _require(_finite(v) and -1 <= v <= 1, f"{name} is a cosine in [-1, 1], got {v!r}")
         _require(
             _finite(self.archive_gate) and -1 <= self.archive_gate <= 1,
             f"archive_gate is a cosine similarity in [-1, 1], got {self.archive_gate!r}",

@@ -125,6 +125,7 @@ class NamespaceState:
         new["access_count"] = np.zeros(cap, dtype=np.int64)
         new["tier"] = np.zeros(cap, dtype=np.int8)
         new["invalidated"] = np.zeros(cap, dtype=bool)
+        new["superseded"] = np.zeros(cap, dtype=bool)  # mirrors ``superseded_by``
         new["cat"] = np.zeros(cap, dtype=np.int32)
         new["seq"] = np.zeros(cap, dtype=np.int64)  # insertion order: newer is larger
         for name, arr in self.cols.items():
@@ -158,6 +159,8 @@ class NamespaceState:
         if self.n + 1 > self._cap:
             self._grow(self.n + 1)
         i = self.n
+        for arr in self.cols.values():  # the slot may hold a deleted row's values
+            arr[i] = 0
         for name, value in values.items():
             self.cols[name][i] = value
         self.cols["cat"][i] = self.cat_id(category)
@@ -334,6 +337,7 @@ class StateDB:
             st.append(r[0], r[1], values, r[13])
             if r[12]:
                 st.superseded_by[r[0]] = r[12]
+                st.cols["superseded"][st.n - 1] = True
         return st
 
     def insert(
