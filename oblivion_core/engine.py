@@ -22,8 +22,10 @@ import numpy as np
 
 from oblivion_core import decay
 from oblivion_core.adaptation import Usage, adapt
+from oblivion_core.association import LinkGraph, spread
 from oblivion_core.budget import check_budget, pack, resolve_token_counter
 from oblivion_core.clock import TurnClock, WallClock
+from oblivion_core.compression import ExtractiveSummarizer, clusters
 from oblivion_core.embedding import embed_query, embed_texts, resolve_embedder
 from oblivion_core.errors import (
     InvalidInputError,
@@ -47,9 +49,17 @@ from oblivion_core.supersession import (
     parse,
 )
 from oblivion_core.tiering import MaintenancePlan, PlanEntry, plan_tiers
-from oblivion_core.typing import Clock, Embedder, ImportanceScorer, TokenCounter, Vectors
+from oblivion_core.typing import (
+    Clock,
+    Embedder,
+    ImportanceScorer,
+    Summarizer,
+    TokenCounter,
+    Vectors,
+)
 
 DEFAULT_NAMESPACE = "default"
+_MAX_COMPRESS_BATCH = 2_000  # lowest-activation candidates clustered per maintain()
 MAX_NAMESPACE_CHARS = 256
 
 JournalEntry = tuple[str | None, str, float | None, float | None, Mapping[str, Any]]
@@ -62,6 +72,10 @@ class _Space:
         self.state = state
         self.index = index
         self.usage = usage
+        self.graph = LinkGraph()
+        self.review: dict[str, str] = {}
+        self.summaries: dict[str, list[str]] = {}
+        self.last_write: tuple[str, float] | None = None
         self.writes_since_maintain = 0
         self.last_relevance: dict[str, float] = {}
 
@@ -98,6 +112,8 @@ class Oblivion:
         namespace: Namespace used when a call names none.
         supersession_judge: Decides whether a new memory makes an older one stale
             (default: the offline :class:`LexicalSupersession` rule).
+        summarizer: Writes the summaries of compressed memories (default: the offline
+            :class:`~oblivion_core.compression.ExtractiveSummarizer`).
     """
 
     def __init__(
@@ -112,6 +128,7 @@ class Oblivion:
         vector_store: VectorStore | None = None,
         namespace: str = DEFAULT_NAMESPACE,
         supersession_judge: SupersessionJudge | None = None,
+        summarizer: Summarizer | None = None,
     ) -> None:
         self._lock = threading.RLock()
         self.default_namespace = _check_namespace(namespace)
@@ -143,6 +160,7 @@ class Oblivion:
             self.token_counter: TokenCounter = resolve_token_counter(token_counter)
             self.importance_scorer: ImportanceScorer = importance_scorer or HeuristicImportance()
             self.supersession_judge: SupersessionJudge | None = supersession_judge
+            self.summarizer: Summarizer = summarizer or ExtractiveSummarizer()
             if vector_store is None:
                 if self.path is None:
                     vector_store = _ephemeral_store()
@@ -151,6 +169,7 @@ class Oblivion:
             self.store = vector_store
             self._dim: int | None = self._db.meta("dim")
             self._lex = LexicalIndex(self._db.conn)
+            self._next_seq = self._db.next_seq()
             self._spaces: dict[str, _Space] = {}
             self._known: set[str] = set(self._db.namespaces()) | {self.default_namespace}
         except BaseException:
@@ -312,86 +331,124 @@ class Oblivion:
         with self._lock:
             self._check_open()
             space = self._space(ns, create=True)
-            st = space.state
-            clash = [i for i in final_ids if i in st.index]
+            clash = [i for i in final_ids if i in space.state.index]
             if clash:
                 raise InvalidInputError(
                     f"memory id {clash[0]!r} already exists in namespace {ns!r}; use edit() to "
                     "change it or forget() it first"
                 )
-            if self._dim is None:
-                self._dim = int(vectors.shape[1])
             if isinstance(self.clock, TurnClock) and policy.clock == "turns":
                 self.clock.tick(n)
             now = self.clock.now()
-            imp_arr = np.asarray(imps, dtype=np.float64)
-            a0 = decay.initial_activation(imp_arr, policy.initial_base)
-            seq0 = self._db.next_seq()
-            rows: list[int] = []
-            for k in range(n):
-                values = {
-                    "importance": imp_arr[k],
-                    "confidence": float(confs[k]),
-                    "created_at": now,
-                    "last_accessed": now,
-                    "a_ref": float(min(a0[k], policy.cap)),
-                    "t_ref": now,
-                    "stability": 0.0,
-                    "access_count": 0,
-                    "tier": int(Tier.ACTIVE),
-                    "invalidated": False,
-                }
-                rows.append(st.append(final_ids[k], str(cats[k]), values, seq0 + k))
-            chroma_meta = [{"category": str(c)} for c in cats]
-            try:
-                self.store.add(ns, final_ids, vectors, clean, chroma_meta)
-                with self._db.transaction(durable=True) as conn:
-                    self._db.add_namespace(ns, conn)
-                    self._db.insert(
-                        conn,
-                        st,
-                        rows,
-                        dict(zip(final_ids, clean, strict=True)),
-                        {i: m or {} for i, m in zip(final_ids, metas, strict=True)},
-                    )
-                    self._lex.add(conn, ns, [seq0 + k for k in range(n)], clean)
-                    if self._db.meta("dim") is None:
-                        self._db.set_meta("dim", self._dim, conn)
-                    if isinstance(self.clock, TurnClock):
-                        self._db.set_meta("turn", self.clock.now(), conn)
-                    self._db.journal(
-                        conn,
-                        now,
-                        ns,
-                        [
-                            (
-                                final_ids[k],
-                                "remember",
-                                None,
-                                float(st.cols["a_ref"][rows[k]]),
-                                {"category": cats[k], "importance": float(imp_arr[k])},
-                            )
-                            for k in range(n)
-                        ],
-                    )
-            except BaseException:
-                for mid in reversed(final_ids):
-                    st.remove(mid)
-                try:
-                    self.store.delete(ns, final_ids)
-                finally:
-                    raise
-            self._known.add(ns)
-            space.index.add(final_ids, vectors)
+            rows = self._store_new(
+                ns,
+                space,
+                policy,
+                now,
+                final_ids,
+                clean,
+                vectors,
+                [str(c) for c in cats],
+                [float(x) for x in imps],
+                [float(x) for x in confs],
+                [m or {} for m in metas],
+            )
+            if policy.link_on_write:
+                self._auto_link(ns, space, policy, final_ids, vectors, now)
             if policy.supersede:
                 self._detect_supersession(ns, space, policy, final_ids, clean, vectors, now)
-            for c in cats:
-                space.usage.of(str(c)).stored += 1
-            space.writes_since_maintain += n
-            records = [self._record(ns, st.index[i], now) for i in final_ids]
+            records = self._records(ns, rows, now)
             if 0 < policy.maintain_every <= space.writes_since_maintain:
                 self._maintain(ns, dry_run=False)
         return records
+
+    def _store_new(
+        self,
+        ns: str,
+        space: _Space,
+        policy: Policy,
+        now: float,
+        ids: list[str],
+        texts: list[str],
+        vectors: Vectors,
+        cats: list[str],
+        imps: list[float],
+        confs: list[float],
+        metas: list[dict[str, Any]],
+        *,
+        a_ref: list[float] | None = None,
+        tier: Tier = Tier.ACTIVE,
+    ) -> list[int]:
+        """Write new memories to Chroma, SQLite, FTS and the in-memory state, atomically:
+        on any failure nothing of them remains. Returns their rows."""
+        st = space.state
+        n = len(ids)
+        if self._dim is None:
+            self._dim = int(vectors.shape[1])
+        imp_arr = np.asarray(imps, dtype=np.float64)
+        a0 = decay.initial_activation(imp_arr, policy.initial_base) if a_ref is None else a_ref
+        seq0 = self._next_seq
+        rows: list[int] = []
+        for k in range(n):
+            values = {
+                "importance": imp_arr[k],
+                "confidence": confs[k],
+                "created_at": now,
+                "last_accessed": now,
+                "a_ref": float(min(a0[k], policy.cap)),
+                "t_ref": now,
+                "stability": 0.0,
+                "access_count": 0,
+                "tier": int(tier),
+                "invalidated": False,
+            }
+            rows.append(st.append(ids[k], cats[k], values, seq0 + k))
+        try:
+            self.store.add(ns, ids, vectors, texts, [{"category": c} for c in cats])
+            with self._db.transaction(durable=True) as conn:
+                self._db.add_namespace(ns, conn)
+                self._db.insert(
+                    conn,
+                    st,
+                    rows,
+                    dict(zip(ids, texts, strict=True)),
+                    dict(zip(ids, metas, strict=True)),
+                )
+                self._lex.add(conn, ns, [seq0 + k for k in range(n)], texts)
+                if self._db.meta("dim") is None:
+                    self._db.set_meta("dim", self._dim, conn)
+                if isinstance(self.clock, TurnClock):
+                    self._db.set_meta("turn", self.clock.now(), conn)
+                self._db.journal(
+                    conn,
+                    now,
+                    ns,
+                    [
+                        (
+                            ids[k],
+                            "remember",
+                            None,
+                            float(st.cols["a_ref"][rows[k]]),
+                            {"category": cats[k], "importance": float(imp_arr[k])},
+                        )
+                        for k in range(n)
+                    ],
+                )
+        except BaseException:
+            for mid in reversed(ids):
+                st.remove(mid)
+            try:
+                self.store.delete(ns, ids)
+            finally:
+                raise
+        self._next_seq = seq0 + n
+        self._known.add(ns)
+        if tier == Tier.ACTIVE:
+            space.index.add(ids, vectors)
+        for c in cats:
+            space.usage.of(c).stored += 1
+        space.writes_since_maintain += n
+        return rows
 
     def edit(
         self,
@@ -728,6 +785,10 @@ class Oblivion:
                 extra["relevance_signals"] = dict(signals[mid])
             if mid in st.superseded_by:
                 extra["superseded_by"] = st.superseded_by[mid]
+            if mid in space.review:
+                extra["flagged_for_review"] = space.review[mid]
+            if mid in space.summaries:
+                extra["summary_of"] = list(space.summaries[mid])
             why = explain(
                 rank=rank,
                 of=len(cids),
@@ -757,9 +818,88 @@ class Oblivion:
                 )
             )
         total = sum(costs[c] for c in chosen)
+        if policy.expand_links and items:
+            more, total = self._expansions(ns, space, policy, now, items, cand, budget, total)
+            items.extend(more)
         return RecallResult(
             query, ns, tuple(items), total, budget, reason is not None, reason, len(cids)
         )
+
+    def _expansions(
+        self,
+        ns: str,
+        space: _Space,
+        policy: Policy,
+        now: float,
+        hits: list[RecalledItem],
+        relevance: Mapping[str, float],
+        budget: int | None,
+        used: int,
+    ) -> tuple[list[RecalledItem], int]:
+        """Strongest linked memories of the hits, while budget remains (marked in ``why``)."""
+        st = space.state
+        taken = {it.id for it in hits}
+        wanted: list[tuple[str, str, float]] = []
+        for hit in hits:
+            for other, w in space.graph.strongest(hit.id, policy.expand_max, exclude=taken):
+                i = st.index.get(other)
+                if (
+                    i is None
+                    or st.cols["invalidated"][i]
+                    or st.cols["superseded"][i]
+                    or st.cols["tier"][i] == Tier.COLD
+                ):
+                    continue
+                taken.add(other)
+                wanted.append((other, hit.id, w))
+        if not wanted:
+            return [], used
+        texts = self._db.texts(ns, [m for m, _, _ in wanted])
+        metas = self._db.metadatas(ns, [m for m, _, _ in wanted])
+        rows = np.asarray([st.index[m] for m, _, _ in wanted], dtype=np.int64)
+        acts = self._activation(ns, st, now, rows)
+        out: list[RecalledItem] = []
+        for (mid, source, w), i, a in zip(wanted, rows, acts, strict=True):
+            t = int(self.token_counter(texts[mid]))
+            cost = t + policy.per_item_tokens
+            if budget is not None and used + cost > budget:
+                continue
+            used += cost
+            rel = float(relevance.get(mid, 0.0))
+            imp = float(st.cols["importance"][i])
+            tier = Tier(int(st.cols["tier"][i]))
+            why = explain(
+                rank=len(hits) + len(out) + 1,
+                of=len(hits) + len(wanted),
+                relevance=rel,
+                activation=float(a),
+                importance=imp,
+                tier=tier,
+                category=st.category(int(i)),
+                policy=policy,
+                archive_reason=None,
+                extra={"expanded_from": source, "link_weight": w},
+            )
+            why["explanation"] += f"; added as context: linked to {source} (weight {w:.2f})"
+            out.append(
+                RecalledItem(
+                    id=mid,
+                    text=texts[mid],
+                    namespace=ns,
+                    category=st.category(int(i)),
+                    tier=tier,
+                    relevance=rel,
+                    activation=float(a),
+                    importance=imp,
+                    score=float(
+                        score(np.asarray([rel]), np.asarray([a]), np.asarray([imp]), policy)[0]
+                    ),
+                    tokens=t,
+                    why=why,
+                    metadata=metas.get(mid, {}),
+                )
+            )
+        return out, used
 
     def _feedback(
         self,
@@ -798,6 +938,8 @@ class Oblivion:
             out[mid] = {"from_tier": from_tier, "public": public}
             touched.append(i)
             journal.append((mid, "recall", float(act[j]), after, {"relevance": float(rel[j])}))
+        seeds = {cids[j]: float(out[cids[j]]["public"]["after"] - act[j]) for j in picked}
+        touched += self._spread(ns, space, policy, seeds, now, journal)
         with self._db.transaction() as conn:
             if restore:
                 self._move_to_active(ns, space, restore, conn, now, "recalled from the archive")
@@ -894,12 +1036,136 @@ class Oblivion:
             ):
                 restore.append(mid)
             journal.append((mid, kind, float(b), float(a), {}))
+        seeds = {st.ids[i]: float(a - b) for i, b, a in zip(rows, before, after, strict=True)}
+        touched = rows + self._spread(ns, space, policy, seeds, now, journal)
         with self._db.transaction() as conn:
             if restore:
                 self._move_to_active(ns, space, restore, conn, now, f"{kind} boost")
-            self._db.save_rows(conn, st, rows)
+            self._db.save_rows(conn, st, touched)
             self._db.journal(conn, now, ns, journal)
         return [float(a) for a in after]
+
+    # ================================================================ associations
+    def link(self, a: str, b: str, weight: float = 1.0, *, namespace: str | None = None) -> float:
+        """Associate two memories (undirected). A stronger weight replaces a weaker one.
+
+        Args:
+            a / b: Ids of two different memories in the namespace.
+            weight: In ``(0, 1]``; how much of a boost flows between them.
+
+        Returns:
+            The link's weight after the call.
+        """
+        ns = self._ns(namespace)
+        if isinstance(weight, bool) or not isinstance(weight, int | float):
+            raise InvalidInputError(f"link weight must be a number in (0, 1], got {weight!r}")
+        if not math.isfinite(weight) or not 0 < weight <= 1:
+            raise InvalidInputError(f"link weight must be in (0, 1], got {weight!r}")
+        if a == b:
+            raise InvalidInputError(f"cannot link memory {a!r} to itself; pass two different ids")
+        with self._lock:
+            self._check_open()
+            space = self._space(ns)
+            self._row(space, a)
+            self._row(space, b)
+            now = self.clock.now()
+            with self._db.transaction() as conn:
+                w = space.graph.add(a, b, float(weight))
+                self._db.save_links(conn, ns, [(a, b, w, "explicit")])
+                self._db.journal(conn, now, ns, [(a, "link", None, None, {"to": b, "weight": w})])
+            return w
+
+    def links(self, memory_id: str, *, namespace: str | None = None) -> dict[str, float]:
+        """The memories linked to ``memory_id`` and their weights."""
+        ns = self._ns(namespace)
+        with self._lock:
+            self._check_open()
+            space = self._space(ns)
+            self._row(space, memory_id)
+            return space.graph.neighbours(memory_id)
+
+    def _auto_link(
+        self,
+        ns: str,
+        space: _Space,
+        policy: Policy,
+        ids: list[str],
+        vectors: Vectors,
+        now: float,
+    ) -> None:
+        """Link new memories to similar recent ones and to the memory written just before."""
+        st = space.state
+        new: list[tuple[str, str, float, str]] = []
+        if policy.link_neighbours and policy.link_window:
+            recent_ids, recent = space.index.recent(policy.link_window + len(ids))
+            if recent_ids:
+                sims = vectors @ recent.T
+                for k, mid in enumerate(ids):
+                    own = int(st.cols["seq"][st.index[mid]])
+                    added = 0
+                    for j in np.argsort(-sims[k])[: policy.link_neighbours + len(ids) + 1]:
+                        other = recent_ids[int(j)]
+                        if sims[k, j] < policy.link_similarity:
+                            break
+                        if other != mid and int(st.cols["seq"][st.index[other]]) < own:
+                            new.append((mid, other, float(min(sims[k, j], 1.0)), "similar"))
+                            added += 1
+                            if added >= policy.link_neighbours:
+                                break
+        prev = space.last_write
+        for mid in ids:
+            if (
+                policy.adjacency_weight > 0
+                and prev is not None
+                and prev[0] in st.index
+                and now - prev[1] <= policy.adjacency
+            ):
+                new.append((mid, prev[0], policy.adjacency_weight, "adjacent"))
+            prev = (mid, now)
+        space.last_write = prev
+        if new:
+            with self._db.transaction() as conn:
+                self._db.save_links(
+                    conn, ns, [(a, b, space.graph.add(a, b, w), kind) for a, b, w, kind in new]
+                )
+
+    def _spread(
+        self,
+        ns: str,
+        space: _Space,
+        policy: Policy,
+        seeds: Mapping[str, float],
+        now: float,
+        journal: list[JournalEntry],
+    ) -> list[int]:
+        """Let part of the boosts in ``seeds`` flow to linked memories; returns touched rows."""
+        if policy.spread_fraction <= 0 or not space.graph.adj:
+            return []
+        st = space.state
+        shares = spread(
+            space.graph.adj,
+            seeds,
+            fraction=policy.spread_fraction,
+            hop_decay=policy.spread_hop_decay,
+            max_hops=policy.spread_hops,
+            max_nodes=policy.spread_max_nodes,
+        )
+        targets = [
+            m
+            for m in shares
+            if m in st.index
+            and not st.cols["invalidated"][st.index[m]]
+            and not st.cols["superseded"][st.index[m]]
+        ]
+        if not targets:
+            return []
+        rows = [st.index[m] for m in targets]
+        before = self._activation(ns, st, now, np.asarray(rows, dtype=np.int64))
+        after = decay.boost(before, np.asarray([shares[m] for m in targets]), policy.cap)
+        for m, i, b, a in zip(targets, rows, before, after, strict=True):
+            self._set_activation(st, i, float(a), now, 0.0, count_access=False)
+            journal.append((m, "spread", float(b), float(a), {"share": shares[m]}))
+        return rows
 
     def supersede(
         self, old_id: str, new_id: str, *, namespace: str | None = None, reason: str = "explicit"
@@ -998,24 +1264,52 @@ class Oblivion:
         self, memory_id: str, *, namespace: str | None = None, reason: str | None = None
     ) -> None:
         """Mark a memory wrong: activation drops to 0, it leaves the active tier and is kept
-        out of recall unless ``include_invalidated=True``. Nothing is deleted."""
+        out of recall unless ``include_invalidated=True``. Nothing is deleted.
+
+        Memories linked to it at least ``policy.invalidate_link_weight`` strongly lose
+        activation too (times ``policy.invalidate_link_factor``; never raised) and are
+        flagged for review (``stats()["flagged_for_review"]`` and their ``why``).
+        """
         ns = self._ns(namespace)
         with self._lock:
             self._check_open()
             space = self._space(ns)
+            policy = self.policy_for(ns)
             st = space.state
             i = self._row(space, memory_id)
             now = self.clock.now()
             before = float(self._activation(ns, st, now, np.asarray([i]))[0])
             st.cols["invalidated"][i] = True
             self._set_activation(st, i, 0.0, now, 0.0, count_access=False)
+            detail = {"reason": reason} if reason else {}
+            journal: list[JournalEntry] = [(memory_id, "invalidate", before, 0.0, detail)]
+            rows = [i]
+            flags: dict[str, str | None] = {memory_id: None}
+            near = [
+                m
+                for m, w in space.graph.neighbours(memory_id).items()
+                if w >= policy.invalidate_link_weight
+                and m in st.index
+                and not st.cols["invalidated"][st.index[m]]
+            ]
+            if near:
+                nrows = [st.index[m] for m in near]
+                acts = self._activation(ns, st, now, np.asarray(nrows, dtype=np.int64))
+                for m, r, a in zip(near, nrows, acts, strict=True):
+                    lowered = float(a) * policy.invalidate_link_factor
+                    self._set_activation(st, r, lowered, now, 0.0, count_access=False)
+                    why = f"linked to invalidated memory {memory_id}"
+                    flags[m] = space.review[m] = why
+                    journal.append((m, "review", float(a), lowered, {"reason": why}))
+                rows += nrows
+            space.review.pop(memory_id, None)
             with self._db.transaction() as conn:
                 if st.cols["tier"][i] == Tier.ACTIVE:
                     st.cols["tier"][i] = Tier.ARCHIVE
                     space.index.remove([memory_id])
-                self._db.save_rows(conn, st, [i])
-                detail = {"reason": reason} if reason else {}
-                self._db.journal(conn, now, ns, [(memory_id, "invalidate", before, 0.0, detail)])
+                self._db.save_rows(conn, st, rows)
+                self._db.set_review(conn, ns, flags)
+                self._db.journal(conn, now, ns, journal)
 
     def forget(self, memory_id: str, *, namespace: str | None = None) -> None:
         """Delete a memory for good (text, vector and state). The journal keeps the event."""
@@ -1031,7 +1325,24 @@ class Oblivion:
         ids = [st.ids[i] for i in rows]
         acts = self._activation(ns, st, now, np.asarray(rows, dtype=np.int64))
         seqs = [int(st.cols["seq"][i]) for i in rows]
+        gone = set(ids)
+        # Originals of a deleted summary go back to the archive: nothing is lost silently.
+        freed = [o for m in ids for o in space.summaries.get(m, []) if o not in gone]
         with self._db.transaction() as conn:
+            if freed:
+                frows = [st.index[o] for o in freed if o in st.index]
+                for r in frows:
+                    st.cols["tier"][r] = Tier.ARCHIVE
+                self._db.save_rows(conn, st, frows)
+            for sid, originals in list(space.summaries.items()):
+                if sid in gone:
+                    del space.summaries[sid]
+                    self._db.set_summary(conn, ns, sid, None)
+                elif gone & set(originals):
+                    space.summaries[sid] = [o for o in originals if o not in gone]
+                    self._db.set_summary(conn, ns, sid, space.summaries[sid])
+            self._db.delete_links(conn, ns, ids)
+            self._db.set_review(conn, ns, dict.fromkeys(ids))
             self._db.delete(conn, ns, ids)
             self._lex.delete(conn, ns, seqs)
             self._db.journal(
@@ -1047,6 +1358,8 @@ class Oblivion:
         space.index.remove(ids)
         for m in ids:
             st.remove(m)
+            space.graph.remove_node(m)
+            space.review.pop(m, None)
             space.last_relevance.pop(m, None)
 
     # ================================================================ maintenance
@@ -1097,6 +1410,12 @@ class Oblivion:
             for i in rows:
                 reason = "invalidated" if st.cols["invalidated"][i] else why
                 entries.append(PlanEntry(st.ids[i], action, float(act[i]), st.category(i), reason))
+        groups = self._compression_groups(ns, space, policy, act, decision)
+        for g, group in enumerate(groups):
+            for mid in group:
+                i = st.index[mid]
+                reason = f"group {g + 1}: {len(group)} low-activation memories -> one summary"
+                entries.append(PlanEntry(mid, "compress", float(act[i]), st.category(i), reason))
         before = len(space.index)
         after = before - len(decision.archive) + len(decision.restore)
         after -= int(np.sum(st.cols["tier"][decision.forget] == Tier.ACTIVE))
@@ -1133,6 +1452,8 @@ class Oblivion:
                 self._db.set_meta(f"usage:{ns}", space.usage.to_json(), conn)
             if len(decision.forget):
                 self._delete(ns, space, decision.forget.tolist(), now, "decayed below forget_below")
+            for group in groups:
+                self._compress(ns, space, policy, group, now)
         return MaintenancePlan(
             namespace=ns,
             now=now,
@@ -1144,6 +1465,136 @@ class Oblivion:
             applied=not dry_run,
             adapted=adapted,
         )
+
+    def _compression_groups(
+        self, ns: str, space: _Space, policy: Policy, act: Any, decision: Any
+    ) -> list[list[str]]:
+        """Groups of archived, low-activation memories to fold into summaries."""
+        if policy.compress_below is None:
+            return []
+        st = space.state
+        tier = st.col("tier").copy()
+        tier[decision.archive] = Tier.ARCHIVE
+        tier[decision.restore] = Tier.ACTIVE
+        ok = (
+            (tier == Tier.ARCHIVE)
+            & (act < policy.compress_below)
+            & ~st.col("invalidated")
+            & ~st.col("superseded")
+        )
+        if "summary" in st.vocab:
+            ok &= st.col("cat") != st.cat_id("summary")
+        ok[decision.forget] = False
+        rows = np.flatnonzero(ok)
+        if len(rows) < policy.compress_min_cluster:
+            return []
+        rows = rows[np.argsort(act[rows], kind="stable")[:_MAX_COMPRESS_BATCH]]
+        ids = [st.ids[i] for i in rows]
+        vecs = self.store.vectors(ns, ids)
+        keep = [k for k, m in enumerate(ids) if m in vecs]
+        if len(keep) < policy.compress_min_cluster:
+            return []
+        ids = [ids[k] for k in keep]
+        mat = np.stack([vecs[m] for m in ids])
+        times = st.cols["created_at"][rows[keep]]
+        found = clusters(
+            mat,
+            times,
+            similarity=policy.compress_similarity,
+            window=policy.adjacency,
+            min_size=policy.compress_min_cluster,
+        )
+        return [[ids[k] for k in group] for group in found]
+
+    def _compress(
+        self, ns: str, space: _Space, policy: Policy, group: list[str], now: float
+    ) -> str | None:
+        """Write a summary of ``group`` and move the originals to the cold tier."""
+        st = space.state
+        live = [m for m in group if m in st.index]
+        if len(live) < 2:
+            return None
+        texts_by_id = self._db.texts(ns, live)
+        texts = [texts_by_id[m] for m in live]
+        summary = self.summarizer.summarize(texts).strip()
+        if not summary:
+            return None
+        summary = summary[: policy.max_text_chars]
+        rows = [st.index[m] for m in live]
+        acts = self._activation(ns, st, now, np.asarray(rows, dtype=np.int64))
+        a0 = policy.compress_inherit * float(acts.max())
+        vec = embed_texts(self.embedder, [summary], self._dim)
+        sid = uuid.uuid4().hex
+        tier = Tier.ACTIVE if a0 >= policy.archive_low else Tier.ARCHIVE
+        self._store_new(
+            ns,
+            space,
+            policy,
+            now,
+            [sid],
+            [summary],
+            vec,
+            ["summary"],
+            [float(st.cols["importance"][rows].max())],
+            [1.0],
+            [{"summary_of": live}],
+            a_ref=[a0],
+            tier=tier,
+        )
+        for r in rows:
+            st.cols["tier"][r] = Tier.COLD
+        space.index.remove(live)
+        space.summaries[sid] = live
+        with self._db.transaction() as conn:
+            self._db.save_rows(conn, st, rows)
+            self._db.set_summary(conn, ns, sid, live)
+            self._db.save_links(
+                conn, ns, [(sid, m, space.graph.add(sid, m, 1.0), "summary") for m in live]
+            )
+            self._db.journal(
+                conn,
+                now,
+                ns,
+                [
+                    (m, "compress", float(a), float(a), {"summary": sid})
+                    for m, a in zip(live, acts, strict=True)
+                ],
+            )
+        return sid
+
+    def expand(self, summary_id: str, *, namespace: str | None = None) -> list[MemoryRecord]:
+        """The original memories a summary stands for, in their original order, unchanged."""
+        ns = self._ns(namespace)
+        with self._lock:
+            self._check_open()
+            space = self._space(ns)
+            self._row(space, summary_id)
+            originals = space.summaries.get(summary_id)
+            if originals is None:
+                raise InvalidInputError(
+                    f"memory {summary_id!r} is not a summary; expand() takes the id of a memory "
+                    "that compression wrote (category 'summary', metadata['summary_of'])"
+                )
+            rows = [space.state.index[m] for m in originals if m in space.state.index]
+            return self._records(ns, rows, self.clock.now())
+
+    def decompress(self, summary_id: str, *, namespace: str | None = None) -> list[MemoryRecord]:
+        """Undo a compression: the originals return to the archive, the summary is deleted.
+
+        Returns the originals.
+        """
+        originals = self.expand(summary_id, namespace=namespace)
+        ns = self._ns(namespace)
+        with self._lock:
+            space = self._space(ns)
+            now = self.clock.now()
+            rows = [space.state.index[r.id] for r in originals]
+            self._delete(ns, space, [space.state.index[summary_id]], now, "decompress() called")
+            with self._db.transaction() as conn:
+                self._db.journal(
+                    conn, now, ns, [(r.id, "decompress", None, None, {}) for r in originals]
+                )
+            return self._records(ns, rows, now)
 
     def _move_to_active(
         self, ns: str, space: _Space, ids: list[str], conn: Any, now: float, reason: str
@@ -1247,6 +1698,9 @@ class Oblivion:
                 "cold": int((tiers == Tier.COLD).sum()),
                 "invalidated": int(st.col("invalidated").sum()),
                 "superseded": len(st.superseded_by),
+                "links": len(space.graph),
+                "summaries": len(space.summaries),
+                "flagged_for_review": dict(space.review),
                 "thresholds": {
                     "archive_low": policy.archive_low,
                     "archive_high": policy.archive_high,
@@ -1280,7 +1734,15 @@ class Oblivion:
                 if have:
                     index.add(have, np.stack([vecs[m] for m in have]))
             usage = Usage.from_json(self._db.meta(f"usage:{ns}"))
-            space = self._spaces[ns] = _Space(st, index, usage)
+            space = _Space(st, index, usage)
+            for a, b, w in self._db.links(ns):
+                space.graph.add(a, b, w)
+            space.review = self._db.review(ns)
+            space.summaries = self._db.summaries(ns)
+            if st.n:
+                last = int(np.argmax(st.col("seq")))
+                space.last_write = (st.ids[last], float(st.cols["created_at"][last]))
+            self._spaces[ns] = space
         return space
 
     @staticmethod

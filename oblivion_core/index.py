@@ -88,6 +88,12 @@ class ActiveIndex:
             top = np.argsort(-sims, kind="stable")
         return [self.ids[i] for i in top], sims[top]
 
+    def recent(self, n: int) -> tuple[list[str], Vectors]:
+        """The last ``n`` rows added (roughly the most recent memories) and their vectors."""
+        size = len(self.ids)
+        start = max(size - n, 0)
+        return self.ids[start:size], self._mat[start:size]
+
     def similarities(self, query: Vectors) -> tuple[list[str], npt.NDArray[np.float32]]:
         """Similarity of every active row to ``query`` (ids in row order)."""
         n = len(self.ids)

@@ -52,7 +52,12 @@ _HALF_LIVES: dict[str, dict[str, tuple[float, float]]] = {
 
 _TEMPLATE_OVERRIDES: dict[str, dict[str, Any]] = {
     "balanced": {},
-    "support-desk": {"default_k": 5, "active_capacity": 200, "archive_gate": 0.5},
+    "support-desk": {
+        "default_k": 5,
+        "active_capacity": 200,
+        "archive_gate": 0.5,
+        "compress_below": 0.1,
+    },
     "research-assistant": {
         "default_k": 12,
         "active_capacity": 20_000,
@@ -127,6 +132,28 @@ class Policy:
         supersede_fallback_similarity: Similarity needed by the cue-only fallback rule.
         hide_superseded: Recall returns the newest statement in place of superseded ones
             (``include_superseded=True`` shows them, ranked below their successor).
+        link_on_write: Link each new memory to its nearest earlier neighbours (cosine >=
+            ``link_similarity``, at most ``link_neighbours``, among the most recent
+            ``link_window`` active memories) and to the memory written just before it
+            when that was within ``adjacency_window`` clock units (weight
+            ``adjacency_weight``). ``adjacency_window=None`` means 300 s on the wall
+            clock and 1 turn on the turn clock.
+        spread_fraction: Share of a boost that flows to each linked memory (x weight);
+            0 turns spreading off.
+        spread_hop_decay / spread_hops / spread_max_nodes: Further hops are multiplied
+            by ``spread_hop_decay``; the walk stops after ``spread_hops`` hops or
+            ``spread_max_nodes`` memories.
+        invalidate_link_weight / invalidate_link_factor: ``invalidate()`` multiplies the
+            activation of memories linked at least this strongly by the factor and flags
+            them for review.
+        expand_links: Recall fills leftover budget with the strongest linked memories of
+            its hits (at most ``expand_max`` per hit), marked in ``why``.
+        compress_below: Archived memories below this activation may be compressed into
+            summaries (``None`` = never). See :mod:`~oblivion_core.compression`.
+        compress_min_cluster / compress_similarity / compress_inherit: A group needs at
+            least this many memories, linked by cosine >= ``compress_similarity`` or
+            written within ``adjacency_window``; the summary starts at
+            ``compress_inherit`` times the group's highest activation.
         maintain_every: Run ``maintain()`` automatically after this many writes to a
             namespace (0 = only when called).
     """
@@ -173,6 +200,24 @@ class Policy:
     supersede_similarity: float = 0.45
     supersede_fallback_similarity: float = 0.6
     hide_superseded: bool = True
+    link_on_write: bool = True
+    link_similarity: float = 0.8
+    link_neighbours: int = 3
+    link_window: int = 2_000
+    adjacency_window: float | None = None
+    adjacency_weight: float = 0.3
+    spread_fraction: float = 0.5
+    spread_hop_decay: float = 0.5
+    spread_hops: int = 2
+    spread_max_nodes: int = 32
+    invalidate_link_weight: float = 0.5
+    invalidate_link_factor: float = 0.5
+    expand_links: bool = False
+    expand_max: int = 2
+    compress_below: float | None = None
+    compress_min_cluster: int = 3
+    compress_similarity: float = 0.6
+    compress_inherit: float = 0.5
 
     def __post_init__(self) -> None:
         half_lives = dict(self.half_lives) or {
@@ -218,6 +263,13 @@ class Policy:
         """Recall boost size of ``category``."""
         b = self.betas.get(category)
         return b if b is not None else self.betas[self.default_category]
+
+    @property
+    def adjacency(self) -> float:
+        """The adjacency window in clock units (see ``adjacency_window``)."""
+        if self.adjacency_window is not None:
+            return self.adjacency_window
+        return 300.0 if self.clock == "wall" else 1.0
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable view of every field."""
@@ -290,7 +342,43 @@ class Policy:
             self.dense_weight + self.lexical_weight > 0,
             "dense_weight + lexical_weight must be > 0 (one retrieval signal is needed)",
         )
-        for name in ("supersede_similarity", "supersede_fallback_similarity"):
+        for name in (
+            "adjacency_weight",
+            "spread_fraction",
+            "spread_hop_decay",
+            "invalidate_link_weight",
+            "invalidate_link_factor",
+            "compress_inherit",
+        ):
+            v = getattr(self, name)
+            _require(_finite(v) and 0 <= v <= 1, f"{name} must be in [0, 1], got {v!r}")
+        for name in ("link_neighbours", "link_window", "spread_hops", "spread_max_nodes"):
+            v = getattr(self, name)
+            _require(_int(v) and v >= 0, f"{name} must be an int >= 0, got {v!r}")
+        for name in ("expand_max",):
+            v = getattr(self, name)
+            _require(_int(v) and v >= 0, f"{name} must be an int >= 0, got {v!r}")
+        _require(
+            _int(self.compress_min_cluster) and self.compress_min_cluster >= 2,
+            f"compress_min_cluster must be an int >= 2, got {self.compress_min_cluster!r}",
+        )
+        if self.adjacency_window is not None:
+            _require(
+                _finite(self.adjacency_window) and self.adjacency_window >= 0,
+                f"adjacency_window must be None or a number >= 0, got {self.adjacency_window!r}",
+            )
+        if self.compress_below is not None:
+            _require(
+                _finite(self.compress_below) and 0 < self.compress_below <= self.archive_low,
+                f"compress_below must be None or in (0, archive_low={self.archive_low}], got "
+                f"{self.compress_below!r}",
+            )
+        for name in (
+            "supersede_similarity",
+            "supersede_fallback_similarity",
+            "link_similarity",
+            "compress_similarity",
+        ):
             v = getattr(self, name)
             _require(_finite(v) and -1 <= v <= 1, f"{name} is a cosine in [-1, 1], got {v!r}")
         _require(

@@ -67,6 +67,27 @@ CREATE TABLE IF NOT EXISTS events (
     detail TEXT
 );
 CREATE INDEX IF NOT EXISTS events_by_memory ON events (namespace, memory_id);
+CREATE TABLE IF NOT EXISTS links (
+    namespace TEXT NOT NULL,
+    a TEXT NOT NULL,
+    b TEXT NOT NULL,
+    weight REAL NOT NULL,
+    kind TEXT NOT NULL,
+    PRIMARY KEY (namespace, a, b)
+);
+CREATE TABLE IF NOT EXISTS review (
+    namespace TEXT NOT NULL,
+    id TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    PRIMARY KEY (namespace, id)
+);
+CREATE TABLE IF NOT EXISTS summaries (
+    namespace TEXT NOT NULL,
+    summary_id TEXT NOT NULL,
+    original_id TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    PRIMARY KEY (namespace, summary_id, original_id)
+);
 """
 
 _FLOAT_COLS = (
@@ -318,8 +339,8 @@ class StateDB:
 
     def drop_namespace(self, namespace: str, conn: sqlite3.Connection) -> None:
         """Delete a namespace's rows (events are kept as history)."""
-        conn.execute("DELETE FROM memories WHERE namespace=?", (namespace,))
-        conn.execute("DELETE FROM namespaces WHERE namespace=?", (namespace,))
+        for table in ("memories", "links", "review", "summaries", "namespaces"):
+            conn.execute(f"DELETE FROM {table} WHERE namespace=?", (namespace,))
 
     # ---------------------------------------------------------------- rows
     def load(self, namespace: str) -> NamespaceState:
@@ -451,6 +472,82 @@ class StateDB:
         """A fresh insertion sequence number (monotonic across namespaces and reopenings)."""
         row = self.conn.execute("SELECT COALESCE(MAX(seq), 0) FROM memories").fetchone()
         return int(row[0]) + 1
+
+    # ---------------------------------------------------------------- associations
+    def links(self, namespace: str) -> list[tuple[str, str, float]]:
+        """Every link ``(a, b, weight)`` of a namespace (each stored once, ``a < b``)."""
+        rows = self.conn.execute(
+            "SELECT a, b, weight FROM links WHERE namespace=?", (namespace,)
+        ).fetchall()
+        return [(r[0], r[1], float(r[2])) for r in rows]
+
+    def save_links(
+        self, conn: sqlite3.Connection, namespace: str, links: Iterable[tuple[str, str, float, str]]
+    ) -> None:
+        """Insert or strengthen links ``(a, b, weight, kind)``."""
+        conn.executemany(
+            "INSERT INTO links(namespace, a, b, weight, kind) VALUES(?,?,?,?,?) "
+            "ON CONFLICT(namespace, a, b) DO UPDATE SET weight=max(weight, excluded.weight)",
+            [(namespace, *sorted((a, b)), w, kind) for a, b, w, kind in links],
+        )
+
+    def delete_links(self, conn: sqlite3.Connection, namespace: str, ids: Sequence[str]) -> None:
+        """Remove every link touching ``ids``."""
+        conn.executemany(
+            "DELETE FROM links WHERE namespace=? AND (a=? OR b=?)",
+            [(namespace, i, i) for i in ids],
+        )
+
+    def review(self, namespace: str) -> dict[str, str]:
+        """Memories flagged for review, with the reason."""
+        rows = self.conn.execute(
+            "SELECT id, reason FROM review WHERE namespace=?", (namespace,)
+        ).fetchall()
+        return {r[0]: r[1] for r in rows}
+
+    def set_review(
+        self, conn: sqlite3.Connection, namespace: str, flags: Mapping[str, str | None]
+    ) -> None:
+        """Flag (reason) or unflag (``None``) memories."""
+        for mid, reason in flags.items():
+            if reason is None:
+                conn.execute("DELETE FROM review WHERE namespace=? AND id=?", (namespace, mid))
+            else:
+                conn.execute(
+                    "INSERT INTO review(namespace, id, reason) VALUES(?,?,?) "
+                    "ON CONFLICT(namespace, id) DO UPDATE SET reason=excluded.reason",
+                    (namespace, mid, reason),
+                )
+
+    def summaries(self, namespace: str) -> dict[str, list[str]]:
+        """Summary id -> original ids, in their original order."""
+        rows = self.conn.execute(
+            "SELECT summary_id, original_id FROM summaries WHERE namespace=? "
+            "ORDER BY summary_id, position",
+            (namespace,),
+        ).fetchall()
+        out: dict[str, list[str]] = {}
+        for sid, oid in rows:
+            out.setdefault(sid, []).append(oid)
+        return out
+
+    def set_summary(
+        self,
+        conn: sqlite3.Connection,
+        namespace: str,
+        summary_id: str,
+        originals: Sequence[str] | None,
+    ) -> None:
+        """Record (or with ``None`` remove) which originals a summary stands for."""
+        conn.execute(
+            "DELETE FROM summaries WHERE namespace=? AND summary_id=?", (namespace, summary_id)
+        )
+        if originals:
+            conn.executemany(
+                "INSERT INTO summaries(namespace, summary_id, original_id, position) "
+                "VALUES(?,?,?,?)",
+                [(namespace, summary_id, o, k) for k, o in enumerate(originals)],
+            )
 
     # ---------------------------------------------------------------- journal
     def journal(

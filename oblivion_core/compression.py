@@ -1,0 +1,102 @@
+"""Compression: low-activation memories folded into summaries, reversibly.
+
+When archived memories fall below ``policy.compress_below`` and at least
+``policy.compress_min_cluster`` of them form a group -- similar to each other (cosine
+>= ``policy.compress_similarity``) or written close together in time (the turns of one
+long meeting, within ``policy.adjacency_window``) -- ``maintain()`` plans a ``compress``
+step: a summary memory is written (category ``summary``, linked to every original, with
+``policy.compress_inherit`` of the group's highest activation), and the originals move
+to the cold tier, where recall does not look unless asked (``include_cold=True``).
+``Oblivion.expand(summary_id)`` returns the originals byte for byte and
+``Oblivion.decompress(summary_id)`` undoes the step.
+
+:class:`ExtractiveSummarizer` is the offline default: it scores each sentence of the
+group by the summed document frequency of its content words across the group (what the
+group keeps talking about), takes the best sentences until ``max_words``, and joins
+them in their original order. LLM-backed summarisers from the adapters satisfy the same
+:class:`~oblivion_core.typing.Summarizer` protocol.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections import Counter
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from oblivion_core.overlap import content_words
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+
+
+class ExtractiveSummarizer:
+    """Offline summariser: the most representative sentences, in order (see module doc)."""
+
+    def __init__(self, max_words: int = 80) -> None:
+        self.max_words = max_words
+
+    def summarize(self, texts: Sequence[str]) -> str:
+        """One text standing for all ``texts``."""
+        sentences = [s.strip() for t in texts for s in _SENTENCE.split(t) if s.strip()]
+        if not sentences:
+            return ""
+        df = Counter(w for s in sentences for w in content_words(s))
+        scored = sorted(
+            range(len(sentences)),
+            key=lambda i: (
+                -sum(df[w] for w in content_words(sentences[i]))
+                / (1 + len(sentences[i].split())) ** 0.5,
+                i,
+            ),
+        )
+        chosen: list[int] = []
+        words = 0
+        for i in scored:
+            n = len(sentences[i].split())
+            if chosen and words + n > self.max_words:
+                continue
+            chosen.append(i)
+            words += n
+        return " ".join(sentences[i] for i in sorted(chosen))
+
+
+def clusters(
+    vectors: npt.NDArray[np.float32],
+    times: npt.NDArray[np.float64],
+    *,
+    similarity: float,
+    window: float,
+    min_size: int,
+) -> list[list[int]]:
+    """Group rows that are similar or close in time (single-link, greedy).
+
+    Returns groups of at least ``min_size`` row indices; each row is in at most one group.
+    """
+    n = len(times)
+    if n < min_size:
+        return []
+    parent = list(range(n))
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    close = np.triu(vectors @ vectors.T >= similarity, 1)
+    for a, b in np.argwhere(close):
+        parent[find(int(a))] = find(int(b))
+    order = np.argsort(times, kind="stable")
+    for x, y in itertools.pairwise(order.tolist()):
+        if times[y] - times[x] <= window:
+            parent[find(x)] = find(y)
+    groups: dict[int, list[int]] = {}
+    for i in range(n):
+        groups.setdefault(find(i), []).append(i)
+    return sorted(
+        (sorted(g, key=lambda i: (times[i], i)) for g in groups.values() if len(g) >= min_size),
+        key=lambda g: (times[g[0]], g[0]),
+    )
