@@ -59,6 +59,7 @@ from oblivion_core.typing import (
 )
 
 DEFAULT_NAMESPACE = "default"
+_SUPERSEDE_CANDIDATES = 12  # older memories judged per new statement (dense + lexical)
 _MAX_COMPRESS_BATCH = 2_000  # lowest-activation candidates clustered per maintain()
 MAX_NAMESPACE_CHARS = 256
 
@@ -353,10 +354,15 @@ class Oblivion:
                 [float(x) for x in confs],
                 [m or {} for m in metas],
             )
+            # one batched similarity against the most recent memories serves both steps
+            recent_ids, recent = space.index.recent(policy.link_window + n)
+            sims = vectors @ recent.T
             if policy.link_on_write:
-                self._auto_link(ns, space, policy, final_ids, vectors, now)
+                self._auto_link(ns, space, policy, final_ids, recent_ids, sims, now)
             if policy.supersede:
-                self._detect_supersession(ns, space, policy, final_ids, clean, vectors, now)
+                self._detect_supersession(
+                    ns, space, policy, final_ids, clean, vectors, recent_ids, sims, now
+                )
             records = self._records(ns, rows, now)
             if 0 < policy.maintain_every <= space.writes_since_maintain:
                 self._maintain(ns, dry_run=False)
@@ -1090,28 +1096,29 @@ class Oblivion:
         space: _Space,
         policy: Policy,
         ids: list[str],
-        vectors: Vectors,
+        recent_ids: list[str],
+        sims: Any,
         now: float,
     ) -> None:
-        """Link new memories to similar recent ones and to the memory written just before."""
+        """Link new memories to similar recent ones and to the memory written just before.
+
+        ``sims[k, j]`` is the similarity of ``ids[k]`` to ``recent_ids[j]``.
+        """
         st = space.state
         new: list[tuple[str, str, float, str]] = []
-        if policy.link_neighbours and policy.link_window:
-            recent_ids, recent = space.index.recent(policy.link_window + len(ids))
-            if recent_ids:
-                sims = vectors @ recent.T
-                for k, mid in enumerate(ids):
-                    own = int(st.cols["seq"][st.index[mid]])
-                    added = 0
-                    for j in np.argsort(-sims[k])[: policy.link_neighbours + len(ids) + 1]:
-                        other = recent_ids[int(j)]
-                        if sims[k, j] < policy.link_similarity:
+        if policy.link_neighbours and policy.link_window and recent_ids:
+            for k, mid in enumerate(ids):
+                own = int(st.cols["seq"][st.index[mid]])
+                added = 0
+                for j in np.argsort(-sims[k])[: policy.link_neighbours + len(ids) + 1]:
+                    other = recent_ids[int(j)]
+                    if sims[k, j] < policy.link_similarity:
+                        break
+                    if other != mid and int(st.cols["seq"][st.index[other]]) < own:
+                        new.append((mid, other, float(min(sims[k, j], 1.0)), "similar"))
+                        added += 1
+                        if added >= policy.link_neighbours:
                             break
-                        if other != mid and int(st.cols["seq"][st.index[other]]) < own:
-                            new.append((mid, other, float(min(sims[k, j], 1.0)), "similar"))
-                            added += 1
-                            if added >= policy.link_neighbours:
-                                break
         prev = space.last_write
         for mid in ids:
             if (
@@ -1199,9 +1206,15 @@ class Oblivion:
         ids: list[str],
         texts: list[str],
         vectors: Vectors,
+        recent_ids: list[str],
+        recent_sims: Any,
         now: float,
     ) -> None:
-        """Let each new memory supersede the older memories it makes stale."""
+        """Let each new memory supersede the older memories it makes stale.
+
+        Candidates: the most similar of the recent memories (``recent_sims``) and the
+        best BM25 matches among all memories.
+        """
         st = space.state
         judge = self.supersession_judge
         rule = (
@@ -1212,14 +1225,16 @@ class Oblivion:
             )
         )
         pairs: list[tuple[str, str]] = []
-        for mid, text, vec in zip(ids, texts, vectors, strict=True):
+        for k, (mid, text, vec) in enumerate(zip(ids, texts, vectors, strict=True)):
             statement = parse(text)
             if judge is None and not (statement.subject or statement.op or statement.cue):
                 continue
             own_seq = int(st.cols["seq"][st.index[mid]])
-            near_ids, near_sims = space.index.search(vec, 12)
-            sims = {m: float(x) for m, x in zip(near_ids, near_sims, strict=True)}
-            seqs, _ = self._lex.search(ns, text, 12)
+            sims: dict[str, float] = {}
+            if recent_ids:
+                for j in np.argsort(-recent_sims[k])[:_SUPERSEDE_CANDIDATES]:
+                    sims[recent_ids[int(j)]] = float(recent_sims[k, j])
+            seqs, _ = self._lex.search(ns, text, _SUPERSEDE_CANDIDATES)
             lexical = [st.by_seq[q] for q in seqs if q in st.by_seq and st.by_seq[q] not in sims]
             sims.update(self._cosines(ns, space, vec, lexical))
             older = [
