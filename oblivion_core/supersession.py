@@ -39,6 +39,7 @@ first-class. An LLM-backed judge from the adapters can replace the rule (it sati
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -65,12 +66,12 @@ _LEADING = re.compile(
     re.I,
 )
 _LIST_ADD = re.compile(
-    r"\b(?:add|put|stick|pop|include|get)\s+(?P<item>.+?)\s+(?:back\s+)?(?:on|to|onto|in)"
+    r"\b(?:add|put|stick|pop|include|get)\s+(?P<item>.{1,60}?)\s+(?:back\s+)?(?:on|to|onto|in)"
     r"(?:to)?\s+(?:the|my|our)\s+(?P<list>[\w\s'\-]{0,30}?list)\b",
     re.I,
 )
 _LIST_REMOVE = re.compile(
-    r"\b(?:remove|take|cross|strike|delete|drop|scratch)\s+(?P<item>.+?)\s+(?:off|from)\s+"
+    r"\b(?:remove|take|cross|strike|delete|drop|scratch)\s+(?P<item>.{1,60}?)\s+(?:off|from)\s+"
     r"(?:the|my|our)\s+(?P<list>[\w\s'\-]{0,30}?list)\b",
     re.I,
 )
@@ -101,6 +102,26 @@ _COPULA = re.compile(
     r"(?:now\s+|actually\s+)?(?P<val>.+)$",
     re.I,
 )
+_CUE_TRIGGERS = (
+    "actually",
+    "correction",
+    "sorry",
+    "longer",
+    "more",
+    "now",
+    "instead",
+    "switched",
+    "changed",
+    "change of heart",
+    "these days",
+    "update",
+    "scratch",
+    "overtaken",
+    "rather",
+    "moved",
+)
+_NEGATION_TRIGGERS = ("longer", "more", "instead", "overtaken", "rather", "switched")
+_NAME_TRIGGERS = ("call me", "name is", "go by", "called", "address me", "refer to me")
 _PRONOUN_ITEMS = {"that", "it", "them", "those", "this", "these", "some"}
 _SPELLING = {"favorite": "favourite", "color": "colour", "colors": "colours"}
 
@@ -118,6 +139,10 @@ class Statement:
     cue: bool = False
     negation: bool = False
     words: frozenset[str] = frozenset()
+
+
+def _has(lower: str, triggers: tuple[str, ...]) -> bool:
+    return any(t in lower for t in triggers)
 
 
 def _norm_words(text: str) -> frozenset[str]:
@@ -153,37 +178,41 @@ def _item_words(item: str, sentence: str) -> frozenset[str]:
     return _norm_words(m.group(1)) if m else frozenset()
 
 
+@functools.lru_cache(maxsize=65_536)
 def parse(text: str) -> Statement:
-    """Parse one memory text (see the module doc for the rule)."""
+    """Parse one memory text (see the module doc for the rule). Results are cached."""
     speaker = None
     body = text.strip()
     m = _SPEAKER.match(body)
     if m:
         speaker, body = m.group(1).strip().lower(), m.group(2).strip()
+    lower = body.lower()
+    # cheap keyword checks first: most texts state no fact and skip every regex
     first = re.split(r"(?<=[.!?])\s+", body)
-    cue = bool(_CUES.search(body))
-    negation = bool(_NEGATION.search(body))
+    cue = _has(lower, _CUE_TRIGGERS) and bool(_CUES.search(body))
+    negation = _has(lower, _NEGATION_TRIGGERS) and bool(_NEGATION.search(body))
     words = _norm_words(body)
     base = {"speaker": speaker, "cue": cue, "negation": negation, "words": words}
 
     for pattern, op in ((_LIST_REMOVE, "remove"), (_LIST_ADD, "add")):
-        lm = pattern.search(body)
+        lm = pattern.search(body) if "list" in lower else None
         if lm:
             items = _item_words(lm.group("item"), body)
             if items:
                 name = " ".join(sorted(_norm_words(lm.group("list")))) or "list"
                 return Statement(op=op, items=items, list_name=name, **base)  # type: ignore[arg-type]
-    nm = _NO_NEED.search(body)
+    nm = _NO_NEED.search(body) if "need" in lower else None
     if nm and _norm_words(nm.group("item")):
         return Statement(op="remove", items=_norm_words(nm.group("item")), **base)  # type: ignore[arg-type]
 
-    nm = _NAME.search(body)
+    nm = _NAME.search(body) if _has(lower, _NAME_TRIGGERS) else None
     if nm:
         key = f"{speaker or 'self'}|name"
         return Statement(subject=key, value=frozenset({nm.group("val").lower()}), **base)  # type: ignore[arg-type]
     for sentence in first:
         clean = _LEADING.sub("", sentence).strip()
-        for pattern in (_FAV_A, _FAV_B, _COPULA):
+        fav = "favo" in lower or "preferred" in lower
+        for pattern in (_FAV_A, _FAV_B, _COPULA) if fav else (_COPULA,):
             fm = pattern.search(clean)
             if fm:
                 subj = fm.group("subj")
