@@ -8,7 +8,7 @@ The model, for memory *i* of category *c*:
 * use slows decay: :math:`\lambda_i = \lambda_c / (1 + \sigma\,u_i)`, where the
   *stability* :math:`u_i` grows with every retrieval (+``retrieval_stability``),
   use (+``used_stability``) and confirmation (+``confirm_stability``)
-* floor from importance: :math:`f_i = \phi\,\mathrm{importance}_i`
+* floor from importance: :math:`f_i = \phi\,\mathrm{importance}_i^2`
 * lazy closed form from the last event :math:`(A_{ref}, t_{ref})`:
   :math:`A_i(t) = \max\big(\min(A_{ref}, f_i),\; A_{ref}\,e^{-\lambda_i (t - t_{ref})}\big)`
   so activation never increases between events and never decays through its floor
@@ -90,8 +90,13 @@ def boost_delta(
 
 
 def floor_for(importance: ArrayLike, fraction: float) -> FloatArray:
-    """The activation floor of a memory: ``fraction * importance``."""
-    return fraction * np.clip(np.asarray(importance, dtype=np.float64), 0.0, 1.0)
+    """The activation floor of a memory: ``fraction * importance**2``.
+
+    Squared, so only truly important memories (instructions, firm preferences) keep a
+    floor above the archive threshold; ordinary facts and events can still be archived.
+    """
+    imp = np.clip(np.asarray(importance, dtype=np.float64), 0.0, 1.0)
+    return fraction * imp * imp
 
 
 def initial_activation(importance: ArrayLike, base: float) -> FloatArray:

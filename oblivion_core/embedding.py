@@ -91,6 +91,20 @@ class FastEmbedEmbedder:
         return np.asarray(next(iter(model.query_embed(text))), dtype=np.float32)
 
 
+class _LlamaIndexStyleEmbedder:
+    """Adapts objects with ``get_text_embedding_batch``/``get_query_embedding`` (LlamaIndex
+    ``BaseEmbedding``) without importing LlamaIndex."""
+
+    def __init__(self, model: Any) -> None:
+        self._model = model
+
+    def embed_documents(self, texts: list[str]) -> Any:
+        return self._model.get_text_embedding_batch(texts)
+
+    def embed_query(self, text: str) -> Any:
+        return self._model.get_query_embedding(text)
+
+
 class _CallableEmbedder:
     """Adapts ``f(list[str]) -> vectors`` to the :class:`Embedder` protocol."""
 
@@ -110,6 +124,8 @@ def resolve_embedder(embedder: object) -> Embedder:
         return FastEmbedEmbedder()
     if isinstance(embedder, Embedder):
         return embedder
+    if hasattr(embedder, "get_text_embedding_batch") and hasattr(embedder, "get_query_embedding"):
+        return _LlamaIndexStyleEmbedder(embedder)
     if callable(embedder):
         return _CallableEmbedder(embedder)
     raise InvalidInputError(

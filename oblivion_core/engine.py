@@ -29,6 +29,7 @@ from oblivion_core.compression import ExtractiveSummarizer, clusters
 from oblivion_core.embedding import embed_query, embed_texts, resolve_embedder
 from oblivion_core.errors import (
     InvalidInputError,
+    PolicyError,
     StorePathError,
     TextTooLongError,
     UnknownMemoryError,
@@ -61,6 +62,7 @@ from oblivion_core.typing import (
 DEFAULT_NAMESPACE = "default"
 _SUPERSEDE_CANDIDATES = 12  # older memories judged per new statement (dense + lexical)
 _MAX_COMPRESS_BATCH = 2_000  # lowest-activation candidates clustered per maintain()
+_NEIGHBOUR_SCAN = 8  # sequence numbers scanned for a namespace's next/previous memory
 MAX_NAMESPACE_CHARS = 256
 
 JournalEntry = tuple[str | None, str, float | None, float | None, Mapping[str, Any]]
@@ -142,7 +144,13 @@ class Oblivion:
             if policy is None and stored is not None:
                 self._policy = Policy.from_dict(stored)
             else:
-                self._policy = resolve_policy(policy)
+                # a template name keeps the clock the store was written with
+                self._policy = resolve_policy(policy, clock=stored["clock"] if stored else None)
+                if stored is not None and self._policy.clock != stored["clock"]:
+                    raise PolicyError(
+                        f"this store decays on the {stored['clock']!r} clock but the policy uses "
+                        f"{self._policy.clock!r}; pass a policy with clock={stored['clock']!r}"
+                    )
             self._db.set_meta("policy", self._policy.to_dict())
             self._ns_policy: dict[str, Policy] = {
                 ns: Policy.from_dict(json.loads(p))
@@ -216,6 +224,12 @@ class Oblivion:
         is recorded in the journal with ``reason``.
         """
         new = resolve_policy(policy, clock=self._policy.clock)
+        if new.clock != self._policy.clock:
+            raise PolicyError(
+                f"this store decays on the {self._policy.clock!r} clock; pass a policy with "
+                f"clock={self._policy.clock!r} (e.g. Policy.template(name, "
+                f"clock={self._policy.clock!r}))"
+            )
         with self._lock:
             self._check_open()
             now = self.clock.now()
@@ -230,7 +244,7 @@ class Oblivion:
                     self._db.set_meta("policy", new.to_dict(), conn)
                 else:
                     ns = _check_namespace(namespace)
-                    old = self.policy_for(ns).name
+                    old = self._ns_policy.get(ns, self._policy).name
                     self._ns_policy[ns] = new
                     self._db.add_namespace(ns, conn)
                     conn.execute(
@@ -239,9 +253,8 @@ class Oblivion:
                     )
                     self._known.add(ns)
                 detail = {"from": old, "to": new.name, "reason": reason, "scope": namespace}
-                self._db.journal(
-                    conn, now, namespace or "*", [(None, "policy", None, None, detail)]
-                )
+                for ns in targets:  # journaled in every namespace it applies to
+                    self._db.journal(conn, now, ns, [(None, "policy", None, None, detail)])
         return new
 
     # ================================================================ writing
@@ -653,7 +666,7 @@ class Oblivion:
             if len(ids) < limit and st.n > len(space.index):
                 reason = f"only {len(ids)} active memories for k={limit}"
             elif best < policy.archive_gate and st.n > len(space.index):
-                reason = f"best active relevance {best:.3f} < gate {policy.archive_gate:g}"
+                reason = f"best active relevance {best:.3f} < gate {policy.archive_gate:.3f}"
         if reason is not None:
             n_ask = pool + min(len(space.index), pool)
             for mid, sim in zip(*self.store.query(ns, qvec, n_ask), strict=True):
@@ -665,8 +678,11 @@ class Oblivion:
             seqs, bm25 = self._lex.search(ns, query, pool)
             for seq, value in zip(seqs, bm25, strict=True):
                 hit = st.by_seq.get(seq)
-                if hit is not None:
+                # BM25 covers the archive too (it is cheap); deep=False means active only
+                if hit is not None and (deep is not False or hit in space.index):
                     lexical[hit] = value
+            if reason is None and any(m not in space.index for m in lexical):
+                reason = "BM25 matched archived memories"
             only_lexical = [m for m in lexical if m not in cand]
             if only_lexical:
                 cand.update(self._cosines(ns, space, qvec, only_lexical))
@@ -694,6 +710,7 @@ class Oblivion:
             feedback=feedback,
             signals=signals,
             include_superseded=include_superseded,
+            qvec=qvec,
         )
 
     def _cosines(self, ns: str, space: _Space, qvec: Vectors, ids: list[str]) -> dict[str, float]:
@@ -729,8 +746,13 @@ class Oblivion:
         feedback: bool,
         signals: Mapping[str, Mapping[str, float]] | None = None,
         include_superseded: bool = False,
+        qvec: Vectors | None = None,
     ) -> RecallResult:
         """Score candidates ``{id: relevance}``, pack the best into the budget, boost them.
+
+        With ``policy.expand_neighbours = N`` (and a query vector), each of the best ``N``
+        hits is followed by the memories written just after and just before it (within
+        the adjacency window): the turn that answered it, the one that prompted it.
 
         A superseded candidate brings the newest memory of its chain along (with the
         same relevance, if that is higher than its own); unless ``include_superseded``,
@@ -741,7 +763,7 @@ class Oblivion:
         heads: dict[str, str] = {}
         for m in [m for m in cand if m in st.superseded_by]:
             head = self._chain_head(st, m)
-            if head != m and head in st.index:
+            if head != m and head in st.index and not st.cols["invalidated"][st.index[head]]:
                 heads[m] = head
                 if cand.get(head, -np.inf) < cand[m]:
                     cand[head] = cand[m]
@@ -766,6 +788,47 @@ class Oblivion:
             if m in pos and head in pos:  # newest statement first, always
                 scores[pos[m]] = min(scores[pos[m]], scores[pos[head]] - 1e-6)
         order = rank_order(scores, st.cols["seq"][rows])
+        context_of: dict[str, tuple[str, str]] = {}
+        if policy.expand_neighbours and qvec is not None:
+            hits = [cids[j] for j in order[: policy.expand_neighbours]]
+            for hit in hits:
+                for which, mid in self._neighbours(st, policy, hit):
+                    if mid not in hits and mid not in context_of:
+                        context_of[mid] = (hit, which)
+            fresh = [m for m in context_of if m not in pos]
+            if fresh:
+                extra_rel = self._cosines(ns, space, qvec, fresh)
+                cids += fresh
+                for m in fresh:
+                    cand[m] = extra_rel.get(m, 0.0)
+                rows = np.fromiter((st.index[m] for m in cids), np.int64, len(cids))
+                rel = np.asarray([cand[m] for m in cids], dtype=np.float64)
+                act = self._activation(ns, st, now, rows)
+                imp = st.cols["importance"][rows]
+                scores = np.concatenate(
+                    [
+                        scores,
+                        score(rel[-len(fresh) :], act[-len(fresh) :], imp[-len(fresh) :], policy),
+                    ]
+                )
+                pos.update({m: j for j, m in enumerate(cids)})
+            # interleave: hit, its next turn, its previous turn, next hit, ...
+            by_hit: dict[str, list[str]] = {}
+            for m, (hit, _) in context_of.items():
+                by_hit.setdefault(hit, []).append(m)
+            seq_order: list[int] = []
+            done: set[str] = set()
+            for j in order:
+                m = cids[int(j)]
+                if m in done:
+                    continue
+                seq_order.append(int(j))
+                done.add(m)
+                for ctx in by_hit.get(m, []):
+                    if ctx not in done:
+                        seq_order.append(pos[ctx])
+                        done.add(ctx)
+            order = np.asarray(seq_order, dtype=np.int64)
 
         texts = self._db.texts(ns, [cids[j] for j in order])
         costs: list[int] = []
@@ -793,6 +856,8 @@ class Oblivion:
                 extra["superseded_by"] = st.superseded_by[mid]
             if mid in space.review:
                 extra["flagged_for_review"] = space.review[mid]
+            if mid in context_of:
+                extra["context_for"], extra["neighbour"] = context_of[mid]
             if mid in space.summaries:
                 extra["summary_of"] = list(space.summaries[mid])
             why = explain(
@@ -824,8 +889,10 @@ class Oblivion:
                 )
             )
         total = sum(costs[c] for c in chosen)
-        if policy.expand_links and items:
-            more, total = self._expansions(ns, space, policy, now, items, cand, budget, total)
+        if policy.expand_links and items and len(items) < limit:
+            more, total = self._expansions(
+                ns, space, policy, now, items, cand, budget, total, limit - len(items)
+            )
             items.extend(more)
         return RecallResult(
             query, ns, tuple(items), total, budget, reason is not None, reason, len(cids)
@@ -841,6 +908,7 @@ class Oblivion:
         relevance: Mapping[str, float],
         budget: int | None,
         used: int,
+        room: int,
     ) -> tuple[list[RecalledItem], int]:
         """Strongest linked memories of the hits, while budget remains (marked in ``why``)."""
         st = space.state
@@ -866,6 +934,8 @@ class Oblivion:
         acts = self._activation(ns, st, now, rows)
         out: list[RecalledItem] = []
         for (mid, source, w), i, a in zip(wanted, rows, acts, strict=True):
+            if len(out) >= room:
+                break
             t = int(self.token_counter(texts[mid]))
             cost = t + policy.per_item_tokens
             if budget is not None and used + cost > budget:
@@ -928,6 +998,9 @@ class Oblivion:
         for j in picked:
             mid, i = cids[j], int(rows[j])
             from_tier = Tier(int(st.cols["tier"][i]))
+            if st.cols["invalidated"][i]:  # shown on request, never reinforced
+                out[mid] = {"from_tier": from_tier, "public": None}
+                continue
             cat = st.category(i)
             gain = policy.archive_gain if from_tier == Tier.ARCHIVE else 1.0
             delta = decay.boost_delta(self._beta(ns, cat), rel[j], st.cols["confidence"][i], gain)
@@ -944,7 +1017,11 @@ class Oblivion:
             out[mid] = {"from_tier": from_tier, "public": public}
             touched.append(i)
             journal.append((mid, "recall", float(act[j]), after, {"relevance": float(rel[j])}))
-        seeds = {cids[j]: float(out[cids[j]]["public"]["after"] - act[j]) for j in picked}
+        seeds = {
+            cids[j]: float(out[cids[j]]["public"]["after"] - act[j])
+            for j in picked
+            if out[cids[j]]["public"] is not None
+        }
         touched += self._spread(ns, space, policy, seeds, now, journal)
         with self._db.transaction() as conn:
             if restore:
@@ -963,7 +1040,7 @@ class Oblivion:
         memory's last recall, 1.0 if it was never recalled) and use slows its decay.
         Returns the new activations.
         """
-        ids = _check_ids(ids)
+        ids = list(dict.fromkeys(_check_ids(ids)))  # one boost per memory
         ns = self._ns(namespace)
         with self._lock:
             self._check_open()
@@ -990,6 +1067,70 @@ class Oblivion:
                 ],
                 stability=policy.used_stability,
             )
+
+    def reinforce(
+        self,
+        ids: Iterable[str],
+        *,
+        relevances: Sequence[float] | None = None,
+        namespace: str | None = None,
+    ) -> list[float]:
+        """Give memories the boost a recall would have given them (for callers that pick
+        results themselves, e.g. a filtered store search). Returns the new activations.
+
+        Args:
+            ids: Memories to boost (each once).
+            relevances: Relevance of each in ``[0, 1]`` (default 1.0).
+            namespace: Where they live.
+        """
+        ids = list(dict.fromkeys(_check_ids(ids)))
+        rels = [1.0] * len(ids) if relevances is None else list(relevances)
+        if len(rels) != len(ids):
+            raise InvalidInputError("relevances must have one entry per (distinct) id")
+        rels = [_check_unit(r, "relevance") for r in rels]
+        ns = self._ns(namespace)
+        with self._lock:
+            self._check_open()
+            space = self._space(ns)
+            policy = self.policy_for(ns)
+            rows = [self._row(space, m) for m in ids]
+            st = space.state
+            deltas = [
+                float(
+                    decay.boost_delta(
+                        self._beta(ns, st.category(i)),
+                        r,
+                        st.cols["confidence"][i],
+                        policy.archive_gain if st.cols["tier"][i] == Tier.ARCHIVE else 1.0,
+                    )
+                )
+                for i, r in zip(rows, rels, strict=True)
+            ]
+            for m, r in zip(ids, rels, strict=True):
+                space.last_relevance[m] = r
+            return self._bump(
+                ns,
+                space,
+                rows,
+                self.clock.now(),
+                kind="recall",
+                deltas=deltas,
+                stability=policy.retrieval_stability,
+            )
+
+    def clear(self, *, namespace: str | None = None) -> int:
+        """Delete every memory of a namespace (texts, vectors, state); returns how many.
+
+        The journal keeps the history; the namespace stays usable.
+        """
+        ns = self._ns(namespace)
+        with self._lock:
+            self._check_open()
+            space = self._space(ns)
+            n = space.state.n
+            if n:
+                self._delete(ns, space, list(range(n)), self.clock.now(), "clear() called")
+            return n
 
     def confirm(self, memory_id: str, *, namespace: str | None = None) -> float:
         """The user confirmed this memory: a strong boost, and it decays slower from now on.
@@ -1356,6 +1497,11 @@ class Oblivion:
                 elif gone & set(originals):
                     space.summaries[sid] = [o for o in originals if o not in gone]
                     self._db.set_summary(conn, ns, sid, space.summaries[sid])
+            orphans = [m for m, succ in st.superseded_by.items() if succ in gone and m not in gone]
+            for m in orphans:  # their successor is gone: they are current again
+                del st.superseded_by[m]
+                st.cols["superseded"][st.index[m]] = False
+            self._db.save_rows(conn, st, [st.index[m] for m in orphans])
             self._db.delete_links(conn, ns, ids)
             self._db.set_review(conn, ns, dict.fromkeys(ids))
             self._db.delete(conn, ns, ids)
@@ -1458,9 +1604,21 @@ class Oblivion:
                         if e.action != "forget"
                     ],
                 )
+                old = {
+                    c: (u.half_life_mult, u.beta_mult) for c, u in space.usage.categories.items()
+                }
                 adapted = adapt(space.usage, policy)
                 if adapted:
+                    # fold elapsed decay in at the OLD rates, then switch to the new ones
+                    new = {
+                        c: (space.usage.of(c).half_life_mult, space.usage.of(c).beta_mult)
+                        for c in adapted
+                    }
+                    for c in adapted:
+                        space.usage.of(c).half_life_mult, space.usage.of(c).beta_mult = old[c]
                     self._rebase(space, now, categories=set(adapted), conn=conn)
+                    for c in adapted:
+                        space.usage.of(c).half_life_mult, space.usage.of(c).beta_mult = new[c]
                     self._db.journal(
                         conn, now, ns, [(None, "adapt", None, None, {"changed": adapted})]
                     )
@@ -1761,16 +1919,43 @@ class Oblivion:
         return space
 
     @staticmethod
+    def _neighbours(st: NamespaceState, policy: Policy, memory_id: str) -> list[tuple[str, str]]:
+        """The memories written just after and just before ``memory_id`` in its namespace,
+        within the adjacency window, that recall may show (next first)."""
+        i = st.index[memory_id]
+        seq = int(st.cols["seq"][i])
+        t = float(st.cols["created_at"][i])
+        out: list[tuple[str, str]] = []
+        for which, step in (("next", 1), ("previous", -1)):
+            for k in range(1, _NEIGHBOUR_SCAN + 1):
+                other = st.by_seq.get(seq + step * k)
+                if other is None:
+                    continue
+                j = st.index[other]
+                if (
+                    abs(float(st.cols["created_at"][j]) - t) <= policy.adjacency
+                    and not st.cols["invalidated"][j]
+                    and not st.cols["superseded"][j]
+                    and st.cols["tier"][j] != Tier.COLD
+                ):
+                    out.append((which, other))
+                break
+        return out
+
+    @staticmethod
     def _chain_head(st: NamespaceState, memory_id: str) -> str:
-        """The newest memory of a supersession chain (cycle-safe)."""
+        """The newest valid memory of a supersession chain (cycle-safe): successors that
+        were invalidated or deleted do not count, so the fact stays recallable."""
         seen = {memory_id}
-        head = memory_id
-        while head in st.superseded_by:
-            nxt = st.superseded_by[head]
-            if nxt in seen:
+        head = node = memory_id
+        while node in st.superseded_by:
+            nxt = st.superseded_by[node]
+            if nxt in seen or nxt not in st.index:
                 break
             seen.add(nxt)
-            head = nxt
+            node = nxt
+            if not st.cols["invalidated"][st.index[node]]:
+                head = node
         return head
 
     def _row(self, space: _Space, memory_id: str) -> int:

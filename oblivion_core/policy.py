@@ -146,6 +146,9 @@ class Policy:
         invalidate_link_weight / invalidate_link_factor: ``invalidate()`` multiplies the
             activation of memories linked at least this strongly by the factor and flags
             them for review.
+        expand_neighbours: Each of the best ``expand_neighbours`` hits of a recall is
+            followed by the memories written just after and before it (within
+            ``adjacency_window``), marked ``why["context_for"]``; 0 turns this off.
         expand_links: Recall fills leftover budget with the strongest linked memories of
             its hits (at most ``expand_max`` per hit), marked in ``why``.
         compress_below: Archived memories below this activation may be compressed into
@@ -181,7 +184,7 @@ class Policy:
     forget_min_age: float = 0.0
     protected_categories: tuple[str, ...] = ("instruction", "preference")
     protect_importance: float = 0.7
-    archive_gate: float = 0.45
+    archive_gate: float = 0.55
     default_k: int = 8
     candidate_pool: int = 50
     dense_weight: float = 0.7
@@ -212,6 +215,7 @@ class Policy:
     spread_max_nodes: int = 32
     invalidate_link_weight: float = 0.5
     invalidate_link_factor: float = 0.5
+    expand_neighbours: int = 3
     expand_links: bool = False
     expand_max: int = 2
     compress_below: float | None = None
@@ -334,9 +338,11 @@ class Policy:
             f"cap={self.cap!r}",
         )
         _require(
-            _finite(self.forget_below) and 0 <= self.forget_below < self.archive_low,
-            f"forget_below must be in [0, archive_low={self.archive_low}), "
-            f"got {self.forget_below!r}",
+            _finite(self.forget_below)
+            and 0 <= self.forget_below <= self.archive_low
+            and (self.forget_below < self.archive_low or not self.forget_enabled),
+            f"forget_below must be in [0, archive_low={self.archive_low}) when forgetting is "
+            f"enabled, got {self.forget_below!r}",
         )
         _require(
             self.dense_weight + self.lexical_weight > 0,
@@ -355,7 +361,7 @@ class Policy:
         for name in ("link_neighbours", "link_window", "spread_hops", "spread_max_nodes"):
             v = getattr(self, name)
             _require(_int(v) and v >= 0, f"{name} must be an int >= 0, got {v!r}")
-        for name in ("expand_max",):
+        for name in ("expand_max", "expand_neighbours"):
             v = getattr(self, name)
             _require(_int(v) and v >= 0, f"{name} must be an int >= 0, got {v!r}")
         _require(

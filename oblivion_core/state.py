@@ -226,6 +226,13 @@ class StateDB:
                 isolation_level=None,  # explicit BEGIN/COMMIT
                 timeout=5.0,
             )
+            tables = {
+                r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
+            }
+            if tables and "meta" not in tables:
+                raise sqlite3.DatabaseError(
+                    f"it holds tables {sorted(tables)[:5]} but no Oblivion metadata"
+                )
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=NORMAL")
             self.conn.execute("PRAGMA foreign_keys=ON")

@@ -51,7 +51,7 @@ _SPEAKER = re.compile(r"^\s*([A-Za-z][\w .'\-]{0,40}?):\s+(.*)$", re.S)
 _CUES = re.compile(
     r"\b(actually|correction|sorry|no longer|not any ?more|any ?more|from now on|instead|"
     r"switched|changed my mind|change of heart|these days|now|update|scratch that|"
-    r"overtaken|rather than|moved)\b",
+    r"overtaken|rather than)\b",
     re.I,
 )
 _NEGATION = re.compile(
@@ -93,7 +93,7 @@ _FAV_B = re.compile(
     re.I,
 )
 _NAME = re.compile(
-    r"\b(?:call me|my name is|i go by|i'm called|address me as|refer to me as)\s+"
+    r"\b(?i:call me|my name is|i go by|i'm called|address me as|refer to me as)\s+"
     r"(?P<val>[A-Z][\w\-]*(?:\s+[A-Z][\w\-]*)?)",
 )
 _COPULA = re.compile(
@@ -118,7 +118,6 @@ _CUE_TRIGGERS = (
     "scratch",
     "overtaken",
     "rather",
-    "moved",
 )
 _NEGATION_TRIGGERS = ("longer", "more", "instead", "overtaken", "rather", "switched")
 _NAME_TRIGGERS = ("call me", "name is", "go by", "called", "address me", "refer to me")
