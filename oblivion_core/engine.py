@@ -711,6 +711,7 @@ class Oblivion:
             signals=signals,
             include_superseded=include_superseded,
             qvec=qvec,
+            active_only=deep is False,
         )
 
     def _cosines(self, ns: str, space: _Space, qvec: Vectors, ids: list[str]) -> dict[str, float]:
@@ -747,6 +748,7 @@ class Oblivion:
         signals: Mapping[str, Mapping[str, float]] | None = None,
         include_superseded: bool = False,
         qvec: Vectors | None = None,
+        active_only: bool = False,
     ) -> RecallResult:
         """Score candidates ``{id: relevance}``, pack the best into the budget, boost them.
 
@@ -793,6 +795,8 @@ class Oblivion:
             hits = [cids[j] for j in order[: policy.expand_neighbours]]
             for hit in hits:
                 for which, mid in self._neighbours(st, policy, hit):
+                    if active_only and mid not in space.index:
+                        continue
                     if mid not in hits and mid not in context_of:
                         context_of[mid] = (hit, which)
             fresh = [m for m in context_of if m not in pos]

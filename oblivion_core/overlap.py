@@ -37,7 +37,7 @@ def content_words(text: str) -> set[str]:
     return {
         w.strip("'-")
         for w in _TOKEN.findall(text.lower())
-        if (len(w) >= 3 or w.isdigit()) and w not in STOP_WORDS
+        if (len(w) >= 3 or any(ch.isdigit() for ch in w)) and w not in STOP_WORDS
     }
 
 

@@ -66,13 +66,26 @@ _LEADING = re.compile(
     re.I,
 )
 _LIST_ADD = re.compile(
-    r"\b(?:add|put|stick|pop|include|get)\s+(?P<item>.{1,60}?)\s+(?:back\s+)?(?:on|to|onto|in)"
-    r"(?:to)?\s+(?:the|my|our)\s+(?P<list>[\w\s'\-]{0,30}?list)\b",
+    r"\b(?:add|put|stick|pop|include|get|note down|write down|jot down)\s+(?P<item>.{1,60}?)"
+    r"\s+(?:back\s+)?(?:on|to|onto|in|for)(?:to)?\s+(?:the|my|our)\s+"
+    r"(?P<list>[\w\s'\-]{0,30}?(?:list|shopping|shop))\b",
+    re.I,
+)
+_LIST_HEADER = re.compile(r"\b(?P<list>[\w'\-]+)\s+list:\s*(?P<item>[^.;!?]{1,60})", re.I)
+_LIST_NEED = re.compile(
+    r"\b(?:don't let me forget|remind me to (?:pack|buy|get)|i need to (?:pack|buy|get)|"
+    r"we need to buy|need to buy)\s+(?P<item>[^.;!?]{1,60}?)"
+    r"(?:\s+(?:when|for|before|on)\b|[.;!?]|$)",
     re.I,
 )
 _LIST_REMOVE = re.compile(
-    r"\b(?:remove|take|cross|strike|delete|drop|scratch)\s+(?P<item>.{1,60}?)\s+(?:off|from)\s+"
-    r"(?:the|my|our)\s+(?P<list>[\w\s'\-]{0,30}?list)\b",
+    r"\b(?:remove|take|cross|strike|delete|drop|scratch|scrap)\s+(?P<item>.{1,60}?)\s+"
+    r"(?:off|from)\s+(?:the|my|our)\s+(?P<list>[\w\s'\-]{0,30}?list)\b",
+    re.I,
+)
+_LIST_DROP = re.compile(
+    r"^(?:scratch|scrap|never mind|forget|leave)\s+(?:the\s+)?(?P<item>[\w\s'\-]{1,40}?)"
+    r"(?:\s+out)?(?:\s+after all)?\s*(?:[;,.!]|$)",
     re.I,
 )
 _NO_NEED = re.compile(
@@ -86,6 +99,11 @@ _FAV_A = re.compile(
     r"would be|is now|now is|these days is)\s+(?P<val>.+)$",
     re.I,
 )
+_FAV_C = re.compile(
+    r"\b(?P<owner>my|our|[A-Z][a-z]+'s)\s+(?:new\s+)?(?:favou?rite|preferred)\s+"
+    r"(?P<subj>[a-z][\w\s\-]{0,30}?)\?\s+(?P<val>.+)$",
+    re.I,
+)
 _FAV_B = re.compile(
     r"^(?P<val>.+?)\s+(?:is|are|has become|has overtaken .+? as|is now)\s+(?:now\s+)?"
     r"(?P<owner>my|our|[A-Z][a-z]+'s)\s+(?:new\s+)?(?:favou?rite|preferred)\s+"
@@ -93,12 +111,13 @@ _FAV_B = re.compile(
     re.I,
 )
 _NAME = re.compile(
-    r"\b(?i:call me|my name is|i go by|i'm called|address me as|refer to me as)\s+"
+    r"\b(?i:call me|calls me|my name is|my name's|i go by|i'm going by|known as|i'm called|"
+    r"address me as|refer to me as)\s+"
     r"(?P<val>[A-Z][\w\-]*(?:\s+[A-Z][\w\-]*)?)",
 )
 _COPULA = re.compile(
-    r"\b(?P<owner>my|our|the|[A-Z][a-z]+'s)\s+(?P<subj>[a-z][\w\s'\-]{0,30}?)\s+"
-    r"(?:is|are|will be|has been|was moved to|is moving to|lives|works|is based)\s+"
+    r"^(?P<owner>my|our|the|[A-Z][a-z]+'s)\s+(?P<subj>[a-z][\w\s'\-]{0,30}?)\s+"
+    r"(?:is|are|will be|was moved to|is moving to|moved to|has moved to|lives|works|is based)\s+"
     r"(?:now\s+|actually\s+)?(?P<val>.+)$",
     re.I,
 )
@@ -120,7 +139,24 @@ _CUE_TRIGGERS = (
     "rather",
 )
 _NEGATION_TRIGGERS = ("longer", "more", "instead", "overtaken", "rather", "switched")
-_NAME_TRIGGERS = ("call me", "name is", "go by", "called", "address me", "refer to me")
+_NAME_TRIGGERS = (
+    "call me",
+    "calls me",
+    "name is",
+    "name's",
+    "go by",
+    "going by",
+    "known as",
+    "called",
+    "address me",
+    "refer to me",
+)
+#: Cues strong enough for the subject-less fallback rule (4).
+_STRONG_CUES = re.compile(
+    r"\b(actually|correction|sorry|no longer|from now on|instead|changed my mind|"
+    r"change of heart|scratch that|update)\b",
+    re.I,
+)
 _PRONOUN_ITEMS = {"that", "it", "them", "those", "this", "these", "some"}
 _SPELLING = {"favorite": "favourite", "color": "colour", "colors": "colours"}
 
@@ -136,8 +172,18 @@ class Statement:
     items: frozenset[str] = frozenset()
     list_name: str | None = None
     cue: bool = False
+    strong_cue: bool = False
     negation: bool = False
     words: frozenset[str] = frozenset()
+
+
+def _list_name(lower: str) -> str | None:
+    """Which list a statement is about: packing, shopping, or unknown (matches any)."""
+    if "pack" in lower:
+        return "packing"
+    if "shop" in lower or "buy" in lower or "grocer" in lower:
+        return "shopping"
+    return None
 
 
 def _has(lower: str, triggers: tuple[str, ...]) -> bool:
@@ -191,27 +237,43 @@ def parse(text: str) -> Statement:
     cue = _has(lower, _CUE_TRIGGERS) and bool(_CUES.search(body))
     negation = _has(lower, _NEGATION_TRIGGERS) and bool(_NEGATION.search(body))
     words = _norm_words(body)
-    base = {"speaker": speaker, "cue": cue, "negation": negation, "words": words}
-
-    for pattern, op in ((_LIST_REMOVE, "remove"), (_LIST_ADD, "add")):
-        lm = pattern.search(body) if "list" in lower else None
+    strong = cue and bool(_STRONG_CUES.search(body))
+    base = {
+        "speaker": speaker,
+        "cue": cue,
+        "strong_cue": strong,
+        "negation": negation,
+        "words": words,
+    }
+    listy = "list" in lower or "shop" in lower
+    for pattern, op, needed in (
+        (_LIST_REMOVE, "remove", listy),
+        (_LIST_ADD, "add", listy),
+        (_LIST_HEADER, "add", "list:" in lower),
+        (_LIST_NEED, "add", True),
+    ):
+        lm = pattern.search(body) if needed else None
         if lm:
             items = _item_words(lm.group("item"), body)
             if items:
-                name = " ".join(sorted(_norm_words(lm.group("list")))) or "list"
-                return Statement(op=op, items=items, list_name=name, **base)  # type: ignore[arg-type]
+                return Statement(op=op, items=items, list_name=_list_name(lower), **base)  # type: ignore[arg-type]
     nm = _NO_NEED.search(body) if "need" in lower else None
     if nm and _norm_words(nm.group("item")):
         return Statement(op="remove", items=_norm_words(nm.group("item")), **base)  # type: ignore[arg-type]
+    for sentence in first:
+        dm = _LIST_DROP.search(_LEADING.sub("", sentence).strip())
+        if dm and _norm_words(dm.group("item")):
+            items = _norm_words(dm.group("item"))
+            return Statement(op="remove", items=items, list_name=_list_name(lower), **base)  # type: ignore[arg-type]
 
     nm = _NAME.search(body) if _has(lower, _NAME_TRIGGERS) else None
     if nm:
         key = f"{speaker or 'self'}|name"
         return Statement(subject=key, value=frozenset({nm.group("val").lower()}), **base)  # type: ignore[arg-type]
-    for sentence in first:
+    for sentence in [*first, body] if len(first) > 1 else first:
         clean = _LEADING.sub("", sentence).strip()
         fav = "favo" in lower or "preferred" in lower
-        for pattern in (_FAV_A, _FAV_B, _COPULA) if fav else (_COPULA,):
+        for pattern in (_FAV_A, _FAV_C, _FAV_B, _COPULA) if fav else (_COPULA,):
             fm = pattern.search(clean)
             if fm:
                 subj = fm.group("subj")
@@ -276,7 +338,16 @@ class LexicalSupersession:
                 continue
             if n.cue and n.negation and o.subject and o.value and o.value <= n.words:
                 chosen.append(c.id)
-        if chosen or not fallback or n.subject or n.op or not n.cue:
+            elif (
+                n.subject
+                and not o.subject
+                and not o.op
+                and o.strong_cue
+                and o.negation
+                and c.similarity >= self.fallback_similarity
+            ):  # rule 5: a later clean statement replaces an earlier negated restatement
+                chosen.append(c.id)
+        if chosen or not fallback or n.subject or n.op or not n.strong_cue:
             return chosen
         best = max(
             (

@@ -1,0 +1,270 @@
+"""Private helpers: convert between Oblivion types and LangChain / LangGraph types.
+
+Nothing here decides anything about decay, boosts or tiers; it only moves data between
+the engine's records and the framework's objects.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+from langchain_core.documents import Document
+from langchain_core.messages import BaseMessage, HumanMessage
+
+from oblivion_core import Oblivion
+from oblivion_core.budget import check_budget
+from oblivion_core.errors import InvalidInputError
+from oblivion_core.recall import RecalledItem
+
+logger = logging.getLogger("oblivion_langchain")
+
+#: Keys the retriever writes into ``Document.metadata`` (they win over user metadata).
+DOCUMENT_KEYS = (
+    "id",
+    "namespace",
+    "category",
+    "tier",
+    "relevance",
+    "activation",
+    "importance",
+    "score",
+    "tokens",
+    "why",
+)
+
+
+# ------------------------------------------------------------------ recall -> documents
+def to_document(item: RecalledItem) -> Document:
+    """One recalled memory as a ``Document``; the ranking facts go into its metadata."""
+    metadata: dict[str, Any] = dict(item.metadata)
+    metadata.update(
+        id=item.id,
+        namespace=item.namespace,
+        category=item.category,
+        tier=item.tier.label,
+        relevance=item.relevance,
+        activation=item.activation,
+        importance=item.importance,
+        score=item.score,
+        tokens=item.tokens,
+        why=dict(item.why),
+    )
+    return Document(id=item.id, page_content=item.text, metadata=metadata)
+
+
+# ------------------------------------------------------------------ validation
+def budget(value: object, name: str = "token_budget") -> int | None:
+    """A token budget: ``None`` (no limit) or a whole number >= 0 (the core's rule)."""
+    return check_budget(value, name)
+
+
+def positive_k(value: object, name: str = "k") -> int | None:
+    """``None`` or an int >= 1."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidInputError(f"{name} must be an int >= 1 or None, got {value!r}")
+    return value
+
+
+# ------------------------------------------------------------------ messages
+def message_text(message: BaseMessage) -> str:
+    """The plain text of a message (text content blocks joined; other blocks dropped)."""
+    return message.text
+
+
+def latest_human(messages: Sequence[BaseMessage]) -> tuple[int, HumanMessage] | None:
+    """Position and value of the last ``HumanMessage`` in ``messages``."""
+    for i in range(len(messages) - 1, -1, -1):
+        if isinstance(messages[i], HumanMessage):
+            return i, messages[i]  # type: ignore[return-value]
+    return None
+
+
+def message_key(index: int, message: BaseMessage) -> str:
+    """A stable key for one user message: its id, else its position and text."""
+    if message.id:
+        return str(message.id)
+    digest = hashlib.sha1(message_text(message).encode("utf-8")).hexdigest()[:16]
+    return f"{index}:{digest}"
+
+
+def fit_text(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters (with a marker) so the engine accepts it."""
+    if len(text) <= limit:
+        return text
+    marker = " [...]"
+    logger.warning("a turn of %d characters was cut to %d to fit max_text_chars", len(text), limit)
+    return text[: max(limit - len(marker), 0)] + marker
+
+
+def appraise(engine: Oblivion, text: str) -> tuple[str, float]:
+    """Category and importance of ``text`` from the engine's own importance scorer."""
+    scorer = engine.importance_scorer
+    return scorer.categorize(text), float(scorer.score(text))
+
+
+def forget_ids(engine: Oblivion, ids: Iterable[str], namespace: str | None) -> None:
+    """Forget each id in turn (the engine has no bulk delete)."""
+    for memory_id in ids:
+        engine.forget(memory_id, namespace=namespace)
+
+
+# ------------------------------------------------------------------ LangGraph store
+_STORE_MARK = "["
+
+
+def encode_namespace(namespace: tuple[str, ...]) -> str:
+    """A LangGraph namespace tuple as an Oblivion namespace string.
+
+    The tuple is JSON-encoded (``('users', 'a.b')`` -> ``["users","a.b"]``), so no label
+    can be confused with a separator and :func:`decode_namespace` inverts it exactly.
+    """
+    return json.dumps(list(namespace), ensure_ascii=False, separators=(",", ":"))
+
+
+def decode_namespace(name: str) -> tuple[str, ...] | None:
+    """Inverse of :func:`encode_namespace`; ``None`` for namespaces the store did not make."""
+    if not name.startswith(_STORE_MARK):
+        return None
+    try:
+        parts = json.loads(name)
+    except ValueError:
+        return None
+    if not isinstance(parts, list) or not parts or not all(isinstance(p, str) for p in parts):
+        return None
+    return tuple(parts)
+
+
+def check_value(value: object) -> dict[str, Any]:
+    """A store value: a dict with string keys that JSON can encode (no NaN)."""
+    if not isinstance(value, Mapping):
+        raise InvalidInputError(
+            f"store values must be dicts (e.g. {{'text': ...}}), got {type(value).__name__}; "
+            "wrap it in a dict, or pass None to delete the item"
+        )
+    bad = [k for k in value if not isinstance(k, str)]
+    if bad:
+        raise InvalidInputError(f"store value keys must be strings, got {bad[0]!r}")
+    try:
+        json.dumps(dict(value), allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(
+            f"store values must be JSON-serialisable without NaN: {exc}"
+        ) from exc
+    return dict(value)
+
+
+def now_iso(now: Callable[[], datetime]) -> str:
+    """The current time as an aware ISO-8601 string."""
+    stamp = now()
+    if stamp.tzinfo is None:
+        stamp = stamp.replace(tzinfo=timezone.utc)
+    return stamp.isoformat()
+
+
+def parse_time(value: object) -> datetime:
+    """A stored ISO timestamp as a datetime (the epoch if missing or malformed)."""
+    if isinstance(value, str):
+        try:
+            return datetime.fromisoformat(value)
+        except ValueError:
+            pass
+    return datetime.fromtimestamp(0, tz=timezone.utc)
+
+
+def utc_now() -> datetime:
+    """``datetime.now(timezone.utc)``."""
+    return datetime.now(timezone.utc)
+
+
+_OPERATORS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte")
+
+
+def check_filter(filter: object) -> dict[str, Any] | None:
+    """A LangGraph search filter: ``None`` or a dict whose ``$`` operators are known."""
+    if filter is None:
+        return None
+    if not isinstance(filter, Mapping):
+        raise InvalidInputError(f"filter must be a dict or None, got {type(filter).__name__}")
+
+    def walk(node: Mapping[str, Any]) -> None:
+        for key, cond in node.items():
+            if isinstance(key, str) and key.startswith("$") and key not in _OPERATORS:
+                raise InvalidInputError(
+                    f"unsupported filter operator {key!r}; use one of {list(_OPERATORS)}"
+                )
+            if isinstance(cond, Mapping):
+                walk(cond)
+
+    walk(filter)
+    return dict(filter)
+
+
+def matches(value: Mapping[str, Any], filter: Mapping[str, Any] | None) -> bool:
+    """Whether an item's value passes a LangGraph filter (the InMemoryStore semantics).
+
+    ``{"field": x}`` is an exact match (nested dicts match field by field, lists element
+    by element); ``{"field": {"$gt": 3}}`` applies ``$eq``, ``$ne``, ``$gt``, ``$gte``,
+    ``$lt`` or ``$lte``. Ordering operators compare numbers with numbers and strings
+    with strings; any other pairing does not match (rather than raising).
+    """
+    if not filter:
+        return True
+    return all(_compare(value.get(key), cond) for key, cond in filter.items())
+
+
+def _compare(actual: Any, cond: Any) -> bool:
+    if isinstance(cond, Mapping):
+        if any(isinstance(k, str) and k.startswith("$") for k in cond):
+            return all(_apply(actual, op, operand) for op, operand in cond.items())
+        if not isinstance(actual, Mapping):
+            return False
+        return all(_compare(actual.get(k), v) for k, v in cond.items())
+    if isinstance(cond, list | tuple):
+        return (
+            isinstance(actual, list | tuple)
+            and len(actual) == len(cond)
+            and all(_compare(a, c) for a, c in zip(actual, cond, strict=True))
+        )
+    return bool(actual == cond)
+
+
+def _number(x: Any) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool)
+
+
+def _apply(actual: Any, op: str, operand: Any) -> bool:
+    if op == "$eq":
+        return bool(actual == operand)
+    if op == "$ne":
+        return bool(actual != operand)
+    if not (
+        (_number(actual) and _number(operand))
+        or (isinstance(actual, str) and isinstance(operand, str))
+    ):
+        return False
+    if op == "$gt":
+        return bool(actual > operand)
+    if op == "$gte":
+        return bool(actual >= operand)
+    if op == "$lt":
+        return bool(actual < operand)
+    return bool(actual <= operand)
+
+
+def namespace_matches(namespace: tuple[str, ...], kind: str, path: Sequence[str]) -> bool:
+    """LangGraph's ``MatchCondition``: ``prefix``/``suffix`` with ``"*"`` wildcards."""
+    if len(namespace) < len(path):
+        return False
+    pairs = (
+        zip(namespace, path, strict=False)
+        if kind == "prefix"
+        else zip(reversed(namespace), reversed(path), strict=False)
+    )
+    return all(p == "*" or n == p for n, p in pairs)

@@ -1,0 +1,207 @@
+"""Oblivion as a langchain-classic ``BaseMemory``, for legacy chains."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from langchain_classic.base_memory import BaseMemory
+from langchain_classic.memory.utils import get_prompt_input_key
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from pydantic import PrivateAttr, field_validator
+
+from oblivion_core import Oblivion
+from oblivion_core.budget import render
+from oblivion_core.errors import InvalidInputError, UnknownMemoryError, UnknownNamespaceError
+from oblivion_core.overlap import used_ids
+from oblivion_langchain._convert import (
+    appraise,
+    budget,
+    fit_text,
+    forget_ids,
+    positive_k,
+)
+
+
+class OblivionMemory(BaseMemory):
+    """A drop-in ``memory=`` for legacy (langchain-classic) chains, backed by Oblivion.
+
+    Instead of replaying the whole conversation, each chain run gets the past turns
+    that matter for its input, ranked by relevance and activation and packed into
+    ``token_budget`` tokens; turns that stop mattering decay to the archive.
+
+    * ``load_memory_variables(inputs)`` recalls with the chain's input as the query
+      (the engine's recall boost applies) and returns ``{memory_key: ...}``: a text
+      block (``"- Human: ...\\n  AI: ..."`` lines, best first, whole block within the
+      budget) or, with ``return_messages=True``, messages: a ``HumanMessage`` and an
+      ``AIMessage`` per recalled turn (a memory not saved by this class becomes one
+      ``SystemMessage``), best first, their memory texts within the budget.
+    * ``save_context(inputs, outputs)`` remembers the turn as one memory
+      ``"Human: <input>\\nAI: <output>"`` (category and importance appraised from the
+      input by the engine's scorer), and gives the "used" boost to the memories the
+      last load recalled that the output drew on (:func:`oblivion_core.overlap.used_ids`).
+    * ``clear()`` forgets every memory of the namespace.
+
+    Async variants (``aload_memory_variables``, ``asave_context``, ``aclear``) run the
+    same in a worker thread.
+
+    Setup:
+        ``pip install "oblivion-memory[langchain]"`` (includes langchain-classic).
+
+    Instantiate and use:
+        .. code-block:: python
+
+            from oblivion_core import Oblivion
+            from oblivion_langchain import OblivionMemory
+
+            memory = OblivionMemory(oblivion=Oblivion("./memory"), namespace="ana",
+                                    token_budget=300)
+            memory.save_context({"input": "I'm vegetarian."}, {"output": "Noted!"})
+            memory.load_memory_variables({"input": "Suggest a dinner"})
+            # {'history': '- Human: I'm vegetarian.\\n  AI: Noted!'}
+
+    Attributes:
+        oblivion: The engine.
+        namespace: Namespace of this conversation's memories (``None``: default).
+        memory_key: Name of the variable given to the prompt.
+        input_key: Input to use as the query and to store (``None``: the only input).
+        output_key: Output to store (``None``: the only output, or ``"output"``).
+        token_budget: Tokens the loaded memories may cost (``None``: no limit).
+        k: Maximum memories per load (``None``: the policy's ``default_k``).
+        return_messages: Return messages instead of one string.
+        human_prefix / ai_prefix: Labels of the two sides in stored turns.
+        header: Optional first line of the text block.
+    """
+
+    oblivion: Oblivion
+    namespace: str | None = None
+    memory_key: str = "history"
+    input_key: str | None = None
+    output_key: str | None = None
+    token_budget: int | None = 500
+    k: int | None = None
+    return_messages: bool = False
+    human_prefix: str = "Human"
+    ai_prefix: str = "AI"
+    header: str = ""
+
+    _last_recalled: list[tuple[str, str]] = PrivateAttr(default_factory=list)
+
+    @field_validator("token_budget", mode="before")
+    @classmethod
+    def _check_budget(cls, value: object) -> int | None:
+        return budget(value)
+
+    @field_validator("k", mode="before")
+    @classmethod
+    def _check_k(cls, value: object) -> int | None:
+        return positive_k(value)
+
+    @property
+    def memory_variables(self) -> list[str]:
+        """The one variable this memory adds to chain inputs."""
+        return [self.memory_key]
+
+    # ---------------------------------------------------------------- loading
+    def load_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
+        """Recall the memories relevant to the chain's input, within the budget."""
+        query = str(inputs[self._input_key(inputs)]).strip()
+        items = self._recall(query) if query else []
+        if self.return_messages:
+            self._last_recalled = [(i.id, i.text) for i in items]
+            return {self.memory_key: self._messages(items)}
+        counter = self.oblivion.token_counter
+        text, shown = render(
+            [i.text for i in items],
+            counter=counter,
+            budget=self.token_budget,
+            header=self.header,
+            line=lambda t: "- " + t.replace("\n", "\n  "),
+        )
+        self._last_recalled = [(i.id, i.text) for i in items[:shown]]
+        return {self.memory_key: text}
+
+    def _recall(self, query: str) -> list[Any]:
+        room = self.token_budget
+        if room is not None and not self.return_messages and self.header:
+            room = max(room - self.oblivion.token_counter(self.header + "\n"), 0)
+        try:
+            result = self.oblivion.recall(
+                query, token_budget=room, k=self.k, namespace=self.namespace
+            )
+        except UnknownNamespaceError:
+            return []
+        return list(result)
+
+    def _messages(self, items: list[Any]) -> list[BaseMessage]:
+        out: list[BaseMessage] = []
+        for item in items:
+            turn = item.metadata.get("oblivion_turn")
+            if isinstance(turn, dict) and "input" in turn and "output" in turn:
+                out.append(HumanMessage(content=str(turn["input"])))
+                out.append(AIMessage(content=str(turn["output"])))
+            else:
+                out.append(SystemMessage(content=item.text))
+        return out
+
+    # ---------------------------------------------------------------- saving
+    def save_context(self, inputs: dict[str, Any], outputs: dict[str, str]) -> None:
+        """Remember the turn; boost the recalled memories the output drew on."""
+        user = str(inputs[self._input_key(inputs)]).strip()
+        answer = str(outputs[self._output_key(outputs)]).strip()
+        recalled, self._last_recalled = self._last_recalled, []
+        used = used_ids(answer, recalled) if answer else []
+        if used:
+            # A recalled memory may have been forgotten (e.g. by clear()) since the load.
+            with contextlib.suppress(UnknownMemoryError, UnknownNamespaceError):
+                self.oblivion.mark_used(used, namespace=self.namespace)
+        if not user:
+            return
+        category, importance = appraise(self.oblivion, user)
+        text = f"{self.human_prefix}: {user}\n{self.ai_prefix}: {answer}"
+        try:
+            limit = self.oblivion.policy_for(self.namespace).max_text_chars
+        except UnknownNamespaceError:
+            limit = self.oblivion.policy.max_text_chars
+        self.oblivion.remember(
+            fit_text(text, limit),
+            category=category,
+            importance=importance,
+            metadata={"oblivion_turn": {"input": user, "output": answer}},
+            namespace=self.namespace,
+        )
+
+    def clear(self) -> None:
+        """Forget every memory in this namespace (a namespace never written is a no-op)."""
+        self._last_recalled = []
+        try:
+            records = self.oblivion.records(namespace=self.namespace)
+        except UnknownNamespaceError:
+            return
+        forget_ids(self.oblivion, [r.id for r in records], self.namespace)
+
+    # ---------------------------------------------------------------- keys
+    def _input_key(self, inputs: dict[str, Any]) -> str:
+        key = self.input_key or get_prompt_input_key(inputs, self.memory_variables)
+        if key not in inputs:
+            raise InvalidInputError(
+                f"input key {key!r} is missing from the chain inputs {list(inputs)}"
+            )
+        return key
+
+    def _output_key(self, outputs: dict[str, Any]) -> str:
+        if self.output_key is not None:
+            key = self.output_key
+        elif len(outputs) == 1:
+            key = next(iter(outputs))
+        elif "output" in outputs:
+            key = "output"
+        else:
+            raise InvalidInputError(
+                f"got several outputs {list(outputs)}; set output_key to the one to remember"
+            )
+        if key not in outputs:
+            raise InvalidInputError(
+                f"output key {key!r} is missing from the outputs {list(outputs)}"
+            )
+        return key

@@ -1,0 +1,351 @@
+"""Agent middleware for ``create_agent``: inject recalled memories, record each turn."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Annotated, Any, NotRequired
+
+from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
+from langchain.agents.middleware.types import ModelCallResult, PrivateStateAttr
+from langchain_core.messages import AIMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables.config import run_in_executor
+from langgraph.config import get_config
+from langgraph.runtime import Runtime
+
+from oblivion_core import Oblivion, Policy
+from oblivion_core.budget import render
+from oblivion_core.errors import InvalidInputError, UnknownMemoryError, UnknownNamespaceError
+from oblivion_core.overlap import used_ids
+from oblivion_langchain._convert import (
+    appraise,
+    budget,
+    fit_text,
+    latest_human,
+    message_key,
+    message_text,
+    positive_k,
+)
+
+#: Key of the middleware's private entry in the agent state.
+STATE_KEY = "oblivion_memory"
+
+DEFAULT_HEADER = "Relevant memories from earlier conversations (most relevant first):"
+
+#: Put between the agent's own system prompt and the memory block.
+SEPARATOR = "\n\n"
+
+NamespaceResolver = Callable[[Runtime[Any], RunnableConfig], "str | None"]
+UsedRule = Callable[[str, Sequence[tuple[str, str]]], list[str]]
+
+
+class OblivionMemoryState(AgentState[Any]):
+    """Agent state plus the middleware's record of the current turn (private)."""
+
+    oblivion_memory: NotRequired[Annotated[dict[str, Any], PrivateStateAttr]]
+
+
+def _memo(state: Mapping[str, Any]) -> dict[str, Any] | None:
+    memo = state.get(STATE_KEY)
+    return memo if isinstance(memo, dict) else None
+
+
+def _bullet(text: str) -> str:
+    return "- " + text.replace("\n", "\n  ")
+
+
+class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
+    """Decaying long-term memory for a ``create_agent`` agent.
+
+    Each user turn goes through three hooks:
+
+    1. ``before_model`` (once per user message, not again after tool calls): recall
+       from the latest user message, in the user's namespace, with the engine's recall
+       boost, and render the memories with :func:`oblivion_core.budget.render` into one
+       block that fits ``token_budget`` tokens as counted by the engine's token
+       counter (header included; the block is kept in the agent state, privately).
+    2. ``wrap_model_call``: send that block to the model as part of the one system
+       message: appended to the agent's system prompt as its own text block (after a
+       blank line), or as the whole system message when the agent has none. The agent
+       state's messages are not changed, so memories never pile up in the history.
+    3. ``after_model``, once the model gives its final answer (no tool calls):
+
+       * **used boost** — the recalled memories the answer drew on get the larger
+         ``Oblivion.mark_used`` boost. "Drew on" is decided by
+         :func:`oblivion_core.overlap.used_ids`: a memory counts as used when the answer
+         repeats at least two of its content words (lower-cased words of 3+ letters,
+         and numbers, minus stop words — ``user``/``assistant`` included) **and** those
+         make up at least a quarter of the memory's content words. Pass ``used_rule``
+         to decide differently.
+       * **remember the turn** — one memory per turn, ``"user: <message>\\nassistant:
+         <answer>"``, so a recalled turn shows what was asked and what was answered.
+         Its category and importance are appraised from the *user's* message alone
+         with the engine's importance scorer, because that is what the user
+         told us (the wording of the answer must not turn small talk into a fact).
+
+    The namespace is per user: by default ``runtime.context.user_id`` (attribute or
+    dict key) or ``config["configurable"]["user_id"]``; without either, the engine's
+    default namespace. Pass ``namespace="shared"`` for a fixed one, or a callable
+    ``(runtime, config) -> str | None``.
+
+    Setup:
+        Install the extra: ``pip install "oblivion-memory[langchain]"``.
+
+    Instantiate and use:
+        .. code-block:: python
+
+            from langchain.agents import create_agent
+            from oblivion_core import Oblivion
+            from oblivion_langchain import OblivionMemoryMiddleware
+
+            memory = OblivionMemoryMiddleware(Oblivion("./memory"), token_budget=300)
+            agent = create_agent(model, tools=[], middleware=[memory])
+            agent.invoke(
+                {"messages": [{"role": "user", "content": "Always use kilometres."}]},
+                {"configurable": {"user_id": "ana"}},
+            )
+
+    Args:
+        oblivion: The engine.
+        token_budget: Tokens the injected block may cost (``None``: no limit; ``0``:
+            inject nothing and recall nothing). Must be >= 0.
+        k: Maximum memories per recall (``None``: the policy's ``default_k``).
+        namespace: Fixed namespace, a resolver ``(runtime, config) -> str | None``, or
+            ``None`` to read ``user_key`` from the runtime context / configurable.
+        user_key: The key holding the user id for the default resolver.
+        policy: Policy (or template name, e.g. ``"support-desk"``) to apply to each
+            namespace this middleware serves, once: when it first meets the namespace,
+            or, for a brand-new user, right after their first turn is stored (the
+            engine cannot set the policy of a namespace that does not exist yet).
+        header: First line of the injected block.
+        remember_turns: Store each turn (default). ``False`` only recalls and boosts.
+        used_rule: ``(answer, [(id, text), ...]) -> ids`` deciding which recalled
+            memories the answer used (default :func:`oblivion_core.overlap.used_ids`).
+    """
+
+    state_schema = OblivionMemoryState
+
+    def __init__(
+        self,
+        oblivion: Oblivion,
+        *,
+        token_budget: int | None = 400,
+        k: int | None = None,
+        namespace: str | NamespaceResolver | None = None,
+        user_key: str = "user_id",
+        policy: Policy | str | None = None,
+        header: str = DEFAULT_HEADER,
+        remember_turns: bool = True,
+        used_rule: UsedRule = used_ids,
+    ) -> None:
+        super().__init__()
+        if not isinstance(oblivion, Oblivion):
+            raise InvalidInputError(f"oblivion must be an Oblivion, got {type(oblivion).__name__}")
+        if namespace is not None and not isinstance(namespace, str) and not callable(namespace):
+            raise InvalidInputError(
+                f"namespace must be a string, a callable (runtime, config) -> str, or None; "
+                f"got {namespace!r}"
+            )
+        if policy is not None and not isinstance(policy, Policy | str):
+            raise InvalidInputError(f"policy must be a Policy or a template name, got {policy!r}")
+        self.oblivion = oblivion
+        self.token_budget = budget(token_budget)
+        self.k = positive_k(k)
+        self.namespace = namespace
+        self.user_key = user_key
+        self.policy = policy
+        self.header = header
+        self.remember_turns = remember_turns
+        self.used_rule = used_rule
+        self._policy_done: set[str] = set()
+        self._lock = threading.Lock()
+
+    # ================================================================ hooks
+    def before_model(
+        self, state: OblivionMemoryState, runtime: Runtime[Any]
+    ) -> dict[str, Any] | None:
+        """Recall for a new user message and keep the rendered block in the state."""
+        found = latest_human(state["messages"])
+        if found is None:
+            return None
+        turn = message_key(*found)
+        previous = _memo(state)
+        if previous is not None and previous.get("turn") == turn:
+            return None  # a later model call of the same turn (after tools): reuse it
+        namespace = self._namespace(runtime)
+        self._apply_policy(namespace)
+        context, recalled = self._recall(message_text(found[1]).strip(), namespace)
+        return {
+            STATE_KEY: {
+                "turn": turn,
+                "namespace": namespace,
+                "context": context,
+                "recalled": recalled,
+                "recorded": False,
+            }
+        }
+
+    async def abefore_model(
+        self, state: OblivionMemoryState, runtime: Runtime[Any]
+    ) -> dict[str, Any] | None:
+        """:meth:`before_model` in a worker thread."""
+        return await run_in_executor(None, self.before_model, state, runtime)
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
+    ) -> ModelCallResult[Any]:
+        """Call the model with the memory block added to the system message."""
+        return handler(self._inject(request))
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> ModelCallResult[Any]:
+        """Async :meth:`wrap_model_call`."""
+        return await handler(self._inject(request))
+
+    def after_model(
+        self, state: OblivionMemoryState, runtime: Runtime[Any]
+    ) -> dict[str, Any] | None:
+        """After the final answer of a turn: boost what it used, remember the turn."""
+        messages = state["messages"]
+        if not messages or not isinstance(messages[-1], AIMessage) or messages[-1].tool_calls:
+            return None
+        memo = _memo(state)
+        found = latest_human(messages)
+        if memo is None or memo.get("recorded") or found is None:
+            return None
+        if memo.get("turn") != message_key(*found):
+            return None
+        self._record(memo, message_text(found[1]).strip(), message_text(messages[-1]).strip())
+        return {STATE_KEY: {**memo, "recorded": True}}
+
+    async def aafter_model(
+        self, state: OblivionMemoryState, runtime: Runtime[Any]
+    ) -> dict[str, Any] | None:
+        """:meth:`after_model` in a worker thread."""
+        return await run_in_executor(None, self.after_model, state, runtime)
+
+    # ================================================================ steps
+    def _namespace(self, runtime: Runtime[Any] | None) -> str | None:
+        if isinstance(self.namespace, str):
+            return self.namespace
+        try:
+            config: RunnableConfig = get_config()
+        except RuntimeError:
+            config = {}
+        if self.namespace is not None:
+            value = self.namespace(runtime, config)  # type: ignore[arg-type]
+        else:
+            context = getattr(runtime, "context", None)
+            if isinstance(context, Mapping):
+                value = context.get(self.user_key)
+            else:
+                value = getattr(context, self.user_key, None)
+            if value is None:
+                value = (config.get("configurable") or {}).get(self.user_key)
+        if value is None:
+            return None
+        if isinstance(value, int) and not isinstance(value, bool):
+            value = str(value)
+        if not isinstance(value, str) or not value.strip():
+            raise InvalidInputError(
+                f"the namespace for this run must be a non-empty string, got {value!r}; "
+                f"check the {self.user_key!r} you pass in the context or configurable"
+            )
+        return value
+
+    def _apply_policy(self, namespace: str | None) -> None:
+        if self.policy is None:
+            return
+        ns = namespace if namespace is not None else self.oblivion.default_namespace
+        with self._lock:
+            if ns in self._policy_done:
+                return
+            if ns not in self.oblivion.namespaces():
+                # The engine cannot set the policy of a namespace before its first write;
+                # _record() calls again right after the turn creates it.
+                return
+            current = self.oblivion.policy_for(ns)
+            same = (
+                current.name == self.policy
+                if isinstance(self.policy, str)
+                else current == self.policy
+            )
+            if not same:
+                self.oblivion.set_policy(
+                    self.policy, namespace=ns, reason="OblivionMemoryMiddleware(policy=...)"
+                )
+            self._policy_done.add(ns)
+
+    def _recall(self, query: str, namespace: str | None) -> tuple[str, list[list[str]]]:
+        """The rendered block and the ``[id, text]`` pairs it shows, best first."""
+        if not query or self.token_budget == 0:
+            return "", []
+        count = self.oblivion.token_counter
+        room = None if self.token_budget is None else self.token_budget - count(SEPARATOR)
+        # Leave the header's tokens out of what recall may pack, so render rarely drops lines.
+        items_budget = None if room is None else max(room - count(self.header + "\n"), 0)
+        try:
+            result = self.oblivion.recall(
+                query, token_budget=items_budget, k=self.k, namespace=namespace
+            )
+        except UnknownNamespaceError:
+            return "", []
+        block, shown = render(
+            result.texts, counter=count, budget=room, header=self.header, line=_bullet
+        )
+        return block, [[item.id, item.text] for item in result.items[:shown]]
+
+    def _inject(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
+        memo = _memo(request.state or {})
+        context = memo.get("context") if memo is not None else None
+        if not context:
+            return request
+        if request.system_message is None:
+            system = SystemMessage(content=context)
+        else:
+            blocks: list[Any] = [
+                *request.system_message.content_blocks,
+                {"type": "text", "text": SEPARATOR + context},
+            ]
+            system = SystemMessage(content=blocks)
+        return request.override(system_message=system)
+
+    def _record(self, memo: Mapping[str, Any], user: str, answer: str) -> None:
+        namespace = memo.get("namespace")
+        recalled = [(str(i), str(t)) for i, t in memo.get("recalled") or []]
+        if answer and recalled:
+            self._mark_used(self.used_rule(answer, recalled), namespace)
+        if self.remember_turns and user:
+            category, importance = appraise(self.oblivion, user)
+            text = f"user: {user}\nassistant: {answer}" if answer else f"user: {user}"
+            try:
+                limit = self.oblivion.policy_for(namespace).max_text_chars
+            except UnknownNamespaceError:
+                limit = self.oblivion.policy.max_text_chars
+            self.oblivion.remember(
+                fit_text(text, limit),
+                category=category,
+                importance=importance,
+                metadata={"source": "oblivion_langchain.middleware", "kind": "turn"},
+                namespace=namespace,
+            )
+            self._apply_policy(namespace)
+
+    def _mark_used(self, ids: list[str], namespace: str | None) -> None:
+        if not ids:
+            return
+        try:
+            self.oblivion.mark_used(ids, namespace=namespace)
+        except UnknownMemoryError:
+            # One was forgotten since the recall: boost the others one by one.
+            for memory_id in ids:
+                try:
+                    self.oblivion.mark_used([memory_id], namespace=namespace)
+                except UnknownMemoryError:
+                    continue

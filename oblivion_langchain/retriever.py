@@ -1,0 +1,178 @@
+"""A LangChain retriever over Oblivion: documents ranked by relevance *and* activation."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForRetrieverRun,
+    CallbackManagerForRetrieverRun,
+)
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+from langchain_core.retrievers import BaseRetriever, LangSmithRetrieverParams
+from langchain_core.runnables.config import run_in_executor
+from pydantic import field_validator
+
+from oblivion_core import Oblivion, Policy
+from oblivion_core.errors import InvalidInputError, UnknownNamespaceError
+from oblivion_langchain._convert import budget, positive_k, to_document
+
+
+class OblivionRetriever(BaseRetriever):
+    """Retrieve memories from an :class:`~oblivion_core.Oblivion` store as ``Document`` s.
+
+    Every call is one ``Oblivion.recall``: candidates are ranked by
+    ``relevance + activation + importance`` (the engine's formula), packed into an
+    optional token budget, and — unless ``feedback=False`` — the returned memories get
+    the engine's recall boost, so what keeps being retrieved keeps its place.
+
+    Each ``Document`` has ``id`` = the memory id, ``page_content`` = the memory text and
+    ``metadata`` = the memory's own metadata plus ``id``, ``namespace``, ``category``,
+    ``tier`` (``"active"``/``"archive"``/``"cold"``), ``relevance``, ``activation`` (as
+    ranked, before this call's boost), ``importance``, ``score``, ``tokens`` and ``why``
+    (every term of the score and a sentence; ``why["boost"]`` is the boost it received).
+    Those keys override user metadata keys of the same name.
+
+    Setup:
+        Install the extra: ``pip install "oblivion-memory[langchain]"``.
+
+    Instantiate:
+        .. code-block:: python
+
+            from oblivion_core import Oblivion
+            from oblivion_langchain import OblivionRetriever
+
+            memory = Oblivion("./memory")  # any LangChain Embeddings: Oblivion(..., embedder=emb)
+            retriever = OblivionRetriever(oblivion=memory, k=4, token_budget=300)
+
+        or in one step, with a LangChain ``Embeddings``:
+
+        .. code-block:: python
+
+            retriever = OblivionRetriever.from_path("./memory", embeddings=my_embeddings, k=4)
+
+    Add:
+        .. code-block:: python
+
+            memory.remember("Always answer in British English.", category="instruction")
+            memory.remember("The office moved to Leeds in March.")
+
+    Retrieve:
+        .. code-block:: python
+
+            docs = retriever.invoke("Where is the office?")
+            docs[0].page_content            # 'The office moved to Leeds in March.'
+            docs[0].metadata["tier"]        # 'active'
+            docs[0].metadata["why"]["explanation"]
+            retriever.invoke("spelling", k=1, token_budget=50)   # per-call overrides
+            await retriever.ainvoke("Where is the office?")
+
+    Use in a chain:
+        .. code-block:: python
+
+            chain = {"context": retriever, "question": RunnablePassthrough()} | prompt | model
+
+    A namespace that was never written to returns no documents.
+
+    Attributes:
+        oblivion: The engine to recall from.
+        namespace: Namespace to search (``None``: the engine's default namespace).
+        k: Maximum documents per call (``None``: the policy's ``default_k``).
+        token_budget: Tokens the returned texts may cost in total (``None``: no limit).
+        deep: ``True`` always searches the archive, ``False`` never, ``None`` lets the
+            engine's gate decide.
+        feedback: Give the returned memories the recall boost (default). ``False`` reads only.
+    """
+
+    oblivion: Oblivion
+    namespace: str | None = None
+    k: int | None = None
+    token_budget: int | None = None
+    deep: bool | None = None
+    feedback: bool = True
+
+    @field_validator("k", mode="before")
+    @classmethod
+    def _check_k(cls, value: object) -> int | None:
+        return positive_k(value)
+
+    @field_validator("token_budget", mode="before")
+    @classmethod
+    def _check_budget(cls, value: object) -> int | None:
+        return budget(value)
+
+    @classmethod
+    def from_path(
+        cls,
+        path: str | os.PathLike[str] | None,
+        *,
+        embeddings: Embeddings | None = None,
+        policy: Policy | str | None = None,
+        **fields: Any,
+    ) -> OblivionRetriever:
+        """Open (or create) an Oblivion store at ``path`` and wrap it.
+
+        Args:
+            path: Store directory (``None``: in memory).
+            embeddings: Any LangChain ``Embeddings`` (``None``: the local MiniLM model).
+            policy: A :class:`~oblivion_core.Policy` or template name.
+            **fields: Retriever fields (``namespace``, ``k``, ``token_budget``, ...).
+        """
+        return cls(oblivion=Oblivion(path, embedder=embeddings, policy=policy), **fields)
+
+    def _get_ls_params(self, **kwargs: Any) -> LangSmithRetrieverParams:
+        params = super()._get_ls_params(**kwargs)
+        params["ls_vector_store_provider"] = "oblivion"
+        return params
+
+    def _get_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: CallbackManagerForRetrieverRun,
+        **overrides: Any,
+    ) -> list[Document]:
+        return self._recall(query, **overrides)
+
+    async def _aget_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: AsyncCallbackManagerForRetrieverRun,
+        **overrides: Any,
+    ) -> list[Document]:
+        # The engine is synchronous and thread-safe: run it off the event loop.
+        return await run_in_executor(None, self._recall, query, **overrides)
+
+    def _recall(
+        self,
+        query: str,
+        *,
+        k: int | None = None,
+        token_budget: int | None = None,
+        namespace: str | None = None,
+        deep: bool | None = None,
+        feedback: bool | None = None,
+        **unknown: Any,
+    ) -> list[Document]:
+        if unknown:
+            raise InvalidInputError(
+                f"unknown retriever argument(s) {sorted(unknown)}; use k, token_budget, "
+                "namespace, deep or feedback"
+            )
+        try:
+            result = self.oblivion.recall(
+                query,
+                k=positive_k(k) if k is not None else self.k,
+                token_budget=budget(token_budget)
+                if token_budget is not None
+                else self.token_budget,
+                namespace=namespace if namespace is not None else self.namespace,
+                deep=deep if deep is not None else self.deep,
+                feedback=feedback if feedback is not None else self.feedback,
+            )
+        except UnknownNamespaceError:
+            return []
+        return [to_document(item) for item in result]

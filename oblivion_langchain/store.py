@@ -1,0 +1,467 @@
+"""A LangGraph ``BaseStore`` backed by Oblivion: long-term memory that decays and re-ranks."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from langchain_core.runnables.config import run_in_executor
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    IndexConfig,
+    InvalidNamespaceError,
+    Item,
+    ListNamespacesOp,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+    get_text_at_path,
+    validate_op_namespace,
+)
+
+from oblivion_core import Oblivion
+from oblivion_core.engine import MAX_NAMESPACE_CHARS
+from oblivion_core.errors import InvalidInputError, UnknownMemoryError, UnknownNamespaceError
+from oblivion_core.recall import RecalledItem
+from oblivion_core.records import MemoryRecord
+from oblivion_langchain._convert import (
+    check_filter,
+    check_value,
+    decode_namespace,
+    encode_namespace,
+    matches,
+    namespace_matches,
+    now_iso,
+    parse_time,
+    utc_now,
+)
+
+logger = logging.getLogger("oblivion_langchain")
+
+#: Key of the memory metadata under which the store keeps the item's value and times.
+META_KEY = "langgraph"
+
+_Memory = MemoryRecord | RecalledItem
+
+
+@dataclass(frozen=True)
+class _Put:
+    """A validated ``PutOp``: where it goes and what text the engine embeds."""
+
+    space: str
+    key: str
+    value: dict[str, Any] | None
+    text: str
+    indexed: bool
+
+
+@dataclass
+class _Hit:
+    """One search candidate while results from several namespaces are merged."""
+
+    namespace: tuple[str, ...]
+    space: str
+    item: RecalledItem
+    order: int
+    rank: int
+
+
+class OblivionStore(BaseStore):
+    """LangGraph long-term memory store whose search is ranked by activation.
+
+    Items live in Oblivion: each namespace tuple is one Oblivion namespace (the tuple
+    JSON-encoded, e.g. ``["memories","u1"]``, so labels can never be confused), each
+    key is a memory id, and each value is kept verbatim in the memory's metadata. The
+    memory's *text* — what is embedded and recalled — is taken from the value like
+    LangGraph's ``index={"fields": [...]}`` says (default ``["$"]``: the whole value as
+    JSON; several fields are joined with newlines into one text).
+
+    * ``put`` remembers a new key, edits an existing one (its activation is kept),
+      ``put(ns, key, None)`` / ``delete`` forgets it.
+    * ``get`` reads one item; it does not boost it.
+    * ``search(prefix, query=...)`` is ``Oblivion.recall`` in each namespace under the
+      prefix, merged by the engine's score (relevance + activation + importance), then
+      ``filter``, ``offset`` and ``limit`` as LangGraph documents them.
+      ``SearchItem.score`` is that score. The items returned get the recall boost.
+      Items put with ``index=False`` are never returned by a query search.
+    * ``search(prefix)`` without a query lists items, highest activation first
+      (``score`` is ``None``); listing boosts nothing.
+    * ``list_namespaces`` supports ``prefix``/``suffix`` (with ``"*"`` wildcards),
+      ``max_depth``, ``limit`` and ``offset``; namespaces whose items were all deleted
+      are not listed.
+
+    Every op of a batch is validated before any is run, so a bad op (a namespace with
+    non-string labels, a value that is not a dict, ...) raises and changes nothing.
+    Ops then run in order. TTLs are not supported: decay replaces them.
+
+    Setup:
+        Install the extra: ``pip install "oblivion-memory[langchain]"``.
+
+    Instantiate:
+        .. code-block:: python
+
+            from oblivion_core import Oblivion
+            from oblivion_langchain import OblivionStore
+
+            store = OblivionStore(Oblivion("./memory"), index={"fields": ["text"]})
+
+    Put / get / search:
+        .. code-block:: python
+
+            store.put(("memories", "u1"), "tea", {"text": "I prefer green tea"})
+            store.get(("memories", "u1"), "tea").value     # {'text': 'I prefer green tea'}
+            hits = store.search(("memories",), query="drinks", limit=3)
+            hits[0].key, hits[0].score
+
+    Use with an agent:
+        .. code-block:: python
+
+            from langchain.agents import create_agent
+            from langchain.tools import ToolRuntime, tool
+
+            @tool
+            def recall(query: str, runtime: ToolRuntime) -> str:
+                \"\"\"Look up what we know about the user.\"\"\"
+                hits = runtime.store.search(("memories", "u1"), query=query, limit=5)
+                return "\\n".join(h.value["text"] for h in hits)
+
+            agent = create_agent(model, tools=[recall], store=store)
+
+    Args:
+        oblivion: The engine holding the items.
+        index: LangGraph's index config; only ``fields`` is used (the engine embeds with
+            its own embedder, so ``embed`` is rejected and ``dims`` ignored).
+        deep: Passed to ``recall``: ``True`` always searches the archive, ``None`` lets
+            the engine's gate decide.
+        feedback: Give the items a query search returns the recall boost (default).
+        now: Clock for ``created_at``/``updated_at`` (default: UTC wall time).
+    """
+
+    supports_ttl = False
+
+    def __init__(
+        self,
+        oblivion: Oblivion,
+        *,
+        index: IndexConfig | None = None,
+        deep: bool | None = None,
+        feedback: bool = True,
+        now: Callable[[], datetime] | None = None,
+    ) -> None:
+        if not isinstance(oblivion, Oblivion):
+            raise InvalidInputError(f"oblivion must be an Oblivion, got {type(oblivion).__name__}")
+        if index is not None and index.get("embed") is not None:
+            raise InvalidInputError(
+                "OblivionStore embeds with the engine's embedder; pass it as "
+                "Oblivion(..., embedder=...) instead of index['embed']"
+            )
+        fields = list((index or {}).get("fields") or ["$"])
+        if not all(isinstance(f, str) and f for f in fields):
+            raise InvalidInputError(f"index['fields'] must be non-empty strings, got {fields!r}")
+        self.oblivion = oblivion
+        self.index_fields: list[str] = fields
+        self.deep = deep
+        self.feedback = feedback
+        self._now = now if now is not None else utc_now
+        self._lock = threading.RLock()
+
+    # ================================================================ batch
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Run ops in order, after validating all of them (a bad op changes nothing)."""
+        ops = list(ops)
+        prepared = [self._prepare(op) for op in ops]
+        with self._lock:
+            return [self._run(op, prep) for op, prep in zip(ops, prepared, strict=True)]
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """:meth:`batch` in a worker thread (the engine is synchronous and thread-safe)."""
+        return await run_in_executor(None, self.batch, list(ops))
+
+    # ================================================================ validation
+    def _prepare(self, op: Op) -> Any:
+        if isinstance(op, GetOp):
+            return self._space(op.namespace)
+        if isinstance(op, PutOp):
+            return self._prepare_put(op)
+        if isinstance(op, SearchOp):
+            _labels(op.namespace_prefix, "namespace_prefix")
+            validate_op_namespace(op)
+            check_filter(op.filter)
+            _count(op.limit, "limit")
+            _count(op.offset, "offset")
+            if op.query is not None and not isinstance(op.query, str):
+                raise InvalidInputError(f"query must be a string or None, got {op.query!r}")
+            return None
+        if isinstance(op, ListNamespacesOp):
+            for cond in op.match_conditions or ():
+                _labels(cond.path, "match condition path")
+                if cond.match_type not in ("prefix", "suffix"):
+                    raise InvalidInputError(f"unsupported match type {cond.match_type!r}")
+            validate_op_namespace(op)
+            if op.max_depth is not None:
+                _count(op.max_depth, "max_depth", minimum=1)
+            _count(op.limit, "limit")
+            _count(op.offset, "offset")
+            return None
+        raise InvalidInputError(f"unknown store operation {type(op).__name__}")
+
+    def _space(self, namespace: object, *, write: bool = False) -> str:
+        labels = _labels(namespace, "namespace")
+        if write:
+            if not labels:
+                raise InvalidNamespaceError("Namespace cannot be empty.")
+            if labels[0] == "langgraph":
+                raise InvalidNamespaceError(
+                    f'Root label for namespace cannot be "langgraph". Got: {labels}'
+                )
+        validate_op_namespace(GetOp(labels, ""))
+        space = encode_namespace(labels)
+        if len(space) > MAX_NAMESPACE_CHARS:
+            raise InvalidNamespaceError(
+                f"namespace {labels!r} is too long: encoded it has {len(space)} characters, "
+                f"at most {MAX_NAMESPACE_CHARS} are allowed; use fewer or shorter labels"
+            )
+        return space
+
+    def _prepare_put(self, op: PutOp) -> _Put:
+        space = self._space(op.namespace, write=True)
+        if not isinstance(op.key, str) or not op.key.strip() or len(op.key) > 512:
+            raise InvalidInputError(
+                f"keys must be non-empty strings of <= 512 chars, got {op.key!r}"
+            )
+        if op.value is None:
+            return _Put(space, op.key, None, "", False)
+        value = check_value(op.value)
+        if op.index is False:
+            paths: list[str] = []
+        elif op.index is None:
+            paths = self.index_fields
+        elif isinstance(op.index, list) and all(isinstance(p, str) and p for p in op.index):
+            paths = op.index
+        else:
+            raise InvalidInputError(
+                f"index must be None, False or a list of field paths, got {op.index!r}"
+            )
+        texts = [t for path in paths for t in get_text_at_path(value, path) if t.strip()]
+        indexed = bool(texts)
+        # The engine needs a text for every memory; unindexed items embed their JSON
+        # but are kept out of query searches.
+        text = "\n".join(texts) if indexed else get_text_at_path(value, "$")[0]
+        if "\x00" in text:
+            raise InvalidInputError(f"the text indexed for key {op.key!r} contains a NUL character")
+        limit = self._policy(space).max_text_chars
+        if len(text) > limit:
+            raise InvalidInputError(
+                f"the text indexed for key {op.key!r} has {len(text):,} characters, more than "
+                f"max_text_chars={limit:,}; index fewer fields (index=[...]) or split the value"
+            )
+        return _Put(space, op.key, value, text, indexed)
+
+    def _policy(self, space: str) -> Any:
+        try:
+            return self.oblivion.policy_for(space)
+        except UnknownNamespaceError:
+            return self.oblivion.policy
+
+    # ================================================================ execution
+    def _run(self, op: Op, prep: Any) -> Result:
+        if isinstance(op, GetOp):
+            record = self._record(prep, op.key)
+            return None if record is None else _item(record, tuple(op.namespace))
+        if isinstance(op, PutOp):
+            self._put(prep)
+            return None
+        if isinstance(op, SearchOp):
+            return self._search(op)
+        assert isinstance(op, ListNamespacesOp)
+        return self._list_namespaces(op)
+
+    def _record(self, space: str, key: str) -> MemoryRecord | None:
+        try:
+            return self.oblivion.get(key, namespace=space)
+        except (UnknownNamespaceError, UnknownMemoryError):
+            return None
+
+    def _put(self, put: _Put) -> None:
+        existing = self._record(put.space, put.key)
+        if put.value is None:
+            if existing is not None:
+                self.oblivion.forget(put.key, namespace=put.space)
+            return
+        stamp = now_iso(self._now)
+        meta = {"value": put.value, "updated_at": stamp, "indexed": put.indexed}
+        if existing is None:
+            meta["created_at"] = stamp
+            self.oblivion.remember(
+                put.text, metadata={META_KEY: meta}, namespace=put.space, id=put.key
+            )
+            return
+        old = existing.metadata.get(META_KEY)
+        meta["created_at"] = old.get("created_at", stamp) if isinstance(old, Mapping) else stamp
+        self.oblivion.edit(
+            put.key,
+            put.text if put.text != existing.text else None,
+            metadata={META_KEY: meta},
+            namespace=put.space,
+        )
+
+    def _spaces(self, prefix: Sequence[str]) -> list[tuple[str, tuple[str, ...]]]:
+        """Non-empty store namespaces under ``prefix``, sorted by tuple."""
+        n = len(prefix)
+        out = []
+        for space in self.oblivion.namespaces():
+            labels = decode_namespace(space)
+            if labels is None or labels[:n] != tuple(prefix):
+                continue
+            if self.oblivion.count(namespace=space) > 0:
+                out.append((space, labels))
+        return sorted(out, key=lambda s: s[1])
+
+    def _search(self, op: SearchOp) -> list[SearchItem]:
+        if op.limit == 0:
+            return []
+        spaces = self._spaces(op.namespace_prefix)
+        if op.query:
+            return self._search_query(op, spaces)
+        listed: list[tuple[float, float, tuple[str, ...], str, MemoryRecord]] = []
+        for space, labels in spaces:
+            for rec in self.oblivion.records(namespace=space):
+                if not rec.invalidated and matches(_value(rec), op.filter):
+                    updated = parse_time(_meta(rec).get("updated_at")).timestamp()
+                    listed.append((-rec.activation, -updated, labels, rec.id, rec))
+        # Highest activation first, then most recently updated, then by namespace and key.
+        listed.sort(key=lambda r: r[:4])
+        page = listed[op.offset : op.offset + op.limit]
+        return [_search_item(rec, labels, None) for _, _, labels, _, rec in page]
+
+    def _search_query(
+        self, op: SearchOp, spaces: list[tuple[str, tuple[str, ...]]]
+    ) -> list[SearchItem]:
+        assert op.query is not None
+        want = op.offset + op.limit
+        hits: list[_Hit] = []
+        runs: dict[str, tuple[list[str], bool]] = {}
+        for order, (space, labels) in enumerate(spaces):
+            ranked, deep = self._ranked(space, op.query, want, op.filter)
+            runs[space] = ([it.id for it in ranked], deep)
+            hits.extend(
+                _Hit(labels, space, it, order, rank)
+                for rank, it in enumerate(ranked)
+                if _meta(it).get("indexed", True) and matches(_value(it), op.filter)
+            )
+        hits.sort(key=lambda h: (-h.item.score, h.order, h.rank))
+        page = hits[op.offset : want]
+        if self.feedback:
+            self._boost(op.query, page, runs)
+        return [_search_item(h.item, h.namespace, h.item.score) for h in page]
+
+    def _ranked(
+        self, space: str, query: str, want: int, filter: Mapping[str, Any] | None
+    ) -> tuple[list[RecalledItem], bool]:
+        """Read-only recall, widened until ``want`` items pass the filter or none are left."""
+        total = self.oblivion.count(namespace=space)
+        k = max(min(want, total), 1)
+        while True:
+            result = self.oblivion.recall(
+                query, k=k, namespace=space, deep=self.deep, feedback=False
+            )
+            ranked = list(result)
+            passing = sum(
+                1 for it in ranked if _meta(it).get("indexed", True) and matches(_value(it), filter)
+            )
+            if passing >= want or len(ranked) < k or k >= total:
+                return ranked, result.searched_archive
+            k = min(total, k * 4)
+
+    def _boost(self, query: str, page: list[_Hit], runs: dict[str, tuple[list[str], bool]]) -> None:
+        """Give the recall boost to exactly the items returned.
+
+        The engine boosts what one ``recall`` returns, i.e. the head of its ranking. So
+        in each namespace the page is boosted by a second recall of that many items —
+        when the page *is* that head. When a filter or an offset skipped better-ranked
+        items it is not, and those results are left unboosted rather than boosting
+        items the caller never saw.
+        """
+        for space, (ranked_ids, deep) in runs.items():
+            ids = [h.item.id for h in page if h.space == space]
+            if not ids:
+                continue
+            if ranked_ids[: len(ids)] != ids:
+                logger.debug("search page in %s is not the head of the ranking; no boost", space)
+                continue
+            boosted = self.oblivion.recall(
+                query, k=len(ids), namespace=space, deep=deep, feedback=True
+            ).ids
+            if boosted != ids:
+                logger.debug("boost recall in %s returned %s, expected %s", space, boosted, ids)
+
+    def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
+        found = [labels for _, labels in self._spaces(())]
+        for cond in op.match_conditions or ():
+            found = [ns for ns in found if namespace_matches(ns, cond.match_type, cond.path)]
+        if op.max_depth is not None:
+            found = sorted({ns[: op.max_depth] for ns in found})
+        return found[op.offset : op.offset + op.limit]
+
+
+# ==================================================================== helpers
+def _labels(namespace: object, name: str) -> tuple[str, ...]:
+    if not isinstance(namespace, tuple | list):
+        raise InvalidNamespaceError(
+            f"{name} must be a tuple of strings, e.g. ('memories', 'user-1'); "
+            f"got {type(namespace).__name__} {namespace!r}"
+        )
+    for label in namespace:
+        if not isinstance(label, str):
+            raise InvalidNamespaceError(
+                f"{name} {tuple(namespace)!r} has a {type(label).__name__} label {label!r}; "
+                "namespace labels must be strings"
+            )
+    return tuple(namespace)
+
+
+def _count(value: object, name: str, minimum: int = 0) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise InvalidInputError(f"{name} must be an int >= {minimum}, got {value!r}")
+    return value
+
+
+def _meta(memory: _Memory) -> Mapping[str, Any]:
+    meta = memory.metadata.get(META_KEY)
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def _value(memory: _Memory) -> dict[str, Any]:
+    value = _meta(memory).get("value")
+    # A memory written straight through the engine has no stored value: show its text.
+    return dict(value) if isinstance(value, Mapping) else {"text": memory.text}
+
+
+def _item(memory: _Memory, namespace: tuple[str, ...]) -> Item:
+    meta = _meta(memory)
+    return Item(
+        value=_value(memory),
+        key=memory.id,
+        namespace=namespace,
+        created_at=parse_time(meta.get("created_at")),
+        updated_at=parse_time(meta.get("updated_at")),
+    )
+
+
+def _search_item(memory: _Memory, namespace: tuple[str, ...], score: float | None) -> SearchItem:
+    meta = _meta(memory)
+    return SearchItem(
+        namespace=namespace,
+        key=memory.id,
+        value=_value(memory),
+        created_at=parse_time(meta.get("created_at")),
+        updated_at=parse_time(meta.get("updated_at")),
+        score=score,
+    )

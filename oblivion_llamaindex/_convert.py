@@ -1,0 +1,196 @@
+"""Type conversion between the engine and LlamaIndex; no ranking or decay logic here."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from llama_index.core.base.llms.types import ChatMessage
+from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, TextNode
+
+from oblivion_core.budget import check_budget
+from oblivion_core.errors import InvalidInputError
+from oblivion_core.recall import RecalledItem
+
+#: Node metadata keys the adapters add. They are excluded from what the LLM and the
+#: embedding model see, so explanations never leak into prompts.
+META_ID = "oblivion_id"
+META_NAMESPACE = "oblivion_namespace"
+META_CATEGORY = "oblivion_category"
+META_TIER = "oblivion_tier"
+META_RELEVANCE = "oblivion_relevance"
+META_ACTIVATION = "oblivion_activation"
+META_IMPORTANCE = "oblivion_importance"
+META_SCORE = "oblivion_score"
+META_WHY = "oblivion_why"
+OBLIVION_KEYS: tuple[str, ...] = (
+    META_ID,
+    META_NAMESPACE,
+    META_CATEGORY,
+    META_TIER,
+    META_RELEVANCE,
+    META_ACTIVATION,
+    META_IMPORTANCE,
+    META_SCORE,
+    META_WHY,
+)
+
+
+def item_metadata(item: RecalledItem) -> dict[str, Any]:
+    """The ``oblivion_*`` metadata describing one ranked item."""
+    return {
+        META_ID: item.id,
+        META_NAMESPACE: item.namespace,
+        META_CATEGORY: item.category,
+        META_TIER: item.tier.label,
+        META_RELEVANCE: item.relevance,
+        META_ACTIVATION: item.activation,
+        META_IMPORTANCE: item.importance,
+        META_SCORE: item.score,
+        META_WHY: dict(item.why),
+    }
+
+
+def _excluded(keys: Sequence[str]) -> list[str]:
+    return [*keys, *(k for k in OBLIVION_KEYS if k not in keys)]
+
+
+def item_to_node(item: RecalledItem) -> NodeWithScore:
+    """A recalled memory as a ``TextNode`` (id = memory id) scored by the engine."""
+    metadata = {**item.metadata, **item_metadata(item)}
+    node = TextNode(
+        id_=item.id,
+        text=item.text,
+        metadata=metadata,
+        excluded_llm_metadata_keys=list(OBLIVION_KEYS),
+        excluded_embed_metadata_keys=list(OBLIVION_KEYS),
+    )
+    return NodeWithScore(node=node, score=item.score)
+
+
+def annotate(node: BaseNode, item: RecalledItem) -> NodeWithScore:
+    """A copy of ``node`` carrying ``item``'s explanation, scored by the engine.
+
+    The caller's node object is left untouched (it may live in a docstore).
+    """
+    copy = node.model_copy(
+        update={
+            "metadata": {**node.metadata, **item_metadata(item)},
+            "excluded_llm_metadata_keys": _excluded(node.excluded_llm_metadata_keys),
+            "excluded_embed_metadata_keys": _excluded(node.excluded_embed_metadata_keys),
+        }
+    )
+    return NodeWithScore(node=copy, score=item.score)
+
+
+def node_text(node: BaseNode) -> str:
+    """The text a node contributes, without metadata.
+
+    Raises:
+        InvalidInputError: the node has no text (e.g. an image-only node).
+    """
+    text = node.get_content(metadata_mode=MetadataMode.NONE)
+    if not isinstance(text, str) or not text.strip():
+        raise InvalidInputError(
+            f"node {node.node_id!r} ({type(node).__name__}) has no text; Oblivion ranks "
+            "text only, so filter such nodes out before this postprocessor"
+        )
+    return text
+
+
+def node_score(nws: NodeWithScore) -> float | None:
+    """The retriever's score of a node as a relevance, ``None`` when it has none.
+
+    A score of ``0.0`` stays ``0.0``.
+
+    Raises:
+        InvalidInputError: the score is NaN, infinite or not a number.
+    """
+    score = nws.score
+    if score is None:
+        return None
+    if isinstance(score, bool) or not isinstance(score, int | float) or not math.isfinite(score):
+        raise InvalidInputError(
+            f"node {nws.node.node_id!r} has score {score!r}; scores must be finite numbers or None"
+        )
+    return float(score)
+
+
+def json_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON-serialisable entries of a node's metadata (others are dropped)."""
+    out: dict[str, Any] = {}
+    for key, value in metadata.items():
+        if not isinstance(key, str) or key in OBLIVION_KEYS:
+            continue
+        try:
+            json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError):
+            continue
+        out[key] = value
+    return out
+
+
+def message_text(message: ChatMessage) -> str:
+    """The text blocks of a chat message, joined (``""`` when it has none)."""
+    return message.content or ""
+
+
+def role(message: ChatMessage) -> str:
+    """A message's role as a plain string (``"user"``, ``"assistant"``, ...)."""
+    r = message.role
+    return str(getattr(r, "value", r))
+
+
+def query_text(messages: Sequence[ChatMessage], window: int) -> str:
+    """Text of the last ``window`` messages that have text, oldest first."""
+    texts = [t for t in (message_text(m) for m in messages) if t.strip()]
+    return "\n".join(texts[-window:]) if window > 0 else ""
+
+
+def check_limit(value: object, name: str) -> int:
+    """A token limit: an int >= 0 (in tokens).
+
+    Raises:
+        InvalidInputError: ``value`` is ``None``, negative, fractional or not a number.
+    """
+    if value is None:
+        raise InvalidInputError(f"{name} must be an int >= 0 (tokens), got None")
+    limit = check_budget(value, name)
+    assert limit is not None
+    return limit
+
+
+def check_optional_limit(value: object, name: str) -> int | None:
+    """A token budget that may be ``None`` (no limit)."""
+    return check_budget(value, name)
+
+
+def check_k(value: object, name: str) -> int | None:
+    """A count of items: ``None`` or an int >= 1."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidInputError(f"{name} must be an int >= 1 or None, got {value!r}")
+    return value
+
+
+def check_namespace(value: object) -> str | None:
+    """A namespace: ``None`` (the engine's default) or a non-empty string."""
+    if value is not None and (not isinstance(value, str) or not value.strip()):
+        raise InvalidInputError(f"namespace must be a non-empty string or None, got {value!r}")
+    return value
+
+
+def check_roles(roles: Iterable[object]) -> tuple[str, ...]:
+    """Role names as lower-case strings."""
+    if isinstance(roles, str):
+        roles = (roles,)
+    out = []
+    for r in roles:
+        name = getattr(r, "value", r)
+        if not isinstance(name, str) or not name.strip():
+            raise InvalidInputError(f"roles are non-empty strings like 'user', got {r!r}")
+        out.append(name.lower())
+    return tuple(out)

@@ -1,0 +1,92 @@
+"""Opening an engine for the adapters' ``from_defaults`` and checking handles."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from typing import Any
+
+from llama_index.core.base.embeddings.base import BaseEmbedding
+
+from oblivion_core.engine import Oblivion
+from oblivion_core.errors import InvalidInputError, UnknownMemoryError, UnknownNamespaceError
+from oblivion_llamaindex._embedding import LlamaIndexEmbedder
+
+
+def check_oblivion(oblivion: object, owner: str) -> Oblivion:
+    """Return ``oblivion`` if it is an :class:`Oblivion`, else fail with a hint."""
+    if not isinstance(oblivion, Oblivion):
+        raise InvalidInputError(
+            f"{owner} needs an Oblivion instance (oblivion=Oblivion('./memory')), got "
+            f"{type(oblivion).__name__}; or use {owner}.from_defaults(path, embed_model=...)"
+        )
+    return oblivion
+
+
+def open_oblivion(
+    path: str | os.PathLike[str] | None,
+    *,
+    embed_model: BaseEmbedding | None = None,
+    **engine_kwargs: Any,
+) -> Oblivion:
+    """Open an engine, embedding with ``embed_model`` when one is given.
+
+    Args:
+        path: Store directory, or ``None`` for an in-memory store.
+        embed_model: Any LlamaIndex ``BaseEmbedding``; ``None`` keeps the engine's
+            default (local all-MiniLM-L6-v2).
+        **engine_kwargs: Passed to :class:`Oblivion` (``policy``, ``clock``,
+            ``token_counter``, ...). ``embedder`` and ``embed_model`` are exclusive.
+    """
+    if embed_model is not None:
+        if engine_kwargs.get("embedder") is not None:
+            raise InvalidInputError("pass either embed_model= or embedder=, not both")
+        engine_kwargs["embedder"] = LlamaIndexEmbedder(embed_model)
+    return Oblivion(path, **engine_kwargs)
+
+
+def mark_used(
+    oblivion: Oblivion, node_ids: Iterable[str], namespace: str | None, owner: str
+) -> list[float]:
+    """``Oblivion.mark_used`` for node ids, with an error naming every unknown id.
+
+    Raises:
+        UnknownMemoryError: some id has no memory in ``namespace``; nothing is boosted
+            (the engine checks every id before changing anything).
+    """
+    ids = [node_ids] if isinstance(node_ids, str) else list(node_ids)
+    try:
+        return oblivion.mark_used(ids, namespace=namespace)
+    except (UnknownMemoryError, UnknownNamespaceError) as exc:
+        missing = []
+        for memory_id in ids:
+            try:
+                oblivion.get(memory_id, namespace=namespace)
+            except (UnknownMemoryError, UnknownNamespaceError):
+                missing.append(memory_id)
+        where = namespace if namespace is not None else oblivion.default_namespace
+        raise UnknownMemoryError(
+            f"{owner}.mark_used: node id(s) {missing!r} are not memories in namespace "
+            f"{where!r}; pass ids of nodes it returned. Nothing was boosted."
+        ) from exc
+
+
+def mark_existing(oblivion: Oblivion, ids: list[str], namespace: str | None) -> list[str]:
+    """``mark_used`` for the ids that still exist (one may have been forgotten since it
+    was shown); returns the ids boosted."""
+    try:
+        oblivion.mark_used(ids, namespace=namespace)
+        return list(ids)
+    except UnknownNamespaceError:
+        return []
+    except UnknownMemoryError:
+        alive = []
+        for memory_id in ids:
+            try:
+                oblivion.get(memory_id, namespace=namespace)
+            except UnknownMemoryError:
+                continue
+            alive.append(memory_id)
+        if alive:
+            oblivion.mark_used(alive, namespace=namespace)
+        return alive

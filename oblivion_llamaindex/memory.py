@@ -1,0 +1,430 @@
+"""Chat memory for LlamaIndex chat engines and agents: recent turns plus recalled memories."""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock
+from llama_index.core.bridge.pydantic import (
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SerializeAsAny,
+    field_validator,
+)
+from llama_index.core.llms.llm import LLM
+from llama_index.core.memory.memory import InsertMethod
+from llama_index.core.memory.types import DEFAULT_CHAT_STORE_KEY, BaseMemory
+from llama_index.core.storage.chat_store import BaseChatStore, SimpleChatStore
+
+from oblivion_core.budget import render
+from oblivion_core.engine import Oblivion
+from oblivion_core.errors import InvalidInputError, UnknownNamespaceError
+from oblivion_core.overlap import used_ids
+from oblivion_core.recall import RecalledItem, RecallResult
+from oblivion_core.typing import TokenCounter
+from oblivion_llamaindex._convert import (
+    check_k,
+    check_limit,
+    check_namespace,
+    check_roles,
+    message_text,
+    role,
+)
+from oblivion_llamaindex._engine import check_oblivion, mark_existing, open_oblivion
+
+DEFAULT_TOKEN_LIMIT = 3000
+DEFAULT_TOKEN_LIMIT_RATIO = 0.75
+DEFAULT_HEADER = "Relevant memories (most relevant first):"
+
+
+class _TokenList:
+    """``tokenizer_fn`` for chat engines, which take ``len(tokenizer_fn(text))``."""
+
+    def __init__(self, counter: TokenCounter) -> None:
+        self._counter = counter
+
+    def __call__(self, text: str) -> range:
+        return range(int(self._counter(text)))
+
+
+class OblivionMemory(BaseMemory):
+    """Chat memory whose long-term part decays: recent turns plus recalled memories.
+
+    ``get`` returns, within ``token_limit`` tokens (minus the caller's
+    ``initial_token_count``), the memories relevant to the latest user message (a
+    bulleted block in a system message, or prepended to the latest user message, see
+    ``insert_method``), then as many of the most recent turns as fit. Memories may use
+    up to ``memory_token_ratio`` of the tokens; the recent turns get the rest. Token
+    counts are the engine's token counter applied to each message's text; the total
+    never exceeds the limit, except that the latest message alone is returned when it
+    is longer than the whole limit (as ``ChatMemoryBuffer`` does, so the LLM reports it).
+
+    ``put`` appends to the short-term history (a LlamaIndex chat store) and remembers
+    the message when its role is in ``remember_roles``. The newest message is written
+    to the engine right after the next ``get`` recalls (so it does not recall itself)
+    or at the next ``put``/``flush``; a text the engine refuses (e.g. longer than
+    ``policy.max_text_chars``) raises there once and stays in the short-term history
+    only. When the assistant's answer is put, the memories it echoes
+    (:func:`oblivion_core.overlap.used_ids`) get the larger "used" boost. Repeated
+    ``get`` calls for the same user message (agents call it several times per turn)
+    reuse one recall, so a turn boosts its memories once.
+
+    ``set`` and ``reset`` change the short-term history only; long-term memories stay
+    in the engine (delete them with ``Oblivion.forget``).
+
+    Example::
+
+        from llama_index.core.chat_engine import SimpleChatEngine
+        from oblivion_core import Oblivion
+        from oblivion_llamaindex import OblivionMemory
+
+        memory = OblivionMemory(
+            oblivion=Oblivion("./memory"), namespace="alice", token_limit=1500
+        )
+        chat = SimpleChatEngine.from_defaults(llm=llm, memory=memory)
+        chat.chat("From now on, always answer in British English.")
+        chat.chat("How do you spell the colour of the sky?")  # instruction recalled
+
+    Args:
+        oblivion: The engine (shareable; one namespace per user is typical).
+        token_limit: Tokens ``get`` may return in total (>= 0).
+        memory_token_ratio: Largest share of those tokens recalled memories may use.
+        k: At most this many memories (``None``: ``policy.default_k``).
+        namespace: Engine namespace (``None``: the engine's default).
+        remember_roles: Roles whose messages are remembered (default: user only;
+            assistant turns are derived from memories and would echo them back).
+        category: Category for remembered messages (``None``: inferred per text).
+        importance: Importance for remembered messages (``None``: scored per text).
+        deep: Archive search: ``True`` always, ``False`` never, ``None`` engine's gate.
+        feedback: Boost recalled memories and give "used" boosts.
+        memory_header: First line of the recalled-memories block.
+        insert_method: ``InsertMethod.SYSTEM`` puts the memories in a system message
+            before the turns; ``InsertMethod.USER`` prepends them to (a copy of) the
+            latest user message. Use ``USER`` with ``ReActAgent``, which drops a
+            leading system message in favour of its own prompt.
+        chat_store: Where the short-term history lives (default: in process).
+        chat_store_key: Key of this conversation in ``chat_store``.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, validate_assignment=True)
+
+    token_limit: int = Field(default=DEFAULT_TOKEN_LIMIT, description="Tokens get() may use.")
+    memory_token_ratio: float = Field(
+        default=0.3, gt=0.0, le=1.0, description="Largest share of tokens for memories."
+    )
+    k: int | None = Field(default=None, description="At most this many memories.")
+    namespace: str | None = Field(default=None, description="Engine namespace.")
+    remember_roles: tuple[str, ...] = Field(
+        default=("user",), description="Roles whose messages are remembered."
+    )
+    category: str | None = Field(default=None, description="Category (None: inferred).")
+    importance: float | None = Field(
+        default=None, ge=0.0, le=1.0, description="Importance (None: scored)."
+    )
+    deep: bool | None = Field(default=None, description="Archive search override.")
+    feedback: bool = Field(default=True, description="Boost recalled and used memories.")
+    memory_header: str = Field(default=DEFAULT_HEADER, description="Memory block header.")
+    insert_method: InsertMethod = Field(
+        default=InsertMethod.SYSTEM,
+        description="Where memories go: a system message, or the latest user message.",
+    )
+    chat_store: SerializeAsAny[BaseChatStore] = Field(default_factory=SimpleChatStore)
+    chat_store_key: str = Field(default=DEFAULT_CHAT_STORE_KEY)
+
+    _oblivion: Oblivion | None = PrivateAttr(default=None)
+    _lock: Any = PrivateAttr(default_factory=threading.RLock)
+    _unsaved: list[ChatMessage] = PrivateAttr(default_factory=list)
+    _shown: list[tuple[str, str]] = PrivateAttr(default_factory=list)
+    _last: RecallResult | None = PrivateAttr(default=None)
+    _last_query: str | None = PrivateAttr(default=None)
+
+    def __init__(self, oblivion: Oblivion, **data: Any) -> None:
+        checked = check_oblivion(oblivion, "OblivionMemory")
+        super().__init__(**data)
+        self._oblivion = checked
+
+    @field_validator("token_limit", mode="before")
+    @classmethod
+    def _check_token_limit(cls, value: object) -> int:
+        return check_limit(value, "token_limit")
+
+    @field_validator("namespace", mode="before")
+    @classmethod
+    def _check_namespace(cls, value: object) -> str | None:
+        return check_namespace(value)
+
+    @field_validator("k")
+    @classmethod
+    def _check_k(cls, value: int | None) -> int | None:
+        return check_k(value, "k")
+
+    @field_validator("remember_roles", mode="before")
+    @classmethod
+    def _check_roles(cls, value: Any) -> tuple[str, ...]:
+        return check_roles(value)
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "OblivionMemory"
+
+    @classmethod
+    def from_defaults(
+        cls,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        oblivion: Oblivion | None = None,
+        embed_model: BaseEmbedding | None = None,
+        engine_kwargs: dict[str, Any] | None = None,
+        chat_history: list[ChatMessage] | None = None,
+        llm: LLM | None = None,
+        token_limit: int | None = None,
+        **fields: Any,
+    ) -> OblivionMemory:
+        """Build a memory the way LlamaIndex chat engines do (``memory_cls.from_defaults``).
+
+        Args:
+            path: Store directory to open (``None``: in memory). Ignored with ``oblivion``.
+            oblivion: Use this engine instead of opening one.
+            embed_model: Any LlamaIndex ``BaseEmbedding`` for a newly opened engine.
+            engine_kwargs: More :class:`Oblivion` arguments (``policy``, ``clock``, ...).
+            chat_history: Initial short-term history (not written to long-term memory).
+            llm: Sizes ``token_limit`` to 75% of its context window when none is given.
+            token_limit: Tokens ``get`` may return.
+            **fields: Other settings (``namespace``, ``k``, ...).
+        """
+        if oblivion is None:
+            oblivion = open_oblivion(path, embed_model=embed_model, **(engine_kwargs or {}))
+        elif path is not None or embed_model is not None or engine_kwargs:
+            raise InvalidInputError(
+                "from_defaults(oblivion=...) uses that engine as it is; drop path, "
+                "embed_model and engine_kwargs"
+            )
+        if token_limit is None:
+            token_limit = (
+                int(llm.metadata.context_window * DEFAULT_TOKEN_LIMIT_RATIO)
+                if llm is not None
+                else DEFAULT_TOKEN_LIMIT
+            )
+        memory = cls(oblivion=oblivion, token_limit=token_limit, **fields)
+        if chat_history is not None:
+            memory.chat_store.set_messages(memory.chat_store_key, list(chat_history))
+        return memory
+
+    @property
+    def oblivion(self) -> Oblivion:
+        """The engine behind this memory."""
+        if self._oblivion is None:
+            raise InvalidInputError(
+                "this OblivionMemory has no engine (it was deserialised); construct it "
+                "with oblivion=Oblivion(path)"
+            )
+        return self._oblivion
+
+    @property
+    def tokenizer_fn(self) -> _TokenList:
+        """``len(tokenizer_fn(text))`` is the engine's token count of ``text``.
+
+        Chat engines use it to count their prefix messages into ``initial_token_count``.
+        """
+        return _TokenList(self.oblivion.token_counter)
+
+    @property
+    def last_recall(self) -> RecallResult | None:
+        """The recall behind the latest ``get`` (items with their ``why``), if any."""
+        return self._last
+
+    # ------------------------------------------------------------------ reading
+    def get(
+        self, input: str | ChatMessage | None = None, initial_token_count: int = 0, **kwargs: Any
+    ) -> list[ChatMessage]:
+        """Recalled memories and recent turns within ``token_limit - initial_token_count``.
+
+        Args:
+            input: The query (default: the latest user message in the history).
+            initial_token_count: Tokens the caller already uses (e.g. a system prompt).
+
+        Raises:
+            InvalidInputError: ``initial_token_count`` is negative or above ``token_limit``.
+        """
+        used = check_limit(initial_token_count, "initial_token_count")
+        if used > self.token_limit:
+            raise InvalidInputError(
+                f"initial_token_count ({used}) exceeds token_limit ({self.token_limit}); "
+                "raise token_limit or shorten the prefix messages"
+            )
+        available = self.token_limit - used
+        counter = self.oblivion.token_counter
+        with self._lock:
+            history = self.chat_store.get_messages(self.chat_store_key)
+            costs = [int(counter(message_text(m))) for m in history]
+            room = available - (costs[-1] if history else 0)
+            if history and room < 0:
+                # Even the latest message does not fit: hand it over alone and let the
+                # LLM report it, as ChatMemoryBuffer does.
+                self._flush()
+                self._shown = []
+                return history[-1:]
+            budget = min(math.floor(available * self.memory_token_ratio), room)
+            query = self._query(input, history)
+            items = self._recall(query, budget) if query and budget > 0 else []
+            self._flush()
+            n = len(items)
+            while True:
+                block, n = render(
+                    [it.text for it in items[:n]],
+                    counter=counter,
+                    budget=budget,
+                    header=self.memory_header,
+                )
+                out, window = self._compose(history, costs, available, block)
+                # A turn still visible in the window need not be listed as a memory too.
+                visible = {message_text(m) for m in window}
+                if any(it.text in visible for it in items[:n]):
+                    items = [it for it in items if it.text not in visible]
+                    n = len(items)
+                    continue
+                # Count what is really sent; joining texts can cost a token more than
+                # the parts, so drop the lowest-ranked memory until it fits.
+                if n == 0 or sum(int(counter(message_text(m))) for m in out) <= available:
+                    break
+                n -= 1
+            self._shown = [(it.id, it.text) for it in items[:n]]
+            return out
+
+    def _query(self, input: str | ChatMessage | None, history: list[ChatMessage]) -> str:
+        if isinstance(input, ChatMessage):
+            return message_text(input).strip()
+        if isinstance(input, str) and input.strip():
+            return input.strip()
+        for message in reversed(history):
+            if role(message) == "user" and message_text(message).strip():
+                return message_text(message).strip()
+        return ""
+
+    def _recall(self, query: str, budget: int) -> list[RecalledItem]:
+        """Memories for ``query`` within ``budget`` tokens (one recall per user message)."""
+        engine = self.oblivion
+        if self._last_query is None or query != self._last_query:
+            header = int(engine.token_counter(self.memory_header)) if self.memory_header else 0
+            self._last = None
+            if budget - header <= 0:
+                return []
+            try:
+                self._last = engine.recall(
+                    query,
+                    token_budget=budget - header,
+                    k=self.k,
+                    namespace=self.namespace,
+                    deep=self.deep,
+                    feedback=self.feedback,
+                )
+            except UnknownNamespaceError:
+                self._last = None
+            self._last_query = query
+        return list(self._last) if self._last is not None else []
+
+    def _compose(
+        self, history: list[ChatMessage], costs: list[int], available: int, block: str
+    ) -> tuple[list[ChatMessage], list[ChatMessage]]:
+        """``(messages, window)``: the recent turns that fit ``available`` tokens next to
+        ``block``, and those turns with ``block`` inserted."""
+        counter = self.oblivion.token_counter
+        window = _newest(history, costs, available - (int(counter(block)) if block else 0))
+        if not block:
+            return window, window
+        out = list(window)
+        if self.insert_method == InsertMethod.USER:
+            for i in range(len(out) - 1, -1, -1):
+                if role(out[i]) == "user":
+                    latest = out[i]
+                    out[i] = latest.model_copy(
+                        update={"blocks": [TextBlock(text=block), *latest.blocks]}
+                    )
+                    return out, window
+        return [ChatMessage(role=MessageRole.SYSTEM, content=block), *out], window
+
+    def get_all(self) -> list[ChatMessage]:
+        """The whole short-term history, oldest first."""
+        return self.chat_store.get_messages(self.chat_store_key)
+
+    # ------------------------------------------------------------------ writing
+    def put(self, message: ChatMessage) -> None:
+        """Append a message; remember it if its role is in ``remember_roles``.
+
+        An assistant message gives the "used" boost to the memories it echoes from the
+        latest ``get``.
+        """
+        if not isinstance(message, ChatMessage):
+            raise InvalidInputError(f"put() takes a ChatMessage, got {type(message).__name__}")
+        with self._lock:
+            self._flush()
+            self.chat_store.add_message(self.chat_store_key, message)
+            r = role(message)
+            text = message_text(message)
+            if r == "assistant" and text.strip() and self._shown:
+                if self.feedback:
+                    used = used_ids(text, self._shown)
+                    if used:
+                        mark_existing(self.oblivion, used, self.namespace)
+                self._shown = []
+            if r in self.remember_roles and text.strip():
+                self._unsaved.append(message)
+            if r == "user":
+                self._last_query = None
+
+    def flush(self) -> None:
+        """Write messages still waiting for the engine (see the class doc)."""
+        with self._lock:
+            self._flush()
+
+    def _flush(self) -> None:
+        if not self._unsaved:
+            return
+        # Taken off the queue before writing: a message the engine refuses (e.g. longer
+        # than policy.max_text_chars) raises once and stays in the short-term history
+        # only, instead of blocking every later write.
+        pending, self._unsaved = self._unsaved, []
+        self.oblivion.remember_many(
+            [message_text(m) for m in pending],
+            categories=[self.category] * len(pending),
+            importances=[self.importance] * len(pending),
+            metadatas=[{"role": role(m), "chat_store_key": self.chat_store_key} for m in pending],
+            namespace=self.namespace,
+        )
+
+    def set(self, messages: list[ChatMessage]) -> None:
+        """Replace the short-term history (long-term memories are kept, nothing new is
+        remembered)."""
+        with self._lock:
+            self._flush()
+            self.chat_store.set_messages(self.chat_store_key, list(messages))
+            self._shown = []
+            self._last_query = None
+
+    def reset(self) -> None:
+        """Clear the short-term history; long-term memories stay in the engine."""
+        with self._lock:
+            self._flush()
+            self.chat_store.delete_messages(self.chat_store_key)
+            self._shown = []
+            self._last = None
+            self._last_query = None
+
+
+def _newest(history: Sequence[ChatMessage], costs: Sequence[int], room: int) -> list[ChatMessage]:
+    """The longest suffix of ``history`` within ``room`` tokens, minus leading replies
+    (assistant or tool messages), so no reply is shown without its question."""
+    start = len(history)
+    total = 0
+    while start > 0 and total + costs[start - 1] <= room:
+        start -= 1
+        total += costs[start]
+    while start < len(history) - 1 and role(history[start]) in ("assistant", "tool"):
+        start += 1
+    return list(history[start:])

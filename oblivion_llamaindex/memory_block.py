@@ -1,0 +1,307 @@
+"""A long-term memory block for LlamaIndex's ``Memory``, backed by Oblivion."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.base.llms.types import ChatMessage
+from llama_index.core.bridge.pydantic import ConfigDict, Field, PrivateAttr, field_validator
+from llama_index.core.memory.memory import BaseMemoryBlock
+
+from oblivion_core.budget import render
+from oblivion_core.engine import Oblivion
+from oblivion_core.errors import InvalidInputError, UnknownNamespaceError
+from oblivion_core.overlap import used_ids
+from oblivion_core.recall import RecalledItem
+from oblivion_llamaindex._convert import (
+    check_k,
+    check_limit,
+    check_namespace,
+    check_roles,
+    message_text,
+    query_text,
+    role,
+)
+from oblivion_llamaindex._engine import check_oblivion, mark_existing, open_oblivion
+
+#: Rendered blocks remembered for :meth:`OblivionMemoryBlock.atruncate`.
+_RENDER_CACHE = 32
+
+
+class OblivionMemoryBlock(BaseMemoryBlock[str]):
+    """Decaying long-term memory for ``Memory.from_defaults(memory_blocks=[...])``.
+
+    * ``aput`` (called with the messages ``Memory`` flushes out of its short-term
+      queue) remembers the text of each message whose role is in ``remember_roles``,
+      with ``role`` and ``session_id`` as metadata; the category is inferred from the
+      text unless ``category`` is set.
+    * ``aget`` recalls what is relevant to the latest ``retrieval_context_window``
+      messages and returns it as a bulleted list that fits ``token_limit`` tokens as a
+      whole (counted by the engine's token counter). Recall boosts what it returns.
+      When a later ``aget`` sees the assistant's answer to that turn, the memories the
+      answer echoes (:func:`oblivion_core.overlap.used_ids`) get the larger "used" boost.
+    * ``atruncate`` (called by ``Memory`` when the whole context is over its limit, for
+      blocks with ``priority > 0``) drops the memories with the *lowest activation*
+      first, not the last lines.
+
+    Example::
+
+        from llama_index.core.memory import Memory
+        from oblivion_core import Oblivion
+        from oblivion_llamaindex import OblivionMemoryBlock
+
+        block = OblivionMemoryBlock(oblivion=Oblivion("./memory"), token_limit=400)
+        memory = Memory.from_defaults(
+            session_id="alice", token_limit=2000, memory_blocks=[block]
+        )
+        memory.put_messages(chat_turns)          # old turns flow into the block
+        messages = memory.get()                  # recalled memories in the system message
+
+    Args:
+        oblivion: The engine (shareable).
+        name: Block name (the tag ``Memory`` wraps its content in).
+        token_limit: Tokens the block's content may use (>= 0).
+        k: At most this many memories (``None``: ``policy.default_k``).
+        namespace: Engine namespace (``None``: the engine's default).
+        retrieval_context_window: How many of the latest messages form the query.
+        remember_roles: Roles whose messages are remembered (default: user only;
+            assistant turns are derived from memories and would echo them back).
+        category: Category for remembered messages (``None``: inferred per text).
+        importance: Importance for remembered messages (``None``: scored per text).
+        deep: Archive search: ``True`` always, ``False`` never, ``None`` engine's gate.
+        feedback: Boost recalled memories and give "used" boosts.
+        priority: ``Memory``'s truncation priority (0 never truncates this block).
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, validate_assignment=True)
+
+    name: str = Field(default="long_term_memory", description="The name of the block.")
+    description: str | None = Field(
+        default="Memories from earlier conversations, ranked by relevance and activation.",
+        description="A description of the memory block.",
+    )
+    priority: int = Field(
+        default=1, description="Truncation priority (0 = never truncate, higher = later)."
+    )
+    token_limit: int = Field(default=512, description="Tokens the block's content may use.")
+    k: int | None = Field(default=None, description="At most this many memories.")
+    namespace: str | None = Field(default=None, description="Engine namespace.")
+    retrieval_context_window: int = Field(
+        default=1, ge=1, description="How many of the latest messages form the query."
+    )
+    remember_roles: tuple[str, ...] = Field(
+        default=("user",), description="Roles whose messages are remembered."
+    )
+    category: str | None = Field(default=None, description="Category (None: inferred).")
+    importance: float | None = Field(
+        default=None, ge=0.0, le=1.0, description="Importance (None: scored)."
+    )
+    deep: bool | None = Field(default=None, description="Archive search override.")
+    feedback: bool = Field(default=True, description="Boost recalled and used memories.")
+
+    _oblivion: Oblivion | None = PrivateAttr(default=None)
+    _lock: Any = PrivateAttr(default_factory=threading.RLock)
+    _rendered: OrderedDict[str, list[RecalledItem]] = PrivateAttr(default_factory=OrderedDict)
+    _shown: dict[str, list[tuple[str, str]]] = PrivateAttr(default_factory=dict)
+    _answered: dict[str, str] = PrivateAttr(default_factory=dict)
+
+    def __init__(self, oblivion: Oblivion, **data: Any) -> None:
+        checked = check_oblivion(oblivion, "OblivionMemoryBlock")
+        super().__init__(**data)
+        self._oblivion = checked
+
+    @field_validator("token_limit", mode="before")
+    @classmethod
+    def _check_token_limit(cls, value: object) -> int:
+        return check_limit(value, "token_limit")
+
+    @field_validator("namespace", mode="before")
+    @classmethod
+    def _check_namespace(cls, value: object) -> str | None:
+        return check_namespace(value)
+
+    @field_validator("k")
+    @classmethod
+    def _check_k(cls, value: int | None) -> int | None:
+        return check_k(value, "k")
+
+    @field_validator("remember_roles", mode="before")
+    @classmethod
+    def _check_roles(cls, value: Any) -> tuple[str, ...]:
+        return check_roles(value)
+
+    @classmethod
+    def from_defaults(
+        cls,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        embed_model: BaseEmbedding | None = None,
+        engine_kwargs: dict[str, Any] | None = None,
+        **fields: Any,
+    ) -> OblivionMemoryBlock:
+        """Open (or create) a store at ``path`` and use it as a memory block.
+
+        Args:
+            path: Store directory (``None``: in memory).
+            embed_model: Any LlamaIndex ``BaseEmbedding`` (``None``: local MiniLM).
+            engine_kwargs: More :class:`Oblivion` arguments (``policy``, ``clock``, ...).
+            **fields: Block settings (``token_limit``, ``namespace``, ...).
+        """
+        engine = open_oblivion(path, embed_model=embed_model, **(engine_kwargs or {}))
+        return cls(oblivion=engine, **fields)
+
+    @property
+    def oblivion(self) -> Oblivion:
+        """The engine behind this block."""
+        if self._oblivion is None:
+            raise InvalidInputError(
+                "this OblivionMemoryBlock has no engine (it was deserialised); construct "
+                "it with oblivion=Oblivion(path)"
+            )
+        return self._oblivion
+
+    # ------------------------------------------------------------------ reading
+    async def _aget(
+        self,
+        messages: list[ChatMessage] | None = None,
+        session_id: str | None = None,
+        **block_kwargs: Any,
+    ) -> str:
+        return await asyncio.to_thread(self.recall_block, messages or [], session_id)
+
+    def recall_block(self, messages: Sequence[ChatMessage], session_id: str | None = None) -> str:
+        """The block's content for ``messages`` (what ``aget`` returns), synchronously.
+
+        Args:
+            messages: The conversation so far, oldest first.
+            session_id: Keeps "used" feedback of concurrent sessions apart.
+        """
+        engine = self.oblivion
+        key = session_id or ""
+        with self._lock:
+            if self.feedback:
+                self._feedback(messages, key)
+            query = query_text(messages, self.retrieval_context_window)
+            if not query.strip() or self.token_limit == 0:
+                self._shown[key] = []
+                return ""
+            try:
+                result = engine.recall(
+                    query,
+                    token_budget=self.token_limit,
+                    k=self.k,
+                    namespace=self.namespace,
+                    deep=self.deep,
+                    feedback=self.feedback,
+                )
+            except UnknownNamespaceError:
+                self._shown[key] = []
+                return ""
+            visible = {message_text(m) for m in messages}
+            items = [it for it in result if it.text not in visible]
+            text, n = render(
+                [it.text for it in items], counter=engine.token_counter, budget=self.token_limit
+            )
+            shown = items[:n]
+            self._shown[key] = [(it.id, it.text) for it in shown]
+            self._cache(text, shown)
+            return text
+
+    def _feedback(self, messages: Sequence[ChatMessage], key: str) -> None:
+        """Give the "used" boost for the last answer, once per answer."""
+        answer = next((message_text(m) for m in reversed(messages) if role(m) == "assistant"), "")
+        if not answer.strip() or self._answered.get(key) == answer:
+            return
+        self._answered[key] = answer
+        shown = self._shown.pop(key, [])
+        used = used_ids(answer, shown)
+        if used:
+            mark_existing(self.oblivion, used, self.namespace)
+
+    def _cache(self, text: str, items: list[RecalledItem]) -> None:
+        if not text:
+            return
+        self._rendered[text] = items
+        self._rendered.move_to_end(text)
+        while len(self._rendered) > _RENDER_CACHE:
+            self._rendered.popitem(last=False)
+
+    # ------------------------------------------------------------------ truncation
+    async def atruncate(self, content: str, tokens_to_truncate: int) -> str | None:
+        """Shrink ``content`` by at least ``tokens_to_truncate`` tokens, lowest activation first.
+
+        Memories are dropped in order of rising activation (ties: lower score first);
+        the rest keep their ranked order. Content this block did not render is dropped
+        whole, as the base class does.
+
+        Returns:
+            The shorter content, or ``None`` when nothing is left.
+
+        Raises:
+            InvalidInputError: ``tokens_to_truncate`` is negative or not an int.
+        """
+        return self.truncate(content, tokens_to_truncate)
+
+    def truncate(self, content: str, tokens_to_truncate: int) -> str | None:
+        """Synchronous :meth:`atruncate`."""
+        cut = check_limit(tokens_to_truncate, "tokens_to_truncate")
+        if cut == 0:
+            return content or None
+        counter = self.oblivion.token_counter
+        with self._lock:
+            items = self._rendered.get(content) if isinstance(content, str) else None
+            if not items:
+                return None
+            target = int(counter(content)) - cut
+            keep = list(items)
+            drop_order = sorted(keep, key=lambda it: (it.activation, it.score))
+            for weakest in drop_order:
+                keep.remove(weakest)
+                text, n = render([it.text for it in keep], counter=counter, budget=max(target, 0))
+                if keep and n == len(keep):
+                    self._cache(text, keep)
+                    return text
+            return None
+
+    # ------------------------------------------------------------------ writing
+    async def _aput(self, messages: list[ChatMessage]) -> None:
+        await asyncio.to_thread(self.remember_messages, messages)
+
+    def remember_messages(self, messages: Sequence[ChatMessage]) -> list[str]:
+        """Remember the text of the messages whose role is in ``remember_roles``.
+
+        Messages without text (images, tool calls) are skipped. All or nothing: if one
+        text is invalid (e.g. too long for the policy) nothing is stored.
+
+        Returns:
+            The new memory ids.
+        """
+        texts: list[str] = []
+        metadatas: list[dict[str, Any]] = []
+        for message in messages:
+            r = role(message)
+            text = message_text(message)
+            if r not in self.remember_roles or not text.strip():
+                continue
+            meta: dict[str, Any] = {"role": r}
+            session = message.additional_kwargs.get("session_id")
+            if isinstance(session, str):
+                meta["session_id"] = session
+            texts.append(text)
+            metadatas.append(meta)
+        if not texts:
+            return []
+        records = self.oblivion.remember_many(
+            texts,
+            categories=[self.category] * len(texts),
+            importances=[self.importance] * len(texts),
+            metadatas=metadatas,
+            namespace=self.namespace,
+        )
+        return [r.id for r in records]

@@ -1,0 +1,236 @@
+"""A node postprocessor that re-ranks any retriever's nodes by activation."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from collections.abc import Iterable
+from typing import Any, Literal
+
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.bridge.pydantic import ConfigDict, Field, PrivateAttr, field_validator
+from llama_index.core.postprocessor.types import BaseNodePostprocessor
+from llama_index.core.schema import NodeWithScore, QueryBundle
+
+from oblivion_core.engine import Oblivion
+from oblivion_core.errors import (
+    InvalidInputError,
+    UnknownMemoryError,
+    UnknownNamespaceError,
+)
+from oblivion_llamaindex._convert import (
+    annotate,
+    check_k,
+    check_namespace,
+    check_optional_limit,
+    json_metadata,
+    node_score,
+    node_text,
+)
+from oblivion_llamaindex._engine import check_oblivion, mark_used, open_oblivion
+
+
+class OblivionNodePostprocessor(BaseNodePostprocessor):
+    """Re-ranks retrieved nodes by relevance *and* activation, and feeds use back.
+
+    Each node is a memory keyed by its node id: the first time the postprocessor sees a
+    node it registers the node's text (``remember``, one batch per call); a node whose
+    text changed since is re-embedded (``edit``, activation kept). Then the engine
+    scores the candidates exactly as ``recall`` does
+    (``w_relevance * relevance + w_activation * activation + w_importance * importance``),
+    keeps the best ``top_n`` within ``token_budget``, and boosts what it kept, so nodes
+    that keep proving relevant rise and nodes nobody needs fade.
+
+    Relevance is the node's incoming score, unchanged: ``0.0`` stays ``0.0`` and
+    negative scores count as 0. A node scored ``None`` (or every node, with
+    ``relevance="embedding"``) gets the cosine similarity between the query and its
+    stored vector. Use ``relevance="embedding"`` for retrievers whose scores are not
+    similarities in ``[0, 1]`` (BM25, rerankers' logits).
+
+    Returned nodes are copies carrying ``oblivion_*`` metadata (id, tier, relevance,
+    activation, importance, score, ``why``) that is hidden from the LLM and embedder;
+    their score is the engine's combined score. Nodes whose memory was invalidated
+    (``Oblivion.invalidate``) are dropped.
+
+    Example::
+
+        from llama_index.core import VectorStoreIndex
+        from oblivion_core import Oblivion
+        from oblivion_llamaindex import OblivionNodePostprocessor
+
+        rerank = OblivionNodePostprocessor(oblivion=Oblivion("./memory"), top_n=3)
+        engine = index.as_query_engine(similarity_top_k=10, node_postprocessors=[rerank])
+        response = engine.query("How do refunds work?")
+        rerank.mark_used([n.node.node_id for n in response.source_nodes[:1]])
+
+    Args:
+        oblivion: The engine holding the nodes' activation (shareable).
+        top_n: Keep at most this many nodes (``None``: all that fit the budget).
+        token_budget: Tokens the kept nodes' texts may cost in total, counted by the
+            engine's token counter plus ``policy.per_item_tokens`` each (``None``: no limit).
+        namespace: Engine namespace for the nodes (``None``: the engine's default).
+        relevance: ``"score"`` (the node's score) or ``"embedding"`` (query similarity).
+        feedback: Boost the nodes kept (``False`` only reads).
+        category: Category of newly registered nodes (``None``: inferred from the text).
+        importance: Importance of newly registered nodes (``None``: scored from the text).
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, validate_assignment=True)
+
+    top_n: int | None = Field(default=None, description="Keep at most this many nodes.")
+    token_budget: int | None = Field(
+        default=None, description="Tokens the kept nodes may cost in total (None: no limit)."
+    )
+    namespace: str | None = Field(default=None, description="Engine namespace of the nodes.")
+    relevance: Literal["score", "embedding"] = Field(
+        default="score", description="Where relevance comes from: node score or embedding."
+    )
+    feedback: bool = Field(default=True, description="Boost the nodes kept.")
+    category: str | None = Field(
+        default=None, description="Category of new nodes (None: inferred)."
+    )
+    importance: float | None = Field(
+        default=None, ge=0.0, le=1.0, description="Importance of new nodes (None: scored)."
+    )
+
+    _oblivion: Oblivion | None = PrivateAttr(default=None)
+    _lock: Any = PrivateAttr(default_factory=threading.Lock)
+
+    def __init__(self, oblivion: Oblivion, **data: Any) -> None:
+        checked = check_oblivion(oblivion, "OblivionNodePostprocessor")
+        super().__init__(**data)
+        self._oblivion = checked
+
+    @field_validator("namespace", mode="before")
+    @classmethod
+    def _check_namespace(cls, value: object) -> str | None:
+        return check_namespace(value)
+
+    @field_validator("top_n")
+    @classmethod
+    def _check_top_n(cls, value: int | None) -> int | None:
+        return check_k(value, "top_n")
+
+    @field_validator("token_budget")
+    @classmethod
+    def _check_token_budget(cls, value: int | None) -> int | None:
+        return check_optional_limit(value, "token_budget")
+
+    @classmethod
+    def from_defaults(
+        cls,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        embed_model: BaseEmbedding | None = None,
+        engine_kwargs: dict[str, Any] | None = None,
+        **fields: Any,
+    ) -> OblivionNodePostprocessor:
+        """Open (or create) a store at ``path`` and wrap it.
+
+        Args:
+            path: Store directory (``None``: in memory).
+            embed_model: Any LlamaIndex ``BaseEmbedding`` (``None``: local MiniLM).
+            engine_kwargs: More :class:`Oblivion` arguments (``policy``, ``clock``, ...).
+            **fields: Postprocessor settings (``top_n``, ``token_budget``, ...).
+        """
+        engine = open_oblivion(path, embed_model=embed_model, **(engine_kwargs or {}))
+        return cls(oblivion=engine, **fields)
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "OblivionNodePostprocessor"
+
+    @property
+    def oblivion(self) -> Oblivion:
+        """The engine behind this postprocessor."""
+        if self._oblivion is None:
+            raise InvalidInputError(
+                "this OblivionNodePostprocessor has no engine (it was deserialised); "
+                "construct it with oblivion=Oblivion(path)"
+            )
+        return self._oblivion
+
+    # ------------------------------------------------------------------ ranking
+    def _postprocess_nodes(
+        self,
+        nodes: list[NodeWithScore],
+        query_bundle: QueryBundle | None = None,
+    ) -> list[NodeWithScore]:
+        if not nodes:
+            return []
+        query = query_bundle.query_str if query_bundle is not None else None
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidInputError(
+                "OblivionNodePostprocessor needs the query: call "
+                "postprocess_nodes(nodes, query_str=...) or pass a QueryBundle"
+            )
+        # Validate everything before storing anything: a bad node leaves no trace.
+        unique: dict[str, tuple[NodeWithScore, str, float | None]] = {}
+        for nws in nodes:
+            if not isinstance(nws, NodeWithScore):
+                raise InvalidInputError(
+                    f"postprocess_nodes takes NodeWithScore items, got {type(nws).__name__}"
+                )
+            text = node_text(nws.node)
+            score = node_score(nws) if self.relevance == "score" else None
+            unique.setdefault(nws.node.node_id, (nws, text, score))
+        with self._lock:  # concurrent calls must not register the same new node twice
+            self._register({node_id: (nws, text) for node_id, (nws, text, _) in unique.items()})
+        result = self.oblivion.rerank(
+            query,
+            [(node_id, score) for node_id, (_, _, score) in unique.items()],
+            namespace=self.namespace,
+            token_budget=self.token_budget,
+            k=self.top_n,
+            feedback=self.feedback,
+        )
+        return [annotate(unique[item.id][0].node, item) for item in result]
+
+    def _register(self, nodes: dict[str, tuple[NodeWithScore, str]]) -> None:
+        """Remember nodes never seen before; re-embed nodes whose text changed."""
+        engine = self.oblivion
+        new: list[str] = []
+        changed: list[str] = []
+        for node_id, (_, text) in nodes.items():
+            try:
+                record = engine.get(node_id, namespace=self.namespace)
+            except UnknownNamespaceError:
+                new = list(nodes)
+                break
+            except UnknownMemoryError:
+                new.append(node_id)
+                continue
+            if record.text != text:
+                changed.append(node_id)
+        if new:  # all or nothing, before any edit
+            engine.remember_many(
+                [nodes[i][1] for i in new],
+                ids=new,
+                categories=[self.category] * len(new),
+                importances=[self.importance] * len(new),
+                metadatas=[json_metadata(nodes[i][0].node.metadata) for i in new],
+                namespace=self.namespace,
+            )
+        for node_id in changed:
+            engine.edit(node_id, nodes[node_id][1], namespace=self.namespace)
+
+    # ------------------------------------------------------------------ feedback
+    def mark_used(self, node_ids: Iterable[str]) -> list[float]:
+        """Give the larger "used" boost to nodes the answer actually drew on.
+
+        Args:
+            node_ids: Ids of nodes this postprocessor has seen (e.g. from
+                ``response.source_nodes``).
+
+        Returns:
+            The nodes' new activations, in the order given.
+
+        Raises:
+            UnknownMemoryError: an id was never seen here; nothing is boosted.
+        """
+        return mark_used(self.oblivion, node_ids, self.namespace, "OblivionNodePostprocessor")
+
+    async def amark_used(self, node_ids: Iterable[str]) -> list[float]:
+        """Async :meth:`mark_used` (runs in a worker thread)."""
+        return await asyncio.to_thread(self.mark_used, node_ids)

@@ -1,0 +1,182 @@
+"""Shared fixtures: fast in-memory engines, the real embedding model (loaded once per
+session) and a real ``chroma run`` server (started only when a test asks for it)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+from oblivion_core import FastEmbedEmbedder, ManualClock, Oblivion, UnknownNamespaceError
+from oblivion_core.testing import HashEmbedder, memory
+
+# Engine-level properties touch Chroma and SQLite, whose first call in a process is slow;
+# a per-example deadline would make them flaky without making them more correct.
+settings.register_profile("oblivion", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "oblivion"))
+
+DAY = 86_400.0
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    """A manual clock at t=0 (seconds for wall-clock policies)."""
+    return ManualClock()
+
+
+@pytest.fixture
+def mem(clock: ManualClock) -> Iterator[Oblivion]:
+    """An in-memory engine: ManualClock, HashEmbedder, word-count tokens, balanced policy."""
+    engine = memory(clock=clock)
+    yield engine
+    close_and_drop(engine)
+
+
+def close_and_drop(engine: Oblivion) -> None:
+    """Close an engine and drop its Chroma collections (the ephemeral client is shared)."""
+    names = engine.namespaces()
+    engine.close()
+    for ns in names:
+        engine.store.drop(ns)
+
+
+@pytest.fixture(scope="session")
+def fresh() -> Callable[..., AbstractContextManager[Oblivion]]:
+    """Build a throw-away in-memory engine (``memory(**kwargs)``) as a context manager;
+    safe inside Hypothesis tests, which must not use function-scoped fixtures."""
+
+    @contextmanager
+    def make(**kwargs: Any) -> Iterator[Oblivion]:
+        engine = memory(**kwargs)
+        try:
+            yield engine
+        finally:
+            close_and_drop(engine)
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def snapshot() -> Callable[[Oblivion], dict[str, Any]]:
+    """Everything a user can observe about an engine's stored memories and journal."""
+
+    def take(engine: Oblivion) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for ns in engine.namespaces():
+            try:
+                records = engine.records(namespace=ns)
+                events = engine.history(namespace=ns)
+            except UnknownNamespaceError:
+                continue
+            out[ns] = {
+                "records": [
+                    (
+                        r.id,
+                        r.text,
+                        r.category,
+                        r.importance,
+                        r.confidence,
+                        r.activation,
+                        r.decay_rate,
+                        r.tier,
+                        dict(r.metadata),
+                        r.invalidated,
+                        r.access_count,
+                    )
+                    for r in records
+                ],
+                "events": [(e.seq, e.kind, e.memory_id, e.before, e.after) for e in events],
+                "chroma": engine.store.count(ns),
+            }
+        return out
+
+    return take
+
+
+class WindowedEmbedder(HashEmbedder):
+    """A HashEmbedder that, like a real model, reads only its first ``window`` words."""
+
+    def __init__(self, window: int = 200) -> None:
+        super().__init__(dim=4096)  # wide enough that hashed features rarely collide
+        self.window = window
+
+    def _vector(self, text: str) -> Any:
+        return super()._vector(" ".join(text.split()[: self.window]))
+
+
+@pytest.fixture
+def windowed_embedder() -> WindowedEmbedder:
+    """An offline embedder with a 200-word window, for tests of long-text chunking."""
+    return WindowedEmbedder()
+
+
+@pytest.fixture(scope="session")
+def real_embedder() -> FastEmbedEmbedder:
+    """The real all-MiniLM-L6-v2 model through fastembed, loaded once per session."""
+    embedder = FastEmbedEmbedder()
+    embedder.embed_query("warm up")
+    return embedder
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("localhost", 0))
+        return int(s.getsockname()[1])
+
+
+def _chroma_binary() -> str | None:
+    beside_python = Path(sys.executable).with_name("chroma")
+    if beside_python.exists():
+        return str(beside_python)
+    return shutil.which("chroma")
+
+
+@pytest.fixture(scope="session")
+def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int]]:
+    """A real ``chroma run`` server on a free port; terminated when the session ends."""
+    binary = _chroma_binary()
+    if binary is None:
+        pytest.skip("the `chroma` CLI is not installed (it ships with the chromadb package)")
+    import chromadb
+
+    root = tmp_path_factory.mktemp("chroma-server")
+    port = _free_port()
+    log = (root / "server.log").open("wb")
+    proc = subprocess.Popen(
+        [binary, "run", "--path", str(root / "db"), "--port", str(port)],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        for _ in range(150):  # up to ~30 s
+            if proc.poll() is not None:
+                pytest.fail(
+                    f"`chroma run` exited with code {proc.returncode}: "
+                    f"{(root / 'server.log').read_text(errors='replace')[-2000:]}"
+                )
+            try:
+                chromadb.HttpClient(host="localhost", port=port).heartbeat()
+                break
+            except Exception:
+                time.sleep(0.2)
+        else:
+            pytest.fail(f"`chroma run` did not answer a heartbeat on port {port} within 30 s")
+        yield "localhost", port
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+        log.close()

@@ -1,0 +1,195 @@
+"""Self-adaptation: per-category half-lives and betas learned from use (pure rules, and
+through the engine's maintain())."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from oblivion_core import ManualClock, Oblivion, Policy, Tier
+from oblivion_core.adaptation import CategoryUsage, Usage, adapt
+from oblivion_core.testing import HashEmbedder, word_count
+
+DAY = 86_400.0
+POLICY = Policy.template("balanced").replace(maintain_every=0)
+
+
+def _usage(**counts: int) -> Usage:
+    usage = Usage()
+    usage.categories["fact"] = CategoryUsage(**counts)
+    return usage
+
+
+@pytest.mark.parametrize(
+    ("counts", "half_life_mult", "beta_mult"),
+    [
+        # recalled from the archive in > 30 % of recalls: decays too fast
+        ({"stored": 10, "recalled": 10, "archive_hits": 4}, 1.1, 1.0),
+        ({"stored": 10, "recalled": 10, "archive_hits": 4, "used": 6}, 1.1, 1.1),
+        # archived, never recalled or used: decays too slowly
+        ({"stored": 10, "archived": 10}, 0.9, 1.0),
+        # used in more than half the recalls: boosts too small
+        ({"stored": 10, "recalled": 10, "used": 6}, 1.0, 1.1),
+        # recalled >= adapt_min_events and never used: boosts too big
+        ({"recalled": 20}, 1.0, 0.9),
+        # exactly 30 % archive hits and half used: nothing changes
+        ({"stored": 10, "recalled": 10, "archive_hits": 3, "used": 5}, 1.0, 1.0),
+    ],
+)
+def test_adaptation_rules(counts: dict[str, int], half_life_mult: float, beta_mult: float) -> None:
+    """Each documented rule moves the half-life or beta multiplier by one step."""
+    usage = _usage(**counts)
+    changed = adapt(usage, POLICY)
+    u = usage.categories["fact"]
+    assert u.half_life_mult == pytest.approx(half_life_mult)
+    assert u.beta_mult == pytest.approx(beta_mult)
+    if (half_life_mult, beta_mult) != (1.0, 1.0):
+        assert changed["fact"]["half_life"] == pytest.approx(
+            POLICY.half_life("fact") * half_life_mult
+        )
+        assert changed["fact"]["beta"] == pytest.approx(POLICY.beta("fact") * beta_mult)
+    else:
+        assert changed == {}
+    assert u.events == 0  # the window restarts
+
+
+def test_too_few_events_change_nothing_and_keep_counting() -> None:
+    """Below adapt_min_events nothing adapts and the counters carry over."""
+    usage = _usage(stored=5, archived=5, recalled=0)
+    assert adapt(usage, POLICY) == {}
+    assert usage.categories["fact"].events == 10
+
+
+def test_adaptation_can_be_turned_off() -> None:
+    """With adapt=False the rules never fire."""
+    usage = _usage(stored=10, archived=10)
+    assert adapt(usage, POLICY.replace(adapt=False)) == {}
+    assert usage.categories["fact"].half_life_mult == 1.0
+
+
+windows = st.lists(
+    st.tuples(
+        st.integers(0, 50),
+        st.integers(0, 50),
+        st.integers(0, 50),
+        st.integers(0, 50),
+        st.integers(0, 50),
+    ),
+    max_size=60,
+)
+
+
+@given(windows=windows, beta=st.floats(0.05, 1.0))
+def test_multipliers_stay_within_bounds(
+    windows: list[tuple[int, int, int, int, int]], beta: float
+) -> None:
+    """Over any sequence of windows, multipliers stay in adapt_bounds and beta never tops 1."""
+    policy = POLICY.replace(betas=dict.fromkeys(POLICY.half_lives, beta))
+    lo, hi = policy.adapt_bounds
+    usage = Usage()
+    for stored, recalled, hits, used, archived in windows:
+        u = usage.of("fact")
+        u.stored += stored
+        u.recalled += recalled
+        u.archive_hits += min(hits, recalled)
+        u.used += used
+        u.archived += archived
+        adapt(usage, policy)
+        assert lo - 1e-12 <= u.half_life_mult <= hi + 1e-12
+        assert lo - 1e-12 <= u.beta_mult <= hi + 1e-12
+        assert policy.beta("fact") * u.beta_mult <= 1.0 + 1e-12
+
+
+def test_usage_json_round_trip() -> None:
+    """Usage counters and multipliers survive to_json/from_json."""
+    usage = _usage(stored=3, recalled=2, archive_hits=1, used=1, archived=0)
+    usage.categories["fact"].half_life_mult = 1.21
+    assert Usage.from_json(usage.to_json()).to_json() == usage.to_json()
+
+
+# ---------------------------------------------------------------- through the engine
+
+
+def _archive_twenty_events(mem: Oblivion, clock: ManualClock) -> list[str]:
+    recs = mem.remember_many(
+        [f"meetup number {i} with team {chr(65 + i)}" for i in range(20)],
+        categories=["event"] * 20,
+        importances=[0.0] * 20,
+    )
+    clock.advance(60 * DAY)
+    return [r.id for r in recs]
+
+
+def test_never_used_category_gets_a_shorter_half_life(fresh: Any) -> None:
+    """A category whose memories are archived and never recalled decays faster afterwards."""
+    clock = ManualClock()
+    with fresh(clock=clock, policy=POLICY) as mem:
+        _archive_twenty_events(mem, clock)
+        plan = mem.maintain()
+        assert len(plan.archived) == 20
+        expected = POLICY.half_life("event") * (1 - POLICY.adapt_step)
+        assert plan.adapted["event"]["half_life"] == pytest.approx(expected)
+        assert mem.stats()["categories"]["event"]["half_life"] == pytest.approx(expected)
+        assert any(e.kind == "adapt" for e in mem.history())
+
+
+def test_category_recalled_from_the_archive_gets_a_longer_half_life(fresh: Any) -> None:
+    """A category repeatedly recalled from the archive decays slower after maintain()."""
+    clock = ManualClock()
+    with fresh(clock=clock, policy=POLICY) as mem:
+        ids = _archive_twenty_events(mem, clock)
+        mem.maintain()
+        shortened = mem.stats()["categories"]["event"]["half_life"]
+        for i, mid in enumerate(ids):
+            result = mem.recall(f"meetup number {i} with team {chr(65 + i)}", k=1, deep=True)
+            assert result.ids == [mid]
+            assert result[0].tier == Tier.ARCHIVE
+        plan = mem.maintain()
+        lengthened = mem.stats()["categories"]["event"]["half_life"]
+        assert lengthened == pytest.approx(shortened * (1 + POLICY.adapt_step))
+        assert plan.adapted["event"]["half_life"] == pytest.approx(lengthened)
+        assert mem.stats()["categories"]["event"]["half_life_multiplier"] == pytest.approx(
+            (1 - POLICY.adapt_step) * (1 + POLICY.adapt_step)
+        )
+
+
+def test_adaptation_does_not_change_activation_at_that_moment(fresh: Any) -> None:
+    """Adapting a half-life changes future decay only: activations right after maintain()
+    equal those right before it."""
+    clock = ManualClock()
+    with fresh(clock=clock, policy=POLICY) as mem:
+        ids = _archive_twenty_events(mem, clock)
+        before = {m: mem.get(m).activation for m in ids}
+        plan = mem.maintain()
+        assert plan.adapted
+        after = {m: mem.get(m).activation for m in ids}
+        assert after == pytest.approx(before, rel=1e-9)
+
+
+@pytest.mark.integration
+def test_adapted_values_persist_across_reopen(tmp_path: Path) -> None:
+    """Learned half-lives survive closing and reopening the store."""
+    clock = ManualClock()
+
+    def open_() -> Oblivion:
+        return Oblivion(
+            tmp_path, policy=POLICY, clock=clock, embedder=HashEmbedder(), token_counter=word_count
+        )
+
+    mem = open_()
+    _archive_twenty_events(mem, clock)
+    mem.maintain()
+    adapted = mem.stats()["categories"]["event"]
+    mem.close()
+    mem = open_()
+    try:
+        again = mem.stats()["categories"]["event"]
+        assert again["half_life"] == pytest.approx(adapted["half_life"])
+        assert again["half_life_multiplier"] == pytest.approx(adapted["half_life_multiplier"])
+        assert again["half_life"] < POLICY.half_life("event")
+    finally:
+        mem.close()

@@ -1,0 +1,249 @@
+"""Associations between memories and spreading activation over them."""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from oblivion_core import InvalidInputError, ManualClock, Oblivion, Policy, UnknownMemoryError
+from oblivion_core.association import LinkGraph, spread
+from oblivion_core.testing import HashEmbedder, word_count
+
+DAY = 86_400.0
+
+nodes = st.sampled_from([f"n{i}" for i in range(12)])
+edges = st.lists(st.tuples(nodes, nodes, st.floats(0.01, 1.0)), max_size=40)
+
+
+@given(
+    edges=edges,
+    seeds=st.dictionaries(nodes, st.floats(0.0, 1.0), min_size=1, max_size=4),
+    fraction=st.floats(0.0, 1.0),
+    hop_decay=st.floats(0.0, 1.0),
+    hops=st.integers(0, 4),
+    max_nodes=st.integers(0, 12),
+)
+def test_spread_is_bounded(
+    edges: list[tuple[str, str, float]],
+    seeds: dict[str, float],
+    fraction: float,
+    hop_decay: float,
+    hops: int,
+    max_nodes: int,
+) -> None:
+    """Spreading never reaches a seed, returns each memory once, at most max_nodes of them,
+    and no share exceeds fraction * the largest seed boost."""
+    graph = LinkGraph()
+    for a, b, w in edges:
+        if a != b:
+            graph.add(a, b, w)
+    out = spread(
+        graph.adj,
+        seeds,
+        fraction=fraction,
+        hop_decay=hop_decay,
+        max_hops=hops,
+        max_nodes=max_nodes,
+    )
+    assert not set(out) & set(seeds)
+    assert len(out) <= max_nodes
+    top = max(seeds.values())
+    for share in out.values():
+        assert 0 < share <= fraction * top + 1e-12
+
+
+def test_spread_follows_weights_and_hops() -> None:
+    """One hop passes delta*fraction*weight; the next multiplies by hop_decay as well."""
+    graph = LinkGraph()
+    graph.add("a", "b", 0.8)
+    graph.add("b", "c", 0.5)
+    out = spread(graph.adj, {"a": 0.4}, fraction=0.5, hop_decay=0.5, max_hops=2, max_nodes=10)
+    assert out["b"] == pytest.approx(0.4 * 0.5 * 0.8)
+    assert out["c"] == pytest.approx(0.4 * 0.5 * 0.8 * 0.5 * 0.5)
+
+
+def test_link_graph_keeps_the_stronger_weight() -> None:
+    """Re-linking with a weaker weight keeps the stronger one; links are undirected."""
+    graph = LinkGraph()
+    assert graph.add("a", "b", 0.7) == 0.7
+    assert graph.add("b", "a", 0.2) == 0.7
+    assert graph.neighbours("b") == {"a": 0.7}
+    assert graph.remove_node("a") == ["b"]
+    assert len(graph) == 0
+
+
+# ---------------------------------------------------------------- through the engine
+
+
+def test_consecutive_writes_are_linked(mem: Oblivion, clock: ManualClock) -> None:
+    """A memory written within the adjacency window of the previous one is linked to it."""
+    a = mem.remember("apples and pears in the basket")
+    clock.advance(100.0)
+    b = mem.remember("quantum physics lecture notes")
+    clock.advance(1_000.0)
+    c = mem.remember("the boiler makes a strange noise")
+    assert mem.links(b.id) == {a.id: mem.policy.adjacency_weight}
+    assert c.id not in mem.links(b.id)
+
+
+def test_similar_memories_are_linked_by_similarity(mem: Oblivion, clock: ManualClock) -> None:
+    """A new memory is linked to a near-identical earlier one with weight = similarity."""
+    a = mem.remember("the red bicycle is locked outside the station")
+    clock.advance(10 * DAY)
+    b = mem.remember("the red bicycle is locked outside the station")
+    assert mem.links(b.id)[a.id] == pytest.approx(1.0, abs=1e-5)
+
+
+def test_explicit_link(mem: Oblivion, clock: ManualClock) -> None:
+    """link() creates an undirected link; a weaker re-link keeps the stronger weight."""
+    a = mem.remember("apples and pears in the basket")
+    clock.advance(1_000.0)
+    b = mem.remember("quantum physics lecture notes")
+    assert mem.link(a.id, b.id, 0.8) == 0.8
+    assert mem.link(b.id, a.id, 0.3) == 0.8
+    assert mem.links(a.id) == {b.id: 0.8}
+    assert mem.history(a.id)[-1].kind == "link"
+
+
+@pytest.mark.parametrize(
+    ("weight", "error", "mentions"),
+    [
+        (0.0, InvalidInputError, "(0, 1]"),
+        (1.5, InvalidInputError, "(0, 1]"),
+        (math.nan, InvalidInputError, "(0, 1]"),
+        (True, InvalidInputError, "number"),
+        ("0.5", InvalidInputError, "number"),
+    ],
+)
+def test_bad_link_weights(
+    mem: Oblivion, weight: Any, error: type[Exception], mentions: str
+) -> None:
+    """A link weight outside (0, 1] or not a number raises InvalidInputError."""
+    a = mem.remember("apples and pears in the basket")
+    b = mem.remember("quantum physics lecture notes")
+    with pytest.raises(error, match=re.escape(mentions)):
+        mem.link(a.id, b.id, weight)
+
+
+def test_link_errors(mem: Oblivion) -> None:
+    """Linking a memory to itself or to an unknown id is refused."""
+    a = mem.remember("apples and pears in the basket")
+    with pytest.raises(InvalidInputError, match="itself"):
+        mem.link(a.id, a.id)
+    with pytest.raises(UnknownMemoryError):
+        mem.link(a.id, "ghost")
+
+
+def test_boosts_spread_to_linked_memories(mem: Oblivion, clock: ManualClock) -> None:
+    """A confirm's boost flows to a linked memory as delta * spread_fraction * weight,
+    journaled as a 'spread' event."""
+    a = mem.remember("apples and pears in the basket", category="fact", importance=0.0)
+    clock.advance(1_000.0)
+    b = mem.remember("quantum physics lecture notes", category="fact", importance=0.0)
+    mem.link(a.id, b.id, 0.8)
+    clock.advance(60 * DAY)
+    a0, b0 = mem.get(a.id).activation, mem.get(b.id).activation
+    a1 = mem.confirm(a.id)
+    expected = (a1 - a0) * mem.policy.spread_fraction * 0.8
+    assert mem.get(b.id).activation == pytest.approx(b0 + expected)
+    event = mem.history(b.id)[-1]
+    assert (event.kind, event.before, event.after) == (
+        "spread",
+        pytest.approx(b0),
+        pytest.approx(b0 + expected),
+    )
+
+
+def test_spreading_can_be_turned_off(fresh: Any) -> None:
+    """With spread_fraction=0, a boost stays with the memory that earned it."""
+    clock = ManualClock()
+    with fresh(clock=clock, policy=Policy().replace(spread_fraction=0.0)) as mem:
+        a = mem.remember("apples and pears in the basket", importance=0.0)
+        b = mem.remember("quantum physics lecture notes", importance=0.0)
+        mem.link(a.id, b.id, 1.0)
+        clock.advance(60 * DAY)
+        b0 = mem.get(b.id).activation
+        mem.confirm(a.id)
+        assert mem.get(b.id).activation == b0
+
+
+def test_invalidate_lowers_and_flags_strongly_linked_memories(
+    mem: Oblivion, clock: ManualClock
+) -> None:
+    """Invalidating a memory halves strongly linked neighbours and flags them for review."""
+    wrong = mem.remember("the meeting is in room 12", category="fact")
+    clock.advance(1_000.0)
+    near = mem.remember("bring the projector to room 12", category="task")
+    clock.advance(1_000.0)
+    weak = mem.remember("coffee is on the second floor", category="fact")
+    mem.link(wrong.id, near.id, 0.9)
+    mem.link(wrong.id, weak.id, 0.1)
+    near0, weak0 = mem.get(near.id).activation, mem.get(weak.id).activation
+    mem.invalidate(wrong.id)
+    assert mem.get(near.id).activation == pytest.approx(near0 * mem.policy.invalidate_link_factor)
+    assert mem.get(weak.id).activation == pytest.approx(weak0)
+    flagged = mem.stats()["flagged_for_review"]
+    assert set(flagged) == {near.id}
+    assert wrong.id in flagged[near.id]
+    item = mem.recall("projector room 12", k=1)[0]
+    assert item.id == near.id
+    assert "flagged_for_review" in item.why
+
+
+def test_forget_removes_links(mem: Oblivion) -> None:
+    """Forgetting a memory removes every link that touched it."""
+    a = mem.remember("apples and pears in the basket")
+    b = mem.remember("quantum physics lecture notes")
+    mem.link(a.id, b.id, 0.9)
+    mem.forget(a.id)
+    assert mem.links(b.id) == {}
+
+
+def test_link_expansion_respects_k(fresh: Any) -> None:
+    """With expand_links on, recall(k=1) still returns at most one item."""
+    with fresh(policy=Policy().replace(expand_links=True)) as mem:
+        mem.remember_many(["alpha bravo charlie", "delta echo foxtrot", "golf hotel india"])
+        assert len(mem.recall("alpha bravo charlie", k=1)) <= 1
+
+
+def test_link_expansion_brings_archived_context_within_budget(fresh: Any) -> None:
+    """With expand_links on, an active hit brings its linked archived memory along, marked
+    in `why`, and the budget still holds."""
+    clock = ManualClock()
+    policy = Policy().replace(expand_links=True, expand_neighbours=0, maintain_every=0)
+    with fresh(clock=clock, policy=policy) as mem:
+        hit = mem.remember("alpha bravo charlie", category="instruction", importance=1.0)
+        linked = mem.remember("delta echo foxtrot", category="small_talk", importance=0.0)
+        assert mem.links(hit.id) == {linked.id: policy.adjacency_weight}
+        clock.advance(5 * DAY)
+        assert mem.maintain().archived == [linked.id]
+        result = mem.recall("alpha bravo charlie", deep=False, token_budget=20)
+        assert result.ids == [hit.id, linked.id]
+        assert result.total_tokens <= 20
+        extra = result[1].why
+        assert extra["expanded_from"] == hit.id
+        assert "added as context" in extra["explanation"]
+        assert len(mem.recall("alpha bravo charlie", deep=False, token_budget=7)) == 1
+
+
+@pytest.mark.integration
+def test_links_persist(tmp_path: Path) -> None:
+    """Links survive closing and reopening the store."""
+    clock = ManualClock()
+
+    def open_() -> Oblivion:
+        return Oblivion(tmp_path, clock=clock, embedder=HashEmbedder(), token_counter=word_count)
+
+    with open_() as mem:
+        a = mem.remember("apples and pears in the basket")
+        clock.advance(1_000.0)
+        b = mem.remember("quantum physics lecture notes")
+        mem.link(a.id, b.id, 0.6)
+    with open_() as mem:
+        assert mem.links(a.id) == {b.id: 0.6}

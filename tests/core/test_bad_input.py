@@ -1,0 +1,444 @@
+"""Bad input fails loudly with a specific exception saying what to change, and nothing
+already stored is lost or changed."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+import sqlite3
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from oblivion_core import (
+    EmbeddingError,
+    InvalidInputError,
+    ManualClock,
+    Oblivion,
+    Policy,
+    PolicyError,
+    StoreCorruptError,
+    StoreError,
+    StoreLockedError,
+    StorePathError,
+    TextTooLongError,
+    UnknownMemoryError,
+    UnknownNamespaceError,
+)
+from oblivion_core.testing import HashEmbedder, memory, word_count
+
+Call = Callable[[Oblivion], Any]
+
+
+class SwitchableEmbedder(HashEmbedder):
+    """A HashEmbedder that can be told to misbehave."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.mode = "ok"
+
+    def _broken(self, n: int) -> Any:
+        if self.mode == "nan":
+            out = np.ones((n, self.dim), dtype=np.float32)
+            out[:, 0] = np.nan
+            return out
+        if self.mode == "inf":
+            return np.full((n, self.dim), np.inf, dtype=np.float32)
+        if self.mode == "dim":
+            return np.ones((n, self.dim // 2), dtype=np.float32)
+        if self.mode == "zero":
+            return np.zeros((n, self.dim), dtype=np.float32)
+        if self.mode == "rows":
+            return np.ones((n + 1, self.dim), dtype=np.float32)
+        if self.mode == "raise":
+            raise TimeoutError("embedding service timed out")
+        return None
+
+    def embed_documents(self, texts: list[str]) -> Any:
+        broken = self._broken(len(texts))
+        return broken if broken is not None else super().embed_documents(texts)
+
+    def embed_query(self, text: str) -> Any:
+        broken = self._broken(1)
+        return broken[0] if broken is not None else super().embed_query(text)
+
+
+@pytest.fixture
+def embedder() -> SwitchableEmbedder:
+    """An embedder the test can switch into a failure mode."""
+    return SwitchableEmbedder()
+
+
+@pytest.fixture
+def stored(embedder: SwitchableEmbedder) -> Iterator[Oblivion]:
+    """An engine that already holds memories in two namespaces, one of them archived."""
+    clock = ManualClock()
+    mem = memory(clock=clock, embedder=embedder)
+    mem.remember("Always answer in British English", id="rule", metadata={"src": "settings"})
+    mem.remember("ok cool", id="chat", category="small_talk", importance=0.0)
+    mem.remember("alice likes tea", id="tea", namespace="alice")
+    clock.advance(5 * 86_400)
+    mem.maintain()
+    mem.recall("British English")
+    yield mem
+    names = mem.namespaces()
+    mem.close()
+    for ns in names:
+        mem.store.drop(ns)
+
+
+def _check(
+    stored: Oblivion, snapshot: Any, call: Call, error: type[Exception], mentions: str
+) -> None:
+    before = snapshot(stored)
+    with pytest.raises(error) as err:
+        call(stored)
+    assert mentions in str(err.value), str(err.value)
+    assert snapshot(stored) == before
+
+
+NOT_JSON = {"when": object()}
+
+BAD_CALLS: list[Any] = [
+    # ---- texts
+    ("empty text", lambda m: m.remember(""), InvalidInputError, "empty"),
+    ("whitespace text", lambda m: m.remember(" \n\t "), InvalidInputError, "empty"),
+    ("int text", lambda m: m.remember(42), InvalidInputError, "must be a string"),
+    ("None text", lambda m: m.remember(None), InvalidInputError, "must be a string"),
+    ("bytes text", lambda m: m.remember(b"hello"), InvalidInputError, "must be a string"),
+    ("NUL in text", lambda m: m.remember("a\x00b"), InvalidInputError, "NUL"),
+    ("text too long", lambda m: m.remember("x" * 32_001), TextTooLongError, "max_text_chars"),
+    ("texts is a str", lambda m: m.remember_many("abc"), InvalidInputError, "list of strings"),
+    (
+        "ragged batch",
+        lambda m: m.remember_many(["a b", "c d"], categories=["fact"]),
+        InvalidInputError,
+        "one entry per text",
+    ),
+    # ---- numbers in [0, 1]
+    *[
+        (
+            f"importance={v!r}",
+            lambda m, v=v: m.remember("valid text", importance=v),
+            InvalidInputError,
+            "importance",
+        )
+        for v in (math.nan, math.inf, -math.inf, -0.1, 1.5, True, "0.5")
+    ],
+    *[
+        (
+            f"confidence={v!r}",
+            lambda m, v=v: m.remember("valid text", confidence=v),
+            InvalidInputError,
+            "confidence",
+        )
+        for v in (math.nan, math.inf, -0.1, 1.01, False, None)
+    ],
+    # ---- categories, ids, metadata
+    (
+        "empty category",
+        lambda m: m.remember("valid text", category=""),
+        InvalidInputError,
+        "category",
+    ),
+    ("int category", lambda m: m.remember("valid text", category=3), InvalidInputError, "category"),
+    (
+        "duplicate id",
+        lambda m: m.remember("another", id="rule"),
+        InvalidInputError,
+        "already exists",
+    ),
+    (
+        "duplicate ids in one batch",
+        lambda m: m.remember_many(["a b", "c d"], ids=["x", "x"]),
+        InvalidInputError,
+        "unique",
+    ),
+    ("empty id", lambda m: m.remember("valid text", id=""), InvalidInputError, "ids must be"),
+    ("int id", lambda m: m.remember("valid text", id=7), InvalidInputError, "ids must be"),
+    (
+        "metadata str",
+        lambda m: m.remember("valid text", metadata="x"),
+        InvalidInputError,
+        "must be a dict",
+    ),
+    (
+        "metadata list",
+        lambda m: m.remember("valid text", metadata=[("a", 1)]),
+        InvalidInputError,
+        "must be a dict",
+    ),
+    (
+        "metadata not JSON",
+        lambda m: m.remember("valid text", metadata=NOT_JSON),
+        InvalidInputError,
+        "JSON",
+    ),
+    (
+        "metadata NaN",
+        lambda m: m.remember("valid text", metadata={"score": math.nan}),
+        InvalidInputError,
+        "NaN",
+    ),
+    (
+        "nested metadata inf",
+        lambda m: m.remember("valid text", metadata={"a": {"b": [math.inf]}}),
+        InvalidInputError,
+        "NaN",
+    ),
+    # ---- namespaces
+    (
+        "empty namespace",
+        lambda m: m.remember("valid text", namespace=""),
+        InvalidInputError,
+        "namespace",
+    ),
+    (
+        "unknown namespace",
+        lambda m: m.recall("tea", namespace="bob"),
+        UnknownNamespaceError,
+        "'alice'",
+    ),
+    # ---- recall arguments
+    ("empty query", lambda m: m.recall("  "), InvalidInputError, "query"),
+    ("None query", lambda m: m.recall(None), InvalidInputError, "query"),
+    *[
+        (
+            f"budget={b!r}",
+            lambda m, b=b: m.recall("tea", token_budget=b),
+            InvalidInputError,
+            "token_budget",
+        )
+        for b in (-1, 10.5, math.nan, math.inf, "100", True)
+    ],
+    *[
+        (f"k={k!r}", lambda m, k=k: m.recall("tea", k=k), InvalidInputError, "k must be")
+        for k in (0, -3, 2.0, True, "5")
+    ],
+    ("deep='yes'", lambda m: m.recall("tea", deep="yes"), InvalidInputError, "deep"),
+    # ---- ids that do not exist
+    *[
+        (f"unknown id: {name}", call, UnknownMemoryError, "no memory 'ghost'")
+        for name, call in [
+            ("get", lambda m: m.get("ghost")),
+            ("forget", lambda m: m.forget("ghost")),
+            ("invalidate", lambda m: m.invalidate("ghost")),
+            ("confirm", lambda m: m.confirm("ghost")),
+            ("edit", lambda m: m.edit("ghost", "new text")),
+            ("mark_used", lambda m: m.mark_used(["rule", "ghost"])),
+            ("rerank", lambda m: m.rerank("q", [("ghost", 0.5)])),
+        ]
+    ],
+    ("id of another namespace", lambda m: m.get("tea"), UnknownMemoryError, "no memory 'tea'"),
+    ("mark_used(int)", lambda m: m.mark_used(5), InvalidInputError, "list of strings"),
+    ("mark_used([None])", lambda m: m.mark_used([None]), InvalidInputError, "ids must be"),
+    ("get(int)", lambda m: m.get(5), InvalidInputError, "strings"),
+    ("edit empty text", lambda m: m.edit("rule", ""), InvalidInputError, "non-empty"),
+    ("edit int text", lambda m: m.edit("rule", 5), InvalidInputError, "must be a string"),
+    (
+        "edit text too long",
+        lambda m: m.edit("rule", "x" * 32_001),
+        TextTooLongError,
+        "max_text_chars",
+    ),
+    ("edit bad metadata", lambda m: m.edit("rule", metadata="x"), InvalidInputError, "dict"),
+    ("rerank bad pair", lambda m: m.rerank("q", ["rule"]), InvalidInputError, "pairs"),
+    (
+        "rerank NaN relevance",
+        lambda m: m.rerank("q", [("rule", math.nan)]),
+        InvalidInputError,
+        "not finite",
+    ),
+    # ---- policy at run time
+    ("unknown template", lambda m: m.set_policy("aggressive"), PolicyError, "balanced"),
+    ("policy of wrong type", lambda m: m.set_policy(42), PolicyError, "Policy or a template"),
+]
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "mentions"),
+    [pytest.param(c, e, s, id=name) for name, c, e, s in BAD_CALLS],
+)
+def test_bad_input_is_rejected_and_nothing_changes(
+    stored: Oblivion, snapshot: Any, call: Call, error: type[Exception], mentions: str
+) -> None:
+    """Each bad argument raises its specific error naming what to change; the store is
+    untouched."""
+    _check(stored, snapshot, call, error, mentions)
+
+
+@pytest.mark.parametrize(
+    ("mode", "mentions"),
+    [
+        ("nan", "NaN"),
+        ("inf", "NaN or infinite"),
+        ("dim", "128-d vectors but this store holds 256-d"),
+        ("zero", "all-zero"),
+        ("rows", "for 1 text"),
+        ("raise", "embedding service timed out"),
+    ],
+)
+def test_broken_embedder_stores_nothing(
+    stored: Oblivion, embedder: SwitchableEmbedder, snapshot: Any, mode: str, mentions: str
+) -> None:
+    """An embedder returning NaN, the wrong dimension or failing raises EmbeddingError on
+    write and query, and nothing is stored or boosted."""
+    embedder.mode = mode
+    _check(stored, snapshot, lambda m: m.remember("brand new memory"), EmbeddingError, mentions)
+    _check(stored, snapshot, lambda m: m.edit("rule", "changed text"), EmbeddingError, mentions)
+    if mode != "rows":
+        _check(stored, snapshot, lambda m: m.recall("British English"), EmbeddingError, mentions)
+    embedder.mode = "ok"
+    assert stored.remember("brand new memory").text == "brand new memory"
+
+
+@pytest.mark.parametrize(
+    ("changes", "mentions"),
+    [
+        ({"archive_low": 0.5, "archive_high": 0.3}, "archive_low < archive_high"),
+        ({"archive_low": 0.3, "archive_high": 0.3}, "archive_low < archive_high"),
+    ],
+)
+def test_thresholds_out_of_order(changes: dict[str, float], mentions: str) -> None:
+    """A policy whose archive thresholds are out of order cannot be built."""
+    with pytest.raises(PolicyError, match=mentions):
+        Policy(**changes)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "mentions"),
+    [
+        ({"policy": "nope"}, PolicyError, "unknown policy template"),
+        ({"policy": 3}, PolicyError, "Policy or a template"),
+        ({"clock": object()}, InvalidInputError, "now()"),
+        ({"embedder": 42}, InvalidInputError, "embedder must"),
+        ({"token_counter": "cl100k"}, InvalidInputError, "token_counter"),
+        ({"namespace": ""}, InvalidInputError, "namespace"),
+    ],
+)
+def test_bad_constructor_arguments(
+    kwargs: dict[str, Any], error: type[Exception], mentions: str
+) -> None:
+    """Bad arguments to Oblivion() raise at construction, naming the argument."""
+    kwargs = {"embedder": HashEmbedder(), "token_counter": word_count, **kwargs}
+    with pytest.raises(error, match=re.escape(mentions)):
+        Oblivion(None, **kwargs)
+
+
+@pytest.mark.parametrize("lexical_weight", [0.0, 0.3])
+def test_text_longer_than_the_embedding_window_is_accepted(
+    fresh: Any, windowed_embedder: HashEmbedder, lexical_weight: float
+) -> None:
+    """A text far longer than the model window is stored whole and recall finds it by words
+    at its end (through its chunked vector alone, and with lexical search on)."""
+    filler = " ".join(hashlib.md5(str(i).encode()).hexdigest()[:8] for i in range(600))
+    text = filler + " zebra quokka platypus"
+    policy = Policy().replace(lexical_weight=lexical_weight)
+    with fresh(embedder=windowed_embedder, policy=policy) as mem:
+        mem.remember_many(["the cat sleeps on the sofa", "rain is expected on Friday"])
+        rec = mem.remember(text, id="long")
+        assert mem.get("long").text == text
+        assert rec.text == text
+        result = mem.recall("zebra quokka platypus", k=1)
+        assert result.ids == ["long"]
+        assert result[0].relevance > 0
+
+
+# ---------------------------------------------------------------- store paths and files
+
+
+def _hash(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _open(path: Path) -> Oblivion:
+    return Oblivion(path, clock=ManualClock(), embedder=HashEmbedder(), token_counter=word_count)
+
+
+@pytest.mark.integration
+def test_store_path_under_a_regular_file(tmp_path: Path) -> None:
+    """A store path that cannot be created (a file is in the way) raises StorePathError."""
+    blocker = tmp_path / "file.txt"
+    blocker.write_text("not a directory")
+    with pytest.raises(StorePathError, match="pass a path you can write to"):
+        _open(blocker / "store")
+    assert blocker.read_text() == "not a directory"
+
+
+@pytest.mark.integration
+def test_store_path_that_is_a_file(tmp_path: Path) -> None:
+    """A store path that is an existing file raises StorePathError and leaves it alone."""
+    blocker = tmp_path / "file.txt"
+    blocker.write_text("keep me")
+    with pytest.raises(StorePathError, match="pass a path") as err:
+        _open(blocker)
+    assert str(blocker) in str(err.value)
+    assert blocker.read_text() == "keep me"
+
+
+@pytest.mark.integration
+def test_corrupt_database_is_reported_and_left_untouched(tmp_path: Path) -> None:
+    """Garbage in oblivion.sqlite3 raises StoreCorruptError and the file bytes are unchanged."""
+    db = tmp_path / "oblivion.sqlite3"
+    db.write_bytes(b"this is not sqlite " * 200)
+    digest = _hash(db)
+    with pytest.raises(StoreCorruptError, match="move it aside"):
+        _open(tmp_path)
+    assert _hash(db) == digest
+    with pytest.raises(StoreCorruptError):  # the failed open did not leave the store locked
+        _open(tmp_path)
+
+
+@pytest.mark.integration
+def test_foreign_sqlite_database_is_reported_and_left_untouched(tmp_path: Path) -> None:
+    """A valid SQLite file that is not an Oblivion database raises StoreCorruptError on
+    open and is not modified."""
+    db = tmp_path / "oblivion.sqlite3"
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TABLE memories (x INTEGER)")
+    conn.execute("INSERT INTO memories VALUES (1)")
+    conn.commit()
+    conn.close()
+    digest = _hash(db)
+    try:
+        with pytest.raises(StoreCorruptError):
+            mem = _open(tmp_path)
+            try:
+                mem.remember("hello there")
+            finally:
+                mem.close()
+    finally:
+        assert _hash(db) == digest
+
+
+@pytest.mark.integration
+def test_newer_schema_is_refused(tmp_path: Path) -> None:
+    """A store written by a newer Oblivion raises StoreError asking to upgrade."""
+    _open(tmp_path).close()
+    conn = sqlite3.connect(tmp_path / "oblivion.sqlite3")
+    conn.execute("UPDATE meta SET value='99' WHERE key='schema_version'")
+    conn.commit()
+    conn.close()
+    with pytest.raises(StoreError, match="upgrade"):
+        _open(tmp_path)
+
+
+@pytest.mark.integration
+def test_store_open_twice_is_locked_until_closed(tmp_path: Path) -> None:
+    """A second instance on the same path raises StoreLockedError; after close() it opens
+    and sees everything."""
+    first = _open(tmp_path)
+    first.remember("written by the first instance", id="one")
+    with pytest.raises(StoreLockedError, match="already open"):
+        _open(tmp_path)
+    assert first.get("one").text == "written by the first instance"
+    first.close()
+    second = _open(tmp_path)
+    try:
+        assert second.get("one").text == "written by the first instance"
+    finally:
+        second.close()

@@ -1,0 +1,140 @@
+"""Token counting and packing recalled memories into a token budget."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from oblivion_core import InvalidInputError, TiktokenCounter
+from oblivion_core.budget import check_budget, pack, render, resolve_token_counter
+from oblivion_core.testing import word_count
+
+costs_st = st.lists(st.integers(0, 200), max_size=60)
+budgets = st.none() | st.integers(0, 2000)
+limits = st.none() | st.integers(0, 60)
+
+
+@given(costs=costs_st, budget=budgets, limit=limits)
+def test_pack_never_exceeds_the_budget(
+    costs: list[int], budget: int | None, limit: int | None
+) -> None:
+    """The chosen items' costs sum to at most the budget."""
+    chosen = pack(costs, budget, limit)
+    if budget is not None:
+        assert sum(costs[i] for i in chosen) <= budget
+
+
+@given(costs=costs_st, budget=budgets, limit=limits)
+def test_pack_keeps_order_and_respects_the_limit(
+    costs: list[int], budget: int | None, limit: int | None
+) -> None:
+    """Chosen indices are ascending, unique, in range and at most `limit` of them."""
+    chosen = pack(costs, budget, limit)
+    assert chosen == sorted(set(chosen))
+    assert all(0 <= i < len(costs) for i in chosen)
+    if limit is not None:
+        assert len(chosen) <= limit
+
+
+@given(costs=costs_st, budget=budgets, limit=limits)
+def test_pack_is_greedy_best_first(costs: list[int], budget: int | None, limit: int | None) -> None:
+    """An item is skipped only if it did not fit the budget left at its turn, or the
+    limit was already reached."""
+    chosen = set(pack(costs, budget, limit))
+    used = 0
+    taken = 0
+    for i, cost in enumerate(costs):
+        if limit is not None and taken >= limit:
+            assert i not in chosen
+            continue
+        fits = budget is None or used + cost <= budget
+        assert (i in chosen) == fits
+        if fits:
+            used += cost
+            taken += 1
+
+
+@pytest.mark.parametrize(
+    ("costs", "budget", "limit", "expected"),
+    [
+        ([5, 5, 5], 10, None, [0, 1]),
+        ([8, 5, 2], 10, None, [0, 2]),  # a big item is skipped, a smaller later one fits
+        ([3, 3, 3], None, 2, [0, 1]),
+        ([3, 3, 3], 0, None, []),
+        ([0, 0], 0, None, [0, 1]),
+        ([], 10, 5, []),
+    ],
+)
+def test_pack_table(
+    costs: list[int], budget: int | None, limit: int | None, expected: list[int]
+) -> None:
+    """Worked examples of greedy packing."""
+    assert pack(costs, budget, limit) == expected
+
+
+words = st.text(alphabet="abcdefgh ", min_size=1, max_size=40)
+
+
+@given(
+    texts=st.lists(words, max_size=20),
+    budget=st.integers(0, 200),
+    header=st.sampled_from(["", "Memories:"]),
+)
+def test_render_counted_as_a_whole_fits_the_budget(
+    texts: list[str], budget: int, header: str
+) -> None:
+    """The rendered block, header and bullets included, never exceeds the budget."""
+    text, n = render(texts, counter=word_count, budget=budget, header=header)
+    assert word_count(text) <= budget
+    assert 0 <= n <= len(texts)
+    if n == 0:
+        assert text == ""
+
+
+@given(texts=st.lists(words, min_size=1, max_size=20), budget=st.integers(0, 200))
+def test_render_keeps_the_best_first_prefix(texts: list[str], budget: int) -> None:
+    """render() drops the lowest-ranked lines: what remains is a prefix of the input."""
+    text, n = render(texts, counter=len, budget=budget)
+    assert text == "\n".join(f"- {t}" for t in texts[:n])
+
+
+def test_render_without_budget_keeps_everything() -> None:
+    """With no budget every text is rendered, under the header."""
+    text, n = render(["a", "b"], counter=word_count, header="Known:")
+    assert (text, n) == ("Known:\n- a\n- b", 2)
+
+
+@pytest.mark.parametrize("budget", [None, 0, 1, 100, 5.0])
+def test_check_budget_accepts_whole_numbers(budget: Any) -> None:
+    """None and whole numbers >= 0 are valid budgets."""
+    out = check_budget(budget)
+    assert out == (None if budget is None else int(budget))
+
+
+@pytest.mark.parametrize("budget", [-1, 10.5, math.nan, math.inf, "10", True, [10]])
+def test_check_budget_rejects_everything_else(budget: Any) -> None:
+    """Negative, fractional, non-finite and non-numeric budgets raise InvalidInputError."""
+    with pytest.raises(InvalidInputError, match="token_budget"):
+        check_budget(budget)
+
+
+def test_resolve_token_counter() -> None:
+    """A callable is used as-is, None means tiktoken, anything else is rejected."""
+    assert resolve_token_counter(word_count) is word_count
+    assert isinstance(resolve_token_counter(None), TiktokenCounter)
+    with pytest.raises(InvalidInputError, match="token_counter"):
+        resolve_token_counter("cl100k_base")  # type: ignore[arg-type]
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    ("text", "tokens"),
+    [("hello world", 2), ("", 0), ("<|endoftext|>", 7)],
+)
+def test_tiktoken_counter_counts_cl100k_tokens(text: str, tokens: int) -> None:
+    """The default counter is cl100k_base; special-token text is counted as plain text."""
+    assert TiktokenCounter()(text) == tokens

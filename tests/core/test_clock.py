@@ -1,0 +1,169 @@
+"""Clocks: manual and turn clocks, and the engine's idle-safe turn clock mode."""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from oblivion_core import InvalidInputError, ManualClock, Policy, TurnClock, WallClock
+from oblivion_core.testing import HashEmbedder, word_count
+from oblivion_core.typing import Clock
+
+DAY = 86_400.0
+TURNS = Policy.template("balanced", clock="turns")
+
+
+@pytest.mark.parametrize("clock", [WallClock(), TurnClock(), ManualClock()])
+def test_every_clock_satisfies_the_protocol(clock: Any) -> None:
+    """Wall, turn and manual clocks all satisfy the Clock protocol and return floats."""
+    assert isinstance(clock, Clock)
+    assert isinstance(clock.now(), float)
+
+
+@given(steps=st.lists(st.floats(0.0, 1e6), max_size=30))
+def test_manual_clock_moves_only_when_told(steps: list[float]) -> None:
+    """A ManualClock's time is the sum of its advances, and never moves on its own."""
+    clock = ManualClock(5.0)
+    for s in steps:
+        clock.advance(s)
+    assert clock.now() == pytest.approx(5.0 + sum(steps))
+    assert clock.now() == clock.now()
+
+
+@pytest.mark.parametrize(
+    ("action", "mentions"),
+    [
+        (lambda c: c.advance(-1.0), "never goes backwards"),
+        (lambda c: c.set(5.0), "earlier than now"),
+        (lambda c: c.advance(math.nan), "finite"),
+        (lambda c: c.advance(math.inf), "finite"),
+        (lambda c: c.advance(True), "finite"),
+        (lambda c: c.advance("1"), "finite"),
+        (lambda c: c.tick(-2.0), "never goes backwards"),
+    ],
+)
+def test_manual_clock_rejects_bad_moves(action: Any, mentions: str) -> None:
+    """Going backwards or non-finite/non-number steps raise InvalidInputError; time is kept."""
+    clock = ManualClock(10.0)
+    with pytest.raises(InvalidInputError, match=mentions):
+        action(clock)
+    assert clock.now() == 10.0
+
+
+def test_manual_clock_set_and_tick() -> None:
+    """set() jumps forward and tick() is an alias of advance()."""
+    clock = ManualClock()
+    assert clock.set(100.0) == 100.0
+    assert clock.tick() == 101.0
+    assert clock.tick(4) == 105.0
+
+
+@pytest.mark.parametrize("start", [math.nan, math.inf, -math.inf, True, "0"])
+def test_clocks_reject_non_finite_start(start: Any) -> None:
+    """A clock cannot start at a non-finite or non-numeric time."""
+    with pytest.raises(InvalidInputError):
+        ManualClock(start)
+    with pytest.raises(InvalidInputError):
+        TurnClock(start)
+
+
+def test_turn_clock_counts_interactions() -> None:
+    """A TurnClock starts where told and advances by the number of turns ticked."""
+    clock = TurnClock(3)
+    assert clock.now() == 3.0
+    assert clock.tick() == 4.0
+    assert clock.tick(2) == 6.0
+    with pytest.raises(InvalidInputError, match="turns must be >= 0"):
+        clock.tick(-1)
+    assert clock.now() == 6.0
+
+
+def test_turn_clock_ticks_are_thread_safe() -> None:
+    """Concurrent ticks from 8 threads are all counted."""
+    clock = TurnClock()
+
+    def work() -> None:
+        for _ in range(1000):
+            clock.tick()
+
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert clock.now() == 8000.0
+
+
+def test_units_are_stated() -> None:
+    """Each clock states its unit (half-lives are read in that unit)."""
+    assert WallClock.unit == "seconds"
+    assert TurnClock.unit == "turns"
+
+
+# ---------------------------------------------------------------- turn clock in the engine
+
+
+def _turn_engine(fresh: Any) -> Any:
+    return fresh(policy=TURNS, clock=None, embedder=HashEmbedder(), token_counter=word_count)
+
+
+def test_engine_uses_a_turn_clock_for_a_turns_policy(fresh: Any) -> None:
+    """With a turns policy and no clock given, the engine counts turns from 0."""
+    with _turn_engine(fresh) as mem:
+        assert isinstance(mem.clock, TurnClock)
+        assert mem.clock.now() == 0.0
+
+
+def test_each_remember_advances_the_turn(fresh: Any) -> None:
+    """remember() advances the turn by one, remember_many() by the number of texts."""
+    with _turn_engine(fresh) as mem:
+        mem.remember("first note about turtles")
+        assert mem.clock.now() == 1.0
+        mem.remember_many(["second note", "third note", "fourth note"])
+        assert mem.clock.now() == 4.0
+        assert [r.created_at for r in mem.records()] == [1.0, 4.0, 4.0, 4.0]
+
+
+def test_recall_and_maintenance_do_not_advance_the_turn(fresh: Any) -> None:
+    """Only stored turns count: recall, mark_used and maintain leave the turn as it is."""
+    with _turn_engine(fresh) as mem:
+        rec = mem.remember("the dentist is on Main Street")
+        mem.recall("dentist")
+        mem.mark_used([rec.id])
+        mem.maintain()
+        assert mem.clock.now() == 1.0
+
+
+def test_idle_wall_time_does_not_decay_under_turns(
+    fresh: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two months of idle wall-clock time change no activation under the turn clock."""
+    with _turn_engine(fresh) as mem:
+        rec = mem.remember("lovely weather today", category="small_talk")
+        before = mem.get(rec.id).activation
+        real = time.time()
+        monkeypatch.setattr(time, "time", lambda: real + 60 * DAY)
+        after = mem.get(rec.id).activation
+        stats = mem.stats()
+        monkeypatch.undo()
+        assert after == before
+        assert stats["now"] == 1.0
+
+
+def test_turns_decay_small_talk_but_keep_instructions(fresh: Any) -> None:
+    """After many later turns, small talk is archived by maintain() and an instruction stays."""
+    with _turn_engine(fresh) as mem:
+        chat = mem.remember("haha nice one", category="small_talk", importance=0.1)
+        rule = mem.remember("Always cite the source document.", category="instruction")
+        mem.remember_many(
+            [f"filler turn number {i}" for i in range(100)], categories=["fact"] * 100
+        )
+        mem.maintain()
+        assert mem.get(chat.id).tier.label == "archive"
+        assert mem.get(rule.id).tier.label == "active"

@@ -1,0 +1,143 @@
+"""Compression: low-activation archived memories folded into summaries, reversibly."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from oblivion_core import InvalidInputError, ManualClock, Oblivion, Policy, Tier
+from oblivion_core.compression import ExtractiveSummarizer, clusters
+
+DAY = 86_400.0
+# supersession off: these notes must stay independent whatever the lexical rule thinks
+POLICY = Policy().replace(compress_below=0.1, maintain_every=0, adapt=False, supersede=False)
+MEETING = [
+    "In the budget meeting we agreed the travel budget is frozen.",
+    "The budget meeting moved the marketing budget to next quarter.",
+    "At the budget meeting Priya asked for a hiring budget review.",
+    "The budget meeting ended with a plan to cut the cloud budget.",
+]
+
+
+@given(
+    n=st.integers(0, 30),
+    window=st.floats(0.0, 10.0),
+    min_size=st.integers(2, 5),
+    seed=st.integers(0, 1000),
+)
+def test_clusters_are_disjoint_and_big_enough(
+    n: int, window: float, min_size: int, seed: int
+) -> None:
+    """Every group has at least min_size rows and no row is in two groups."""
+    rng = np.random.default_rng(seed)
+    vecs = rng.normal(size=(n, 8)).astype(np.float32)
+    vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-9)
+    times = np.sort(rng.uniform(0, 100, size=n))
+    groups = clusters(vecs, times, similarity=0.5, window=window, min_size=min_size)
+    seen: list[int] = [i for g in groups for i in g]
+    assert len(seen) == len(set(seen))
+    assert all(len(g) >= min_size for g in groups)
+
+
+def test_summarizer_keeps_what_the_group_repeats() -> None:
+    """The extractive summary is made of the input's own sentences, within max_words."""
+    summary = ExtractiveSummarizer(max_words=25).summarize(MEETING)
+    assert 0 < len(summary.split()) <= 25
+    kept = [t for t in MEETING if t in summary]
+    assert kept
+    assert summary == " ".join(kept)  # whole sentences, in their original order
+
+
+@pytest.fixture
+def compressed(fresh: Any) -> Any:
+    """An engine where four low-activation meeting notes were compressed into one summary."""
+    clock = ManualClock()
+    with fresh(clock=clock, policy=POLICY) as mem:
+        recs = mem.remember_many(MEETING, categories=["event"] * 4, importances=[0.0] * 4)
+        rule = mem.remember("Always answer in British English", category="instruction")
+        clock.advance(60 * DAY)
+        plan = mem.maintain()
+        summaries = [r for r in mem.records() if r.category == "summary"]
+        yield mem, [r.id for r in recs], summaries, plan, rule.id
+
+
+def test_maintain_compresses_low_activation_groups(compressed: Any) -> None:
+    """maintain() writes one summary and moves the originals to the cold tier."""
+    mem, originals, summaries, plan, _ = compressed
+    assert sorted(plan.ids("compress")) == sorted(originals)
+    assert len(summaries) == 1
+    assert summaries[0].metadata["summary_of"] == originals
+    assert all(mem.get(m).tier == Tier.COLD for m in originals)
+    stats = mem.stats()
+    assert (stats["cold"], stats["summaries"], stats["memories"]) == (4, 1, 6)
+
+
+def test_cold_originals_are_only_recalled_when_asked(compressed: Any) -> None:
+    """Recall finds the summary; the cold originals only with include_cold=True."""
+    mem, originals, summaries, _, _ = compressed
+    plain = mem.recall("budget meeting marketing", deep=True)
+    assert not set(plain.ids) & set(originals)
+    assert summaries[0].id in plain.ids
+    cold = mem.recall("budget meeting marketing", deep=True, include_cold=True)
+    assert set(originals) & set(cold.ids)
+
+
+def test_expand_returns_the_originals_byte_for_byte(compressed: Any) -> None:
+    """expand() returns the originals in their original order, text unchanged."""
+    mem, originals, summaries, _, rule = compressed
+    back = mem.expand(summaries[0].id)
+    assert [r.id for r in back] == originals
+    assert [r.text for r in back] == MEETING
+    with pytest.raises(InvalidInputError, match="not a summary"):
+        mem.expand(rule)
+
+
+def test_decompress_undoes_the_compression(compressed: Any) -> None:
+    """decompress() deletes the summary and returns the originals to the archive."""
+    mem, originals, summaries, _, _ = compressed
+    back = mem.decompress(summaries[0].id)
+    assert [r.tier for r in back] == [Tier.ARCHIVE] * 4
+    assert mem.count() == 5
+    assert all(r.category != "summary" for r in mem.records())
+    assert set(originals) <= set(mem.recall("budget meeting", deep=True, k=10).ids)
+
+
+def test_compression_dry_run_changes_nothing(fresh: Any, snapshot: Any) -> None:
+    """A dry run lists the compress steps but writes no summary and moves nothing."""
+    clock = ManualClock()
+    with fresh(clock=clock, policy=POLICY) as mem:
+        mem.remember_many(MEETING, categories=["event"] * 4, importances=[0.0] * 4)
+        clock.advance(60 * DAY)
+        mem.maintain()  # archive first: compression only takes archived memories
+        clock.advance(1.0)
+        before = snapshot(mem)
+        plan = mem.maintain(dry_run=True)
+        assert len(plan.ids("compress")) in (0, 4)
+        assert snapshot(mem) == before
+
+
+def test_compression_is_off_by_default(mem: Oblivion, clock: ManualClock) -> None:
+    """With the balanced template nothing is ever compressed."""
+    mem.remember_many(MEETING, categories=["event"] * 4, importances=[0.0] * 4)
+    clock.advance(60 * DAY)
+    mem.maintain()
+    mem.maintain()
+    assert mem.stats()["summaries"] == 0
+    assert mem.stats()["cold"] == 0
+
+
+def test_invalidated_memories_are_never_compressed(fresh: Any) -> None:
+    """An invalidated memory stays out of every summary."""
+    clock = ManualClock()
+    with fresh(clock=clock, policy=POLICY) as mem:
+        recs = mem.remember_many(MEETING, categories=["event"] * 4, importances=[0.0] * 4)
+        mem.invalidate(recs[0].id)
+        clock.advance(60 * DAY)
+        mem.maintain()
+        assert mem.get(recs[0].id).tier == Tier.ARCHIVE
+        for s in (r for r in mem.records() if r.category == "summary"):
+            assert recs[0].id not in s.metadata["summary_of"]

@@ -1,0 +1,133 @@
+"""One engine shared by many threads (real embedded Chroma and SQLite on disk)."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from oblivion_core import ManualClock, Oblivion, Policy
+from oblivion_core.testing import HashEmbedder, word_count
+
+pytestmark = pytest.mark.integration
+
+THREADS = 8
+WRITES = 25
+
+
+def _open(path: Path, clock: ManualClock) -> Oblivion:
+    return Oblivion(
+        path,
+        clock=clock,
+        embedder=HashEmbedder(),
+        token_counter=word_count,
+        policy=Policy.template("balanced").replace(maintain_every=16),
+    )
+
+
+def _state(mem: Oblivion, namespace: str) -> list[tuple[Any, ...]]:
+    return [
+        (r.id, r.text, r.category, r.access_count, r.activation, r.tier, r.invalidated)
+        for r in mem.records(namespace=namespace)
+    ]
+
+
+def test_eight_threads_share_one_engine(tmp_path: Path) -> None:
+    """Concurrent remember/recall/mark_used/confirm/maintain from 8 threads raise nothing,
+    lose nothing, and what SQLite holds equals what the engine held."""
+    clock = ManualClock()
+    mem = _open(tmp_path, clock)
+    errors: list[BaseException] = []
+    written: dict[str, tuple[str, str]] = {}
+    written_lock = threading.Lock()
+    start = threading.Barrier(THREADS)
+
+    def worker(t: int) -> None:
+        rng = random.Random(t)
+        ns = "shared" if t % 2 else f"own-{t}"
+        mine: list[str] = []
+        try:
+            start.wait()
+            for w in range(WRITES):
+                text = f"thread {t} note {w} about topic {rng.choice('abcdefgh')}"
+                rec = mem.remember(text, namespace=ns, importance=rng.random())
+                mine.append(rec.id)
+                with written_lock:
+                    written[rec.id] = (ns, text)
+                mem.recall(f"topic {rng.choice('abcdefgh')}", namespace=ns, k=3)
+                if w % 3 == 0:
+                    mem.mark_used([rng.choice(mine)], namespace=ns)
+                if w % 5 == 0:
+                    mem.confirm(rng.choice(mine), namespace=ns)
+                if w % 7 == 0:
+                    mem.maintain(namespace=ns)
+                if t == 0:
+                    clock.advance(3_600.0)
+        except BaseException as exc:  # collected and re-raised in the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(THREADS)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout=300)
+    assert not any(th.is_alive() for th in threads)
+    assert errors == []
+
+    assert len(written) == THREADS * WRITES
+    namespaces = sorted({ns for ns, _ in written.values()})
+    assert sum(mem.count(namespace=ns) for ns in namespaces) == THREADS * WRITES
+    for mid, (ns, text) in written.items():
+        assert mem.get(mid, namespace=ns).text == text
+    for ns in namespaces:
+        assert mem.store.count(ns) == mem.count(namespace=ns)
+    before = {ns: _state(mem, ns) for ns in namespaces}
+    mem.close()
+
+    conn = sqlite3.connect(tmp_path / "oblivion.sqlite3")
+    rows = conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0]
+    conn.close()
+    assert rows == THREADS * WRITES
+
+    mem = _open(tmp_path, clock)
+    try:
+        for ns in namespaces:
+            assert _state(mem, ns) == before[ns]
+            active = len([r for r in mem.records(namespace=ns) if r.tier.label == "active"])
+            assert mem.stats(namespace=ns)["active"] == active
+    finally:
+        mem.close()
+
+
+def test_concurrent_writes_of_the_same_id_store_it_once(tmp_path: Path) -> None:
+    """When 8 threads race to store the same id, exactly one wins and the others are told."""
+    mem = _open(tmp_path, ManualClock())
+    outcomes: list[str] = []
+    lock = threading.Lock()
+    start = threading.Barrier(THREADS)
+
+    def worker(t: int) -> None:
+        start.wait()
+        try:
+            mem.remember(f"version from thread {t}", id="contested")
+            result = "stored"
+        except ValueError as exc:
+            result = "rejected" if "already exists" in str(exc) else repr(exc)
+        with lock:
+            outcomes.append(result)
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(THREADS)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout=120)
+    try:
+        assert sorted(outcomes) == ["rejected"] * (THREADS - 1) + ["stored"]
+        assert mem.count() == 1
+        assert mem.store.count("default") == 1
+    finally:
+        mem.close()

@@ -1,0 +1,134 @@
+"""Embedders: output validation, chunking of long texts, and wrapping plain callables."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from oblivion_core import EmbeddingError, InvalidInputError
+from oblivion_core.embedding import (
+    CHUNK_WORDS,
+    chunks,
+    embed_query,
+    embed_texts,
+    normalize,
+    resolve_embedder,
+)
+from oblivion_core.testing import HashEmbedder
+from oblivion_core.typing import Embedder
+
+
+@pytest.mark.parametrize(
+    ("vectors", "expected", "dim", "mentions"),
+    [
+        ([[1.0, math.nan]], 1, None, "NaN"),
+        ([[1.0, math.inf]], 1, None, "NaN or infinite"),
+        ([[0.0, 0.0]], 1, None, "all-zero"),
+        ([[1.0, 0.0]], 2, None, "for 2 text"),
+        ([[1.0, 0.0, 0.0]], 1, 2, "3-d vectors but this store holds 2-d"),
+        ([[[1.0]]], 1, None, "shape"),
+        ("not a vector", 1, None, "not a matrix"),
+        ([[1.0, 2.0], [1.0]], 2, None, "not a matrix"),
+    ],
+)
+def test_normalize_rejects_bad_output(
+    vectors: Any, expected: int, dim: int | None, mentions: str
+) -> None:
+    """Wrong shapes, NaN/inf and zero vectors raise EmbeddingError saying what is wrong."""
+    with pytest.raises(EmbeddingError, match=mentions):
+        normalize(vectors, expected, dim)
+
+
+@given(
+    rows=st.lists(
+        st.lists(st.floats(-1e3, 1e3), min_size=4, max_size=4).filter(
+            lambda r: math.sqrt(sum(x * x for x in r)) > 1e-3
+        ),
+        min_size=1,
+        max_size=10,
+    )
+)
+def test_normalize_returns_unit_float32_rows(rows: list[list[float]]) -> None:
+    """Valid output comes back as float32 rows of unit length."""
+    out = normalize(rows, len(rows))
+    assert out.dtype == np.float32
+    assert np.allclose(np.linalg.norm(out, axis=1), 1.0, atol=1e-5)
+
+
+@given(n=st.integers(0, 1000))
+def test_chunks_cover_every_word_within_the_window(n: int) -> None:
+    """Chunks hold at most CHUNK_WORDS words each and together every word, in order."""
+    text = " ".join(f"w{i}" for i in range(n)) or "short"
+    parts = chunks(text)
+    assert all(len(p.split()) <= CHUNK_WORDS for p in parts)
+    assert " ".join(parts).split() == text.split()
+
+
+def test_short_text_is_one_chunk_unchanged() -> None:
+    """A text inside the window is embedded as-is (whitespace kept)."""
+    text = "two  spaces\nand a newline"
+    assert chunks(text) == [text]
+
+
+def test_long_text_vector_includes_its_end(windowed_embedder: HashEmbedder) -> None:
+    """A text longer than the model window is embedded so that words at its end count."""
+    embedder = windowed_embedder
+    filler = " ".join(hashlib.md5(str(i).encode()).hexdigest()[:8] for i in range(560))
+    text = filler + " zebra quokka platypus"
+    vec = embed_texts(embedder, [text])[0]
+    q = embed_query(embedder, "zebra quokka platypus")[0]
+    truncated = embedder.embed_documents([text])[0]
+    # the head alone only shares hash collisions with the query; the chunked vector
+    # carries the tail words
+    assert float(vec @ q) > 0.05
+    assert float(vec @ q) > 3 * float(truncated @ q)
+
+
+def test_embed_texts_wraps_embedder_failures() -> None:
+    """An exception inside the embedder surfaces as EmbeddingError."""
+
+    def broken(texts: list[str]) -> Any:
+        raise ConnectionError("model server down")
+
+    with pytest.raises(EmbeddingError, match="model server down"):
+        embed_texts(resolve_embedder(broken), ["hello"])
+    with pytest.raises(EmbeddingError, match="model server down"):
+        embed_query(resolve_embedder(broken), "hello")
+
+
+def test_plain_callables_are_accepted_as_embedders() -> None:
+    """A callable list[str] -> vectors works as an embedder, for documents and queries."""
+    emb = resolve_embedder(lambda texts: [[1.0, float(len(t))] for t in texts])
+    assert isinstance(emb, Embedder)
+    assert embed_texts(emb, ["ab", "abcd"]).shape == (2, 2)
+    assert embed_query(emb, "abc").shape == (1, 2)
+
+
+@pytest.mark.parametrize("bad", [42, "all-MiniLM-L6-v2", object()])
+def test_non_embedders_are_rejected(bad: Any) -> None:
+    """Something that is neither an Embedder nor callable raises InvalidInputError."""
+    with pytest.raises(InvalidInputError, match="embedder must"):
+        resolve_embedder(bad)
+
+
+def test_hash_embedder_is_deterministic_and_word_sensitive() -> None:
+    """The test embedder gives identical vectors for identical text, similar for shared words."""
+    emb = HashEmbedder()
+    a, b, c = emb.embed_documents(["red apple pie", "red apple pie", "blue ocean waves"])
+    assert np.array_equal(a, b)
+    assert float(a @ b) == pytest.approx(1.0, abs=1e-6)
+    assert float(a @ c) < 0.5
+
+
+@pytest.mark.integration
+def test_real_model_gives_384_d_unit_vectors(real_embedder: Any) -> None:
+    """all-MiniLM-L6-v2 produces 384-d vectors; normalised they are unit length."""
+    vecs = embed_texts(real_embedder, ["hello world", "another sentence"])
+    assert vecs.shape == (2, 384)
+    assert np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)

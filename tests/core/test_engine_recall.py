@@ -1,0 +1,403 @@
+"""Recall through the engine: ranking, explanations, feedback boosts, archive gating and
+token budgets (in-memory engine: ManualClock, HashEmbedder, word-count tokens)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from oblivion_core import ManualClock, Oblivion, Policy, RecallResult, Tier
+from oblivion_core.testing import word_count
+
+DAY = 86_400.0
+QUIET = Policy.template("balanced").replace(maintain_every=0, adapt=False)
+
+FACTS = [
+    "My favourite colour is green",
+    "The dentist appointment is on Tuesday at nine",
+    "Our wifi password is stored in the blue notebook",
+    "The cat is called Miso and likes tuna",
+    "Always answer in British English",
+    "The car needs new winter tyres before December",
+]
+
+
+def _why_terms(why: Any) -> set[str]:
+    return set(why)
+
+
+def test_remember_then_recall_round_trip(mem: Oblivion) -> None:
+    """A remembered text is recalled first by a query sharing its words, with its metadata."""
+    rec = mem.remember("My favourite colour is green", metadata={"source": "chat"})
+    mem.remember("The train leaves at noon")
+    result = mem.recall("favourite colour")
+    assert isinstance(result, RecallResult)
+    assert result.ids[0] == rec.id
+    assert result.texts[0] == "My favourite colour is green"
+    assert result[0].metadata == {"source": "chat"}
+    assert result[0].namespace == "default"
+
+
+def test_recall_explains_every_term(mem: Oblivion) -> None:
+    """Each item's `why` holds every score term, the weights, the tier and a sentence."""
+    mem.remember_many(FACTS)
+    result = mem.recall("what colour do I like", k=3)
+    policy = mem.policy
+    for rank, item in enumerate(result, start=1):
+        why = item.why
+        expected = {
+            "rank",
+            "candidates",
+            "score",
+            "relevance",
+            "activation",
+            "importance",
+            "contributions",
+            "weights",
+            "tier",
+            "category",
+            "archive_searched_because",
+            "boost",
+            "explanation",
+        }
+        assert expected <= set(why)
+        assert why["rank"] == rank
+        assert why["score"] == pytest.approx(item.score)
+        assert sum(why["contributions"].values()) == pytest.approx(item.score)
+        assert why["contributions"]["relevance"] == pytest.approx(
+            policy.w_relevance * max(item.relevance, 0.0)
+        )
+        assert why["contributions"]["activation"] == pytest.approx(
+            policy.w_activation * item.activation
+        )
+        assert why["weights"]["importance"] == policy.w_importance
+        assert why["tier"] == "active"
+        assert why["category"] == item.category
+        assert f"ranked {rank} of {why['candidates']}" in why["explanation"]
+        assert item.category in why["explanation"]
+
+
+def test_items_are_ranked_by_score(mem: Oblivion) -> None:
+    """Hits come back best score first; neighbour context follows the hit it belongs to."""
+    mem.remember_many(FACTS)
+    result = mem.recall("blue notebook wifi password", k=6)
+    scores = [it.score for it in result if "context_for" not in it.why]
+    assert scores == sorted(scores, reverse=True)
+    for k, item in enumerate(result):
+        if "context_for" in item.why:
+            assert item.why["context_for"] in result.ids[:k]
+
+
+def test_recall_boosts_what_it_returns(mem: Oblivion, clock: ManualClock) -> None:
+    """A recall raises each returned memory's activation and journals before/after."""
+    recs = mem.remember_many(FACTS, importances=[0.0] * len(FACTS))
+    clock.advance(30 * DAY)
+    before = {r.id: r.activation for r in mem.records()}
+    result = mem.recall("cat Miso tuna", k=2)
+    assert len(result) == 2
+    for item in result:
+        assert item.activation == pytest.approx(before[item.id])
+        boost = item.why["boost"]
+        assert boost["before"] == pytest.approx(item.activation)
+        if "context_for" in item.why:  # neighbour context: boosted by its own relevance only
+            assert boost["after"] >= boost["before"]
+        else:
+            assert boost["after"] > boost["before"]
+        assert mem.get(item.id).activation == pytest.approx(boost["after"])
+        event = mem.history(item.id)[-1]
+        assert event.kind == "recall"
+        assert (event.before, event.after) == (
+            pytest.approx(boost["before"]),
+            pytest.approx(boost["after"]),
+        )
+    # the others change only through journaled spreading along their links
+    for r in recs:
+        if r.id in result.ids:
+            continue
+        now = mem.get(r.id).activation
+        events = mem.history(r.id)
+        if now == pytest.approx(before[r.id]):
+            assert [e.kind for e in events] == ["remember"]
+        else:
+            assert [e.kind for e in events] == ["remember", "spread"]
+            assert events[-1].before == pytest.approx(before[r.id])
+            assert events[-1].after == pytest.approx(now)
+
+
+def test_recall_boost_follows_the_formula(mem: Oblivion, clock: ManualClock) -> None:
+    """A recall adds beta * relevance * confidence to an active memory's activation."""
+    rec = mem.remember("The cat is called Miso", category="fact", importance=0.0, confidence=0.5)
+    clock.advance(40 * DAY)
+    item = mem.recall("cat Miso")[0]
+    expected = mem.policy.beta("fact") * item.relevance * 0.5
+    assert item.why["boost"]["after"] - item.why["boost"]["before"] == pytest.approx(expected)
+    assert item.why["boost"]["gain"] == 1.0
+    assert mem.get(rec.id).access_count == 1
+
+
+def test_feedback_false_only_reads(mem: Oblivion, clock: ManualClock, snapshot: Any) -> None:
+    """recall(feedback=False) changes no activation and journals nothing."""
+    mem.remember_many(FACTS)
+    clock.advance(DAY)
+    before = snapshot(mem)
+    result = mem.recall("cat Miso", feedback=False)
+    assert len(result) > 0
+    assert all(it.why["boost"] is None for it in result)
+    assert snapshot(mem) == before
+
+
+def test_mark_used_gives_a_bigger_boost_than_recall(mem: Oblivion, clock: ManualClock) -> None:
+    """After a recall, mark_used adds used_gain times the recall's boost."""
+    rec = mem.remember("The cat is called Miso", category="fact", importance=0.0)
+    clock.advance(60 * DAY)
+    item = mem.recall("cat Miso")[0]
+    recall_delta = item.why["boost"]["after"] - item.why["boost"]["before"]
+    clock.advance(60 * DAY)
+    before = mem.get(rec.id).activation
+    [after] = mem.mark_used([rec.id])
+    used_delta = after - before
+    assert used_delta > recall_delta
+    assert used_delta == pytest.approx(mem.policy.used_gain * recall_delta)
+    event = mem.history(rec.id)[-1]
+    assert event.kind == "used"
+    assert (event.before, event.after) == (pytest.approx(before), pytest.approx(after))
+
+
+def test_mark_used_without_a_recall_uses_full_relevance(mem: Oblivion, clock: ManualClock) -> None:
+    """A memory never recalled gets beta * 1.0 * confidence * used_gain when marked used."""
+    rec = mem.remember("The cat is called Miso", category="fact", importance=0.0)
+    clock.advance(60 * DAY)
+    before = mem.get(rec.id).activation
+    [after] = mem.mark_used(rec.id)
+    assert after - before == pytest.approx(mem.policy.beta("fact") * mem.policy.used_gain)
+
+
+def test_activation_breaks_relevance_ties(mem: Oblivion) -> None:
+    """Of two equally relevant memories, the more activated one ranks first."""
+    a = mem.remember("the spare key is under the mat", importance=0.0)
+    b = mem.remember("the spare key is under the mat", importance=0.0)
+    mem.confirm(a.id)
+    assert mem.recall("spare key", k=2).ids == [a.id, b.id]
+
+
+def test_newer_memory_wins_an_exact_tie(mem: Oblivion) -> None:
+    """With equal relevance, activation and importance, the newer memory ranks first."""
+    old = mem.remember("the meeting room is B12", importance=0.3)
+    new = mem.remember("the meeting room is B12", importance=0.3)
+    assert mem.recall("meeting room", k=2, feedback=False).ids == [new.id, old.id]
+
+
+def test_relevance_dominates_activation(mem: Oblivion, clock: ManualClock) -> None:
+    """A relevant but faded memory still beats an irrelevant, fully active one."""
+    faded = mem.remember("the boiler service is due in March", category="fact", importance=0.0)
+    clock.advance(200 * DAY)
+    mem.remember("Always answer in British English", importance=1.0)
+    assert mem.recall("boiler service due", k=1, deep=True).ids == [faded.id]
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 6])
+def test_k_is_respected(mem: Oblivion, k: int) -> None:
+    """recall(k=...) returns at most k items."""
+    mem.remember_many(FACTS)
+    assert len(mem.recall("the", k=k)) <= k
+    assert len(mem.recall("cat tuna colour wifi dentist tyres english", k=k)) == k
+
+
+def test_default_k_comes_from_the_policy(fresh: Any) -> None:
+    """Without k, at most policy.default_k items are returned."""
+    with fresh(policy=QUIET.replace(default_k=2)) as mem:
+        mem.remember_many(FACTS)
+        assert len(mem.recall("cat tuna colour wifi dentist tyres english")) == 2
+
+
+VOCAB = ["red", "blue", "cat", "dog", "key", "tea", "car", "sun", "moon", "rain"]
+
+
+@settings(max_examples=30)
+@given(
+    texts=st.lists(
+        st.lists(
+            st.sampled_from(VOCAB),
+            min_size=1,
+            max_size=30,
+        ).map(" ".join),
+        min_size=1,
+        max_size=15,
+    ),
+    queries=st.lists(
+        st.sampled_from(VOCAB),
+        min_size=1,
+        max_size=5,
+    ),
+    budget=st.integers(0, 120),
+    k=st.none() | st.integers(1, 10),
+)
+def test_token_budget_is_never_exceeded(
+    fresh: Any, texts: list[str], queries: list[str], budget: int, k: int | None
+) -> None:
+    """Across random memories and queries, packed items never cost more than the budget."""
+    with fresh(policy=QUIET) as mem:
+        mem.remember_many(texts)
+        for q in queries:
+            result = mem.recall(q, token_budget=budget, k=k)
+            cost = sum(word_count(it.text) + mem.policy.per_item_tokens for it in result)
+            assert cost == result.total_tokens <= budget
+            assert all(it.tokens == word_count(it.text) for it in result)
+            assert len(result) <= (k if k is not None else mem.policy.default_k)
+            assert result.token_budget == budget
+
+
+def test_budget_skips_a_big_item_for_smaller_ones(mem: Oblivion) -> None:
+    """A top item too big for the budget is skipped; smaller, lower-ranked ones still fit."""
+    big = mem.remember("zebra " * 50 + "facts about zebras")
+    small = mem.remember("zebra stripes")
+    result = mem.recall("zebra", token_budget=20)
+    assert big.id not in result.ids
+    assert small.id in result.ids
+
+
+def test_zero_budget_returns_nothing(mem: Oblivion) -> None:
+    """A budget of 0 tokens returns no items (each item costs at least its overhead)."""
+    mem.remember_many(FACTS)
+    assert len(mem.recall("cat", token_budget=0)) == 0
+
+
+def test_render_fits_the_budget_as_a_whole(mem: Oblivion) -> None:
+    """RecallResult.render() output, header included, fits the budget it is given."""
+    mem.remember_many(FACTS)
+    result = mem.recall("cat colour wifi", k=6)
+    for budget in (0, 5, 12, 30, 100):
+        block = result.render(word_count, budget=budget, header="Known facts:")
+        assert word_count(block) <= budget
+
+
+def test_empty_namespace_recalls_nothing(mem: Oblivion) -> None:
+    """Recalling from the (always existing) default namespace before any write is empty."""
+    result = mem.recall("anything at all")
+    assert len(result) == 0
+    assert result.total_tokens == 0
+
+
+# ---------------------------------------------------------------- the archive
+
+
+@pytest.fixture
+def archived(mem: Oblivion, clock: ManualClock) -> tuple[Oblivion, str]:
+    """An engine whose small-talk memory about Lisbon is archived, beside active rules."""
+    chat = mem.remember("lovely sunny weather in Lisbon", category="small_talk", importance=0.0)
+    mem.remember_many(
+        ["Always reply politely and briefly", "Never reveal internal ticket numbers"],
+        categories=["instruction", "instruction"],
+    )
+    clock.advance(5 * DAY)
+    assert mem.maintain().archived == [chat.id]
+    return mem, chat.id
+
+
+def test_deep_recall_finds_archived_memories(archived: tuple[Oblivion, str]) -> None:
+    """deep=True searches the archive and says so."""
+    mem, chat = archived
+    result = mem.recall("sunny weather Lisbon", deep=True)
+    assert result.ids[0] == chat
+    assert result[0].tier == Tier.ARCHIVE
+    assert result.searched_archive
+    assert result.archive_reason == "deep=True"
+    assert "archive searched because deep=True" in result[0].why["explanation"]
+
+
+def test_deep_false_never_returns_archived_memories(archived: tuple[Oblivion, str]) -> None:
+    """deep=False searches only the active tier, even when an archived text matches."""
+    mem, chat = archived
+    result = mem.recall("sunny weather Lisbon", deep=False)
+    assert chat not in result.ids
+    assert all(it.tier == Tier.ACTIVE for it in result)
+
+
+def test_gate_opens_when_the_active_tier_is_not_confident(archived: tuple[Oblivion, str]) -> None:
+    """With enough active memories but none relevant, the gate searches the archive."""
+    mem, chat = archived
+    result = mem.recall("sunny weather Lisbon", k=1)
+    assert result.searched_archive
+    assert "gate" in (result.archive_reason or "")
+    assert result.ids == [chat]
+
+
+def test_gate_opens_when_too_few_active_memories(archived: tuple[Oblivion, str]) -> None:
+    """With fewer active memories than k, the archive is searched too."""
+    mem, _ = archived
+    result = mem.recall("politely", k=5)
+    assert result.searched_archive
+    assert "only 2 active memories" in (result.archive_reason or "")
+
+
+def test_gate_stays_closed_when_the_active_tier_is_confident(
+    archived: tuple[Oblivion, str],
+) -> None:
+    """A confident active hit with enough active memories leaves the archive alone."""
+    mem, chat = archived
+    result = mem.recall("Always reply politely and briefly", k=1)
+    assert not result.searched_archive
+    assert result.archive_reason is None
+    assert chat not in result.ids
+
+
+def test_archive_hits_get_the_archive_gain(archived: tuple[Oblivion, str]) -> None:
+    """A memory recalled from the archive is boosted with gain archive_gain (2)."""
+    mem, chat = archived
+    item = mem.recall("sunny weather Lisbon", deep=True, k=1)[0]
+    assert item.id == chat
+    boost = item.why["boost"]
+    assert boost["gain"] == mem.policy.archive_gain == 2.0
+    expected = mem.policy.beta("small_talk") * item.relevance * mem.policy.archive_gain
+    assert boost["after"] - boost["before"] == pytest.approx(expected)
+
+
+def test_repeated_archive_hits_promote_back(archived: tuple[Oblivion, str]) -> None:
+    """Recalled from the archive often enough, a memory is promoted back to the active tier."""
+    mem, chat = archived
+    for _ in range(10):
+        item = mem.recall("sunny weather Lisbon", deep=True, k=1)[0]
+        if item.why["boost"].get("promoted"):
+            break
+    else:
+        pytest.fail("never promoted after 10 archive hits")
+    assert item.why["boost"]["after"] > mem.policy.archive_high
+    assert mem.get(chat).tier == Tier.ACTIVE
+    restore = [e for e in mem.history(chat) if e.kind == "restore"]
+    assert len(restore) == 1
+    assert restore[0].detail["reason"] == "recalled from the archive"
+    again = mem.recall("sunny weather Lisbon", deep=False, k=1)
+    assert again.ids == [chat]
+    assert again[0].tier == Tier.ACTIVE
+
+
+def test_confirm_promotes_an_archived_memory(archived: tuple[Oblivion, str]) -> None:
+    """confirm() lifts an archived memory above the band, which restores it."""
+    mem, chat = archived
+    mem.confirm(chat)
+    assert mem.get(chat).tier == Tier.ACTIVE
+
+
+# ---------------------------------------------------------------- rerank
+
+
+def test_rerank_orders_external_candidates_by_the_same_score(mem: Oblivion) -> None:
+    """rerank() scores candidates retrieved elsewhere and returns them best first."""
+    recs = mem.remember_many(FACTS)
+    result = mem.rerank("cat", [(recs[0].id, 0.1), (recs[3].id, 0.9), (recs[1].id, None)])
+    assert result.ids[0] == recs[3].id
+    assert set(result.ids) == {recs[0].id, recs[3].id, recs[1].id}
+
+
+def test_rerank_with_unknown_id_boosts_nothing(mem: Oblivion, snapshot: Any) -> None:
+    """An unknown id in rerank() raises UnknownMemoryError before any boost."""
+    from oblivion_core import UnknownMemoryError
+
+    recs = mem.remember_many(FACTS)
+    before = snapshot(mem)
+    with pytest.raises(UnknownMemoryError, match="no memory 'ghost'"):
+        mem.rerank("cat", [(recs[0].id, 0.5), ("ghost", 0.5)])
+    assert snapshot(mem) == before

@@ -1,0 +1,105 @@
+"""The active tier's exact in-process vector index."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from oblivion_core.index import ActiveIndex
+
+
+def _unit(rows: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(rows, axis=1, keepdims=True)
+    return (rows / np.where(norms == 0, 1, norms)).astype(np.float32)
+
+
+matrices = hnp.arrays(
+    np.float32,
+    st.tuples(st.integers(1, 40), st.just(8)),
+    elements=st.floats(-1, 1, width=32),
+)
+
+
+@given(
+    mat=matrices,
+    q=hnp.arrays(np.float32, 8, elements=st.floats(-1, 1, width=32)),
+    k=st.integers(1, 50),
+)
+def test_search_matches_brute_force(mat: np.ndarray, q: np.ndarray, k: int) -> None:
+    """Top-k search returns the k best cosine similarities, best first, exactly."""
+    vecs = _unit(mat)
+    index = ActiveIndex()
+    ids = [f"m{i}" for i in range(len(vecs))]
+    index.add(ids, vecs)
+    got_ids, got_sims = index.search(q, k)
+    expected = np.sort(vecs @ q)[::-1][: min(k, len(vecs))]
+    assert len(got_ids) == min(k, len(vecs))
+    assert np.allclose(got_sims, expected, atol=1e-6)
+    for mid, sim in zip(got_ids, got_sims, strict=True):
+        assert float(vecs[ids.index(mid)] @ q) == pytest.approx(float(sim), abs=1e-6)
+
+
+@given(
+    n=st.integers(1, 30),
+    removals=st.lists(st.integers(0, 29), max_size=30),
+)
+def test_remove_keeps_remaining_rows_intact(n: int, removals: list[int]) -> None:
+    """After any removals every remaining id still maps to its own vector."""
+    rng = np.random.default_rng(n)
+    vecs = _unit(rng.normal(size=(n, 8)))
+    ids = [f"m{i}" for i in range(n)]
+    index = ActiveIndex()
+    index.add(ids, vecs)
+    gone = {f"m{i}" for i in removals}
+    index.remove(sorted(gone))
+    left = [m for m in ids if m not in gone]
+    assert sorted(index.ids) == sorted(left)
+    assert len(index) == len(left)
+    for m in left:
+        assert m in index
+        assert np.array_equal(index.vector(m), vecs[ids.index(m)])
+    for m in gone:
+        assert m not in index
+        assert index.vector(m) is None
+
+
+def test_adding_an_existing_id_replaces_its_vector() -> None:
+    """Re-adding an id overwrites its vector instead of duplicating the row."""
+    index = ActiveIndex()
+    a, b = np.eye(2, dtype=np.float32)
+    index.add(["x"], a[None, :])
+    index.add(["x"], b[None, :])
+    assert len(index) == 1
+    assert np.array_equal(index.vector("x"), b)
+    assert index.search(b, 1)[0] == ["x"]
+
+
+def test_empty_index_and_zero_k_return_nothing() -> None:
+    """Searching an empty index, or with k=0, returns no ids."""
+    index = ActiveIndex(4)
+    q = np.ones(4, dtype=np.float32) / 2
+    assert index.search(q, 5)[0] == []
+    index.add(["a"], q[None, :])
+    assert index.search(q, 0)[0] == []
+
+
+def test_growth_beyond_initial_capacity() -> None:
+    """The index grows past its initial allocation without losing rows."""
+    rng = np.random.default_rng(0)
+    vecs = _unit(rng.normal(size=(500, 16)))
+    index = ActiveIndex()
+    for start in range(0, 500, 7):
+        index.add([f"m{i}" for i in range(start, min(start + 7, 500))], vecs[start : start + 7])
+    assert len(index) == 500
+    assert index.search(vecs[321], 1)[0] == ["m321"]
+
+
+def test_removing_absent_ids_is_a_no_op() -> None:
+    """Removing ids that are not there changes nothing."""
+    index = ActiveIndex()
+    index.add(["a"], np.ones((1, 3), dtype=np.float32) / np.sqrt(3))
+    index.remove(["zzz", "yyy"])
+    assert index.ids == ["a"]

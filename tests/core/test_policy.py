@@ -1,0 +1,275 @@
+"""The policy: validation, templates, and switching policy at run time."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from oblivion_core import TEMPLATES, ManualClock, Oblivion, Policy, PolicyError
+from oblivion_core.records import BUILTIN_CATEGORIES
+
+DAY = 86_400.0
+
+
+@pytest.mark.parametrize("name", TEMPLATES)
+@pytest.mark.parametrize("clock", ["wall", "turns"])
+def test_every_template_builds_for_both_clocks(name: str, clock: str) -> None:
+    """Each named template is a valid policy for the wall and the turn clock."""
+    policy = Policy.template(name, clock=clock)  # type: ignore[arg-type]
+    assert policy.name == name
+    assert policy.clock == clock
+    assert set(BUILTIN_CATEGORIES) <= set(policy.half_lives)
+
+
+def test_templates_are_listed() -> None:
+    """The three documented templates exist."""
+    assert set(TEMPLATES) == {"balanced", "support-desk", "research-assistant"}
+
+
+@pytest.mark.parametrize("clock", ["wall", "turns"])
+@pytest.mark.parametrize("category", BUILTIN_CATEGORIES)
+def test_support_desk_decays_faster_than_research_assistant(clock: str, category: str) -> None:
+    """For every category: support-desk < balanced < research-assistant half-lives."""
+    hl = {n: Policy.template(n, clock=clock).half_life(category) for n in TEMPLATES}  # type: ignore[arg-type]
+    assert hl["support-desk"] < hl["balanced"] < hl["research-assistant"]
+
+
+def test_wall_half_lives_are_in_seconds() -> None:
+    """Wall-clock templates state half-lives in seconds (a preference lasts weeks)."""
+    policy = Policy.template("balanced", clock="wall")
+    assert policy.half_life("preference") == 60 * DAY
+    assert policy.half_life("small_talk") == 0.5 * DAY
+
+
+def test_instructions_outlive_small_talk() -> None:
+    """In every template an instruction's half-life is longer than small talk's."""
+    for name in TEMPLATES:
+        policy = Policy.template(name)
+        assert policy.half_life("instruction") > policy.half_life("small_talk")
+
+
+def test_unknown_template_lists_the_known_ones() -> None:
+    """An unknown template name raises PolicyError naming every valid template."""
+    with pytest.raises(PolicyError) as err:
+        Policy.template("aggressive")
+    for name in TEMPLATES:
+        assert name in str(err.value)
+
+
+def test_unknown_clock_is_rejected() -> None:
+    """A clock other than 'wall' or 'turns' raises PolicyError."""
+    with pytest.raises(PolicyError, match="clock"):
+        Policy.template("balanced", clock="days")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("changes", "mentions"),
+    [
+        ({"archive_low": 0.5, "archive_high": 0.4}, "archive_low < archive_high"),
+        ({"archive_low": 0.4, "archive_high": 0.4}, "archive_low < archive_high"),
+        ({"archive_high": 1.2}, "archive_high"),
+        ({"archive_low": -0.1}, "archive_low"),
+        ({"archive_low": math.nan}, "archive_low"),
+        ({"forget_below": 0.3}, "forget_below"),
+        ({"half_lives": {"fact": 0.0}, "default_category": "fact"}, "half_lives"),
+        ({"half_lives": {"fact": -1.0}, "default_category": "fact"}, "half_lives"),
+        ({"half_lives": {"fact": math.inf}, "default_category": "fact"}, "half_lives"),
+        ({"betas": {"fact": 0.0}}, "betas"),
+        ({"betas": {"fact": 1.5}}, "betas"),
+        ({"default_category": "nope"}, "default_category"),
+        ({"used_gain": 0.5}, "used_gain"),
+        ({"archive_gain": math.nan}, "archive_gain"),
+        ({"confirm_boost": -0.1}, "confirm_boost"),
+        ({"stability_sigma": -1.0}, "stability_sigma"),
+        ({"w_relevance": True}, "w_relevance"),
+        ({"cap": 0.0}, "cap"),
+        ({"cap": 1.5}, "cap"),
+        ({"floor_fraction": 1.5}, "floor_fraction"),
+        ({"initial_base": -0.5}, "initial_base"),
+        ({"protect_importance": 2.0}, "protect_importance"),
+        ({"active_capacity": 0}, "active_capacity"),
+        ({"active_capacity": 1.5}, "active_capacity"),
+        ({"active_capacity": True}, "active_capacity"),
+        ({"default_k": 0}, "default_k"),
+        ({"candidate_pool": 0}, "candidate_pool"),
+        ({"max_text_chars": 0}, "max_text_chars"),
+        ({"per_item_tokens": -1}, "per_item_tokens"),
+        ({"archive_gate": 1.5}, "archive_gate"),
+        ({"adapt_step": 1.0}, "adapt_step"),
+        ({"adapt_bounds": (2.0, 3.0)}, "adapt_bounds"),
+        ({"adapt_min_events": 0}, "adapt_min_events"),
+        ({"maintain_every": -1}, "maintain_every"),
+        ({"dense_weight": 0.0, "lexical_weight": 0.0}, "dense_weight + lexical_weight"),
+        ({"clock": "days"}, "clock"),
+    ],
+)
+def test_invalid_values_raise_policy_error_naming_the_field(
+    changes: dict[str, Any], mentions: str
+) -> None:
+    """Every out-of-range or inconsistent value raises PolicyError naming what to change."""
+    with pytest.raises(PolicyError) as err:
+        Policy().replace(**changes)
+    assert mentions in str(err.value)
+
+
+def test_replace_rejects_unknown_fields() -> None:
+    """replace() with a misspelt field raises PolicyError naming it."""
+    with pytest.raises(PolicyError, match="archive_lo"):
+        Policy().replace(archive_lo=0.1)
+
+
+def test_replace_returns_a_validated_copy() -> None:
+    """replace() leaves the original untouched and applies the change to a copy."""
+    base = Policy.template("balanced")
+    changed = base.replace(archive_low=0.1)
+    assert changed.archive_low == 0.1
+    assert base.archive_low == 0.25
+
+
+def test_policy_is_immutable() -> None:
+    """A policy cannot be mutated in place, not even its half-life table."""
+    policy = Policy()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        policy.archive_low = 0.1  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        policy.half_lives["fact"] = 1.0  # type: ignore[index]
+
+
+@pytest.mark.parametrize("name", TEMPLATES)
+def test_to_dict_round_trips_through_json(name: str) -> None:
+    """to_dict() is JSON-serialisable and from_dict() rebuilds an equal policy."""
+    policy = Policy.template(name, clock="turns").replace(active_capacity=10)
+    data = json.loads(json.dumps(policy.to_dict()))
+    assert Policy.from_dict(data) == policy
+
+
+@given(
+    low=st.floats(0.01, 0.98),
+    width=st.floats(0.01, 1.0),
+    k=st.integers(1, 100),
+    hl=st.floats(1e-3, 1e9),
+)
+def test_valid_random_policies_round_trip(low: float, width: float, k: int, hl: float) -> None:
+    """Any valid combination of thresholds, k and half-life survives to_dict/from_dict."""
+    high = min(1.0, low + width)
+    if high <= low:
+        return
+    policy = Policy(
+        half_lives={"fact": hl},
+        betas={"fact": 0.1},
+        archive_low=low,
+        archive_high=high,
+        forget_below=low / 2,
+        default_k=k,
+    )
+    assert Policy.from_dict(json.loads(json.dumps(policy.to_dict()))) == policy
+
+
+def test_archive_low_zero_is_a_valid_never_archive_policy() -> None:
+    """archive_low=0 (documented as allowed) builds when forgetting is off."""
+    policy = Policy().replace(archive_low=0.0, forget_below=0.0)
+    assert policy.archive_low == 0.0
+
+
+def test_unknown_category_uses_the_default_category() -> None:
+    """A category without its own entry decays and boosts like the default category."""
+    policy = Policy()
+    assert policy.half_life("recipes") == policy.half_life(policy.default_category)
+    assert policy.beta("recipes") == policy.beta(policy.default_category)
+
+
+# ---------------------------------------------------------------- policy at run time
+
+
+def test_policy_templates_differ_through_the_engine(fresh: Any) -> None:
+    """After the same idle time, support-desk has decayed a memory most, research least."""
+    acts = {}
+    for name in TEMPLATES:
+        clock = ManualClock()
+        with fresh(clock=clock, policy=name) as mem:
+            rec = mem.remember("the server room code is 4412", category="fact", importance=0.0)
+            clock.advance(5 * DAY)
+            acts[name] = mem.get(rec.id).activation
+    assert acts["support-desk"] < acts["balanced"] < acts["research-assistant"]
+
+
+def test_policy_name_accepted_by_the_constructor(fresh: Any) -> None:
+    """A template name given to Oblivion() becomes the engine's policy."""
+    with fresh(policy="support-desk") as mem:
+        assert mem.policy.name == "support-desk"
+        assert mem.policy_for().name == "support-desk"
+
+
+def test_set_policy_for_one_namespace_only(mem: Oblivion) -> None:
+    """set_policy(namespace=...) changes that namespace and leaves the default alone."""
+    mem.remember("ticket 12 is about the printer", namespace="desk")
+    mem.set_policy("support-desk", namespace="desk", reason="busy queue")
+    assert mem.policy_for("desk").name == "support-desk"
+    assert mem.policy_for().name == "balanced"
+    assert mem.policy.name == "balanced"
+
+
+def test_set_policy_is_recorded_in_the_namespace_journal(mem: Oblivion) -> None:
+    """A per-namespace switch is journaled with from, to and the reason."""
+    mem.remember("ticket 12 is about the printer", namespace="desk")
+    mem.set_policy("support-desk", namespace="desk", reason="busy queue")
+    events = [e for e in mem.history(namespace="desk") if e.kind == "policy"]
+    assert len(events) == 1
+    assert events[0].detail["from"] == "balanced"
+    assert events[0].detail["to"] == "support-desk"
+    assert events[0].detail["reason"] == "busy queue"
+
+
+def test_global_set_policy_is_visible_in_history(mem: Oblivion) -> None:
+    """A default-policy switch appears in the journal a user can read through history()."""
+    mem.remember("the office opens at nine")
+    mem.set_policy("research-assistant", reason="long project")
+    kinds = [e.kind for e in mem.history()]
+    assert "policy" in kinds
+
+
+def test_set_policy_keeps_activation_continuous(mem: Oblivion, clock: ManualClock) -> None:
+    """Switching policy does not change any activation at the moment of the switch."""
+    rec = mem.remember("the backup runs on Sundays", category="fact", importance=0.2)
+    clock.advance(10 * DAY)
+    before = mem.get(rec.id).activation
+    mem.set_policy("support-desk", reason="test")
+    assert mem.get(rec.id).activation == pytest.approx(before, rel=1e-12)
+
+
+def test_set_policy_changes_future_decay(mem: Oblivion, clock: ManualClock) -> None:
+    """After a switch, decay follows the new policy's half-life from the switch onwards."""
+    rec = mem.remember("the backup runs on Sundays", category="fact", importance=0.0)
+    clock.advance(3 * DAY)
+    at_switch = mem.get(rec.id).activation
+    new = mem.set_policy("support-desk", reason="test")
+    clock.advance(new.half_life("fact"))
+    assert mem.get(rec.id).activation == pytest.approx(at_switch / 2, rel=1e-9)
+
+
+def test_set_policy_keeps_the_clock_kind(fresh: Any) -> None:
+    """Switching by template name keeps the engine's clock kind (turns stays turns)."""
+    with fresh(policy=Policy.template("balanced", clock="turns")) as mem:
+        new = mem.set_policy("support-desk")
+        assert new.clock == "turns"
+
+
+def test_set_policy_rejects_a_policy_for_another_clock(fresh: Any) -> None:
+    """A wall-clock policy cannot be switched into a turn-clock engine (units differ)."""
+    with fresh(policy=Policy.template("balanced", clock="turns"), clock=None) as mem:
+        with pytest.raises(PolicyError, match="clock"):
+            mem.set_policy(Policy.template("support-desk", clock="wall"))
+        assert mem.policy.clock == "turns"
+
+
+def test_set_policy_rejects_unknown_template(mem: Oblivion) -> None:
+    """An unknown template raises PolicyError and the policy in force is unchanged."""
+    with pytest.raises(PolicyError, match="support-desk"):
+        mem.set_policy("aggresive")
+    assert mem.policy.name == "balanced"

@@ -1,0 +1,114 @@
+"""Through the real stack: all-MiniLM-L6-v2 (fastembed), embedded Chroma on disk and
+tiktoken cl100k_base."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from oblivion_core import FastEmbedEmbedder, ManualClock, Oblivion, TiktokenCounter
+
+pytestmark = pytest.mark.integration
+
+DAY = 86_400.0
+
+NOTES = [
+    "My favourite colour is green",
+    "I work as a nurse at the city hospital",
+    "My daughter Emma starts school in September",
+    "I am allergic to peanuts",
+    "Our flight to Lisbon leaves on Friday morning",
+    "Always answer in British English",
+    "The quarterly report is due next Tuesday",
+    "I usually go running along the river before breakfast",
+]
+
+
+def test_default_stack_recalls_by_meaning(tmp_path: Path) -> None:
+    """With every default (MiniLM, Chroma, tiktoken), a paraphrased question finds its memory."""
+    with Oblivion(tmp_path) as mem:
+        assert isinstance(mem.embedder, FastEmbedEmbedder)
+        assert isinstance(mem.token_counter, TiktokenCounter)
+        mem.remember_many(NOTES)
+        result = mem.recall("What colour do I like?", k=3)
+        assert result.texts[0] == "My favourite colour is green"
+        count = TiktokenCounter()
+        assert result.total_tokens == sum(
+            count(t) + mem.policy.per_item_tokens for t in result.texts
+        )
+
+
+@pytest.mark.parametrize(
+    ("question", "answer"),
+    [
+        ("What is my job?", "I work as a nurse at the city hospital"),
+        ("Which foods should I avoid?", "I am allergic to peanuts"),
+        ("When do we travel to Portugal?", "Our flight to Lisbon leaves on Friday morning"),
+        ("What exercise do I do?", "I usually go running along the river before breakfast"),
+    ],
+)
+def test_semantic_recall(tmp_path: Path, real_embedder: Any, question: str, answer: str) -> None:
+    """Questions sharing no keywords with a memory still rank it first."""
+    with Oblivion(tmp_path, embedder=real_embedder, clock=ManualClock()) as mem:
+        mem.remember_many(NOTES)
+        assert mem.recall(question, k=1).texts == [answer]
+
+
+def test_budget_in_real_tokens_is_never_exceeded(tmp_path: Path, real_embedder: Any) -> None:
+    """Across queries and budgets, items never cost more cl100k tokens than the budget."""
+    count = TiktokenCounter()
+    with Oblivion(tmp_path, embedder=real_embedder, clock=ManualClock()) as mem:
+        mem.remember_many([*NOTES, " ".join(NOTES)])
+        for budget in (0, 5, 12, 30, 60, 200):
+            for q in ("colour", "travel plans", "health", "work and school", "what should I know"):
+                result = mem.recall(q, token_budget=budget)
+                cost = sum(count(t) + mem.policy.per_item_tokens for t in result.texts)
+                assert cost == result.total_tokens <= budget
+                assert [it.tokens for it in result] == [count(t) for t in result.texts]
+                assert count(result.render(count, budget=budget, header="Memory:")) <= budget
+
+
+def test_recall_works_right_after_reopen(tmp_path: Path, real_embedder: Any) -> None:
+    """A reopened store answers by meaning at once, without re-adding anything."""
+    clock = ManualClock()
+    with Oblivion(tmp_path, embedder=real_embedder, clock=clock) as mem:
+        mem.remember_many(NOTES)
+    with Oblivion(tmp_path, embedder=real_embedder, clock=clock) as mem:
+        result = mem.recall("What colour do I like?", k=1, deep=False)
+        assert result.texts == ["My favourite colour is green"]
+
+
+def test_long_text_found_by_its_end(tmp_path: Path, real_embedder: Any) -> None:
+    """A text far beyond the model window is stored whole and found by a detail at its end."""
+    town = [
+        "The committee met on Tuesday to review the annual budget for road maintenance.",
+        "Several residents complained about noise from the construction site near the school.",
+        "The mayor promised that the new library would open before the end of the year.",
+        "Traffic on the main bridge has doubled since the factory expanded its night shift.",
+        "A local bakery won a regional prize for its sourdough bread and rye rolls.",
+        "Volunteers planted two hundred trees along the river during the spring weekend.",
+        "The football club announced a new coach after a disappointing season.",
+        "Prices for apartments in the city centre rose sharply over the last decade.",
+    ]
+    text = " ".join(town * 4) + " My sister Alice is allergic to shellfish."
+    assert len(text.split()) > 400
+    with Oblivion(tmp_path, embedder=real_embedder, clock=ManualClock()) as mem:
+        mem.remember_many(["I like to cook pasta on Sundays", "Jupiter is the largest planet"])
+        rec = mem.remember(text)
+        assert mem.get(rec.id).text == text
+        assert mem.recall("Which foods is Alice allergic to?", k=1).ids == [rec.id]
+
+
+def test_small_talk_fades_and_instructions_stay(tmp_path: Path, real_embedder: Any) -> None:
+    """With real categorisation and decay, greetings are archived after days, rules stay."""
+    clock = ManualClock()
+    with Oblivion(tmp_path, embedder=real_embedder, clock=clock) as mem:
+        hello = mem.remember("Hi! How are you today?")
+        rule = mem.remember("Never share my home address with anyone.")
+        clock.advance(7 * DAY)
+        plan = mem.maintain()
+        assert hello.id in plan.archived
+        assert rule.id not in plan.archived
+        assert mem.recall("Can you tell people where I live?", k=1).ids == [rule.id]

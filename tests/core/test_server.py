@@ -1,0 +1,71 @@
+"""Server mode: vectors in a real `chroma run` server, activation state on local disk."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import pytest
+
+from oblivion_core import ManualClock, Oblivion, Tier, VectorStore
+from oblivion_core.testing import HashEmbedder, word_count
+
+pytestmark = pytest.mark.server
+
+DAY = 86_400.0
+
+
+def _open(path: Path, server: tuple[str, int], prefix: str, clock: ManualClock) -> Oblivion:
+    host, port = server
+    return Oblivion(
+        path,
+        vector_store=VectorStore.server(host, port, prefix=prefix),
+        clock=clock,
+        embedder=HashEmbedder(),
+        token_counter=word_count,
+    )
+
+
+def test_remember_recall_maintain_reopen(tmp_path: Path, chroma_server: tuple[str, int]) -> None:
+    """Against a Chroma server, remember/recall/maintain work and a reopen sees everything."""
+    prefix = uuid.uuid4().hex[:8]
+    clock = ManualClock()
+    mem = _open(tmp_path / "state", chroma_server, prefix, clock)
+    chat = mem.remember("lovely sunny weather in Lisbon", category="small_talk", importance=0.0)
+    rule = mem.remember("Always answer in British English", category="instruction")
+    assert mem.store.count("default") == 2
+    assert mem.recall("British English", k=1).ids == [rule.id]
+    clock.advance(5 * DAY)
+    plan = mem.maintain()
+    assert plan.archived == [chat.id]
+    assert mem.recall("sunny weather Lisbon", deep=True, k=1).ids == [chat.id]
+    mem.close()
+
+    mem = _open(tmp_path / "state", chroma_server, prefix, clock)
+    try:
+        assert mem.count() == 2
+        assert mem.get(chat.id).tier == Tier.ARCHIVE
+        again = mem.recall("British English", k=1, deep=False)
+        assert again.ids == [rule.id]
+        assert again[0].tier == Tier.ACTIVE
+        mem.forget(chat.id)
+        assert mem.store.count("default") == 1
+    finally:
+        mem.close()
+
+
+def test_prefixes_keep_stores_apart(tmp_path: Path, chroma_server: tuple[str, int]) -> None:
+    """Two Oblivion stores on one server with different prefixes never see each other."""
+    clock = ManualClock()
+    a = _open(tmp_path / "a", chroma_server, "app-a-" + uuid.uuid4().hex[:6], clock)
+    b = _open(tmp_path / "b", chroma_server, "app-b-" + uuid.uuid4().hex[:6], clock)
+    try:
+        a.remember("secret of app a", id="s")
+        assert b.store.count("default") == 0
+        b.remember("note of app b", id="n")
+        assert a.recall("note of app b", deep=True).ids == ["s"]
+        assert b.recall("secret of app a", deep=True).ids == ["n"]
+        assert a.store.count("default") == b.store.count("default") == 1
+    finally:
+        a.close()
+        b.close()

@@ -1,0 +1,128 @@
+"""The VectorStore contract: every Chroma backend (ephemeral, embedded on disk, a real
+`chroma run` server) stores, finds, overwrites and deletes the same way."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from oblivion_core import StoreError, VectorStore
+from oblivion_core.store import collection_name
+
+
+@pytest.fixture(
+    params=[
+        "ephemeral",
+        pytest.param("embedded", marks=pytest.mark.integration),
+        pytest.param("server", marks=pytest.mark.server),
+    ]
+)
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[VectorStore]:
+    """One VectorStore per backend; a unique prefix keeps shared clients apart."""
+    if request.param == "ephemeral":
+        import chromadb
+
+        vs = VectorStore(chromadb.EphemeralClient(), prefix=uuid.uuid4().hex[:8])
+    elif request.param == "embedded":
+        vs = VectorStore.embedded(tmp_path / "chroma")
+    else:
+        host, port = request.getfixturevalue("chroma_server")
+        vs = VectorStore.server(host, port, prefix=uuid.uuid4().hex[:8])
+    yield vs
+    for ns in ("ns", "other"):
+        vs.drop(ns)
+
+
+def _unit(n: int, dim: int = 8, seed: int = 0) -> np.ndarray:
+    v = np.random.default_rng(seed).normal(size=(n, dim)).astype(np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def test_add_count_and_query(store: VectorStore) -> None:
+    """Added records are counted and a stored vector finds itself with similarity ~1."""
+    vecs = _unit(5)
+    store.add("ns", [f"m{i}" for i in range(5)], vecs, [f"text {i}" for i in range(5)])
+    assert store.count("ns") == 5
+    ids, sims = store.query("ns", vecs[3], 2)
+    assert ids[0] == "m3"
+    assert sims[0] == pytest.approx(1.0, abs=1e-4)
+    assert sims[0] >= sims[1]
+
+
+def test_add_overwrites_an_existing_id(store: VectorStore) -> None:
+    """Adding an id again replaces its vector (upsert), the count stays the same."""
+    a, b = _unit(2, seed=1)
+    store.add("ns", ["x"], a[None, :], ["first"])
+    store.add("ns", ["x"], b[None, :], ["second"])
+    assert store.count("ns") == 1
+    assert np.allclose(store.vectors("ns", ["x"])["x"], b, atol=1e-6)
+
+
+def test_delete_and_missing_ids(store: VectorStore) -> None:
+    """Deleted ids disappear; unknown ids are ignored by delete() and absent from vectors()."""
+    store.add("ns", ["a", "b"], _unit(2), ["a", "b"])
+    store.delete("ns", ["a", "nope"])
+    assert store.count("ns") == 1
+    assert set(store.vectors("ns", ["a", "b", "nope"])) == {"b"}
+
+
+def test_namespaces_are_separate_collections(store: VectorStore) -> None:
+    """A record in one namespace is never returned by a query on another."""
+    store.add("ns", ["a"], _unit(1), ["a"])
+    store.add("other", ["b"], _unit(1, seed=3), ["b"])
+    assert store.query("ns", _unit(1, seed=3)[0], 10)[0] == ["a"]
+    assert store.count("other") == 1
+
+
+def test_query_on_empty_collection_returns_nothing(store: VectorStore) -> None:
+    """An empty namespace, or n=0, gives no results instead of an error."""
+    assert store.query("ns", _unit(1)[0], 5) == ([], [])
+    store.add("ns", ["a"], _unit(1), ["a"])
+    assert store.query("ns", _unit(1)[0], 0) == ([], [])
+
+
+def test_batches_larger_than_the_client_limit(store: VectorStore) -> None:
+    """Writes larger than the client's max batch size are split, none lost."""
+    store.max_batch = 7
+    n = 30
+    store.add("ns", [f"m{i}" for i in range(n)], _unit(n), [str(i) for i in range(n)])
+    assert store.count("ns") == n
+    assert len(store.vectors("ns", [f"m{i}" for i in range(n)])) == n
+    store.delete("ns", [f"m{i}" for i in range(n)])
+    assert store.count("ns") == 0
+
+
+VALID_CHROMA_NAME = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9._-]{1,510}[a-zA-Z0-9]$")
+
+
+@given(namespace=st.text(min_size=1, max_size=300))
+def test_collection_names_are_valid_and_distinct(namespace: str) -> None:
+    """Any namespace string maps to a valid Chroma collection name, stable and distinct."""
+    name = collection_name(namespace)
+    assert VALID_CHROMA_NAME.match(name)
+    assert ".." not in name
+    assert collection_name(namespace) == name
+    assert collection_name(namespace + "x") != name
+
+
+def test_unreachable_server_says_what_to_do() -> None:
+    """Connecting to a port where no Chroma server runs raises StoreError with a hint."""
+    with pytest.raises(StoreError, match="chroma run"):
+        VectorStore.server("localhost", 1)
+
+
+def test_wraps_any_client() -> None:
+    """A VectorStore can wrap a Chroma client the caller already has."""
+    import chromadb
+
+    vs = VectorStore(chromadb.EphemeralClient(), prefix="wrap-" + uuid.uuid4().hex[:6])
+    vs.add("ns", ["a"], _unit(1), ["a"])
+    assert vs.count("ns") == 1
+    vs.drop("ns")

@@ -1,0 +1,186 @@
+"""Stale facts: a newer statement of the same fact supersedes the older one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from oblivion_core import InvalidInputError, ManualClock, Oblivion, Policy, Tier
+from oblivion_core.supersession import Candidate, LexicalSupersession, parse
+from oblivion_core.testing import HashEmbedder, word_count
+
+rule = LexicalSupersession()
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "stale"),
+    [
+        ("My favourite colour is blue", "My favourite colour is green now", True),
+        ("My favourite colour is blue", "Green is my favourite colour now", True),
+        ("call me Sam", "Actually, call me Alex", True),
+        ("My name is Sam", "My name is Alex", True),
+        ("Add milk to the shopping list", "Remove milk from the shopping list", True),
+        ("My sister lives in Leeds", "My sister lives in York these days", True),
+        ("My favourite colour is blue", "I no longer like blue best; it's green", True),
+        ("My favourite colour is blue", "My favourite colour is blue", False),
+        ("I went to Paris in May", "I went to Rome in June", False),
+        ("Dana: my favourite colour is blue", "Sam: my favourite colour is green", False),
+        ("Priya's favourite colour is red", "My favourite colour is green", False),
+        ("Add milk to the shopping list", "Add eggs to the shopping list", False),
+        (
+            "I want a window seat on the outbound flight",
+            "I want an aisle seat on the return flight",
+            False,
+        ),
+    ],
+)
+def test_the_documented_rule(old: str, new: str, stale: bool) -> None:
+    """The lexical rule supersedes restated facts and leaves independent ones alone."""
+    assert rule.supersedes(new, old, similarity=0.9) is stale
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [("Call me Sam", "Call me Alex"), ("I go by Sam", "I go by Alex now")],
+)
+def test_sentence_initial_name_statements(old: str, new: str) -> None:
+    """A new name supersedes the old one however the sentence is capitalised."""
+    assert rule.supersedes(new, old, similarity=0.9)
+
+
+def test_moved_in_a_non_correction_sense_supersedes_nothing() -> None:
+    """A sentence that merely uses the verb 'moved' does not make an older fact stale."""
+    old = "In the budget meeting we agreed the travel budget is frozen."
+    new = "The budget meeting moved the marketing budget to next quarter."
+    chosen = rule.choose(new, [Candidate("old", old, 0.8)])
+    assert chosen == []
+
+
+def test_low_similarity_protects_subject_statements() -> None:
+    """Below the similarity threshold even a same-subject statement is left alone."""
+    assert not rule.supersedes("My favourite colour is green", "My favourite colour is blue", 0.1)
+
+
+@given(st.text(max_size=300))
+def test_parse_never_fails(text: str) -> None:
+    """Any text parses into a Statement without raising."""
+    parse(text)
+
+
+# ---------------------------------------------------------------- through the engine
+
+
+@pytest.fixture
+def colours(mem: Oblivion, clock: ManualClock) -> tuple[Oblivion, str, str]:
+    """An engine where a newer favourite colour superseded an older one."""
+    old = mem.remember("My favourite colour is blue")
+    clock.advance(1_000.0)
+    new = mem.remember("My favourite colour is green now")
+    return mem, old.id, new.id
+
+
+def test_newer_statement_supersedes_on_write(colours: tuple[Oblivion, str, str]) -> None:
+    """The older memory is kept, points to its successor and is demoted below the band."""
+    mem, old, new = colours
+    rec = mem.get(old)
+    assert rec.superseded_by == new
+    assert rec.activation <= mem.policy.archive_low / 2
+    assert mem.count() == 2
+    event = [e for e in mem.history(old) if e.kind == "supersede"]
+    assert len(event) == 1
+    assert event[0].detail["by"] == new
+    assert mem.stats()["superseded"] == 1
+
+
+def test_recall_returns_the_newest_statement(colours: tuple[Oblivion, str, str]) -> None:
+    """A query about the fact returns the successor, not the stale statement."""
+    mem, _, new = colours
+    assert mem.recall("my favourite colour blue").ids == [new]
+
+
+def test_include_superseded_ranks_the_stale_one_below(colours: tuple[Oblivion, str, str]) -> None:
+    """include_superseded=True shows the stale statement just below its successor."""
+    mem, old, new = colours
+    result = mem.recall("my favourite colour blue", include_superseded=True)
+    assert result.ids.index(new) < result.ids.index(old)
+    assert result[result.ids.index(old)].why["superseded_by"] == new
+
+
+def test_maintenance_archives_superseded_memories(
+    colours: tuple[Oblivion, str, str],
+) -> None:
+    """The demoted statement leaves the active tier at the next maintenance."""
+    mem, old, _ = colours
+    assert mem.maintain().archived == [old]
+    assert mem.get(old).tier == Tier.ARCHIVE
+
+
+def test_invalidating_the_successor_brings_the_older_statement_back(
+    colours: tuple[Oblivion, str, str],
+) -> None:
+    """If the newer statement is marked wrong, recall falls back to the older one."""
+    mem, old, new = colours
+    mem.invalidate(new, reason="misheard")
+    assert mem.recall("my favourite colour").ids == [old]
+
+
+def test_forgetting_the_successor_brings_the_older_statement_back(
+    colours: tuple[Oblivion, str, str],
+) -> None:
+    """If the newer statement is deleted, recall returns the older one again."""
+    mem, old, new = colours
+    mem.forget(new)
+    assert mem.recall("my favourite colour").ids == [old]
+
+
+def test_forgetting_the_successor_leaves_no_dangling_reference(
+    colours: tuple[Oblivion, str, str],
+) -> None:
+    """After its successor is forgotten, the older memory no longer points at a deleted id."""
+    mem, old, new = colours
+    mem.forget(new)
+    assert mem.get(old).superseded_by is None
+    assert mem.stats()["superseded"] == 0
+
+
+def test_explicit_supersede_and_its_errors(mem: Oblivion) -> None:
+    """supersede() links two memories; self-supersession and cycles are refused."""
+    a = mem.remember("the office code is 1111", category="fact")
+    b = mem.remember("the door code is 2222", category="fact")
+    mem.supersede(a.id, b.id, reason="user said so")
+    assert mem.get(a.id).superseded_by == b.id
+    with pytest.raises(InvalidInputError, match="itself"):
+        mem.supersede(b.id, b.id)
+    with pytest.raises(InvalidInputError, match="cycle"):
+        mem.supersede(b.id, a.id)
+
+
+def test_supersession_can_be_turned_off(fresh: Any) -> None:
+    """With supersede=False both statements stay first-class."""
+    clock = ManualClock()
+    with fresh(clock=clock, policy=Policy().replace(supersede=False)) as mem:
+        old = mem.remember("My favourite colour is blue")
+        clock.advance(1_000.0)
+        mem.remember("My favourite colour is green now")
+        assert mem.get(old.id).superseded_by is None
+
+
+@pytest.mark.integration
+def test_supersession_persists(tmp_path: Path) -> None:
+    """Who superseded whom survives a reopen, and recall still hides the stale one."""
+    clock = ManualClock()
+
+    def open_() -> Oblivion:
+        return Oblivion(tmp_path, clock=clock, embedder=HashEmbedder(), token_counter=word_count)
+
+    with open_() as mem:
+        old = mem.remember("My favourite colour is blue")
+        clock.advance(1_000.0)
+        new = mem.remember("My favourite colour is green now")
+    with open_() as mem:
+        assert mem.get(old.id).superseded_by == new.id
+        assert mem.recall("favourite colour blue").ids == [new.id]

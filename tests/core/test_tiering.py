@@ -1,0 +1,361 @@
+"""Tier planning: hysteresis, capacity pressure and forgetting (pure plan_tiers), and the
+same rules applied by the engine's maintain()."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from oblivion_core import MaintenancePlan, ManualClock, Oblivion, PlanEntry, Policy, Tier
+from oblivion_core.tiering import plan_tiers
+
+DAY = 86_400.0
+LOW, HIGH = 0.25, 0.4
+
+tiers2 = st.sampled_from([int(Tier.ACTIVE), int(Tier.ARCHIVE)])
+
+
+def _apply(tier: np.ndarray, decision: Any) -> np.ndarray:
+    out = tier.copy()
+    out[decision.archive] = Tier.ARCHIVE
+    out[decision.restore] = Tier.ACTIVE
+    return out
+
+
+@given(
+    initial=st.lists(tiers2, min_size=1, max_size=40),
+    rounds=st.lists(
+        st.lists(st.floats(0.29, 0.35), min_size=40, max_size=40), min_size=1, max_size=30
+    ),
+)
+def test_oscillation_inside_the_band_never_moves_anything(
+    initial: list[int], rounds: list[list[float]]
+) -> None:
+    """Activations hovering randomly in 0.29..0.35 (band [0.25, 0.4]) never change a tier."""
+    tier = np.asarray(initial, dtype=np.int8)
+    for acts in rounds:
+        activation = np.asarray(acts[: len(tier)], dtype=np.float64)
+        d = plan_tiers(activation, tier, low=LOW, high=HIGH)
+        assert len(d.archive) == len(d.restore) == len(d.forget) == 0
+        tier = _apply(tier, d)
+    assert tier.tolist() == initial
+
+
+@given(
+    data=st.lists(st.tuples(st.floats(0.0, 1.0), tiers2), min_size=1, max_size=60),
+    low=st.floats(0.0, 0.9),
+    width=st.floats(0.01, 0.5),
+)
+def test_hysteresis_rules_hold_for_any_activations(
+    data: list[tuple[float, int]], low: float, width: float
+) -> None:
+    """Below low is archived, above high is restored, nothing inside [low, high] moves."""
+    high = low + width
+    activation = np.asarray([a for a, _ in data])
+    tier = np.asarray([t for _, t in data], dtype=np.int8)
+    d = plan_tiers(activation, tier, low=low, high=high)
+    active, archived = tier == Tier.ACTIVE, tier == Tier.ARCHIVE
+    assert set(d.archive) == set(np.flatnonzero(active & (activation < low)))
+    assert set(d.restore) == set(np.flatnonzero(archived & (activation > high)))
+    inside = (activation >= low) & (activation <= high)
+    moved = set(d.archive) | set(d.restore)
+    assert not moved & set(np.flatnonzero(inside))
+    assert (d.low, d.high) == (low, high)
+
+
+@pytest.mark.parametrize(
+    ("activation", "tier", "archived", "restored"),
+    [
+        (0.24, Tier.ACTIVE, True, False),
+        (0.25, Tier.ACTIVE, False, False),  # exactly low stays
+        (0.30, Tier.ACTIVE, False, False),
+        (0.40, Tier.ARCHIVE, False, False),  # exactly high stays archived
+        (0.41, Tier.ARCHIVE, False, True),
+        (0.30, Tier.ARCHIVE, False, False),
+        (0.90, Tier.ACTIVE, False, False),
+        (0.01, Tier.ARCHIVE, False, False),
+        (0.01, Tier.COLD, False, False),  # cold memories are never moved by maintenance
+        (0.99, Tier.COLD, False, False),
+    ],
+)
+def test_threshold_table(activation: float, tier: Tier, archived: bool, restored: bool) -> None:
+    """Demote strictly below low, promote strictly above high, cold rows stay put."""
+    d = plan_tiers(np.asarray([activation]), np.asarray([tier], dtype=np.int8), low=LOW, high=HIGH)
+    assert (len(d.archive) == 1, len(d.restore) == 1) == (archived, restored)
+
+
+@given(
+    acts=st.lists(st.floats(0.0, 1.0), min_size=1, max_size=80, unique=True),
+    tiers=st.lists(tiers2, min_size=80, max_size=80),
+    capacity=st.integers(1, 80),
+)
+def test_capacity_pressure_keeps_the_active_tier_within_capacity(
+    acts: list[float], tiers: list[int], capacity: int
+) -> None:
+    """With distinct activations, applying the plan leaves at most `capacity` active rows."""
+    activation = np.asarray(acts)
+    tier = np.asarray(tiers[: len(acts)], dtype=np.int8)
+    d = plan_tiers(activation, tier, low=LOW, high=HIGH, capacity=capacity)
+    after = _apply(tier, d)
+    assert int((after == Tier.ACTIVE).sum()) <= capacity
+    assert d.low >= LOW
+    assert d.high - d.low == pytest.approx(HIGH - LOW) or d.high == HIGH
+
+
+@given(
+    acts=st.lists(st.floats(0.0, 1.0), min_size=2, max_size=60, unique=True),
+    capacity=st.integers(1, 59),
+)
+def test_capacity_keeps_the_most_activated(acts: list[float], capacity: int) -> None:
+    """Under capacity pressure on an all-active tier, the survivors are the top activations."""
+    activation = np.asarray(acts)
+    tier = np.zeros(len(acts), dtype=np.int8)
+    d = plan_tiers(activation, tier, low=0.0, high=0.01, capacity=capacity)
+    kept = set(range(len(acts))) - set(d.archive)
+    top = set(np.argsort(-activation)[: min(capacity, len(acts))].tolist())
+    assert kept <= top
+
+
+def test_no_pressure_below_capacity() -> None:
+    """When the active tier fits its capacity, the thresholds are the policy's own."""
+    d = plan_tiers(
+        np.asarray([0.9, 0.8, 0.3]), np.zeros(3, dtype=np.int8), low=LOW, high=HIGH, capacity=3
+    )
+    assert (d.low, d.high) == (LOW, HIGH)
+    assert len(d.archive) == 0
+
+
+def test_invalidated_rows_leave_the_active_tier_and_never_return() -> None:
+    """Invalidated rows are archived even when highly activated, and never restored."""
+    activation = np.asarray([0.9, 0.9])
+    tier = np.asarray([Tier.ACTIVE, Tier.ARCHIVE], dtype=np.int8)
+    d = plan_tiers(activation, tier, low=LOW, high=HIGH, invalidated=np.asarray([True, True]))
+    assert d.archive.tolist() == [0]
+    assert d.restore.tolist() == []
+
+
+@given(
+    data=st.lists(st.tuples(st.floats(0.0, 1.0), tiers2, st.booleans()), min_size=1, max_size=60),
+    enabled=st.booleans(),
+    forget_below=st.floats(0.0, 0.24),
+)
+def test_forgetting_is_opt_in_and_spares_protected_rows(
+    data: list[tuple[float, int, bool]], enabled: bool, forget_below: float
+) -> None:
+    """Only enabled forgetting deletes, only unprotected rows below forget_below, never a
+    restored one."""
+    activation = np.asarray([a for a, _, _ in data])
+    tier = np.asarray([t for _, t, _ in data], dtype=np.int8)
+    forgettable = np.asarray([f for _, _, f in data])
+    d = plan_tiers(
+        activation,
+        tier,
+        low=LOW,
+        high=HIGH,
+        forget_enabled=enabled,
+        forget_below=forget_below,
+        forgettable=forgettable,
+    )
+    if not enabled:
+        assert len(d.forget) == 0
+    for i in d.forget:
+        assert forgettable[i]
+        assert activation[i] < forget_below
+    assert not set(d.forget) & set(d.restore)
+    assert not set(d.forget) & set(d.archive)
+
+
+def test_plan_summary_and_ids() -> None:
+    """A MaintenancePlan lists ids per action and summarises itself in one line."""
+    plan = MaintenancePlan(
+        namespace="ns",
+        now=0.0,
+        entries=(
+            PlanEntry("a", "archive", 0.1, "fact", "low"),
+            PlanEntry("b", "restore", 0.5, "fact", "high"),
+            PlanEntry("c", "forget", 0.0, "fact", "old"),
+        ),
+        low=LOW,
+        high=HIGH,
+        active_before=3,
+        active_after=2,
+        applied=False,
+    )
+    assert (plan.archived, plan.restored, plan.forgotten) == (["a"], ["b"], ["c"])
+    assert len(plan) == 3
+    assert "dry run" in plan.summary()
+    assert "1 to archive" in plan.summary()
+
+
+# ---------------------------------------------------------------- through the engine
+
+CALM = Policy.template("balanced").replace(
+    maintain_every=0, adapt=False, betas=dict.fromkeys(Policy().half_lives, 0.05)
+)
+
+
+def test_engine_memories_hovering_in_the_band_never_flip_flop(fresh: Any) -> None:
+    """Over 40 cycles of decay, small recall boosts and maintain(), a memory whose activation
+    stays inside the band keeps its tier: one stays active, one stays archived."""
+    clock = ManualClock()
+    with fresh(clock=clock, policy=CALM) as mem:
+        # floor 0.5 * 0.775**2 = 0.30 is inside the band: decays there, never below low
+        stay = mem.remember(
+            "zebra crossings near the school", category="small_talk", importance=0.775
+        )
+        # floor 0.5 * 0.4**2 = 0.08 is below low: gets archived, boosts of <= 2 * 0.05 keep it under high
+        low = mem.remember("quokka photos from the island", category="small_talk", importance=0.4)
+        clock.advance(5 * DAY)
+        first = mem.maintain()
+        assert first.archived == [low.id]
+        for _ in range(40):
+            clock.advance(5 * DAY)
+            mem.recall("zebra crossings near the school", k=1)
+            mem.recall("quokka photos from the island", k=1, deep=True)
+            plan = mem.maintain()
+            assert len(plan) == 0, plan.summary()
+        assert mem.get(stay.id).tier == Tier.ACTIVE
+        assert mem.get(low.id).tier == Tier.ARCHIVE
+        moves = [e.kind for e in mem.history() if e.kind in ("archive", "restore")]
+        assert moves == ["archive"]
+
+
+@settings(max_examples=15)
+@given(
+    steps=st.lists(
+        st.tuples(st.floats(0.0, 3 * DAY), st.integers(0, 5), st.booleans()),
+        min_size=1,
+        max_size=12,
+    )
+)
+def test_engine_moves_only_outside_the_band(
+    fresh: Any, steps: list[tuple[float, int, bool]]
+) -> None:
+    """Through any sequence of waits, recalls and maintain(), every archive happens below
+    the band and every restore above it."""
+    clock = ManualClock()
+    texts = [
+        f"memo {w} about topic {w}"
+        for w in ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot")
+    ]
+    with fresh(
+        clock=clock, policy=CALM.replace(betas=dict.fromkeys(Policy().half_lives, 0.3))
+    ) as mem:
+        recs = mem.remember_many(
+            texts, categories=["small_talk", "event", "task"] * 2, importances=[0.0, 0.3] * 3
+        )
+        ids = {r.id for r in recs}
+        for wait, pick, maintain in steps:
+            clock.advance(wait)
+            before = {r.id: r for r in mem.records()}
+            if maintain:
+                plan = mem.maintain()
+                for e in plan.entries:
+                    act = before[e.id].activation
+                    if e.action == "archive":
+                        assert act < plan.low
+                        assert before[e.id].tier == Tier.ACTIVE
+                    if e.action == "restore":
+                        assert act > plan.high
+                        assert before[e.id].tier == Tier.ARCHIVE
+            else:
+                mem.recall(texts[pick], k=1, deep=True)
+        for e in mem.history():
+            if e.kind == "restore" and e.detail.get("reason") == "recalled from the archive":
+                assert e.memory_id in ids
+        for r in mem.records():
+            if r.tier == Tier.ARCHIVE:
+                assert any(e.kind in ("archive", "invalidate") for e in mem.history(r.id))
+
+
+def test_small_talk_is_archived_and_instructions_stay(mem: Oblivion, clock: ManualClock) -> None:
+    """After simulated days, maintain() archives small talk and keeps an instruction active."""
+    chat = mem.remember("Hi! Lovely weather today.")
+    rule = mem.remember("Always answer in British English.")
+    assert (chat.category, rule.category) == ("small_talk", "instruction")
+    clock.advance(3 * DAY)
+    plan = mem.maintain()
+    assert plan.archived == [chat.id]
+    assert mem.get(chat.id).tier == Tier.ARCHIVE
+    clock.advance(365 * DAY)
+    mem.maintain()
+    assert mem.get(rule.id).tier == Tier.ACTIVE
+
+
+def test_dry_run_changes_nothing(mem: Oblivion, clock: ManualClock, snapshot: Any) -> None:
+    """maintain(dry_run=True) reports the plan but moves, journals and adapts nothing."""
+    mem.remember_many([f"chit chat number {i}" for i in range(25)], categories=["small_talk"] * 25)
+    mem.remember("Always answer in British English.")
+    clock.advance(4 * DAY)
+    before = snapshot(mem)
+    dry = mem.maintain(dry_run=True)
+    assert not dry.applied
+    assert len(dry.archived) == 25
+    assert dry.adapted == {}
+    assert snapshot(mem) == before
+    real = mem.maintain()
+    assert real.applied
+    assert sorted(real.archived) == sorted(dry.archived)
+    assert (real.active_before, real.active_after) == (dry.active_before, dry.active_after)
+
+
+def test_maintenance_journals_every_move(mem: Oblivion, clock: ManualClock) -> None:
+    """Each archive move is journaled with its activation and the reason."""
+    chat = mem.remember("thanks, see you", category="small_talk", importance=0.0)
+    clock.advance(4 * DAY)
+    mem.maintain()
+    events = [e for e in mem.history(chat.id) if e.kind == "archive"]
+    assert len(events) == 1
+    assert events[0].before == pytest.approx(mem.get(chat.id).activation)
+    assert "below" in events[0].detail["reason"]
+
+
+def test_engine_capacity_pressure(fresh: Any) -> None:
+    """With active_capacity=5 and distinct activations, maintain() leaves 5 active: the top 5."""
+    clock = ManualClock()
+    policy = Policy.template("balanced").replace(active_capacity=5, maintain_every=0, adapt=False)
+    with fresh(clock=clock, policy=policy) as mem:
+        recs = mem.remember_many(
+            [f"note {i} on subject {i * 7}" for i in range(12)],
+            categories=["fact"] * 12,
+            importances=[i / 12 for i in range(12)],
+        )
+        clock.advance(DAY)
+        plan = mem.maintain()
+        assert plan.active_after == 5
+        assert mem.stats()["active"] == 5
+        active = {r.id for r in mem.records(tier=Tier.ACTIVE)}
+        assert active == {r.id for r in recs[-5:]}
+
+
+def test_forgetting_is_off_by_default(mem: Oblivion, clock: ManualClock) -> None:
+    """With the default policy nothing is ever deleted by decay, however old."""
+    mem.remember("ok", category="small_talk", importance=0.0)
+    clock.advance(10_000 * DAY)
+    mem.maintain()
+    mem.maintain()
+    assert mem.count() == 1
+    assert mem.records()[0].activation < 1e-6
+
+
+def test_forgetting_when_enabled_spares_protected_memories(fresh: Any) -> None:
+    """Enabled forgetting deletes old unprotected archived memories only, and a dry run
+    reports it first."""
+    clock = ManualClock()
+    policy = Policy.template("balanced").replace(forget_enabled=True, maintain_every=0)
+    with fresh(clock=clock, policy=policy) as mem:
+        chat = mem.remember("ok cool", category="small_talk", importance=0.0)
+        pref = mem.remember("I prefer tea", category="preference", importance=0.0)
+        vip = mem.remember("server moved to rack 9", category="fact", importance=0.9)
+        clock.advance(5_000 * DAY)
+        dry = mem.maintain(dry_run=True)
+        assert dry.forgotten == [chat.id]
+        assert mem.count() == 3
+        plan = mem.maintain()
+        assert plan.forgotten == [chat.id]
+        assert {r.id for r in mem.records()} == {pref.id, vip.id}
+        assert any(e.kind == "forget" for e in mem.history(chat.id))

@@ -1,0 +1,161 @@
+"""OblivionMemory: a langchain-classic BaseMemory for legacy chains."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langchain_classic.base_memory import BaseMemory
+from langchain_classic.chains import ConversationChain
+from langchain_core.language_models.fake import FakeListLLM
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+
+from oblivion_core import Oblivion
+from oblivion_core.testing import word_count
+from oblivion_langchain import OblivionMemory
+
+
+def _kinds(engine: Oblivion, memory_id: str, namespace: str = "ana") -> list[str]:
+    return [e.kind for e in engine.history(memory_id, namespace=namespace)]
+
+
+@pytest.fixture
+def mem(engine: Oblivion) -> OblivionMemory:
+    """Classic memory over the fast engine, in Ana's namespace."""
+    return OblivionMemory(oblivion=engine, namespace="ana", token_budget=60)
+
+
+def test_is_a_classic_base_memory(mem: OblivionMemory) -> None:
+    """It is a BaseMemory exposing one memory variable."""
+    assert isinstance(mem, BaseMemory)
+    assert mem.memory_variables == ["history"]
+    assert OblivionMemory(oblivion=mem.oblivion, memory_key="past").memory_variables == ["past"]
+
+
+def test_save_then_load_as_text(mem: OblivionMemory, engine: Oblivion) -> None:
+    """save_context stores a Human/AI turn; load returns the relevant turns as text."""
+    mem.save_context({"input": "I'm vegetarian, never suggest meat."}, {"output": "Noted!"})
+    mem.save_context({"input": "My cat is called Tom."}, {"output": "Hi Tom!"})
+    first, _ = engine.records(namespace="ana")
+    assert first.text == "Human: I'm vegetarian, never suggest meat.\nAI: Noted!"
+    assert first.category == "instruction"
+    history = mem.load_memory_variables({"input": "Suggest a dinner without meat"})["history"]
+    assert history.startswith("- Human: I'm vegetarian, never suggest meat.\n  AI: Noted!")
+    assert "Tom" in history
+
+
+def test_loading_a_new_namespace_returns_nothing(engine: Oblivion) -> None:
+    """A conversation with no memories yet loads an empty string (or no messages)."""
+    assert OblivionMemory(oblivion=engine, namespace="new").load_memory_variables(
+        {"input": "hi"}
+    ) == {"history": ""}
+    assert OblivionMemory(
+        oblivion=engine, namespace="new", return_messages=True
+    ).load_memory_variables({"input": "hi"}) == {"history": []}
+
+
+@pytest.mark.parametrize("budget", [0, 8, 15, 30, 100])
+def test_loaded_text_fits_the_budget(engine: Oblivion, budget: int) -> None:
+    """The whole loaded block, header included, costs at most token_budget tokens."""
+    mem = OblivionMemory(oblivion=engine, namespace="ana", token_budget=budget, header="Past:")
+    for i in range(12):
+        mem.save_context({"input": f"Fact {i}: room {i} has {i} beds."}, {"output": "Noted."})
+    text = mem.load_memory_variables({"input": "How many beds in room 3?"})["history"]
+    assert word_count(text) <= budget
+    if budget >= 30:
+        assert text.startswith("Past:\n- Human: Fact 3: room 3 has 3 beds.")
+
+
+def test_return_messages_gives_human_and_ai_messages(mem: OblivionMemory, engine: Oblivion) -> None:
+    """With return_messages=True each turn comes back as a Human and an AI message."""
+    mem.save_context({"input": "I live in Leeds."}, {"output": "Leeds, noted."})
+    engine.remember("Ana is allergic to nuts.", namespace="ana")
+    mem.return_messages = True
+    messages = mem.load_memory_variables({"input": "Where do I live?"})["history"]
+    assert messages[:2] == [HumanMessage("I live in Leeds."), AIMessage("Leeds, noted.")]
+    assert SystemMessage("Ana is allergic to nuts.") in messages
+
+
+def test_save_context_gives_the_used_boost_to_what_the_answer_drew_on(
+    mem: OblivionMemory, engine: Oblivion
+) -> None:
+    """After a load, save_context boosts the recalled memories the output echoes."""
+    mem.save_context({"input": "I'm vegetarian, never suggest meat."}, {"output": "Noted!"})
+    mem.save_context({"input": "My cat is called Tom."}, {"output": "Hi Tom!"})
+    veg, cat = (r.id for r in engine.records(namespace="ana"))
+    mem.load_memory_variables({"input": "Suggest a dinner"})
+    mem.save_context({"input": "Suggest a dinner"}, {"output": "A vegetarian risotto, no meat."})
+    assert "used" in _kinds(engine, veg)
+    assert "used" not in _kinds(engine, cat)
+
+
+def test_clear_forgets_the_namespace_only(mem: OblivionMemory, engine: Oblivion) -> None:
+    """clear() removes this conversation's memories and leaves other namespaces alone."""
+    mem.save_context({"input": "a fact about trains"}, {"output": "ok"})
+    engine.remember("Ben's fact", namespace="ben")
+    mem.clear()
+    assert engine.count(namespace="ana") == 0
+    assert engine.count(namespace="ben") == 1
+    OblivionMemory(oblivion=engine, namespace="never").clear()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "inputs", "outputs", "match"),
+    [
+        ({}, {"a": "1", "b": "2"}, {"output": "x"}, "One input key"),
+        ({"input_key": "question"}, {"input": "1"}, {"output": "x"}, "question"),
+        ({}, {"input": "1"}, {"x": "1", "y": "2"}, "output_key"),
+        ({"output_key": "answer"}, {"input": "1"}, {"output": "x"}, "answer"),
+    ],
+)
+def test_ambiguous_keys_fail_clearly(
+    engine: Oblivion,
+    kwargs: dict[str, Any],
+    inputs: dict[str, Any],
+    outputs: dict[str, str],
+    match: str,
+) -> None:
+    """Missing or ambiguous input/output keys raise a ValueError and store nothing."""
+    mem = OblivionMemory(oblivion=engine, namespace="ana", **kwargs)
+    with pytest.raises(ValueError, match=match):
+        mem.save_context(inputs, outputs)
+    assert "ana" not in engine.namespaces()
+
+
+@pytest.mark.parametrize("kwargs", [{"token_budget": -1}, {"k": 0}])
+def test_bad_settings_fail_clearly(engine: Oblivion, kwargs: dict[str, Any]) -> None:
+    """A negative budget or k < 1 is refused."""
+    with pytest.raises(ValueError, match=r"token_budget|k must"):
+        OblivionMemory(oblivion=engine, **kwargs)
+
+
+def test_drop_in_for_a_legacy_conversation_chain(engine: Oblivion) -> None:
+    """ConversationChain(memory=OblivionMemory(...)) runs and sees recalled turns."""
+    llm = FakeListLLM(responses=["Noted, no meat.", "How about a mushroom risotto?"])
+    mem = OblivionMemory(oblivion=engine, namespace="ana")
+    chain = ConversationChain(llm=llm, memory=mem)
+    chain.invoke({"input": "I'm vegetarian, never suggest meat."})
+    chain.invoke({"input": "What should I cook tonight?"})
+    assert engine.count(namespace="ana") == 2
+    history = mem.load_memory_variables({"input": "vegetarian dinner"})["history"]
+    assert "vegetarian" in history
+
+
+async def test_async_variants(mem: OblivionMemory, engine: Oblivion) -> None:
+    """asave_context, aload_memory_variables and aclear match the sync methods."""
+    await mem.asave_context({"input": "I live in Leeds."}, {"output": "Leeds, noted."})
+    loaded = await mem.aload_memory_variables({"input": "Where do I live?"})
+    assert "Leeds" in loaded["history"]
+    await mem.aclear()
+    assert engine.count(namespace="ana") == 0
+
+
+@pytest.mark.integration
+def test_real_stack_classic_memory(real_engine: Oblivion) -> None:
+    """With MiniLM, Chroma and tiktoken the relevant turn loads first, within budget."""
+    mem = OblivionMemory(oblivion=real_engine, namespace="ana", token_budget=40)
+    mem.save_context({"input": "I live in Leeds."}, {"output": "Leeds, noted."})
+    mem.save_context({"input": "I had pasta for lunch."}, {"output": "Sounds tasty."})
+    text = mem.load_memory_variables({"input": "Which city is my home?"})["history"]
+    assert text.startswith("- Human: I live in Leeds.")
+    assert real_engine.token_counter(text) <= 40

@@ -1,0 +1,345 @@
+"""OblivionMemoryMiddleware: recall before the model, record and boost after it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from _lc_helpers import ScriptedChatModel, memory_block
+from langchain.agents import create_agent
+from langchain.tools import tool
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langgraph.checkpoint.memory import InMemorySaver
+
+from oblivion_core import Oblivion, Policy
+from oblivion_core.testing import ManualClock, word_count
+from oblivion_langchain import OblivionMemoryMiddleware
+from oblivion_langchain.middleware import DEFAULT_HEADER, SEPARATOR, STATE_KEY
+
+USER = {"configurable": {"user_id": "sam"}}
+
+
+def _agent(
+    engine: Oblivion,
+    replies: list[Any],
+    *,
+    system_prompt: str | None = "You are a travel assistant.",
+    tools: list[Any] | None = None,
+    **options: Any,
+) -> tuple[Any, ScriptedChatModel]:
+    model = ScriptedChatModel(replies)
+    middleware = OblivionMemoryMiddleware(engine, **options)
+    agent = create_agent(
+        model,
+        tools=tools or [],
+        system_prompt=system_prompt,
+        middleware=[middleware],
+        checkpointer=InMemorySaver(),
+    )
+    return agent, model
+
+
+def _ask(agent: Any, text: str, config: dict[str, Any] | None = None) -> dict[str, Any]:
+    config = {"configurable": {"thread_id": "t", **(config or USER)["configurable"]}}
+    return agent.invoke({"messages": [{"role": "user", "content": text}]}, config)
+
+
+def _events(engine: Oblivion, memory_id: str, namespace: str = "sam") -> list[str]:
+    return [e.kind for e in engine.history(memory_id, namespace=namespace)]
+
+
+@pytest.fixture
+def seeded(engine: Oblivion) -> Oblivion:
+    """The fast engine with two memories in Sam's namespace."""
+    engine.remember("Always give distances in kilometres, never miles.", namespace="sam")
+    engine.remember("Sam's sister Ana lives in Porto.", namespace="sam")
+    return engine
+
+
+# ==================================================================== injection
+def test_memories_are_injected_as_one_system_message(seeded: Oblivion) -> None:
+    """The recalled block is appended to the system prompt as its own text block."""
+    agent, model = _agent(seeded, ["About 313 km."])
+    result = _ask(agent, "How far is Porto from Lisbon in miles?")
+    sent = model.seen[0]
+    assert isinstance(sent[0], SystemMessage)
+    assert sum(isinstance(m, SystemMessage) for m in sent) == 1
+    blocks = sent[0].content
+    assert isinstance(blocks, list) and blocks[0]["text"] == "You are a travel assistant."
+    block = memory_block(sent)
+    assert block is not None and block.startswith(SEPARATOR + DEFAULT_HEADER)
+    assert "- Always give distances in kilometres, never miles." in block
+    # The agent's own history is untouched: no memory text in the state's messages.
+    assert not any(isinstance(m, SystemMessage) for m in result["messages"])
+
+
+def test_without_a_system_prompt_the_block_is_the_system_message(seeded: Oblivion) -> None:
+    """With no agent system prompt, the memory block alone is the system message."""
+    agent, model = _agent(seeded, ["Fine."], system_prompt=None)
+    _ask(agent, "Tell me about Ana")
+    sent = model.seen[0][0]
+    assert isinstance(sent, SystemMessage) and isinstance(sent.content, str)
+    assert sent.content.startswith(DEFAULT_HEADER)
+
+
+def test_nothing_is_injected_for_a_new_user(engine: Oblivion) -> None:
+    """A namespace never written gets no memory block, and the turn is still recorded."""
+    agent, model = _agent(engine, ["Hello!"])
+    _ask(agent, "Hi, I am new here", {"configurable": {"user_id": "newbie"}})
+    assert memory_block(model.seen[0]) is None
+    assert engine.count(namespace="newbie") == 1
+
+
+@pytest.mark.parametrize("budget", [0, 5, 12, 25, 60, None])
+def test_the_block_never_exceeds_the_token_budget(engine: Oblivion, budget: int | None) -> None:
+    """Whatever the budget, the injected text costs at most that many tokens."""
+    for i in range(30):
+        engine.remember(
+            f"Fact number {i}: the {i}th hotel in Porto has {i} rooms.", namespace="sam"
+        )
+    agent, model = _agent(engine, ["Noted."], token_budget=budget)
+    _ask(agent, "Which hotel in Porto has rooms?")
+    block = memory_block(model.seen[0])
+    if block is None:
+        # Too small for the header and one line: nothing is injected rather than too much.
+        assert budget is not None and budget < word_count(DEFAULT_HEADER) + 10
+    elif budget is not None:
+        assert word_count(block) <= budget
+    else:
+        assert block.count("\n- ") == engine.policy.default_k
+
+
+def test_a_zero_budget_recalls_nothing(seeded: Oblivion) -> None:
+    """token_budget=0 injects nothing and boosts nothing, but still records the turn."""
+    agent, _ = _agent(seeded, ["ok"], token_budget=0)
+    ids = [r.id for r in seeded.records(namespace="sam")]
+    _ask(agent, "distances")
+    assert all("recall" not in _events(seeded, i) for i in ids)
+    assert seeded.count(namespace="sam") == 3
+
+
+@pytest.mark.parametrize(
+    ("options", "match"),
+    [
+        ({"token_budget": -1}, "token_budget"),
+        ({"token_budget": 1.5}, "token_budget"),
+        ({"k": 0}, "k must"),
+        ({"namespace": 42}, "namespace must"),
+        ({"policy": 3}, "policy must"),
+    ],
+)
+def test_bad_options_fail_clearly(engine: Oblivion, options: dict[str, Any], match: str) -> None:
+    """A negative budget (and other bad options) is refused at construction."""
+    with pytest.raises(ValueError, match=match):
+        OblivionMemoryMiddleware(engine, **options)
+
+
+def test_an_unknown_policy_template_fails_on_first_use(engine: Oblivion) -> None:
+    """A misspelt template name raises the engine's PolicyError, naming the templates."""
+    agent, _ = _agent(engine, ["x"], policy="support-dsk")
+    with pytest.raises(ValueError, match="unknown policy template"):
+        _ask(agent, "hello there friend")
+
+
+# ==================================================================== recording
+def test_each_turn_is_remembered_once_after_the_final_answer(engine: Oblivion) -> None:
+    """The turn becomes one memory "user: ...\\nassistant: ..." after the final answer."""
+    agent, _ = _agent(engine, ["Porto is lovely in May."])
+    _ask(agent, "When should I visit Porto?")
+    (record,) = engine.records(namespace="sam")
+    assert record.text == "user: When should I visit Porto?\nassistant: Porto is lovely in May."
+    assert record.metadata["kind"] == "turn"
+
+
+@pytest.mark.parametrize(
+    ("user", "answer", "category"),
+    [
+        ("Good morning!", "Always happy to help, never tired!", "small_talk"),
+        ("Always reply in French.", "Okay.", "instruction"),
+        ("I prefer window seats.", "Noted.", "preference"),
+    ],
+)
+def test_category_comes_from_the_users_words(
+    engine: Oblivion, user: str, answer: str, category: str
+) -> None:
+    """The stored turn is appraised from the user's message, not from the answer."""
+    agent, _ = _agent(engine, [answer])
+    _ask(agent, user)
+    (record,) = engine.records(namespace="sam")
+    assert record.category == category
+    assert record.importance == pytest.approx(engine.importance_scorer.score(user))
+
+
+def test_tool_loops_recall_once_and_record_once(seeded: Oblivion) -> None:
+    """Model calls after a tool call reuse the turn's block and do not record twice."""
+
+    @tool
+    def lookup(city: str) -> str:
+        """Distance lookup."""
+        return f"{city}: 313 km"
+
+    replies = [
+        AIMessage(
+            content="", tool_calls=[{"name": "lookup", "args": {"city": "Porto"}, "id": "1"}]
+        ),
+        "Porto is 313 kilometres away.",
+    ]
+    agent, model = _agent(seeded, replies, tools=[lookup])
+    instruction = seeded.records(namespace="sam")[0].id
+    _ask(agent, "How far is Porto?")
+    assert len(model.seen) == 2
+    assert memory_block(model.seen[0]) == memory_block(model.seen[1]) is not None
+    assert _events(seeded, instruction).count("recall") == 1
+    assert seeded.count(namespace="sam") == 3
+
+
+def test_only_memories_the_answer_drew_on_get_the_used_boost(seeded: Oblivion) -> None:
+    """mark_used goes to recalled memories the answer echoes, not to the others."""
+    instruction, sister = (r.id for r in seeded.records(namespace="sam"))
+    agent, _ = _agent(seeded, ["Porto is about 313 kilometres away; distances in kilometres."])
+    _ask(agent, "How many miles to Porto?")
+    assert "recall" in _events(seeded, instruction) and "recall" in _events(seeded, sister)
+    assert "used" in _events(seeded, instruction)
+    assert "used" not in _events(seeded, sister)
+
+
+def test_custom_used_rule(seeded: Oblivion) -> None:
+    """A used_rule replaces the default overlap rule."""
+    agent, _ = _agent(seeded, ["Sure."], used_rule=lambda answer, items: [i for i, _ in items])
+    _ask(agent, "Tell me everything")
+    assert all("used" in _events(seeded, r.id) for r in seeded.records(namespace="sam")[:2])
+
+
+def test_remember_turns_false_only_recalls(seeded: Oblivion) -> None:
+    """With remember_turns=False nothing new is stored."""
+    agent, _ = _agent(seeded, ["Fine."], remember_turns=False)
+    _ask(agent, "distances")
+    assert seeded.count(namespace="sam") == 2
+
+
+def test_an_overlong_turn_is_cut_not_crashed(engine: Oblivion) -> None:
+    """A turn longer than max_text_chars is stored cut to the limit."""
+    engine.set_policy(Policy.template("balanced").replace(max_text_chars=200))
+    agent, _ = _agent(engine, ["word " * 200])
+    _ask(agent, "Tell me a long story")
+    (record,) = engine.records(namespace="sam")
+    assert len(record.text) == 200 and record.text.endswith("[...]")
+
+
+def test_a_memory_forgotten_mid_turn_does_not_break_the_used_boost(seeded: Oblivion) -> None:
+    """If a recalled memory is forgotten before the answer, the others are still boosted."""
+    instruction, sister = (r.id for r in seeded.records(namespace="sam"))
+    mw = OblivionMemoryMiddleware(seeded)
+    memo = {"namespace": "sam", "recalled": [[sister, "Ana lives in Porto"], [instruction, "x"]]}
+    seeded.forget(sister, namespace="sam")
+    mw._record(memo, "", "Ana lives in Porto, yes.")
+    mw._mark_used([sister, instruction], "sam")
+    assert "used" in _events(seeded, instruction)
+
+
+# ==================================================================== namespaces and policy
+@dataclass
+class Context:
+    """A runtime context carrying the user id."""
+
+    user_id: str
+
+
+def test_namespace_comes_from_the_runtime_context(engine: Oblivion) -> None:
+    """runtime.context.user_id picks the namespace."""
+    model = ScriptedChatModel(["Hi Ana."])
+    agent = create_agent(
+        model, tools=[], middleware=[OblivionMemoryMiddleware(engine)], context_schema=Context
+    )
+    agent.invoke({"messages": [{"role": "user", "content": "I am Ana."}]}, context=Context("ana"))
+    assert engine.count(namespace="ana") == 1
+
+
+@pytest.mark.parametrize(
+    ("namespace", "config", "expected"),
+    [
+        (None, {"user_id": "sam"}, "sam"),
+        (None, {"user_id": 7}, "7"),
+        (None, {}, "default"),
+        ("shared", {"user_id": "sam"}, "shared"),
+        (lambda runtime, config: "team-" + config["configurable"]["team"], {"team": "a"}, "team-a"),
+    ],
+)
+def test_namespace_resolution(
+    engine: Oblivion, namespace: Any, config: dict[str, Any], expected: str
+) -> None:
+    """Configurable user id, a fixed name, a resolver, or the default namespace."""
+    agent, _ = _agent(engine, ["ok"], namespace=namespace)
+    _ask(agent, "I like trains a lot", {"configurable": config})
+    assert engine.count(namespace=expected) == 1
+
+
+def test_users_do_not_see_each_others_memories(engine: Oblivion) -> None:
+    """Memories recorded for one user are never injected for another."""
+    agent, model = _agent(engine, ["Noted.", "Hello."])
+    _ask(agent, "My passport number is X123.", {"configurable": {"user_id": "ana"}})
+    _ask(agent, "What is my passport number?", {"configurable": {"user_id": "ben"}})
+    assert memory_block(model.seen[1]) is None
+
+
+@pytest.mark.parametrize("value", ["", "   ", 3.5])
+def test_a_bad_namespace_from_the_resolver_fails_clearly(engine: Oblivion, value: Any) -> None:
+    """An empty or non-string namespace from the resolver raises a ValueError."""
+    agent, _ = _agent(engine, ["ok"], namespace=lambda runtime, config: value)
+    with pytest.raises(ValueError, match="namespace"):
+        _ask(agent, "hello")
+
+
+def test_policy_template_is_applied_per_namespace(engine: Oblivion) -> None:
+    """policy= sets the namespace's policy once, the first time the user is seen."""
+    agent, _ = _agent(engine, ["a", "b"], policy="support-desk")
+    _ask(agent, "I like trains")
+    assert engine.policy_for("sam").name == "support-desk"
+    assert engine.policy.name == "balanced"
+    journal = [e for e in engine.history(namespace="sam") if e.kind == "policy"]
+    _ask(agent, "I like planes")
+    assert [e for e in engine.history(namespace="sam") if e.kind == "policy"] == journal
+
+
+# ==================================================================== async
+async def test_async_agent_recalls_injects_records_and_boosts(seeded: Oblivion) -> None:
+    """ainvoke() goes through the async hooks with the same effects as invoke()."""
+    instruction = seeded.records(namespace="sam")[0].id
+    agent, model = _agent(seeded, ["Porto is 313 kilometres away; distances in kilometres."])
+    config = {"configurable": {"thread_id": "a", "user_id": "sam"}}
+    await agent.ainvoke({"messages": [HumanMessage("How many miles to Porto?")]}, config)
+    block = memory_block(model.seen[0])
+    assert block is not None and "kilometres" in block
+    assert {"recall", "used"} <= set(_events(seeded, instruction))
+    assert seeded.count(namespace="sam") == 3
+
+
+async def test_async_state_keeps_the_turn_private(seeded: Oblivion) -> None:
+    """The middleware's state entry is kept out of the agent's output."""
+    agent, _ = _agent(seeded, ["ok"])
+    config = {"configurable": {"thread_id": "b", "user_id": "sam"}}
+    result = await agent.ainvoke({"messages": [HumanMessage("distances")]}, config)
+    assert STATE_KEY not in result
+    state = await agent.aget_state(config)
+    assert state.values[STATE_KEY]["recorded"] is True
+
+
+# ==================================================================== real stack
+@pytest.mark.integration
+def test_real_stack_middleware(real_engine: Oblivion, clock: ManualClock) -> None:
+    """With MiniLM, Chroma and tiktoken: relevant memory injected within budget, turn stored."""
+    real_engine.remember("Always give distances in kilometres, never in miles.", namespace="sam")
+    real_engine.remember("I had pasta for lunch.", namespace="sam")
+    agent, model = _agent(
+        real_engine,
+        ["Porto is 313 kilometres from Lisbon; distances in kilometres."],
+        token_budget=40,
+    )
+    _ask(agent, "How many miles from Lisbon to Porto?")
+    block = memory_block(model.seen[0])
+    assert block is not None and "kilometres, never in miles" in block
+    assert real_engine.token_counter(block) <= 40
+    instruction = real_engine.records(namespace="sam")[0].id
+    assert "used" in _events(real_engine, instruction)
+    assert real_engine.count(namespace="sam") == 3

@@ -1,0 +1,238 @@
+"""OblivionRetriever: recall as LangChain documents."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from langchain_core.documents import Document
+from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
+
+from oblivion_core import Oblivion, Tier
+from oblivion_core.testing import HashEmbedder, ManualClock, word_count
+from oblivion_langchain import OblivionRetriever
+
+DAY = 86_400.0
+
+FACTS = [
+    "Always answer in British English.",
+    "The office moved to Leeds in March.",
+    "The quarterly report is due on Friday.",
+    "Lovely weather today!",
+]
+
+
+class HashLangChainEmbeddings(Embeddings):
+    """A LangChain ``Embeddings`` returning plain lists (what real providers return)."""
+
+    def __init__(self) -> None:
+        self._inner = HashEmbedder()
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """Embed texts as lists of floats."""
+        return self._inner.embed_documents(texts).tolist()
+
+    def embed_query(self, text: str) -> list[float]:
+        """Embed a query as a list of floats."""
+        return self._inner.embed_query(text).tolist()
+
+
+@pytest.fixture
+def filled(engine: Oblivion) -> Oblivion:
+    """The fast engine holding FACTS."""
+    engine.remember_many(FACTS)
+    return engine
+
+
+def test_documents_carry_the_ranking_facts(filled: Oblivion) -> None:
+    """Each document has the memory id and its tier, relevance, activation, score and why."""
+    docs = OblivionRetriever(oblivion=filled).invoke("Where is the office now?")
+    assert all(isinstance(d, Document) for d in docs)
+    top = docs[0]
+    assert top.page_content == "The office moved to Leeds in March."
+    assert top.id == top.metadata["id"]
+    assert filled.get(top.id).text == top.page_content
+    for key in ("tier", "relevance", "activation", "score", "why", "category", "namespace"):
+        assert key in top.metadata
+    assert top.metadata["tier"] == "active"
+    assert "ranked 1 of" in top.metadata["why"]["explanation"]
+    assert top.metadata["score"] == pytest.approx(top.metadata["why"]["score"])
+
+
+def test_user_metadata_is_kept_and_ranking_keys_win(engine: Oblivion) -> None:
+    """User metadata is returned; keys the retriever sets override user keys of that name."""
+    engine.remember("Budget is 120 euros a night.", metadata={"source": "chat", "tier": "gold"})
+    doc = OblivionRetriever(oblivion=engine).invoke("budget per night")[0]
+    assert doc.metadata["source"] == "chat"
+    assert doc.metadata["tier"] == "active"
+
+
+def test_activation_breaks_ties_between_equally_relevant_memories(
+    engine: Oblivion, clock: ManualClock
+) -> None:
+    """Of two memories with the same text, the fresher (higher activation) ranks first."""
+    old = engine.remember("The client prefers phone calls.", category="fact")
+    clock.advance(30 * DAY)
+    new = engine.remember("The client prefers phone calls.", category="fact")
+    docs = OblivionRetriever(oblivion=engine, k=2).invoke("client phone")
+    assert [d.id for d in docs] == [new.id, old.id]
+    assert docs[0].metadata["relevance"] == pytest.approx(docs[1].metadata["relevance"])
+    assert docs[0].metadata["activation"] > docs[1].metadata["activation"]
+
+
+def test_a_used_memory_outranks_an_equally_relevant_unused_one(engine: Oblivion) -> None:
+    """The engine's "used" boost changes what the retriever returns first."""
+    a = engine.remember("Meeting notes are in the shared drive.", category="fact")
+    b = engine.remember("Meeting notes are in the shared drive.", category="fact")
+    engine.mark_used([a.id])
+    docs = OblivionRetriever(oblivion=engine, k=2, feedback=False).invoke("meeting notes")
+    assert [d.id for d in docs] == [a.id, b.id]
+
+
+@pytest.mark.parametrize("budget", [0, 3, 8, 12, 100, None])
+def test_documents_fit_the_token_budget(filled: Oblivion, budget: int | None) -> None:
+    """The returned texts (plus the per-item overhead) never cost more than the budget."""
+    overhead = filled.policy.per_item_tokens
+    docs = OblivionRetriever(oblivion=filled, token_budget=budget).invoke("office report weather")
+    cost = sum(word_count(d.page_content) + overhead for d in docs)
+    if budget is None:
+        assert len(docs) == len(FACTS)
+    else:
+        assert cost <= budget
+        assert all(d.metadata["tokens"] == word_count(d.page_content) for d in docs)
+
+
+def test_each_call_boosts_what_it_returns(filled: Oblivion, clock: ManualClock) -> None:
+    """invoke() raises the activation of the returned memories; feedback=False does not."""
+    clock.advance(5 * DAY)
+    reader = OblivionRetriever(oblivion=filled, k=1, feedback=False)
+    doc = reader.invoke("quarterly report")[0]
+    before = filled.get(doc.id).activation
+    assert reader.invoke("quarterly report")[0].id == doc.id
+    assert filled.get(doc.id).activation == pytest.approx(before)
+    OblivionRetriever(oblivion=filled, k=1).invoke("quarterly report")
+    assert filled.get(doc.id).activation > before
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "expected"),
+    [("k", 1, 1), ("k", 3, 3), ("token_budget", 0, 0)],
+)
+def test_invoke_arguments_override_the_fields(
+    filled: Oblivion, field: str, value: int, expected: int
+) -> None:
+    """k and token_budget passed to invoke() override the retriever's own."""
+    retriever = OblivionRetriever(oblivion=filled, k=4)
+    assert len(retriever.invoke("office", **{field: value})) == expected
+
+
+def test_namespaces_are_separate(engine: Oblivion) -> None:
+    """A retriever only sees its namespace; a namespace never written returns nothing."""
+    engine.remember("Ana likes jazz.", namespace="ana")
+    engine.remember("Ben likes techno.", namespace="ben")
+    docs = OblivionRetriever(oblivion=engine, namespace="ben").invoke("music")
+    assert [d.page_content for d in docs] == ["Ben likes techno."]
+    assert OblivionRetriever(oblivion=engine, namespace="nobody").invoke("music") == []
+    assert (
+        OblivionRetriever(oblivion=engine).invoke("music", namespace="ana")[0].metadata["namespace"]
+        == "ana"
+    )
+
+
+def test_archived_memories_come_back_with_deep(engine: Oblivion, clock: ManualClock) -> None:
+    """A memory decayed into the archive is returned with tier 'archive' when deep=True."""
+    gone = engine.remember("ok cool", category="small_talk", importance=0.1)
+    engine.remember("The deploy key lives in the vault.", category="instruction", importance=0.9)
+    clock.advance(10 * DAY)
+    engine.maintain()
+    assert engine.get(gone.id).tier == Tier.ARCHIVE
+    docs = OblivionRetriever(oblivion=engine, deep=True).invoke("ok cool")
+    assert {d.id: d.metadata["tier"] for d in docs}[gone.id] == "archive"
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"token_budget": -1}, {"token_budget": 2.5}, {"k": 0}, {"k": "3"}],
+)
+def test_bad_settings_fail_clearly(engine: Oblivion, kwargs: dict[str, object]) -> None:
+    """A negative budget or a bad k is rejected when the retriever is built."""
+    with pytest.raises(ValueError, match=r"token_budget|k"):
+        OblivionRetriever(oblivion=engine, **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [({"token_budget": -5}, "token_budget"), ({"k": 0}, "k must"), ({"topk": 3}, "unknown")],
+)
+def test_bad_call_arguments_fail_clearly_and_change_nothing(
+    filled: Oblivion, kwargs: dict[str, object], match: str
+) -> None:
+    """Bad invoke() arguments raise a ValueError and boost nothing."""
+    before = {r.id: r.activation for r in filled.records()}
+    with pytest.raises(ValueError, match=match):
+        OblivionRetriever(oblivion=filled).invoke("office", **kwargs)
+    assert {r.id: r.activation for r in filled.records()} == before
+
+
+async def test_ainvoke_matches_invoke_and_boosts(filled: Oblivion) -> None:
+    """ainvoke() returns what invoke() returns and also feeds back the boost."""
+    retriever = OblivionRetriever(oblivion=filled, k=2, feedback=False)
+    sync_ids = [d.id for d in retriever.invoke("report due")]
+    async_ids = [d.id for d in await retriever.ainvoke("report due")]
+    assert async_ids == sync_ids
+    before = filled.get(sync_ids[0]).activation
+    await OblivionRetriever(oblivion=filled, k=1).ainvoke("report due", token_budget=50)
+    assert filled.get(sync_ids[0]).activation > before
+
+
+async def test_async_unknown_namespace_returns_nothing(engine: Oblivion) -> None:
+    """ainvoke() on a namespace never written returns an empty list."""
+    assert await OblivionRetriever(oblivion=engine, namespace="nobody").ainvoke("x") == []
+
+
+@pytest.mark.parametrize(
+    "embeddings", [HashLangChainEmbeddings(), DeterministicFakeEmbedding(size=32)]
+)
+def test_any_langchain_embeddings_works(embeddings: Embeddings) -> None:
+    """A LangChain Embeddings is accepted as the engine's embedder, as-is."""
+    retriever = OblivionRetriever.from_path(None, embeddings=embeddings, k=2, namespace="notes")
+    retriever.oblivion.remember("The office moved to Leeds.", namespace="notes")
+    retriever.oblivion.remember("Lunch is at noon.", namespace="notes")
+    docs = retriever.invoke("The office moved to Leeds.")
+    assert docs[0].page_content == "The office moved to Leeds."
+    assert np.isfinite(docs[0].metadata["relevance"])
+    retriever.oblivion.close()
+
+
+@pytest.mark.integration
+def test_real_stack_ranks_by_meaning_and_activation(real_engine: Oblivion) -> None:
+    """With MiniLM, Chroma and tiktoken the relevant memory comes first, within budget."""
+    real_engine.remember_many(
+        [
+            "The office moved to Leeds in March.",
+            "Always answer in British English.",
+            "I had pasta for lunch.",
+            "Our team standup is at 9:30 every weekday.",
+        ]
+    )
+    retriever = OblivionRetriever(oblivion=real_engine, token_budget=40)
+    docs = retriever.invoke("Which city is our workplace in?")
+    assert docs[0].page_content == "The office moved to Leeds in March."
+    assert sum(d.metadata["tokens"] + real_engine.policy.per_item_tokens for d in docs) <= 40
+    assert docs[0].metadata["why"]["boost"]["after"] >= docs[0].metadata["activation"]
+
+
+@pytest.mark.integration
+async def test_real_stack_ainvoke(real_engine: Oblivion) -> None:
+    """ainvoke() works against the real stack."""
+    real_engine.remember("The quarterly report is due on Friday.")
+    docs = await OblivionRetriever(oblivion=real_engine).ainvoke("When is the report due?")
+    assert docs[0].page_content == "The quarterly report is due on Friday."
+
+
+@pytest.mark.integration
+def test_real_default_embedder(tmp_path: object) -> None:
+    """Oblivion(path, embedder=None) with the local model works through the retriever."""
+    retriever = OblivionRetriever.from_path(tmp_path, k=1)  # type: ignore[arg-type]
+    retriever.oblivion.remember("Backups run at midnight.")
+    assert retriever.invoke("When do backups happen?")[0].page_content == "Backups run at midnight."
+    retriever.oblivion.close()

@@ -1,0 +1,528 @@
+"""OblivionStore: the LangGraph BaseStore contract, ranked by activation."""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+from typing import Any
+
+import pytest
+from _lc_helpers import ScriptedChatModel
+from langchain.agents import create_agent
+from langchain.tools import ToolRuntime, tool
+from langchain_core.messages import AIMessage, ToolMessage
+from langgraph.store.base import GetOp, InvalidNamespaceError, ListNamespacesOp, PutOp, SearchOp
+
+from oblivion_core import Oblivion
+from oblivion_core.testing import ManualClock
+from oblivion_langchain import OblivionStore
+from oblivion_langchain._convert import encode_namespace
+
+DAY = 86_400.0
+NS = ("memories", "sam")
+
+
+@pytest.fixture
+def store(engine: Oblivion) -> OblivionStore:
+    """A store over the fast engine that embeds each value's "text" field."""
+    return OblivionStore(engine, index={"fields": ["text"]})
+
+
+def _activation(engine: Oblivion, namespace: tuple[str, ...], key: str) -> float:
+    return engine.get(key, namespace=encode_namespace(namespace)).activation
+
+
+def _snapshot(engine: Oblivion) -> dict[str, list[tuple[str, str, float]]]:
+    return {
+        ns: [(r.id, r.text, r.activation) for r in engine.records(namespace=ns)]
+        for ns in engine.namespaces()
+        if ns != engine.default_namespace
+    }
+
+
+# ==================================================================== put / get / delete
+def test_put_then_get_returns_the_item(store: OblivionStore) -> None:
+    """get() returns the value put, with its key, namespace tuple and aware datetimes."""
+    store.put(NS, "tea", {"text": "I prefer green tea", "strength": 3})
+    item = store.get(NS, "tea")
+    assert item is not None
+    assert (item.namespace, item.key, item.value) == (
+        NS,
+        "tea",
+        {"text": "I prefer green tea", "strength": 3},
+    )
+    assert isinstance(item.created_at, datetime) and item.created_at.tzinfo is not None
+    assert item.created_at == item.updated_at
+
+
+def test_put_to_an_existing_key_edits_it(engine: Oblivion, clock: ManualClock) -> None:
+    """A second put replaces the value and text, keeps created_at and the activation."""
+    times = iter([datetime(2025, 1, 1).astimezone(), datetime(2025, 1, 2).astimezone()])
+    store = OblivionStore(engine, index={"fields": ["text"]}, now=lambda: next(times))
+    store.put(NS, "drink", {"text": "I prefer green tea"})
+    clock.advance(3 * DAY)
+    before = _activation(engine, NS, "drink")
+    store.put(NS, "drink", {"text": "I prefer black coffee"})
+    item = store.get(NS, "drink")
+    assert item is not None and item.value == {"text": "I prefer black coffee"}
+    assert item.created_at.day == 1 and item.updated_at.day == 2
+    assert engine.get("drink", namespace=encode_namespace(NS)).text == "I prefer black coffee"
+    assert _activation(engine, NS, "drink") == pytest.approx(before)
+    assert engine.count(namespace=encode_namespace(NS)) == 1
+
+
+def test_put_none_and_delete_forget_the_item(store: OblivionStore, engine: Oblivion) -> None:
+    """put(..., None) and delete() remove the item; deleting a missing key is a no-op."""
+    store.put(NS, "a", {"text": "alpha"})
+    store.put(NS, "b", {"text": "beta"})
+    store.put(NS, "a", None)
+    store.delete(NS, "b")
+    store.delete(NS, "never-there")
+    assert store.get(NS, "a") is None and store.get(NS, "b") is None
+    assert engine.count(namespace=encode_namespace(NS)) == 0
+
+
+def test_get_of_unknown_namespace_or_key_is_none(store: OblivionStore) -> None:
+    """get() returns None for a key or a namespace that holds nothing."""
+    store.put(NS, "a", {"text": "alpha"})
+    assert store.get(NS, "zzz") is None
+    assert store.get(("nobody",), "a") is None
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [(("a", "b"), ("a,b",)), (("a", "b"), ("a", "b", "c")), (('a"b',), ("a", "b"))],
+)
+def test_namespaces_that_look_alike_stay_apart(
+    store: OblivionStore, first: tuple[str, ...], second: tuple[str, ...]
+) -> None:
+    """Namespace tuples are encoded without ambiguity: look-alikes never share items."""
+    store.put(first, "k", {"text": "one"})
+    store.put(second, "k", {"text": "two"})
+    assert store.get(first, "k").value == {"text": "one"}  # type: ignore[union-attr]
+    assert store.get(second, "k").value == {"text": "two"}  # type: ignore[union-attr]
+    assert sorted(store.list_namespaces()) == sorted([first, second])
+
+
+def test_a_batch_runs_ops_in_order(store: OblivionStore) -> None:
+    """batch() applies its ops in order and returns one result per op."""
+    results = store.batch(
+        [
+            PutOp(NS, "a", {"text": "alpha"}),
+            GetOp(NS, "a"),
+            PutOp(NS, "a", {"text": "alpha 2"}),
+            GetOp(NS, "a"),
+            SearchOp(NS, query="alpha"),
+            ListNamespacesOp(),
+            PutOp(NS, "a", None),
+            GetOp(NS, "a"),
+        ]
+    )
+    assert results[0] is None and results[2] is None and results[6] is None
+    assert results[1].value == {"text": "alpha"}  # type: ignore[union-attr]
+    assert results[3].value == {"text": "alpha 2"}  # type: ignore[union-attr]
+    assert [i.key for i in results[4]] == ["a"]  # type: ignore[union-attr]
+    assert results[5] == [NS]
+    assert results[7] is None
+
+
+# ==================================================================== index config
+def test_index_fields_choose_the_text_that_is_embedded(engine: Oblivion) -> None:
+    """The memory text is the indexed field(s), or the whole value as JSON by default."""
+    OblivionStore(engine, index={"fields": ["text", "tags[*]"]}).put(
+        NS, "k1", {"text": "Green tea", "tags": ["drink", "morning"], "n": 1}
+    )
+    OblivionStore(engine).put(NS, "k2", {"text": "Black coffee"})
+    space = encode_namespace(NS)
+    assert engine.get("k1", namespace=space).text == "Green tea\ndrink\nmorning"
+    assert engine.get("k2", namespace=space).text == '{"text": "Black coffee"}'
+
+
+def test_unindexed_items_are_kept_out_of_query_search(store: OblivionStore) -> None:
+    """index=False items (or items lacking the fields) are listed and got, never searched."""
+    store.put(NS, "secret", {"text": "green tea secret"}, index=False)
+    store.put(NS, "nofield", {"note": "green tea"})
+    store.put(NS, "tea", {"text": "green tea"})
+    assert [i.key for i in store.search(NS, query="green tea")] == ["tea"]
+    assert {i.key for i in store.search(NS)} == {"secret", "nofield", "tea"}
+    assert store.get(NS, "secret") is not None
+
+
+def test_store_rejects_an_embed_function(engine: Oblivion) -> None:
+    """index['embed'] is refused with a message saying where the embedder goes."""
+    with pytest.raises(ValueError, match="embedder"):
+        OblivionStore(engine, index={"dims": 3, "embed": lambda texts: [[0.0] * 3]})
+
+
+# ==================================================================== search
+def _fill(store: OblivionStore) -> None:
+    store.put(NS, "tea", {"text": "I prefer green tea in the morning", "kind": "drink", "n": 3})
+    store.put(NS, "coffee", {"text": "I drink black coffee at work", "kind": "drink", "n": 5})
+    store.put(NS, "car", {"text": "My car is an electric Renault", "kind": "car", "n": 1})
+    store.put(NS, "trip", {"text": "Road trip to Porto next month", "kind": "plan", "n": 8})
+
+
+def test_query_search_is_ranked_by_the_engine_score(store: OblivionStore, engine: Oblivion) -> None:
+    """search(query=...) returns the most relevant first, scored with the recall score."""
+    _fill(store)
+    query = "green tea in the morning"
+    expected = engine.recall(query, namespace=encode_namespace(NS), feedback=False, k=4)
+    hits = store.search(NS, query=query)
+    assert hits[0].key == "tea"
+    assert [(h.key, h.score) for h in hits] == [(i.id, pytest.approx(i.score)) for i in expected]
+
+
+def test_query_search_prefers_the_fresher_of_equal_memories(
+    store: OblivionStore, clock: ManualClock
+) -> None:
+    """Equally relevant items are ordered by activation: the decayed one comes last."""
+    store.put(NS, "old", {"text": "favourite drink", "drink": "tea"})
+    clock.advance(30 * DAY)
+    store.put(NS, "new", {"text": "favourite drink", "drink": "coffee"})
+    hits = store.search(NS, query="favourite drink")
+    assert [h.key for h in hits] == ["new", "old"]
+    assert hits[0].score > hits[1].score  # type: ignore[operator]
+
+
+def _recalls(engine: Oblivion, key: str) -> int:
+    history = engine.history(key, namespace=encode_namespace(NS))
+    return sum(e.kind == "recall" for e in history)
+
+
+def test_query_search_boosts_only_what_it_returns(
+    store: OblivionStore, engine: Oblivion, clock: ManualClock
+) -> None:
+    """Returned items get the recall boost; items not returned get no recall event."""
+    _fill(store)
+    clock.advance(5 * DAY)
+    before = _activation(engine, NS, "tea")
+    hits = store.search(NS, query="green tea in the morning", limit=1)
+    assert [h.key for h in hits] == ["tea"]
+    assert _activation(engine, NS, "tea") > before
+    assert {k: _recalls(engine, k) for k in ("tea", "coffee", "car", "trip")} == {
+        "tea": 1,
+        "coffee": 0,
+        "car": 0,
+        "trip": 0,
+    }
+
+
+def test_query_search_with_offset_does_not_boost_skipped_items(
+    store: OblivionStore, engine: Oblivion
+) -> None:
+    """A page that is not the head of the ranking boosts nothing it skipped."""
+    _fill(store)
+    top = store.search(NS, query="tea coffee drink", limit=1)[0].key
+    page = store.search(NS, query="tea coffee drink", limit=2, offset=1)
+    assert top not in [h.key for h in page]
+    assert _recalls(engine, top) == 1
+
+
+def test_filtered_search_does_not_boost_filtered_out_items(
+    store: OblivionStore, engine: Oblivion
+) -> None:
+    """Items a filter removed are never boosted."""
+    _fill(store)
+    hits = store.search(NS, query="green tea", filter={"kind": "car"})
+    assert [h.key for h in hits] == ["car"]
+    assert _recalls(engine, "tea") == 0
+
+
+def test_feedback_false_searches_read_only(engine: Oblivion) -> None:
+    """OblivionStore(feedback=False) never boosts."""
+    store = OblivionStore(engine, index={"fields": ["text"]}, feedback=False)
+    _fill(store)
+    store.search(NS, query="green tea")
+    assert all(_recalls(engine, k) == 0 for k in ("tea", "coffee", "car", "trip"))
+
+
+def test_search_pages_tile_the_full_result(store: OblivionStore) -> None:
+    """limit/offset pages, concatenated, equal one big search (with and without query)."""
+    _fill(store)
+    for query in ("drink", None):
+        full = [h.key for h in store.search(NS, query=query, limit=10)]
+        pages = [
+            h.key
+            for off in range(0, 4, 2)
+            for h in store.search(NS, query=query, limit=2, offset=off)
+        ]
+        assert pages == full and len(full) == 4
+    assert store.search(NS, query="drink", limit=0) == []
+
+
+def test_listing_without_query_orders_by_activation(
+    store: OblivionStore, clock: ManualClock
+) -> None:
+    """search() without a query lists items highest activation first, score None."""
+    store.put(NS, "small", {"text": "ok cool"})
+    clock.advance(2 * DAY)
+    store.put(NS, "fresh", {"text": "The meeting moved to Tuesday"})
+    listed = store.search(NS)
+    assert [h.key for h in listed] == ["fresh", "small"]
+    assert all(h.score is None for h in listed)
+
+
+@pytest.mark.parametrize(
+    ("filter", "keys"),
+    [
+        ({"kind": "drink"}, {"tea", "coffee"}),
+        ({"kind": {"$eq": "car"}}, {"car"}),
+        ({"kind": {"$ne": "drink"}}, {"car", "trip"}),
+        ({"n": {"$gt": 3}}, {"coffee", "trip"}),
+        ({"n": {"$gte": 3}}, {"tea", "coffee", "trip"}),
+        ({"n": {"$lt": 3}}, {"car"}),
+        ({"n": {"$lte": 3, "$gt": 1}}, {"tea"}),
+        ({"kind": "drink", "n": {"$gt": 4}}, {"coffee"}),
+        ({"kind": {"$gt": 5}}, set()),
+        ({"missing": "x"}, set()),
+    ],
+)
+def test_filters_behave_like_langgraph(
+    store: OblivionStore, filter: dict[str, Any], keys: set[str]
+) -> None:
+    """Exact matches and $eq/$ne/$gt/$gte/$lt/$lte filter with and without a query."""
+    _fill(store)
+    assert {h.key for h in store.search(NS, filter=filter)} == keys
+    assert {h.key for h in store.search(NS, query="drink car trip", filter=filter)} == keys
+
+
+def test_nested_filters_match_field_by_field(store: OblivionStore) -> None:
+    """A nested dict filter matches nested values; lists match element by element."""
+    store.put(NS, "a", {"text": "a", "meta": {"lang": "en", "v": 2}, "tags": ["x", "y"]})
+    store.put(NS, "b", {"text": "b", "meta": {"lang": "pt", "v": 2}, "tags": ["x"]})
+    assert [h.key for h in store.search(NS, filter={"meta": {"lang": "en"}})] == ["a"]
+    assert [h.key for h in store.search(NS, filter={"tags": ["x"]})] == ["b"]
+
+
+def test_filtered_query_search_finds_matches_beyond_the_first_k(store: OblivionStore) -> None:
+    """A filter that only low-ranked items pass still finds them."""
+    for i in range(30):
+        store.put(NS, f"tea{i}", {"text": f"green tea note {i}", "kind": "tea"})
+    store.put(NS, "car", {"text": "electric car", "kind": "car"})
+    hits = store.search(NS, query="green tea", filter={"kind": "car"}, limit=5)
+    assert [h.key for h in hits] == ["car"]
+
+
+def test_prefix_search_spans_namespaces(store: OblivionStore, engine: Oblivion) -> None:
+    """A prefix searches every namespace under it; other engine namespaces are ignored."""
+    store.put(("memories", "sam"), "a", {"text": "green tea"})
+    store.put(("memories", "ana"), "b", {"text": "green tea with mint"})
+    store.put(("docs",), "c", {"text": "green tea recipe"})
+    engine.remember("green tea outside the store", namespace="plain")
+    assert {(h.namespace, h.key) for h in store.search(("memories",), query="green tea")} == {
+        (("memories", "sam"), "a"),
+        (("memories", "ana"), "b"),
+    }
+    assert len(store.search((), query="green tea")) == 3
+    assert len(store.search(())) == 3
+
+
+# ==================================================================== list_namespaces
+@pytest.fixture
+def tree(store: OblivionStore) -> OblivionStore:
+    """Items in the namespaces of LangGraph's list_namespaces example."""
+    for ns in [
+        ("a", "b", "c"),
+        ("a", "b", "d", "e"),
+        ("a", "b", "d", "i"),
+        ("a", "b", "f"),
+        ("a", "c", "f"),
+    ]:
+        store.put(ns, "k", {"text": "/".join(ns)})
+    return store
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "expected"),
+    [
+        (
+            {"prefix": ("a", "b"), "max_depth": 3},
+            [("a", "b", "c"), ("a", "b", "d"), ("a", "b", "f")],
+        ),
+        ({"suffix": ("f",)}, [("a", "b", "f"), ("a", "c", "f")]),
+        ({"prefix": ("a", "*", "f")}, [("a", "b", "f"), ("a", "c", "f")]),
+        ({"prefix": ("a",), "suffix": ("d", "*")}, [("a", "b", "d", "e"), ("a", "b", "d", "i")]),
+        ({"max_depth": 1}, [("a",)]),
+        ({"limit": 2, "offset": 1}, [("a", "b", "d", "e"), ("a", "b", "d", "i")]),
+        ({"prefix": ("zzz",)}, []),
+    ],
+)
+def test_list_namespaces_follows_langgraph(
+    tree: OblivionStore, kwargs: dict[str, Any], expected: list[tuple[str, ...]]
+) -> None:
+    """prefix, suffix, wildcards, max_depth, limit and offset behave as documented."""
+    assert tree.list_namespaces(**kwargs) == expected
+
+
+def test_emptied_namespaces_are_not_listed(tree: OblivionStore) -> None:
+    """A namespace whose items were all deleted disappears from list_namespaces()."""
+    tree.delete(("a", "c", "f"), "k")
+    assert ("a", "c", "f") not in tree.list_namespaces()
+
+
+# ==================================================================== bad input
+@pytest.mark.parametrize(
+    ("op", "error", "match"),
+    [
+        (PutOp(("memories", 1), "k", {"text": "x"}), InvalidNamespaceError, "int label"),  # type: ignore[arg-type]
+        (PutOp(("memories", None), "k", {"text": "x"}), InvalidNamespaceError, "label"),  # type: ignore[arg-type]
+        (PutOp("memories", "k", {"text": "x"}), InvalidNamespaceError, "tuple of strings"),  # type: ignore[arg-type]
+        (PutOp((), "k", {"text": "x"}), InvalidNamespaceError, "empty"),
+        (PutOp(("langgraph",), "k", {"text": "x"}), InvalidNamespaceError, "langgraph"),
+        (PutOp(("a.b",), "k", {"text": "x"}), InvalidNamespaceError, "period"),
+        (PutOp(("a", ""), "k", {"text": "x"}), InvalidNamespaceError, "empty"),
+        (PutOp(("x" * 300,), "k", {"text": "x"}), InvalidNamespaceError, "too long"),
+        (PutOp(NS, "k", ["not", "a", "dict"]), ValueError, "must be dicts"),  # type: ignore[arg-type]
+        (PutOp(NS, "k", "text"), ValueError, "must be dicts"),  # type: ignore[arg-type]
+        (PutOp(NS, "k", {"x": {1, 2}}), ValueError, "JSON"),
+        (PutOp(NS, "k", {"x": math.nan}), ValueError, "NaN"),
+        (PutOp(NS, "k", {1: "x"}), ValueError, "keys must be strings"),  # type: ignore[dict-item]
+        (PutOp(NS, "", {"text": "x"}), ValueError, "keys must be"),
+        (PutOp(NS, "k", {"text": "a\x00b"}), ValueError, "NUL"),
+        (PutOp(NS, "k", {"text": "x" * 40_000}), ValueError, "max_text_chars"),
+        (PutOp(NS, "k", {"text": "x"}, index="text"), ValueError, "index"),  # type: ignore[arg-type]
+        (GetOp(("memories", 2), "k"), InvalidNamespaceError, "int label"),  # type: ignore[arg-type]
+        (SearchOp(("memories", 3.5)), InvalidNamespaceError, "float label"),  # type: ignore[arg-type]
+        (SearchOp(NS, filter={"n": {"$regex": "x"}}), ValueError, "operator"),
+        (SearchOp(NS, limit=-1), ValueError, "limit"),
+        (SearchOp(NS, offset=-2), ValueError, "offset"),
+        (ListNamespacesOp(max_depth=0), ValueError, "max_depth"),
+    ],
+)
+def test_bad_ops_fail_clearly_and_lose_nothing(
+    store: OblivionStore, engine: Oblivion, op: Any, error: type[Exception], match: str
+) -> None:
+    """A bad op in a batch raises a clear error before any op runs; stored items survive."""
+    store.put(NS, "keep", {"text": "keep me"})
+    before = _snapshot(engine)
+    with pytest.raises(error, match=match):
+        store.batch([PutOp(NS, "keep", None), PutOp(NS, "new", {"text": "new"}), op])
+    assert _snapshot(engine) == before
+    assert store.get(NS, "keep").value == {"text": "keep me"}  # type: ignore[union-attr]
+
+
+def test_the_public_helpers_validate_too(store: OblivionStore) -> None:
+    """put()/get()/search() reject non-string labels through BaseStore's own checks."""
+    with pytest.raises(InvalidNamespaceError):
+        store.put(("memories", 7), "k", {"text": "x"})  # type: ignore[arg-type]
+    with pytest.raises(InvalidNamespaceError):
+        store.search(("memories", 7))  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="must be dicts"):
+        store.put(NS, "k", 42)  # type: ignore[arg-type]
+    assert store.list_namespaces() == []
+
+
+def test_ttl_is_not_supported(store: OblivionStore) -> None:
+    """A TTL is refused: decay replaces expiry."""
+    with pytest.raises(NotImplementedError):
+        store.put(NS, "k", {"text": "x"}, ttl=5)
+
+
+# ==================================================================== async
+async def test_async_api_matches_sync(store: OblivionStore) -> None:
+    """aput/aget/asearch/alist_namespaces/adelete behave like their sync twins."""
+    await store.aput(NS, "tea", {"text": "green tea"})
+    await store.aput(("other",), "x", {"text": "coffee"})
+    item = await store.aget(NS, "tea")
+    assert item is not None and item.value == {"text": "green tea"}
+    hits = await store.asearch(NS, query="tea")
+    assert [h.key for h in hits] == ["tea"] and hits[0].score is not None
+    assert await store.alist_namespaces() == [NS, ("other",)]
+    await store.adelete(NS, "tea")
+    assert await store.aget(NS, "tea") is None
+
+
+async def test_async_bad_input_fails_clearly(store: OblivionStore) -> None:
+    """abatch() validates like batch()."""
+    with pytest.raises(InvalidNamespaceError):
+        await store.abatch([PutOp(("a", 1), "k", {"text": "x"})])  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="must be dicts"):
+        await store.aput(NS, "k", ["x"])  # type: ignore[arg-type]
+
+
+# ==================================================================== create_agent
+@tool
+def recall_drinks(query: str, runtime: ToolRuntime) -> str:
+    """Look up the user's drinks in long-term memory."""
+    assert runtime.store is not None
+    hits = runtime.store.search(("memories", "sam"), query=query, limit=5)
+    return "\n".join(f"{h.key}:{h.value['drink']}:{h.score:.3f}" for h in hits)
+
+
+def _drinks_agent(store: OblivionStore) -> tuple[Any, ScriptedChatModel]:
+    model = ScriptedChatModel(
+        [
+            AIMessage(
+                content="",
+                tool_calls=[
+                    {"name": "recall_drinks", "args": {"query": "favourite drink"}, "id": "c1"}
+                ],
+            ),
+            "You like coffee these days.",
+        ]
+    )
+    return create_agent(model, tools=[recall_drinks], store=store), model
+
+
+def _tool_output(result: dict[str, Any]) -> list[str]:
+    tool_messages = [m for m in result["messages"] if isinstance(m, ToolMessage)]
+    assert len(tool_messages) == 1
+    return [line.split(":")[1] for line in str(tool_messages[0].content).splitlines()]
+
+
+def _drinks(store: OblivionStore, clock: ManualClock) -> None:
+    store.put(NS, "old", {"text": "favourite drink", "drink": "tea"})
+    clock.advance(30 * DAY)
+    store.put(NS, "new", {"text": "favourite drink", "drink": "coffee"})
+
+
+def test_create_agent_tool_sees_decayed_reranked_memories(
+    store: OblivionStore, clock: ManualClock
+) -> None:
+    """A tool reading runtime.store gets memories ranked by activation (fresh first)."""
+    _drinks(store, clock)
+    agent, _ = _drinks_agent(store)
+    result = agent.invoke({"messages": [{"role": "user", "content": "What do I drink?"}]})
+    assert _tool_output(result) == ["coffee", "tea"]
+    assert result["messages"][-1].content == "You like coffee these days."
+
+
+async def test_create_agent_tool_sees_memories_async(
+    store: OblivionStore, clock: ManualClock
+) -> None:
+    """The same holds through ainvoke() (the store's abatch path)."""
+    _drinks(store, clock)
+    agent, _ = _drinks_agent(store)
+    result = await agent.ainvoke({"messages": [{"role": "user", "content": "What do I drink?"}]})
+    assert _tool_output(result) == ["coffee", "tea"]
+
+
+# ==================================================================== real stack
+@pytest.mark.integration
+def test_real_stack_store_semantic_search_and_agent(
+    real_engine: Oblivion, clock: ManualClock
+) -> None:
+    """With MiniLM and Chroma on disk, search is semantic and the agent tool sees it."""
+    store = OblivionStore(real_engine, index={"fields": ["text"]})
+    store.put(NS, "tea", {"text": "I prefer green tea in the morning", "drink": "tea"})
+    store.put(NS, "car", {"text": "My car is an electric Renault", "drink": "none"})
+    store.put(("memories", "ana"), "x", {"text": "Ana loves espresso", "drink": "espresso"})
+    assert store.search(NS, query="What hot beverage do I like?")[0].key == "tea"
+    assert store.list_namespaces(prefix=("memories",)) == [("memories", "ana"), NS]
+    store.put(NS, "old", {"text": "favourite drink", "drink": "tea"})
+    clock.advance(30 * DAY)
+    store.put(NS, "new", {"text": "favourite drink", "drink": "coffee"})
+    agent, _ = _drinks_agent(store)
+    result = agent.invoke({"messages": [{"role": "user", "content": "What do I drink?"}]})
+    drinks = _tool_output(result)
+    assert drinks.index("coffee") < drinks.index("tea")
+
+
+@pytest.mark.integration
+async def test_real_stack_store_async(real_engine: Oblivion) -> None:
+    """The async API works against the real stack."""
+    store = OblivionStore(real_engine)
+    await store.aput(NS, "k", {"text": "Backups run at midnight"})
+    hits = await store.asearch(NS, query="When do backups happen?")
+    assert hits[0].key == "k"
+    assert (await store.aget(NS, "k")).value == {"text": "Backups run at midnight"}  # type: ignore[union-attr]

@@ -1,0 +1,92 @@
+"""Small builders shared by the LlamaIndex adapter tests."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.base.llms.types import ChatMessage
+from llama_index.core.bridge.pydantic import Field
+from llama_index.core.schema import BaseNode, NodeWithScore, TextNode
+from llama_index.core.vector_stores.types import (
+    BasePydanticVectorStore,
+    VectorStoreQuery,
+    VectorStoreQueryResult,
+)
+
+from oblivion_core.testing import HashEmbedder
+
+HOUR = 3600.0
+DAY = 24 * HOUR
+
+
+def node(node_id: str, text: str, score: float | None = None, **metadata: object) -> NodeWithScore:
+    """A scored text node."""
+    return NodeWithScore(
+        node=TextNode(id_=node_id, text=text, metadata=dict(metadata)), score=score
+    )
+
+
+def user(text: str) -> ChatMessage:
+    """A user message."""
+    return ChatMessage(role="user", content=text)
+
+
+def assistant(text: str) -> ChatMessage:
+    """An assistant message."""
+    return ChatMessage(role="assistant", content=text)
+
+
+def context_tokens(messages: Sequence[ChatMessage], counter) -> int:  # type: ignore[no-untyped-def]
+    """Tokens of the messages' texts, counted one message at a time."""
+    return sum(int(counter(m.content or "")) for m in messages)
+
+
+class TextVectorStore(BasePydanticVectorStore):
+    """An in-process vector store that keeps node text (``VectorMemoryBlock`` needs one;
+    llama-index-core ships none). Exact cosine search, no filters."""
+
+    stores_text: bool = True
+    nodes: dict[str, BaseNode] = Field(default_factory=dict)
+
+    @property
+    def client(self) -> None:
+        return None
+
+    def add(self, nodes: Sequence[BaseNode], **kwargs: Any) -> list[str]:
+        for n in nodes:
+            self.nodes[n.node_id] = n
+        return [n.node_id for n in nodes]
+
+    def delete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
+        self.nodes = {k: n for k, n in self.nodes.items() if n.ref_doc_id != ref_doc_id}
+
+    def query(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
+        q = np.asarray(query.query_embedding, dtype=float)
+        scored = []
+        for n in self.nodes.values():
+            v = np.asarray(n.get_embedding(), dtype=float)
+            scored.append((float(v @ q / (np.linalg.norm(v) * np.linalg.norm(q))), n))
+        scored.sort(key=lambda pair: -pair[0])
+        top = scored[: query.similarity_top_k]
+        return VectorStoreQueryResult(
+            nodes=[n for _, n in top],
+            similarities=[s for s, _ in top],
+            ids=[n.node_id for _, n in top],
+        )
+
+
+class HashEmbedding(BaseEmbedding):
+    """A LlamaIndex embedding over the core's deterministic :class:`HashEmbedder`:
+    texts that share words get similar vectors."""
+
+    def _get_query_embedding(self, query: str) -> list[float]:
+        return [float(x) for x in HashEmbedder().embed_query(query)]
+
+    def _get_text_embedding(self, text: str) -> list[float]:
+        return self._get_query_embedding(text)
+
+    async def _aget_query_embedding(self, query: str) -> list[float]:
+        return self._get_query_embedding(query)

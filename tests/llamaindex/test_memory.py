@@ -1,0 +1,437 @@
+"""``OblivionMemory``: chat memory for chat engines and agents, sync and async."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from llama_index.core.agent.workflow import FunctionAgent, ReActAgent
+from llama_index.core.base.llms.types import ChatMessage
+from llama_index.core.chat_engine import SimpleChatEngine
+from llama_index.core.llms import MockLLM
+from llama_index.core.llms.mock import MockFunctionCallingLLM
+from llama_index.core.memory.memory import InsertMethod
+from llama_index.core.storage.chat_store import SimpleChatStore
+
+from oblivion_core import InvalidInputError, Oblivion
+from oblivion_core.testing import memory as new_engine
+from oblivion_core.testing import word_count
+from oblivion_llamaindex import OblivionMemory
+
+from ._helpers import assistant, context_tokens, user
+
+
+def make(engine: Oblivion, **fields: object) -> OblivionMemory:
+    """An ``OblivionMemory`` on ``engine``."""
+    return OblivionMemory(oblivion=engine, **fields)
+
+
+def system_text(messages: Sequence[ChatMessage]) -> str:
+    """Text of the recalled-memories system message ('' when there is none)."""
+    if messages and messages[0].role.value == "system":
+        return messages[0].content or ""
+    return ""
+
+
+class Recorder:
+    """``messages_to_prompt`` for ``MockLLM``: records what the LLM is given and answers."""
+
+    def __init__(self, answer: str = "Noted.") -> None:
+        self.answer = answer
+        self.calls: list[list[ChatMessage]] = []
+
+    def __call__(self, messages: Sequence[ChatMessage]) -> str:
+        self.calls.append(list(messages))
+        return self.answer
+
+
+# ---------------------------------------------------------------- short-term history
+def test_put_and_get_all_keep_the_conversation(engine: Oblivion) -> None:
+    """Every message put is in ``get_all``, oldest first."""
+    memory = make(engine)
+    for m in [user("hi"), assistant("hello"), user("bye")]:
+        memory.put(m)
+    assert [m.content for m in memory.get_all()] == ["hi", "hello", "bye"]
+
+
+def test_user_turns_are_remembered_without_recalling_themselves(engine: Oblivion) -> None:
+    """A user message is written after its own recall, so it never recalls itself."""
+    memory = make(engine)
+    memory.put(user("My sister Anna lives in Porto."))
+    memory.get()
+    assert memory.last_recall is None or not memory.last_recall.items
+    (record,) = engine.records()
+    assert record.text == "My sister Anna lives in Porto."
+    assert record.metadata == {"role": "user", "chat_store_key": "chat_history"}
+    assert record.access_count == 0
+
+
+def test_assistant_turns_are_not_remembered_by_default(engine: Oblivion) -> None:
+    """Only user turns reach long-term memory unless ``remember_roles`` says otherwise."""
+    memory = make(engine)
+    memory.put(user("I like tea."))
+    memory.put(assistant("Tea is great."))
+    memory.flush()
+    assert [r.text for r in engine.records()] == ["I like tea."]
+    both = make(engine, namespace="both", remember_roles=("user", "assistant"))
+    both.put(user("I like tea."))
+    both.put(assistant("Tea is great."))
+    both.flush()
+    assert len(engine.records(namespace="both")) == 2
+
+
+def test_set_replaces_history_without_remembering(engine: Oblivion) -> None:
+    """``set`` swaps the short-term history; nothing new enters long-term memory."""
+    memory = make(engine)
+    memory.put(user("first"))
+    memory.set([user("replaced"), assistant("ok")])
+    assert [m.content for m in memory.get_all()] == ["replaced", "ok"]
+    assert [r.text for r in engine.records()] == ["first"]
+
+
+def test_reset_clears_history_but_keeps_memories(engine: Oblivion) -> None:
+    """``reset`` empties the conversation; what was remembered stays recallable."""
+    memory = make(engine)
+    memory.put(user("Refunds take five days."))
+    memory.reset()
+    assert memory.get_all() == []
+    assert engine.records()[0].text == "Refunds take five days."
+    memory.put(user("how long do refunds take?"))
+    assert "Refunds take five days." in system_text(memory.get())
+
+
+# ---------------------------------------------------------------- recall
+def test_get_recalls_memories_for_the_latest_user_message(engine: Oblivion) -> None:
+    """Old memories relevant to the new message come first in a system message."""
+    engine.remember("Refunds take five working days.", namespace="alice")
+    engine.remember("The office cat is called Miso.", namespace="alice")
+    memory = make(engine, namespace="alice", k=1)
+    memory.put(user("how many days do refunds take?"))
+    messages = memory.get()
+    assert system_text(messages).splitlines() == [
+        memory.memory_header,
+        "- Refunds take five working days.",
+    ]
+    assert messages[-1].content == "how many days do refunds take?"
+    assert memory.last_recall is not None
+    assert memory.last_recall.items[0].why["explanation"].startswith("ranked 1")
+
+
+def test_input_overrides_the_query(engine: Oblivion) -> None:
+    """An explicit ``input`` is the recall query (agents pass it)."""
+    engine.remember("The office cat is called Miso.")
+    memory = make(engine, k=1)
+    memory.put(user("hello"))
+    assert "Miso" in system_text(memory.get(input="office cat name"))
+
+
+def test_memories_still_in_the_window_are_not_repeated(engine: Oblivion) -> None:
+    """A remembered turn that is still visible is not listed again as a memory."""
+    memory = make(engine, token_limit=200)
+    memory.put(user("Refunds take five days."))
+    memory.put(assistant("ok"))
+    memory.put(user("and refunds for gifts?"))
+    messages = memory.get()
+    assert "Refunds take five days." not in system_text(messages)
+    assert next(m.content for m in messages[-3:]) == "Refunds take five days."
+
+
+def test_repeated_get_for_one_message_recalls_once(engine: Oblivion) -> None:
+    """Agents call ``get`` several times per turn; the turn boosts its memories once."""
+    engine.remember("Refunds take five days.", id="r")
+    memory = make(engine)
+    memory.put(user("refunds?"))
+    memory.get()
+    memory.get(initial_token_count=3)
+    assert engine.get("r").access_count == 1
+    memory.put(assistant("They take a while."))
+    memory.put(user("refunds?"))
+    memory.get()
+    assert engine.get("r").access_count == 2
+
+
+def test_answer_that_uses_a_memory_gives_the_used_boost(engine: Oblivion) -> None:
+    """An assistant reply echoing a recalled memory marks it used; others are not."""
+    engine.remember("Refunds take five working days.", id="five")
+    engine.remember("Refund forms are blue.", id="blue")
+    memory = make(engine)
+    memory.put(user("how do refunds work"))
+    assert "five" in system_text(memory.get()) and "blue" in system_text(memory.get())
+    memory.put(assistant("Refunds take five working days."))
+    used = [e.memory_id for e in engine.history() if e.kind == "used"]
+    assert used == ["five"]
+
+
+def test_feedback_off_changes_no_activation(engine: Oblivion) -> None:
+    """``feedback=False`` recalls without boosting and gives no used boost."""
+    engine.remember("Refunds take five working days.", id="five")
+    memory = make(engine, feedback=False)
+    memory.put(user("refunds"))
+    memory.get()
+    memory.put(assistant("Refunds take five working days."))
+    assert engine.get("five").access_count == 0
+
+
+def test_namespaces_keep_users_apart(engine: Oblivion) -> None:
+    """Two memories on one engine never see each other's memories."""
+    alice = make(engine, namespace="alice", chat_store_key="alice")
+    bob = make(engine, namespace="bob", chat_store_key="bob")
+    alice.put(user("My secret code is 1234."))
+    alice.flush()
+    bob.put(user("what is my secret code?"))
+    assert "1234" not in system_text(bob.get())
+
+
+# ---------------------------------------------------------------- token limit
+@pytest.mark.parametrize("limit", [0, 5, 12, 30, 80])
+def test_get_never_exceeds_the_token_limit(engine: Oblivion, limit: int) -> None:
+    """Recalled memories plus recent turns fit ``token_limit`` (engine counter)."""
+    for i in range(10):
+        engine.remember(f"refund fact {i}: refunds need form {i}")
+    memory = make(engine, token_limit=limit)
+    for i in range(6):
+        memory.put(user(f"question {i} about refunds"))
+        memory.put(assistant("noted"))
+    messages = memory.get()
+    last_alone = messages == memory.get_all()[-1:]
+    assert context_tokens(messages, word_count) <= limit or last_alone
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    turns=st.lists(st.integers(1, 12), min_size=1, max_size=12),
+    facts=st.integers(0, 8),
+    limit=st.integers(0, 60),
+    initial=st.integers(0, 20),
+    ratio=st.floats(0.05, 1.0),
+)
+def test_token_limit_property(
+    turns: list[int], facts: int, limit: int, initial: int, ratio: float
+) -> None:
+    """For any history and limits, ``get`` fits ``token_limit - initial_token_count``,
+    or returns only the latest message when that alone is too long."""
+    engine = new_engine()
+    for i in range(facts):
+        engine.remember(f"refund fact {i} " + "word " * i)
+    memory = make(engine, token_limit=limit, memory_token_ratio=ratio)
+    for i, n in enumerate(turns):
+        memory.put(user("refund " * n) if i % 2 == 0 else assistant("ok " * n))
+    if initial > limit:
+        with pytest.raises(InvalidInputError, match="initial_token_count"):
+            memory.get(initial_token_count=initial)
+        return
+    messages = memory.get(initial_token_count=initial)
+    history = memory.get_all()
+    if messages == history[-1:] and word_count(history[-1].content or "") > limit - initial:
+        return
+    assert context_tokens(messages, word_count) <= limit - initial
+    assert messages[-1] == history[-1]
+    engine.close()
+
+
+def test_memory_share_is_bounded_by_the_ratio(engine: Oblivion) -> None:
+    """Recalled memories use at most ``memory_token_ratio`` of the tokens."""
+    for i in range(10):
+        engine.remember(f"refund fact {i}: refunds need form {i}")
+    memory = make(engine, token_limit=100, memory_token_ratio=0.2)
+    memory.put(user("refunds"))
+    assert word_count(system_text(memory.get())) <= 20
+
+
+def test_latest_message_longer_than_the_limit_is_returned_alone(engine: Oblivion) -> None:
+    """A message longer than the whole limit comes back alone, so the LLM can report it."""
+    memory = make(engine, token_limit=5)
+    memory.put(user("short"))
+    memory.put(user("this message is much longer than five tokens"))
+    assert [m.content for m in memory.get()] == ["this message is much longer than five tokens"]
+
+
+def test_window_never_starts_with_a_reply(engine: Oblivion) -> None:
+    """The recent window starts with a user turn, not an orphaned assistant reply."""
+    memory = make(engine, token_limit=3, memory_token_ratio=0.01)
+    for m in [user("one two three"), assistant("four five"), user("six")]:
+        memory.put(m)
+    assert [m.content for m in memory.get()] == ["six"]
+
+
+@pytest.mark.parametrize("initial", [-1, 101, 1.5])
+def test_bad_initial_token_count_is_refused(engine: Oblivion, initial: object) -> None:
+    """A negative, fractional or too large ``initial_token_count`` is a clear error."""
+    memory = make(engine, token_limit=100)
+    memory.put(user("hi"))
+    with pytest.raises(InvalidInputError, match="initial_token_count"):
+        memory.get(initial_token_count=initial)  # type: ignore[arg-type]
+
+
+def test_tokenizer_fn_counts_with_the_engine(engine: Oblivion) -> None:
+    """``len(tokenizer_fn(text))`` is the engine's count, as chat engines expect."""
+    memory = make(engine)
+    assert len(memory.tokenizer_fn("one two three")) == 3
+
+
+# ---------------------------------------------------------------- settings / bad input
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("token_limit", -1),
+        ("token_limit", None),
+        ("memory_token_ratio", 0.0),
+        ("memory_token_ratio", 1.5),
+        ("k", 0),
+        ("remember_roles", [3]),
+        ("namespace", ""),
+    ],
+)
+def test_bad_settings_are_refused(engine: Oblivion, field: str, value: object) -> None:
+    """Bad settings fail at construction naming the setting."""
+    with pytest.raises(ValueError, match=field if field != "remember_roles" else "roles"):
+        make(engine, **{field: value})
+
+
+def test_negative_limit_on_assignment_keeps_the_old_one(engine: Oblivion) -> None:
+    """A later negative ``token_limit`` is refused and nothing changes."""
+    memory = make(engine, token_limit=100)
+    with pytest.raises(ValueError, match="token_limit"):
+        memory.token_limit = -1
+    assert memory.token_limit == 100
+
+
+def test_put_refuses_non_messages(engine: Oblivion) -> None:
+    """``put`` of a plain string says what it needs."""
+    with pytest.raises(InvalidInputError, match="ChatMessage"):
+        make(engine).put("hello")  # type: ignore[arg-type]
+
+
+def test_refused_message_raises_once_and_loses_nothing(engine: Oblivion) -> None:
+    """A message the engine refuses raises on the next write, stays in the history, and
+    later turns are remembered as usual."""
+    engine.remember("Refunds take five days.", id="old")
+    memory = make(engine)
+    too_long = "x" * (engine.policy.max_text_chars + 1)
+    memory.put(user(too_long))
+    with pytest.raises(InvalidInputError, match="max_text_chars"):
+        memory.get()
+    assert memory.get_all()[-1].content == too_long
+    memory.put(user("refunds again"))
+    memory.flush()
+    assert [r.text for r in engine.records()] == ["Refunds take five days.", "refunds again"]
+
+
+def test_from_defaults_builds_like_llamaindex_memories(engine: Oblivion) -> None:
+    """``from_defaults`` takes an engine, an initial history and sizes itself from an LLM."""
+    llm = MockLLM()
+    memory = OblivionMemory.from_defaults(
+        oblivion=engine, chat_history=[user("hi")], llm=llm, namespace="n"
+    )
+    assert memory.token_limit == int(llm.metadata.context_window * 0.75)
+    assert [m.content for m in memory.get_all()] == ["hi"]
+    with pytest.raises(InvalidInputError, match="drop path"):
+        OblivionMemory.from_defaults("./x", oblivion=engine)
+
+
+def test_to_dict_serialises_settings_not_the_engine(engine: Oblivion) -> None:
+    """The memory serialises like other LlamaIndex memories; the live engine is left out."""
+    data = make(engine, namespace="alice", chat_store=SimpleChatStore()).to_dict()
+    assert data["namespace"] == "alice" and data["class_name"] == "OblivionMemory"
+    assert "oblivion" not in data
+
+
+# ---------------------------------------------------------------- chat engines
+def test_simple_chat_engine_sync(engine: Oblivion) -> None:
+    """``SimpleChatEngine.chat`` stores turns, recalls old ones and stays in budget."""
+    engine.remember("Always answer in British English.", category="instruction")
+    recorder = Recorder()
+    memory = make(engine, token_limit=60)
+    chat = SimpleChatEngine.from_defaults(
+        llm=MockLLM(messages_to_prompt=recorder), memory=memory, system_prompt="Be brief."
+    )
+    response = chat.chat("Which English should you answer in?")
+    assert str(response) == "Noted."
+    sent = recorder.calls[-1]
+    assert sent[0].content == "Be brief."
+    assert "British English" in (sent[1].content or "")
+    assert context_tokens(sent, word_count) <= 60
+    assert [m.role.value for m in chat.chat_history] == ["user", "assistant"]
+
+
+async def test_simple_chat_engine_async(engine: Oblivion) -> None:
+    """``achat`` and ``astream_chat`` go through the async memory methods."""
+    engine.remember("Always answer in British English.", category="instruction")
+    recorder = Recorder()
+    memory = make(engine, token_limit=60)
+    chat = SimpleChatEngine.from_defaults(llm=MockLLM(messages_to_prompt=recorder), memory=memory)
+    await chat.achat("Which English should you answer in?")
+    assert "British English" in system_text(recorder.calls[-1])
+    stream = await chat.astream_chat("And which English again?")
+    assert "".join([d async for d in stream.async_response_gen()]) == "Noted."
+    assert [m.role.value for m in await memory.aget_all()] == ["user", "assistant"] * 2
+    await memory.areset()
+    assert await memory.aget_all() == []
+
+
+def test_stream_chat_writes_the_answer(engine: Oblivion) -> None:
+    """``stream_chat`` puts the streamed answer into memory from its writer thread."""
+    chat = SimpleChatEngine.from_defaults(
+        llm=MockLLM(messages_to_prompt=Recorder("streamed answer")), memory=make(engine)
+    )
+    stream = chat.stream_chat("hello there")
+    assert "".join(stream.response_gen) == "streamed answer"
+    assert chat.chat_history[-1].content == "streamed answer"
+
+
+# ---------------------------------------------------------------- agents
+async def test_function_agent_with_mock_llm(engine: Oblivion) -> None:
+    """A ``FunctionAgent`` on a mock LLM reads recalled memories and writes the turn."""
+    engine.remember("Always answer in British English.", category="instruction")
+    memory = make(engine, token_limit=60)
+    seen: list[list[ChatMessage]] = []
+
+    def respond(messages: Sequence[ChatMessage], **kwargs: object) -> ChatMessage:
+        seen.append(list(messages))
+        return assistant("Colour, not color.")
+
+    agent = FunctionAgent(
+        llm=MockFunctionCallingLLM(response_generator=respond), tools=[], system_prompt="Hi."
+    )
+    result = await agent.run(user_msg="Which English should you answer in?", memory=memory)
+    assert str(result) == "Colour, not color."
+    assert [m.role.value for m in seen[0]] == ["system", "system", "user"]
+    assert "British English" in (seen[0][1].content or "")
+    assert [m.role.value for m in memory.get_all()] == ["user", "assistant"]
+    assert engine.count() == 2
+
+
+async def test_react_agent_with_mock_llm(engine: Oblivion) -> None:
+    """A ``ReActAgent`` on ``MockLLM`` gets the instruction in the user turn and answers."""
+    engine.remember("Always answer in British English.", category="instruction")
+    memory = make(engine, token_limit=2000, insert_method=InsertMethod.USER)
+    seen: list[list[ChatMessage]] = []
+
+    def react(messages: Sequence[ChatMessage]) -> str:
+        seen.append(list(messages))
+        return "Thought: I can answer without using any more tools.\nAnswer: Colour, not color."
+
+    agent = ReActAgent(llm=MockLLM(messages_to_prompt=react), tools=[])
+    result = await agent.run(user_msg="How do you spell the colour of the sky?", memory=memory)
+    assert "Colour" in str(result)
+    latest_user = [m for m in seen[0] if m.role.value == "user"][-1].content or ""
+    assert latest_user.startswith(memory.memory_header)
+    assert latest_user.endswith("How do you spell the colour of the sky?")
+    assert "British English" in latest_user
+    stored = memory.get_all()
+    assert stored[0].content == "How do you spell the colour of the sky?"  # not the copy
+    assert (stored[-1].content or "").endswith("Answer: Colour, not color.")
+
+
+def test_user_insertion_fits_the_limit(engine: Oblivion) -> None:
+    """Memories prepended to the user turn still fit the token limit."""
+    for i in range(6):
+        engine.remember(f"refund fact {i}: refunds need form {i}")
+    memory = make(engine, token_limit=40, memory_token_ratio=0.6, insert_method=InsertMethod.USER)
+    memory.put(user("tell me about refunds"))
+    messages = memory.get()
+    assert len(messages) == 1 and messages[0].role.value == "user"
+    assert "refund fact" in (messages[0].content or "")
+    assert context_tokens(messages, word_count) <= 40

@@ -1,0 +1,297 @@
+"""``OblivionMemoryBlock``: long-term memory inside LlamaIndex's ``Memory``."""
+
+from __future__ import annotations
+
+import pytest
+from llama_index.core.chat_engine import SimpleChatEngine
+from llama_index.core.llms import MockLLM
+from llama_index.core.memory import Memory
+
+from oblivion_core import InvalidInputError, Oblivion
+from oblivion_core.testing import ManualClock, word_count
+from oblivion_llamaindex import OblivionMemoryBlock
+
+from ._helpers import DAY, HOUR, assistant, user
+
+
+def block_for(engine: Oblivion, **fields: object) -> OblivionMemoryBlock:
+    """A block on ``engine``."""
+    return OblivionMemoryBlock(oblivion=engine, **fields)
+
+
+# ---------------------------------------------------------------- writing
+async def test_aput_remembers_user_turns_with_role_and_session(engine: Oblivion) -> None:
+    """Flushed user messages become memories; assistant and text-less ones are skipped."""
+    block = block_for(engine)
+    image_only = user("")
+    await block.aput(
+        [user("My sister Anna lives in Porto."), assistant("Nice!"), image_only],
+        from_short_term_memory=True,
+        session_id="s1",
+    )
+    (record,) = engine.records()
+    assert record.text == "My sister Anna lives in Porto."
+    assert record.metadata == {"role": "user", "session_id": "s1"}
+
+
+async def test_remember_roles_can_include_the_assistant(engine: Oblivion) -> None:
+    """``remember_roles`` decides which roles are stored."""
+    block = block_for(engine, remember_roles=["user", "assistant"])
+    await block.aput([user("I like tea."), assistant("Tea it is.")])
+    assert [r.metadata["role"] for r in engine.records()] == ["user", "assistant"]
+
+
+async def test_category_and_importance_settings_apply(engine: Oblivion) -> None:
+    """A fixed ``category``/``importance`` overrides inference for every stored message."""
+    block = block_for(engine, category="fact", importance=0.3)
+    await block.aput([user("hello")])
+    record = engine.records()[0]
+    assert (record.category, record.importance) == ("fact", 0.3)
+
+
+async def test_block_refusing_short_term_flushes_stores_nothing(engine: Oblivion) -> None:
+    """``accept_short_term_memory=False`` ignores what ``Memory`` flushes."""
+    block = block_for(engine, accept_short_term_memory=False)
+    await block.aput([user("My sister Anna lives in Porto.")], from_short_term_memory=True)
+    assert engine.records() == []
+
+
+# ---------------------------------------------------------------- reading
+async def test_aget_recalls_what_the_latest_message_is_about(engine: Oblivion) -> None:
+    """The block lists the memories relevant to the latest message, best first."""
+    block = block_for(engine)
+    await block.aput([user("Refunds take five working days."), user("The cat is Miso.")])
+    content = await block.aget([user("hello"), user("how many days do refunds take")])
+    assert content.splitlines()[0] == "- Refunds take five working days."
+
+
+@pytest.mark.parametrize("limit", [0, 3, 6, 10, 40])
+async def test_aget_never_exceeds_token_limit(engine: Oblivion, limit: int) -> None:
+    """The whole block fits ``token_limit`` tokens (engine counter)."""
+    block = block_for(engine, token_limit=limit)
+    await block.aput([user(f"refund fact number {i} is about refunds") for i in range(8)])
+    content = await block.aget([user("tell me about refunds")])
+    assert word_count(content) <= limit
+
+
+async def test_aget_without_messages_or_memories_is_empty(engine: Oblivion) -> None:
+    """No messages, or a namespace never written, gives an empty block."""
+    block = block_for(engine, namespace="nobody")
+    assert await block.aget([]) == ""
+    assert await block.aget([user("anything")]) == ""
+
+
+async def test_aget_skips_memories_still_in_the_conversation(engine: Oblivion) -> None:
+    """A memory whose text is already among the messages is not repeated."""
+    block = block_for(engine)
+    await block.aput([user("Refunds take five days."), user("Refund desks open at nine.")])
+    content = await block.aget([user("Refunds take five days."), user("refunds")])
+    assert "five days" not in content and "nine" in content
+
+
+async def test_context_window_widens_the_query(engine: Oblivion) -> None:
+    """``retrieval_context_window`` folds earlier messages into the query."""
+    await block_for(engine).aput(
+        [user("The office cat is called Miso."), user("Then the refund arrives.")]
+    )
+    messages = [user("tell me about the office cat"), user("and then?")]
+    narrow = block_for(engine, retrieval_context_window=1, k=1, feedback=False)
+    wide = block_for(engine, retrieval_context_window=2, k=1, feedback=False)
+    assert await narrow.aget(messages) == "- Then the refund arrives."
+    assert await wide.aget(messages) == "- The office cat is called Miso."
+
+
+async def test_answer_echoing_a_memory_gives_the_used_boost_once(engine: Oblivion) -> None:
+    """When the next ``aget`` sees an answer that used a shown memory, it is boosted once."""
+    block = block_for(engine, k=2)
+    await block.aput([user("Refunds take five working days."), user("Refund forms are blue.")])
+    five = next(r.id for r in engine.records() if "five" in r.text)
+    question = user("how long do refunds take")
+    shown = await block.aget([question], session_id="s")
+    assert "five" in shown and "blue" in shown
+    answer = assistant("Refunds take five working days, as you said.")
+    await block.aget([question, answer, user("thanks")], session_id="s")
+    await block.aget([question, answer, user("thanks")], session_id="s")
+    used = [e.memory_id for e in engine.history() if e.kind == "used"]
+    assert used == [five]
+
+
+async def test_feedback_is_kept_per_session(engine: Oblivion) -> None:
+    """One session's answer is never matched against another session's memories."""
+    block = block_for(engine)
+    await block.aput([user("Refunds take five working days.")])
+    await block.aget([user("refunds?")], session_id="a")
+    answer = assistant("Refunds take five working days.")
+    await block.aget([user("refunds?"), answer, user("ok")], session_id="b")
+    assert not [e for e in engine.history() if e.kind == "used"]
+
+
+# ---------------------------------------------------------------- truncation
+@pytest.fixture
+def ranked(engine: Oblivion, clock: ManualClock) -> Oblivion:
+    """Three refund memories of different activation (``weak`` has decayed most)."""
+    engine.remember("refund rule weak one", id="weak", category="task", importance=0.1)
+    engine.remember("refund rule middle one", id="mid", category="fact", importance=0.5)
+    engine.remember("refund rule strong one", id="strong", category="instruction")
+    clock.advance(2 * DAY)
+    return engine
+
+
+async def test_atruncate_drops_lowest_activation_first(ranked: Oblivion) -> None:
+    """Truncation removes the least active memory, not the last line."""
+    block = block_for(ranked, feedback=False)
+    content = await block.aget([user("which refund rule is the weak one")])
+    lines = content.splitlines()
+    assert lines[0] == "- refund rule weak one"  # the most relevant is ranked first...
+    shorter = await block.atruncate(content, 1)
+    assert shorter is not None
+    assert "weak" not in shorter  # ...but it is the least active, so it goes first
+    assert shorter.splitlines() == [line for line in lines if "weak" not in line]
+    assert word_count(shorter) <= word_count(content) - 1
+
+
+async def test_atruncate_can_empty_the_block(ranked: Oblivion) -> None:
+    """Asking for more tokens than the block holds returns ``None``."""
+    block = block_for(ranked)
+    content = await block.aget([user("refund rule")])
+    assert await block.atruncate(content, word_count(content)) is None
+
+
+async def test_atruncate_zero_keeps_content(ranked: Oblivion) -> None:
+    """Truncating by zero tokens changes nothing."""
+    block = block_for(ranked)
+    content = await block.aget([user("refund rule")])
+    assert await block.atruncate(content, 0) == content
+
+
+async def test_atruncate_of_foreign_content_drops_it_whole(engine: Oblivion) -> None:
+    """Content this block did not render is removed whole, like the base class does."""
+    assert await block_for(engine).atruncate("- something else", 1) is None
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, None, "3"])
+async def test_atruncate_refuses_bad_token_counts(ranked: Oblivion, bad: object) -> None:
+    """A negative or non-integer token count is a clear error and the content is kept."""
+    block = block_for(ranked)
+    content = await block.aget([user("refund rule")])
+    with pytest.raises(InvalidInputError, match="tokens_to_truncate"):
+        await block.atruncate(content, bad)  # type: ignore[arg-type]
+    assert block.truncate(content, 0) == content
+
+
+async def test_memory_truncates_the_block_by_activation(ranked: Oblivion) -> None:
+    """When ``Memory`` is over its limit it shrinks this block, least active memory first."""
+    block = block_for(ranked, feedback=False, token_limit=100)
+    memory = Memory.from_defaults(
+        session_id="s", token_limit=17, memory_blocks=[block], tokenizer_fn=str.split
+    )
+    await memory.aput(user("refund rule weak one please"))
+    messages = await memory.aget()
+    system = messages[0].content or ""
+    assert "strong" in system and "weak" not in system
+
+
+# ---------------------------------------------------------------- settings
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("token_limit", -1),
+        ("token_limit", None),
+        ("token_limit", 1.5),
+        ("retrieval_context_window", 0),
+        ("k", 0),
+        ("importance", -0.1),
+        ("remember_roles", [""]),
+        ("namespace", "  "),
+    ],
+)
+def test_bad_settings_are_refused(engine: Oblivion, field: str, value: object) -> None:
+    """Bad settings fail at construction naming the setting."""
+    with pytest.raises(ValueError, match=field if field != "remember_roles" else "roles"):
+        block_for(engine, **{field: value})
+
+
+def test_negative_limit_on_assignment_is_refused(engine: Oblivion) -> None:
+    """Setting a negative token limit later fails and keeps the old one."""
+    block = block_for(engine, token_limit=50)
+    with pytest.raises(ValueError, match="token_limit"):
+        block.token_limit = -1
+    assert block.token_limit == 50
+
+
+def test_sync_helpers_mirror_the_async_hooks(engine: Oblivion) -> None:
+    """``remember_messages``/``recall_block``/``truncate`` are the sync twins of the hooks."""
+    block = block_for(engine)
+    ids = block.remember_messages([user("Refunds take five days."), assistant("ok")])
+    assert len(ids) == 1
+    content = block.recall_block([user("refunds")])
+    assert content == "- Refunds take five days."
+    assert block.truncate(content, 5) is None
+
+
+def test_sync_memory_api_works_with_the_block(engine: Oblivion) -> None:
+    """``Memory``'s sync ``put``/``get`` drive the async hooks correctly."""
+    block = block_for(engine, token_limit=20)
+    memory = Memory.from_defaults(
+        session_id="s",
+        token_limit=60,
+        chat_history_token_ratio=0.2,
+        token_flush_size=5,
+        memory_blocks=[block],
+        tokenizer_fn=str.split,
+    )
+    for text in ["Refunds take five days.", "The cat is Miso.", "I like tea.", "refunds again?"]:
+        memory.put(user(text))
+        memory.put(assistant("Noted."))
+    assert engine.records()[0].text == "Refunds take five days."
+    assert "Refunds take five days." in (memory.get()[0].content or "")
+
+
+# ---------------------------------------------------------------- real stack
+@pytest.mark.integration
+def test_real_chat_through_memory_block(real_engine: Oblivion, clock: ManualClock) -> None:
+    """A chat engine over ``Memory`` + the block recalls an old instruction within its limit."""
+    block = OblivionMemoryBlock(oblivion=real_engine, token_limit=60)
+    memory = Memory.from_defaults(
+        session_id="alice",
+        token_limit=200,
+        chat_history_token_ratio=0.4,
+        token_flush_size=20,
+        memory_blocks=[block],
+    )
+    seen: list[list[object]] = []
+
+    def prompt(messages: list[object]) -> str:
+        seen.append(list(messages))
+        return "Noted."
+
+    chat = SimpleChatEngine.from_defaults(llm=MockLLM(messages_to_prompt=prompt), memory=memory)
+    turns = [
+        "From now on, always answer in British English spelling.",
+        "Hi there! Lovely weather today.",
+        "My sister Anna lives in Porto.",
+        "haha nice",
+        "I work as a nurse at the city hospital.",
+        "thanks!",
+        "My cat is called Miso.",
+        "How are you today?",
+        "I need to renew my passport before June.",
+        "ok cool",
+    ]
+    for turn in turns * 2:
+        clock.advance(2 * HOUR)
+        chat.chat(turn)
+    clock.advance(DAY)
+    chat.chat("Which spelling should you use in your answers, color or colour?")
+    counter = real_engine.token_counter
+    shown = 0
+    for messages in seen:
+        for m in messages:
+            text = m.content or ""
+            if m.role.value == "system" and "<long_term_memory>" in text:
+                inner = text.split("<long_term_memory>")[1].split("</long_term_memory>")[0]
+                assert counter(inner.strip()) <= 60
+                shown += 1
+    assert shown > 0
+    final_system = seen[-1][0].content or ""
+    assert "always answer in British English spelling" in final_system

@@ -1,0 +1,483 @@
+"""``OblivionNodePostprocessor``: activation re-ranking of other retrievers' nodes."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+
+import pytest
+from llama_index.core import Document, VectorStoreIndex
+from llama_index.core.base.llms.types import ChatMessage
+from llama_index.core.embeddings import MockEmbedding
+from llama_index.core.llms import MockLLM
+from llama_index.core.memory import Memory
+from llama_index.core.memory.memory_blocks.vector import VectorMemoryBlock
+from llama_index.core.schema import ImageNode, MetadataMode, NodeWithScore, TextNode
+
+from oblivion_core import (
+    InvalidInputError,
+    Oblivion,
+    UnknownMemoryError,
+    UnknownNamespaceError,
+)
+from oblivion_core.testing import ManualClock
+from oblivion_llamaindex import OblivionNodePostprocessor
+from oblivion_llamaindex._convert import OBLIVION_KEYS
+
+from ._helpers import DAY, HashEmbedding, TextVectorStore, node
+
+QUERY = "how long do refunds take"
+
+
+def ids(nodes: list[NodeWithScore]) -> list[str]:
+    """Node ids in order."""
+    return [n.node.node_id for n in nodes]
+
+
+# ---------------------------------------------------------------- registration
+def test_unseen_nodes_are_registered_by_node_id(engine: Oblivion) -> None:
+    """A node seen for the first time becomes a memory whose id is the node id."""
+    rerank = OblivionNodePostprocessor(oblivion=engine)
+    rerank.postprocess_nodes(
+        [
+            node("a", "refunds take five days", 0.9, source="faq.md"),
+            node("b", "free shipping", 0.2),
+        ],
+        query_str=QUERY,
+    )
+    assert engine.get("a").text == "refunds take five days"
+    assert engine.get("a").metadata == {"source": "faq.md"}
+    assert engine.count() == 2
+
+
+def test_seen_nodes_are_not_registered_twice(engine: Oblivion) -> None:
+    """Nodes already known keep their memory (and its activation history)."""
+    rerank = OblivionNodePostprocessor(oblivion=engine)
+    nodes = [node("a", "refunds take five days", 0.9)]
+    rerank.postprocess_nodes(nodes, query_str=QUERY)
+    rerank.postprocess_nodes(nodes, query_str=QUERY)
+    assert engine.count() == 1
+    assert engine.get("a").access_count == 2
+
+
+def test_changed_node_text_is_re_embedded_in_place(engine: Oblivion) -> None:
+    """A known node id with new text updates that memory instead of failing or duplicating."""
+    rerank = OblivionNodePostprocessor(oblivion=engine)
+    rerank.postprocess_nodes([node("a", "refunds take five days", 0.9)], query_str=QUERY)
+    rerank.postprocess_nodes([node("a", "refunds take ten days", 0.9)], query_str=QUERY)
+    assert engine.count() == 1
+    assert engine.get("a").text == "refunds take ten days"
+
+
+def test_registration_settings_apply_to_new_nodes(engine: Oblivion) -> None:
+    """``category`` and ``importance`` set what new nodes are registered with."""
+    rerank = OblivionNodePostprocessor(oblivion=engine, category="fact", importance=0.7)
+    rerank.postprocess_nodes([node("a", "hello there", 0.5)], query_str=QUERY)
+    record = engine.get("a")
+    assert (record.category, record.importance) == ("fact", 0.7)
+
+
+def test_unserialisable_node_metadata_is_dropped_not_fatal(engine: Oblivion) -> None:
+    """Node metadata the store cannot hold (objects, NaN) is left out of the memory."""
+    rerank = OblivionNodePostprocessor(oblivion=engine)
+    nws = node("a", "refunds take five days", 0.9, page=3, bad=math.nan, obj=object())
+    rerank.postprocess_nodes([nws], query_str=QUERY)
+    assert engine.get("a").metadata == {"page": 3}
+
+
+def test_namespace_keeps_nodes_apart(engine: Oblivion) -> None:
+    """A postprocessor with a namespace registers there and nowhere else."""
+    engine.remember("unrelated", id="x")
+    rerank = OblivionNodePostprocessor(oblivion=engine, namespace="docs")
+    rerank.postprocess_nodes([node("a", "refunds take five days", 0.9)], query_str=QUERY)
+    assert engine.count(namespace="docs") == 1
+    with pytest.raises(UnknownMemoryError):
+        engine.get("a")
+
+
+# ---------------------------------------------------------------- ranking
+def test_zero_score_stays_zero(engine: Oblivion) -> None:
+    """A node scored 0.0 is ranked with relevance 0.0, not 1.0."""
+    rerank = OblivionNodePostprocessor(oblivion=engine)
+    out = rerank.postprocess_nodes(
+        [node("zero", "refunds take five days", 0.0), node("half", "shipping is free", 0.5)],
+        query_str=QUERY,
+    )
+    assert ids(out) == ["half", "zero"]
+    zero = out[1].node.metadata
+    assert zero["oblivion_relevance"] == 0.0
+    assert zero["oblivion_why"]["contributions"]["relevance"] == 0.0
+
+
+def test_none_score_gets_embedding_relevance(engine: Oblivion) -> None:
+    """A node scored ``None`` gets the query similarity from the engine."""
+    rerank = OblivionNodePostprocessor(oblivion=engine)
+    out = rerank.postprocess_nodes(
+        [node("off", "the office cat is called Miso"), node("on", "refunds take five days")],
+        query_str=QUERY,
+    )
+    assert ids(out) == ["on", "off"]
+    assert out[0].node.metadata["oblivion_relevance"] > 0.0
+
+
+def test_embedding_relevance_ignores_node_scores(engine: Oblivion) -> None:
+    """``relevance="embedding"`` ranks by similarity even against the retriever's scores."""
+    rerank = OblivionNodePostprocessor(oblivion=engine, relevance="embedding")
+    out = rerank.postprocess_nodes(
+        [node("off", "the office cat is called Miso", 9.0), node("on", "refunds take days", 0.0)],
+        query_str=QUERY,
+    )
+    assert ids(out) == ["on", "off"]
+
+
+def test_activation_breaks_ties(engine: Oblivion, clock: ManualClock) -> None:
+    """Among equally scored nodes the one that proved useful ranks first, whatever the order."""
+    rerank = OblivionNodePostprocessor(oblivion=engine, category="fact", importance=0.5)
+    nodes = [node("fresh", "refund form B", 0.6), node("useful", "refund form A", 0.6)]
+    rerank.postprocess_nodes(nodes, query_str=QUERY)
+    rerank.mark_used(["useful"])
+    clock.advance(3 * DAY)
+    out = rerank.postprocess_nodes(nodes, query_str=QUERY)
+    assert ids(out) == ["useful", "fresh"]
+    meta = {n.node.node_id: n.node.metadata for n in out}
+    assert meta["useful"]["oblivion_activation"] > meta["fresh"]["oblivion_activation"]
+
+
+def test_output_is_sorted_by_engine_score(engine: Oblivion) -> None:
+    """Returned scores are the engine's combined scores, best first."""
+    rerank = OblivionNodePostprocessor(oblivion=engine)
+    out = rerank.postprocess_nodes(
+        [node(str(i), f"refund note number {i}", s) for i, s in enumerate([0.1, 0.9, 0.5])],
+        query_str=QUERY,
+    )
+    scores = [n.score for n in out]
+    assert scores == sorted(scores, reverse=True)
+    assert ids(out) == ["1", "2", "0"]
+    assert all(n.score == n.node.metadata["oblivion_score"] for n in out)
+
+
+@pytest.mark.parametrize("top_n", [1, 2, 5])
+def test_top_n_keeps_the_best(engine: Oblivion, top_n: int) -> None:
+    """At most ``top_n`` nodes come back, the highest scored ones."""
+    rerank = OblivionNodePostprocessor(oblivion=engine, top_n=top_n)
+    nodes = [node(str(i), f"refund note {i}", i / 10) for i in range(4)]
+    out = rerank.postprocess_nodes(nodes, query_str=QUERY)
+    assert ids(out) == ["3", "2", "1", "0"][:top_n]
+
+
+@pytest.mark.parametrize("budget", [0, 3, 7, 12, 100])
+def test_token_budget_is_never_exceeded(engine: Oblivion, budget: int) -> None:
+    """Kept nodes cost at most ``token_budget`` (text tokens + per-item overhead)."""
+    rerank = OblivionNodePostprocessor(oblivion=engine, token_budget=budget)
+    nodes = [node(str(i), " ".join(["refund"] * (i + 1)), 1 - i / 10) for i in range(6)]
+    out = rerank.postprocess_nodes(nodes, query_str=QUERY)
+    overhead = engine.policy.per_item_tokens
+    assert sum(len(n.node.get_content().split()) + overhead for n in out) <= budget
+
+
+def test_duplicate_nodes_are_ranked_once(engine: Oblivion) -> None:
+    """The same node id twice in the input comes back once."""
+    rerank = OblivionNodePostprocessor(oblivion=engine)
+    nws = node("a", "refunds take five days", 0.9)
+    assert ids(rerank.postprocess_nodes([nws, nws], query_str=QUERY)) == ["a"]
+
+
+def test_no_nodes_gives_no_nodes(engine: Oblivion) -> None:
+    """An empty candidate list is returned as is, with nothing stored."""
+    assert OblivionNodePostprocessor(oblivion=engine).postprocess_nodes([], query_str=QUERY) == []
+    with pytest.raises(UnknownNamespaceError):
+        engine.count(namespace="never")
+
+
+def test_invalidated_nodes_are_dropped(engine: Oblivion) -> None:
+    """A node whose memory was invalidated no longer comes back."""
+    rerank = OblivionNodePostprocessor(oblivion=engine)
+    nodes = [node("a", "refunds take five days", 0.9), node("b", "refunds are instant", 0.9)]
+    rerank.postprocess_nodes(nodes, query_str=QUERY)
+    engine.invalidate("b", reason="policy changed")
+    assert ids(rerank.postprocess_nodes(nodes, query_str=QUERY)) == ["a"]
+
+
+# ---------------------------------------------------------------- output nodes
+def test_returned_nodes_carry_an_explanation_hidden_from_the_llm(engine: Oblivion) -> None:
+    """Metadata holds id, tier, relevance, activation and why; prompts never show it."""
+    rerank = OblivionNodePostprocessor(oblivion=engine)
+    out = rerank.postprocess_nodes(
+        [node("a", "refunds take five days", 0.9, page=2)], query_str=QUERY
+    )
+    meta = out[0].node.metadata
+    assert set(OBLIVION_KEYS) <= set(meta)
+    assert (meta["oblivion_id"], meta["oblivion_tier"], meta["page"]) == ("a", "active", 2)
+    assert meta["oblivion_why"]["explanation"].startswith("ranked 1 of 1")
+    for mode in (MetadataMode.LLM, MetadataMode.EMBED):
+        content = out[0].node.get_content(metadata_mode=mode)
+        assert "oblivion" not in content and "page: 2" in content
+
+
+def test_callers_nodes_are_not_modified(engine: Oblivion) -> None:
+    """The caller's node objects keep their metadata; the postprocessor returns copies."""
+    nws = node("a", "refunds take five days", 0.9, page=2)
+    OblivionNodePostprocessor(oblivion=engine).postprocess_nodes([nws], query_str=QUERY)
+    assert nws.node.metadata == {"page": 2}
+    assert nws.node.excluded_llm_metadata_keys == []
+    assert nws.score == 0.9
+
+
+# ---------------------------------------------------------------- feedback
+def test_kept_nodes_are_boosted_and_dropped_ones_are_not(engine: Oblivion) -> None:
+    """Feedback boosts exactly the nodes that survive ``top_n``."""
+    rerank = OblivionNodePostprocessor(oblivion=engine, top_n=1, importance=0.4)
+    nodes = [node("kept", "refunds take five days", 0.9), node("cut", "shipping info", 0.1)]
+    rerank.postprocess_nodes(nodes, query_str=QUERY)
+    assert engine.get("kept").access_count == 1
+    assert engine.get("cut").access_count == 0
+    assert engine.get("kept").activation > engine.get("cut").activation
+
+
+def test_feedback_off_only_reads(engine: Oblivion) -> None:
+    """With ``feedback=False`` ranking changes no activation."""
+    rerank = OblivionNodePostprocessor(oblivion=engine, feedback=False)
+    nodes = [node("a", "refunds take five days", 0.9)]
+    rerank.postprocess_nodes(nodes, query_str=QUERY)
+    before = engine.get("a")
+    rerank.postprocess_nodes(nodes, query_str=QUERY)
+    after = engine.get("a")
+    assert (after.activation, after.access_count) == (before.activation, before.access_count)
+
+
+def test_mark_used_gives_the_larger_boost(engine: Oblivion) -> None:
+    """``mark_used`` raises activation more than being recalled does, and reports it."""
+    rerank = OblivionNodePostprocessor(oblivion=engine, importance=0.2)
+    nodes = [node("a", "refunds take five days", 0.5), node("b", "refund desk hours", 0.5)]
+    rerank.postprocess_nodes(nodes, query_str=QUERY)
+    recalled = engine.get("b").activation
+    (used,) = rerank.mark_used(["a"])
+    assert used == pytest.approx(engine.get("a").activation)
+    assert used - recalled > 0.05
+
+
+def test_mark_used_accepts_a_single_id(engine: Oblivion) -> None:
+    """A bare string is one node id, not a sequence of characters."""
+    rerank = OblivionNodePostprocessor(oblivion=engine)
+    rerank.postprocess_nodes([node("abc", "refunds take five days", 0.5)], query_str=QUERY)
+    assert len(rerank.mark_used("abc")) == 1
+
+
+def test_mark_used_unknown_id_is_a_clear_error_and_boosts_nothing(engine: Oblivion) -> None:
+    """An unknown id raises ``UnknownMemoryError`` naming it, and the known ids stay unboosted."""
+    rerank = OblivionNodePostprocessor(oblivion=engine)
+    rerank.postprocess_nodes([node("a", "refunds take five days", 0.5)], query_str=QUERY)
+    before = engine.get("a").activation
+    with pytest.raises(UnknownMemoryError, match=r"\['ghost'\].*Nothing was boosted"):
+        rerank.mark_used(["a", "ghost"])
+    assert engine.get("a").activation == before
+
+
+def test_mark_used_before_any_node_is_a_clear_error(engine: Oblivion) -> None:
+    """Feedback on a namespace the postprocessor never wrote is an unknown-id error too."""
+    rerank = OblivionNodePostprocessor(oblivion=engine, namespace="empty")
+    with pytest.raises(UnknownMemoryError, match="ghost"):
+        rerank.mark_used(["ghost"])
+
+
+# ---------------------------------------------------------------- bad input
+def test_node_without_text_is_refused_and_nothing_is_stored(engine: Oblivion) -> None:
+    """A text-less node fails the whole call before any node is registered."""
+    rerank = OblivionNodePostprocessor(oblivion=engine, namespace="docs")
+    nodes = [node("good", "refunds take five days", 0.9), node("empty", "   ", 0.5)]
+    with pytest.raises(InvalidInputError, match=r"'empty'.*no text"):
+        rerank.postprocess_nodes(nodes, query_str=QUERY)
+    assert "docs" not in engine.namespaces()
+
+
+def test_image_node_without_text_is_refused(engine: Oblivion) -> None:
+    """An image-only node is named in the error and nothing already stored is lost."""
+    rerank = OblivionNodePostprocessor(oblivion=engine)
+    rerank.postprocess_nodes([node("old", "refunds take five days", 0.9)], query_str=QUERY)
+    image = NodeWithScore(node=ImageNode(id_="img", image_url="http://x/y.png"), score=0.8)
+    with pytest.raises(InvalidInputError, match="'img'"):
+        rerank.postprocess_nodes([node("new", "shipping", 0.1), image], query_str=QUERY)
+    assert [r.id for r in engine.records()] == ["old"]
+
+
+@pytest.mark.parametrize("score", [math.nan, math.inf, "0.5"])
+def test_non_finite_scores_are_refused(engine: Oblivion, score: object) -> None:
+    """NaN, infinite or non-numeric node scores are refused before anything is stored."""
+    bad = NodeWithScore.model_construct(node=TextNode(id_="a", text="refunds"), score=score)
+    with pytest.raises(InvalidInputError, match="score"):
+        OblivionNodePostprocessor(oblivion=engine).postprocess_nodes([bad], query_str=QUERY)
+    assert engine.count() == 0
+
+
+def test_missing_query_is_refused(engine: Oblivion) -> None:
+    """Re-ranking without a query says how to pass one."""
+    with pytest.raises(InvalidInputError, match="query_str"):
+        OblivionNodePostprocessor(oblivion=engine).postprocess_nodes([node("a", "x", 0.5)])
+
+
+def test_non_node_items_are_refused(engine: Oblivion) -> None:
+    """Passing bare nodes instead of ``NodeWithScore`` is a clear error."""
+    with pytest.raises(InvalidInputError, match="NodeWithScore"):
+        OblivionNodePostprocessor(oblivion=engine).postprocess_nodes(
+            [TextNode(text="x")],  # type: ignore[list-item]
+            query_str=QUERY,
+        )
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("token_budget", -1),
+        ("token_budget", 2.5),
+        ("top_n", 0),
+        ("top_n", -3),
+        ("importance", 2),
+        ("namespace", ""),
+    ],
+)
+def test_bad_settings_are_refused(engine: Oblivion, field: str, value: object) -> None:
+    """Negative budgets, non-positive ``top_n`` and out-of-range importance fail at construction."""
+    with pytest.raises(ValueError, match=field):
+        OblivionNodePostprocessor(oblivion=engine, **{field: value})
+
+
+def test_bad_settings_are_refused_on_assignment(engine: Oblivion) -> None:
+    """Changing a setting later is validated too."""
+    rerank = OblivionNodePostprocessor(oblivion=engine)
+    with pytest.raises(ValueError, match="token_budget"):
+        rerank.token_budget = -5
+    assert rerank.token_budget is None
+
+
+def test_engine_is_required(engine: Oblivion) -> None:
+    """Something other than an engine is refused with a hint at ``from_defaults``."""
+    with pytest.raises(InvalidInputError, match="from_defaults"):
+        OblivionNodePostprocessor(oblivion="./memory")  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------- async
+async def test_async_path_matches_sync(engine: Oblivion) -> None:
+    """``apostprocess_nodes`` and ``amark_used`` behave like their sync twins."""
+    rerank = OblivionNodePostprocessor(oblivion=engine, top_n=1)
+    nodes = [node("a", "refunds take five days", 0.9), node("b", "shipping", 0.2)]
+    out = await rerank.apostprocess_nodes(nodes, query_str=QUERY)
+    assert ids(out) == ["a"]
+    assert len(await rerank.amark_used(["a"])) == 1
+    with pytest.raises(UnknownMemoryError):
+        await rerank.amark_used(["ghost"])
+
+
+async def test_concurrent_calls_register_each_node_once(engine: Oblivion) -> None:
+    """Concurrent async calls over the same new nodes neither fail nor duplicate them."""
+    rerank = OblivionNodePostprocessor(oblivion=engine)
+    nodes = [node(f"n{i}", f"refund note {i}", 0.5) for i in range(5)]
+    results = await asyncio.gather(
+        *(rerank.apostprocess_nodes(nodes, query_str=QUERY) for _ in range(4))
+    )
+    assert all(len(r) == 5 for r in results)
+    assert engine.count() == 5
+
+
+# ---------------------------------------------------------------- inside LlamaIndex
+def test_query_engine_uses_the_postprocessor(engine: Oblivion) -> None:
+    """``as_query_engine(node_postprocessors=[...])`` re-ranks and trims the sources."""
+    docs = [Document(text=t, id_=f"d{i}") for i, t in enumerate(FAQ)]
+    index = VectorStoreIndex.from_documents(docs, embed_model=HashEmbedding())
+    rerank = OblivionNodePostprocessor(oblivion=engine, top_n=2)
+    query_engine = index.as_query_engine(
+        llm=MockLLM(), similarity_top_k=5, node_postprocessors=[rerank]
+    )
+    response = query_engine.query("How many days do refunds take?")
+    assert len(response.source_nodes) == 2
+    assert "refund" in response.source_nodes[0].node.get_content().lower()
+    assert engine.count() == 5
+    assert "oblivion" not in str(response)
+
+
+async def test_vector_memory_block_uses_the_postprocessor(engine: Oblivion) -> None:
+    """Inside ``VectorMemoryBlock`` the postprocessor registers and re-ranks stored turns."""
+    rerank = OblivionNodePostprocessor(oblivion=engine, top_n=1)
+    block = VectorMemoryBlock(
+        vector_store=TextVectorStore(),
+        embed_model=HashEmbedding(),
+        similarity_top_k=3,
+        node_postprocessors=[rerank],
+    )
+    for text in ["My refund was late", "The cat is called Miso", "I like green tea"]:
+        await block.aput([ChatMessage(role="user", content=text)])
+    content = await block.aget([ChatMessage(role="user", content="when will my refund come")])
+    assert "refund" in content and "Miso" not in content
+    assert engine.count() == 3
+
+
+FAQ = [
+    "Refunds take five working days to reach your account.",
+    "Shipping is free for orders above 50 euros.",
+    "Our office cat is called Miso.",
+    "Returns need the original receipt.",
+    "Support is open from 9 to 5 on weekdays.",
+]
+
+
+# ---------------------------------------------------------------- real stack
+@pytest.mark.integration
+def test_real_query_engine_reranks_by_activation(real_engine: Oblivion, clock: ManualClock) -> None:
+    """With equal retriever scores (MockEmbedding) the node the answers used rises to the top."""
+    docs = [Document(text=t, id_=f"d{i}") for i, t in enumerate(FAQ)]
+    index = VectorStoreIndex.from_documents(docs, embed_model=MockEmbedding(embed_dim=8))
+    rerank = OblivionNodePostprocessor(oblivion=real_engine, top_n=3, token_budget=60)
+    query_engine = index.as_query_engine(
+        llm=MockLLM(), similarity_top_k=5, node_postprocessors=[rerank]
+    )
+    first = query_engine.query("When is support open?")
+    assert len(first.source_nodes) == 3
+    for hit in first.source_nodes:
+        assert hit.node.metadata["oblivion_relevance"] == pytest.approx(1.0)
+    assert real_engine.count() == len(FAQ)
+    refund_id = next(r.id for r in real_engine.records() if r.text.startswith("Refunds"))
+    for _ in range(3):
+        rerank.mark_used([refund_id])
+        clock.advance(DAY)
+    again = query_engine.query("When is support open?")
+    top = again.source_nodes[0].node
+    assert top.node_id == refund_id
+    assert top.metadata["oblivion_tier"] == "active"
+    assert "activation" in top.metadata["oblivion_why"]["explanation"]
+    counter = real_engine.token_counter
+    overhead = real_engine.policy.per_item_tokens
+    assert sum(counter(n.node.get_content()) + overhead for n in again.source_nodes) <= 60
+
+
+@pytest.mark.integration
+async def test_real_vector_memory_block_with_postprocessor(real_engine: Oblivion) -> None:
+    """``Memory`` + ``VectorMemoryBlock`` + the postprocessor run on the real engine, async."""
+    rerank = OblivionNodePostprocessor(oblivion=real_engine, top_n=1, token_budget=40)
+    block = VectorMemoryBlock(
+        vector_store=TextVectorStore(),
+        embed_model=HashEmbedding(),
+        similarity_top_k=4,
+        node_postprocessors=[rerank],
+        priority=1,
+    )
+    memory = Memory.from_defaults(
+        session_id="s",
+        token_limit=200,
+        chat_history_token_ratio=0.2,
+        token_flush_size=10,
+        memory_blocks=[block],
+    )
+    for text in [
+        "My refund for order 1234 was late.",
+        "Our cat is called Miso.",
+        "I like green tea in the morning.",
+        "hello",
+        "When will my refund for the order arrive?",
+    ]:
+        await memory.aput(ChatMessage(role="user", content=text))
+        await memory.aput(ChatMessage(role="assistant", content="Noted."))
+    messages = await memory.aget()
+    system = messages[0].content or ""
+    assert messages[0].role.value == "system" and "refund" in system.lower()
+    registered = real_engine.records()
+    assert registered and all("<message role=" in r.text for r in registered)
+    assert max(r.access_count for r in registered) >= 1

@@ -1,0 +1,160 @@
+"""``OblivionRetriever``: memories as LlamaIndex nodes, sync and async."""
+
+from __future__ import annotations
+
+import pytest
+from llama_index.core.llms import MockLLM
+from llama_index.core.query_engine import RetrieverQueryEngine
+from llama_index.core.schema import MetadataMode, QueryBundle
+
+from oblivion_core import InvalidInputError, Oblivion, Tier, UnknownMemoryError
+from oblivion_core.testing import ManualClock
+from oblivion_llamaindex import OblivionRetriever
+
+from ._helpers import DAY
+
+
+@pytest.fixture
+def filled(engine: Oblivion) -> Oblivion:
+    """An engine with a few memories."""
+    engine.remember("Refunds take five working days.", id="refund", metadata={"src": "faq"})
+    engine.remember("The office cat is called Miso.", id="cat")
+    engine.remember("Always answer in British English.", id="rule", category="instruction")
+    return engine
+
+
+def test_retrieve_returns_scored_nodes_with_explanations(filled: Oblivion) -> None:
+    """Each hit is a node keyed by memory id with tier, relevance, activation and why."""
+    hits = OblivionRetriever(filled, k=1).retrieve("how many days do refunds take")
+    assert len(hits) == 1
+    hit = hits[0]
+    meta = hit.node.metadata
+    assert hit.node.node_id == "refund" == meta["oblivion_id"]
+    assert hit.node.get_content() == "Refunds take five working days."
+    assert hit.score == pytest.approx(meta["oblivion_score"])
+    assert meta["src"] == "faq"
+    assert meta["oblivion_tier"] == "active"
+    assert 0 < meta["oblivion_relevance"] <= 1
+    assert 0 < meta["oblivion_activation"] <= 1
+    assert meta["oblivion_why"]["explanation"].startswith("ranked 1 of")
+
+
+def test_explanations_are_hidden_from_prompts(filled: Oblivion) -> None:
+    """The ``oblivion_*`` keys never reach the LLM or embedding text; user metadata does."""
+    hit = OblivionRetriever(filled, k=1).retrieve("refunds")[0]
+    llm_text = hit.node.get_content(metadata_mode=MetadataMode.LLM)
+    assert "oblivion" not in llm_text and "src: faq" in llm_text
+
+
+def test_retrieve_accepts_a_query_bundle(filled: Oblivion) -> None:
+    """A ``QueryBundle`` works like a plain string."""
+    retriever = OblivionRetriever(filled, k=1, feedback=False)
+    assert retriever.retrieve(QueryBundle("office cat"))[0].node.node_id == "cat"
+
+
+def test_token_budget_bounds_the_hits(filled: Oblivion) -> None:
+    """Returned texts cost at most ``token_budget`` tokens (text + per-item overhead)."""
+    budget = 12
+    hits = OblivionRetriever(filled, token_budget=budget).retrieve("refunds cat English")
+    overhead = filled.policy.per_item_tokens
+    assert hits
+    assert sum(len(h.node.get_content().split()) + overhead for h in hits) <= budget
+
+
+def test_retrieval_feeds_back_unless_disabled(filled: Oblivion) -> None:
+    """Retrieval boosts what it returns; ``feedback=False`` only reads."""
+    OblivionRetriever(filled, k=1, feedback=False).retrieve("refunds")
+    assert filled.get("refund").access_count == 0
+    OblivionRetriever(filled, k=1).retrieve("refunds")
+    assert filled.get("refund").access_count == 1
+
+
+def test_deep_search_reaches_the_archive(filled: Oblivion, clock: ManualClock) -> None:
+    """Archived memories come back (tier ``archive``) when the archive is searched."""
+    filled.remember("lovely weather today", id="chat", category="small_talk")
+    clock.advance(10 * DAY)
+    filled.maintain()
+    assert filled.get("chat").tier == Tier.ARCHIVE
+    hits = OblivionRetriever(filled, deep=True, k=1).retrieve("lovely weather")
+    assert hits[0].node.node_id == "chat"
+    assert hits[0].node.metadata["oblivion_tier"] == "archive"
+
+
+def test_unknown_namespace_returns_nothing(filled: Oblivion) -> None:
+    """A namespace never written to is an empty result, not an error."""
+    assert OblivionRetriever(filled, namespace="nobody").retrieve("anything") == []
+
+
+def test_namespace_scopes_retrieval(filled: Oblivion) -> None:
+    """A retriever sees only its namespace."""
+    filled.remember("Bob's refunds are special.", id="bob", namespace="bob")
+    hits = OblivionRetriever(filled, namespace="bob").retrieve("refunds")
+    assert [h.node.node_id for h in hits] == ["bob"]
+
+
+def test_mark_used_boosts_and_refuses_unknown_ids(filled: Oblivion) -> None:
+    """``mark_used`` gives the used boost; an unknown id fails without boosting anything."""
+    retriever = OblivionRetriever(filled)
+    before = filled.get("cat").activation
+    with pytest.raises(UnknownMemoryError, match="ghost"):
+        retriever.mark_used(["cat", "ghost"])
+    assert filled.get("cat").activation == before
+    (after,) = retriever.mark_used(["cat"])
+    assert after > before
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"k": 0}, "k must be"),
+        ({"token_budget": -1}, "token_budget"),
+        ({"deep": "yes"}, "deep"),
+        ({"namespace": ""}, "namespace"),
+    ],
+)
+def test_bad_settings_are_refused(engine: Oblivion, kwargs: dict[str, object], match: str) -> None:
+    """Bad settings fail at construction with a message naming the setting."""
+    with pytest.raises(InvalidInputError, match=match):
+        OblivionRetriever(engine, **kwargs)  # type: ignore[arg-type]
+
+
+def test_empty_query_is_a_clear_error(filled: Oblivion) -> None:
+    """An empty query is refused by the engine with a message saying so."""
+    with pytest.raises(InvalidInputError, match="empty"):
+        OblivionRetriever(filled).retrieve("   ")
+
+
+async def test_async_retrieve_matches_sync(filled: Oblivion) -> None:
+    """``aretrieve`` returns the same nodes as ``retrieve``."""
+    retriever = OblivionRetriever(filled, feedback=False)
+    sync = [(h.node.node_id, h.score) for h in retriever.retrieve("refunds")]
+    async_ = [(h.node.node_id, h.score) for h in await retriever.aretrieve("refunds")]
+    assert async_ == sync
+    assert len(await retriever.amark_used(["refund"])) == 1
+
+
+def test_works_in_a_query_engine(filled: Oblivion) -> None:
+    """``RetrieverQueryEngine`` answers over Oblivion memories with the hits as sources."""
+    engine = RetrieverQueryEngine.from_args(OblivionRetriever(filled, k=2), llm=MockLLM())
+    response = engine.query("how long do refunds take")
+    assert response.source_nodes[0].node.node_id == "refund"
+    assert "Refunds take five working days." in str(response)
+    assert "oblivion_why" not in str(response)
+
+
+@pytest.mark.integration
+async def test_real_store_sync_and_async(real_engine: Oblivion, clock: ManualClock) -> None:
+    """On the real stack, the retriever ranks by meaning and archived memories carry their tier."""
+    real_engine.remember("Refunds take five working days.", id="refund")
+    real_engine.remember("The office cat is called Miso.", id="cat")
+    real_engine.remember("Lovely weather today!", id="chat", category="small_talk")
+    clock.advance(10 * DAY)
+    real_engine.maintain()
+    retriever = OblivionRetriever(real_engine, k=1)
+    hits = retriever.retrieve("When will I get my money back?")
+    assert hits[0].node.node_id == "refund"
+    deep = OblivionRetriever(real_engine, k=1, deep=True)
+    archived = await deep.aretrieve("What's the weather like?")
+    assert archived[0].node.node_id == "chat"
+    assert archived[0].node.metadata["oblivion_tier"] == "archive"
+    assert "archive" in archived[0].node.metadata["oblivion_why"]["explanation"]
