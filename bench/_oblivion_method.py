@@ -67,9 +67,7 @@ class OblivionMethod(RetrievalMethod):
             self.clock.set(max(self.clock.now(), turn.timestamp))
             if self.variant.recall_every_turn and self.mem.count() > 0:
                 self.mem.recall(turn.memory_text, k=8)
-            self.mem.remember(
-                turn.memory_text, id=turn.dia_id, metadata={"speaker": turn.speaker}
-            )
+            self.mem.remember(turn.memory_text, id=turn.dia_id, metadata={"speaker": turn.speaker})
 
     def rank(self, question: str, q_embedding: np.ndarray, at_time: float, k: int) -> list[str]:
         assert self.mem is not None
@@ -98,9 +96,7 @@ VARIANTS: dict[str, Variant] = {
         recall_every_turn=True,
         note="activation and importance weights 0",
     ),
-    "oblivion_dense_only": Variant(
-        {"lexical_weight": 0.0}, recall_every_turn=True, note="no BM25"
-    ),
+    "oblivion_dense_only": Variant({"lexical_weight": 0.0}, recall_every_turn=True, note="no BM25"),
     "oblivion_expand": Variant(
         {"expand_links": True}, recall_every_turn=True, note="link expansion on"
     ),

@@ -44,7 +44,6 @@ if __package__:
         load_locomo,
     )
     from ._locomo_methods import BASELINES, Embedder, MethodFactory, RetrievalMethod
-    from ._oblivion_method import VARIANTS, variant_class
     from ._locomo_metrics import (
         BUDGETS,
         KS,
@@ -54,6 +53,7 @@ if __package__:
         aggregate,
         score_question,
     )
+    from ._oblivion_method import VARIANTS, variant_class
 else:  # run as a script: bench/ is on sys.path
     from _locomo_data import (
         CATEGORY_NAMES,
@@ -64,7 +64,6 @@ else:  # run as a script: bench/ is on sys.path
         load_locomo,
     )
     from _locomo_methods import BASELINES, Embedder, MethodFactory, RetrievalMethod
-    from _oblivion_method import VARIANTS, variant_class
     from _locomo_metrics import (
         BUDGETS,
         KS,
@@ -74,6 +73,7 @@ else:  # run as a script: bench/ is on sys.path
         aggregate,
         score_question,
     )
+    from _oblivion_method import VARIANTS, variant_class
 
 __all__ = [
     "METHODS",

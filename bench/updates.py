@@ -35,10 +35,10 @@ from tqdm import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _locomo_data import Turn  # noqa: E402
-from _locomo_methods import BASELINES, Embedder  # noqa: E402
-from _locomo_metrics import TokenCounter, pack  # noqa: E402
-from _oblivion_method import VARIANTS, variant_class  # noqa: E402
+from _locomo_data import Turn
+from _locomo_methods import BASELINES, Embedder
+from _locomo_metrics import TokenCounter, pack
+from _oblivion_method import VARIANTS, variant_class
 
 HERE = Path(__file__).resolve().parent
 BUDGET = 256

@@ -60,6 +60,10 @@ from oblivion_core.typing import (
 )
 
 DEFAULT_NAMESPACE = "default"
+_SIGNALS = {
+    "support-desk": ("support", "help desk", "helpdesk", "ticket", "customer"),
+    "research-assistant": ("research", "study", "analysis", "literature"),
+}
 _SUPERSEDE_CANDIDATES = 12  # older memories judged per new statement (dense + lexical)
 _MAX_COMPRESS_BATCH = 2_000  # lowest-activation candidates clustered per maintain()
 _NEIGHBOUR_SCAN = 8  # sequence numbers scanned for a namespace's next/previous memory
@@ -256,6 +260,23 @@ class Oblivion:
                 for ns in targets:  # journaled in every namespace it applies to
                     self._db.journal(conn, now, ns, [(None, "policy", None, None, detail)])
         return new
+
+    def use_template_for(self, signal: str, *, namespace: str | None = None) -> Policy:
+        """Pick a policy template from a caller's signal and switch to it (journaled).
+
+        The signal is matched by keyword: "support"/"help desk"/"ticket" -> ``support-desk``,
+        "research"/"study"/"analysis" -> ``research-assistant``, anything else ->
+        ``balanced``.
+        """
+        if not isinstance(signal, str) or not signal.strip():
+            raise InvalidInputError(f"signal must be a non-empty string, got {signal!r}")
+        low = signal.lower()
+        name = "balanced"
+        for template, words in _SIGNALS.items():
+            if any(w in low for w in words):
+                name = template
+                break
+        return self.set_policy(name, namespace=namespace, reason=f"signal {signal!r}")
 
     # ================================================================ writing
     def remember(

@@ -273,3 +273,28 @@ def test_set_policy_rejects_unknown_template(mem: Oblivion) -> None:
     with pytest.raises(PolicyError, match="support-desk"):
         mem.set_policy("aggresive")
     assert mem.policy.name == "balanced"
+
+
+@pytest.mark.parametrize(
+    ("signal", "template"),
+    [
+        ("customer support session", "support-desk"),
+        ("Research on protein folding", "research-assistant"),
+        ("casual chat", "balanced"),
+    ],
+)
+def test_use_template_for_picks_a_template_from_a_signal_and_journals_it(
+    signal: str, template: str
+) -> None:
+    """A caller's signal selects the matching template for one namespace, journaled."""
+    from oblivion_core.testing import memory
+
+    mem = memory()
+    mem.remember("hello there", namespace="s1")
+    chosen = mem.use_template_for(signal, namespace="s1")
+    assert chosen.name == template
+    assert mem.policy_for("s1").name == template
+    assert mem.policy_for("default").name == "balanced"
+    events = [e for e in mem.history(namespace="s1") if e.kind == "policy"]
+    assert events[-1].detail["to"] == template
+    assert signal in events[-1].detail["reason"]

@@ -203,11 +203,11 @@ def test_engine_memories_hovering_in_the_band_never_flip_flop(fresh: Any) -> Non
     stays inside the band keeps its tier: one stays active, one stays archived."""
     clock = ManualClock()
     with fresh(clock=clock, policy=CALM) as mem:
-        # floor 0.5 * 0.775**2 = 0.30 is inside the band: decays there, never below low
+        # floor 0.5 * 0.775**2 = 0.30 is inside the band: never below low
         stay = mem.remember(
             "zebra crossings near the school", category="small_talk", importance=0.775
         )
-        # floor 0.5 * 0.4**2 = 0.08 is below low: gets archived, boosts of <= 2 * 0.05 keep it under high
+        # floor 0.5 * 0.4**2 = 0.08 is below low: archived; small boosts keep it under high
         low = mem.remember("quokka photos from the island", category="small_talk", importance=0.4)
         clock.advance(5 * DAY)
         first = mem.maintain()

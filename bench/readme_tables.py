@@ -1,0 +1,61 @@
+"""Regenerate the benchmark tables in README.md from ``bench/results/*.json``.
+
+Each table sits between ``<!-- bench:NAME -->`` and ``<!-- /bench:NAME -->`` markers
+(the closing marker is added on first run). Reproduce: ``python bench/readme_tables.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import latency  # noqa: E402
+import locomo  # noqa: E402
+import updates  # noqa: E402
+
+README = HERE.parent / "README.md"
+
+SECTIONS = {
+    "latency": (
+        "### Latency, ingest and tiering (`python bench/latency.py`)",
+        lambda d: latency.render_table(d),
+        "latency.json",
+    ),
+    "locomo": (
+        "### LoCoMo evidence recall (`python bench/locomo.py`)",
+        lambda d: locomo.render_markdown_table(d),
+        "locomo.json",
+    ),
+    "updates": (
+        "### Stale facts: knowledge updates (`python bench/updates.py`)",
+        lambda d: updates.render_markdown_table(d),
+        "updates.json",
+    ),
+}
+
+
+def main() -> int:
+    """Rewrite every section whose results file exists."""
+    text = README.read_text()
+    for name, (title, render, file) in SECTIONS.items():
+        path = HERE / "results" / file
+        if not path.exists():
+            continue
+        body = f"{title}\n\n{render(json.loads(path.read_text()))}\n"
+        block = f"<!-- bench:{name} -->\n{body}<!-- /bench:{name} -->"
+        pattern = re.compile(rf"<!-- bench:{name} -->.*?(<!-- /bench:{name} -->|$)", re.S | re.M)
+        if f"<!-- /bench:{name} -->" in text:
+            text = pattern.sub(lambda _m, b=block: b, text, count=1)
+        else:
+            text = text.replace(f"<!-- bench:{name} -->", block, 1)
+    README.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
