@@ -176,15 +176,13 @@ def _sample_until(
 
 
 def _plot(res: DemoResult, target: Path, out: Callable[[str], None]) -> Path | None:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+    try:  # a bare Figure: no pyplot, so the caller's backend (e.g. a notebook's) is untouched
+        from matplotlib.figure import Figure
     except ImportError:
         out("(matplotlib not installed: skipping the plot; pip install 'oblivion-memory[demo]')")
         return None
-    fig, ax = plt.subplots(figsize=(9, 4.5))
+    fig = Figure(figsize=(9, 4.5))
+    ax = fig.subplots()
     for label, values in res.traces.items():
         ax.plot(res.timeline, values, label=label)
     policy = Policy.template("balanced")
@@ -198,6 +196,5 @@ def _plot(res: DemoResult, target: Path, out: Callable[[str], None]) -> Path | N
     fig.tight_layout()
     target.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(target, dpi=110)
-    plt.close(fig)
     out(f"Activation plot written to {target}")
     return target
