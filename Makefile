@@ -1,12 +1,14 @@
 # Two commands do all set-up on a fresh machine: `make demo` and `make test`.
 # Each creates .venv and installs what it needs on first use.
+SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
 BIN = $(VENV)/bin
 # Offline copies of the embedding model and tokenizer file, used when present
 # (CI and the team's machines); elsewhere the normal downloads happen.
 OFFLINE_ENV ?= ../shared/offline-env.sh
-WITH_ENV = if [ -f "$(OFFLINE_ENV)" ]; then . "$(OFFLINE_ENV)"; fi;
+# (bash, so the script can find its own folder; skipped when already sourced, e.g. by CI)
+WITH_ENV = if [ -z "$$OBLIVION_SHARED" ] && [ -f "$(OFFLINE_ENV)" ]; then . "$(OFFLINE_ENV)"; fi;
 
 .PHONY: install demo test lint format bench clean
 
