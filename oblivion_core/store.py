@@ -133,13 +133,15 @@ class VectorStore:
 
     # ---------------------------------------------------------------- reads
     def query(self, namespace: str, vector: Vectors, n: int) -> tuple[list[str], list[float]]:
-        """Top-``n`` ids and cosine similarities for one unit query vector (ANN)."""
-        col = self.collection(namespace)
-        count = col.count()
-        if count == 0 or n <= 0:
+        """Top-``n`` ids and cosine similarities for one unit query vector (ANN).
+
+        Chroma returns fewer rows when the collection is smaller than ``n`` (no ``count()``
+        first: in chromadb 1.5 it costs more than the query itself at 100k records).
+        """
+        if n <= 0:
             return [], []
-        res = col.query(
-            query_embeddings=vector.reshape(1, -1), n_results=min(n, count), include=["distances"]
+        res = self.collection(namespace).query(
+            query_embeddings=vector.reshape(1, -1), n_results=n, include=["distances"]
         )
         ids = list(res["ids"][0])
         sims = [1.0 - float(d) for d in res["distances"][0]]
