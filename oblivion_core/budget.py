@@ -60,6 +60,13 @@ def check_budget(budget: object, name: str = "token_budget") -> int | None:
     return int(budget)
 
 
+def check_k(value: object, name: str = "k") -> int | None:
+    """Validate an item count: ``None`` (the default) or an int >= 1."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise InvalidInputError(f"{name} must be an int >= 1 or None, got {value!r}")
+    return value
+
+
 def pack(costs: Sequence[int], budget: int | None, limit: int | None = None) -> list[int]:
     """Choose items to fit a budget, keeping their order.
 

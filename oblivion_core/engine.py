@@ -23,7 +23,7 @@ import numpy as np
 from oblivion_core import decay
 from oblivion_core.adaptation import Usage, adapt
 from oblivion_core.association import LinkGraph, spread
-from oblivion_core.budget import check_budget, pack, resolve_token_counter
+from oblivion_core.budget import check_budget, check_k, pack, resolve_token_counter
 from oblivion_core.clock import TurnClock, WallClock
 from oblivion_core.compression import ExtractiveSummarizer, clusters
 from oblivion_core.embedding import embed_query, embed_texts, resolve_embedder
@@ -562,8 +562,7 @@ class Oblivion:
         self._check_open()
         q = _check_text(query, None, "query")
         budget = check_budget(token_budget)
-        if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
-            raise InvalidInputError(f"k must be an int >= 1 or None, got {k!r}")
+        k = check_k(k)
         if deep is not None and not isinstance(deep, bool):
             raise InvalidInputError(f"deep must be True, False or None, got {deep!r}")
         ns = self._ns(namespace)
@@ -612,8 +611,7 @@ class Oblivion:
         self._check_open()
         q = _check_text(query, None, "query")
         budget = check_budget(token_budget)
-        if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
-            raise InvalidInputError(f"k must be an int >= 1 or None, got {k!r}")
+        k = check_k(k)
         ns = self._ns(namespace)
         pairs: list[tuple[str, float | None]] = []
         for pair in candidates:

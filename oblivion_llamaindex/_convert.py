@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Annotated, Any
 
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, TextNode
+from pydantic import AfterValidator, BeforeValidator
 
-from oblivion_core.budget import check_budget
+from oblivion_core.budget import check_budget, check_k
 from oblivion_core.errors import InvalidInputError
 from oblivion_core.recall import RecalledItem
 
@@ -167,15 +168,6 @@ def check_optional_limit(value: object, name: str) -> int | None:
     return check_budget(value, name)
 
 
-def check_k(value: object, name: str) -> int | None:
-    """A count of items: ``None`` or an int >= 1."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InvalidInputError(f"{name} must be an int >= 1 or None, got {value!r}")
-    return value
-
-
 def check_namespace(value: object) -> str | None:
     """A namespace: ``None`` (the engine's default) or a non-empty string."""
     if value is not None and (not isinstance(value, str) or not value.strip()):
@@ -194,3 +186,11 @@ def check_roles(roles: Iterable[object]) -> tuple[str, ...]:
             raise InvalidInputError(f"roles are non-empty strings like 'user', got {r!r}")
         out.append(name.lower())
     return tuple(out)
+
+
+# Pydantic field types shared by the memory classes: each carries its check, so a
+# setting is validated the same way on construction and on assignment.
+TokenLimit = Annotated[int, BeforeValidator(lambda v: check_limit(v, "token_limit"))]
+Namespace = Annotated[str | None, BeforeValidator(check_namespace)]
+ItemCount = Annotated[int | None, AfterValidator(lambda v: check_k(v, "k"))]
+Roles = Annotated[tuple[str, ...], BeforeValidator(check_roles)]

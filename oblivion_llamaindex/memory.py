@@ -15,7 +15,6 @@ from llama_index.core.bridge.pydantic import (
     Field,
     PrivateAttr,
     SerializeAsAny,
-    field_validator,
 )
 from llama_index.core.llms.llm import LLM
 from llama_index.core.memory.memory import InsertMethod
@@ -29,10 +28,11 @@ from oblivion_core.overlap import used_ids
 from oblivion_core.recall import RecalledItem, RecallResult
 from oblivion_core.typing import TokenCounter
 from oblivion_llamaindex._convert import (
-    check_k,
+    ItemCount,
+    Namespace,
+    Roles,
+    TokenLimit,
     check_limit,
-    check_namespace,
-    check_roles,
     message_text,
     role,
 )
@@ -114,13 +114,15 @@ class OblivionMemory(BaseMemory):
 
     model_config = ConfigDict(arbitrary_types_allowed=True, validate_assignment=True)
 
-    token_limit: int = Field(default=DEFAULT_TOKEN_LIMIT, description="Tokens get() may use.")
+    token_limit: TokenLimit = Field(
+        default=DEFAULT_TOKEN_LIMIT, description="Tokens get() may use."
+    )
     memory_token_ratio: float = Field(
         default=0.3, gt=0.0, le=1.0, description="Largest share of tokens for memories."
     )
-    k: int | None = Field(default=None, description="At most this many memories.")
-    namespace: str | None = Field(default=None, description="Engine namespace.")
-    remember_roles: tuple[str, ...] = Field(
+    k: ItemCount = Field(default=None, description="At most this many memories.")
+    namespace: Namespace = Field(default=None, description="Engine namespace.")
+    remember_roles: Roles = Field(
         default=("user",), description="Roles whose messages are remembered."
     )
     category: str | None = Field(default=None, description="Category (None: inferred).")
@@ -148,26 +150,6 @@ class OblivionMemory(BaseMemory):
         checked = check_oblivion(oblivion, "OblivionMemory")
         super().__init__(**data)
         self._oblivion = checked
-
-    @field_validator("token_limit", mode="before")
-    @classmethod
-    def _check_token_limit(cls, value: object) -> int:
-        return check_limit(value, "token_limit")
-
-    @field_validator("namespace", mode="before")
-    @classmethod
-    def _check_namespace(cls, value: object) -> str | None:
-        return check_namespace(value)
-
-    @field_validator("k")
-    @classmethod
-    def _check_k(cls, value: int | None) -> int | None:
-        return check_k(value, "k")
-
-    @field_validator("remember_roles", mode="before")
-    @classmethod
-    def _check_roles(cls, value: Any) -> tuple[str, ...]:
-        return check_roles(value)
 
     @classmethod
     def class_name(cls) -> str:

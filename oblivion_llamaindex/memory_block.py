@@ -11,7 +11,7 @@ from typing import Any
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.base.llms.types import ChatMessage
-from llama_index.core.bridge.pydantic import ConfigDict, Field, PrivateAttr, field_validator
+from llama_index.core.bridge.pydantic import ConfigDict, Field, PrivateAttr
 from llama_index.core.memory.memory import BaseMemoryBlock
 
 from oblivion_core.budget import render
@@ -20,10 +20,11 @@ from oblivion_core.errors import InvalidInputError, UnknownNamespaceError
 from oblivion_core.overlap import used_ids
 from oblivion_core.recall import RecalledItem
 from oblivion_llamaindex._convert import (
-    check_k,
+    ItemCount,
+    Namespace,
+    Roles,
+    TokenLimit,
     check_limit,
-    check_namespace,
-    check_roles,
     message_text,
     query_text,
     role,
@@ -89,13 +90,13 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
     priority: int = Field(
         default=1, description="Truncation priority (0 = never truncate, higher = later)."
     )
-    token_limit: int = Field(default=512, description="Tokens the block's content may use.")
-    k: int | None = Field(default=None, description="At most this many memories.")
-    namespace: str | None = Field(default=None, description="Engine namespace.")
+    token_limit: TokenLimit = Field(default=512, description="Tokens the block's content may use.")
+    k: ItemCount = Field(default=None, description="At most this many memories.")
+    namespace: Namespace = Field(default=None, description="Engine namespace.")
     retrieval_context_window: int = Field(
         default=1, ge=1, description="How many of the latest messages form the query."
     )
-    remember_roles: tuple[str, ...] = Field(
+    remember_roles: Roles = Field(
         default=("user",), description="Roles whose messages are remembered."
     )
     category: str | None = Field(default=None, description="Category (None: inferred).")
@@ -115,26 +116,6 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
         checked = check_oblivion(oblivion, "OblivionMemoryBlock")
         super().__init__(**data)
         self._oblivion = checked
-
-    @field_validator("token_limit", mode="before")
-    @classmethod
-    def _check_token_limit(cls, value: object) -> int:
-        return check_limit(value, "token_limit")
-
-    @field_validator("namespace", mode="before")
-    @classmethod
-    def _check_namespace(cls, value: object) -> str | None:
-        return check_namespace(value)
-
-    @field_validator("k")
-    @classmethod
-    def _check_k(cls, value: int | None) -> int | None:
-        return check_k(value, "k")
-
-    @field_validator("remember_roles", mode="before")
-    @classmethod
-    def _check_roles(cls, value: Any) -> tuple[str, ...]:
-        return check_roles(value)
 
     @classmethod
     def from_defaults(

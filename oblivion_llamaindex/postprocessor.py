@@ -13,6 +13,7 @@ from llama_index.core.bridge.pydantic import ConfigDict, Field, PrivateAttr, fie
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
+from oblivion_core.budget import check_k
 from oblivion_core.engine import Oblivion
 from oblivion_core.errors import (
     InvalidInputError,
@@ -21,7 +22,6 @@ from oblivion_core.errors import (
 )
 from oblivion_llamaindex._convert import (
     annotate,
-    check_k,
     check_namespace,
     check_optional_limit,
     json_metadata,

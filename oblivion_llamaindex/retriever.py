@@ -12,10 +12,10 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
+from oblivion_core.budget import check_k
 from oblivion_core.engine import Oblivion
 from oblivion_core.errors import InvalidInputError, UnknownNamespaceError
 from oblivion_llamaindex._convert import (
-    check_k,
     check_namespace,
     check_optional_limit,
     item_to_node,
