@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 
 import chromadb
 import numpy as np
+from _locomo_data import Turn  # bench/ is on sys.path (see locomo.py, updates.py)
 from chromadb.config import Settings
 from fastembed import TextEmbedding
 from langchain_classic.retrievers import TimeWeightedVectorStoreRetriever
@@ -33,11 +34,6 @@ from llama_index.core.postprocessor import TimeWeightedPostprocessor
 from llama_index.core.schema import NodeWithScore, TextNode
 from rank_bm25 import BM25Okapi
 from tqdm import tqdm
-
-if __package__:
-    from ._locomo_data import Turn
-else:  # run as a script: bench/ is on sys.path
-    from _locomo_data import Turn
 
 EMBEDDING_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 MODEL_PATH_ENV = "OBLIVION_EMBEDDING_MODEL_PATH"
@@ -123,6 +119,19 @@ class RetrievalMethod(ABC):
             at_time: When the question is asked, seconds since the epoch.
             k: Maximum number of ids to return.
         """
+
+    def observe(  # noqa: B027 - optional hook, most methods measure nothing extra
+        self, question: str, q_embedding: np.ndarray, at_time: float, k: int
+    ) -> None:
+        """Take untimed measurements for one question, just before its :meth:`rank` call.
+
+        Must leave the method's state as :meth:`rank` would find it without the call.
+        """
+
+    def report(self) -> dict[str, Any] | None:
+        """Method-specific measurements of the conversation, read before :meth:`close`
+        (JSON-serialisable; ``None``, the default, when the method has none)."""
+        return None
 
     def close(self) -> None:  # noqa: B027 - optional hook, most methods hold nothing
         """Release resources (temporary directories, clients)."""

@@ -7,20 +7,16 @@ tiering happen as they would in an agent's life. Variants are ablations of one e
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
+from _locomo_data import Turn  # bench/ is on sys.path (see locomo.py, updates.py)
+from _locomo_methods import Embedder, RetrievalMethod
+from _locomo_metrics import BUDGETS
 
-from oblivion_core import ManualClock, Oblivion, Policy, Tier
-
-try:
-    from ._locomo_data import Turn
-    from ._locomo_methods import Embedder, RetrievalMethod
-except ImportError:  # run as a script: bench/ is on sys.path
-    from _locomo_data import Turn  # type: ignore[no-redef]
-    from _locomo_methods import Embedder, RetrievalMethod  # type: ignore[no-redef]
+from oblivion_core import ManualClock, Oblivion, Policy
 
 
 class _CacheEmbedder:
@@ -46,7 +42,14 @@ class Variant:
 
 
 class OblivionMethod(RetrievalMethod):
-    """Oblivion with the policy of :attr:`variant`."""
+    """Oblivion with the policy of :attr:`variant`.
+
+    At the first question of a conversation (its question time) ``maintain()`` runs
+    once and the tier sizes are read: the active-tier share the questions meet.
+    :meth:`observe` also asks, per question and token budget, the engine's own
+    ``recall(k=rank_k, token_budget=b, feedback=False)`` (read-only, so the ranking that is
+    scored is unchanged) and keeps the tokens of the packed context it returns.
+    """
 
     variant: ClassVar[Variant] = Variant({})
 
@@ -55,7 +58,8 @@ class OblivionMethod(RetrievalMethod):
         self.note = self.variant.note
         self.mem: Oblivion | None = None
         self.clock = ManualClock(0.0)
-        self.active_fraction: list[float] = []
+        self.tiers: dict[str, int] | None = None  # tier sizes at question time
+        self.recall_tokens: dict[int, list[int]] = {b: [] for b in BUDGETS}
 
     def build(self, turns: list[Turn], embeddings: np.ndarray, conv_id: str) -> None:
         policy = Policy.template("balanced").replace(**self.variant.policy)
@@ -69,14 +73,36 @@ class OblivionMethod(RetrievalMethod):
                 self.mem.recall(turn.memory_text, k=8)
             self.mem.remember(turn.memory_text, id=turn.dia_id, metadata={"speaker": turn.speaker})
 
-    def rank(self, question: str, q_embedding: np.ndarray, at_time: float, k: int) -> list[str]:
+    def _at(self, at_time: float) -> Oblivion:
+        """The engine at question time ``at_time``; maintained once, at the first question."""
         assert self.mem is not None
         self.clock.set(max(self.clock.now(), at_time))
-        if not self.active_fraction:
+        if self.tiers is None:
             self.mem.maintain()
             stats = self.mem.stats()
-            self.active_fraction.append(stats["active"] / max(stats["memories"], 1))
-        return self.mem.recall(question, k=k).ids[:k]
+            self.tiers = {k: int(stats[k]) for k in ("active", "archive", "cold", "memories")}
+        return self.mem
+
+    def observe(self, question: str, q_embedding: np.ndarray, at_time: float, k: int) -> None:
+        mem = self._at(at_time)
+        for budget in BUDGETS:
+            result = mem.recall(question, k=k, token_budget=budget, feedback=False)
+            self.recall_tokens[budget].append(result.total_tokens)
+
+    def rank(self, question: str, q_embedding: np.ndarray, at_time: float, k: int) -> list[str]:
+        return self._at(at_time).recall(question, k=k).ids[:k]
+
+    def report(self) -> dict[str, Any] | None:
+        if self.tiers is None:  # no question was asked
+            return None
+        return {
+            **self.tiers,
+            "active_share": self.tiers["active"] / max(self.tiers["memories"], 1),
+            "questions_observed": len(self.recall_tokens[BUDGETS[0]]),
+            "mean_tokens_per_recall": {
+                str(b): float(np.mean(v)) if v else None for b, v in self.recall_tokens.items()
+            },
+        }
 
     def close(self) -> None:
         if self.mem is not None:
@@ -103,10 +129,40 @@ VARIANTS: dict[str, Variant] = {
 }
 
 
-def active_fraction(methods: Sequence[OblivionMethod]) -> float:
-    """Mean active-tier share at question time."""
-    values = [v for m in methods for v in m.active_fraction]
-    return float(np.mean(values)) if values else float("nan")
+ENGINE_STATS_NOTE = (
+    "active_share: active-tier memories / all memories after maintain() at question time "
+    "(overall: pooled over conversations); mean_tokens_per_recall: per question and budget, "
+    "total_tokens of the engine's own recall(k=rank_k, token_budget=b, feedback=False), i.e. "
+    "item tokens (cl100k_base) + policy.per_item_tokens per item, neighbour context included"
+)
 
 
-__all__ = ["VARIANTS", "OblivionMethod", "Tier", "Variant", "active_fraction", "variant_class"]
+def engine_stats(reports: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """Combine :meth:`OblivionMethod.report` of each conversation (by conversation id)."""
+    tiers = {k: sum(int(r[k]) for r in reports.values()) for k in ("active", "memories")}
+    observed = sum(int(r["questions_observed"]) for r in reports.values())
+    tokens: dict[str, float | None] = {}
+    for b in BUDGETS:
+        total = sum(
+            r["mean_tokens_per_recall"][str(b)] * r["questions_observed"]
+            for r in reports.values()
+            if r["questions_observed"]
+        )
+        tokens[str(b)] = total / observed if observed else None
+    return {
+        "active_share": tiers["active"] / max(tiers["memories"], 1),
+        **tiers,
+        "questions_observed": observed,
+        "mean_tokens_per_recall": tokens,
+        "per_conversation": {cid: dict(r) for cid, r in reports.items()},
+    }
+
+
+__all__ = [
+    "ENGINE_STATS_NOTE",
+    "VARIANTS",
+    "OblivionMethod",
+    "Variant",
+    "engine_stats",
+    "variant_class",
+]

@@ -7,11 +7,16 @@ a token budget packed greedily in rank order (tiktoken ``cl100k_base``), overall
 LoCoMo category, plus query latency. All methods share one embedder
 (all-MiniLM-L6-v2 via fastembed) and each text is embedded once.
 
+Oblivion's entries also hold ``engine``: the active-tier share at question time and the
+mean tokens of the context its own ``recall(token_budget=...)`` packs, per budget, overall
+and per conversation (measured outside the timed ``rank`` call; see ``_oblivion_method``).
+
 Run from the repository root (``. ../shared/offline-env.sh`` points at offline assets)::
 
     python bench/locomo.py                       # full run, all methods
-    python bench/locomo.py --limit 20 --conversations 2 --methods chroma,bm25
-    python bench/locomo.py --readme-table        # Markdown table from the last results
+    python bench/locomo.py --limit 20 --conversations 2 --methods chroma,bm25 \
+        --out /tmp/locomo-quick.json             # quick check; keeps bench/results intact
+    python bench/locomo.py --readme-table        # Markdown tables from the last results
 
 Add a method by registering a :class:`RetrievalMethod` factory in :data:`METHODS`.
 """
@@ -34,46 +39,27 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-if __package__:
-    from ._locomo_data import (
-        CATEGORY_NAMES,
-        QUESTION_DELAY_S,
-        TURN_SPACING_S,
-        Conversation,
-        Turn,
-        load_locomo,
-    )
-    from ._locomo_methods import BASELINES, Embedder, MethodFactory, RetrievalMethod
-    from ._locomo_metrics import (
-        BUDGETS,
-        KS,
-        RANK_K,
-        QuestionScore,
-        TokenCounter,
-        aggregate,
-        score_question,
-    )
-    from ._oblivion_method import VARIANTS, variant_class
-else:  # run as a script: bench/ is on sys.path
-    from _locomo_data import (
-        CATEGORY_NAMES,
-        QUESTION_DELAY_S,
-        TURN_SPACING_S,
-        Conversation,
-        Turn,
-        load_locomo,
-    )
-    from _locomo_methods import BASELINES, Embedder, MethodFactory, RetrievalMethod
-    from _locomo_metrics import (
-        BUDGETS,
-        KS,
-        RANK_K,
-        QuestionScore,
-        TokenCounter,
-        aggregate,
-        score_question,
-    )
-    from _oblivion_method import VARIANTS, variant_class
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _locomo_data import (
+    CATEGORY_NAMES,
+    QUESTION_DELAY_S,
+    TURN_SPACING_S,
+    Conversation,
+    Turn,
+    load_locomo,
+)
+from _locomo_methods import BASELINES, Embedder, MethodFactory, RetrievalMethod
+from _locomo_metrics import (
+    BUDGETS,
+    KS,
+    RANK_K,
+    QuestionScore,
+    TokenCounter,
+    aggregate,
+    score_question,
+)
+from _oblivion_method import ENGINE_STATS_NOTE, VARIANTS, engine_stats, variant_class
 
 __all__ = [
     "METHODS",
@@ -82,6 +68,7 @@ __all__ = [
     "RetrievalMethod",
     "Turn",
     "main",
+    "render_category_table",
     "render_markdown_table",
     "run",
 ]
@@ -164,15 +151,18 @@ def run(
     embedder: Embedder,
     counter: TokenCounter,
     rank_k: int = RANK_K,
-) -> tuple[dict[str, list[QuestionScore]], dict[str, float]]:
+) -> tuple[dict[str, list[QuestionScore]], dict[str, float], dict[str, dict[str, Any]]]:
     """Stream every conversation into every method and score every question.
 
     Methods run one at a time per conversation: built, asked the questions in dataset
-    order at the conversation's question time, then closed.
+    order at the conversation's question time (each :meth:`RetrievalMethod.observe`
+    untimed, then :meth:`RetrievalMethod.rank` timed), then reported on and closed.
 
     Returns:
-        Scores per method, and seconds spent per method (build + questions), with the
-        shared embedding time under ``"embedding"``.
+        Scores per method; seconds spent per method (build + questions, without
+        ``observe``, which is under ``"<method>:observe"`` for methods that report), with
+        the shared embedding time under ``"embedding"``; and, for methods that report
+        (:meth:`RetrievalMethod.report`), their reports by conversation id.
     """
     started = time.perf_counter()
     texts = [t.memory_text for c in conversations for t in c.turns]
@@ -181,6 +171,7 @@ def run(
     seconds: dict[str, float] = {"embedding": time.perf_counter() - started}
 
     scores: dict[str, list[QuestionScore]] = {name: [] for name in method_names}
+    reports: dict[str, dict[str, Any]] = {}
     total = len(method_names) * sum(len(c.questions) for c in conversations)
     with tqdm(total=total, desc="questions", unit="q") as bar:
         for conv in conversations:
@@ -191,10 +182,14 @@ def run(
             for name in method_names:
                 bar.set_postfix_str(f"{conv.conv_id} {name}")
                 started = time.perf_counter()
+                observed = 0.0  # untimed extra measurements, left out of seconds[name]
                 method = METHODS[name](embedder)
                 try:
                     method.build(conv.turns, turn_vectors, conv.conv_id)
                     for question, q_vector in zip(conv.questions, question_vectors, strict=True):
+                        observing = time.perf_counter()
+                        method.observe(question.question, q_vector, conv.question_time, rank_k)
+                        observed += time.perf_counter() - observing
                         asked = time.perf_counter()
                         ranked = method.rank(
                             question.question, q_vector, conv.question_time, rank_k
@@ -213,10 +208,15 @@ def run(
                             )
                         )
                         bar.update()
+                    report = method.report()
+                    if report is not None:
+                        reports.setdefault(name, {})[conv.conv_id] = report
                 finally:
                     method.close()
-                seconds[name] = seconds.get(name, 0.0) + time.perf_counter() - started
-    return scores, seconds
+                seconds[name] = seconds.get(name, 0.0) + time.perf_counter() - started - observed
+                if name in reports:
+                    seconds[f"{name}:observe"] = seconds.get(f"{name}:observe", 0.0) + observed
+    return scores, seconds, reports
 
 
 def _pct(value: float) -> str:
@@ -248,6 +248,46 @@ def render_markdown_table(results: dict[str, Any]) -> str:
             ]
         )
         lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+def render_category_table(results: dict[str, Any], budget: int = TABLE_BUDGET) -> str:
+    """Render evidence recall within ``budget`` tokens (%) per LoCoMo question category.
+
+    One row per method, one column per category any method has results for (in
+    category-number order), then all questions; a method without results for a
+    category shows ``-`` there and is named under the table.
+    """
+    methods = results["methods"]
+    names = {str(k): v for k, v in results["config"].get("categories", {}).items()}
+    for result in methods.values():
+        for key, cat in result.get("by_category", {}).items():
+            names.setdefault(key, cat.get("name", key))
+    keys = sorted(
+        (k for k in names if any(k in r.get("by_category", {}) for r in methods.values())),
+        key=lambda k: (len(k), k),  # "1" < "2" < ... < "10"
+    )
+    counts = dict(results.get("dataset", {}).get("questions_by_category", {}))
+    counts["all"] = results.get("dataset", {}).get("questions_evaluated")
+    header = ["method"] + [
+        f"{label} (n={counts[key]})" if counts.get(key) else label
+        for key, label in [*((k, names[k]) for k in keys), ("all", "all")]
+    ]
+    lines = [
+        "| " + " | ".join(header) + " |",
+        "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|",
+    ]
+    missing: list[str] = []
+    for name, result in methods.items():
+        by_cat = result.get("by_category", {})
+        values = [by_cat.get(k, {}).get("recall_at_budget", {}).get(str(budget)) for k in keys]
+        if None in values:
+            missing.append(f"`{name}`")
+        values.append(result["overall"]["recall_at_budget"][str(budget)])
+        cells = ["-" if v is None else _pct(v) for v in values]
+        lines.append("| " + " | ".join([f"`{name}`", *cells]) + " |")
+    if missing:
+        lines += ["", f"No results for some categories (`-`): {', '.join(missing)}."]
     return "\n".join(lines)
 
 
@@ -336,7 +376,10 @@ def main(argv: list[str] | None = None) -> int:
         path = args.out if args.readme_table is True else Path(args.readme_table)
         if not path.is_file():
             sys.exit(f"error: no results at {path}; run the benchmark first or pass a JSON path")
-        print(render_markdown_table(json.loads(path.read_text(encoding="utf-8"))))
+        loaded = json.loads(path.read_text(encoding="utf-8"))
+        print(render_markdown_table(loaded))
+        print()
+        print(render_category_table(loaded))
         return 0
 
     if args.data is None:
@@ -354,7 +397,7 @@ def main(argv: list[str] | None = None) -> int:
 
     embedder = Embedder()
     counter = TokenCounter()
-    scores, seconds = run(conversations, args.methods, embedder, counter, args.rank_k)
+    scores, seconds, reports = run(conversations, args.methods, embedder, counter, args.rank_k)
     seconds["total"] = time.perf_counter() - started
 
     results: dict[str, Any] = {
@@ -378,11 +421,18 @@ def main(argv: list[str] | None = None) -> int:
             "memory_text": "'<speaker>: <text>' + ' [image: <blip_caption>]' when captioned",
             "latency": "wall time of rank(); query embedding precomputed and excluded",
             "categories": {str(k): v for k, v in CATEGORY_NAMES.items()},
+            "engine_stats": ENGINE_STATS_NOTE,
             "versions": _versions(),
             "cpus": os.cpu_count(),
         },
         "dataset": _dataset_summary(conversations),
-        "methods": {name: aggregate(scores[name], CATEGORY_NAMES) for name in args.methods},
+        "methods": {
+            name: {
+                **aggregate(scores[name], CATEGORY_NAMES),
+                **({"engine": engine_stats(reports[name])} if name in reports else {}),
+            }
+            for name in args.methods
+        },
         "runtime_seconds": {k: round(v, 2) for k, v in seconds.items()},
     }
 
@@ -398,6 +448,16 @@ def main(argv: list[str] | None = None) -> int:
         f"{dataset['dropped_evidence_ids']} evidence ids dropped (no such turn)\n"
     )
     print(render_markdown_table(results))
+    print()
+    print(render_category_table(results))
+    for name, result in results["methods"].items():
+        if "engine" in result:
+            engine = result["engine"]
+            tokens = engine["mean_tokens_per_recall"][str(TABLE_BUDGET)]
+            print(
+                f"{name}: active share {100.0 * engine['active_share']:.1f} %, "
+                f"mean tokens per recall @{TABLE_BUDGET} {tokens:.0f}"
+            )
     print(f"\nwrote {args.out} and {plot_path} in {seconds['total']:.0f} s")
     return 0
 

@@ -31,6 +31,12 @@ SECTIONS = {
         lambda d: locomo.render_markdown_table(d),
         "locomo.json",
     ),
+    "locomo_categories": (
+        f"#### LoCoMo recall by question category (evidence within {locomo.TABLE_BUDGET:,} "
+        "tokens, %)",
+        lambda d: locomo.render_category_table(d),
+        "locomo.json",
+    ),
     "updates": (
         "### Stale facts: knowledge updates (`python bench/updates.py`)",
         lambda d: updates.render_markdown_table(d),
@@ -48,8 +54,9 @@ def main() -> int:
             continue
         body = f"{title}\n\n{render(json.loads(path.read_text()))}\n"
         block = f"<!-- bench:{name} -->\n{body}<!-- /bench:{name} -->"
-        pattern = re.compile(rf"<!-- bench:{name} -->.*?(<!-- /bench:{name} -->|$)", re.S | re.M)
-        if f"<!-- /bench:{name} -->" in text:
+        # the block runs to its own closing marker (re.S: across lines)
+        pattern = re.compile(rf"<!-- bench:{name} -->.*?<!-- /bench:{name} -->", re.S)
+        if pattern.search(text):
             text = pattern.sub(lambda _m, b=block: b, text, count=1)
         else:
             text = text.replace(f"<!-- bench:{name} -->", block, 1)

@@ -14,9 +14,10 @@ import math
 import os
 import threading
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -41,7 +42,7 @@ from oblivion_core.lexical import LexicalIndex
 from oblivion_core.policy import Policy, resolve_policy
 from oblivion_core.recall import RecalledItem, RecallResult, explain, fuse, rank_order, score
 from oblivion_core.records import MemoryRecord, Tier
-from oblivion_core.state import Event, NamespaceState, StateDB
+from oblivion_core.state import Event, JournalRow, NamespaceState, StateDB
 from oblivion_core.store import VectorStore
 from oblivion_core.supersession import (
     Candidate,
@@ -64,12 +65,13 @@ _SIGNALS = {
     "support-desk": ("support", "help desk", "helpdesk", "ticket", "customer"),
     "research-assistant": ("research", "study", "analysis", "literature"),
 }
+_T = TypeVar("_T")
+# plain ints for hot loops (an IntEnum member lookup costs about a microsecond)
+_ACTIVE, _ARCHIVE, _COLD = int(Tier.ACTIVE), int(Tier.ARCHIVE), int(Tier.COLD)
 _SUPERSEDE_CANDIDATES = 12  # older memories judged per new statement (dense + lexical)
 _MAX_COMPRESS_BATCH = 2_000  # lowest-activation candidates clustered per maintain()
 _NEIGHBOUR_SCAN = 8  # sequence numbers scanned for a namespace's next/previous memory
 MAX_NAMESPACE_CHARS = 256
-
-JournalEntry = tuple[str | None, str, float | None, float | None, Mapping[str, Any]]
 
 
 class _Space:
@@ -181,7 +183,9 @@ class Oblivion:
                     vector_store = VectorStore.embedded(self.path / "chroma")
             self.store = vector_store
             self._dim: int | None = self._db.meta("dim")
-            self._lex = LexicalIndex(self._db.conn)
+            self._lex = LexicalIndex(self._db.seq_texts)
+            # threads start on first use; neither kind of job waits on self._lock
+            self._workers = ThreadPoolExecutor(2, thread_name_prefix="oblivion")
             self._next_seq = self._db.next_seq()
             self._spaces: dict[str, _Space] = {}
             self._known: set[str] = set(self._db.namespaces()) | {self.default_namespace}
@@ -196,7 +200,15 @@ class Oblivion:
         with self._lock:
             if not self._closed:
                 self._closed = True
+                self._workers.shutdown(wait=True)
                 self._db.close()
+
+    def _background(self, fn: Callable[..., _T], *args: Any) -> Future[_T]:
+        """Run ``fn(*args)`` on a worker thread (archive queries, BM25 searches)."""
+        try:
+            return self._workers.submit(fn, *args)
+        except RuntimeError as exc:  # shut down by a concurrent close()
+            raise InvalidInputError("this Oblivion instance is closed; open a new one") from exc
 
     def __enter__(self) -> Oblivion:
         return self
@@ -453,8 +465,8 @@ class Oblivion:
                     rows,
                     dict(zip(ids, texts, strict=True)),
                     dict(zip(ids, metas, strict=True)),
+                    vectors,
                 )
-                self._lex.add(conn, ns, [seq0 + k for k in range(n)], texts)
                 if self._db.meta("dim") is None:
                     self._db.set_meta("dim", self._dim, conn)
                 if isinstance(self.clock, TurnClock):
@@ -483,6 +495,7 @@ class Oblivion:
                 raise
         self._next_seq = seq0 + n
         self._known.add(ns)
+        self._lex.add(ns, [seq0 + k for k in range(n)], texts)
         if tier == Tier.ACTIVE:
             space.index.add(ids, vectors)
         for c in cats:
@@ -518,14 +531,16 @@ class Oblivion:
                     self.store.add(
                         ns, [memory_id], vector, [clean], [{"category": space.state.category(i)}]
                     )
-                    self._db.set_text(conn, ns, memory_id, clean)
-                    self._lex.replace(conn, ns, int(space.state.cols["seq"][i]), clean)
+                    self._db.set_text(conn, ns, memory_id, clean, vector)
+                    space.state.cols["tokens"][i] = 0
                     if memory_id in space.index:
                         space.index.add([memory_id], vector)
                 if meta is not None:
                     self._db.set_metadata(conn, ns, memory_id, meta)
                 detail = {"text_changed": clean is not None, "metadata_changed": meta is not None}
                 self._db.journal(conn, now, ns, [(memory_id, "edit", None, None, detail)])
+            if clean is not None:
+                self._lex.replace(ns, int(space.state.cols["seq"][i]), clean)
             return self._record(ns, i, now)
 
     # ================================================================ recall
@@ -566,7 +581,14 @@ class Oblivion:
         if deep is not None and not isinstance(deep, bool):
             raise InvalidInputError(f"deep must be True, False or None, got {deep!r}")
         ns = self._ns(namespace)
+        policy = self.policy_for(ns)
+        pool = max(policy.candidate_pool, k if k is not None else policy.default_k)
+        # BM25 needs only the text: it runs on a worker while the query is embedded
+        lexical = (
+            self._background(self._lex.search, ns, q, pool) if policy.lexical_weight > 0 else None
+        )
         qvec = embed_query(self.embedder, q, self._dim)
+        bm25 = lexical.result() if lexical is not None else None
         with self._lock:
             self._check_open()
             return self._recall(
@@ -580,6 +602,7 @@ class Oblivion:
                 include_cold,
                 feedback,
                 include_superseded,
+                bm25,
             )
 
     def rerank(
@@ -664,13 +687,23 @@ class Oblivion:
         include_cold: bool,
         feedback: bool,
         include_superseded: bool = False,
+        bm25: tuple[list[int], list[float]] | None = None,
     ) -> RecallResult:
+        """``bm25``: the lexical search's result, if it already ran (see :meth:`recall`)."""
         policy = self.policy_for(ns)
         space = self._space(ns)
         st = space.state
         limit = k if k is not None else policy.default_k
         pool = max(policy.candidate_pool, limit)
         now = self.clock.now()
+
+        # The archive query runs on a worker thread (Chroma releases the GIL) while the
+        # active tier and BM25 are searched here; results merge in the same order as if
+        # it had run first.
+        n_ask = pool + min(len(space.index), pool)
+        archive: Future[tuple[list[str], list[float]]] | None = None
+        if deep:
+            archive = self._background(self.store.query, ns, qvec, n_ask)
 
         cand: dict[str, float] = {}
         ids, sims = space.index.search(qvec, pool)
@@ -686,20 +719,22 @@ class Oblivion:
                 reason = f"only {len(ids)} active memories for k={limit}"
             elif best < policy.archive_gate and st.n > len(space.index):
                 reason = f"best active relevance {best:.3f} < gate {policy.archive_gate:.3f}"
-        if reason is not None:
-            n_ask = pool + min(len(space.index), pool)
-            for mid, sim in zip(*self.store.query(ns, qvec, n_ask), strict=True):
-                if mid not in cand and mid in st.index:
-                    cand[mid] = sim
+            if reason is not None:
+                archive = self._background(self.store.query, ns, qvec, n_ask)
 
         lexical: dict[str, float] = {}
         if policy.lexical_weight > 0:
-            seqs, bm25 = self._lex.search(ns, query, pool)
-            for seq, value in zip(seqs, bm25, strict=True):
+            seqs, values = bm25 if bm25 is not None else self._lex.search(ns, query, pool)
+            for seq, value in zip(seqs, values, strict=True):
                 hit = st.by_seq.get(seq)
                 # BM25 covers the archive too (it is cheap); deep=False means active only
                 if hit is not None and (deep is not False or hit in space.index):
                     lexical[hit] = value
+        if archive is not None:
+            for mid, sim in zip(*archive.result(), strict=True):
+                if mid not in cand and mid in st.index:
+                    cand[mid] = sim
+        if lexical:
             if reason is None and any(m not in space.index for m in lexical):
                 reason = "BM25 matched archived memories"
             only_lexical = [m for m in lexical if m not in cand]
@@ -736,17 +771,24 @@ class Oblivion:
     def _cosines(self, ns: str, space: _Space, qvec: Vectors, ids: list[str]) -> dict[str, float]:
         """Exact cosine similarity of stored memories to the query (active or not)."""
         q = qvec.reshape(-1)
-        out: dict[str, float] = {}
+        return {m: float(vec @ q) for m, vec in self._vectors(ns, space, ids).items()}
+
+    def _vectors(self, ns: str, space: _Space | None, ids: list[str]) -> dict[str, Vectors]:
+        """Stored vectors by id: from the active index, else SQLite, else Chroma (stores
+        written before vectors were kept in SQLite)."""
+        out: dict[str, Vectors] = {}
         missing: list[str] = []
         for m in ids:
-            vec = space.index.vector(m)
+            vec = space.index.vector(m) if space is not None else None
             if vec is None:
                 missing.append(m)
             else:
-                out[m] = float(vec @ q)
+                out[m] = vec
         if missing:
-            for m, vec in self.store.vectors(ns, missing).items():
-                out[m] = float(vec @ q)
+            out.update(self._db.vectors(ns, missing))
+            missing = [m for m in missing if m not in out]
+        if missing:
+            out.update(self.store.vectors(ns, missing))
         return out
 
     def _score_and_pack(
@@ -790,16 +832,20 @@ class Oblivion:
                     cand[head] = cand[m]
                     if signals is not None and m in signals:
                         signals = {**signals, head: {**signals[m], "inherited_from": m}}  # type: ignore[dict-item]
-        cids = [
-            m
-            for m in cand
-            if (include_invalidated or not st.cols["invalidated"][st.index[m]])
-            and (include_cold or st.cols["tier"][st.index[m]] != Tier.COLD)
-            and (include_superseded or not policy.hide_superseded or m not in heads)
-        ]
+        cids = list(cand)
+        rows = np.fromiter((st.index[m] for m in cids), np.int64, len(cids))
+        keep = np.ones(len(cids), dtype=bool)
+        if not include_invalidated:
+            keep &= ~st.cols["invalidated"][rows]
+        if not include_cold:
+            keep &= st.cols["tier"][rows] != _COLD
+        if heads and not include_superseded and policy.hide_superseded:
+            keep &= np.fromiter((m not in heads for m in cids), bool, len(cids))
+        if not keep.all():
+            cids = [m for m, ok in zip(cids, keep, strict=True) if ok]
+            rows = rows[keep]
         if not cids:
             return RecallResult(query, ns, (), 0, budget, reason is not None, reason, 0)
-        rows = np.fromiter((st.index[m] for m in cids), np.int64, len(cids))
         rel = np.asarray([cand[m] for m in cids], dtype=np.float64)
         act = self._activation(ns, st, now, rows)
         imp = st.cols["importance"][rows]
@@ -853,15 +899,11 @@ class Oblivion:
                         done.add(ctx)
             order = np.asarray(seq_order, dtype=np.int64)
 
-        texts = self._db.texts(ns, [cids[j] for j in order])
-        costs: list[int] = []
-        tokens: list[int] = []
-        for j in order:
-            t = int(self.token_counter(texts[cids[j]]))
-            tokens.append(t)
-            costs.append(t + policy.per_item_tokens)
+        tokens = self._token_counts(ns, st, [cids[j] for j in order], rows[order])
+        costs = [t + policy.per_item_tokens for t in tokens]
         chosen = pack(costs, budget, limit)
         picked = [int(order[c]) for c in chosen]
+        texts = self._db.texts(ns, [cids[j] for j in picked])
         metas = self._db.metadatas(ns, [cids[j] for j in picked])
 
         boosts: dict[str, dict[str, Any]] = {}
@@ -921,6 +963,18 @@ class Oblivion:
             query, ns, tuple(items), total, budget, reason is not None, reason, len(cids)
         )
 
+    def _token_counts(
+        self, ns: str, st: NamespaceState, ids: list[str], rows: np.ndarray[Any, Any]
+    ) -> list[int]:
+        """Token counts of memories, counted once per text and cached in ``st`` (as
+        count + 1, so 0 means not counted yet)."""
+        cache = st.cols["tokens"]
+        todo = [m for m, i in zip(ids, rows, strict=True) if cache[i] <= 0]
+        if todo:
+            for m, text in self._db.texts(ns, todo).items():
+                cache[st.index[m]] = int(self.token_counter(text)) + 1
+        return [int(cache[i]) - 1 for i in rows]
+
     def _expansions(
         self,
         ns: str,
@@ -944,7 +998,7 @@ class Oblivion:
                     i is None
                     or st.cols["invalidated"][i]
                     or st.cols["superseded"][i]
-                    or st.cols["tier"][i] == Tier.COLD
+                    or st.cols["tier"][i] == _COLD
                 ):
                     continue
                 taken.add(other)
@@ -959,7 +1013,7 @@ class Oblivion:
         for (mid, source, w), i, a in zip(wanted, rows, acts, strict=True):
             if len(out) >= room:
                 break
-            t = int(self.token_counter(texts[mid]))
+            t = self._token_counts(ns, st, [mid], np.asarray([i]))[0]
             cost = t + policy.per_item_tokens
             if budget is not None and used + cost > budget:
                 continue
@@ -1015,7 +1069,7 @@ class Oblivion:
         """Boost what a recall returned; restore archived items that rise above the band."""
         st = space.state
         out: dict[str, dict[str, Any]] = {}
-        journal: list[JournalEntry] = []
+        journal: list[JournalRow] = []
         touched: list[int] = []
         restore: list[str] = []
         for j in picked:
@@ -1025,14 +1079,14 @@ class Oblivion:
                 out[mid] = {"from_tier": from_tier, "public": None}
                 continue
             cat = st.category(i)
-            gain = policy.archive_gain if from_tier == Tier.ARCHIVE else 1.0
+            gain = policy.archive_gain if from_tier == _ARCHIVE else 1.0
             delta = decay.boost_delta(self._beta(ns, cat), rel[j], st.cols["confidence"][i], gain)
             after = float(decay.boost(act[j], delta, policy.cap))
             self._set_activation(st, i, after, now, policy.retrieval_stability)
             space.last_relevance[mid] = float(max(rel[j], 0.0))
             usage = space.usage.of(cat)
             usage.recalled += 1
-            if from_tier == Tier.ARCHIVE:
+            if from_tier == _ARCHIVE:
                 usage.archive_hits += 1
                 if after > policy.archive_high and not st.cols["invalidated"][i]:
                     restore.append(mid)
@@ -1046,13 +1100,14 @@ class Oblivion:
             if out[cids[j]]["public"] is not None
         }
         touched += self._spread(ns, space, policy, seeds, now, journal)
-        with self._db.transaction() as conn:
-            if restore:
-                self._move_to_active(ns, space, restore, conn, now, "recalled from the archive")
-                for mid in restore:
-                    out[mid]["public"]["promoted"] = True
-            self._db.save_rows(conn, st, touched)
-            self._db.journal(conn, now, ns, journal)
+        if restore:
+            rows_, moved = self._promote(ns, space, restore, "recalled from the archive")
+            touched += rows_
+            journal += moved
+            for mid in restore:
+                out[mid]["public"]["promoted"] = True
+        # boosts and promotions are written in a batch (StateDB.defer)
+        self._db.defer(st, [st.ids[i] for i in touched], now, journal)
         return out
 
     # ================================================================ feedback API
@@ -1192,7 +1247,7 @@ class Oblivion:
         policy = self.policy_for(ns)
         before = self._activation(ns, st, now, np.asarray(rows, dtype=np.int64))
         after = decay.boost(before, np.asarray(deltas), policy.cap)
-        journal: list[JournalEntry] = []
+        journal: list[JournalRow] = []
         restore: list[str] = []
         for i, b, a in zip(rows, before, after, strict=True):
             self._set_activation(st, i, float(a), now, stability)
@@ -1307,7 +1362,7 @@ class Oblivion:
         policy: Policy,
         seeds: Mapping[str, float],
         now: float,
-        journal: list[JournalEntry],
+        journal: list[JournalRow],
     ) -> list[int]:
         """Let part of the boosts in ``seeds`` flow to linked memories; returns touched rows."""
         if policy.spread_fraction <= 0 or not space.graph.adj:
@@ -1428,7 +1483,7 @@ class Oblivion:
         policy = self.policy_for(ns)
         rows = [st.index[old] for old, _ in pairs]
         before = self._activation(ns, st, now, np.asarray(rows, dtype=np.int64))
-        journal: list[JournalEntry] = []
+        journal: list[JournalRow] = []
         for (old, new), i, b in zip(pairs, rows, before, strict=True):
             st.superseded_by[old] = new
             st.cols["superseded"][i] = True
@@ -1461,7 +1516,7 @@ class Oblivion:
             st.cols["invalidated"][i] = True
             self._set_activation(st, i, 0.0, now, 0.0, count_access=False)
             detail = {"reason": reason} if reason else {}
-            journal: list[JournalEntry] = [(memory_id, "invalidate", before, 0.0, detail)]
+            journal: list[JournalRow] = [(memory_id, "invalidate", before, 0.0, detail)]
             rows = [i]
             flags: dict[str, str | None] = {memory_id: None}
             near = [
@@ -1528,7 +1583,6 @@ class Oblivion:
             self._db.delete_links(conn, ns, ids)
             self._db.set_review(conn, ns, dict.fromkeys(ids))
             self._db.delete(conn, ns, ids)
-            self._lex.delete(conn, ns, seqs)
             self._db.journal(
                 conn,
                 now,
@@ -1539,6 +1593,7 @@ class Oblivion:
                 ],
             )
             self.store.delete(ns, ids)
+        self._lex.delete(ns, seqs)
         space.index.remove(ids)
         for m in ids:
             st.remove(m)
@@ -1685,8 +1740,9 @@ class Oblivion:
         if len(rows) < policy.compress_min_cluster:
             return []
         rows = rows[np.argsort(act[rows], kind="stable")[:_MAX_COMPRESS_BATCH]]
+        rows = rows[np.argsort(st.cols["seq"][rows], kind="stable")]  # write order
         ids = [st.ids[i] for i in rows]
-        vecs = self.store.vectors(ns, ids)
+        vecs = self._vectors(ns, space, ids)
         keep = [k for k, m in enumerate(ids) if m in vecs]
         if len(keep) < policy.compress_min_cluster:
             return []
@@ -1795,18 +1851,24 @@ class Oblivion:
     def _move_to_active(
         self, ns: str, space: _Space, ids: list[str], conn: Any, now: float, reason: str
     ) -> None:
-        vecs = self.store.vectors(ns, ids)
+        rows, journal = self._promote(ns, space, ids, reason)
+        self._db.save_rows(conn, space.state, rows)
+        self._db.journal(conn, now, ns, journal)
+
+    def _promote(
+        self, ns: str, space: _Space, ids: list[str], reason: str
+    ) -> tuple[list[int], list[JournalRow]]:
+        """Move memories into the active tier in memory; returns the rows to save and the
+        journal entries to write."""
+        vecs = self._vectors(ns, None, ids)
         have = [m for m in ids if m in vecs]
         if have:
             space.index.add(have, np.stack([vecs[m] for m in have]))
         st = space.state
         rows = [st.index[m] for m in have]
         for i in rows:
-            st.cols["tier"][i] = Tier.ACTIVE
-        self._db.save_rows(conn, st, rows)
-        self._db.journal(
-            conn, now, ns, [(m, "restore", None, None, {"reason": reason}) for m in have]
-        )
+            st.cols["tier"][i] = _ACTIVE
+        return rows, [(m, "restore", None, None, {"reason": reason}) for m in have]
 
     # ================================================================ reading
     def get(self, memory_id: str, *, namespace: str | None = None) -> MemoryRecord:
@@ -1925,7 +1987,7 @@ class Oblivion:
             index = ActiveIndex(self._dim)
             active = [st.ids[i] for i in np.flatnonzero(st.col("tier") == Tier.ACTIVE)]
             if active:
-                vecs = self.store.vectors(ns, active)
+                vecs = self._vectors(ns, None, active)
                 have = [m for m in active if m in vecs]
                 if have:
                     index.add(have, np.stack([vecs[m] for m in have]))
@@ -1959,7 +2021,7 @@ class Oblivion:
                     abs(float(st.cols["created_at"][j]) - t) <= policy.adjacency
                     and not st.cols["invalidated"][j]
                     and not st.cols["superseded"][j]
-                    and st.cols["tier"][j] != Tier.COLD
+                    and st.cols["tier"][j] != _COLD
                 ):
                     out.append((which, other))
                 break

@@ -2,6 +2,11 @@
 
 A dot product over a contiguous float32 matrix beats an ANN round trip at active-tier
 sizes (thousands to tens of thousands of rows) and is exact.
+
+The product is ``np.einsum``, not ``@``: ``@`` hands a matrix-vector product to BLAS,
+which splits it over threads, and right after the query embedding (whose ONNX threads
+still hold the cores) waking those threads cost 5-13 ms per recall on a 2-core machine,
+against 0.1-1.6 ms for einsum's single-threaded loop at 1.5k-15k rows.
 """
 
 from __future__ import annotations
@@ -80,7 +85,7 @@ class ActiveIndex:
         n = len(self.ids)
         if n == 0 or k <= 0:
             return [], np.zeros(0, dtype=np.float32)
-        sims = self._mat[:n] @ query.reshape(-1)
+        sims = _dot(self._mat[:n], query)
         if k < n:
             top = np.argpartition(-sims, k - 1)[:k]
             top = top[np.argsort(-sims[top], kind="stable")]
@@ -97,4 +102,12 @@ class ActiveIndex:
     def similarities(self, query: Vectors) -> tuple[list[str], npt.NDArray[np.float32]]:
         """Similarity of every active row to ``query`` (ids in row order)."""
         n = len(self.ids)
-        return list(self.ids), self._mat[:n] @ query.reshape(-1)
+        return list(self.ids), _dot(self._mat[:n], query)
+
+
+def _dot(mat: Vectors, query: Vectors) -> npt.NDArray[np.float32]:
+    """``mat @ query`` on one thread (see the module doc)."""
+    out: npt.NDArray[np.float32] = np.einsum(
+        "ij,j->i", mat, query.reshape(-1).astype(np.float32, copy=False)
+    )
+    return out

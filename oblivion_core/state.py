@@ -18,6 +18,7 @@ import os
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,8 +28,10 @@ import numpy as np
 import numpy.typing as npt
 
 from oblivion_core.errors import StoreCorruptError, StoreError, StoreLockedError
+from oblivion_core.typing import Vectors
 
-SCHEMA_VERSION = 1
+#: 2: vectors kept beside the texts; the FTS5 tables of version 1 dropped (see lexical.py)
+SCHEMA_VERSION = 2
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -53,6 +56,12 @@ CREATE TABLE IF NOT EXISTS memories (
     superseded_by TEXT,
     metadata TEXT NOT NULL DEFAULT '{}',
     seq INTEGER NOT NULL,
+    PRIMARY KEY (namespace, id)
+);
+CREATE TABLE IF NOT EXISTS vectors (  -- apart, so activation updates touch small pages
+    namespace TEXT NOT NULL,
+    id TEXT NOT NULL,
+    vector BLOB NOT NULL,
     PRIMARY KEY (namespace, id)
 );
 CREATE TABLE IF NOT EXISTS events (
@@ -89,6 +98,9 @@ CREATE TABLE IF NOT EXISTS summaries (
     PRIMARY KEY (namespace, summary_id, original_id)
 );
 """
+
+#: One journal entry: ``(memory_id, kind, before, after, detail)``.
+JournalRow = tuple[str | None, str, float | None, float | None, Mapping[str, Any]]
 
 _FLOAT_COLS = (
     "importance",
@@ -149,6 +161,7 @@ class NamespaceState:
         new["superseded"] = np.zeros(cap, dtype=bool)  # mirrors ``superseded_by``
         new["cat"] = np.zeros(cap, dtype=np.int32)
         new["seq"] = np.zeros(cap, dtype=np.int64)  # insertion order: newer is larger
+        new["tokens"] = np.zeros(cap, dtype=np.int64)  # token count + 1 (0: not counted yet)
         for name, arr in self.cols.items():
             new[name][: self.n] = arr[: self.n]
         self.cols = new
@@ -213,10 +226,23 @@ class StateDB:
 
     FILE = "oblivion.sqlite3"
     LOCK = "oblivion.lock"
+    #: Deferred writes (:meth:`defer`) reach SQLite at most this many seconds late...
+    DEFER_SECONDS = 1.0
+    #: ...or once this many journal entries wait, whichever comes first.
+    DEFER_EVENTS = 512
 
     def __init__(self, directory: str | Path | None) -> None:
         self.path = Path(directory) / self.FILE if directory is not None else None
         self._lock_fd: int | None = None
+        self._deferred_rows: dict[int, tuple[NamespaceState, set[str]]] = {}
+        self._deferred_events: list[tuple[float, float, str, list[JournalRow]]] = []
+        self._deferred_count = 0
+        self._deferred_since: float | None = None
+        self._failed: list[_Batch] = []
+        self._writer: ThreadPoolExecutor | None = None
+        self._writer_conn: sqlite3.Connection | None = None
+        self._inflight: Future[None] | None = None
+        self._inflight_batch: _Batch = ([], [])
         if directory is not None:
             self._take_lock(Path(directory))
         try:
@@ -238,13 +264,14 @@ class StateDB:
             self.conn.execute("PRAGMA foreign_keys=ON")
             self.conn.executescript(_SCHEMA)
             version = self.meta("schema_version")
-            if version is None:
-                self.set_meta("schema_version", SCHEMA_VERSION)
-            elif int(version) > SCHEMA_VERSION:
+            if version is not None and int(version) > SCHEMA_VERSION:
                 raise StoreError(
                     f"{self.path} was written by a newer Oblivion (schema {version}); upgrade "
                     "oblivion-memory to open it"
                 )
+            if version != SCHEMA_VERSION:
+                self._migrate()
+                self.set_meta("schema_version", SCHEMA_VERSION)
         except sqlite3.DatabaseError as exc:
             self._release_lock()
             if "locked" in str(exc):
@@ -284,30 +311,157 @@ class StateDB:
             os.close(self._lock_fd)  # closing the descriptor drops the flock
             self._lock_fd = None
 
+    def _migrate(self) -> None:
+        """Bring a version-1 store to :data:`SCHEMA_VERSION` (a new one is already there)."""
+        legacy = self.conn.execute(  # version 1 kept an FTS5 table per namespace
+            "SELECT name FROM sqlite_master WHERE type='table' AND name GLOB 'fts_*' "
+            "AND sql LIKE 'CREATE VIRTUAL TABLE%'"
+        ).fetchall()
+        for (name,) in legacy:
+            self.conn.execute(f'DROP TABLE "{name}"')
+
     def close(self) -> None:
-        """Close the database and release the store lock."""
+        """Write deferred updates, close the database and release the store lock."""
         try:
-            self.conn.close()
+            self.flush()
         finally:
-            self._release_lock()
+            try:
+                if self._writer is not None:
+                    self._writer.shutdown(wait=True)
+                if self._writer_conn is not None:
+                    self._writer_conn.close()
+                self.conn.close()
+            finally:
+                self._release_lock()
 
     # ---------------------------------------------------------------- transactions
     @contextmanager
     def transaction(self, *, durable: bool = False) -> Iterator[sqlite3.Connection]:
-        """One atomic write; ``durable=True`` fsyncs on commit (``synchronous=FULL``)."""
+        """One atomic write; ``durable=True`` fsyncs on commit (``synchronous=FULL``).
+
+        A deferred batch being written in the background is waited for first; updates
+        still queued (:meth:`defer`) are written in this same transaction.
+        """
+        self._settle()
         if durable:
             self.conn.execute("PRAGMA synchronous=FULL")
         self.conn.execute("BEGIN IMMEDIATE")
+        queued: _Batch | None = None
         try:
+            queued = self._snapshot()
+            if queued is not None:
+                _write_batch(self.conn, queued)
             yield self.conn
         except BaseException:
             self.conn.execute("ROLLBACK")
+            if queued is not None:  # still owed: the next write retries it
+                self._failed.append(queued)
             raise
         else:
             self.conn.execute("COMMIT")
         finally:
             if durable:
                 self.conn.execute("PRAGMA synchronous=NORMAL")
+
+    def defer(
+        self,
+        st: NamespaceState,
+        ids: Iterable[str],
+        at: float,
+        entries: Sequence[JournalRow],
+    ) -> None:
+        """Queue a row update and journal entries instead of committing them now.
+
+        Queued updates go out with the next transaction, on :meth:`close`, or, once the
+        oldest has waited :attr:`DEFER_SECONDS` or :attr:`DEFER_EVENTS` entries wait, as
+        one batch written by a background thread on its own connection (so a recall
+        never waits for a commit). Rows are named by id, so deletes in between are
+        harmless, and the values written are those at hand-off time; every transaction
+        first waits for a batch in flight, so a batch never overwrites newer values.
+        A crash loses at most the queued window.
+        """
+        _, pending = self._deferred_rows.setdefault(id(st), (st, set()))
+        pending.update(ids)
+        if entries:
+            self._deferred_events.append((at, time.time(), st.namespace, list(entries)))
+            self._deferred_count += len(entries)
+        now = time.monotonic()
+        if self._deferred_since is None:
+            self._deferred_since = now
+        elif (
+            now - self._deferred_since >= self.DEFER_SECONDS
+            or self._deferred_count >= self.DEFER_EVENTS
+        ):
+            if self.path is None:  # an in-memory database has no second connection
+                self.flush()
+            elif self._inflight is None or self._inflight.done():
+                self._settle()
+                batch = self._snapshot()
+                if batch is not None:
+                    self._inflight_batch = batch
+                    self._inflight = self._background_writer().submit(self._write_apart, batch)
+
+    def flush(self) -> None:
+        """Write deferred updates now (a no-op if none wait)."""
+        self._settle()
+        if self._deferred_rows or self._deferred_events or self._failed:
+            with self.transaction():
+                pass
+
+    def _snapshot(self) -> _Batch | None:
+        """Take every queued update (rows as their current values) off the queue."""
+        batches = self._failed
+        self._failed = []
+        if self._deferred_rows or self._deferred_events:
+            rows = [
+                value
+                for st, ids in self._deferred_rows.values()
+                for value in _row_values(st, [st.index[m] for m in ids if m in st.index])
+            ]
+            events = [
+                value
+                for at, wall, namespace, entries in self._deferred_events
+                for value in _event_values(at, wall, namespace, entries)
+            ]
+            batches.append((rows, events))
+            self._deferred_rows, self._deferred_events = {}, []
+            self._deferred_count, self._deferred_since = 0, None
+        if not batches:
+            return None
+        return [r for b in batches for r in b[0]], [e for b in batches for e in b[1]]
+
+    def _settle(self) -> None:
+        """Wait for the batch in flight; if it failed, queue it again (the next
+        transaction writes it, and raises if the database still refuses)."""
+        inflight, self._inflight = self._inflight, None
+        if inflight is None:
+            return
+        try:
+            inflight.result()
+        except Exception:
+            self._failed.append(self._inflight_batch)
+        self._inflight_batch = ([], [])
+
+    def _background_writer(self) -> ThreadPoolExecutor:
+        if self._writer is None:
+            self._writer = ThreadPoolExecutor(1, thread_name_prefix="oblivion-writer")
+        return self._writer
+
+    def _write_apart(self, batch: _Batch) -> None:
+        """Write a batch on the writer thread's own connection."""
+        if self._writer_conn is None:
+            self._writer_conn = sqlite3.connect(
+                str(self.path), check_same_thread=False, isolation_level=None, timeout=30.0
+            )
+            self._writer_conn.execute("PRAGMA synchronous=NORMAL")
+        conn = self._writer_conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            _write_batch(conn, batch)
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
 
     # ---------------------------------------------------------------- meta
     def meta(self, key: str) -> Any:
@@ -346,7 +500,7 @@ class StateDB:
 
     def drop_namespace(self, namespace: str, conn: sqlite3.Connection) -> None:
         """Delete a namespace's rows (events are kept as history)."""
-        for table in ("memories", "links", "review", "summaries", "namespaces"):
+        for table in ("memories", "vectors", "links", "review", "summaries", "namespaces"):
             conn.execute(f"DELETE FROM {table} WHERE namespace=?", (namespace,))
 
     # ---------------------------------------------------------------- rows
@@ -375,10 +529,13 @@ class StateDB:
         rows: Iterable[int],
         texts: Mapping[str, str],
         metadatas: Mapping[str, Mapping[str, Any]],
+        vectors: Vectors,
     ) -> None:
-        """Insert the given rows of ``st`` (new memories) with their text and metadata."""
+        """Insert the given rows of ``st`` (new memories) with their text, metadata and
+        vector (``vectors[k]`` for the k-th row)."""
         data = []
-        for i in rows:
+        blobs = []
+        for i, vec in zip(rows, vectors, strict=True):
             mid = st.ids[i]
             c = st.cols
             data.append(
@@ -396,6 +553,7 @@ class StateDB:
                     int(c["seq"][i]),
                 )
             )
+            blobs.append((st.namespace, mid, _blob(vec)))
         conn.executemany(
             "INSERT INTO memories(namespace, id, text, category, importance, confidence, "
             "created_at, last_accessed, a_ref, t_ref, stability, access_count, tier, "
@@ -403,40 +561,26 @@ class StateDB:
             "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             data,
         )
+        conn.executemany(
+            "INSERT OR REPLACE INTO vectors(namespace, id, vector) VALUES(?,?,?)", blobs
+        )
 
     def save_rows(self, conn: sqlite3.Connection, st: NamespaceState, rows: Iterable[int]) -> None:
         """Write the mutable columns of ``rows`` back to SQLite."""
-        c = st.cols
-        data = [
-            (
-                float(c["importance"][i]),
-                float(c["confidence"][i]),
-                float(c["last_accessed"][i]),
-                float(c["a_ref"][i]),
-                float(c["t_ref"][i]),
-                float(c["stability"][i]),
-                int(c["access_count"][i]),
-                int(c["tier"][i]),
-                int(c["invalidated"][i]),
-                st.superseded_by.get(st.ids[i]),
-                st.category(i),
-                st.namespace,
-                st.ids[i],
-            )
-            for i in rows
-        ]
-        conn.executemany(
-            "UPDATE memories SET importance=?, confidence=?, last_accessed=?, a_ref=?, t_ref=?, "
-            "stability=?, access_count=?, tier=?, invalidated=?, superseded_by=?, category=? "
-            "WHERE namespace=? AND id=?",
-            data,
-        )
+        conn.executemany(_UPDATE_ROW, _row_values(st, rows))
 
     def delete(self, conn: sqlite3.Connection, namespace: str, ids: Sequence[str]) -> None:
         """Delete rows by id."""
-        conn.executemany(
-            "DELETE FROM memories WHERE namespace=? AND id=?", [(namespace, i) for i in ids]
-        )
+        keys = [(namespace, i) for i in ids]
+        conn.executemany("DELETE FROM memories WHERE namespace=? AND id=?", keys)
+        conn.executemany("DELETE FROM vectors WHERE namespace=? AND id=?", keys)
+
+    def seq_texts(self, namespace: str) -> list[tuple[int, str]]:
+        """``(seq, text)`` of every memory of a namespace, in insertion order."""
+        rows = self.conn.execute(
+            "SELECT seq, text FROM memories WHERE namespace=? ORDER BY seq", (namespace,)
+        ).fetchall()
+        return [(int(r[0]), str(r[1])) for r in rows]
 
     def texts(self, namespace: str, ids: Sequence[str]) -> dict[str, str]:
         """Texts by id."""
@@ -446,7 +590,9 @@ class StateDB:
         """Metadata by id."""
         return {r[0]: json.loads(r[1]) for r in self._by_ids("id, metadata", namespace, ids)}
 
-    def _by_ids(self, cols: str, namespace: str, ids: Sequence[str]) -> list[Any]:
+    def _by_ids(
+        self, cols: str, namespace: str, ids: Sequence[str], table: str = "memories"
+    ) -> list[Any]:
         out: list[Any] = []
         ids = list(ids)
         for start in range(0, len(ids), 500):
@@ -454,17 +600,30 @@ class StateDB:
             marks = ",".join("?" * len(part))
             out.extend(
                 self.conn.execute(
-                    f"SELECT {cols} FROM memories WHERE namespace=? AND id IN ({marks})",
+                    f"SELECT {cols} FROM {table} WHERE namespace=? AND id IN ({marks})",
                     (namespace, *part),
                 ).fetchall()
             )
         return out
 
-    def set_text(self, conn: sqlite3.Connection, namespace: str, memory_id: str, text: str) -> None:
-        """Replace a memory's text."""
+    def set_text(
+        self, conn: sqlite3.Connection, namespace: str, memory_id: str, text: str, vector: Vectors
+    ) -> None:
+        """Replace a memory's text and its vector."""
         conn.execute(
             "UPDATE memories SET text=? WHERE namespace=? AND id=?", (text, namespace, memory_id)
         )
+        conn.execute(
+            "INSERT OR REPLACE INTO vectors(namespace, id, vector) VALUES(?,?,?)",
+            (namespace, memory_id, _blob(vector)),
+        )
+
+    def vectors(self, namespace: str, ids: Sequence[str]) -> dict[str, Vectors]:
+        """Stored vectors by id (ids without one, e.g. from a version-1 store, are absent)."""
+        return {
+            r[0]: np.frombuffer(r[1], dtype=np.float32)
+            for r in self._by_ids("id, vector", namespace, ids, table="vectors")
+        }
 
     def set_metadata(
         self, conn: sqlite3.Connection, namespace: str, memory_id: str, metadata: Mapping[str, Any]
@@ -562,23 +721,19 @@ class StateDB:
         conn: sqlite3.Connection,
         at: float,
         namespace: str,
-        entries: Iterable[tuple[str | None, str, float | None, float | None, Mapping[str, Any]]],
+        entries: Iterable[JournalRow],
+        *,
+        wall: float | None = None,
     ) -> None:
         """Append events ``(memory_id, kind, before, after, detail)``."""
-        wall = time.time()
-        conn.executemany(
-            "INSERT INTO events(at, wall, namespace, memory_id, kind, before, after, detail) "
-            "VALUES(?,?,?,?,?,?,?,?)",
-            [
-                (at, wall, namespace, mid, kind, before, after, json.dumps(dict(detail)))
-                for mid, kind, before, after, detail in entries
-            ],
-        )
+        wall = time.time() if wall is None else wall
+        conn.executemany(_INSERT_EVENT, _event_values(at, wall, namespace, entries))
 
     def events(
         self, namespace: str, memory_id: str | None = None, limit: int | None = None
     ) -> list[Event]:
         """Journal entries, oldest first (of one memory, or of the namespace)."""
+        self.flush()
         sql = "SELECT seq, at, wall, namespace, memory_id, kind, before, after, detail FROM events"
         args: list[Any] = [namespace]
         sql += " WHERE namespace=?"
@@ -594,3 +749,57 @@ class StateDB:
             Event(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], json.loads(r[8] or "{}"))
             for r in self.conn.execute(sql, args)
         ]
+
+
+def _blob(vector: Vectors) -> bytes:
+    return np.ascontiguousarray(vector, dtype=np.float32).reshape(-1).tobytes()
+
+
+_UPDATE_ROW = (
+    "UPDATE memories SET importance=?, confidence=?, last_accessed=?, a_ref=?, t_ref=?, "
+    "stability=?, access_count=?, tier=?, invalidated=?, superseded_by=?, category=? "
+    "WHERE namespace=? AND id=?"
+)
+_INSERT_EVENT = (
+    "INSERT INTO events(at, wall, namespace, memory_id, kind, before, after, detail) "
+    "VALUES(?,?,?,?,?,?,?,?)"
+)
+#: Deferred writes as SQL parameters: (row updates, journal inserts).
+_Batch = tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]
+
+
+def _row_values(st: NamespaceState, rows: Iterable[int]) -> list[tuple[Any, ...]]:
+    c = st.cols
+    return [
+        (
+            float(c["importance"][i]),
+            float(c["confidence"][i]),
+            float(c["last_accessed"][i]),
+            float(c["a_ref"][i]),
+            float(c["t_ref"][i]),
+            float(c["stability"][i]),
+            int(c["access_count"][i]),
+            int(c["tier"][i]),
+            int(c["invalidated"][i]),
+            st.superseded_by.get(st.ids[i]),
+            st.category(i),
+            st.namespace,
+            st.ids[i],
+        )
+        for i in rows
+    ]
+
+
+def _event_values(
+    at: float, wall: float, namespace: str, entries: Iterable[JournalRow]
+) -> list[tuple[Any, ...]]:
+    return [
+        (at, wall, namespace, mid, kind, before, after, json.dumps(dict(detail)))
+        for mid, kind, before, after, detail in entries
+    ]
+
+
+def _write_batch(conn: sqlite3.Connection, batch: _Batch) -> None:
+    rows, events = batch
+    conn.executemany(_UPDATE_ROW, rows)
+    conn.executemany(_INSERT_EVENT, events)

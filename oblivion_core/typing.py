@@ -18,6 +18,12 @@ Vectors = npt.NDArray[np.float32]
 #: Counts the tokens of a text, e.g. ``lambda s: len(enc.encode(s))``.
 TokenCounter = Callable[[str], int]
 
+#: Asks a language model: ``complete(system, user)`` sends a system prompt and one user
+#: message and returns the reply's text. It may raise; the LLM-backed hooks in
+#: :mod:`oblivion_core.llm_hooks` then fall back to their offline rule. It must be safe
+#: to call from several threads at once (one engine is shared between threads).
+Completer = Callable[[str, str], str]
+
 
 @runtime_checkable
 class Clock(Protocol):

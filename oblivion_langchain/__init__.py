@@ -6,14 +6,15 @@
 * :class:`OblivionMemoryMiddleware` — agent middleware that injects recalled memories
   within a token budget before each model call and records the turn after it.
 * :class:`OblivionMemory` — a langchain-classic ``BaseMemory`` for legacy chains.
-* :class:`LLMImportanceScorer` / :class:`LLMSummarizer` — the core's pluggable hooks,
-  backed by any chat model.
+* :class:`LLMImportanceScorer` / :class:`LLMSummarizer` / :class:`LLMSupersessionJudge` —
+  the core's pluggable hooks (importance, summaries, stale-fact detection), backed by
+  any chat model.
 
 The adapters convert types and call :class:`oblivion_core.Oblivion`; all decay, boost
 and tiering logic lives in the engine. Install with ``pip install "oblivion-memory[langchain]"``.
 """
 
-from oblivion_langchain.llm_hooks import LLMImportanceScorer, LLMSummarizer
+from oblivion_langchain.llm_hooks import LLMImportanceScorer, LLMSummarizer, LLMSupersessionJudge
 from oblivion_langchain.memory import OblivionMemory
 from oblivion_langchain.middleware import OblivionMemoryMiddleware
 from oblivion_langchain.retriever import OblivionRetriever
@@ -22,6 +23,7 @@ from oblivion_langchain.store import OblivionStore
 __all__ = [
     "LLMImportanceScorer",
     "LLMSummarizer",
+    "LLMSupersessionJudge",
     "OblivionMemory",
     "OblivionMemoryMiddleware",
     "OblivionRetriever",

@@ -6,10 +6,17 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from oblivion_core import InvalidInputError, ManualClock, Oblivion, Policy, Tier
+from oblivion_core import (
+    InvalidInputError,
+    ManualClock,
+    Oblivion,
+    Policy,
+    Tier,
+    UnknownMemoryError,
+)
 from oblivion_core.compression import ExtractiveSummarizer, clusters
 
 DAY = 86_400.0
@@ -141,3 +148,125 @@ def test_invalidated_memories_are_never_compressed(fresh: Any) -> None:
         assert mem.get(recs[0].id).tier == Tier.ARCHIVE
         for s in (r for r in mem.records() if r.category == "summary"):
             assert recs[0].id not in s.metadata["summary_of"]
+
+
+# ------------------------------------------------------------------ property: nothing lost
+# Any text remember() accepts: no surrogates (not UTF-8) and no NUL (rejected on write).
+_CHARS = st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00")
+_SPACE = st.text(st.sampled_from(" \t\n\r\u00a0\u2003\u3000"), max_size=3)
+_WORDS = st.sampled_from(["budget", "meeting", "Priya", "naïve", "日本語", "😀", "a.b", "?!", ""])
+_TEXT = st.one_of(
+    st.text(_CHARS, min_size=1, max_size=40),
+    # words with whitespace inside, before and after
+    st.lists(st.tuples(_SPACE, _WORDS | st.text(_CHARS, max_size=8)), min_size=1, max_size=12).map(
+        lambda parts: "".join(s + w for s, w in parts)
+    ),
+    # long-ish: a few hundred to a few thousand characters, several sentences
+    st.tuples(st.text(_CHARS, min_size=1, max_size=30), st.integers(10, 150)).map(
+        lambda t: (t[0] + ". ") * t[1]
+    ),
+).filter(lambda t: bool(t.strip()))
+_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(_CHARS, max_size=10),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(_CHARS, max_size=5), inner),
+    max_leaves=6,
+)
+_ITEM = st.tuples(
+    st.sampled_from(["event", "small_talk", "task", "fact"]),  # half-lives <= 21 days
+    st.floats(0.0, 0.1),  # decay floor (importance / 2) stays below compress_below
+    st.dictionaries(st.text(_CHARS, max_size=8), _JSON, max_size=3),
+)
+
+
+@st.composite
+def _sessions(draw: Any) -> list[list[tuple[str, str, float, dict[str, Any]]]]:
+    """Batches of memories written together; texts may repeat within and across batches."""
+    pool = draw(st.lists(_TEXT, min_size=1, max_size=5))
+    text = st.sampled_from(pool) | _TEXT
+    return draw(
+        st.lists(
+            st.lists(st.tuples(text, _ITEM).map(lambda x: (x[0], *x[1])), min_size=2, max_size=6),
+            min_size=1,
+            max_size=5,
+        )
+    )
+
+
+@settings(max_examples=40, deadline=None)
+@given(sessions=_sessions(), supersede=st.booleans(), similarity=st.sampled_from([0.6, 0.95]))
+def test_compression_never_loses_text(
+    fresh: Any, sessions: Any, supersede: bool, similarity: float
+) -> None:
+    """Whatever is stored, compression keeps every original: expand() returns each one
+    with its text identical byte for byte and its metadata unchanged, decompress() brings
+    them all back to the archive, and no id ever disappears from records()."""
+    clock = ManualClock()
+    policy = POLICY.replace(supersede=supersede, compress_similarity=similarity)
+    with fresh(clock=clock, policy=policy) as mem:
+        stored: dict[str, tuple[str, dict[str, Any]]] = {}
+        batches: list[list[str]] = []
+        for batch in sessions:
+            recs = mem.remember_many(
+                [t for t, *_ in batch],
+                categories=[c for _, c, _, _ in batch],
+                importances=[i for *_, i, _ in batch],
+                metadatas=[m for *_, m in batch],
+            )
+            batches.append([r.id for r in recs])
+            for r, (text, _, _, meta) in zip(recs, batch, strict=True):
+                stored[r.id] = (text, meta)
+            clock.advance(3_600.0)  # past adjacency_window: only similarity joins batches
+        clock.advance(120 * DAY)
+        mem.maintain()
+
+        def unchanged(records: list[Any]) -> None:
+            for r in records:
+                text, meta = stored[r.id]
+                assert r.text.encode("utf-8") == text.encode("utf-8")
+                assert r.metadata == meta
+
+        summaries = [r for r in mem.records() if r.category == "summary"]
+        event(f"summaries: {len(summaries)}")  # --hypothesis-show-statistics
+        folded: list[str] = []
+        for s in summaries:
+            back = mem.expand(s.id)
+            assert [r.id for r in back] == s.metadata["summary_of"]
+            assert len(back) >= policy.compress_min_cluster
+            assert all(r.tier == Tier.COLD for r in back)
+            unchanged(back)
+            folded += [r.id for r in back]
+        assert len(folded) == len(set(folded))  # no original is in two summaries
+        if not supersede:  # every batch big enough was folded (superseded ones never are)
+            for ids in batches:
+                if len(ids) >= policy.compress_min_cluster:
+                    assert set(ids) <= set(folded)
+        originals = [r for r in mem.records() if r.category != "summary"]
+        assert sorted(r.id for r in originals) == sorted(stored)
+        unchanged(originals)
+
+        for s in summaries:
+            back = mem.decompress(s.id)
+            assert [r.id for r in back] == s.metadata["summary_of"]
+            assert all(r.tier == Tier.ARCHIVE for r in back)
+            unchanged(back)
+            with pytest.raises(UnknownMemoryError):
+                mem.get(s.id)
+        after = mem.records()
+        assert sorted(r.id for r in after) == sorted(stored)
+        assert not any(r.tier == Tier.COLD for r in after)
+        unchanged(after)
+
+
+def test_expand_keeps_write_order_when_activations_differ(fresh: Any) -> None:
+    """Memories written in one call (same created_at) expand in the order they were written."""
+    clock = ManualClock()
+    with fresh(clock=clock, policy=POLICY) as mem:
+        recs = mem.remember_many(MEETING[:3], categories=["event"] * 3, importances=[0, 0.1, 0])
+        clock.advance(120 * DAY)
+        mem.maintain()
+        (summary,) = [r for r in mem.records() if r.category == "summary"]
+        assert [r.id for r in mem.expand(summary.id)] == [r.id for r in recs]

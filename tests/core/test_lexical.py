@@ -1,60 +1,149 @@
-"""Lexical retrieval (BM25 over SQLite FTS5): safe query building and namespace isolation."""
+"""Lexical retrieval (in-process BM25): FTS5's scores, safe queries, namespace isolation."""
 
 from __future__ import annotations
 
 import sqlite3
 
-from hypothesis import given
+import pytest
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from oblivion_core.lexical import LexicalIndex, match_query
+from oblivion_core.lexical import LexicalIndex, query_terms, tokens
+from oblivion_core.porter import stem
 
 
-def _index() -> tuple[sqlite3.Connection, LexicalIndex]:
-    conn = sqlite3.connect(":memory:", isolation_level=None)
-    return conn, LexicalIndex(conn)
+def _index(docs: dict[str, list[tuple[int, str]]] | None = None) -> LexicalIndex:
+    stored = docs or {}
+    return LexicalIndex(lambda ns: stored.get(ns, []))
+
+
+def _built(namespace: str, rows: list[tuple[int, str]]) -> LexicalIndex:
+    lex = _index({namespace: rows})
+    lex.search(namespace, "anything", 1)  # builds the index from the loader
+    return lex
 
 
 @given(query=st.text(max_size=200))
 def test_any_user_text_is_a_safe_query(query: str) -> None:
-    """No user text, FTS5 operators and quotes included, makes a lexical search fail."""
-    conn, lex = _index()
-    lex.add(conn, "ns", [1, 2], ['he said "NEAR" AND (OR) NOT *', "plain words here"])
+    """No user text, FTS5-like operators and quotes included, makes a lexical search fail."""
+    lex = _built("ns", [(1, 'he said "NEAR" AND (OR) NOT *'), (2, "plain words here")])
     seqs, scores = lex.search("ns", query, 10)
     assert len(seqs) == len(scores) <= 2
     assert all(s > 0 for s in scores)
 
 
-def test_match_query_quotes_content_words_only() -> None:
-    """The MATCH expression is an OR of quoted content words; no content words -> None."""
-    assert match_query('zebra AND "quokka"') == '"quokka" OR "zebra"'
-    assert match_query("the of and") is None
+def test_query_terms_are_stemmed_content_words() -> None:
+    """Stop words are dropped; the rest are folded and stemmed like documents."""
+    assert sorted(query_terms('Zebras AND "quokka"')) == ["quokka", "zebra"]
+    assert query_terms("the of and") == []
+    assert tokens("Zoë's CAFÉ, running_late") == ["zoe", "s", "cafe", "run", "late"]
+
+
+def test_porter_reference_examples() -> None:
+    """Examples from Porter's paper and reference vocabulary."""
+    cases = {
+        "caresses": "caress",
+        "ponies": "poni",
+        "agreed": "agre",
+        "hopping": "hop",
+        "filing": "file",
+        "happy": "happi",
+        "relational": "relat",
+        "generalizations": "gener",
+        "adjustment": "adjust",
+        "controll": "control",
+        "42nd": "42nd",
+        "été": "été",
+    }
+    assert {w: stem(w) for w in cases} == cases
 
 
 def test_namespaces_have_separate_indexes() -> None:
     """A word stored in one namespace is not found in another."""
-    conn, lex = _index()
-    lex.add(conn, "a", [1], ["platypus habitat"])
-    lex.add(conn, "b", [2], ["kangaroo habitat"])
+    lex = _index()
+    for ns in ("a", "b"):
+        lex.search(ns, "habitat", 1)
+    lex.add("a", [1], ["platypus habitat"])
+    lex.add("b", [2], ["kangaroo habitat"])
     assert lex.search("a", "platypus", 5)[0] == [1]
     assert lex.search("b", "platypus", 5)[0] == []
 
 
+def test_unbuilt_index_reads_the_store_not_the_writes() -> None:
+    """Writes before the first search are skipped: the build reads them from the store."""
+    stored = {"ns": [(1, "platypus habitat")]}
+    lex = _index(stored)
+    lex.add("ns", [1], ["platypus habitat"])  # not built yet: ignored, not doubled
+    seqs, _ = lex.search("ns", "platypus", 5)
+    assert seqs == [1]
+    lex.add("ns", [2], ["platypus again"])  # built: indexed
+    assert sorted(lex.search("ns", "platypus", 5)[0]) == [1, 2]
+
+
 def test_replace_and_delete() -> None:
     """Re-indexed text replaces the old words; deleted rows are no longer found."""
-    conn, lex = _index()
-    lex.add(conn, "ns", [7], ["old wording"])
-    lex.replace(conn, "ns", 7, "new phrasing")
+    lex = _built("ns", [(7, "old wording")])
+    lex.replace("ns", 7, "new phrasing")
     assert lex.search("ns", "wording", 5)[0] == []
     assert lex.search("ns", "phrasing", 5)[0] == [7]
-    lex.delete(conn, "ns", [7])
+    lex.delete("ns", [7])
     assert lex.search("ns", "phrasing", 5)[0] == []
+
+
+def test_compaction_keeps_the_live_documents() -> None:
+    """After most documents are deleted, the survivors are still found with FTS5's scores."""
+    rows = [(s, f"note {s} about {'cats' if s % 3 else 'dogs'}") for s in range(3000)]
+    lex = _built("ns", rows)
+    lex.delete("ns", [s for s in range(3000) if s % 10])
+    seqs, _ = lex.search("ns", "dogs", 1000)
+    assert sorted(seqs) == [s for s in range(0, 3000, 10) if s % 3 == 0]
+    _assert_matches_fts5(lex, [r for r in rows if r[0] % 10 == 0], ["dogs", "cats note"])
 
 
 def test_better_matches_score_higher() -> None:
     """A document matching more query words ranks above one matching fewer (porter stems)."""
-    conn, lex = _index()
-    lex.add(conn, "ns", [1, 2, 3], ["red apples", "red apples and green pears", "blue sky"])
+    lex = _built("ns", [(1, "red apples"), (2, "red apples and green pears"), (3, "blue sky")])
     seqs, _ = lex.search("ns", "green pear apple", 5)
     assert seqs[0] == 2
     assert 3 not in seqs
+
+
+def _assert_matches_fts5(
+    lex: LexicalIndex, rows: list[tuple[int, str]], queries: list[str]
+) -> None:
+    conn = sqlite3.connect(":memory:")
+    conn.execute(
+        "CREATE VIRTUAL TABLE t USING fts5(text, tokenize='porter unicode61 remove_diacritics 2')"
+    )
+    conn.executemany("INSERT INTO t(rowid, text) VALUES(?, ?)", rows)
+    for query in queries:
+        terms = query_terms(query)
+        if not terms:
+            continue
+        expr = " OR ".join(f'"{t}"' for t in terms)
+        want = conn.execute(
+            "SELECT rowid, -bm25(t) FROM t WHERE t MATCH ? ORDER BY bm25(t), rowid", (expr,)
+        ).fetchall()
+        seqs, scores = lex.search("ns", query, len(rows) + 1)
+        got = dict(zip(seqs, scores, strict=True))
+        assert set(got) == {r for r, _ in want}, query
+        for row, score in want:
+            assert got[row] == pytest.approx(score, rel=1e-9, abs=1e-9), (query, row)
+
+
+_WORDS = ["cat", "cats", "running", "runner", "Zoë", "café", "green", "pears", "42", "the", "x"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    docs=st.lists(
+        st.lists(st.sampled_from(_WORDS), min_size=1, max_size=8).map(" ".join),
+        min_size=1,
+        max_size=30,
+    ),
+    query=st.lists(st.sampled_from(_WORDS), min_size=1, max_size=4).map(" ".join),
+)
+def test_scores_equal_sqlite_fts5(docs: list[str], query: str) -> None:
+    """Same matches and same BM25 scores as SQLite FTS5 with the porter tokenizer."""
+    rows = list(enumerate(docs, start=1))
+    _assert_matches_fts5(_built("ns", rows), rows, [query])

@@ -228,3 +228,98 @@ def test_remember_is_durable_without_close(tmp_path: Path) -> None:
         assert mem.recall("crash", k=1, deep=False).ids == ["last-words"]
     finally:
         mem.close()
+
+
+def _boosted(path: Path, clock: ManualClock) -> tuple[Oblivion, float]:
+    mem = _open(path, clock)
+    mem.remember("the staging database password rotates monthly", id="pw", importance=0.3)
+    clock.advance(3 * DAY)
+    before = mem.get("pw").activation
+    assert mem.recall("staging database password", k=1, deep=True).ids == ["pw"]
+    after = mem.get("pw").activation
+    assert after > before
+    return mem, after
+
+
+def test_recall_boosts_are_written_on_close(tmp_path: Path) -> None:
+    """Recall boosts are batched (StateDB.defer); close() writes them."""
+    clock = ManualClock()
+    mem, after = _boosted(tmp_path, clock)
+    mem.close()
+    reopened = _open(tmp_path, clock)
+    try:
+        assert reopened.get("pw").activation == pytest.approx(after)
+        assert [e.kind for e in reopened.history("pw")] == ["remember", "recall"]
+    finally:
+        reopened.close()
+
+
+def test_recall_boosts_are_written_with_the_next_write(tmp_path: Path) -> None:
+    """A remember() after a recall commits the waiting boosts with it, so they survive a
+    crash right after (the process dies without close())."""
+    code = textwrap.dedent(
+        f"""
+        import os, sys
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        from oblivion_core import ManualClock
+        from test_persistence import _boosted
+        from pathlib import Path
+        mem, after = _boosted(Path({str(tmp_path)!r}), ManualClock())
+        mem.remember("an unrelated note")
+        print(after)
+        os._exit(0)
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], check=True, timeout=120, capture_output=True, text=True
+    )
+    mem = _open(tmp_path, ManualClock(start=3 * DAY))
+    try:
+        assert mem.get("pw").activation == pytest.approx(float(out.stdout.split()[-1]))
+    finally:
+        mem.close()
+
+
+def test_history_shows_waiting_recall_events(tmp_path: Path) -> None:
+    """The journal a caller reads includes boosts not yet flushed."""
+    mem, _ = _boosted(tmp_path, ManualClock())
+    try:
+        assert [e.kind for e in mem.history("pw")] == ["remember", "recall"]
+    finally:
+        mem.close()
+
+
+def test_a_version_1_store_opens_and_keeps_working(tmp_path: Path) -> None:
+    """A store from before vectors were kept in SQLite (schema 1, FTS5 tables) opens:
+    the old FTS5 table is dropped, vectors come from Chroma, lexical search is rebuilt."""
+    import sqlite3
+
+    clock = ManualClock()
+    mem = _open(tmp_path, clock)
+    mem.remember("the quokka lives on Rottnest Island", id="q", importance=0.2)
+    mem.remember("unrelated words about spreadsheets", id="s")
+    clock.advance(60 * DAY)
+    mem.maintain()
+    assert mem.get("q").tier == Tier.ARCHIVE
+    mem.close()
+    conn = sqlite3.connect(tmp_path / "oblivion.sqlite3")
+    conn.execute("DELETE FROM vectors")
+    conn.execute("UPDATE meta SET value='1' WHERE key='schema_version'")
+    conn.execute("CREATE VIRTUAL TABLE fts_0123456789abcdef USING fts5(text)")
+    conn.commit()
+    conn.close()
+
+    mem = _open(tmp_path, clock)
+    try:
+        result = mem.recall("quokka island", k=1, deep=True, feedback=False)
+        assert result.ids == ["q"]
+        assert result.items[0].why["relevance_signals"]["lexical"] > 0
+        assert result.items[0].relevance > 0
+    finally:
+        mem.close()
+    conn = sqlite3.connect(tmp_path / "oblivion.sqlite3")
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+    version = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0]
+    conn.close()
+    assert not any(t.startswith("fts_") for t in tables)
+    assert version == "2"

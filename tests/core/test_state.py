@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -60,7 +61,14 @@ def test_state_db_round_trips_rows(tmp_path: Path) -> None:
     rows = [st_.append(f"m{k}", "fact", _values(k / 10), k + 1) for k in range(3)]
     with db.transaction() as conn:
         db.add_namespace("ns", conn)
-        db.insert(conn, st_, rows, {f"m{k}": f"text {k}" for k in range(3)}, {"m1": {"x": 1}})
+        db.insert(
+            conn,
+            st_,
+            rows,
+            {f"m{k}": f"text {k}" for k in range(3)},
+            {"m1": {"x": 1}},
+            np.eye(3, 4, dtype=np.float32),
+        )
     st_.col("a_ref")[2] = 0.123
     with db.transaction() as conn:
         db.save_rows(conn, st_, [2])
@@ -71,6 +79,7 @@ def test_state_db_round_trips_rows(tmp_path: Path) -> None:
     assert loaded.col("a_ref").tolist() == pytest.approx([0.0, 0.1, 0.123])
     assert db.texts("ns", ["m1"]) == {"m1": "text 1"}
     assert db.metadatas("ns", ["m1", "m0"]) == {"m1": {"x": 1}, "m0": {}}
+    assert db.vectors("ns", ["m2", "nope"])["m2"].tolist() == [0.0, 0.0, 1.0, 0.0]
     assert db.meta("schema_version") == SCHEMA_VERSION
     db.close()
 
@@ -108,8 +117,80 @@ def test_next_seq_is_monotonic_across_reopen(tmp_path: Path) -> None:
     st_ = NamespaceState("ns")
     st_.append("m", "fact", _values(0.5), db.next_seq())
     with db.transaction() as conn:
-        db.insert(conn, st_, [0], {"m": "t"}, {})
+        db.insert(conn, st_, [0], {"m": "t"}, {}, np.ones((1, 4), dtype=np.float32))
     db.close()
     db = StateDB(tmp_path)
     assert db.next_seq() == 2
     db.close()
+
+
+def _store_three(tmp_path: Path) -> tuple[StateDB, NamespaceState]:
+    db = StateDB(tmp_path)
+    st_ = NamespaceState("ns")
+    rows = [st_.append(f"m{k}", "fact", _values(0.1), k + 1) for k in range(3)]
+    with db.transaction() as conn:
+        db.add_namespace("ns", conn)
+        db.insert(conn, st_, rows, {f"m{k}": "t" for k in range(3)}, {}, np.ones((3, 2)))
+    return db, st_
+
+
+def _a_ref_on_disk(tmp_path: Path) -> list[float]:
+    db = StateDB(tmp_path)
+    try:
+        return [float(x) for x in db.load("ns").col("a_ref")]
+    finally:
+        db.close()
+
+
+def test_deferred_batches_are_written_in_the_background(tmp_path: Path) -> None:
+    """Once the window passes, queued updates go to a background writer; later values
+    and journal entries all reach the disk, in order."""
+    db, st_ = _store_three(tmp_path)
+    db.DEFER_SECONDS = 0.0
+    for step, value in enumerate([0.2, 0.3, 0.4]):
+        st_.col("a_ref")[step] = value
+        db.defer(st_, [f"m{step}"], float(step), [(f"m{step}", "recall", 0.1, value, {})])
+    assert db._writer is not None  # a batch went to the background
+    db.close()
+    assert _a_ref_on_disk(tmp_path) == pytest.approx([0.2, 0.3, 0.4])
+    db = StateDB(tmp_path)
+    try:
+        assert [e.after for e in db.events("ns") if e.kind == "recall"] == [0.2, 0.3, 0.4]
+    finally:
+        db.close()
+
+
+def test_a_failed_background_batch_is_written_by_the_next_transaction(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A background write that fails is not lost: the next transaction writes it."""
+    db, st_ = _store_three(tmp_path)
+    db.DEFER_SECONDS = 0.0
+
+    def refuse(batch: object) -> None:
+        raise OSError("disk hiccup")
+
+    monkeypatch.setattr(db, "_write_apart", refuse)
+    st_.col("a_ref")[0] = 0.7
+    db.defer(st_, ["m0"], 0.0, [("m0", "recall", 0.1, 0.7, {})])
+    st_.col("a_ref")[1] = 0.8
+    db.defer(st_, ["m1"], 1.0, [("m1", "recall", 0.1, 0.8, {})])
+    assert db._inflight is not None
+    with pytest.raises(OSError):
+        db._inflight.result()
+    monkeypatch.undo()
+    with db.transaction() as conn:
+        db.set_meta("k", 1, conn)
+    db.close()
+    assert _a_ref_on_disk(tmp_path)[:2] == pytest.approx([0.7, 0.8])
+
+
+def test_a_rolled_back_transaction_keeps_deferred_updates(tmp_path: Path) -> None:
+    """Queued updates written inside a transaction that rolls back stay queued."""
+    db, st_ = _store_three(tmp_path)
+    st_.col("a_ref")[2] = 0.9
+    db.defer(st_, ["m2"], 0.0, [])
+    with pytest.raises(RuntimeError), db.transaction():
+        raise RuntimeError("boom")
+    db.close()
+    assert _a_ref_on_disk(tmp_path)[2] == pytest.approx(0.9)

@@ -7,6 +7,7 @@ import oblivion_langchain
 EXPECTED_ALL = [
     "LLMImportanceScorer",
     "LLMSummarizer",
+    "LLMSupersessionJudge",
     "OblivionMemory",
     "OblivionMemoryMiddleware",
     "OblivionRetriever",

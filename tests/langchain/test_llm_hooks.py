@@ -1,21 +1,35 @@
-"""LLM-backed importance scoring and summarising."""
+"""LLM-backed importance scoring, summarising and supersession judging."""
 
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Any
 
 import pytest
 from _lc_helpers import ScriptedChatModel
 from langchain.agents import create_agent
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
+from oblivion_core import FastEmbedEmbedder, Oblivion
 from oblivion_core.compression import ExtractiveSummarizer
 from oblivion_core.importance import HeuristicImportance
+from oblivion_core.llm_hooks import (
+    SUPERSESSION_PROMPT,
+    PromptedImportance,
+    PromptedSummarizer,
+    PromptedSupersessionJudge,
+)
+from oblivion_core.supersession import SupersessionJudge
 from oblivion_core.testing import memory
 from oblivion_core.typing import ImportanceScorer, Summarizer
-from oblivion_langchain import LLMImportanceScorer, LLMSummarizer, OblivionMemoryMiddleware
+from oblivion_langchain import (
+    LLMImportanceScorer,
+    LLMSummarizer,
+    LLMSupersessionJudge,
+    OblivionMemoryMiddleware,
+)
 
 HEURISTIC = HeuristicImportance()
 TEXT = "Always give distances in kilometres."
@@ -28,10 +42,23 @@ class BrokenChatModel(GenericFakeChatModel):
         raise RuntimeError("provider is down")
 
 
+BLUE = "My favourite colour is blue."
+GREEN = "My favourite colour is green now."
+
+
 def test_they_satisfy_the_core_protocols() -> None:
-    """The scorer and summariser are the core's ImportanceScorer and Summarizer."""
+    """The scorer, summariser and judge are the core's ImportanceScorer, Summarizer and
+    SupersessionJudge."""
     assert isinstance(LLMImportanceScorer(ScriptedChatModel([])), ImportanceScorer)
     assert isinstance(LLMSummarizer(ScriptedChatModel([])), Summarizer)
+    assert isinstance(LLMSupersessionJudge(ScriptedChatModel([])), SupersessionJudge)
+
+
+def test_they_are_thin_wrappers_over_the_core_hooks() -> None:
+    """Each class is the framework-free core hook with a chat model plugged in."""
+    assert issubclass(LLMImportanceScorer, PromptedImportance)
+    assert issubclass(LLMSummarizer, PromptedSummarizer)
+    assert issubclass(LLMSupersessionJudge, PromptedSupersessionJudge)
 
 
 @pytest.mark.parametrize(
@@ -142,6 +169,8 @@ def test_a_non_chat_model_is_refused() -> None:
         LLMImportanceScorer("gpt")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="BaseChatModel"):
         LLMSummarizer(None)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="BaseChatModel"):
+        LLMSupersessionJudge(lambda system, user: "yes")  # type: ignore[arg-type]
 
 
 # ==================================================================== summariser
@@ -185,3 +214,74 @@ def test_summarizer_bad_input(texts: Any) -> None:
     """A bare string or no non-empty text raises a ValueError."""
     with pytest.raises(ValueError):
         LLMSummarizer(ScriptedChatModel(["s"])).summarize(texts)
+
+
+# ==================================================================== supersession judge
+def test_judge_sends_a_system_and_a_human_message() -> None:
+    """One call: the judge prompt as the system message, both texts in the human one."""
+    model = ScriptedChatModel(["**Yes** - the favourite changed."])
+    assert LLMSupersessionJudge(model).supersedes(GREEN, BLUE, 0.8) is True
+    ((system, human),) = model.seen
+    assert isinstance(system, SystemMessage) and system.content == SUPERSESSION_PROMPT
+    assert isinstance(human, HumanMessage) and BLUE in human.text and GREEN in human.text
+
+
+@pytest.mark.parametrize(
+    ("reply", "verdict"), [("no.", False), ("YES", True), ("Answer: no", False)]
+)
+def test_judge_reads_the_models_verdict(reply: str, verdict: bool) -> None:
+    """The reply's first word decides, case and punctuation aside."""
+    assert LLMSupersessionJudge(ScriptedChatModel([reply])).supersedes(GREEN, BLUE, 0.8) is verdict
+
+
+@pytest.mark.parametrize(
+    ("model", "logged"),
+    [
+        (BrokenChatModel(messages=iter([])), "failed"),
+        (ScriptedChatModel(["I cannot tell."]), "malformed"),
+    ],
+)
+def test_judge_falls_back_to_the_lexical_rule(
+    model: Any, logged: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A failing model or a junk reply is logged and the offline rule decides."""
+    judge = LLMSupersessionJudge(model)
+    with caplog.at_level(logging.WARNING, logger="oblivion_langchain"):
+        assert judge.supersedes(GREEN, BLUE, 0.8) is True
+        assert judge.supersedes("I went to Rome in June.", "I went to Paris in May.", 0.8) is False
+    assert logged in caplog.text
+    assert {r.name for r in caplog.records} == {"oblivion_langchain"}
+
+
+def test_judge_skips_dissimilar_pairs_and_caches_verdicts() -> None:
+    """Below min_similarity no call is made; a pair already judged is not asked again."""
+    model = ScriptedChatModel(["yes"])
+    judge = LLMSupersessionJudge(model, min_similarity=0.5)
+    assert judge.supersedes(GREEN, BLUE, 0.49) is False
+    assert judge.supersedes(GREEN, BLUE, 0.8) is True
+    assert judge.supersedes(GREEN, BLUE, 0.8) is True
+    assert len(model.seen) == 1
+
+
+@pytest.mark.integration
+def test_real_stack_judge_supersedes_the_old_colour(
+    tmp_path: Path, real_embedder: FastEmbedEmbedder
+) -> None:
+    """With MiniLM and embedded Chroma, the model's yes hides blue behind green in recall."""
+    model = ScriptedChatModel(["Yes."])
+    judge = LLMSupersessionJudge(model)
+    mem = Oblivion(tmp_path / "memory", embedder=real_embedder, supersession_judge=judge)
+    try:
+        mem.remember("I live in Leeds.")
+        blue = mem.remember(BLUE)  # Leeds is too dissimilar to ask about
+        green = mem.remember(GREEN)
+        assert len(model.seen) == 1  # only the blue memory was asked about
+        assert BLUE in model.seen[0][-1].text and GREEN in model.seen[0][-1].text
+        result = mem.recall("What is my favourite colour?")
+        assert result.texts[0] == GREEN
+        assert blue.id not in result.ids
+        assert mem.get(blue.id).superseded_by == green.id
+        shown = mem.recall("What is my favourite colour?", include_superseded=True)
+        assert shown[shown.ids.index(blue.id)].why["superseded_by"] == green.id
+    finally:
+        mem.close()

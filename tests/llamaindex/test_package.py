@@ -13,6 +13,9 @@ import oblivion_llamaindex
 PACKAGE = Path(oblivion_llamaindex.__file__).parent
 
 EXPECTED_ALL = [
+    "LLMImportanceScorer",
+    "LLMSummarizer",
+    "LLMSupersessionJudge",
     "OblivionMemory",
     "OblivionMemoryBlock",
     "OblivionNodePostprocessor",
@@ -21,7 +24,7 @@ EXPECTED_ALL = [
 
 
 def test_all_is_pinned() -> None:
-    """``__all__`` lists exactly the four adapter classes."""
+    """``__all__`` lists exactly the four adapter classes and the three LLM hooks."""
     assert oblivion_llamaindex.__all__ == EXPECTED_ALL
 
 
