@@ -40,7 +40,15 @@ from oblivion_core.importance import HeuristicImportance
 from oblivion_core.index import ActiveIndex
 from oblivion_core.lexical import LexicalIndex
 from oblivion_core.policy import Policy, resolve_policy
-from oblivion_core.recall import RecalledItem, RecallResult, explain, fuse, rank_order, score
+from oblivion_core.recall import (
+    RecalledItem,
+    RecallResult,
+    activation_share,
+    explain,
+    fuse,
+    rank_order,
+    score,
+)
 from oblivion_core.records import MemoryRecord, Tier
 from oblivion_core.state import Event, JournalRow, NamespaceState, StateDB
 from oblivion_core.store import VectorStore
@@ -849,7 +857,8 @@ class Oblivion:
         rel = np.asarray([cand[m] for m in cids], dtype=np.float64)
         act = self._activation(ns, st, now, rows)
         imp = st.cols["importance"][rows]
-        scores = score(rel, act, imp, policy)
+        best = float(np.maximum(rel, 0.0).max())
+        scores = score(rel, act, imp, policy, best)
         pos = {m: j for j, m in enumerate(cids)}
         for m, head in heads.items():
             if m in pos and head in pos:  # newest statement first, always
@@ -877,7 +886,13 @@ class Oblivion:
                 scores = np.concatenate(
                     [
                         scores,
-                        score(rel[-len(fresh) :], act[-len(fresh) :], imp[-len(fresh) :], policy),
+                        score(
+                            rel[-len(fresh) :],
+                            act[-len(fresh) :],
+                            imp[-len(fresh) :],
+                            policy,
+                            best,
+                        ),
                     ]
                 )
                 pos.update({m: j for j, m in enumerate(cids)})
@@ -906,6 +921,7 @@ class Oblivion:
         texts = self._db.texts(ns, [cids[j] for j in picked])
         metas = self._db.metadatas(ns, [cids[j] for j in picked])
 
+        shares = activation_share(rel, best, policy)
         boosts: dict[str, dict[str, Any]] = {}
         if feedback and picked:
             boosts = self._feedback(ns, space, policy, now, cids, rows, rel, act, picked)
@@ -917,50 +933,95 @@ class Oblivion:
             extra: dict[str, Any] = {"boost": boosts.get(mid, {}).get("public")}
             if signals is not None and mid in signals:
                 extra["relevance_signals"] = dict(signals[mid])
-            if mid in st.superseded_by:
-                extra["superseded_by"] = st.superseded_by[mid]
-            if mid in space.review:
-                extra["flagged_for_review"] = space.review[mid]
             if mid in context_of:
                 extra["context_for"], extra["neighbour"] = context_of[mid]
-            if mid in space.summaries:
-                extra["summary_of"] = list(space.summaries[mid])
-            why = explain(
-                rank=rank,
-                of=len(cids),
-                relevance=float(rel[j]),
-                activation=float(act[j]),
-                importance=float(imp[j]),
-                tier=tier,
-                category=st.category(i),
-                policy=policy,
-                archive_reason=reason,
-                extra=extra,
-            )
             items.append(
-                RecalledItem(
-                    id=mid,
-                    text=texts[mid],
-                    namespace=ns,
-                    category=st.category(i),
+                self._item(
+                    ns,
+                    space,
+                    policy,
+                    mid,
+                    rank=rank,
+                    of=len(cids),
+                    values=(float(rel[j]), float(act[j]), float(imp[j]), float(shares[j])),
+                    score_value=float(scores[j]),
                     tier=tier,
-                    relevance=float(rel[j]),
-                    activation=float(act[j]),
-                    importance=float(imp[j]),
-                    score=float(scores[j]),
+                    text=texts[mid],
                     tokens=tokens[c],
-                    why=why,
                     metadata=metas.get(mid, {}),
+                    archive_reason=reason,
+                    extra=extra,
                 )
             )
         total = sum(costs[c] for c in chosen)
         if policy.expand_links and items and len(items) < limit:
             more, total = self._expansions(
-                ns, space, policy, now, items, cand, budget, total, limit - len(items)
+                ns, space, policy, now, items, cand, best, budget, total, limit - len(items)
             )
             items.extend(more)
         return RecallResult(
             query, ns, tuple(items), total, budget, reason is not None, reason, len(cids)
+        )
+
+    def _item(
+        self,
+        ns: str,
+        space: _Space,
+        policy: Policy,
+        mid: str,
+        *,
+        rank: int,
+        of: int,
+        values: tuple[float, float, float, float],
+        score_value: float,
+        tier: Tier,
+        text: str,
+        tokens: int,
+        metadata: Mapping[str, Any],
+        archive_reason: str | None,
+        extra: dict[str, Any],
+        note: str | None = None,
+    ) -> RecalledItem:
+        """One recalled item with its ``why``; ``values`` are (relevance, activation,
+        importance, activation share)."""
+        st = space.state
+        i = st.index[mid]
+        if mid in st.superseded_by:
+            extra["superseded_by"] = st.superseded_by[mid]
+        if mid in space.review:
+            extra["flagged_for_review"] = space.review[mid]
+        if mid in space.summaries:
+            extra["summary_of"] = list(space.summaries[mid])
+        rel, act, imp, share = values
+        category = st.category(i)
+        why = explain(
+            rank=rank,
+            of=of,
+            relevance=rel,
+            activation=act,
+            importance=imp,
+            tier=tier,
+            category=category,
+            policy=policy,
+            archive_reason=archive_reason,
+            extra=extra,
+            share=share,
+        )
+        if note:
+            why["explanation"] += f"; {note}"
+        return RecalledItem(
+            id=mid,
+            text=text,
+            namespace=ns,
+            category=category,
+            tier=tier,
+            relevance=rel,
+            activation=act,
+            importance=imp,
+            score=score_value,
+            tokens=tokens,
+            why=why,
+            metadata=metadata,
         )
 
     def _token_counts(
@@ -983,6 +1044,7 @@ class Oblivion:
         now: float,
         hits: list[RecalledItem],
         relevance: Mapping[str, float],
+        best: float,
         budget: int | None,
         used: int,
         room: int,
@@ -1020,36 +1082,28 @@ class Oblivion:
             used += cost
             rel = float(relevance.get(mid, 0.0))
             imp = float(st.cols["importance"][i])
-            tier = Tier(int(st.cols["tier"][i]))
-            why = explain(
-                rank=len(hits) + len(out) + 1,
-                of=len(hits) + len(wanted),
-                relevance=rel,
-                activation=float(a),
-                importance=imp,
-                tier=tier,
-                category=st.category(int(i)),
-                policy=policy,
-                archive_reason=None,
-                extra={"expanded_from": source, "link_weight": w},
-            )
-            why["explanation"] += f"; added as context: linked to {source} (weight {w:.2f})"
+            share = float(activation_share(np.asarray([rel]), best, policy)[0])
             out.append(
-                RecalledItem(
-                    id=mid,
-                    text=texts[mid],
-                    namespace=ns,
-                    category=st.category(int(i)),
-                    tier=tier,
-                    relevance=rel,
-                    activation=float(a),
-                    importance=imp,
-                    score=float(
-                        score(np.asarray([rel]), np.asarray([a]), np.asarray([imp]), policy)[0]
+                self._item(
+                    ns,
+                    space,
+                    policy,
+                    mid,
+                    rank=len(hits) + len(out) + 1,
+                    of=len(hits) + len(wanted),
+                    values=(rel, float(a), imp, share),
+                    score_value=float(
+                        score(np.asarray([rel]), np.asarray([a]), np.asarray([imp]), policy, best)[
+                            0
+                        ]
                     ),
+                    tier=Tier(int(st.cols["tier"][i])),
+                    text=texts[mid],
                     tokens=t,
-                    why=why,
                     metadata=metas.get(mid, {}),
+                    archive_reason=None,
+                    extra={"expanded_from": source, "link_weight": w},
+                    note=f"added as context: linked to {source} (weight {w:.2f})",
                 )
             )
         return out, used
@@ -1072,16 +1126,22 @@ class Oblivion:
         journal: list[JournalRow] = []
         touched: list[int] = []
         restore: list[str] = []
-        for j in picked:
-            mid, i = cids[j], int(rows[j])
-            from_tier = Tier(int(st.cols["tier"][i]))
+        # the boosts of all picked items at once (numpy per scalar costs ~1 us a call)
+        prow = rows[picked]
+        tiers = st.cols["tier"][prow]
+        cats = [st.category(int(i)) for i in prow]
+        gains = np.where(tiers == _ARCHIVE, policy.archive_gain, 1.0)
+        betas = np.asarray([self._beta(ns, c) for c in cats], dtype=np.float64)
+        deltas = decay.boost_delta(betas, rel[picked], st.cols["confidence"][prow], gains)
+        afters = decay.boost(act[picked], deltas, policy.cap).tolist()
+        for j, i, tier, cat, gain, after in zip(
+            picked, prow.tolist(), tiers.tolist(), cats, gains.tolist(), afters, strict=True
+        ):
+            mid = cids[j]
+            from_tier = Tier(tier)
             if st.cols["invalidated"][i]:  # shown on request, never reinforced
                 out[mid] = {"from_tier": from_tier, "public": None}
                 continue
-            cat = st.category(i)
-            gain = policy.archive_gain if from_tier == _ARCHIVE else 1.0
-            delta = decay.boost_delta(self._beta(ns, cat), rel[j], st.cols["confidence"][i], gain)
-            after = float(decay.boost(act[j], delta, policy.cap))
             self._set_activation(st, i, after, now, policy.retrieval_stability)
             space.last_relevance[mid] = float(max(rel[j], 0.0))
             usage = space.usage.of(cat)

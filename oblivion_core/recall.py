@@ -29,12 +29,29 @@ from oblivion_core.typing import TokenCounter
 F64 = npt.NDArray[np.float64]
 
 
-def score(relevance: F64, activation: F64, importance: F64, policy: Policy) -> F64:
-    """Combined ranking score of each candidate (higher is better)."""
-    return (
-        policy.w_relevance * np.maximum(relevance, 0.0)
-        + policy.w_activation * activation
-        + policy.w_importance * importance
+def activation_share(relevance: F64, best: float, policy: Policy) -> F64:
+    """How much of its activation and importance terms each candidate keeps:
+    ``(relevance / best) ** policy.activation_focus`` (1 for all when nothing is relevant)."""
+    rel = np.maximum(np.asarray(relevance, dtype=np.float64), 0.0)
+    if policy.activation_focus == 0 or best <= 0:
+        return np.ones_like(rel)
+    share: F64 = np.minimum(rel / best, 1.0) ** policy.activation_focus
+    return share
+
+
+def score(
+    relevance: F64, activation: F64, importance: F64, policy: Policy, best: float | None = None
+) -> F64:
+    """Combined ranking score of each candidate (higher is better).
+
+    ``best``: the best relevance among all of the query's candidates (default: the best
+    of ``relevance``), see :func:`activation_share`.
+    """
+    rel = np.maximum(relevance, 0.0)
+    top = float(rel.max()) if best is None and rel.size else (best or 0.0)
+    share = activation_share(rel, top, policy)
+    return policy.w_relevance * rel + share * (
+        policy.w_activation * activation + policy.w_importance * importance
     )
 
 
@@ -70,18 +87,23 @@ def explain(
     policy: Policy,
     archive_reason: str | None,
     extra: Mapping[str, Any] | None = None,
+    share: float = 1.0,
 ) -> dict[str, Any]:
-    """The ``why`` of one recalled item: every term of its score, and a sentence."""
+    """The ``why`` of one recalled item: every term of its score, and a sentence.
+
+    ``share``: the item's :func:`activation_share`.
+    """
     rel_c = policy.w_relevance * max(relevance, 0.0)
-    act_c = policy.w_activation * activation
-    imp_c = policy.w_importance * importance
+    act_c = share * policy.w_activation * activation
+    imp_c = share * policy.w_importance * importance
     total = rel_c + act_c + imp_c
     where = "the archive" if tier == Tier.ARCHIVE else f"the {tier.label} tier"
+    scaled = f" x {share:.2f} (relevance share)" if share != 1.0 else ""
     sentence = (
         f"ranked {rank} of {of}: relevance {relevance:.3f} x {policy.w_relevance:g} + "
-        f"activation {activation:.3f} x {policy.w_activation:g} + importance "
-        f"{importance:.2f} x {policy.w_importance:g} = {total:.3f}; {category} memory from "
-        f"{where}"
+        f"(activation {activation:.3f} x {policy.w_activation:g} + importance "
+        f"{importance:.2f} x {policy.w_importance:g}){scaled} = {total:.3f}; {category} "
+        f"memory from {where}"
     )
     if archive_reason:
         sentence += f" (archive searched because {archive_reason})"
@@ -93,6 +115,7 @@ def explain(
         "activation": activation,
         "importance": importance,
         "contributions": {"relevance": rel_c, "activation": act_c, "importance": imp_c},
+        "activation_share": share,
         "weights": {
             "relevance": policy.w_relevance,
             "activation": policy.w_activation,

@@ -46,6 +46,7 @@ def test_recall_explains_every_term(mem: Oblivion) -> None:
     mem.remember_many(FACTS)
     result = mem.recall("what colour do I like", k=3)
     policy = mem.policy
+    best = max(item.relevance for item in result)  # fresh facts: the most relevant is shown
     for rank, item in enumerate(result, start=1):
         why = item.why
         expected = {
@@ -70,8 +71,15 @@ def test_recall_explains_every_term(mem: Oblivion) -> None:
         assert why["contributions"]["relevance"] == pytest.approx(
             policy.w_relevance * max(item.relevance, 0.0)
         )
+        share = why["activation_share"]
+        assert share == pytest.approx(
+            (max(item.relevance, 0.0) / best) ** policy.activation_focus
+        )
         assert why["contributions"]["activation"] == pytest.approx(
-            policy.w_activation * item.activation
+            share * policy.w_activation * item.activation
+        )
+        assert why["contributions"]["importance"] == pytest.approx(
+            share * policy.w_importance * item.importance
         )
         assert why["weights"]["importance"] == policy.w_importance
         assert why["tier"] == "active"

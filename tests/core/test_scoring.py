@@ -1,0 +1,79 @@
+"""The ranking score: relevance plus activation and importance, weighted by relevance share."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from oblivion_core import Policy
+from oblivion_core.recall import activation_share, score
+
+unit = st.floats(0.0, 1.0, allow_nan=False)
+vectors = st.lists(st.tuples(unit, unit, unit), min_size=1, max_size=30)
+focus = st.sampled_from([0.0, 1.0, 2.0, 4.0, 8.0])
+
+
+@given(rows=vectors, power=focus)
+def test_share_is_a_monotone_fraction_that_is_one_at_the_best(
+    rows: list[tuple[float, float, float]], power: float
+) -> None:
+    """Shares lie in [0, 1], never fall as relevance rises, and the best candidate keeps all."""
+    rel = np.asarray([r for r, _, _ in rows])
+    best = float(rel.max())
+    share = activation_share(rel, best, Policy().replace(activation_focus=power))
+    assert np.all((share >= 0) & (share <= 1))
+    order = np.argsort(rel, kind="stable")
+    assert np.all(np.diff(share[order]) >= -1e-12)
+    assert share[int(np.argmax(rel))] == pytest.approx(1.0)
+
+
+@given(rows=vectors)
+def test_focus_zero_is_the_plain_weighted_sum(rows: list[tuple[float, float, float]]) -> None:
+    """activation_focus=0 gives w_rel*rel + w_act*act + w_imp*imp."""
+    rel, act, imp = (np.asarray(c) for c in zip(*rows, strict=True))
+    policy = Policy().replace(activation_focus=0.0)
+    want = policy.w_relevance * rel + policy.w_activation * act + policy.w_importance * imp
+    assert np.allclose(score(rel, act, imp, policy), want)
+
+
+@given(rows=vectors, power=focus)
+def test_score_never_exceeds_the_plain_sum_and_keeps_relevance(
+    rows: list[tuple[float, float, float]], power: float
+) -> None:
+    """The share only scales the activation and importance terms down."""
+    rel, act, imp = (np.asarray(c) for c in zip(*rows, strict=True))
+    policy = Policy().replace(activation_focus=power)
+    got = score(rel, act, imp, policy)
+    plain = score(rel, act, imp, policy.replace(activation_focus=0.0))
+    assert np.all(got <= plain + 1e-12)
+    assert np.all(got >= policy.w_relevance * rel - 1e-12)
+
+
+def test_a_weak_match_cannot_ride_activation_over_a_strong_one() -> None:
+    """A fully active memory half as relevant as the best one stays below it, while the
+    plain sum (focus 0) would put it first."""
+    rel = np.asarray([0.40, 0.20])
+    act = np.asarray([0.0, 1.0])
+    imp = np.asarray([0.0, 1.0])
+    policy = Policy().replace(w_activation=0.3)
+    assert score(rel, act, imp, policy)[0] > score(rel, act, imp, policy)[1]
+    plain = policy.replace(activation_focus=0.0)
+    assert score(rel, act, imp, plain)[0] < score(rel, act, imp, plain)[1]
+
+
+def test_equally_relevant_memories_are_ordered_by_activation() -> None:
+    """Among equally relevant memories, the more active one ranks first."""
+    rel = np.asarray([0.5, 0.5])
+    act = np.asarray([0.2, 0.9])
+    imp = np.asarray([0.3, 0.3])
+    s = score(rel, act, imp, Policy())
+    assert s[1] > s[0]
+
+
+def test_focus_must_be_a_finite_non_negative_number() -> None:
+    """A negative or NaN focus is refused with the field's name."""
+    for bad in (-1.0, float("nan")):
+        with pytest.raises(ValueError, match="activation_focus"):
+            Policy().replace(activation_focus=bad)
