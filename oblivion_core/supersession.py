@@ -8,33 +8,70 @@ linked to its successor, demoted, and hidden from recall in favour of its succes
 The offline default, :class:`LexicalSupersession`, is a documented rule, not a model.
 It first parses a text into a :class:`Statement`:
 
-* **speaker** -- a ``"Name: "`` prefix (``"user: ..."``, ``"Dana: ..."``), if any;
-* **list operations** -- "add/put/stick X on/to the (shopping) list" is an *add* of X,
-  "remove/take/cross X off/from the list" and "we don't need X any more" are a *remove*;
-* **subject = value** statements, with the subject keyed by its owner (the speaker for
-  "my ...", the named person for "Priya's ...") so two people's favourites never clash:
-  "my favourite colour is blue", "green is my favourite colour now", "call me Sam" /
-  "my name is ..." (subject ``name``), "my flight is on Tuesday", "the budget is 40k",
-  "my sister lives in Leeds";
-* **correction cues** -- "actually", "correction", "no longer", "from now on",
-  "instead", "switched", "changed my mind", "not any more", "these days", "now".
+* **speaker** -- a ``"Name: "`` prefix, if it is a chat role (``"user:"``,
+  ``"assistant:"``) or a name (``"Dana:"``, ``"Dr. Lee:"``). Discourse labels
+  (``"Update:"``, ``"Quick update:"``, ``"Note:"``, ``"PS:"``, ``"Correction:"``,
+  ``"Reminder:"``) are not speakers: they are stripped, with leading discourse words
+  ("actually", "so", "by the way", "turns out"), before the subject is parsed;
+* **list operations** -- "add/put/stick X on/to the (shopping) list", "shopping list: X",
+  "we're out of X", a bare "add X" are an *add* of X; "remove/take/cross X off the list",
+  a bare "remove X", "we don't need X any more", "got the X already, cross it off",
+  "we already have X", "never mind the X" are a *remove*;
+* **subject = value** statements, the subject keyed by its owner (the speaker for "my
+  ...", the named person for "Priya's ..."; an unknown speaker's "my" matches any
+  speaker's) so two people's favourites never clash:
 
-Then a new statement supersedes an older memory of the same speaker, whose embedding
-similarity is at least ``policy.supersede_similarity``, when:
+  - preferences: "my favourite/go-to/usual/preferred drink is matcha", "matcha is my
+    favourite drink now", "my drink of choice is ...", "the drink I like best is ...",
+    "my favourite food has changed again. It's lasagne now". Subjects are normalised
+    (spelling, plurals, a small head-noun synonym table: beverage = drink, film = movie,
+    ...); "favourite drink" also matches "favourite hot drink" (same head noun, one side
+    unqualified) but not "favourite cold drink";
+  - preferences whose noun is not said (subject ``favourite *``): "I prefer matcha these
+    days", "I've switched to matcha", "I like matcha better now", "my new favourite is
+    matcha", "matcha is my go-to now", and, with a time cue ("now", "these days",
+    "nowadays", "lately"), "I'm into matcha now", "I'm more of a tea person now";
+    "I mostly drink/eat/listen to X" names its category (drink, food, music);
+  - names (subject ``name``): "call me X", "I go by X", "I'm going by X", "my name is
+    X", "I'd rather you called me X", "to be called X", "please use X instead/from now
+    on";
+  - facts about the speaker: "I'm allergic to X", "I live in / work as / work at X";
+  - copulas: "my flight is on Tuesday", "the budget is 40k", "my sister lives in
+    Leeds", "my partner works as a nurse", "the board meeting has been set for the
+    18th", "the airline has moved my flight to Thursday". The verb class is part of the
+    key (lives / works / is; "moved to" matches "is" and "lives"). Subjects about one
+    occasion ("my plan for the evening", "lunch today") are *episodic*;
+* **negated values** -- what the text rejects: "gone off X", "not X any more", "it's
+  Y, not X", "X, not Y", "instead of X", "rather than X", "switched from X", "prefer Y
+  to X", "Y has overtaken X", "no longer like X", "left X", "I'm not allergic to X";
+  after a negation, "it's Y" states the replacement;
+* **correction cues** -- "actually", "correction", "sorry", "no longer", "from now on",
+  "instead", "switched", "changed my mind", "change of heart/plan", "these days",
+  "nowadays", "now", "turns out", "after all", "got it wrong", "misremembered".
 
-1. both are subject = value statements with the same subject key and different values;
+Questions ("what's my favourite drink these days?") state no fact. A new statement
+supersedes an older memory of the same speaker (a named speaker never supersedes
+another's memory) when:
+
+1. both are subject = value statements with the same subject and different values, at
+   a similarity of at least ``policy.supersede_similarity`` (names need no similarity:
+   a person has one name); an episodic subject needs a strong cue ("change of plan:");
+   a noun-less preference matches the single most similar favourite of its owner;
 2. the new one removes a list item the older one added (or re-adds one it removed);
-3. the new one carries a correction cue and a negation ("no longer", "not any more",
-   "instead of", "overtaken") and names the older one's value ("I no longer like blue
-   best; it's green"); or
-4. the new one carries a correction cue but no parsable subject ("actually, she moved to
-   York"), and the older one is the single most similar earlier statement with a
-   parsable subject, at a similarity of at least ``policy.supersede_fallback_similarity``.
+3. the new one rejects the older one's value ("I've gone off tea", "it's Alex, not
+   Sam"), or carries a correction cue and a negation and names the older value; or its
+   subject's head noun and its rejected value both appear in an older text the rule
+   could not parse ("my rent is 1,600, not 1,175" after "I pay 1,175 in rent");
+4. the new one carries a strong correction cue but no parsable subject ("actually, she
+   moved to York"), and the older one is the single most similar earlier statement with a
+   parsable subject, at a similarity of at least ``policy.supersede_fallback_similarity``;
+5. the new one is a clean subject = value statement and the older one a negated
+   restatement without a parsable subject, at the fallback similarity.
 
 Everything else -- "I went to Paris in May" / "I went to Rome in June", two people's
-favourite colours, a window seat outbound and an aisle seat on the return -- stays
-first-class. An LLM-backed judge from the adapters can replace the rule (it satisfies
-:class:`SupersessionJudge`).
+favourite colours, a window seat outbound and an aisle seat on the return, "my plan for
+the evening is X" on two different evenings -- stays first-class. An LLM-backed judge
+from the adapters can replace the rule (it satisfies :class:`SupersessionJudge`).
 """
 
 from __future__ import annotations
@@ -47,27 +84,236 @@ from typing import Protocol, runtime_checkable
 
 from oblivion_core.overlap import content_words
 
-_SPEAKER = re.compile(r"^\s*([A-Za-z][\w .'\-]{0,40}?):\s+(.*)$", re.S)
+# ------------------------------------------------------------------------- speakers
+_PREFIX = re.compile(r"^\s*([A-Za-z][\w .'\-]{0,40}?):\s+(.*)$", re.S)
+#: Chat roles that are speakers whatever their case.
+_ROLES = frozenset(
+    [
+        "user",
+        "assistant",
+        "system",
+        "human",
+        "ai",
+        "bot",
+        "agent",
+        "model",
+        "customer",
+        "client",
+        "support",
+        "host",
+        "guest",
+        "interviewer",
+        "interviewee",
+        "narrator",
+        "moderator",
+        "me",
+        "you",
+    ]
+)
+#: Words that make a ``"Word:"`` prefix a discourse label, not a speaker ("Update:").
+_DISCOURSE = frozenset(
+    [
+        "update",
+        "updates",
+        "note",
+        "notes",
+        "ps",
+        "pps",
+        "p.s",
+        "nb",
+        "n.b",
+        "correction",
+        "corrections",
+        "reminder",
+        "reminders",
+        "fyi",
+        "edit",
+        "edited",
+        "btw",
+        "also",
+        "actually",
+        "important",
+        "todo",
+        "to-do",
+        "question",
+        "answer",
+        "q",
+        "a",
+        "re",
+        "subject",
+        "summary",
+        "context",
+        "ok",
+        "okay",
+        "so",
+        "well",
+        "oh",
+        "and",
+        "but",
+        "anyway",
+        "heads",
+        "heads-up",
+        "quick",
+        "small",
+        "side",
+        "change",
+        "request",
+        "thing",
+        "news",
+        "addendum",
+        "clarification",
+        "disclaimer",
+        "aside",
+        "tip",
+        "hint",
+        "warning",
+        "caution",
+        "status",
+        "result",
+        "results",
+        "reason",
+        "plan",
+        "idea",
+        "fact",
+        "spoiler",
+        "list",
+        "lists",
+        "shopping",
+        "packing",
+        "groceries",
+        "grocery",
+        "tasks",
+        "task",
+        "agenda",
+        "action",
+        "actions",
+        "follow-up",
+        "followup",
+        "footnote",
+        "reply",
+        "response",
+        "hey",
+        "hi",
+        "hello",
+        "thanks",
+        "sorry",
+        "yes",
+        "no",
+        "lol",
+        "haha",
+        "hmm",
+        "um",
+        "wait",
+        "scratch",
+        "one",
+        "more",
+        "good",
+        "bad",
+        "fun",
+        "random",
+        "new",
+        "latest",
+        "final",
+        "second",
+        "third",
+        "first",
+        "last",
+    ]
+)
+_NAME_TOKEN = re.compile(
+    r"(?:Dr|Mr|Mrs|Ms|Mx|Prof|Sir|Dame|Rev|St)\.?|[A-Z][a-z]+(?:[-'][A-Z]?[a-z]+)*|[A-Z]\.?"
+)
+#: A discourse label before a statement ("Quick update: ..."), stripped before parsing.
+_LABEL = re.compile(r"^\s*([A-Za-z][\w .'\-]{0,30}?)\s*:\s+")
+
+# ---------------------------------------------------------------------------- cues
 _CUES = re.compile(
     r"\b(actually|correction|sorry|no longer|not any ?more|any ?more|from now on|instead|"
-    r"switched|changed my mind|change of heart|these days|now|update|scratch that|"
-    r"overtaken|rather than)\b",
+    r"switch(?:ed)?|changed my mind|change of heart|change of plans?|these days|nowadays|lately|"
+    r"now|update|"
+    r"scratch that|overtaken|rather than|gone off|went off|at the moment|currently|"
+    r"going forward|on second thoughts?|turns out|after all|wrong|misremembered|mixed up|"
+    r"out of date)\b",
     re.I,
 )
 _NEGATION = re.compile(
     r"\b(no longer|not any ?more|don't .{0,30}any ?more|instead of|overtaken|rather than|"
-    r"switched from|not .{0,20}any ?more|isn't .{0,30}any ?more)\b",
+    r"switched from|not .{0,20}any ?more|isn't .{0,30}any ?more|gone off|went off|never|"
+    r"no more|done with|over it|left|(?:i'm|i am) not)\b",
     re.I,
 )
 _LEADING = re.compile(
-    r"^(?:(?:actually|sorry|correction|update|ok(?:ay)?|so|well|oh|also|and|but|by the way|"
-    r"for the record|just so you know|quick update|heads up|fyi|these days|now|change of heart|"
-    r"scratch that|one more thing|small thing|a small thing|please)[,:;.!\s-]*)+",
+    r"^(?:(?:actually|sorry|correction|update|ok(?:ay)?|so|well|oh|ah|also|and|but|by the way|"
+    r"for the record|just so you know|quick update|heads up|heads-up|fyi|these days|nowadays|"
+    r"lately|now|change of heart|scratch that|one more thing|small thing|a small thing|please|"
+    r"honestly|to be honest|in fact|turns out|on second thoughts?|right|hmm+|um+|ps|p\.s\.?|"
+    r"note|reminder|edit|btw|anyway|wait|oops|my bad|i was wrong)[,:;.!\s-]*)+",
     re.I,
 )
+_CUE_TRIGGERS = (
+    "actually",
+    "correction",
+    "sorry",
+    "longer",
+    "more",
+    "now",
+    "instead",
+    "switch",
+    "changed",
+    "change of heart",
+    "change of plan",
+    "these days",
+    "update",
+    "scratch",
+    "overtaken",
+    "rather",
+    "gone off",
+    "went off",
+    "lately",
+    "moment",
+    "currently",
+    "forward",
+    "second thought",
+    "turns out",
+    "after all",
+    "wrong",
+    "misremembered",
+    "mixed up",
+    "out of date",
+)
+_NEGATION_TRIGGERS = (
+    "longer",
+    "more",
+    "instead",
+    "overtaken",
+    "rather",
+    "switch",
+    "off",
+    "never",
+    "not",
+    "done with",
+    "over it",
+    "left",
+)
+#: Cues strong enough for the subject-less fallback rule (4) and for episodic subjects.
+_STRONG_CUES = re.compile(
+    r"\b(actually|correction|sorry|no longer|from now on|instead|changed my mind|"
+    r"change of heart|change of plans?|scratch that|update|on second thoughts?)\b",
+    re.I,
+)
+#: A time cue: the statement is about how things are now (needed by the weaker
+#: preference phrasings, "I'm into matcha now").
+_NOW = re.compile(
+    r"\b(now|these days|nowadays|lately|at the moment|currently|any ?more|recently|"
+    r"more and more|from now on|going forward|instead)\b",
+    re.I,
+)
+
+# --------------------------------------------------------------------------- lists
+_ITEM = r"(?P<item>[a-z][\w'\-]*(?:\s+[\w'\-]+){0,3}?)"
 _LIST_ADD = re.compile(
-    r"\b(?:add|put|stick|pop|include|get|note down|write down|jot down)\s+(?P<item>.{1,60}?)"
-    r"\s+(?:back\s+)?(?:on|to|onto|in|for)(?:to)?\s+(?:the|my|our)\s+"
+    r"\b(?:add|put|stick|pop|include|get|note down|write down|jot down|throw)\s+"
+    r"(?P<item>.{1,60}?)\s+(?:back\s+)?(?:on|to|onto|in|for)(?:to)?\s+(?:the|my|our)\s+"
     r"(?P<list>[\w\s'\-]{0,30}?(?:list|shopping|shop))\b",
     re.I,
 )
@@ -78,9 +324,35 @@ _LIST_NEED = re.compile(
     r"(?:\s+(?:when|for|before|on)\b|[.;!?]|$)",
     re.I,
 )
+_OUT_OF = re.compile(
+    r"\b(?:we're|we are|i'm|i am|we've|i've|we have|i have)\s+(?:nearly\s+|almost\s+|"
+    r"completely\s+|all\s+|just\s+)?(?:out of|run out of|running out of|running low on|"
+    r"low on|short of)\s+(?:the\s+|some\s+)?" + _ITEM + r"(?=\s*[,.;!?]|\s+(?:so|and|again|"
+    r"too|now|already)\b|\s*$)",
+    re.I,
+)
+_BARE_ADD = re.compile(
+    r"^(?:add|and)\s+(?:some\s+|a\s+|an\s+|the\s+|more\s+)?" + _ITEM + r"(?:\s+(?:too|as well|"
+    r"again|also|back|please))*\s*[.!]?$",
+    re.I,
+)
 _LIST_REMOVE = re.compile(
-    r"\b(?:remove|take|cross|strike|delete|drop|scratch|scrap)\s+(?P<item>.{1,60}?)\s+"
+    r"\b(?:remove|take|cross|strike|delete|drop|scratch|scrap|tick)\s+(?P<item>.{1,60}?)\s+"
     r"(?:off|from)\s+(?:the|my|our)\s+(?P<list>[\w\s'\-]{0,30}?list)\b",
+    re.I,
+)
+_BARE_REMOVE = re.compile(
+    r"^(?:remove|delete|drop|cross off|take off|strike off|tick off)\s+(?:the\s+|some\s+)?"
+    + _ITEM
+    + r"(?:\s+(?:too|as well|please))*\s*[.!]?$",
+    re.I,
+)
+#: "got the milk already, cross it off", "we already have eggs", "cross that off".
+_HAVE_IT = re.compile(
+    r"\b(?:(?:got|bought|picked up|grabbed|found)\s+(?:the\s+|some\s+)?" + _ITEM + r"\s+already"
+    r"|already\s+(?:got|bought|have|picked up|grabbed|found)\s+(?:the\s+|some\s+|a\s+|an\s+)?"
+    r"(?P<item2>[a-z][\w'\-]*(?:\s+[\w'\-]+){0,3}?)(?=\s*[,.;!?]|\s+(?:so|and)\b|\s*$)"
+    r"|(?:cross|tick|strike|take|knock|scratch)\s+(?P<pron>it|that|them|those|this)\s+off)\b",
     re.I,
 )
 _LIST_DROP = re.compile(
@@ -93,68 +365,300 @@ _NO_NEED = re.compile(
     r"(?:\s+any ?more|\s+after all|\s+now)?\s*[.!]?$",
     re.I,
 )
+_NAMED_ELSEWHERE = re.compile(
+    r"\b(?:out of|need|buy|get|got|bought|have|found|picked up|grabbed)\s+"
+    r"(?:the\s+|some\s+|a\s+|an\s+)?([\w\s'\-]+?)(?:[,.;]|\s+so\b|\s+already\b|$)",
+    re.I,
+)
+
+# ---------------------------------------------------------------- subject = value
+_OWNER = r"(?P<owner>my|our|[A-Z][a-z]+'s)"
+#: Words that make a noun a preference: "favourite drink", "go-to drink", "usual drink".
+_PREF = r"(?:favou?rite|fave|fav|preferred|go-to|go to|usual)"
+_IS = (
+    r"(?:is|are|'s|has become|has changed to|would be|is now|now is|these days is|"
+    r"at the moment is|has to be|must be|was|"
+    r"has changed(?: again)?[.!;:,]?\s+(?:it's|it is|now it's))"
+)
 _FAV_A = re.compile(
-    r"\b(?P<owner>my|our|[A-Z][a-z]+'s)\s+(?:new\s+|current\s+|absolute\s+|all-time\s+)?"
-    r"(?:favou?rite|preferred)\s+(?P<subj>[a-z][\w\s\-]{0,30}?)\s+(?:is|are|has become|"
-    r"would be|is now|now is|these days is)\s+(?P<val>.+)$",
+    _OWNER
+    + r"\s+(?:new\s+|current\s+|absolute\s+|all-time\s+|real\s+|true\s+)?"
+    + _PREF
+    + r"\s+(?P<subj>[a-z][\w\s\-]{0,30}?)\s*(?:\s"
+    + _IS
+    + r"|:)\s+(?P<val>.+)$",
     re.I,
 )
 _FAV_C = re.compile(
-    r"\b(?P<owner>my|our|[A-Z][a-z]+'s)\s+(?:new\s+)?(?:favou?rite|preferred)\s+"
-    r"(?P<subj>[a-z][\w\s\-]{0,30}?)\?\s+(?P<val>.+)$",
+    _OWNER + r"\s+(?:new\s+)?" + _PREF + r"\s+(?P<subj>[a-z][\w\s\-]{0,30}?)\?\s+(?P<val>.+)$",
     re.I,
 )
 _FAV_B = re.compile(
-    r"^(?P<val>.+?)\s+(?:is|are|has become|has overtaken .+? as|is now)\s+(?:now\s+)?"
-    r"(?P<owner>my|our|[A-Z][a-z]+'s)\s+(?:new\s+)?(?:favou?rite|preferred)\s+"
-    r"(?P<subj>[a-z][\w\s\-]{0,30}?)(?:\s+now|\s+these days)?\s*[.!]?$",
+    r"^(?P<val>.+?)\s*(?:\s(?:is|are|has become|has overtaken .+? as|is now|has (?:always )?been|"
+    r"was always|will always be)|'s|[;,]\s+"
+    r"(?:it's|it is|that's|that is))\s+(?:now\s+|definitely\s+|officially\s+|still\s+)?"
+    + _OWNER
+    + r"\s+(?:new\s+)?"
+    + _PREF
+    + r"\s+(?P<subj>[a-z][\w\s\-]{0,30}?)"
+    r"(?:\s+now|\s+these days|\s+nowadays|\s+at the moment|\s+by (?:a mile|far)|\s+for sure)?"
+    r"\s*[.!]?$",
     re.I,
 )
+_FAV_OF_CHOICE = re.compile(
+    _OWNER
+    + r"\s+(?P<subj>[a-z][\w\-]*(?:\s+[a-z][\w\-]*)?)\s+of\s+choice\s+"
+    + _IS
+    + r"\s+(?P<val>.+)$",
+    re.I,
+)
+_FAV_BEST = re.compile(
+    r"\bthe\s+(?P<subj>[a-z][\w\-]*(?:\s+[a-z][\w\-]*)?)\s+(?:i|we)\s+(?:like|love|enjoy|"
+    r"prefer)\s+(?:the\s+)?(?:best|most)\s+(?:now\s+|these days\s+)?" + _IS + r"\s+(?P<val>.+)$",
+    re.I,
+)
+#: "my new favourite is matcha": a preference without a noun (the subject is unknown).
+_FAV_NOUNLESS = re.compile(
+    r"\b(?:my|our)\s+(?:new\s+|current\s+)?(?:favou?rite|fave|go-to)\s+(?:now\s+|these days\s+|"
+    r"at the moment\s+)?(?:is|has to be)\s+(?P<val>.+)$"
+    r"|^(?P<val2>.+?)\s+is\s+(?:now\s+)?my\s+(?:new\s+)?(?:favou?rite|fave|go-to)"
+    r"(?:\s+now|\s+these days)?\s*[.!]?$",
+    re.I,
+)
+_V = r"(?P<val>[^,.;!?]+)"
+#: Preference verbs; group ``cat`` names a category when the verb implies one.
+_PREF_VERBS: tuple[tuple[re.Pattern[str], bool], ...] = (
+    # (pattern, needs a time cue)
+    (
+        re.compile(
+            r"\b(?:i|we)(?:'ve| have)?\s+(?:now\s+|recently\s+|just\s+|finally\s+|since\s+|"
+            r"actually\s+|completely\s+)?(?:switched|swapped|changed|converted|gone over|"
+            r"moved on)\s+(?:over\s+)?(?:from\s+[^,.;!?]+?\s+)?to\s+" + _V,
+            re.I,
+        ),
+        False,
+    ),
+    (
+        re.compile(
+            r"\b(?:i|we)\s+(?:now\s+|really\s+|much\s+|actually\s+|definitely\s+|mostly\s+|"
+            r"generally\s+|honestly\s+)*prefer\s+(?!to\s|it\b|that\b|not\b)" + _V,
+            re.I,
+        ),
+        False,
+    ),
+    (
+        re.compile(
+            r"\b(?:i|we)\s+(?:now\s+|really\s+|actually\s+|definitely\s+)*(?:like|love|enjoy)\s+"
+            r"(?P<val>[^,.;!?]+?)\s+(?:even\s+|much\s+|a lot\s+)?(?:better|more|most|best)\b",
+            re.I,
+        ),
+        False,
+    ),
+    (
+        re.compile(
+            r"\b(?:i'm|i am|we're|we are)\s+(?:now\s+|really\s+|totally\s+|so\s+|very\s+|"
+            r"all\s+|completely\s+)*(?:into|hooked on|obsessed with|all about|loving|mad about|"
+            r"crazy about|a big fan of|a fan of)\s+" + _V,
+            re.I,
+        ),
+        True,
+    ),
+    (
+        re.compile(
+            r"\b(?:i'm|i am|i've become|i have become)\s+(?:now\s+|definitely\s+|really\s+|"
+            r"very much\s+|much\s+)?(?P<more>more\s+of\s+)?an?\s+(?P<val>[\w\-]+(?:\s+[\w\-]+)?)"
+            r"\s+(?:person|fan|drinker|eater|lover|girl|guy|kind of (?:person|guy|girl)|type)\b",
+            re.I,
+        ),
+        True,
+    ),
+    (
+        re.compile(
+            r"\b(?:i|we)\s+(?:(?:now|mostly|mainly|usually|generally|normally|only|just|"
+            r"tend to|always|largely)\s+)+(?P<cat>drink|eat|listen to)\s+" + _V,
+            re.I,
+        ),
+        False,
+    ),
+    (
+        re.compile(r"\b(?:i|we)\s+(?P<cat>drink|eat|listen to)\s+" + _V, re.I),
+        True,
+    ),
+)
+#: Facts about the speaker: "I'm allergic to shellfish", "I live in Leeds", "I work as a nurse".
+_SELF = re.compile(
+    r"\b(?:i'm|i am|i've been|i have been)\s+(?:now\s+|actually\s+|currently\s+)?"
+    r"(?P<rel>allergic to|based in|living in|married to|engaged to|working at|working as|"
+    r"working for)\s+(?P<val>[^,.;!?]+)"
+    r"|\b(?:i|we)\s+(?:now\s+|actually\s+|currently\s+)?(?P<rel2>live in|work at|work as|"
+    r"work for)\s+(?P<val2>[^,.;!?]+)",
+    re.I,
+)
+_SELF_KEY = {
+    "allergic to": "allergy",
+    "based in": "home|live",
+    "living in": "home|live",
+    "live in": "home|live",
+    "married to": "spouse",
+    "engaged to": "spouse",
+    "working at": "job|work",
+    "working as": "job|work",
+    "working for": "job|work",
+    "work at": "job|work",
+    "work as": "job|work",
+    "work for": "job|work",
+}
+#: After a negation, "it's Y" states the replacement ("Not tea any more; it's matcha").
+_ITS = re.compile(
+    r"(?:^|[;,.:]\s*|\bnow\s+)(?:it's|it is)\s+(?:now\s+|all about\s+)?(?P<val>[^,.;!?]+)", re.I
+)
+_VERB_CATEGORY = {"drink": "drink", "eat": "food", "listen to": "music"}
+#: Head nouns that name the same preference ("beverage" = "drink").
+_HEAD_SYNONYMS = {
+    "beverage": "drink",
+    "tipple": "drink",
+    "film": "movie",
+    "novel": "book",
+    "read": "book",
+    "cuisine": "food",
+    "dish": "food",
+    "meal": "food",
+    "programme": "show",
+    "series": "show",
+    "tune": "song",
+    "track": "song",
+    "writer": "author",
+    "color": "colour",
+    "colors": "colour",
+    "hue": "colour",
+    "shade": "colour",
+    "footy": "football",
+}
 _NAME = re.compile(
-    r"\b(?i:call me|calls me|my name is|my name's|i go by|i'm going by|known as|i'm called|"
-    r"address me as|refer to me as)\s+"
+    r"\b(?i:call me|calls me|called me|my name is|my name's|i go by|i'm going by|"
+    r"i am going by|going by|i'm called|address me as|refer to me as|to be called|"
+    r"use the name|name me)\s+"
     r"(?P<val>[A-Z][\w\-]*(?:\s+[A-Z][\w\-]*)?)",
+)
+_USE_NAME = re.compile(
+    r"\b(?i:please\s+use|just\s+use|use)\s+(?P<val>[A-Z][\w\-]*)(?:\s*,)?\s+"
+    r"(?i:instead|from now on|for me|going forward|from today|when you talk to me|not\b)",
+)
+_NAME_TRIGGERS = (
+    "call",
+    "name",
+    "go by",
+    "going by",
+    "address me",
+    "refer to me",
+    "use",
 )
 _COPULA = re.compile(
     r"^(?P<owner>my|our|the|[A-Z][a-z]+'s)\s+(?P<subj>[a-z][\w\s'\-]{0,30}?)\s+"
-    r"(?:is|are|will be|was moved to|is moving to|moved to|has moved to|lives|works|is based)\s+"
+    r"(?:(?:[a-z]+ed|left|quit|sold|bought)\s+(?:[\w']+\s+){0,2}and\s+)?"
+    r"(?:now\s+|still\s+|also\s+|currently\s+)?"
+    r"(?P<verb>is|are|'s|will be|has been set for|is set for|is scheduled for|"
+    r"has been scheduled for|is booked for|is due|falls on|was moved to|"
+    r"has been moved to|has moved to|is moving to|"
+    r"moved to|lives|is living|has been living|works|is working|is based|is now based)\s+"
     r"(?:now\s+|actually\s+)?(?P<val>.+)$",
     re.I,
 )
-_CUE_TRIGGERS = (
-    "actually",
-    "correction",
-    "sorry",
-    "longer",
-    "more",
-    "now",
-    "instead",
-    "switched",
-    "changed",
-    "change of heart",
-    "these days",
-    "update",
-    "scratch",
-    "overtaken",
-    "rather",
+#: "the airline has moved my flight to Thursday", "we pushed the meeting back to May".
+_MOVED = re.compile(
+    r"\b(?P<verb>moved|changed|rescheduled|pushed|put|brought|shifted)\s+"
+    r"(?P<owner>my|our|the|[A-Z][a-z]+'s)\s+(?P<subj>[a-z][\w\s'\-]{0,30}?)\s+"
+    r"(?:back\s+|forward\s+|out\s+)?to\s+(?P<val>.+)$",
+    re.I,
 )
-_NEGATION_TRIGGERS = ("longer", "more", "instead", "overtaken", "rather", "switched")
-_NAME_TRIGGERS = (
-    "call me",
-    "calls me",
-    "name is",
-    "name's",
-    "go by",
-    "going by",
-    "known as",
-    "called",
-    "address me",
-    "refer to me",
+_VERB_CLASS = {
+    "lives": "live",
+    "is living": "live",
+    "has been living": "live",
+    "is based": "live",
+    "is now based": "live",
+    "works": "work",
+    "is working": "work",
+    "has moved to": "moved",
+    "is moving to": "moved",
+    "moved to": "moved",
+}
+#: Subjects about one occasion ("my plan for the evening", "lunch today"): a later one is
+#: another occasion, not a correction, unless a strong cue says so.
+_EPISODIC = frozenset(
+    [
+        "today",
+        "tonight",
+        "tomorrow",
+        "yesterday",
+        "morning",
+        "afternoon",
+        "evening",
+        "night",
+        "weekend",
+        "week",
+        "day",
+        "lunch",
+        "dinner",
+        "breakfast",
+        "moment",
+    ]
 )
-#: Cues strong enough for the subject-less fallback rule (4).
-_STRONG_CUES = re.compile(
-    r"\b(actually|correction|sorry|no longer|from now on|instead|changed my mind|"
-    r"change of heart|scratch that|update)\b",
+#: Words of a value that say when or how sure, not what.
+_VALUE_FILLER = frozenset(
+    [
+        "now",
+        "days",
+        "nowadays",
+        "lately",
+        "moment",
+        "currently",
+        "actually",
+        "really",
+        "definitely",
+        "honestly",
+        "mile",
+        "far",
+        "instead",
+        "again",
+        "anymore",
+        "new",
+        "favourite",
+        "favorite",
+        "best",
+        "mostly",
+        "mainly",
+        "usually",
+        "generally",
+        "normally",
+        "always",
+        "sure",
+        "though",
+        "think",
+    ]
+)
+_CLAUSE_END = re.compile(
+    r"\s*(?:,(?!\d)|[;:(]|\s-\s|\bbut\b|\bbecause\b|\bwhich\b|\bso\b|\bthough\b|\bsince\b|"
+    r"\bwhen\b|\band\s+(?:i|it|that|we|my)\b|\s(?:i|we|you|he|she|they)\s)",
+    re.I,
+)
+_NEG_SPAN = r"(?:the\s+|a\s+|an\s+|my\s+)?(?P<neg>[£$€]?[\w'\-]+(?:[,.]\d+)*(?:\s+[\w'\-]+){0,2}?)"
+_NEG_END = r"(?=\s*[,.;!?)]|\s+(?:any ?more|now|these days|as|and|but|so|to|any|at all|anyway)\b|$)"
+#: Values the new statement rejects: "not Y any more", "it's X, not Y", "gone off Y".
+_NEGATED = re.compile(
+    r"(?:\b(?:gone|went|going)\s+(?:right\s+|completely\s+|totally\s+)?off"
+    r"|\b(?:i'm|i am)\s+(?:so\s+|totally\s+|completely\s+)?(?:over|done with|off|sick of|"
+    r"tired of|bored of|bored with)"
+    r"|\b(?:don't|do not|no longer|never|won't|can't stand)\s+(?:really\s+|even\s+)?"
+    r"(?:like|drink|eat|want|love|enjoy|fancy|use|go by|prefer)"
+    r"|\bnot\s+(?=(?:the\s+|a\s+|an\s+|my\s+)?[\w'\-]+(?:\s+[\w'\-]+){0,2}?\s+any ?more)"
+    r"|\bno more|\binstead of|\brather than|\bmore than"
+    r"|\b(?:switched|changed|swapped|moved on|converted)\s+(?:over\s+)?from"
+    r"|\bprefer\s+[^,.;!?]+?\s+(?:to|over)"
+    r"|\bovertaken|\bforget (?:what i said about|about)?"
+    r"|\b(?:dropped|ditched|quit|gave up|given up|left|moved away from|moved out of)"
+    r"|\b(?:i'm|i am)\s+not\s+(?:allergic to|into|a fan of|based in|living in|from)"
+    r"|(?:,|;|\bit'?s\s+\S+|\bthat's\s+\S+)\s*(?:and\s+)?not)\s+" + _NEG_SPAN + _NEG_END,
     re.I,
 )
 _PRONOUN_ITEMS = {"that", "it", "them", "those", "this", "these", "some"}
@@ -163,10 +667,16 @@ _SPELLING = {"favorite": "favourite", "color": "colour", "colors": "colours"}
 
 @dataclass(frozen=True)
 class Statement:
-    """What the rule understood of one text."""
+    """What the rule understood of one text.
+
+    ``subject`` is ``"<owner>|<words>"``: the owner is ``@<speaker>`` for "my ..." (``@``
+    alone when the speaker is unknown) or the possessor's name ("priya"); the words are
+    the normalised subject in order, ``favourite *`` for a preference whose noun is not
+    said ("I prefer matcha these days").
+    """
 
     speaker: str | None
-    subject: str | None = None  # owner-qualified key, e.g. "dana|favourite colour"
+    subject: str | None = None
     value: frozenset[str] = frozenset()
     op: str | None = None  # "add" | "remove" for list operations
     items: frozenset[str] = frozenset()
@@ -175,13 +685,15 @@ class Statement:
     strong_cue: bool = False
     negation: bool = False
     words: frozenset[str] = frozenset()
+    negated: frozenset[str] = frozenset()  # values the text rejects ("not Y any more")
+    episodic: bool = False  # the subject is one occasion ("my plan for the evening")
 
 
 def _list_name(lower: str) -> str | None:
     """Which list a statement is about: packing, shopping, or unknown (matches any)."""
     if "pack" in lower:
         return "packing"
-    if "shop" in lower or "buy" in lower or "grocer" in lower:
+    if "shop" in lower or "buy" in lower or "grocer" in lower or "out of" in lower:
         return "shopping"
     return None
 
@@ -190,26 +702,70 @@ def _has(lower: str, triggers: tuple[str, ...]) -> bool:
     return any(t in lower for t in triggers)
 
 
+def _norm_word(w: str) -> str:
+    w = _SPELLING.get(w, w)
+    if len(w) > 3 and w.endswith("s") and not w.endswith("ss"):
+        w = w[:-1]
+    return w
+
+
 def _norm_words(text: str) -> frozenset[str]:
-    out = set()
-    for w in content_words(text):
-        w = _SPELLING.get(w, w)
-        if len(w) > 3 and w.endswith("s") and not w.endswith("ss"):
-            w = w[:-1]
-        out.add(w)
-    return frozenset(out)
+    return frozenset(_norm_word(w) for w in content_words(text))
 
 
-def _subject_key(owner: str, subject: str, speaker: str | None) -> str:
+def _split_speaker(text: str) -> tuple[str | None, str]:
+    """``("dana", "my ...")`` for ``"Dana: my ..."``; discourse labels are not speakers."""
+    m = _PREFIX.match(text)
+    if m and _is_speaker(m.group(1).strip()):
+        return m.group(1).strip().lower(), m.group(2).strip()
+    return None, text.strip()
+
+
+def _is_speaker(label: str) -> bool:
+    """A role ("user") or a name ("Dana", "Dr. Lee"), not a label ("Update", "PS")."""
+    if label.lower() in _ROLES:
+        return True
+    words = label.split()
+    if not 1 <= len(words) <= 3:
+        return False
+    if any(w.lower().strip(".") in _DISCOURSE for w in words):
+        return False
+    return all(_NAME_TOKEN.fullmatch(w) for w in words)
+
+
+def _strip_label(body: str) -> str:
+    """Drop a leading discourse label ("Quick update: ...") and discourse words."""
+    m = _LABEL.match(body)
+    if m and any(w.lower().strip(".") in _DISCOURSE for w in m.group(1).split()):
+        body = body[m.end() :]
+    return _LEADING.sub("", body).strip()
+
+
+def _subject_words(subject: str) -> str:
+    """The normalised subject, in order, with head-noun synonyms mapped."""
+    words = [
+        _norm_word(w)
+        for w in re.findall(r"[a-z][\w'\-]*", subject.lower())
+        if w in content_words(w) or w == "name"
+    ]
+    if words:
+        words[-1] = _HEAD_SYNONYMS.get(words[-1], words[-1])
+    return " ".join(words) or subject.lower().strip()
+
+
+def _owner(owner: str, speaker: str | None) -> str:
     owner_l = owner.lower()
     if owner_l in ("my", "our"):
-        who = (speaker or "self").lower()
-    elif owner_l == "the":
-        who = "the"
-    else:
-        who = owner_l.removesuffix("'s")
-    subj = " ".join(sorted(_norm_words(subject))) or subject.lower().strip()
-    return f"{who}|{subj}"
+        return "@" + (speaker or "")
+    if owner_l == "the":
+        return "the"
+    return owner_l.removesuffix("'s")
+
+
+def _value(text: str, subject: str = "") -> frozenset[str]:
+    """Content words of the first clause of ``text`` that say what, not when."""
+    text = _CLAUSE_END.split(text, maxsplit=1)[0]
+    return _norm_words(text) - _VALUE_FILLER - _norm_words(subject)
 
 
 def _item_words(item: str, sentence: str) -> frozenset[str]:
@@ -217,34 +773,12 @@ def _item_words(item: str, sentence: str) -> frozenset[str]:
     if words and not (set(item.lower().split()) <= _PRONOUN_ITEMS):
         return words
     # "we're out of butter, so stick that on the list": the item is named elsewhere
-    m = re.search(
-        r"\b(?:out of|need|buy|get)\s+(?:some\s+)?([\w\s'\-]+?)(?:[,.;]|\s+so\b|$)", sentence, re.I
-    )
+    m = _NAMED_ELSEWHERE.search(sentence)
     return _norm_words(m.group(1)) if m else frozenset()
 
 
-@functools.lru_cache(maxsize=65_536)
-def parse(text: str) -> Statement:
-    """Parse one memory text (see the module doc for the rule). Results are cached."""
-    speaker = None
-    body = text.strip()
-    m = _SPEAKER.match(body)
-    if m:
-        speaker, body = m.group(1).strip().lower(), m.group(2).strip()
-    lower = body.lower()
-    # cheap keyword checks first: most texts state no fact and skip every regex
-    first = re.split(r"(?<=[.!?])\s+", body)
-    cue = _has(lower, _CUE_TRIGGERS) and bool(_CUES.search(body))
-    negation = _has(lower, _NEGATION_TRIGGERS) and bool(_NEGATION.search(body))
-    words = _norm_words(body)
-    strong = cue and bool(_STRONG_CUES.search(body))
-    base = {
-        "speaker": speaker,
-        "cue": cue,
-        "strong_cue": strong,
-        "negation": negation,
-        "words": words,
-    }
+def _list_op(body: str, lower: str) -> tuple[str, frozenset[str], str | None] | None:
+    """``(op, items, list)`` of a list operation, if the text is one."""
     listy = "list" in lower or "shop" in lower
     for pattern, op, needed in (
         (_LIST_REMOVE, "remove", listy),
@@ -256,34 +790,176 @@ def parse(text: str) -> Statement:
         if lm:
             items = _item_words(lm.group("item"), body)
             if items:
-                return Statement(op=op, items=items, list_name=_list_name(lower), **base)  # type: ignore[arg-type]
+                return op, items, _list_name(lower)
     nm = _NO_NEED.search(body) if "need" in lower else None
     if nm and _norm_words(nm.group("item")):
-        return Statement(op="remove", items=_norm_words(nm.group("item")), **base)  # type: ignore[arg-type]
-    for sentence in first:
-        dm = _LIST_DROP.search(_LEADING.sub("", sentence).strip())
-        if dm and _norm_words(dm.group("item")):
-            items = _norm_words(dm.group("item"))
-            return Statement(op="remove", items=items, list_name=_list_name(lower), **base)  # type: ignore[arg-type]
+        return "remove", _norm_words(nm.group("item")), None
+    hm = _HAVE_IT.search(body) if "already" in lower or " off" in lower else None
+    if hm:
+        item = hm.group("item") or hm.group("item2") or hm.group("pron")
+        items = _item_words(item, body)
+        if items:
+            return "remove", items, _list_name(lower)
+    om = _OUT_OF.search(body) if "out of" in lower or "low on" in lower else None
+    if om and _norm_words(om.group("item")):
+        return "add", _norm_words(om.group("item")), "shopping"
+    for sentence in re.split(r"(?<=[.!?])\s+", body):
+        clean = _strip_label(sentence)
+        for pattern, op in ((_LIST_DROP, "remove"), (_BARE_REMOVE, "remove"), (_BARE_ADD, "add")):
+            dm = pattern.search(clean)
+            if dm and not re.search(r"\b(?:to|from|in|into|on|onto|for|with)\b", dm.group("item")):
+                items = _norm_words(dm.group("item")) - _VALUE_FILLER
+                if items:
+                    return op, items, _list_name(lower)
+    return None
 
-    nm = _NAME.search(body) if _has(lower, _NAME_TRIGGERS) else None
-    if nm:
-        key = f"{speaker or 'self'}|name"
-        return Statement(subject=key, value=frozenset({nm.group("val").lower()}), **base)  # type: ignore[arg-type]
-    for sentence in [*first, body] if len(first) > 1 else first:
-        clean = _LEADING.sub("", sentence).strip()
-        fav = "favo" in lower or "preferred" in lower
-        for pattern in (_FAV_A, _FAV_C, _FAV_B, _COPULA) if fav else (_COPULA,):
-            fm = pattern.search(clean)
-            if fm:
-                subj = fm.group("subj")
-                if pattern is not _COPULA:
-                    subj = "favourite " + subj
-                value = _norm_words(fm.group("val")) - _norm_words(subj)
+
+def _subject_value(
+    sentences: list[str], lower: str, speaker: str | None, timely: bool
+) -> tuple[str, frozenset[str], bool] | None:
+    """``(subject key, value, episodic)`` of the first subject = value statement."""
+    fav = _has(lower, ("favo", "fave", "fav ", "preferred", "go-to", "go to", "usual"))
+    tails = [s.split(": ", 1)[1] for s in sentences if ": " in s[:80]]
+    for sentence in [*sentences, *tails]:
+        clean = _strip_label(sentence)
+        if clean.endswith("?") and "? " not in clean:
+            continue  # a question states no fact
+        if fav or "choice" in lower or " best" in lower or " most" in lower:
+            for pattern in (_FAV_A, _FAV_C, _FAV_B, _FAV_OF_CHOICE, _FAV_BEST):
+                fm = pattern.search(clean)
+                if fm:
+                    subj = _subject_words(fm.group("subj"))
+                    if set(subj.split()) <= _VALUE_FILLER:
+                        subj = "*"  # "matcha is my go-to now"
+                    value = _value(fm.group("val"), subj)
+                    if value:
+                        owner = fm.groupdict().get("owner") or "my"
+                        return f"{_owner(owner, speaker)}|favourite {subj}", value, False
+            nm = _FAV_NOUNLESS.search(clean) if fav else None
+            if nm:
+                value = _value(nm.group("val") or nm.group("val2"))
                 if value:
-                    key = _subject_key(fm.group("owner"), subj, speaker)
-                    return Statement(subject=key, value=value, **base)  # type: ignore[arg-type]
+                    return f"{_owner('my', speaker)}|favourite *", value, False
+        for pattern, needs_time in _PREF_VERBS:
+            pm = pattern.search(clean)
+            if not pm or (needs_time and not timely and not pm.groupdict().get("more")):
+                continue
+            cat = pm.groupdict().get("cat")
+            value = _value(pm.group("val"))
+            if value:
+                subj = _VERB_CATEGORY[cat.lower()] if cat else "*"
+                return f"{_owner('my', speaker)}|favourite {subj}", value, False
+        sm = _SELF.search(clean)
+        if sm:
+            rel = (sm.group("rel") or sm.group("rel2")).lower()
+            value = _value(sm.group("val") or sm.group("val2"))
+            if value:
+                return f"{_owner('my', speaker)}|{_SELF_KEY[rel]}", value, False
+        cm = _COPULA.search(clean) or _MOVED.search(clean)
+        if cm:
+            subj = _subject_words(cm.group("subj"))
+            value = _value(cm.group("val"), subj)
+            if value and len(subj.split()) <= 4:
+                verb = _VERB_CLASS.get(cm.group("verb").lower(), "be")
+                if cm.re is _MOVED:
+                    verb = "moved"
+                episodic = bool(set(subj.split()) & _EPISODIC)
+                if " and " in cm.group("subj"):
+                    continue
+                key = f"{_owner(cm.group('owner'), speaker)}|{subj}|{verb}"
+                return key, value, episodic
+    return None
+
+
+@functools.lru_cache(maxsize=65_536)
+def parse(text: str) -> Statement:
+    """Parse one memory text (see the module doc for the rule). Results are cached."""
+    speaker, body = _split_speaker(text)
+    lower = body.lower()
+    # cheap keyword checks first: most texts state no fact and skip most regexes
+    cue = _has(lower, _CUE_TRIGGERS) and bool(_CUES.search(body))
+    negation = _has(lower, _NEGATION_TRIGGERS) and bool(_NEGATION.search(body))
+    negated = frozenset(w for m in _NEGATED.finditer(body) for w in _norm_words(m.group("neg")))
+    words = _norm_words(body)
+    base = {
+        "speaker": speaker,
+        "cue": cue,
+        "strong_cue": cue and bool(_STRONG_CUES.search(body)),
+        "negation": negation,
+        "words": words,
+        "negated": negated - _VALUE_FILLER,
+    }
+    op = _list_op(body, lower)
+    if op is not None:
+        return Statement(op=op[0], items=op[1], list_name=op[2], **base)  # type: ignore[arg-type]
+    if _has(lower, _NAME_TRIGGERS):
+        nm = _NAME.search(body) or _USE_NAME.search(body)
+        if nm:
+            value = frozenset({nm.group("val").lower()})
+            return Statement(subject=f"@{speaker or ''}|name", value=value, **base)  # type: ignore[arg-type]
+    first = re.split(r"(?<=[.!?])\s+", body)
+    timely = bool(_NOW.search(body)) if _has(lower, _NOW_TRIGGERS) else False
+    found = _subject_value([*first, body] if len(first) > 1 else first, lower, speaker, timely)
+    if not found and negated and "it" in lower:
+        im = _ITS.search(body)
+        value = _value(im.group("val")) - negated if im else frozenset()
+        if value:  # a replacement whose subject is not said: never "same" as another
+            liking = _has(lower, ("like", "love", "prefer", "best", "favo", "into"))
+            found = (f"{_owner('my', speaker)}|{'favourite *' if liking else '?'}", value, False)
+    if found:
+        subject, value, episodic = found
+        return Statement(subject=subject, value=value, episodic=episodic, **base)  # type: ignore[arg-type]
     return Statement(**base)  # type: ignore[arg-type]
+
+
+_NOW_TRIGGERS = (
+    "now",
+    "days",
+    "lately",
+    "moment",
+    "currently",
+    "more",
+    "recently",
+    "forward",
+    "instead",
+)
+
+
+def _owners_match(a: str, b: str) -> bool:
+    """Same owner; ``@`` (the unknown speaker's "my") matches any speaker's "my"."""
+    if a == b or (a.startswith("@") and b.startswith("@") and "@" in (a, b)):
+        return True
+    if "the" in (a, b):  # "the flight" is the speaker's flight too
+        return a.startswith("@") or b.startswith("@")
+    return a.lstrip("@") == b.lstrip("@") and a not in ("@", "the") and b not in ("@", "the")
+
+
+def _subject_head(subject: str) -> str:
+    """The head noun of a subject key ("@user|flight|be" -> "flight")."""
+    words = subject.split("|")[1].split()
+    return words[-1] if words else ""
+
+
+def _subject_relation(a: str, b: str) -> str:
+    """``"same"``, ``"maybe"`` (one preference has no noun) or ``"different"``."""
+    a_owner, _, a_subj = a.partition("|")
+    b_owner, _, b_subj = b.partition("|")
+    if not _owners_match(a_owner, b_owner):
+        return "different"
+    if a_subj == b_subj:
+        return "different" if a_subj == "?" else "same"
+    a_words, b_words = a_subj.split("|")[0].split(), b_subj.split("|")[0].split()
+    if a_words == b_words and "|" in a_subj and "|" in b_subj:  # copula: compare verb classes
+        verbs = {a_subj.rpartition("|")[2], b_subj.rpartition("|")[2]}
+        return "same" if "moved" in verbs and verbs <= {"moved", "be", "live"} else "different"
+    if a_words[:1] != ["favourite"] or b_words[:1] != ["favourite"]:
+        return "different"
+    if "*" in (a_words[-1], b_words[-1]):
+        return "maybe"
+    # head-noun matching: "favourite drink" = "favourite hot drink", but not "cold drink"
+    if a_words[-1] == b_words[-1] and (len(a_words) == 2 or len(b_words) == 2):
+        return "same"
+    return "different"
 
 
 @runtime_checkable
@@ -305,7 +981,14 @@ class Candidate:
 
 
 class LexicalSupersession:
-    """The offline default rule (see the module doc)."""
+    """The offline default rule (see the module doc).
+
+    Args:
+        min_similarity: Embedding similarity an older memory needs before a subject =
+            value statement can supersede it (rules 1, 3 and 5).
+        fallback_similarity: Similarity the subject-less fallback (rule 4) and a
+            noun-less preference matched with another noun-less one need.
+    """
 
     def __init__(self, min_similarity: float = 0.45, fallback_similarity: float = 0.6) -> None:
         self.min_similarity = min_similarity
@@ -321,6 +1004,7 @@ class LexicalSupersession:
         """Ids of the candidates ``new`` supersedes (candidates are older memories)."""
         n = parse(new)
         chosen: list[str] = []
+        maybe: list[tuple[float, str]] = []  # noun-less preferences: the best one only
         parsed = [(c, parse(c.text)) for c in candidates]
         for c, o in parsed:
             if n.speaker and o.speaker and n.speaker != o.speaker:
@@ -330,15 +1014,46 @@ class LexicalSupersession:
                 if same_list and n.op != o.op and n.items & o.items:
                     chosen.append(c.id)
                 continue
-            if c.similarity < self.min_similarity:
+            name = n.subject is not None and n.subject.endswith("|name")
+            if c.similarity < self.min_similarity and not (name and o.subject == n.subject):
                 continue
             if n.subject and o.subject:
-                if n.subject == o.subject and n.value != o.value and not n.value <= o.value:
-                    chosen.append(c.id)
+                relation = _subject_relation(n.subject, o.subject)
+                changed = n.value != o.value and not n.value <= o.value
+                if relation == "same" and changed:
+                    if not (n.episodic or o.episodic) or n.strong_cue:
+                        chosen.append(c.id)
+                elif relation == "maybe" and changed:
+                    both_nounless = n.subject.endswith("*") and o.subject.endswith("*")
+                    if not both_nounless or c.similarity >= self.fallback_similarity:
+                        maybe.append((c.similarity, c.id))
+                elif (
+                    relation == "different"
+                    and o.value
+                    and o.value <= n.negated
+                    and _owners_match(n.subject.partition("|")[0], o.subject.partition("|")[0])
+                ):
+                    chosen.append(c.id)  # rule 3: "gone off tea" names the old value
                 continue
-            if n.cue and n.negation and o.subject and o.value and o.value <= n.words:
+            if (
+                o.subject
+                and o.value
+                and not o.op
+                and ((n.cue and n.negation and o.value <= n.words) or o.value <= n.negated)
+            ):
+                chosen.append(c.id)  # rule 3
+                continue
+            if (
+                n.subject
+                and n.negated
+                and not o.subject
+                and not o.op
+                and n.negated <= o.words
+                and _subject_head(n.subject) in o.words
+            ):  # rule 3: "my rent is 1,600, not 1,175" after "I pay 1,175 in rent"
                 chosen.append(c.id)
-            elif (
+                continue
+            if (
                 n.subject
                 and not o.subject
                 and not o.op
@@ -347,6 +1062,8 @@ class LexicalSupersession:
                 and c.similarity >= self.fallback_similarity
             ):  # rule 5: a later clean statement replaces an earlier negated restatement
                 chosen.append(c.id)
+        if maybe and not chosen:
+            chosen.append(max(maybe)[1])
         if chosen or not fallback or n.subject or n.op or not n.strong_cue:
             return chosen
         best = max(

@@ -367,7 +367,10 @@ class OblivionStore(BaseStore):
     ) -> tuple[list[RecalledItem], bool]:
         """Read-only recall, widened until ``want`` items pass the filter or none are left."""
         total = self.oblivion.count(namespace=space)
-        k = max(min(want, total), 1)
+        # neighbour context (up to 2 per top hit) takes slots of a recall's k; ask for
+        # enough that the best `want` by score are all in
+        extra = 2 * self.oblivion.policy_for(space).expand_neighbours
+        k = max(min(want + extra, total), 1)
         while True:
             result = self.oblivion.recall(
                 query, k=k, namespace=space, deep=self.deep, feedback=False

@@ -72,9 +72,7 @@ def test_recall_explains_every_term(mem: Oblivion) -> None:
             policy.w_relevance * max(item.relevance, 0.0)
         )
         share = why["activation_share"]
-        assert share == pytest.approx(
-            (max(item.relevance, 0.0) / best) ** policy.activation_focus
-        )
+        assert share == pytest.approx((max(item.relevance, 0.0) / best) ** policy.activation_focus)
         assert why["contributions"]["activation"] == pytest.approx(
             share * policy.w_activation * item.activation
         )

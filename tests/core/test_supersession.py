@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -184,3 +185,29 @@ def test_supersession_persists(tmp_path: Path) -> None:
     with open_() as mem:
         assert mem.get(old.id).superseded_by == new.id
         assert mem.recall("favourite colour blue").ids == [new.id]
+
+
+_VALUES = st.sampled_from(["tea", "coffee", "matcha", "cocoa", "kombucha", "lemonade"])
+
+
+@given(values=st.lists(_VALUES, min_size=2, max_size=5, unique=True))
+def test_a_chain_of_values_supersedes_each_predecessor(values: list[str]) -> None:
+    """In a chain of restated favourites, each statement supersedes the one before it."""
+    texts = [f"My favourite drink is {v} now." for v in values]
+    for old, new in itertools.pairwise(texts):
+        assert rule.supersedes(new, old, similarity=0.8)
+
+
+@given(
+    person=st.sampled_from(["Priya", "Tom", "Mei"]),
+    old=_VALUES,
+    new=_VALUES,
+    similarity=st.floats(0.0, 1.0),
+)
+def test_another_persons_favourite_is_never_superseded(
+    person: str, old: str, new: str, similarity: float
+) -> None:
+    """A third party's favourite and the speaker's own never supersede each other."""
+    mine, theirs = f"My favourite drink is {new} now.", f"{person}'s favourite drink is {old}."
+    assert not rule.supersedes(mine, theirs, similarity)
+    assert not rule.supersedes(theirs, mine, similarity)

@@ -1,0 +1,206 @@
+"""Stale facts said the way people say them: each phrasing family, and the look-alikes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from oblivion_core import ManualClock, Oblivion
+from oblivion_core.supersession import LexicalSupersession, parse
+
+rule = LexicalSupersession()
+TEA = "My favourite drink is tea."
+
+
+@pytest.mark.parametrize(
+    ("label", "speaker"),
+    [
+        ("user", "user"),
+        ("assistant", "assistant"),
+        ("Dana", "dana"),
+        ("Dr. Lee", "dr. lee"),
+        ("Update", None),
+        ("Quick update", None),
+        ("Note", None),
+        ("PS", None),
+        ("Correction", None),
+        ("Reminder", None),
+        ("FYI", None),
+        ("Shopping list", None),
+    ],
+)
+def test_only_names_and_roles_are_speakers(label: str, speaker: str | None) -> None:
+    """A ``"Label: "`` prefix is a speaker only if it is a role or a name."""
+    assert parse(f"{label}: my favourite drink is matcha now.").speaker == speaker
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "stale"),
+    [
+        # discourse labels are not speakers
+        (TEA, "Update: my favourite drink is matcha now.", True),
+        (TEA, "Quick update: my favourite drink is matcha now.", True),
+        (TEA, "PS: my favourite drink is matcha.", True),
+        ("user: " + TEA, "user: Correction: my favourite drink is matcha.", True),
+        # preference verbs, without the subject noun
+        (TEA, "I prefer matcha these days.", True),
+        (TEA, "I've switched to matcha.", True),
+        (TEA, "Actually, I've switched to matcha.", True),
+        (TEA, "I've gone off tea, I mostly drink matcha now.", True),
+        (TEA, "Nowadays I mostly drink matcha.", True),
+        (TEA, "I'm into matcha now.", True),
+        ("My favourite drink is coffee.", "I'm more of a tea person now.", True),
+        (TEA, "I like matcha better now.", True),
+        (TEA, "Not tea anymore, it's matcha.", True),
+        (TEA, "It's matcha these days, not tea.", True),
+        (TEA, "My new favourite is matcha.", True),
+        (TEA, "Matcha is my go-to now.", True),
+        ("I prefer tea.", "I've switched to matcha.", True),
+        # synonymous subjects
+        (TEA, "My go-to drink is matcha now.", True),
+        (TEA, "My drink of choice is matcha these days.", True),
+        (TEA, "My favourite beverage is matcha now.", True),
+        (TEA, "These days my favourite hot drink is matcha.", True),
+        ("Rugby has always been my favourite sport.", "My favourite sport is climbing.", True),
+        (
+            "My favourite food is pho.",
+            "My favourite food has changed again. It's lasagne now.",
+            True,
+        ),
+        # names
+        ("Call me Sam.", "I go by Alex now.", True),
+        ("Call me Sam.", "Please use Alex from now on.", True),
+        ("Call me Sam.", "It's Alex, not Sam.", True),
+        ("My name is Sam.", "Actually, I'd rather you called me Alex.", True),
+        ("I go by Sam.", "I'd prefer to be called Alex.", True),
+        # corrections and changed facts
+        (
+            "My flight is on Tuesday.",
+            "Sorry, correction: the flight is on Thursday, not Tuesday.",
+            True,
+        ),
+        ("My flight is on Tuesday.", "The airline has moved my flight to Thursday.", True),
+        ("The meeting is on Tuesday.", "The meeting has been moved to Thursday.", True),
+        ("My sister lives in Leeds.", "Actually, my sister moved to York last month.", True),
+        (
+            "My partner works as a nurse.",
+            "Update: my partner retrained and now works as a teacher.",
+            True,
+        ),
+        (
+            "I pay £1,175 a month in rent.",
+            "I misremembered: my rent is £1,600 a month, not £1,175.",
+            True,
+        ),
+        ("I'm allergic to shellfish.", "Correction: it's peanuts I react to, not shellfish.", True),
+        (
+            "My plan for the evening is clearing the gutters.",
+            "Change of plan: my plan for the evening is ironing shirts.",
+            True,
+        ),
+        # independent facts that look like updates
+        ("I went to Paris in May.", "I went to Rome in June.", False),
+        ("Dana: my favourite colour is blue", "Sam: my favourite colour is green", False),
+        ("Dr. Lee: " + TEA, "Dana: my favourite drink is matcha now.", False),
+        ("Priya's favourite colour is red", "My favourite colour is green", False),
+        ("My mum's favourite city is Paris.", "My favourite city is Rome.", False),
+        (TEA, "My brother's favourite drink is coffee.", False),
+        (
+            "I want a window seat on the outbound flight",
+            "I want an aisle seat on the return flight",
+            False,
+        ),
+        ("My favourite hot drink is tea.", "My favourite cold drink is lemonade.", False),
+        (TEA, "My favourite colour is green now.", False),
+        ("My sister lives in Leeds.", "My sister is a nurse.", False),
+        ("My sister lives in Leeds.", "My sister works in York.", False),
+        ("I drink tea in the morning.", "I drink coffee in the afternoon.", False),
+        (TEA, "What's my favourite drink these days?", False),
+        (TEA, TEA, False),
+        (
+            "My plan for the evening is clearing the gutters.",
+            "My plan for the evening is ironing a mountain of shirts.",
+            False,
+        ),
+    ],
+)
+def test_phrasings(old: str, new: str, stale: bool) -> None:
+    """Each phrasing family supersedes the older fact; each look-alike leaves it alone."""
+    assert rule.supersedes(new, old, similarity=0.9) is stale
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "stale"),
+    [
+        ("Add milk to the shopping list.", "Remove milk from the shopping list.", True),
+        ("Add milk.", "Remove the milk.", True),
+        ("We're out of milk.", "Got the milk already, cross it off.", True),
+        ("Add milk to the shopping list.", "Got the milk already, cross it off.", True),
+        ("Add milk to the shopping list.", "We already have milk.", True),
+        ("Add milk to the shopping list.", "We don't need milk any more.", True),
+        ("Add milk to the shopping list.", "Add eggs to the shopping list.", False),
+        ("Add oat milk to the list.", "We're out of oat milk.", False),
+    ],
+)
+def test_list_phrasings(old: str, new: str, stale: bool) -> None:
+    """Removing an item supersedes its addition, whatever the similarity; other items stay."""
+    assert rule.supersedes(new, old, similarity=0.1) is stale
+
+
+def test_a_nounless_preference_supersedes_only_the_most_similar_favourite() -> None:
+    """'I prefer matcha these days' retires one favourite, the closest, not all of them."""
+    from oblivion_core.supersession import Candidate
+
+    cands = [Candidate("drink", TEA, 0.7), Candidate("colour", "My favourite colour is blue", 0.5)]
+    assert rule.choose("I prefer matcha these days.", cands) == ["drink"]
+
+
+# ---------------------------------------------------------------- through the engine
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    ("old", "new", "query"),
+    [
+        (TEA, "Update: my favourite drink is matcha now.", "What is my favourite drink?"),
+        (TEA, "I've gone off tea, I mostly drink matcha now.", "What do I like to drink?"),
+        (TEA, "My go-to drink is matcha now.", "What is my favourite drink?"),
+        ("Call me Sam.", "I go by Alex now.", "What should you call me?"),
+        (
+            "Add oat milk to the shopping list.",
+            "Got the oat milk already, cross it off.",
+            "oat milk",
+        ),
+    ],
+)
+def test_through_the_engine(tmp_path: Path, old: str, new: str, query: str) -> None:
+    """With the default embedder, the newer statement supersedes on write and ranks first."""
+    clock = ManualClock()
+    with Oblivion(tmp_path, clock=clock) as mem:
+        a = mem.remember(old)
+        mem.remember("The weather has been awful all week.")
+        clock.advance(3_600.0)
+        b = mem.remember(new)
+        assert mem.get(a.id).superseded_by == b.id
+        assert mem.recall(query, include_superseded=True).ids[0] == b.id
+
+
+@pytest.mark.integration
+def test_independent_facts_survive_the_engine(tmp_path: Path) -> None:
+    """Trips, other people's favourites and the return flight's seat stay first-class."""
+    clock = ManualClock()
+    texts = [
+        "I went to Paris in May.",
+        "I went to Rome in June.",
+        "Dana: my favourite colour is blue",
+        "Sam: my favourite colour is green",
+        "I want a window seat on the outbound flight",
+        "I want an aisle seat on the return flight",
+    ]
+    with Oblivion(tmp_path, clock=clock) as mem:
+        ids = []
+        for text in texts:
+            ids.append(mem.remember(text).id)
+            clock.advance(600.0)
+        assert all(mem.get(i).superseded_by is None for i in ids)
