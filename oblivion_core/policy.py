@@ -97,7 +97,7 @@ class Policy:
             event; stability *u* slows decay as ``λ / (1 + stability_sigma * u)``.
         stability_sigma: Strength of that slowing (>= 0).
         cap: Maximum activation (boosts never exceed it).
-        floor_fraction: Decay floor is ``floor_fraction * importance``.
+        floor_fraction: Decay floor is ``floor_fraction * importance**2``.
         initial_base: New memories start at ``initial_base + (1 - initial_base) * importance``.
         archive_low / archive_high: Hysteresis band. Active memories below ``archive_low``
             are archived; archived ones above ``archive_high`` are restored; nothing moves
