@@ -4,12 +4,14 @@ The engine gathers candidates (active tier exactly, archive through Chroma when 
 gate opens), then calls :func:`score` and :func:`explain`. The types returned to users,
 :class:`RecalledItem` and :class:`RecallResult`, live here too.
 
-``score = w_relevance * relevance + w_activation * activation + w_importance * importance``
+``score = w_relevance * relevance + share * (w_activation * activation +
+w_importance * importance)``, ``share = (relevance / best relevance) ** activation_focus``
 
-Relevance fuses dense cosine similarity (clipped at 0) with BM25 from SQLite FTS5
-(see :func:`fuse`). The activation and importance weights are
-small by default (0.15, 0.05): activation breaks near-ties and lifts what has proved
-useful, but cannot push an irrelevant memory above a relevant one.
+Relevance fuses dense cosine similarity (clipped at 0) with BM25 (the in-process index of
+:mod:`oblivion_core.lexical`, see :func:`fuse`). The activation and importance weights are
+small by default (0.15, 0.05) and scaled by the relevance share: activation breaks
+near-ties and lifts what has proved useful among memories about as relevant as the best
+one, but cannot push a weak match above a strong one (:func:`activation_share`).
 """
 
 from __future__ import annotations
