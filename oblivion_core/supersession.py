@@ -230,7 +230,7 @@ _LABEL = re.compile(r"^\s*([A-Za-z][\w .'\-]{0,30}?)\s*:\s+")
 _CUES = re.compile(
     r"\b(actually|correction|sorry|no longer|not any ?more|any ?more|from now on|instead|"
     r"switch(?:ed)?|changed my mind|change of heart|change of plans?|these days|nowadays|lately|"
-    r"now|update|"
+    r"now|update\s*:|quick update|an update on|"  # not the noun ("the weekly update")
     r"scratch that|overtaken|rather than|gone off|went off|at the moment|currently|"
     r"going forward|on second thoughts?|turns out|after all|wrong|misremembered|mixed up|"
     r"out of date)\b",
@@ -247,9 +247,12 @@ _LEADING = re.compile(
     r"for the record|just so you know|quick update|heads up|heads-up|fyi|these days|nowadays|"
     r"lately|now|change of heart|scratch that|one more thing|small thing|a small thing|please|"
     r"honestly|to be honest|in fact|turns out|on second thoughts?|right|hmm+|um+|ps|p\.s\.?|"
-    r"note|reminder|edit|btw|anyway|wait|oops|my bad|i was wrong)[,:;.!\s-]*)+",
+    r"note|reminder|edit|btw|anyway|wait|oops|my bad|i was wrong|from today|as of today|"
+    r"from now on|starting today|as of now|from this week|from next week)[,:;.!\s-]*)+",
     re.I,
 )
+#: Where a second statement starts inside a sentence.
+_CLAUSES = re.compile(r"(?:,\s*(?:so|and so|which means|meaning)\s+|;\s+)", re.I)
 _CUE_TRIGGERS = (
     "actually",
     "correction",
@@ -298,7 +301,8 @@ _NEGATION_TRIGGERS = (
 #: Cues strong enough for the subject-less fallback rule (4) and for episodic subjects.
 _STRONG_CUES = re.compile(
     r"\b(actually|correction|sorry|no longer|from now on|instead|changed my mind|"
-    r"change of heart|change of plans?|scratch that|update|on second thoughts?)\b",
+    r"change of heart|change of plans?|scratch that|update\s*:|quick update|an update on|"
+    r"on second thoughts?)\b",
     re.I,
 )
 #: A time cue: the statement is about how things are now (needed by the weaker
@@ -741,12 +745,16 @@ def _strip_label(body: str) -> str:
     return _LEADING.sub("", body).strip()
 
 
+#: Words that date a subject rather than name it ("my new manager" is "my manager").
+_STATE_WORDS = frozenset(["new", "current", "latest", "present"])
+
+
 def _subject_words(subject: str) -> str:
     """The normalised subject, in order, with head-noun synonyms mapped."""
     words = [
         _norm_word(w)
         for w in re.findall(r"[a-z][\w'\-]*", subject.lower())
-        if w in content_words(w) or w == "name"
+        if (w in content_words(w) or w == "name") and w not in _STATE_WORDS
     ]
     if words:
         words[-1] = _HEAD_SYNONYMS.get(words[-1], words[-1])
@@ -898,6 +906,8 @@ def parse(text: str) -> Statement:
             value = frozenset({nm.group("val").lower()})
             return Statement(subject=f"@{speaker or ''}|name", value=value, **base)  # type: ignore[arg-type]
     first = re.split(r"(?<=[.!?])\s+", body)
+    # clauses after ", so" / "; ": "Marcus is moving teams, so my new manager is Priya"
+    first += [c for part in first for c in _CLAUSES.split(part)[1:] if c]
     timely = bool(_NOW.search(body)) if _has(lower, _NOW_TRIGGERS) else False
     found = _subject_value([*first, body] if len(first) > 1 else first, lower, speaker, timely)
     if not found and negated and "it" in lower:

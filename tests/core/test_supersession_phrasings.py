@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from oblivion_core import ManualClock, Oblivion
-from oblivion_core.supersession import LexicalSupersession, parse
+from oblivion_core.supersession import Candidate, LexicalSupersession, parse
 
 rule = LexicalSupersession()
 TEA = "My favourite drink is tea."
@@ -204,3 +204,51 @@ def test_independent_facts_survive_the_engine(tmp_path: Path) -> None:
             ids.append(mem.remember(text).id)
             clock.advance(600.0)
         assert all(mem.get(i).superseded_by is None for i in ids)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        (  # a second statement after ", so", and "new" dates the subject, not names it
+            "Dana: My manager is Marcus Webb. He runs the applied ML group.",
+            "Dana: Big week. Marcus is moving to the platform team, so from today my new "
+            "manager is Priya Nair.",
+            True,
+        ),
+        (
+            "user: My manager is Marcus.",
+            "user: My current manager is Priya; she started today.",
+            True,
+        ),
+        ("user: My former manager is Marcus.", "user: My manager is Priya.", False),
+        (  # a clause about someone else does not restate the speaker's fact
+            "user: My manager is Marcus.",
+            "user: Priya joined the team, so her manager is Marcus too.",
+            False,
+        ),
+    ],
+)
+def test_clauses_and_dated_subjects(old: str, new: str, expected: bool) -> None:
+    """Facts stated in a later clause are read; "new"/"current" do not change the subject."""
+    chosen = LexicalSupersession().choose(new, [Candidate("old", old, 0.6)])
+    assert (chosen == ["old"]) is expected
+
+
+@pytest.mark.parametrize(
+    "new",
+    [
+        "Dana: Priya wants a written Kestrel update from me every Thursday.",
+        "Dana: Can you write this week's Kestrel update for Priya? Usual rules on length.",
+        "Assistant: Weekly Kestrel update for Priya on Thursdays. I'll prompt you.",
+    ],
+)
+def test_the_noun_update_is_not_a_correction(new: str) -> None:
+    """ "a weekly update" names a report; only "Update:" / "quick update" announce a change."""
+    olds = [
+        "Dana: Big week. Marcus is moving to the platform team, so from today my new manager "
+        "is Priya Nair.",
+        "Dana: My first one-to-one with Priya is on Wednesday at 2pm.",
+        "Assistant: Updated. The Kestrel launch is now 28 March.",
+    ]
+    cands = [Candidate(f"o{k}", old, 0.7) for k, old in enumerate(olds)]
+    assert LexicalSupersession().choose(new, cands) == []
