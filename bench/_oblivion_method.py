@@ -126,6 +126,12 @@ VARIANTS: dict[str, Variant] = {
     "oblivion_expand": Variant(
         {"expand_links": True}, recall_every_turn=True, note="link expansion on"
     ),
+    "oblivion_no_supersede": Variant(
+        {"supersede": False}, recall_every_turn=True, note="stale-fact detection off"
+    ),
+    "oblivion_no_share": Variant(
+        {"active_share": None}, recall_every_turn=True, note="no active-tier share target"
+    ),
 }
 
 

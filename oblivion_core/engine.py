@@ -39,6 +39,7 @@ from oblivion_core.errors import (
 from oblivion_core.importance import HeuristicImportance
 from oblivion_core.index import ActiveIndex
 from oblivion_core.lexical import LexicalIndex
+from oblivion_core.lists import ListIndex, list_question
 from oblivion_core.policy import Policy, resolve_policy
 from oblivion_core.recall import (
     RecalledItem,
@@ -57,6 +58,7 @@ from oblivion_core.supersession import (
     LexicalSupersession,
     SupersessionJudge,
     parse,
+    subject_query,
 )
 from oblivion_core.tiering import MaintenancePlan, PlanEntry, plan_tiers
 from oblivion_core.typing import (
@@ -95,6 +97,7 @@ class _Space:
         self.last_write: tuple[str, float] | None = None
         self.writes_since_maintain = 0
         self.last_relevance: dict[str, float] = {}
+        self.lists: ListIndex | None = None  # built on the first list question
 
 
 class Oblivion:
@@ -408,6 +411,8 @@ class Oblivion:
                 [float(x) for x in confs],
                 [m or {} for m in metas],
             )
+            if space.lists is not None:
+                space.lists.note(final_ids, clean)
             # one batched similarity against the most recent memories serves both steps
             recent_ids, recent = space.index.recent(policy.link_window + n)
             sims = vectors @ recent.T
@@ -756,6 +761,13 @@ class Oblivion:
             m: {"dense": float(dense[j]), "lexical": float(lex[j])} for j, m in enumerate(ids_all)
         }
         cand = {m: float(fused[j]) for j, m in enumerate(ids_all)}
+        which = list_question(query)
+        if which is not False:
+            top = max(cand.values(), default=1.0)
+            for m in self._list_items(ns, space, which, active_only=deep is False):
+                if cand.get(m, -np.inf) < top:
+                    cand[m] = top
+                signals[m] = {**signals.get(m, {}), "list_item": 1.0}
 
         return self._score_and_pack(
             query,
@@ -775,6 +787,30 @@ class Oblivion:
             qvec=qvec,
             active_only=deep is False,
         )
+
+    def _list_items(
+        self, ns: str, space: _Space, which: str | None, *, active_only: bool
+    ) -> list[str]:
+        """The additions that make up list ``which`` now (not removed, not invalidated)."""
+        st = space.state
+        if space.lists is None:
+            space.lists = ListIndex()
+            ids = [st.by_seq[q] for q in sorted(st.by_seq)]
+            texts = self._db.texts(ns, ids)
+            space.lists.note([m for m in ids if m in texts], [texts[m] for m in ids if m in texts])
+        out = []
+        for m in space.lists.additions(which):
+            i = st.index.get(m)
+            if (
+                i is None
+                or m in st.superseded_by
+                or st.cols["invalidated"][i]
+                or st.cols["tier"][i] == _COLD
+                or (active_only and m not in space.index)
+            ):
+                continue
+            out.append(m)
+        return out
 
     def _cosines(self, ns: str, space: _Space, qvec: Vectors, ids: list[str]) -> dict[str, float]:
         """Exact cosine similarity of stored memories to the query (active or not)."""
@@ -864,10 +900,18 @@ class Oblivion:
             if m in pos and head in pos:  # newest statement first, always
                 scores[pos[m]] = min(scores[pos[m]], scores[pos[head]] - 1e-6)
         order = rank_order(scores, st.cols["seq"][rows])
+        if signals is not None:  # a list question: the list's current items come first
+            listed = np.fromiter(
+                ("list_item" in signals.get(cids[j], {}) for j in order), bool, len(order)
+            )
+            if listed.any():
+                order = np.concatenate([order[listed], order[~listed]])
         context_of: dict[str, tuple[str, str]] = {}
         if policy.expand_neighbours and qvec is not None:
             hits = [cids[j] for j in order[: policy.expand_neighbours]]
             for hit in hits:
+                if signals is not None and "list_item" in signals.get(hit, {}):
+                    continue  # a list item stands alone: its neighbours are other talk
                 for which, mid in self._neighbours(st, policy, hit):
                     if active_only and mid not in space.index:
                         continue
@@ -1491,8 +1535,10 @@ class Oblivion:
     ) -> None:
         """Let each new memory supersede the older memories it makes stale.
 
-        Candidates: the most similar of the recent memories (``recent_sims``) and the
-        best BM25 matches among all memories.
+        Candidates: the most similar of the recent memories (``recent_sims``) and of the
+        whole active tier, and the best BM25 matches among all memories. Only texts that
+        state something (a subject, a list operation, a cue or a rejected value) are
+        judged by the offline rule.
         """
         st = space.state
         judge = self.supersession_judge
@@ -1506,15 +1552,25 @@ class Oblivion:
         pairs: list[tuple[str, str]] = []
         for k, (mid, text, vec) in enumerate(zip(ids, texts, vectors, strict=True)):
             statement = parse(text)
-            if judge is None and not (statement.subject or statement.op or statement.cue):
+            if judge is None and not (
+                statement.subject or statement.op or statement.cue or statement.negated
+            ):
                 continue
             own_seq = int(st.cols["seq"][st.index[mid]])
             sims: dict[str, float] = {}
             if recent_ids:
                 for j in np.argsort(-recent_sims[k])[:_SUPERSEDE_CANDIDATES]:
                     sims[recent_ids[int(j)]] = float(recent_sims[k, j])
+            # the most similar active memories anywhere (a restatement months later)
+            near, near_sims = space.index.search(vec, _SUPERSEDE_CANDIDATES + 1)
+            for m, sim in zip(near, near_sims, strict=True):
+                sims.setdefault(m, float(sim))
             seqs, _ = self._lex.search(ns, text, _SUPERSEDE_CANDIDATES)
+            keywords = subject_query(statement)
+            if keywords:  # older statements of the same subject, archived ones included
+                seqs = [*seqs, *self._lex.search(ns, keywords, _SUPERSEDE_CANDIDATES)[0]]
             lexical = [st.by_seq[q] for q in seqs if q in st.by_seq and st.by_seq[q] not in sims]
+            lexical = list(dict.fromkeys(lexical))
             sims.update(self._cosines(ns, space, vec, lexical))
             older = [
                 m
@@ -1620,6 +1676,8 @@ class Oblivion:
         acts = self._activation(ns, st, now, np.asarray(rows, dtype=np.int64))
         seqs = [int(st.cols["seq"][i]) for i in rows]
         gone = set(ids)
+        if space.lists is not None:
+            space.lists.discard(gone)
         # Originals of a deleted summary go back to the archive: nothing is lost silently.
         freed = [o for m in ids for o in space.summaries.get(m, []) if o not in gone]
         with self._db.transaction() as conn:
@@ -1694,7 +1752,7 @@ class Oblivion:
             st.col("tier"),
             low=policy.archive_low,
             high=policy.archive_high,
-            capacity=policy.active_capacity,
+            capacity=policy.active_target(st.n),
             invalidated=st.col("invalidated"),
             forget_enabled=policy.forget_enabled,
             forget_below=policy.forget_below,
@@ -2024,6 +2082,7 @@ class Oblivion:
                     "archive_high": policy.archive_high,
                 },
                 "active_capacity": policy.active_capacity,
+                "active_target": policy.active_target(st.n),
                 "categories": cats,
             }
 

@@ -61,6 +61,7 @@ _TEMPLATE_OVERRIDES: dict[str, dict[str, Any]] = {
     "research-assistant": {
         "default_k": 12,
         "active_capacity": 20_000,
+        "active_share": 0.5,
         "archive_low": 0.15,
         "archive_high": 0.3,
         "archive_gate": 0.4,
@@ -104,6 +105,14 @@ class Policy:
             inside the band. Invariant: ``0 <= archive_low < archive_high <= cap``.
         active_capacity: Target size of the active tier (``None`` = unbounded). Above it
             the thresholds rise until the tier fits.
+        active_share: Target share of a namespace's memories in the active tier (``None`` =
+            no share target). The tier's target size is then the smaller of
+            ``active_capacity`` and ``max(active_share_min, ceil(active_share * memories))``:
+            an agent that recalls on every turn keeps boosting what it retrieves, and
+            without a share target that alone holds about half of a long conversation in
+            the fast tier (LoCoMo: 47 %); the archive answers the rest through the gate.
+        active_share_min: Stores with at most this many memories are never pushed below it
+            by ``active_share`` (a small store stays in process).
         forget_enabled: Deletion by decay; off by default.
         forget_below: Archived memories below this activation may be deleted
             (``< archive_low``), except protected ones.
@@ -187,6 +196,8 @@ class Policy:
     archive_low: float = 0.25
     archive_high: float = 0.4
     active_capacity: int | None = None
+    active_share: float | None = 0.25
+    active_share_min: int = 64
     forget_enabled: bool = False
     forget_below: float = 0.02
     forget_min_age: float = 0.0
@@ -283,6 +294,13 @@ class Policy:
         if self.adjacency_window is not None:
             return self.adjacency_window
         return 300.0 if self.clock == "wall" else 1.0
+
+    def active_target(self, memories: int) -> int | None:
+        """Target active-tier size for a namespace of ``memories`` (``None`` = unbounded)."""
+        targets = [] if self.active_capacity is None else [self.active_capacity]
+        if self.active_share is not None:
+            targets.append(max(self.active_share_min, math.ceil(self.active_share * memories)))
+        return min(targets) if targets else None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable view of every field."""
@@ -406,7 +424,17 @@ class Policy:
                 _int(self.active_capacity) and self.active_capacity >= 1,
                 f"active_capacity must be None or an int >= 1, got {self.active_capacity!r}",
             )
-        for name, lo in (("default_k", 1), ("candidate_pool", 1), ("max_text_chars", 1)):
+        if self.active_share is not None:
+            _require(
+                _finite(self.active_share) and 0 < self.active_share <= 1,
+                f"active_share must be None or a share in (0, 1], got {self.active_share!r}",
+            )
+        for name, lo in (
+            ("default_k", 1),
+            ("candidate_pool", 1),
+            ("max_text_chars", 1),
+            ("active_share_min", 0),
+        ):
             v = getattr(self, name)
             _require(_int(v) and v >= lo, f"{name} must be an int >= {lo}, got {v!r}")
         _require(

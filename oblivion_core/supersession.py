@@ -38,13 +38,18 @@ It first parses a text into a :class:`Statement`:
   - facts about the speaker: "I'm allergic to X", "I live in / work as / work at X";
   - copulas: "my flight is on Tuesday", "the budget is 40k", "my sister lives in
     Leeds", "my partner works as a nurse", "the board meeting has been set for the
-    18th", "the airline has moved my flight to Thursday". The verb class is part of the
-    key (lives / works / is; "moved to" matches "is" and "lives"). Subjects about one
-    occasion ("my plan for the evening", "lunch today") are *episodic*;
+    18th", "the airline has moved my flight to Thursday", "my daughter turned eleven".
+    The verb class is part of the key (lives / works / is; "works as" is "is"; "moved
+    to" matches "is" and "lives"). Subjects about one occasion ("my plan for the
+    evening", "lunch today") are *episodic*;
+  - a "she"/"he"/"they" that follows a person named with "my" in the same text is that
+    person ("Update on my sister: she lives in Leeds now"); a discourse clause before
+    "X is my favourite Y" is not part of the value ("If you ever need to know, ...");
 * **negated values** -- what the text rejects: "gone off X", "not X any more", "it's
   Y, not X", "X, not Y", "instead of X", "rather than X", "switched from X", "prefer Y
   to X", "Y has overtaken X", "no longer like X", "left X", "I'm not allergic to X";
-  after a negation, "it's Y" states the replacement;
+  after a negation, "it's Y" states the replacement; a value never holds what the text
+  rejects ("I like pho even more than moussaka" states pho);
 * **correction cues** -- "actually", "correction", "sorry", "no longer", "from now on",
   "instead", "switched", "changed my mind", "change of heart/plan", "these days",
   "nowadays", "now", "turns out", "after all", "got it wrong", "misremembered".
@@ -53,10 +58,12 @@ Questions ("what's my favourite drink these days?") state no fact. A new stateme
 supersedes an older memory of the same speaker (a named speaker never supersedes
 another's memory) when:
 
-1. both are subject = value statements with the same subject and different values, at
-   a similarity of at least ``policy.supersede_similarity`` (names need no similarity:
-   a person has one name); an episodic subject needs a strong cue ("change of plan:");
-   a noun-less preference matches the single most similar favourite of its owner;
+1. both are subject = value statements with the same subject and different values --
+   or the same value restated: the newest statement of a fact is the one to show -- at
+   a similarity of at least ``policy.supersede_similarity`` (a named preference, one
+   fact per owner, needs 0.15 less; names need none: a person has one name); an
+   episodic subject needs a strong cue ("change of plan:"); a noun-less preference
+   matches the single most similar favourite of its owner;
 2. the new one removes a list item the older one added (or re-adds one it removed);
 3. the new one rejects the older one's value ("I've gone off tea", "it's Alex, not
    Sam"), or carries a correction cue and a negation and names the older value; or its
@@ -66,7 +73,13 @@ another's memory) when:
    moved to York"), and the older one is the single most similar earlier statement with a
    parsable subject, at a similarity of at least ``policy.supersede_fallback_similarity``;
 5. the new one is a clean subject = value statement and the older one a negated
-   restatement without a parsable subject, at the fallback similarity.
+   restatement without a parsable subject, at the fallback similarity;
+6. the new one is a subject = value statement with a cue (or a "moved to"), the older
+   one has no parsable subject, shares a word with it and states an amount, time,
+   weekday or date of the same kind with a different value, at the fallback similarity
+   ("the Heron budget is £30k now" after "we've been given £80k for the Heron
+   project"; "the dentist moved my appointment to 11:30am" after "I've got the dentist
+   at 2:30pm").
 
 Everything else -- "I went to Paris in May" / "I went to Rome in June", two people's
 favourite colours, a window seat outbound and an aisle seat on the return, "my plan for
@@ -360,7 +373,8 @@ _HAVE_IT = re.compile(
     re.I,
 )
 _LIST_DROP = re.compile(
-    r"^(?:scratch|scrap|never mind|forget|leave)\s+(?:the\s+)?(?P<item>[\w\s'\-]{1,40}?)"
+    r"^(?:scratch|scrap|never mind|forget|leave)\s+(?!what\b|about\b)(?:the\s+)?"
+    r"(?P<item>[\w\s'\-]{1,40}?)"
     r"(?:\s+out)?(?:\s+after all)?\s*(?:[;,.!]|$)",
     re.I,
 )
@@ -541,7 +555,7 @@ _HEAD_SYNONYMS = {
 _NAME = re.compile(
     r"\b(?i:call me|calls me|called me|my name is|my name's|i go by|i'm going by|"
     r"i am going by|going by|i'm called|address me as|refer to me as|to be called|"
-    r"use the name|name me)\s+"
+    r"use the name|name me|what you call me\?|what to call me\?)\s+"
     r"(?P<val>[A-Z][\w\-]*(?:\s+[A-Z][\w\-]*)?)",
 )
 _USE_NAME = re.compile(
@@ -564,7 +578,8 @@ _COPULA = re.compile(
     r"(?P<verb>is|are|'s|will be|has been set for|is set for|is scheduled for|"
     r"has been scheduled for|is booked for|is due|falls on|was moved to|"
     r"has been moved to|has moved to|is moving to|"
-    r"moved to|lives|is living|has been living|works|is working|is based|is now based)\s+"
+    r"moved to|lives|is living|has been living|works|is working|is based|is now based|"
+    r"(?:has\s+|just\s+)?turned)\s+"
     r"(?:now\s+|actually\s+)?(?P<val>.+)$",
     re.I,
 )
@@ -639,6 +654,10 @@ _VALUE_FILLER = frozenset(
         "sure",
         "though",
         "think",
+        "like",
+        "even",
+        "much",
+        "more",
     ]
 )
 _CLAUSE_END = re.compile(
@@ -665,6 +684,41 @@ _NEGATED = re.compile(
     r"|(?:,|;|\bit'?s\s+\S+|\bthat's\s+\S+)\s*(?:and\s+)?not)\s+" + _NEG_SPAN + _NEG_END,
     re.I,
 )
+#: Amounts, times and days: what a changed budget, appointment or date is stated in.
+_QUANTITY = re.compile(
+    r"(?P<money>[£$€]\s?\d[\d,.]*\s?(?:k|m|bn|million|thousand)?\b"
+    r"|\b\d[\d,.]*\s?(?:k|m|bn)?\s?(?:pounds|dollars|euros|quid|bucks)\b)"
+    r"|(?P<time>\b\d{1,2}(?:[:.]\d{2})?\s?(?:am|pm|a\.m\.|p\.m\.)|\b\d{1,2}:\d{2}\b)"
+    r"|(?P<day>\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b)"
+    r"|(?P<date>\b\d{1,2}(?:st|nd|rd|th)\b|\b(?:january|february|march|april|june|july|"
+    r"august|september|october|november|december)\b)",
+    re.I,
+)
+_QUANTITY_TRIGGERS = ("0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "day", "ber", "ary")
+
+
+def _quantities(lower: str) -> frozenset[tuple[str, str]]:
+    """``(kind, value)`` of every amount, time, weekday and date in a text."""
+    if not _has(lower, _QUANTITY_TRIGGERS):
+        return frozenset()
+    return frozenset(
+        (kind, re.sub(r"[\s,]", "", value))
+        for m in _QUANTITY.finditer(lower)
+        for kind, value in m.groupdict().items()
+        if value
+    )
+
+
+def _changed_quantity(new: frozenset[tuple[str, str]], old: frozenset[tuple[str, str]]) -> bool:
+    """The new text states a different amount/time/day/date of a kind the old one has."""
+    for kind in {k for k, _ in new}:
+        n = {v for k, v in new if k == kind}
+        o = {v for k, v in old if k == kind}
+        if o and not n <= o:
+            return True
+    return False
+
+
 _PRONOUN_ITEMS = {"that", "it", "them", "those", "this", "these", "some"}
 _SPELLING = {"favorite": "favourite", "color": "colour", "colors": "colours"}
 
@@ -691,6 +745,7 @@ class Statement:
     words: frozenset[str] = frozenset()
     negated: frozenset[str] = frozenset()  # values the text rejects ("not Y any more")
     episodic: bool = False  # the subject is one occasion ("my plan for the evening")
+    quantities: frozenset[tuple[str, str]] = frozenset()  # ("money", "80k"), ("time", ...)
 
 
 def _list_name(lower: str) -> str | None:
@@ -822,6 +877,28 @@ def _list_op(body: str, lower: str) -> tuple[str, frozenset[str], str | None] | 
     return None
 
 
+#: People a "my ..." phrase can name, so that a following "she"/"he"/"they" is them.
+_PERSON = (
+    r"(?:sister|brother|sibling|mum|mom|mother|dad|father|parents?|partner|wife|husband|son|"
+    r"daughter|boss|manager|friend|colleague|neighbou?r|aunt|uncle|cousin|gran|grandma|"
+    r"grandmother|grandad|granddad|grandfather|niece|nephew|flatmate|roommate|housemate|"
+    r"girlfriend|boyfriend|fianc[eé]e?|kids?|children|child|landlord|landlady|teacher|"
+    r"doctor|dentist|coach|mentor|lead|in-laws?)"
+)
+_TOPIC = re.compile(
+    r"(?P<head>\b(?P<topic>(?:my|our)\s+(?:[a-z\-]+\s+)?" + _PERSON + r")\b[^.!?:;]{0,60}"
+    r"[.!?:;]\s+)(?:she|he|they)\b",
+    re.I,
+)
+
+
+def _resolve_pronouns(body: str) -> str:
+    """ "Update on my sister: she lives in Leeds now" -> "...: my sister lives in Leeds now"."""
+    if not _has(body.lower(), ("she", "he ", "they")):
+        return body
+    return _TOPIC.sub(lambda m: m.group("head") + m.group("topic").lower(), body)
+
+
 def _subject_value(
     sentences: list[str], lower: str, speaker: str | None, timely: bool
 ) -> tuple[str, frozenset[str], bool] | None:
@@ -839,7 +916,10 @@ def _subject_value(
                     subj = _subject_words(fm.group("subj"))
                     if set(subj.split()) <= _VALUE_FILLER:
                         subj = "*"  # "matcha is my go-to now"
-                    value = _value(fm.group("val"), subj)
+                    val = fm.group("val")
+                    if fm.re is _FAV_B:  # "If you ever need to know, summer is my ..."
+                        val = re.split(r"\s*[,:;]\s+", val)[-1]
+                    value = _value(val, subj)
                     if value:
                         owner = fm.groupdict().get("owner") or "my"
                         return f"{_owner(owner, speaker)}|favourite {subj}", value, False
@@ -869,6 +949,8 @@ def _subject_value(
             value = _value(cm.group("val"), subj)
             if value and len(subj.split()) <= 4:
                 verb = _VERB_CLASS.get(cm.group("verb").lower(), "be")
+                if verb == "work" and cm.group("val").lower().startswith("as "):
+                    verb = "be"  # "works as a chef" says what they are
                 if cm.re is _MOVED:
                     verb = "moved"
                 episodic = bool(set(subj.split()) & _EPISODIC)
@@ -896,6 +978,7 @@ def parse(text: str) -> Statement:
         "negation": negation,
         "words": words,
         "negated": negated - _VALUE_FILLER,
+        "quantities": _quantities(lower),
     }
     op = _list_op(body, lower)
     if op is not None:
@@ -905,7 +988,7 @@ def parse(text: str) -> Statement:
         if nm:
             value = frozenset({nm.group("val").lower()})
             return Statement(subject=f"@{speaker or ''}|name", value=value, **base)  # type: ignore[arg-type]
-    first = re.split(r"(?<=[.!?])\s+", body)
+    first = re.split(r"(?<=[.!?])\s+", _resolve_pronouns(body))
     # clauses after ", so" / "; ": "Marcus is moving teams, so my new manager is Priya"
     first += [c for part in first for c in _CLAUSES.split(part)[1:] if c]
     timely = bool(_NOW.search(body)) if _has(lower, _NOW_TRIGGERS) else False
@@ -918,6 +1001,7 @@ def parse(text: str) -> Statement:
             found = (f"{_owner('my', speaker)}|{'favourite *' if liking else '?'}", value, False)
     if found:
         subject, value, episodic = found
+        value = value - negated or value  # "I like pho even more than moussaka"
         return Statement(subject=subject, value=value, episodic=episodic, **base)  # type: ignore[arg-type]
     return Statement(**base)  # type: ignore[arg-type]
 
@@ -933,6 +1017,19 @@ _NOW_TRIGGERS = (
     "forward",
     "instead",
 )
+
+
+def subject_query(statement: Statement) -> str | None:
+    """Words that find older statements of the same subject by keyword (BM25), however
+    far back and however unlike the new text they are: ``"favourite colour best"``."""
+    if statement.subject is None:
+        return None
+    subject = statement.subject.split("|")[1]
+    if subject == "name":
+        return "name call calls called going by"
+    if subject.startswith("favourite"):
+        return f"{subject.replace('*', '')} best prefer"
+    return subject if subject != "?" else None
 
 
 def _owners_match(a: str, b: str) -> bool:
@@ -981,6 +1078,14 @@ class SupersessionJudge(Protocol):
         ...
 
 
+_PREFERENCE_SLACK = 0.15
+
+
+def _flat(value: frozenset[str]) -> frozenset[str]:
+    """The content words of a value ("dr okoye" -> {"okoye"})."""
+    return _norm_words(" ".join(value)) or value
+
+
 @dataclass(frozen=True)
 class Candidate:
     """An older memory that the new one might supersede."""
@@ -1024,23 +1129,34 @@ class LexicalSupersession:
                 if same_list and n.op != o.op and n.items & o.items:
                     chosen.append(c.id)
                 continue
+            relation = _subject_relation(n.subject, o.subject) if n.subject and o.subject else None
             name = n.subject is not None and n.subject.endswith("|name")
-            if c.similarity < self.min_similarity and not (name and o.subject == n.subject):
+            # a named preference ("favourite food") is one fact per owner however it is
+            # phrased, so it needs less similarity than a copula ("the budget is ...")
+            preference = relation == "same" and "|favourite " in (n.subject or "")
+            if c.similarity < self.min_similarity and not (
+                (name and o.subject == n.subject)
+                or (preference and c.similarity >= self.min_similarity - _PREFERENCE_SLACK)
+            ):
                 continue
             if n.subject and o.subject:
-                relation = _subject_relation(n.subject, o.subject)
+                # a restatement of the same value also replaces the older one: the
+                # newest statement of a fact is the one to show
                 changed = n.value != o.value and not n.value <= o.value
-                if relation == "same" and changed:
+                restated = n.value == o.value
+                if relation == "same" and (changed or restated):
                     if not (n.episodic or o.episodic) or n.strong_cue:
                         chosen.append(c.id)
-                elif relation == "maybe" and changed:
+                elif relation == "maybe" and o.value and _flat(o.value) <= n.negated:
+                    chosen.append(c.id)  # rule 3: the new one names and rejects it
+                elif relation == "maybe" and (changed or restated):
                     both_nounless = n.subject.endswith("*") and o.subject.endswith("*")
                     if not both_nounless or c.similarity >= self.fallback_similarity:
                         maybe.append((c.similarity, c.id))
                 elif (
                     relation == "different"
                     and o.value
-                    and o.value <= n.negated
+                    and _flat(o.value) <= n.negated
                     and _owners_match(n.subject.partition("|")[0], o.subject.partition("|")[0])
                 ):
                     chosen.append(c.id)  # rule 3: "gone off tea" names the old value
@@ -1049,9 +1165,20 @@ class LexicalSupersession:
                 o.subject
                 and o.value
                 and not o.op
-                and ((n.cue and n.negation and o.value <= n.words) or o.value <= n.negated)
+                and ((n.cue and n.negation and o.value <= n.words) or _flat(o.value) <= n.negated)
             ):
                 chosen.append(c.id)  # rule 3
+                continue
+            if (
+                n.subject
+                and not o.subject
+                and not o.op
+                and (n.cue or n.subject.endswith("|moved"))
+                and c.similarity >= self.fallback_similarity
+                and _changed_quantity(n.quantities, o.quantities)
+                and (n.words & o.words) - {v for _, v in n.quantities | o.quantities}
+            ):  # rule 6: "the Heron budget is £30k now" after "we've been given £80k for Heron"
+                chosen.append(c.id)
                 continue
             if (
                 n.subject

@@ -182,18 +182,30 @@ def test_mark_used_without_a_recall_uses_full_relevance(mem: Oblivion, clock: Ma
 
 
 def test_activation_breaks_relevance_ties(mem: Oblivion) -> None:
-    """Of two equally relevant memories, the more activated one ranks first."""
-    a = mem.remember("the spare key is under the mat", importance=0.0)
-    b = mem.remember("the spare key is under the mat", importance=0.0)
+    """Of two equally relevant memories, the more activated one ranks first (texts that
+    state no fact: a restated fact would supersede its older copy)."""
+    a = mem.remember("spare key under the mat", importance=0.0)
+    b = mem.remember("spare key under the mat", importance=0.0)
     mem.confirm(a.id)
     assert mem.recall("spare key", k=2).ids == [a.id, b.id]
 
 
 def test_newer_memory_wins_an_exact_tie(mem: Oblivion) -> None:
     """With equal relevance, activation and importance, the newer memory ranks first."""
+    old = mem.remember("meeting room B12", importance=0.3)
+    new = mem.remember("meeting room B12", importance=0.3)
+    assert mem.recall("meeting room", k=2, feedback=False).ids == [new.id, old.id]
+
+
+def test_a_restated_fact_supersedes_its_older_copy(mem: Oblivion) -> None:
+    """The same fact stated twice: the newer statement is the one recalled, the older is
+    kept and shown with ``include_superseded``."""
     old = mem.remember("the meeting room is B12", importance=0.3)
     new = mem.remember("the meeting room is B12", importance=0.3)
-    assert mem.recall("meeting room", k=2, feedback=False).ids == [new.id, old.id]
+    assert mem.get(old.id).superseded_by == new.id
+    assert mem.recall("meeting room", k=2, feedback=False).ids == [new.id]
+    shown = mem.recall("meeting room", k=2, feedback=False, include_superseded=True)
+    assert shown.ids == [new.id, old.id]
 
 
 def test_relevance_dominates_activation(mem: Oblivion, clock: ManualClock) -> None:

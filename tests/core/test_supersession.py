@@ -27,7 +27,11 @@ rule = LexicalSupersession()
         ("Add milk to the shopping list", "Remove milk from the shopping list", True),
         ("My sister lives in Leeds", "My sister lives in York these days", True),
         ("My favourite colour is blue", "I no longer like blue best; it's green", True),
-        ("My favourite colour is blue", "My favourite colour is blue", False),
+        (
+            "My favourite colour is blue",
+            "My favourite colour is blue",
+            True,
+        ),  # restated: newest wins
         ("I went to Paris in May", "I went to Rome in June", False),
         ("Dana: my favourite colour is blue", "Sam: my favourite colour is green", False),
         ("Priya's favourite colour is red", "My favourite colour is green", False),

@@ -117,12 +117,76 @@ def test_only_names_and_roles_are_speakers(label: str, speaker: str | None) -> N
         ("My sister lives in Leeds.", "My sister works in York.", False),
         ("I drink tea in the morning.", "I drink coffee in the afternoon.", False),
         (TEA, "What's my favourite drink these days?", False),
-        (TEA, TEA, False),
+        (TEA, TEA, True),  # not independent: a restatement, and the newer one is shown
         (
             "My plan for the evening is clearing the gutters.",
             "My plan for the evening is ironing a mountain of shirts.",
             False,
         ),
+        # a discourse clause before "X is my favourite Y"
+        (
+            "My favourite season is winter.",
+            "If you ever need to know, summer is my favourite season.",
+            True,
+        ),
+        (
+            "My favourite board game is chess.",
+            "Actually, I've switched: Azul is my favourite board game now.",
+            True,
+        ),
+        # "she" after "Update on my sister:" is the sister
+        (
+            "My sister lives in Norwich.",
+            "Update on my sister: she left Norwich and lives in Brighton now.",
+            True,
+        ),
+        ("My sister lives in Norwich.", "Update on my sister: she lives in Brighton now.", True),
+        # what the text prefers over the old value
+        (
+            "My favourite food is moussaka.",
+            "Turns out I like pho even more than moussaka, so that's my new favourite food.",
+            True,
+        ),
+        (
+            "Everyone calls me Dr Okoye, so you might as well too.",
+            "I've decided I prefer Adaeze to Dr Okoye, so let's go with that from today.",
+            True,
+        ),
+        (
+            "Everyone calls me Teddy, so you might as well too.",
+            "Can we change what you call me? Ted, please, not Teddy.",
+            True,
+        ),
+        (
+            "These days I'd say my favourite colour is grey.",
+            "Forget what I said about grey. My favourite colour is green now.",
+            True,
+        ),
+        # ages, jobs, and an amount or time stated again
+        ("My daughter is ten.", "Small correction: my daughter turned eleven on Saturday.", True),
+        (
+            "My partner is an accountant.",
+            "Update: my partner retrained and now works as a chef.",
+            True,
+        ),
+        (
+            "We've been given £80k for the Heron project.",
+            "Finance came back: the Heron budget is £30k now.",
+            True,
+        ),
+        (
+            "I've got the dentist at 2:30pm on Wednesday.",
+            "The dentist rang and moved my appointment to 11:30am.",
+            True,
+        ),
+        # ... but not another project's amount or another appointment's time
+        (
+            "We've been given £80k for the Heron project.",
+            "Finance came back: the Quill budget is £30k now.",
+            False,
+        ),
+        ("I've got the dentist at 2:30pm on Wednesday.", "The team meeting is at 4pm now.", False),
+        ("My partner works at the hospital.", "My partner works as a nurse.", False),
     ],
 )
 def test_phrasings(old: str, new: str, stale: bool) -> None:

@@ -3,6 +3,7 @@ same rules applied by the engine's maintain()."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -330,6 +331,56 @@ def test_engine_capacity_pressure(fresh: Any) -> None:
         assert mem.stats()["active"] == 5
         active = {r.id for r in mem.records(tier=Tier.ACTIVE)}
         assert active == {r.id for r in recs[-5:]}
+
+
+@given(
+    memories=st.integers(0, 10**7),
+    share=st.one_of(st.none(), st.floats(0.001, 1.0)),
+    share_min=st.integers(0, 10_000),
+    capacity=st.one_of(st.none(), st.integers(1, 10**6)),
+)
+def test_active_target_is_the_tighter_of_capacity_and_share(
+    memories: int, share: float | None, share_min: int, capacity: int | None
+) -> None:
+    """The active tier's target is the smaller of the capacity and the share (which never
+    asks for fewer than ``active_share_min``); with neither it is unbounded."""
+    policy = Policy.template("balanced").replace(
+        active_share=share, active_share_min=share_min, active_capacity=capacity
+    )
+    target = policy.active_target(memories)
+    if share is None and capacity is None:
+        assert target is None
+        return
+    assert target is not None
+    if capacity is not None:
+        assert target <= capacity
+    if share is not None:
+        assert target <= max(share_min, math.ceil(share * memories))
+        assert target >= min(share_min, capacity if capacity is not None else share_min)
+        assert target >= min(share * memories, capacity if capacity is not None else math.inf)
+
+
+def test_engine_active_share(fresh: Any) -> None:
+    """With active_share=0.25, maintain() leaves a quarter of 400 memories active: the most
+    active ones; a store smaller than active_share_min keeps them all."""
+    clock = ManualClock()
+    policy = Policy.template("balanced").replace(
+        active_share=0.25, active_share_min=64, maintain_every=0, adapt=False
+    )
+    with fresh(clock=clock, policy=policy) as mem:
+        recs = mem.remember_many(
+            [f"note {i} on subject {i * 7}" for i in range(60)], categories=["fact"] * 60
+        )
+        clock.advance(60.0)
+        mem.maintain()
+        assert mem.stats()["active"] == 60  # below the minimum: nothing moves
+        for i in range(60, 400):
+            clock.advance(60.0)
+            recs.append(mem.remember(f"note {i} on subject {i * 7}", category="fact"))
+        plan = mem.maintain()
+        assert plan.active_after == 100
+        assert mem.stats()["active_target"] == 100
+        assert {r.id for r in mem.records(tier=Tier.ACTIVE)} == {r.id for r in recs[-100:]}
 
 
 def test_forgetting_is_off_by_default(mem: Oblivion, clock: ManualClock) -> None:
