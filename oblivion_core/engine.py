@@ -762,9 +762,11 @@ class Oblivion:
         }
         cand = {m: float(fused[j]) for j, m in enumerate(ids_all)}
         which = list_question(query)
+        listed: frozenset[str] = frozenset()
         if which is not False:
+            listed = frozenset(self._list_items(ns, space, which, active_only=deep is False))
             top = max(cand.values(), default=1.0)
-            for m in self._list_items(ns, space, which, active_only=deep is False):
+            for m in listed:
                 if cand.get(m, -np.inf) < top:
                     cand[m] = top
                 signals[m] = {**signals.get(m, {}), "list_item": 1.0}
@@ -786,6 +788,7 @@ class Oblivion:
             include_superseded=include_superseded,
             qvec=qvec,
             active_only=deep is False,
+            listed=listed,
         )
 
     def _list_items(
@@ -797,7 +800,8 @@ class Oblivion:
             space.lists = ListIndex()
             ids = [st.by_seq[q] for q in sorted(st.by_seq)]
             texts = self._db.texts(ns, ids)
-            space.lists.note([m for m in ids if m in texts], [texts[m] for m in ids if m in texts])
+            stored = [m for m in ids if m in texts]
+            space.lists.note(stored, [texts[m] for m in stored])
         out = []
         for m in space.lists.additions(which):
             i = st.index.get(m)
@@ -854,6 +858,7 @@ class Oblivion:
         include_superseded: bool = False,
         qvec: Vectors | None = None,
         active_only: bool = False,
+        listed: frozenset[str] = frozenset(),
     ) -> RecallResult:
         """Score candidates ``{id: relevance}``, pack the best into the budget, boost them.
 
@@ -864,6 +869,9 @@ class Oblivion:
         A superseded candidate brings the newest memory of its chain along (with the
         same relevance, if that is higher than its own); unless ``include_superseded``,
         the stale one itself is dropped, otherwise it is ranked just below its successor.
+
+        ``listed``: the current items of a list the query asks for; they come first and
+        bring no neighbours.
         """
         st = space.state
         cand = dict(cand)
@@ -900,17 +908,14 @@ class Oblivion:
             if m in pos and head in pos:  # newest statement first, always
                 scores[pos[m]] = min(scores[pos[m]], scores[pos[head]] - 1e-6)
         order = rank_order(scores, st.cols["seq"][rows])
-        if signals is not None:  # a list question: the list's current items come first
-            listed = np.fromiter(
-                ("list_item" in signals.get(cids[j], {}) for j in order), bool, len(order)
-            )
-            if listed.any():
-                order = np.concatenate([order[listed], order[~listed]])
+        if listed:  # a list question: the list's current items come first
+            first = np.fromiter((cids[j] in listed for j in order), bool, len(order))
+            order = np.concatenate([order[first], order[~first]])
         context_of: dict[str, tuple[str, str]] = {}
         if policy.expand_neighbours and qvec is not None:
             hits = [cids[j] for j in order[: policy.expand_neighbours]]
             for hit in hits:
-                if signals is not None and "list_item" in signals.get(hit, {}):
+                if hit in listed:
                     continue  # a list item stands alone: its neighbours are other talk
                 for which, mid in self._neighbours(st, policy, hit):
                     if active_only and mid not in space.index:

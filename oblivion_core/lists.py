@@ -5,7 +5,8 @@ out of rice", "we don't need chickpeas any more"). Each addition is a memory; a 
 supersedes the addition it undoes (see :mod:`~oblivion_core.supersession`). A question
 about the list ("what do I still need to buy?") rarely shares words or meaning with the
 items themselves, so similarity alone does not find them: recall asks :class:`ListIndex`
-for the additions that are still current and ranks them with the best candidate.
+for the additions that are still current, gives them the best candidate's relevance and
+ranks them first.
 
 :func:`list_question` decides whether a query asks for a list, and which one: "what do I
 (still) need to buy/get/pack", "what's on my (shopping) list", "my packing list", "the

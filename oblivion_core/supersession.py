@@ -892,9 +892,12 @@ _TOPIC = re.compile(
 )
 
 
+_PRONOUN = re.compile(r"\b(?:she|he|they)\b", re.I)
+
+
 def _resolve_pronouns(body: str) -> str:
     """ "Update on my sister: she lives in Leeds now" -> "...: my sister lives in Leeds now"."""
-    if not _has(body.lower(), ("she", "he ", "they")):
+    if not _PRONOUN.search(body):
         return body
     return _TOPIC.sub(lambda m: m.group("head") + m.group("topic").lower(), body)
 
