@@ -154,10 +154,9 @@ def _engine(policy: Policy, st: NamespaceState) -> Oblivion:
     return engine
 
 
-def _settle_tiers(
-    engine: Oblivion, st: NamespaceState, policy: Policy, at: float, capacity: int | None
-) -> None:
-    """Tiers as a sweep at ``at`` left them: start all active, apply one plan."""
+def _settle_tiers(engine: Oblivion, st: NamespaceState, policy: Policy, at: float) -> None:
+    """Tiers as a sweep at ``at`` left them: start all active, apply one plan (with the
+    policy's own active-tier target, as ``maintain()`` would)."""
     ns = engine.default_namespace
     st.col("tier")[:] = Tier.ACTIVE
     act = engine._activation(ns, st, at)
@@ -166,7 +165,7 @@ def _settle_tiers(
         st.col("tier"),
         low=policy.archive_low,
         high=policy.archive_high,
-        capacity=capacity,
+        capacity=policy.active_target(st.n),
         invalidated=st.col("invalidated"),
     )
     st.col("tier")[decision.archive] = Tier.ARCHIVE
@@ -203,13 +202,13 @@ def run_tiering(n: int, runs: int, seed: int, capacity_share: float = 0.2) -> di
 
     st = _bulk_state("default", cols, vocab, ids)
     engine = _engine(base, st)
-    _settle_tiers(engine, st, base, NOW - SWEEP_GAP, None)
+    _settle_tiers(engine, st, base, NOW - SWEEP_GAP)
     # the capacity scenario gets its own tier column (other columns shared)
     st_cap = copy.copy(st)
     st_cap.cols = dict(st.cols)
     st_cap.cols["tier"] = st.cols["tier"].copy()
     engine_cap = _engine(capped, st_cap)
-    _settle_tiers(engine_cap, st_cap, capped, NOW - SWEEP_GAP, capacity)
+    _settle_tiers(engine_cap, st_cap, capped, NOW - SWEEP_GAP)
     build_s = time.perf_counter() - started
 
     ns = engine.default_namespace
@@ -217,16 +216,17 @@ def run_tiering(n: int, runs: int, seed: int, capacity_share: float = 0.2) -> di
     tier, inval = st.col("tier"), st.col("invalidated")
     tier_cap = st_cap.col("tier")
     low, high = base.archive_low, base.archive_high
+    target = base.active_target(n)  # the share of the namespace the active tier may hold
 
     def plan_only() -> Any:
-        return plan_tiers(act, tier, low=low, high=high, invalidated=inval)
+        return plan_tiers(act, tier, low=low, high=high, capacity=target, invalidated=inval)
 
     def plan_capacity() -> Any:
         return plan_tiers(act, tier_cap, low=low, high=high, capacity=capacity, invalidated=inval)
 
     def activation_and_plan() -> Any:
         a = engine._activation(ns, st, NOW)
-        return plan_tiers(a, tier, low=low, high=high, invalidated=inval)
+        return plan_tiers(a, tier, low=low, high=high, capacity=target, invalidated=inval)
 
     def activation_only() -> Any:
         return engine._activation(ns, st, NOW)

@@ -477,7 +477,7 @@ def measure_recall(
 Part = tuple[str, str, str, bool]
 RECALL_PARTS: tuple[Part, ...] = (
     ("query embedding (ONNX)", "embedding.py", "embed_query", False),
-    ("active index search (numpy einsum)", "index.py", "search", False),
+    ("active index search (one BLAS thread)", "index.py", "search", False),
     ("archive search (Chroma query)", "store.py", "query", False),
     (
         "lexical search (in-process BM25; a worker thread runs it during the query embedding)",

@@ -104,6 +104,7 @@ class _Namespace:
         self.size = 0  # slots used
         self.alive = 0
         self.total_length = 0.0
+        self._scores = np.zeros(0, dtype=np.float64)  # search's accumulator, kept zeroed
 
     def add(self, seqs: Sequence[int], texts: Sequence[str]) -> None:
         self.delete([s for s in seqs if s in self.slot_of])
@@ -168,7 +169,26 @@ class _Namespace:
             return [], []
         n_docs = self.alive
         avgdl = max(self.total_length / n_docs, 1e-9)
-        scores = np.zeros(self.size, dtype=np.float64)
+        if len(self._scores) < self.size:
+            self._scores = np.zeros(max(self.size, 2 * len(self._scores)), dtype=np.float64)
+        # accumulated in a reused zeroed buffer; only the matched slots are read and reset
+        # (finding them by scanning every slot cost more than the scoring at 100k)
+        matched: list[npt.NDArray[np.int32]] = []
+        try:
+            return self._score(terms, k, n_docs, avgdl, self._scores, matched)
+        finally:  # the buffer is zero again whatever happened
+            for slots in matched:
+                self._scores[slots] = 0.0
+
+    def _score(
+        self,
+        terms: Sequence[str],
+        k: int,
+        n_docs: int,
+        avgdl: float,
+        scores: npt.NDArray[np.float64],
+        matched: list[npt.NDArray[np.int32]],
+    ) -> tuple[list[int], list[float]]:
         lengths = self.lengths[: self.size]
         for term in terms:
             p = self.postings.get(term)
@@ -177,21 +197,33 @@ class _Namespace:
             slots = p.slots[: p.n]
             dl = lengths[slots]
             live = dl > 0
-            n_q = int(live.sum())
+            n_q = int(np.count_nonzero(live))
             if n_q == 0:
                 continue
             idf = math.log((n_docs - n_q + 0.5) / (n_q + 0.5))
             idf = idf if idf > 0 else 1e-6
             tf = p.tf[: p.n].astype(np.float64)
             part = idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * dl / avgdl))
-            scores[slots] += np.where(live, part, 0.0)
-        hits = np.flatnonzero(scores)
-        if len(hits) == 0:
+            if n_q < len(slots):
+                slots, part = slots[live], part[live]
+            matched.append(slots)
+            scores[slots] += part  # a term lists each slot once
+        if not matched:
             return [], []
-        if len(hits) > k:
-            hits = hits[np.argpartition(-scores[hits], k - 1)[:k]]
-        top: npt.NDArray[np.intp] = hits[np.lexsort((self.seqs[hits], -scores[hits]))]
-        return [int(s) for s in self.seqs[top]], [float(v) for v in scores[top]]
+        # a slot appears once per matched term it holds: the best k * terms entries hold
+        # the best k distinct slots
+        cand = np.concatenate(matched) if len(matched) > 1 else matched[0]
+        values = scores[cand]
+        want = k * len(matched)
+        if len(cand) > want:
+            # everything tied with the last one kept stays, so ties fall to seq below
+            kth = values[np.argpartition(-values, want - 1)[want - 1]]
+            keep = values >= kth
+            cand, values = cand[keep], values[keep]
+        top_slots, first = np.unique(cand, return_index=True)
+        top_values = values[first]
+        order = np.lexsort((self.seqs[top_slots], -top_values))[:k]
+        return [int(s) for s in self.seqs[top_slots[order]]], [float(v) for v in top_values[order]]
 
 
 class LexicalIndex:

@@ -17,6 +17,7 @@ import json
 import os
 import sqlite3
 import time
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
@@ -243,6 +244,9 @@ class StateDB:
         self._writer_conn: sqlite3.Connection | None = None
         self._inflight: Future[None] | None = None
         self._inflight_batch: _Batch = ([], [])
+        # (namespace, id) -> (text, metadata JSON): what recall shows, without a query
+        # per recall for the memories that keep coming back (see :meth:`contents`)
+        self._contents: OrderedDict[tuple[str, str], tuple[str, str]] = OrderedDict()
         if directory is not None:
             self._take_lock(Path(directory))
         try:
@@ -418,12 +422,8 @@ class StateDB:
                 for st, ids in self._deferred_rows.values()
                 for value in _row_values(st, [st.index[m] for m in ids if m in st.index])
             ]
-            events = [
-                value
-                for at, wall, namespace, entries in self._deferred_events
-                for value in _event_values(at, wall, namespace, entries)
-            ]
-            batches.append((rows, events))
+            # journal entries are encoded by whoever writes the batch (the writer thread)
+            batches.append((rows, self._deferred_events))
             self._deferred_rows, self._deferred_events = {}, []
             self._deferred_count, self._deferred_since = 0, None
         if not batches:
@@ -500,6 +500,7 @@ class StateDB:
 
     def drop_namespace(self, namespace: str, conn: sqlite3.Connection) -> None:
         """Delete a namespace's rows (events are kept as history)."""
+        self._uncache(namespace, [m for ns, m in self._contents if ns == namespace])
         for table in ("memories", "vectors", "links", "review", "summaries", "namespaces"):
             conn.execute(f"DELETE FROM {table} WHERE namespace=?", (namespace,))
 
@@ -572,6 +573,7 @@ class StateDB:
     def delete(self, conn: sqlite3.Connection, namespace: str, ids: Sequence[str]) -> None:
         """Delete rows by id."""
         keys = [(namespace, i) for i in ids]
+        self._uncache(namespace, ids)
         conn.executemany("DELETE FROM memories WHERE namespace=? AND id=?", keys)
         conn.executemany("DELETE FROM vectors WHERE namespace=? AND id=?", keys)
 
@@ -582,13 +584,43 @@ class StateDB:
         ).fetchall()
         return [(int(r[0]), str(r[1])) for r in rows]
 
+    #: Entries of the text/metadata cache (least recently used ones leave first).
+    CONTENTS_CACHE = 65_536
+
+    def _cached(self, namespace: str, ids: Sequence[str]) -> dict[str, tuple[str, str]]:
+        """``(text, metadata JSON)`` by id: from the cache, the rest in one query."""
+        cache = self._contents
+        out: dict[str, tuple[str, str]] = {}
+        missing: list[str] = []
+        for m in ids:
+            hit = cache.get((namespace, m))
+            if hit is None:
+                missing.append(m)
+            else:
+                cache.move_to_end((namespace, m))
+                out[m] = hit
+        if missing:
+            for mid, text, meta in self._by_ids("id, text, metadata", namespace, missing):
+                out[mid] = cache[(namespace, mid)] = (text, meta)
+            while len(cache) > self.CONTENTS_CACHE:
+                cache.popitem(last=False)
+        return out
+
+    def _uncache(self, namespace: str, ids: Iterable[str]) -> None:
+        for m in ids:
+            self._contents.pop((namespace, m), None)
+
     def texts(self, namespace: str, ids: Sequence[str]) -> dict[str, str]:
         """Texts by id."""
-        return {r[0]: r[1] for r in self._by_ids("id, text", namespace, ids)}
+        return {m: v[0] for m, v in self._cached(namespace, ids).items()}
 
     def metadatas(self, namespace: str, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         """Metadata by id."""
-        return {r[0]: json.loads(r[1]) for r in self._by_ids("id, metadata", namespace, ids)}
+        return {m: json.loads(v[1]) for m, v in self._cached(namespace, ids).items()}
+
+    def contents(self, namespace: str, ids: Sequence[str]) -> dict[str, tuple[str, dict[str, Any]]]:
+        """``(text, metadata)`` by id (what a recalled item shows; a fresh metadata dict)."""
+        return {m: (v[0], json.loads(v[1])) for m, v in self._cached(namespace, ids).items()}
 
     def _by_ids(
         self, cols: str, namespace: str, ids: Sequence[str], table: str = "memories"
@@ -610,6 +642,7 @@ class StateDB:
         self, conn: sqlite3.Connection, namespace: str, memory_id: str, text: str, vector: Vectors
     ) -> None:
         """Replace a memory's text and its vector."""
+        self._uncache(namespace, [memory_id])
         conn.execute(
             "UPDATE memories SET text=? WHERE namespace=? AND id=?", (text, namespace, memory_id)
         )
@@ -629,6 +662,7 @@ class StateDB:
         self, conn: sqlite3.Connection, namespace: str, memory_id: str, metadata: Mapping[str, Any]
     ) -> None:
         """Replace a memory's metadata."""
+        self._uncache(namespace, [memory_id])
         conn.execute(
             "UPDATE memories SET metadata=? WHERE namespace=? AND id=?",
             (json.dumps(dict(metadata)), namespace, memory_id),
@@ -764,30 +798,35 @@ _INSERT_EVENT = (
     "INSERT INTO events(at, wall, namespace, memory_id, kind, before, after, detail) "
     "VALUES(?,?,?,?,?,?,?,?)"
 )
-#: Deferred writes as SQL parameters: (row updates, journal inserts).
-_Batch = tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]
+#: Deferred writes: row updates as SQL parameters (values at hand-off time), and journal
+#: entries as queued by :meth:`StateDB.defer` (encoded when written).
+_Batch = tuple[list[tuple[Any, ...]], list[tuple[float, float, str, list[JournalRow]]]]
+
+_NUMERIC_COLUMNS = (
+    "importance",
+    "confidence",
+    "last_accessed",
+    "a_ref",
+    "t_ref",
+    "stability",
+    "access_count",
+    "tier",
+    "invalidated",
+)
 
 
 def _row_values(st: NamespaceState, rows: Iterable[int]) -> list[tuple[Any, ...]]:
-    c = st.cols
-    return [
-        (
-            float(c["importance"][i]),
-            float(c["confidence"][i]),
-            float(c["last_accessed"][i]),
-            float(c["a_ref"][i]),
-            float(c["t_ref"][i]),
-            float(c["stability"][i]),
-            int(c["access_count"][i]),
-            int(c["tier"][i]),
-            int(c["invalidated"][i]),
-            st.superseded_by.get(st.ids[i]),
-            st.category(i),
-            st.namespace,
-            st.ids[i],
-        )
-        for i in rows
-    ]
+    """``_UPDATE_ROW`` parameters of ``rows``, column by column (``tolist`` gives Python
+    numbers without a conversion per value)."""
+    index = np.fromiter(rows, dtype=np.int64)
+    if not len(index):
+        return []
+    numeric = [st.cols[name][index].tolist() for name in _NUMERIC_COLUMNS]
+    numeric[-1] = [int(v) for v in numeric[-1]]  # invalidated: bool -> 0/1
+    ids = [st.ids[i] for i in index.tolist()]
+    superseded = [st.superseded_by.get(m) for m in ids]
+    categories = [st.category(i) for i in index.tolist()]
+    return list(zip(*numeric, superseded, categories, [st.namespace] * len(ids), ids, strict=True))
 
 
 def _event_values(
@@ -802,4 +841,11 @@ def _event_values(
 def _write_batch(conn: sqlite3.Connection, batch: _Batch) -> None:
     rows, events = batch
     conn.executemany(_UPDATE_ROW, rows)
-    conn.executemany(_INSERT_EVENT, events)
+    conn.executemany(
+        _INSERT_EVENT,
+        [
+            value
+            for at, wall, namespace, entries in events
+            for value in _event_values(at, wall, namespace, entries)
+        ],
+    )

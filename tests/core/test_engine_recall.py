@@ -419,3 +419,41 @@ def test_rerank_with_unknown_id_boosts_nothing(mem: Oblivion, snapshot: Any) -> 
     with pytest.raises(UnknownMemoryError, match="no memory 'ghost'"):
         mem.rerank("cat", [(recs[0].id, 0.5), ("ghost", 0.5)])
     assert snapshot(mem) == before
+
+
+def test_tokens_are_counted_once_when_a_memory_is_written() -> None:
+    """The token counter runs at write time, once per text; recall reuses the count."""
+    from oblivion_core.testing import memory
+
+    calls: list[str] = []
+
+    def counter(text: str) -> int:
+        calls.append(text)
+        return len(text.split())
+
+    mem = memory(token_counter=counter)
+    mem.remember_many(["the launch moved to friday", "lunch is at noon today"])
+    assert sorted(calls) == ["lunch is at noon today", "the launch moved to friday"]
+    res = mem.recall("when is the launch", token_budget=1000, k=2)
+    assert len(calls) == 2  # nothing counted again
+    assert {it.text: it.tokens for it in res} == {
+        "the launch moved to friday": 5,
+        "lunch is at noon today": 5,
+    }
+
+
+def test_a_failing_token_counter_stores_nothing() -> None:
+    """If the token counter raises while a memory is written, nothing of it is stored."""
+    from oblivion_core.testing import memory
+
+    def counter(text: str) -> int:
+        if "boom" in text:
+            raise ValueError("cannot count this")
+        return 1
+
+    mem = memory(token_counter=counter)
+    mem.remember("kept memory")
+    with pytest.raises(ValueError, match="cannot count"):
+        mem.remember_many(["fine", "boom"])
+    assert mem.count() == 1
+    assert [it.text for it in mem.recall("memory fine boom", k=5)] == ["kept memory"]

@@ -103,3 +103,41 @@ def test_removing_absent_ids_is_a_no_op() -> None:
     index.add(["a"], np.ones((1, 3), dtype=np.float32) / np.sqrt(3))
     index.remove(["zzz", "yyy"])
     assert index.ids == ["a"]
+
+
+@given(
+    mat=matrices,
+    queries=hnp.arrays(
+        np.float32, st.tuples(st.integers(0, 70), st.just(8)), elements=st.floats(-1, 1, width=32)
+    ),
+    k=st.integers(1, 12),
+)
+def test_search_many_equals_one_search_per_query(
+    mat: np.ndarray, queries: np.ndarray, k: int
+) -> None:
+    """The batched search gives each query exactly what its own search gives."""
+    vecs = _unit(mat)
+    index = ActiveIndex()
+    index.add([f"m{i}" for i in range(len(vecs))], vecs)
+    batched = index.search_many(queries, k)
+    assert len(batched) == len(queries)
+    for q, (ids, sims) in zip(queries, batched, strict=True):
+        one_ids, one_sims = index.search(q, k)
+        assert len(ids) == len(one_ids)
+        assert np.allclose(sims, one_sims, atol=1e-6)
+        # equal similarities may swap places; each id carries its own similarity
+        for mid, sim in zip(ids, sims, strict=True):
+            assert float(vecs[int(mid[1:])] @ q) == pytest.approx(float(sim), abs=1e-5)
+
+
+def test_recent_returns_the_last_vectors_added_as_rows() -> None:
+    """``recent(n)`` gives the newest ids with their vectors, one per row."""
+    rng = np.random.default_rng(1)
+    vecs = _unit(rng.normal(size=(10, 8)))
+    index = ActiveIndex()
+    index.add([f"m{i}" for i in range(10)], vecs)
+    ids, rows = index.recent(3)
+    assert ids == ["m7", "m8", "m9"]
+    assert rows.shape == (3, 8)
+    assert np.array_equal(rows, vecs[7:])
+    assert index.recent(50)[0] == [f"m{i}" for i in range(10)]

@@ -147,3 +147,38 @@ def test_scores_equal_sqlite_fts5(docs: list[str], query: str) -> None:
     """Same matches and same BM25 scores as SQLite FTS5 with the porter tokenizer."""
     rows = list(enumerate(docs, start=1))
     _assert_matches_fts5(_built("ns", rows), rows, [query])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    docs=st.lists(
+        st.lists(st.sampled_from(_WORDS), min_size=1, max_size=8).map(" ".join),
+        min_size=2,
+        max_size=30,
+    ),
+    queries=st.lists(
+        st.lists(st.sampled_from(_WORDS), min_size=1, max_size=4).map(" ".join),
+        min_size=1,
+        max_size=6,
+    ),
+    k=st.integers(1, 8),
+)
+def test_searches_in_a_row_equal_searches_on_a_fresh_index(
+    docs: list[str], queries: list[str], k: int
+) -> None:
+    """Scores accumulate in a buffer reused across searches: a search after any others
+    (and after a delete) returns what a fresh index returns, top ``k`` by score, each
+    document once."""
+    rows = list(enumerate(docs, start=1))
+    used = _built("ns", rows)
+    for q in queries:
+        used.search("ns", q, k)
+    used.delete("ns", [1])
+    left = rows[1:]
+    for q in queries:
+        got = used.search("ns", q, k)
+        fresh = _built("ns", left).search("ns", q, k)
+        assert got[0] == fresh[0]
+        assert got[1] == pytest.approx(fresh[1], rel=1e-12)
+        assert len(set(got[0])) == len(got[0]) <= k
+        assert got[1] == sorted(got[1], reverse=True)

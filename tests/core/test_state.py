@@ -194,3 +194,93 @@ def test_a_rolled_back_transaction_keeps_deferred_updates(tmp_path: Path) -> Non
         raise RuntimeError("boom")
     db.close()
     assert _a_ref_on_disk(tmp_path)[2] == pytest.approx(0.9)
+
+
+def test_cached_contents_follow_every_change(tmp_path: Path) -> None:
+    """Texts and metadata are served from a cache after the first read; a text edit, a
+    metadata change, a delete and a dropped namespace each show at once."""
+    db, _ = _store_three(tmp_path)
+    try:
+        assert db.contents("ns", ["m0", "m1"]) == {"m0": ("t", {}), "m1": ("t", {})}
+        with db.transaction() as conn:
+            db.set_text(conn, "ns", "m0", "new text", np.ones(2, dtype=np.float32))
+            db.set_metadata(conn, "ns", "m1", {"source": "chat"})
+        assert db.contents("ns", ["m0", "m1"]) == {
+            "m0": ("new text", {}),
+            "m1": ("t", {"source": "chat"}),
+        }
+        assert db.texts("ns", ["m0"]) == {"m0": "new text"}
+        with db.transaction() as conn:
+            db.delete(conn, "ns", ["m2"])
+        assert db.contents("ns", ["m2"]) == {}
+        with db.transaction() as conn:
+            db.drop_namespace("ns", conn)
+        assert db.contents("ns", ["m0", "m1"]) == {}
+    finally:
+        db.close()
+
+
+def test_cached_metadata_is_a_fresh_dict_each_time(tmp_path: Path) -> None:
+    """Changing the metadata a read returned does not change what the next read returns."""
+    db, _ = _store_three(tmp_path)
+    try:
+        with db.transaction() as conn:
+            db.set_metadata(conn, "ns", "m0", {"tags": ["a"]})
+        first = db.contents("ns", ["m0"])["m0"][1]
+        first["tags"].append("b")
+        first["x"] = 1
+        assert db.contents("ns", ["m0"])["m0"][1] == {"tags": ["a"]}
+        assert db.metadatas("ns", ["m0"]) == {"m0": {"tags": ["a"]}}
+    finally:
+        db.close()
+
+
+def test_the_contents_cache_stays_within_its_bound(tmp_path: Path) -> None:
+    """The least recently read entries leave first; evicted ones are read again."""
+    db, _ = _store_three(tmp_path)
+    try:
+        db.CONTENTS_CACHE = 2
+        db.texts("ns", ["m0"])
+        db.texts("ns", ["m1"])
+        db.texts("ns", ["m0"])  # m0 is now the most recent
+        db.texts("ns", ["m2"])
+        assert set(db._contents) == {("ns", "m0"), ("ns", "m2")}
+        assert db.texts("ns", ["m1", "m2"]) == {"m1": "t", "m2": "t"}
+        assert len(db._contents) == 2
+    finally:
+        db.close()
+
+
+@given(
+    values=st.lists(
+        st.tuples(st.floats(0, 1), st.integers(0, 50), st.booleans(), st.integers(0, 2)),
+        min_size=1,
+        max_size=20,
+    ),
+    picks=st.lists(st.integers(0, 19), max_size=20),
+)
+def test_row_values_match_the_columns_one_by_one(
+    values: list[tuple[float, int, bool, int]], picks: list[int]
+) -> None:
+    """The column-at-a-time parameters equal a plain per-row read of every column."""
+    from oblivion_core.state import _NUMERIC_COLUMNS, _row_values
+
+    st_ = NamespaceState("ns")
+    for k, (a, count, inval, tier) in enumerate(values):
+        st_.append(f"m{k}", f"c{k % 3}", {"a_ref": a, "access_count": count, "tier": tier}, k)
+        st_.col("invalidated")[k] = inval
+    st_.superseded_by["m0"] = "m1"
+    rows = [p for p in picks if p < len(values)]
+    got = _row_values(st_, rows)
+    assert len(got) == len(rows)
+    for row, i in zip(got, rows, strict=True):
+        expected = [st_.col(name)[i].item() for name in _NUMERIC_COLUMNS]
+        expected[-1] = int(expected[-1])
+        assert list(row[: len(_NUMERIC_COLUMNS)]) == expected
+        assert type(row[_NUMERIC_COLUMNS.index("access_count")]) is int
+        assert row[len(_NUMERIC_COLUMNS) :] == (
+            st_.superseded_by.get(f"m{i}"),
+            f"c{i % 3}",
+            "ns",
+            f"m{i}",
+        )

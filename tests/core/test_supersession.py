@@ -215,3 +215,25 @@ def test_another_persons_favourite_is_never_superseded(
     mine, theirs = f"My favourite drink is {new} now.", f"{person}'s favourite drink is {old}."
     assert not rule.supersedes(mine, theirs, similarity)
     assert not rule.supersedes(theirs, mine, similarity)
+
+
+_NEGATION_TEXT = (
+    "gone off went going right i'm i am so totally over done with sick tired of bored don't "
+    "do not no longer never won't can't stand really even like drink eat want love use go by "
+    "prefer the a my tea coffee cats any more anymore instead rather than switched changed "
+    "from to dropped ditched quit gave up given left moved away out overtaken forget what "
+    "said about allergic into fan based living it's that's it's , ; and now these days but "
+    "Ted Teddy pho moussaka at all anyway ."
+)
+_NEGATION_WORDS = _NEGATION_TEXT.split()
+
+
+@given(st.lists(st.sampled_from(_NEGATION_WORDS), min_size=1, max_size=14))
+def test_the_negation_keyword_check_never_skips_a_rejected_value(words: list[str]) -> None:
+    """parse() looks for rejected values only in texts holding one of the trigger words;
+    every text the full pattern matches holds one, so the shortcut changes no result."""
+    from oblivion_core import supersession as sup
+
+    text = " ".join(words)
+    if sup._NEGATED.search(text):
+        assert sup._has(text.lower(), sup._NEGATED_TRIGGERS)

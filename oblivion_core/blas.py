@@ -1,0 +1,107 @@
+"""Single-threaded BLAS for the products on the recall path.
+
+The active tier is searched with one matrix-vector product right after the query is
+embedded. numpy hands that product to BLAS, and OpenBLAS splits it over all cores; on a
+small machine, waking those threads while ONNX's embedding threads still spin cost
+5-13 ms per recall, and the spinning BLAS threads then slowed the next embedding too.
+One thread is memory-bound and fast: 0.9 ms for 16k x 384 float32 rows right after an
+embedding, against 1.6 ms for ``np.einsum``'s own loop (2-core machine, OpenBLAS 0.3.31).
+
+OpenBLAS (0.3.27+) has a thread-local thread count, ``openblas_set_num_threads_local``:
+:func:`matvec` sets it to 1 on the calling thread for the one product and puts it back,
+so nothing else in the process (the user's own numpy work, other threads) is affected.
+The function is found in the OpenBLAS that numpy loaded (the ``numpy.libs`` folder of
+the wheels, or any OpenBLAS mapped into the process on Linux). Without it (MKL,
+Accelerate, an older OpenBLAS) :func:`matvec` uses ``np.einsum``, which never threads.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import glob
+import os
+import sys
+from collections.abc import Callable
+
+import numpy as np
+import numpy.typing as npt
+
+_Setter = Callable[[int], int]
+
+
+def _candidates() -> list[str]:
+    """Paths of OpenBLAS libraries numpy may have loaded."""
+    root = os.path.dirname(np.__file__)
+    paths: list[str] = []
+    for pattern in ("*openblas*.so*", "*openblas*.dll", "*openblas*.dylib"):
+        paths += glob.glob(os.path.join(root + ".libs", pattern))  # Linux/Windows wheels
+        paths += glob.glob(os.path.join(root, ".dylibs", pattern))  # macOS wheels
+    if sys.platform.startswith("linux"):
+        try:
+            with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
+                for line in maps:
+                    path = line.split(maxsplit=5)[-1].strip()
+                    if "openblas" in os.path.basename(path).lower() and path not in paths:
+                        paths.append(path)
+        except OSError:
+            pass
+    return paths
+
+
+def _find() -> tuple[_Setter, Callable[[], int]] | None:
+    for path in _candidates():
+        try:
+            # PyDLL: the calls keep the GIL. A ctypes call that released it would let a
+            # worker thread's Chroma query (which holds the GIL throughout) in before the
+            # product instead of during it.
+            lib = ctypes.PyDLL(path)
+        except OSError:
+            continue
+        setter = getattr(lib, "openblas_set_num_threads_local", None)
+        getter = None
+        for name in (
+            "openblas_get_num_threads",
+            "scipy_openblas_get_num_threads64_",
+            "openblas_get_num_threads64_",
+        ):
+            getter = getattr(lib, name, None)
+            if getter is not None:
+                break
+        if setter is None or getter is None:
+            continue
+        setter.restype, setter.argtypes = ctypes.c_int, [ctypes.c_int]
+        getter.restype, getter.argtypes = ctypes.c_int, []
+        return setter, getter
+    return None
+
+
+_FOUND = _find()
+
+#: Whether :func:`matvec` runs on single-threaded BLAS (else on ``np.einsum``).
+SINGLE_THREADED_BLAS = _FOUND is not None
+
+
+def matvec(
+    query: npt.NDArray[np.float32], mat_t: npt.NDArray[np.float32]
+) -> npt.NDArray[np.float32]:
+    """``query @ mat_t`` on the calling thread alone.
+
+    ``query`` is one vector ``(dim,)`` or a stack of them ``(m, dim)``; ``mat_t`` holds
+    one vector per *column* (shape ``(dim, n)``, rows contiguous; a column slice of a
+    wider buffer is fine): BLAS then streams each row once, the fastest layout for one
+    query. Returns ``(n,)`` or ``(m, n)``.
+    """
+    q = query.astype(np.float32, copy=False)
+    if _FOUND is None:
+        spec = "ji,j->i" if q.ndim == 1 else "ji,mj->mi"
+        out: npt.NDArray[np.float32] = np.einsum(spec, mat_t, q)
+        return out
+    setter, getter = _FOUND
+    previous = setter(1)
+    try:
+        out = q @ mat_t
+    finally:
+        # the call returns the thread's count before: the global one unless this thread
+        # had its own, which is then put back
+        setter(0 if previous == getter() else previous)
+    return out
