@@ -1435,18 +1435,21 @@ class Oblivion:
         st = space.state
         new: list[tuple[str, str, float, str]] = []
         if policy.link_neighbours and policy.link_window and recent_ids:
+            seq = st.cols["seq"]
+            own = seq[[st.index[m] for m in ids]]
+            theirs = seq[[st.index[m] for m in recent_ids]]
+            # only earlier memories at or above the threshold qualify; the best few of
+            # each row, without sorting whole rows
+            ok = (theirs[None, :] < own[:, None]) & (sims >= policy.link_similarity)
+            masked = np.where(ok, sims, -np.inf)
+            m = min(policy.link_neighbours, masked.shape[1])
+            best = np.argpartition(-masked, m - 1, axis=1)[:, :m]
             for k, mid in enumerate(ids):
-                own = int(st.cols["seq"][st.index[mid]])
-                added = 0
-                for j in np.argsort(-sims[k])[: policy.link_neighbours + len(ids) + 1]:
-                    other = recent_ids[int(j)]
-                    if sims[k, j] < policy.link_similarity:
+                row = masked[k]
+                for j in sorted(best[k].tolist(), key=lambda j: -row[j]):
+                    if row[j] == -np.inf:
                         break
-                    if other != mid and int(st.cols["seq"][st.index[other]]) < own:
-                        new.append((mid, other, float(min(sims[k, j], 1.0)), "similar"))
-                        added += 1
-                        if added >= policy.link_neighbours:
-                            break
+                    new.append((mid, recent_ids[j], float(min(row[j], 1.0)), "similar"))
         prev = space.last_write
         for mid in ids:
             if (
@@ -1568,13 +1571,19 @@ class Oblivion:
         # product for the whole batch
         found = space.index.search_many(vectors[judged], _SUPERSEDE_CANDIDATES + 1)
         nearest = dict(zip(judged, found, strict=True))
+        # the most similar recent memories of every text (unsorted; sorted per text below)
+        recent_best = np.zeros((len(texts), 0), dtype=np.int64)
+        if recent_ids:
+            c = min(_SUPERSEDE_CANDIDATES, len(recent_ids))
+            recent_best = np.argpartition(-recent_sims, c - 1, axis=1)[:, :c]
         for k in judged:
             mid, text, vec, statement = ids[k], texts[k], vectors[k], statements[k]
             own_seq = int(st.cols["seq"][st.index[mid]])
             sims: dict[str, float] = {}
             if recent_ids:
-                for j in np.argsort(-recent_sims[k])[:_SUPERSEDE_CANDIDATES]:
-                    sims[recent_ids[int(j)]] = float(recent_sims[k, j])
+                row = recent_sims[k]
+                for j in sorted(recent_best[k].tolist(), key=lambda j: -row[j]):
+                    sims[recent_ids[j]] = float(row[j])
             near, near_sims = nearest[k]
             for m, sim in zip(near, near_sims, strict=True):
                 sims.setdefault(m, float(sim))
@@ -2263,28 +2272,25 @@ class Oblivion:
     def _records(self, ns: str, rows: list[int], now: float) -> list[MemoryRecord]:
         st = self._space(ns).state
         ids = [st.ids[i] for i in rows]
-        texts = self._db.texts(ns, ids)
-        metas = self._db.metadatas(ns, ids)
+        contents = self._db.contents(ns, ids)
         idx = np.asarray(rows, dtype=np.int64)
         acts = self._activation(ns, st, now, idx) if rows else np.zeros(0)
         policy = self.policy_for(ns)
         c = st.cols
+        base = decay.half_life_to_rate([self._half_life(ns, v) for v in st.vocab] or [1.0])
+        rates = decay.effective_rate(
+            base[c["cat"][idx]], c["stability"][idx], policy.stability_sigma
+        ).tolist()
         out = []
         for k, i in enumerate(rows):
             mid = st.ids[i]
             cat = st.category(i)
-            rate = float(
-                decay.effective_rate(
-                    decay.half_life_to_rate(self._half_life(ns, cat)),
-                    c["stability"][i],
-                    policy.stability_sigma,
-                )
-            )
+            text, meta = contents[mid]
             out.append(
                 MemoryRecord(
                     id=mid,
                     namespace=ns,
-                    text=texts[mid],
+                    text=text,
                     category=cat,
                     importance=float(c["importance"][i]),
                     confidence=float(c["confidence"][i]),
@@ -2292,9 +2298,9 @@ class Oblivion:
                     last_accessed=float(c["last_accessed"][i]),
                     access_count=int(c["access_count"][i]),
                     activation=float(acts[k]),
-                    decay_rate=rate,
+                    decay_rate=rates[k],
                     tier=Tier(int(c["tier"][i])),
-                    metadata=metas.get(mid, {}),
+                    metadata=meta,
                     invalidated=bool(c["invalidated"][i]),
                     superseded_by=st.superseded_by.get(mid),
                     as_of=now,
