@@ -376,6 +376,11 @@ class PrecomputedEmbedder:
         self.misses = 0
         self.last_query_s = 0.0
 
+    @property
+    def busy_cores(self) -> bool:
+        """The real embedder's answer: Oblivion schedules recall work as it would with it."""
+        return bool(getattr(self.real, "busy_cores", False))
+
     def embed_documents(self, texts: list[str]) -> np.ndarray:
         """Vectors of ``texts`` (cached rows; misses are embedded for real)."""
         rows = [self._row.get(t, -1) for t in texts]

@@ -80,6 +80,16 @@ class FastEmbedEmbedder:
                         ) from exc
         return self._model
 
+    @property
+    def busy_cores(self) -> bool:
+        """Whether embedding keeps every core busy (ONNX threads on all of them).
+
+        Work put on another thread beside such an embedding slows it down by more than
+        the work itself (a parallel ONNX step waits for its slowest thread), so recall
+        then searches BM25 after the query embedding instead of during it.
+        """
+        return self.threads is None or self.threads >= (os.cpu_count() or 1)
+
     def embed_documents(self, texts: list[str]) -> Vectors:
         """Embed texts for storage."""
         model = self._load()

@@ -132,3 +132,17 @@ def test_real_model_gives_384_d_unit_vectors(real_embedder: Any) -> None:
     vecs = embed_texts(real_embedder, ["hello world", "another sentence"])
     assert vecs.shape == (2, 384)
     assert np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
+
+
+def test_the_local_model_says_when_it_keeps_every_core_busy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """ONNX on every core (the default) is busy; with fewer threads than cores it is not."""
+    import os
+
+    from oblivion_core.embedding import FastEmbedEmbedder
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 4)
+    assert FastEmbedEmbedder().busy_cores
+    assert FastEmbedEmbedder(threads=4).busy_cores
+    assert not FastEmbedEmbedder(threads=2).busy_cores

@@ -457,3 +457,40 @@ def test_a_failing_token_counter_stores_nothing() -> None:
         mem.remember_many(["fine", "boom"])
     assert mem.count() == 1
     assert [it.text for it in mem.recall("memory fine boom", k=5)] == ["kept memory"]
+
+
+@pytest.mark.parametrize("busy", [True, False])
+def test_bm25_runs_beside_the_embedding_only_when_cores_are_free(busy: bool) -> None:
+    """With an embedder that keeps every core busy, BM25 runs on the calling thread after
+    the query embedding; otherwise on a worker during it. The result is the same."""
+    import threading
+
+    from oblivion_core.testing import HashEmbedder, memory
+
+    class Embedder(HashEmbedder):
+        busy_cores = busy
+
+    texts = [
+        "the quarterly budget review is on tuesday",
+        "my sister lives in lisbon",
+        "budget spreadsheet shared with finance",
+        "we adopted a cat called miso",
+    ]
+    mem = memory(embedder=Embedder())
+    plain = memory()
+    for m in (mem, plain):
+        m.remember_many(texts)
+    threads: list[str] = []
+    search = mem._lex.search
+
+    def spy(*args: Any) -> Any:
+        threads.append(threading.current_thread().name)
+        return search(*args)
+
+    mem._lex.search = spy  # type: ignore[method-assign]
+    got = mem.recall("budget review", k=3, feedback=False)
+    want = plain.recall("budget review", k=3, feedback=False)
+    assert got.texts == want.texts
+    assert [it.score for it in got] == pytest.approx([it.score for it in want])
+    assert len(threads) == 1
+    assert (threads[0] == threading.current_thread().name) is busy
