@@ -480,7 +480,7 @@ RECALL_PARTS: tuple[Part, ...] = (
     ("active index search (one BLAS thread)", "index.py", "search", False),
     ("archive search (Chroma query)", "store.py", "query", False),
     (
-        "lexical search (in-process BM25; a worker thread runs it during the query embedding)",
+        "lexical search (in-process BM25; after the query embedding with the local model)",
         "lexical.py",
         "search",
         False,

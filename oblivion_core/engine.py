@@ -216,7 +216,7 @@ class Oblivion:
                 self._db.close()
 
     def _background(self, fn: Callable[..., _T], *args: Any) -> Future[_T]:
-        """Run ``fn(*args)`` on a worker thread (archive queries, BM25 searches)."""
+        """Run ``fn(*args)`` on a worker thread (BM25 beside the query embedding)."""
         try:
             return self._workers.submit(fn, *args)
         except RuntimeError as exc:  # shut down by a concurrent close()
