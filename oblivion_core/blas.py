@@ -3,7 +3,8 @@
 The active tier is searched with one matrix-vector product right after the query is
 embedded. numpy hands that product to BLAS, and OpenBLAS splits it over all cores; on a
 small machine, waking those threads while ONNX's embedding threads still spin cost
-5-13 ms per recall, and the spinning BLAS threads then slowed the next embedding too.
+3-8 ms per recall (median to p95 at 16k rows, 2 cores), and the spinning BLAS threads
+then slowed the next embedding too.
 One thread is memory-bound and fast: 0.9 ms for 16k x 384 float32 rows right after an
 embedding, against 1.6 ms for ``np.einsum``'s own loop (2-core machine, OpenBLAS 0.3.31).
 
