@@ -1445,14 +1445,12 @@ class Oblivion:
             # each row, without sorting whole rows
             ok = (theirs[None, :] < own[:, None]) & (sims >= policy.link_similarity)
             masked = np.where(ok, sims, -np.inf)
-            m = min(policy.link_neighbours, masked.shape[1])
-            best = np.argpartition(-masked, m - 1, axis=1)[:, :m]
-            for k, mid in enumerate(ids):
-                row = masked[k]
-                for j in sorted(best[k].tolist(), key=lambda j: -row[j]):
-                    if row[j] == -np.inf:
+            tops = _row_tops(masked, policy.link_neighbours)
+            for k, (mid, best) in enumerate(zip(ids, tops, strict=True)):
+                for j in best:
+                    if masked[k, j] == -np.inf:
                         break
-                    new.append((mid, recent_ids[j], float(min(row[j], 1.0)), "similar"))
+                    new.append((mid, recent_ids[j], float(min(masked[k, j], 1.0)), "similar"))
         prev = space.last_write
         for mid in ids:
             if (
@@ -1574,19 +1572,15 @@ class Oblivion:
         # product for the whole batch
         found = space.index.search_many(vectors[judged], _SUPERSEDE_CANDIDATES + 1)
         nearest = dict(zip(judged, found, strict=True))
-        # the most similar recent memories of every text (unsorted; sorted per text below)
-        recent_best = np.zeros((len(texts), 0), dtype=np.int64)
-        if recent_ids:
-            c = min(_SUPERSEDE_CANDIDATES, len(recent_ids))
-            recent_best = np.argpartition(-recent_sims, c - 1, axis=1)[:, :c]
+        # the most similar recent memories of every text
+        recent_best = _row_tops(recent_sims, _SUPERSEDE_CANDIDATES) if recent_ids else []
         for k in judged:
             mid, text, vec, statement = ids[k], texts[k], vectors[k], statements[k]
             own_seq = int(st.cols["seq"][st.index[mid]])
             sims: dict[str, float] = {}
             if recent_ids:
-                row = recent_sims[k]
-                for j in sorted(recent_best[k].tolist(), key=lambda j: -row[j]):
-                    sims[recent_ids[j]] = float(row[j])
+                for j in recent_best[k]:
+                    sims[recent_ids[j]] = float(recent_sims[k, j])
             near, near_sims = nearest[k]
             for m, sim in zip(near, near_sims, strict=True):
                 sims.setdefault(m, float(sim))
@@ -2208,17 +2202,23 @@ class Oblivion:
         mult = space.usage.of(category).beta_mult if space else 1.0
         return min(1.0, self.policy_for(ns).beta(category) * mult)
 
+    def _rates(self, ns: str, st: NamespaceState, sel: Any) -> np.ndarray[Any, Any]:
+        """Decay rate of each selected row: its category's (adapted) rate, slowed by use."""
+        base = decay.half_life_to_rate([self._half_life(ns, c) for c in st.vocab] or [1.0])
+        return decay.effective_rate(
+            base[st.cols["cat"][sel]],
+            st.cols["stability"][sel],
+            self.policy_for(ns).stability_sigma,
+        )
+
     def _activation(
         self, ns: str, st: NamespaceState, now: float, rows: np.ndarray[Any, Any] | None = None
     ) -> np.ndarray[Any, Any]:
         """Activation at ``now`` of ``rows`` (all rows when ``None``), vectorised."""
         policy = self.policy_for(ns)
-        base = decay.half_life_to_rate([self._half_life(ns, c) for c in st.vocab] or [1.0])
         sel = slice(0, st.n) if rows is None else rows
         c = st.cols
-        rate = decay.effective_rate(
-            base[c["cat"][sel]], c["stability"][sel], policy.stability_sigma
-        )
+        rate = self._rates(ns, st, sel)
         floor = np.where(
             c["invalidated"][sel] | c["superseded"][sel],
             0.0,
@@ -2278,12 +2278,8 @@ class Oblivion:
         contents = self._db.contents(ns, ids)
         idx = np.asarray(rows, dtype=np.int64)
         acts = self._activation(ns, st, now, idx) if rows else np.zeros(0)
-        policy = self.policy_for(ns)
         c = st.cols
-        base = decay.half_life_to_rate([self._half_life(ns, v) for v in st.vocab] or [1.0])
-        rates = decay.effective_rate(
-            base[c["cat"][idx]], c["stability"][idx], policy.stability_sigma
-        ).tolist()
+        rates = self._rates(ns, st, idx).tolist()
         out = []
         for k, i in enumerate(rows):
             mid = st.ids[i]
@@ -2313,6 +2309,19 @@ class Oblivion:
 
 
 # ==================================================================== validation helpers
+def _row_tops(matrix: Any, m: int) -> list[list[int]]:
+    """Column indices of each row's ``m`` largest values, largest first (one partition
+    of the whole matrix instead of a sort per row)."""
+    m = min(m, matrix.shape[1])
+    if m <= 0:
+        return [[] for _ in range(matrix.shape[0])]
+    best = np.argpartition(-matrix, m - 1, axis=1)[:, :m]
+    out: list[list[int]] = []
+    for row, cols in zip(matrix, best.tolist(), strict=True):
+        out.append(sorted(cols, key=lambda j: -float(row[j])))
+    return out
+
+
 def _check_namespace(namespace: object) -> str:
     if not isinstance(namespace, str) or not namespace.strip():
         raise InvalidInputError(f"namespace must be a non-empty string, got {namespace!r}")

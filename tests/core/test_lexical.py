@@ -132,17 +132,12 @@ def _assert_matches_fts5(
 
 
 _WORDS = ["cat", "cats", "running", "runner", "Zoë", "café", "green", "pears", "42", "the", "x"]
+_DOC = st.lists(st.sampled_from(_WORDS), min_size=1, max_size=8).map(" ".join)
+_QUERY = st.lists(st.sampled_from(_WORDS), min_size=1, max_size=4).map(" ".join)
 
 
 @settings(max_examples=60, deadline=None)
-@given(
-    docs=st.lists(
-        st.lists(st.sampled_from(_WORDS), min_size=1, max_size=8).map(" ".join),
-        min_size=1,
-        max_size=30,
-    ),
-    query=st.lists(st.sampled_from(_WORDS), min_size=1, max_size=4).map(" ".join),
-)
+@given(docs=st.lists(_DOC, min_size=1, max_size=30), query=_QUERY)
 def test_scores_equal_sqlite_fts5(docs: list[str], query: str) -> None:
     """Same matches and same BM25 scores as SQLite FTS5 with the porter tokenizer."""
     rows = list(enumerate(docs, start=1))
@@ -151,16 +146,8 @@ def test_scores_equal_sqlite_fts5(docs: list[str], query: str) -> None:
 
 @settings(max_examples=60, deadline=None)
 @given(
-    docs=st.lists(
-        st.lists(st.sampled_from(_WORDS), min_size=1, max_size=8).map(" ".join),
-        min_size=2,
-        max_size=30,
-    ),
-    queries=st.lists(
-        st.lists(st.sampled_from(_WORDS), min_size=1, max_size=4).map(" ".join),
-        min_size=1,
-        max_size=6,
-    ),
+    docs=st.lists(_DOC, min_size=2, max_size=30),
+    queries=st.lists(_QUERY, min_size=1, max_size=6),
     k=st.integers(1, 8),
 )
 def test_searches_in_a_row_equal_searches_on_a_fresh_index(
