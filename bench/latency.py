@@ -82,7 +82,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from oblivion_core import FastEmbedEmbedder, ManualClock, Oblivion, Policy
+from oblivion_core import FastEmbedEmbedder, ManualClock, Oblivion, Policy, VectorStore
 
 if __package__:
     from ._latency_corpus import (
@@ -618,6 +618,14 @@ def measure_ingest(
     """Real-embedder writes into fresh stores: batches, then single items."""
     timed = _TimedEmbedder(real)
     mem = Oblivion(workdir / "ingest-oblivion", embedder=timed)
+    # the same with texts also stored as Chroma documents, as the raw side stores them
+    with_docs = Oblivion(
+        workdir / "ingest-oblivion-docs",
+        embedder=real,
+        vector_store=VectorStore.embedded(
+            workdir / "ingest-oblivion-docs" / "chroma", documents=True
+        ),
+    )
     _client, col = _raw_collection(workdir / "ingest-raw")
     id_iter = iter(ids)
 
@@ -628,24 +636,29 @@ def measure_ingest(
     warm = list(warm_texts)
     col.add(ids=take(len(warm)), embeddings=real.embed_documents(warm), documents=warm)
     mem.remember_many(warm, ids=take(len(warm)))
+    with_docs.remember_many(warm, ids=take(len(warm)))
 
-    raw_s = obl_s = raw_embed_s = 0.0
+    raw_s = obl_s = docs_s = raw_embed_s = 0.0
     obl_embed_start = timed.seconds
     batches = _chunks(len(texts), cfg.ingest_batch)
     load_before = _load()
     for b, (s, e) in enumerate(tqdm(batches, desc="ingest batches", unit="batch", leave=False)):
         part = list(texts[s:e])
-        raw_ids, obl_ids = take(len(part)), take(len(part))
-        for side in ("raw", "obl") if b % 2 == 0 else ("obl", "raw"):
+        raw_ids, obl_ids, docs_ids = take(len(part)), take(len(part)), take(len(part))
+        sides = ("raw", "obl", "docs")
+        for side in sides[b % 3 :] + sides[: b % 3]:  # each side goes first as often
             started = time.perf_counter()
             if side == "raw":
                 vecs = real.embed_documents(part)
                 raw_embed_s += time.perf_counter() - started
                 col.add(ids=raw_ids, embeddings=vecs, documents=part)
                 raw_s += time.perf_counter() - started
-            else:
+            elif side == "obl":
                 mem.remember_many(part, ids=obl_ids)
                 obl_s += time.perf_counter() - started
+            else:
+                with_docs.remember_many(part, ids=docs_ids)
+                docs_s += time.perf_counter() - started
     obl_embed_s = timed.seconds - obl_embed_start
     n = len(texts)
 
@@ -676,6 +689,10 @@ def measure_ingest(
             "oblivion_embed_seconds": obl_embed_s,
             "raw_store_items_per_s": n / max(raw_s - raw_embed_s, 1e-9),
             "oblivion_store_items_per_s": n / max(obl_s - obl_embed_s, 1e-9),
+            # Oblivion keeps texts in its state database; with VectorStore(documents=True)
+            # Chroma also gets them (and indexes them for full-text search), like raw add
+            "oblivion_documents_seconds": docs_s,
+            "oblivion_documents_ratio": raw_s / docs_s,
         },
         "single": {
             "items": m,
@@ -691,6 +708,7 @@ def measure_ingest(
         "loadavg_after": load_after,
     }
     mem.close()
+    with_docs.close()
     return result
 
 

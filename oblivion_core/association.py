@@ -78,22 +78,30 @@ def spread(
     out: dict[str, float] = {}
     frontier = {k: v for k, v in seeds.items() if v > 0}
     factor = fraction
+    empty: Mapping[str, float] = {}
     for _ in range(max_hops):
         nxt: dict[str, float] = {}
         for node, delta in frontier.items():
-            for other, weight in adjacency.get(node, {}).items():
+            scale = delta * factor
+            for other, weight in adjacency.get(node, empty).items():
                 if other in visited:
                     continue
-                share = delta * factor * weight
+                share = scale * weight
                 if share >= min_delta and share > nxt.get(other, 0.0):
                     nxt[other] = share
         if not nxt:
             break
-        for other, share in sorted(nxt.items(), key=lambda p: (-p[1], p[0])):
-            if len(out) >= max_nodes:
-                return out
+        ranked = sorted(nxt.items(), key=_by_share)
+        room = max_nodes - len(out)
+        for other, share in ranked[:room]:
             out[other] = share
             visited.add(other)
-        frontier = {k: v for k, v in nxt.items() if k in out}
+        if len(ranked) > room:
+            return out
+        frontier = nxt
         factor = hop_decay
     return out
+
+
+def _by_share(pair: tuple[str, float]) -> tuple[float, str]:
+    return -pair[1], pair[0]

@@ -82,6 +82,8 @@ _ACTIVE, _ARCHIVE, _COLD = int(Tier.ACTIVE), int(Tier.ARCHIVE), int(Tier.COLD)
 _SUPERSEDE_CANDIDATES = 12  # older memories judged per new statement (dense + lexical)
 _MAX_COMPRESS_BATCH = 2_000  # lowest-activation candidates clustered per maintain()
 _NEIGHBOUR_SCAN = 8  # sequence numbers scanned for a namespace's next/previous memory
+#: Per-category decay rates and recall betas, indexed like ``NamespaceState.vocab``.
+_CategoryParams = tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]
 MAX_NAMESPACE_CHARS = 256
 
 
@@ -200,6 +202,8 @@ class Oblivion:
             self._workers = ThreadPoolExecutor(2, thread_name_prefix="oblivion")
             self._next_seq = self._db.next_seq()
             self._spaces: dict[str, _Space] = {}
+            # per namespace: (policy, learned multipliers by category, (rates, betas))
+            self._param_cache: dict[str, tuple[Policy, tuple[Any, ...], _CategoryParams]] = {}
             self._known: set[str] = set(self._db.namespaces()) | {self.default_namespace}
         except BaseException:
             self._db.close()
@@ -724,9 +728,7 @@ class Oblivion:
         n_ask = pool + min(len(space.index), pool)
         archive: tuple[list[str], list[float]] | None = None
         ids, sims = space.index.search(qvec, pool)
-        cand: dict[str, float] = {}
-        for mid, sim in zip(ids, sims, strict=True):
-            cand[mid] = float(sim)
+        cand: dict[str, float] = dict(zip(ids, sims.tolist(), strict=True))
         best = float(sims[0]) if len(sims) else -1.0
 
         reason: str | None = None
@@ -743,8 +745,9 @@ class Oblivion:
         lexical: dict[str, float] = {}
         if policy.lexical_weight > 0:
             seqs, values = bm25 if bm25 is not None else self._lex.search(ns, query, pool)
+            by_seq = st.by_seq
             for seq, value in zip(seqs, values, strict=True):
-                hit = st.by_seq.get(seq)
+                hit = by_seq.get(seq)
                 # BM25 covers the archive too (it is cheap); deep=False means active only
                 if hit is not None and (deep is not False or hit in space.index):
                     lexical[hit] = value
@@ -753,19 +756,21 @@ class Oblivion:
                 if mid not in cand and mid in st.index:
                     cand[mid] = sim
         if lexical:
-            if reason is None and any(m not in space.index for m in lexical):
+            if reason is None and deep is not False and any(m not in space.index for m in lexical):
                 reason = "BM25 matched archived memories"
             only_lexical = [m for m in lexical if m not in cand]
             if only_lexical:
                 cand.update(self._cosines(ns, space, qvec, only_lexical))
         ids_all = list(cand)
-        dense = np.asarray([cand[m] for m in ids_all], dtype=np.float64)
-        lex = np.asarray([lexical.get(m, 0.0) for m in ids_all], dtype=np.float64)
-        fused = fuse(dense, lex, policy)
+        dense_l = list(cand.values())
+        lex_l = [lexical.get(m, 0.0) for m in ids_all]
+        fused = fuse(
+            np.asarray(dense_l, dtype=np.float64), np.asarray(lex_l, dtype=np.float64), policy
+        )
         signals = {
-            m: {"dense": float(dense[j]), "lexical": float(lex[j])} for j, m in enumerate(ids_all)
+            m: {"dense": d, "lexical": x} for m, d, x in zip(ids_all, dense_l, lex_l, strict=True)
         }
-        cand = {m: float(fused[j]) for j, m in enumerate(ids_all)}
+        cand = dict(zip(ids_all, fused.tolist(), strict=True))
         which = list_question(query)
         listed: frozenset[str] = frozenset()
         if which is not False:
@@ -1179,38 +1184,49 @@ class Oblivion:
         touched: list[int] = []
         restore: list[str] = []
         # the boosts of all picked items at once (numpy per scalar costs ~1 us a call)
+        c = st.cols
         prow = rows[picked]
-        tiers = st.cols["tier"][prow]
-        cats = [st.category(int(i)) for i in prow]
+        tiers = c["tier"][prow]
         gains = np.where(tiers == _ARCHIVE, policy.archive_gain, 1.0)
-        betas = np.asarray([self._beta(ns, c) for c in cats], dtype=np.float64)
-        deltas = decay.boost_delta(betas, rel[picked], st.cols["confidence"][prow], gains)
-        afters = decay.boost(act[picked], deltas, policy.cap).tolist()
-        for j, i, tier, cat, gain, after in zip(
-            picked, prow.tolist(), tiers.tolist(), cats, gains.tolist(), afters, strict=True
+        betas = self._category_params(ns, st, policy)[1][c["cat"][prow]]
+        deltas = decay.boost_delta(betas, rel[picked], c["confidence"][prow], gains)
+        boosted = decay.boost(act[picked], deltas, policy.cap)
+        valid = ~c["invalidated"][prow]
+        live = prow[valid]  # what _set_activation does, for every picked row at once
+        c["a_ref"][live] = boosted[valid]
+        c["t_ref"][live] = now
+        c["stability"][live] += policy.retrieval_stability
+        c["access_count"][live] += 1
+        c["last_accessed"][live] = now
+        seeds: dict[str, float] = {}
+        for j, i, tier, gain, before, after, relevance, ok in zip(
+            picked,
+            prow.tolist(),
+            tiers.tolist(),
+            gains.tolist(),
+            act[picked].tolist(),
+            boosted.tolist(),
+            rel[picked].tolist(),
+            valid.tolist(),
+            strict=True,
         ):
             mid = cids[j]
             from_tier = Tier(tier)
-            if st.cols["invalidated"][i]:  # shown on request, never reinforced
+            if not ok:  # shown on request, never reinforced
                 out[mid] = {"from_tier": from_tier, "public": None}
                 continue
-            self._set_activation(st, i, after, now, policy.retrieval_stability)
-            space.last_relevance[mid] = float(max(rel[j], 0.0))
-            usage = space.usage.of(cat)
+            space.last_relevance[mid] = max(relevance, 0.0)
+            usage = space.usage.of(st.category(i))
             usage.recalled += 1
             if from_tier == _ARCHIVE:
                 usage.archive_hits += 1
-                if after > policy.archive_high and not st.cols["invalidated"][i]:
+                if after > policy.archive_high:
                     restore.append(mid)
-            public = {"before": float(act[j]), "after": after, "gain": gain}
+            public = {"before": before, "after": after, "gain": gain}
             out[mid] = {"from_tier": from_tier, "public": public}
             touched.append(i)
-            journal.append((mid, "recall", float(act[j]), after, {"relevance": float(rel[j])}))
-        seeds = {
-            cids[j]: float(out[cids[j]]["public"]["after"] - act[j])
-            for j in picked
-            if out[cids[j]]["public"] is not None
-        }
+            journal.append((mid, "recall", before, after, {"relevance": relevance}))
+            seeds[mid] = after - before
         touched += self._spread(ns, space, policy, seeds, now, journal)
         if restore:
             rows_, moved = self._promote(ns, space, restore, "recalled from the archive")
@@ -2192,30 +2208,52 @@ class Oblivion:
             )
         return i
 
+    def _policy_of(self, ns: str) -> Policy:
+        """:meth:`policy_for` without the checks, for a namespace already resolved."""
+        return self._ns_policy.get(ns, self._policy)
+
     def _half_life(self, ns: str, category: str) -> float:
         space = self._spaces.get(ns)
         mult = space.usage.of(category).half_life_mult if space else 1.0
-        return self.policy_for(ns).half_life(category) * mult
+        return self._policy_of(ns).half_life(category) * mult
 
     def _beta(self, ns: str, category: str) -> float:
         space = self._spaces.get(ns)
         mult = space.usage.of(category).beta_mult if space else 1.0
-        return min(1.0, self.policy_for(ns).beta(category) * mult)
+        return min(1.0, self._policy_of(ns).beta(category) * mult)
+
+    def _category_params(self, ns: str, st: NamespaceState, policy: Policy) -> _CategoryParams:
+        """Decay rate and recall beta of each category of ``st.vocab`` (as adapted), as
+        :meth:`_half_life` and :meth:`_beta` give them; cached while the policy and the
+        learned multipliers stay the same."""
+        space = self._spaces.get(ns)
+        parts = []
+        for c in st.vocab:
+            u = space.usage.of(c) if space is not None else None
+            parts.append((c, u.half_life_mult, u.beta_mult) if u is not None else (c, 1.0, 1.0))
+        key = tuple(parts)
+        cached = self._param_cache.get(ns)
+        if cached is not None and cached[0] is policy and cached[1] == key:
+            return cached[2]
+        rates = decay.half_life_to_rate([policy.half_life(c) * h for c, h, _ in key] or [1.0])
+        betas = np.asarray([min(1.0, policy.beta(c) * b) for c, _, b in key] or [1.0])
+        self._param_cache[ns] = (policy, key, (rates, betas))
+        return rates, betas
 
     def _rates(self, ns: str, st: NamespaceState, sel: Any) -> np.ndarray[Any, Any]:
         """Decay rate of each selected row: its category's (adapted) rate, slowed by use."""
-        base = decay.half_life_to_rate([self._half_life(ns, c) for c in st.vocab] or [1.0])
+        policy = self._policy_of(ns)
         return decay.effective_rate(
-            base[st.cols["cat"][sel]],
+            self._category_params(ns, st, policy)[0][st.cols["cat"][sel]],
             st.cols["stability"][sel],
-            self.policy_for(ns).stability_sigma,
+            policy.stability_sigma,
         )
 
     def _activation(
         self, ns: str, st: NamespaceState, now: float, rows: np.ndarray[Any, Any] | None = None
     ) -> np.ndarray[Any, Any]:
         """Activation at ``now`` of ``rows`` (all rows when ``None``), vectorised."""
-        policy = self.policy_for(ns)
+        policy = self._policy_of(ns)
         sel = slice(0, st.n) if rows is None else rows
         c = st.cols
         rate = self._rates(ns, st, sel)

@@ -73,23 +73,27 @@ def query_terms(text: str) -> list[str]:
 
 
 class _Postings:
-    """A growable (slot, term frequency) array pair for one term."""
+    """Growable parallel arrays for one term: slot, term frequency and the length of the
+    slot's document (a slot's length never changes, so the search need not gather it)."""
 
-    __slots__ = ("n", "slots", "tf")
+    __slots__ = ("dl", "n", "slots", "tf")
 
     def __init__(self) -> None:
         self.slots = np.zeros(4, dtype=np.int32)
         self.tf = np.zeros(4, dtype=np.float32)
+        self.dl = np.zeros(4, dtype=np.float32)  # token counts: exact in float32
         self.n = 0
 
-    def extend(self, slots: Sequence[int], tf: Sequence[int]) -> None:
+    def extend(self, slots: Sequence[int], tf: Sequence[int], dl: Sequence[float]) -> None:
         need = self.n + len(slots)
         if need > len(self.slots):
             cap = max(need, 2 * len(self.slots))
             self.slots = np.resize(self.slots, cap)
             self.tf = np.resize(self.tf, cap)
+            self.dl = np.resize(self.dl, cap)
         self.slots[self.n : need] = slots
         self.tf[self.n : need] = tf
+        self.dl[self.n : need] = dl
         self.n = need
 
 
@@ -113,7 +117,7 @@ class _Namespace:
             cap = max(need, 2 * len(self.seqs))
             self.seqs = np.resize(self.seqs, cap)
             self.lengths = np.resize(self.lengths, cap)
-        grouped: dict[str, tuple[list[int], list[int]]] = {}
+        grouped: dict[str, tuple[list[int], list[int], list[int]]] = {}
         for offset, (seq, text) in enumerate(zip(seqs, texts, strict=True)):
             slot = self.size + offset
             terms = tokens(text)
@@ -123,14 +127,15 @@ class _Namespace:
             self.lengths[slot] = len(terms) or 1e-9
             self.total_length += len(terms)
             for term, count in Counter(terms).items():
-                slots, tf = grouped.setdefault(term, ([], []))
+                slots, tf, dl = grouped.setdefault(term, ([], [], []))
                 slots.append(slot)
                 tf.append(count)
-        for term, (slots, tf) in grouped.items():
+                dl.append(len(terms))
+        for term, (slots, tf, dl) in grouped.items():
             postings = self.postings.get(term)
             if postings is None:
                 postings = self.postings[term] = _Postings()
-            postings.extend(slots, tf)
+            postings.extend(slots, tf, dl)
         self.size = need
         self.alive += len(seqs)
 
@@ -157,8 +162,8 @@ class _Namespace:
                 del self.postings[term]
                 continue
             slots = remap[p.slots[: p.n][live]]
-            tf = p.tf[: p.n][live]
-            p.slots, p.tf, p.n = slots.copy(), tf.copy(), len(slots)
+            tf, dl = p.tf[: p.n][live], p.dl[: p.n][live]
+            p.slots, p.tf, p.dl, p.n = slots.copy(), tf.copy(), dl.copy(), len(slots)
         self.seqs = self.seqs[: self.size][keep].copy()
         self.lengths = self.lengths[: self.size][keep].copy()
         self.size = len(self.seqs)
@@ -190,21 +195,26 @@ class _Namespace:
         matched: list[npt.NDArray[np.int32]],
     ) -> tuple[list[int], list[float]]:
         lengths = self.lengths[: self.size]
+        deleted = self.alive < self.size  # else every posting is live: no liveness gather
+        c1, c2 = K1 * (1.0 - B), K1 * B / avgdl
         for term in terms:
             p = self.postings.get(term)
             if p is None:
                 continue
-            slots = p.slots[: p.n]
-            dl = lengths[slots]
-            live = dl > 0
-            n_q = int(np.count_nonzero(live))
+            slots, tf, dl = p.slots[: p.n], p.tf[: p.n], p.dl[: p.n]
+            live = lengths[slots] > 0 if deleted else None
+            n_q = p.n if live is None else int(np.count_nonzero(live))
             if n_q == 0:
                 continue
             idf = math.log((n_docs - n_q + 0.5) / (n_q + 0.5))
             idf = idf if idf > 0 else 1e-6
-            tf = p.tf[: p.n].astype(np.float64)
-            part = idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * dl / avgdl))
-            if n_q < len(slots):
+            # idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl)), in float64
+            denom = np.multiply(dl, c2, dtype=np.float64)
+            denom += c1
+            denom += tf
+            part = np.multiply(tf, idf * (K1 + 1.0), dtype=np.float64)
+            part /= denom
+            if live is not None and n_q < len(slots):
                 slots, part = slots[live], part[live]
             matched.append(slots)
             scores[slots] += part  # a term lists each slot once

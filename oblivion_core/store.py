@@ -1,8 +1,15 @@
-"""Chroma access: texts, vectors and static metadata, one collection per namespace.
+"""Chroma access: vectors and static metadata (texts on request), one collection per
+namespace.
 
 The store never decides tiers and holds no activation: per-recall boosts would cost a
 Chroma metadata write each (see DESIGN.md), so activation lives in :mod:`state`.
 Queries use no ``where`` filter (10-30x slower); tier filtering happens in process.
+
+Texts live in the state database (written in the same durable step as the vector), which
+is where recall reads them. Chroma gets them too only with ``documents=True``, for tools
+that read the collection directly: a document costs a write into Chroma's full-text index,
+which Oblivion never queries (it keeps its own BM25 index), and that index was 40 % of
+Chroma's write time (5,000 texts in batches of 500: 2.5 s with documents, 1.5 s without).
 """
 
 from __future__ import annotations
@@ -16,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from oblivion_core.errors import StoreError
+from oblivion_core.errors import InvalidInputError, StoreError
 from oblivion_core.typing import Vectors
 
 _UNSAFE = re.compile(r"[^a-zA-Z0-9_-]+")
@@ -36,16 +43,20 @@ def _settings() -> Any:
 
 
 class VectorStore:
-    """Texts and vectors in Chroma.
+    """Vectors (and, with ``documents=True``, texts) in Chroma.
 
     Build it with :meth:`embedded` (a ``PersistentClient`` on disk, the default),
     :meth:`server` (an ``HttpClient`` to a ``chroma run`` server) or from any Chroma
     client you already have.
     """
 
-    def __init__(self, client: Any, *, prefix: str = "") -> None:
+    def __init__(self, client: Any, *, prefix: str = "", documents: bool = False) -> None:
+        if not isinstance(documents, bool):
+            raise InvalidInputError(f"documents must be True or False, got {documents!r}")
         self.client = client
         self.prefix = prefix
+        #: Also store each memory's text as its Chroma document (see the module doc).
+        self.documents = documents
         self._collections: dict[str, Any] = {}
         try:
             self.max_batch = int(client.get_max_batch_size())
@@ -53,23 +64,33 @@ class VectorStore:
             self.max_batch = 5_000
 
     @classmethod
-    def embedded(cls, path: str | Path) -> VectorStore:
-        """Chroma on disk at ``path`` (created if needed)."""
+    def embedded(cls, path: str | Path, *, documents: bool = False) -> VectorStore:
+        """Chroma on disk at ``path`` (created if needed).
+
+        ``documents``: also keep texts in Chroma (see the module doc).
+        """
         import chromadb
 
         try:
             client = chromadb.PersistentClient(path=str(path), settings=_settings())
         except Exception as exc:
             raise StoreError(f"could not open the Chroma store at {str(path)!r}: {exc}") from exc
-        return cls(client)
+        return cls(client, documents=documents)
 
     @classmethod
     def server(
-        cls, host: str = "localhost", port: int = 8000, *, ssl: bool = False, prefix: str = ""
+        cls,
+        host: str = "localhost",
+        port: int = 8000,
+        *,
+        ssl: bool = False,
+        prefix: str = "",
+        documents: bool = False,
     ) -> VectorStore:
         """A Chroma server (``chroma run``) at ``host:port``.
 
-        ``prefix`` keeps several Oblivion stores apart on one server (e.g. one per app).
+        ``prefix`` keeps several Oblivion stores apart on one server (e.g. one per app);
+        ``documents`` also keeps texts in Chroma (see the module doc).
         """
         import chromadb
 
@@ -81,7 +102,7 @@ class VectorStore:
                 f"could not reach the Chroma server at {host}:{port}: {exc}. "
                 "Is `chroma run` running there?"
             ) from exc
-        return cls(client, prefix=prefix)
+        return cls(client, prefix=prefix, documents=documents)
 
     # ---------------------------------------------------------------- collections
     def collection(self, namespace: str) -> Any:
@@ -112,7 +133,8 @@ class VectorStore:
         texts: Sequence[str],
         metadatas: Sequence[Mapping[str, Any]] | None = None,
     ) -> None:
-        """Add (or overwrite) records; batched to the client's maximum batch size."""
+        """Add (or overwrite) records; batched to the client's maximum batch size.
+        ``texts`` are stored as documents only when :attr:`documents` is on."""
         col = self.collection(namespace)
         metas = [dict(m) or None for m in metadatas] if metadatas is not None else None
         for start in range(0, len(ids), self.max_batch):
@@ -120,7 +142,7 @@ class VectorStore:
             col.upsert(
                 ids=list(ids[start:end]),
                 embeddings=vectors[start:end],
-                documents=list(texts[start:end]),
+                documents=list(texts[start:end]) if self.documents else None,
                 metadatas=metas[start:end] if metas is not None else None,
             )
 

@@ -3,6 +3,7 @@ through the engine's maintain())."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -168,6 +169,29 @@ def test_adaptation_does_not_change_activation_at_that_moment(fresh: Any) -> Non
         assert plan.adapted
         after = {m: mem.get(m).activation for m in ids}
         assert after == pytest.approx(before, rel=1e-9)
+
+
+def test_decay_follows_each_new_half_life_at_once(fresh: Any) -> None:
+    """Rates are cached per namespace: an adapted half-life, then a policy switched at run
+    time, each govern the very next activation read (decay rate and halving time)."""
+    clock = ManualClock()
+    with fresh(clock=clock, policy=POLICY) as mem:
+        mid = _archive_twenty_events(mem, clock)[0]
+
+        def halves_in(half_life: float) -> None:
+            rec = mem.get(mid)
+            assert rec.decay_rate == pytest.approx(math.log(2) / half_life, rel=1e-9)
+            clock.advance(half_life)
+            assert mem.get(mid).activation == pytest.approx(rec.activation / 2, rel=1e-9)
+
+        halves_in(POLICY.half_life("event"))  # computed, and cached, before adapting
+        mem.maintain()
+        adapted = mem.stats()["categories"]["event"]
+        assert adapted["half_life"] != POLICY.half_life("event")
+        halves_in(adapted["half_life"])
+        switched = POLICY.replace(half_lives={**POLICY.half_lives, "event": 3 * DAY})
+        mem.set_policy(switched)
+        halves_in(3 * DAY * adapted["half_life_multiplier"])
 
 
 @pytest.mark.integration

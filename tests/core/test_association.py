@@ -58,6 +58,30 @@ def test_spread_is_bounded(
         assert 0 < share <= fraction * top + 1e-12
 
 
+@given(
+    edges=edges,
+    seeds=st.dictionaries(nodes, st.floats(0.0, 1.0), min_size=1, max_size=4),
+    hops=st.integers(1, 4),
+    max_nodes=st.integers(0, 12),
+)
+def test_a_node_limit_keeps_the_strongest_first(
+    edges: list[tuple[str, str, float]], seeds: dict[str, float], hops: int, max_nodes: int
+) -> None:
+    """With ``max_nodes`` the result is the first ``max_nodes`` memories of the unlimited
+    spread, which lists each hop's memories strongest first (ties by id)."""
+    graph = LinkGraph()
+    for a, b, w in edges:
+        if a != b:
+            graph.add(a, b, w)
+    kw: dict[str, Any] = {"fraction": 0.5, "hop_decay": 0.5, "max_hops": hops}
+    full = spread(graph.adj, seeds, max_nodes=100, **kw)
+    limited = spread(graph.adj, seeds, max_nodes=max_nodes, **kw)
+    assert list(limited.items()) == list(full.items())[:max_nodes]
+    first = spread(graph.adj, seeds, max_nodes=100, **{**kw, "max_hops": 1})
+    assert list(first) == sorted(first, key=lambda m: (-first[m], m))
+    assert list(full)[: len(first)] == list(first)
+
+
 def test_spread_follows_weights_and_hops() -> None:
     """One hop passes delta*fraction*weight; the next multiplies by hop_decay as well."""
     graph = LinkGraph()

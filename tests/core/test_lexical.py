@@ -169,3 +169,23 @@ def test_searches_in_a_row_equal_searches_on_a_fresh_index(
         assert got[1] == pytest.approx(fresh[1], rel=1e-12)
         assert len(set(got[0])) == len(got[0]) <= k
         assert got[1] == sorted(got[1], reverse=True)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    docs=st.lists(_DOC, min_size=2, max_size=30),
+    gone=st.sets(st.integers(1, 30), max_size=10),
+    query=_QUERY,
+)
+def test_scores_with_deleted_documents_equal_sqlite_fts5(
+    docs: list[str], gone: set[int], query: str
+) -> None:
+    """With deleted documents still in the postings (fewer than half: not compacted), the
+    search masks them and scores the rest as FTS5 scores the survivors."""
+    rows = list(enumerate(docs, start=1))
+    lex = _built("ns", rows)
+    gone = {s for s in gone if s <= len(rows)}
+    lex.delete("ns", sorted(gone))
+    left = [r for r in rows if r[0] not in gone]
+    if left:
+        _assert_matches_fts5(lex, left, [query])

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from oblivion_core import StoreError, VectorStore
+from oblivion_core import InvalidInputError, StoreError, VectorStore
 from oblivion_core.store import collection_name
 
 
@@ -97,6 +97,40 @@ def test_batches_larger_than_the_client_limit(store: VectorStore) -> None:
     assert len(store.vectors("ns", [f"m{i}" for i in range(n)])) == n
     store.delete("ns", [f"m{i}" for i in range(n)])
     assert store.count("ns") == 0
+
+
+def test_texts_reach_chroma_only_with_documents_on(store: VectorStore) -> None:
+    """By default Chroma holds no documents (Oblivion reads texts from its state); with
+    ``documents=True`` each record's text is its Chroma document, kept up to date."""
+    store.add("ns", ["a"], _unit(1), ["first text"])
+    col = store.collection("ns")
+    assert col.get(ids=["a"], include=["documents"])["documents"] == [None]
+    store.documents = True
+    store.add("ns", ["a"], _unit(1), ["second text"])
+    assert col.get(ids=["a"], include=["documents"])["documents"] == ["second text"]
+
+
+def test_documents_flag_is_checked() -> None:
+    """A non-boolean ``documents`` is refused with the values it accepts."""
+    import chromadb
+
+    with pytest.raises(InvalidInputError, match="documents must be True or False"):
+        VectorStore(chromadb.EphemeralClient(), documents="yes")  # type: ignore[arg-type]
+
+
+def test_embedded_store_keeps_documents_on_request(tmp_path: Path) -> None:
+    """``VectorStore.embedded(path, documents=True)`` through Oblivion: the collection on
+    disk holds each memory's text, and recall works the same."""
+    from oblivion_core import Oblivion
+    from oblivion_core.testing import HashEmbedder
+
+    store = VectorStore.embedded(tmp_path / "chroma", documents=True)
+    mem = Oblivion(tmp_path / "state", vector_store=store, embedder=HashEmbedder(16))
+    mid = mem.remember("The staging database moved to Frankfurt.").id
+    got = store.collection(mem.default_namespace).get(ids=[mid], include=["documents"])
+    assert got["documents"] == ["The staging database moved to Frankfurt."]
+    assert mem.recall("staging database", k=1).items[0].id == mid
+    mem.close()
 
 
 VALID_CHROMA_NAME = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9._-]{1,510}[a-zA-Z0-9]$")
