@@ -286,7 +286,8 @@ class StateDB:
             raise StoreCorruptError(
                 f"{self.path} is not a valid Oblivion activation database ({exc}). It was not "
                 "modified: move it aside (or restore a backup) and open the store again; the "
-                "texts and vectors in the chroma/ folder beside it are intact"
+                "vectors in the chroma/ folder beside it are intact, and so are the texts "
+                "(the records' documents) unless the store was written with documents=False"
             ) from exc
         except Exception:
             self._release_lock()

@@ -1,15 +1,17 @@
-"""Chroma access: vectors and static metadata (texts on request), one collection per
-namespace.
+"""Chroma access: texts, vectors and static metadata, one collection per namespace.
 
 The store never decides tiers and holds no activation: per-recall boosts would cost a
 Chroma metadata write each (see DESIGN.md), so activation lives in :mod:`state`.
 Queries use no ``where`` filter (10-30x slower); tier filtering happens in process.
 
-Texts live in the state database (written in the same durable step as the vector), which
-is where recall reads them. Chroma gets them too only with ``documents=True``, for tools
-that read the collection directly: a document costs a write into Chroma's full-text index,
-which Oblivion never queries (it keeps its own BM25 index), and that index was 40 % of
-Chroma's write time (5,000 texts in batches of 500: 2.5 s with documents, 1.5 s without).
+Recall reads texts from the state database, never from Chroma. Chroma keeps them too, as
+each record's document, by default: a second copy of every text beside its vector, which
+survives the loss of the state database, and what tools reading the collection expect.
+``documents=False``
+leaves them out for faster writes: a document costs a write into Chroma's full-text
+index, which Oblivion never queries (it keeps its own BM25 index), and that index was
+40 % of Chroma's write time (5,000 texts in batches of 500: 2.5 s with documents, 1.5 s
+without). The state database then holds the only copy of the texts.
 """
 
 from __future__ import annotations
@@ -43,19 +45,19 @@ def _settings() -> Any:
 
 
 class VectorStore:
-    """Vectors (and, with ``documents=True``, texts) in Chroma.
+    """Texts (unless ``documents=False``) and vectors in Chroma.
 
     Build it with :meth:`embedded` (a ``PersistentClient`` on disk, the default),
     :meth:`server` (an ``HttpClient`` to a ``chroma run`` server) or from any Chroma
     client you already have.
     """
 
-    def __init__(self, client: Any, *, prefix: str = "", documents: bool = False) -> None:
+    def __init__(self, client: Any, *, prefix: str = "", documents: bool = True) -> None:
         if not isinstance(documents, bool):
             raise InvalidInputError(f"documents must be True or False, got {documents!r}")
         self.client = client
         self.prefix = prefix
-        #: Also store each memory's text as its Chroma document (see the module doc).
+        #: Store each memory's text as its Chroma document too (see the module doc).
         self.documents = documents
         self._collections: dict[str, Any] = {}
         try:
@@ -64,10 +66,10 @@ class VectorStore:
             self.max_batch = 5_000
 
     @classmethod
-    def embedded(cls, path: str | Path, *, documents: bool = False) -> VectorStore:
+    def embedded(cls, path: str | Path, *, documents: bool = True) -> VectorStore:
         """Chroma on disk at ``path`` (created if needed).
 
-        ``documents``: also keep texts in Chroma (see the module doc).
+        ``documents=False`` keeps texts out of Chroma (see the module doc).
         """
         import chromadb
 
@@ -85,12 +87,12 @@ class VectorStore:
         *,
         ssl: bool = False,
         prefix: str = "",
-        documents: bool = False,
+        documents: bool = True,
     ) -> VectorStore:
         """A Chroma server (``chroma run``) at ``host:port``.
 
         ``prefix`` keeps several Oblivion stores apart on one server (e.g. one per app);
-        ``documents`` also keeps texts in Chroma (see the module doc).
+        ``documents=False`` keeps texts out of Chroma (see the module doc).
         """
         import chromadb
 

@@ -99,15 +99,17 @@ def test_batches_larger_than_the_client_limit(store: VectorStore) -> None:
     assert store.count("ns") == 0
 
 
-def test_texts_reach_chroma_only_with_documents_on(store: VectorStore) -> None:
-    """By default Chroma holds no documents (Oblivion reads texts from its state); with
-    ``documents=True`` each record's text is its Chroma document, kept up to date."""
-    store.add("ns", ["a"], _unit(1), ["first text"])
+def test_documents_false_keeps_texts_out_of_chroma(store: VectorStore) -> None:
+    """By default each record's text is its Chroma document, kept up to date; with
+    ``documents=False`` new records carry none (Oblivion reads texts from its state)."""
     col = store.collection("ns")
-    assert col.get(ids=["a"], include=["documents"])["documents"] == [None]
-    store.documents = True
+    store.add("ns", ["a"], _unit(1), ["first text"])
     store.add("ns", ["a"], _unit(1), ["second text"])
     assert col.get(ids=["a"], include=["documents"])["documents"] == ["second text"]
+    store.documents = False
+    store.add("ns", ["b"], _unit(1, seed=2), ["third text"])
+    assert col.get(ids=["b"], include=["documents"])["documents"] == [None]
+    assert store.query("ns", _unit(1, seed=2)[0], 1)[0] == ["b"]
 
 
 def test_documents_flag_is_checked() -> None:
@@ -118,18 +120,24 @@ def test_documents_flag_is_checked() -> None:
         VectorStore(chromadb.EphemeralClient(), documents="yes")  # type: ignore[arg-type]
 
 
-def test_embedded_store_keeps_documents_on_request(tmp_path: Path) -> None:
-    """``VectorStore.embedded(path, documents=True)`` through Oblivion: the collection on
-    disk holds each memory's text, and recall works the same."""
+def test_embedded_store_without_documents(tmp_path: Path) -> None:
+    """``VectorStore.embedded(path, documents=False)`` through Oblivion: the collection on
+    disk holds no texts, recall returns them all the same, and after reopening too."""
     from oblivion_core import Oblivion
     from oblivion_core.testing import HashEmbedder
 
-    store = VectorStore.embedded(tmp_path / "chroma", documents=True)
-    mem = Oblivion(tmp_path / "state", vector_store=store, embedder=HashEmbedder(16))
+    def open_() -> Oblivion:
+        store = VectorStore.embedded(tmp_path / "chroma", documents=False)
+        return Oblivion(tmp_path / "state", vector_store=store, embedder=HashEmbedder(16))
+
+    mem = open_()
     mid = mem.remember("The staging database moved to Frankfurt.").id
-    got = store.collection(mem.default_namespace).get(ids=[mid], include=["documents"])
-    assert got["documents"] == ["The staging database moved to Frankfurt."]
-    assert mem.recall("staging database", k=1).items[0].id == mid
+    got = mem.store.collection(mem.default_namespace).get(ids=[mid], include=["documents"])
+    assert got["documents"] == [None]
+    mem.close()
+    mem = open_()
+    item = mem.recall("staging database", k=1, deep=True).items[0]
+    assert (item.id, item.text) == (mid, "The staging database moved to Frankfurt.")
     mem.close()
 
 
