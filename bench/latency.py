@@ -82,7 +82,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from oblivion_core import FastEmbedEmbedder, ManualClock, Oblivion, Policy, VectorStore
+from oblivion_core import FastEmbedEmbedder, ManualClock, Oblivion, Policy
 
 if __package__:
     from ._latency_corpus import (
@@ -618,14 +618,6 @@ def measure_ingest(
     """Real-embedder writes into fresh stores: batches, then single items."""
     timed = _TimedEmbedder(real)
     mem = Oblivion(workdir / "ingest-oblivion", embedder=timed)
-    # the same with texts kept only in Oblivion's state (VectorStore(documents=False))
-    no_docs = Oblivion(
-        workdir / "ingest-oblivion-nodocs",
-        embedder=real,
-        vector_store=VectorStore.embedded(
-            workdir / "ingest-oblivion-nodocs" / "chroma", documents=False
-        ),
-    )
     _client, col = _raw_collection(workdir / "ingest-raw")
     id_iter = iter(ids)
 
@@ -636,29 +628,24 @@ def measure_ingest(
     warm = list(warm_texts)
     col.add(ids=take(len(warm)), embeddings=real.embed_documents(warm), documents=warm)
     mem.remember_many(warm, ids=take(len(warm)))
-    no_docs.remember_many(warm, ids=take(len(warm)))
 
-    raw_s = obl_s = nodocs_s = raw_embed_s = 0.0
+    raw_s = obl_s = raw_embed_s = 0.0
     obl_embed_start = timed.seconds
     batches = _chunks(len(texts), cfg.ingest_batch)
     load_before = _load()
     for b, (s, e) in enumerate(tqdm(batches, desc="ingest batches", unit="batch", leave=False)):
         part = list(texts[s:e])
-        raw_ids, obl_ids, nodocs_ids = take(len(part)), take(len(part)), take(len(part))
-        sides = ("raw", "obl", "nodocs")
-        for side in sides[b % 3 :] + sides[: b % 3]:  # each side goes first as often
+        raw_ids, obl_ids = take(len(part)), take(len(part))
+        for side in ("raw", "obl") if b % 2 == 0 else ("obl", "raw"):
             started = time.perf_counter()
             if side == "raw":
                 vecs = real.embed_documents(part)
                 raw_embed_s += time.perf_counter() - started
                 col.add(ids=raw_ids, embeddings=vecs, documents=part)
                 raw_s += time.perf_counter() - started
-            elif side == "obl":
+            else:
                 mem.remember_many(part, ids=obl_ids)
                 obl_s += time.perf_counter() - started
-            else:
-                no_docs.remember_many(part, ids=nodocs_ids)
-                nodocs_s += time.perf_counter() - started
     obl_embed_s = timed.seconds - obl_embed_start
     n = len(texts)
 
@@ -689,10 +676,6 @@ def measure_ingest(
             "oblivion_embed_seconds": obl_embed_s,
             "raw_store_items_per_s": n / max(raw_s - raw_embed_s, 1e-9),
             "oblivion_store_items_per_s": n / max(obl_s - obl_embed_s, 1e-9),
-            # VectorStore(documents=False): texts only in Oblivion's state database, none
-            # in Chroma (whose full-text index of documents Oblivion never queries)
-            "oblivion_no_documents_seconds": nodocs_s,
-            "oblivion_no_documents_ratio": raw_s / nodocs_s,
         },
         "single": {
             "items": m,
@@ -708,7 +691,6 @@ def measure_ingest(
         "loadavg_after": load_after,
     }
     mem.close()
-    no_docs.close()
     return result
 
 
@@ -831,7 +813,7 @@ def run(cfg: Config) -> dict[str, Any]:
             gc.collect()
 
         print(f"ingest: {cfg.ingest:,} texts with the real embedder...", flush=True)
-        ingest_ids = memory_ids(3 * (cfg.ingest + cfg.single + len(warm_texts)), cfg.seed + 4)
+        ingest_ids = memory_ids(2 * (cfg.ingest + cfg.single + len(warm_texts)), cfg.seed + 4)
         results["ingest"] = measure_ingest(
             real, ingest_texts, single_texts, warm_texts, ingest_ids, workdir, cfg
         )

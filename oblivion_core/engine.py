@@ -2303,9 +2303,9 @@ class Oblivion:
         rows = np.flatnonzero(mask).tolist()
         if conn is None:
             with self._db.transaction() as c:
-                self._db.save_rows(c, st, rows)
+                self._db.save_activation(c, st, rows)
         else:
-            self._db.save_rows(conn, st, rows)
+            self._db.save_activation(conn, st, rows)
 
     def _record(self, ns: str, i: int, now: float) -> MemoryRecord:
         return self._records(ns, [i], now)[0]

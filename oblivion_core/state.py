@@ -571,6 +571,25 @@ class StateDB:
         """Write the mutable columns of ``rows`` back to SQLite."""
         conn.executemany(_UPDATE_ROW, _row_values(st, rows))
 
+    def save_activation(
+        self, conn: sqlite3.Connection, st: NamespaceState, rows: Iterable[int]
+    ) -> None:
+        """Write only ``a_ref`` and ``t_ref`` of ``rows`` (a rebase changes nothing else;
+        other pending changes of those rows stay queued for their own write)."""
+        index = np.fromiter(rows, dtype=np.int64)
+        if not len(index):
+            return
+        conn.executemany(
+            "UPDATE memories SET a_ref=?, t_ref=? WHERE namespace=? AND id=?",
+            zip(
+                st.cols["a_ref"][index].tolist(),
+                st.cols["t_ref"][index].tolist(),
+                [st.namespace] * len(index),
+                [st.ids[i] for i in index.tolist()],
+                strict=True,
+            ),
+        )
+
     def delete(self, conn: sqlite3.Connection, namespace: str, ids: Sequence[str]) -> None:
         """Delete rows by id."""
         keys = [(namespace, i) for i in ids]

@@ -195,6 +195,32 @@ def test_decay_follows_each_new_half_life_at_once(fresh: Any) -> None:
 
 
 @pytest.mark.integration
+def test_rebased_activations_persist_across_reopen(tmp_path: Path) -> None:
+    """An adaptation, then a policy switch, each fold elapsed decay into the stored
+    activation of the rows they rebase: after reopening, every memory decays on from the
+    same activation, at the new rate."""
+    clock = ManualClock()
+
+    def open_(policy: Policy | None = None) -> Oblivion:  # None: the store's own policy
+        return Oblivion(
+            tmp_path, policy=policy, clock=clock, embedder=HashEmbedder(), token_counter=word_count
+        )
+
+    mem = open_(POLICY)
+    ids = _archive_twenty_events(mem, clock)
+    assert mem.maintain().adapted
+    mem.set_policy(POLICY.replace(half_lives={**POLICY.half_lives, "event": 3 * DAY}))
+    clock.advance(DAY)
+    before = {m: mem.get(m).activation for m in ids}
+    mem.close()
+    mem = open_()
+    try:
+        assert {m: mem.get(m).activation for m in ids} == pytest.approx(before, rel=1e-9)
+    finally:
+        mem.close()
+
+
+@pytest.mark.integration
 def test_adapted_values_persist_across_reopen(tmp_path: Path) -> None:
     """Learned half-lives survive closing and reopening the store."""
     clock = ManualClock()
