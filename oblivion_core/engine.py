@@ -2256,13 +2256,18 @@ class Oblivion:
         policy = self._policy_of(ns)
         sel = slice(0, st.n) if rows is None else rows
         c = st.cols
-        rate = self._rates(ns, st, sel)
-        floor = np.where(
+        return decay.activation_now(
+            c["a_ref"][sel],
+            c["t_ref"][sel],
+            self._category_params(ns, st, policy)[0],
+            c["cat"][sel],
+            c["stability"][sel],
+            policy.stability_sigma,
+            c["importance"][sel],
+            policy.floor_fraction,
             c["invalidated"][sel] | c["superseded"][sel],
-            0.0,
-            decay.floor_for(c["importance"][sel], policy.floor_fraction),
+            now,
         )
-        return decay.activation_at(c["a_ref"][sel], c["t_ref"][sel], rate, floor, now)
 
     def _set_activation(
         self,

