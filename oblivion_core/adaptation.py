@@ -10,8 +10,11 @@ Rules (``step = policy.adapt_step``), for a category with at least
 
 * recalled from the archive in more than 30 % of its recalls -> it decays too fast:
   half-life x (1 + step);
-* archived at least once and never recalled or used -> it decays too slowly:
-  half-life x (1 - step);
+* archived at least once and never recalled or used, while the namespace *is* being
+  recalled from (at least ``adapt_min_events`` recalls counted over its categories) -> it
+  decays too slowly: half-life x (1 - step). Without recalls there is no evidence: a bulk
+  import archives memories (capacity pressure) before anyone asks for anything, which
+  says nothing about how fast they should decay;
 * used in more than half of its recalls -> boosts are too small: beta x (1 + step);
 * recalled at least ``adapt_min_events`` times and never used -> beta x (1 - step).
 
@@ -86,13 +89,14 @@ def adapt(usage: Usage, policy: Policy) -> dict[str, dict[str, float]]:
         return changed
     lo, hi = policy.adapt_bounds
     step = policy.adapt_step
+    in_use = sum(u.recalled for u in usage.categories.values()) >= policy.adapt_min_events
     for cat, u in usage.categories.items():
         if u.events < policy.adapt_min_events:
             continue
         hl, beta = u.half_life_mult, u.beta_mult
         if u.recalled and u.archive_hits / u.recalled > ARCHIVE_HIT_RATE:
             hl *= 1 + step
-        elif u.archived and not u.recalled and not u.used:
+        elif u.archived and not u.recalled and not u.used and in_use:
             hl *= 1 - step
         if u.recalled and u.used / u.recalled > USED_RATE:
             beta *= 1 + step

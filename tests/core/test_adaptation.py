@@ -31,8 +31,6 @@ def _usage(**counts: int) -> Usage:
         # recalled from the archive in > 30 % of recalls: decays too fast
         ({"stored": 10, "recalled": 10, "archive_hits": 4}, 1.1, 1.0),
         ({"stored": 10, "recalled": 10, "archive_hits": 4, "used": 6}, 1.1, 1.1),
-        # archived, never recalled or used: decays too slowly
-        ({"stored": 10, "archived": 10}, 0.9, 1.0),
         # used in more than half the recalls: boosts too small
         ({"stored": 10, "recalled": 10, "used": 6}, 1.0, 1.1),
         # recalled >= adapt_min_events and never used: boosts too big
@@ -58,6 +56,20 @@ def test_adaptation_rules(counts: dict[str, int], half_life_mult: float, beta_mu
     assert u.events == 0  # the window restarts
 
 
+def test_archived_never_used_category_decays_faster_only_while_recalls_happen() -> None:
+    """Archived and never recalled or used, while the namespace's other memories are
+    recalled: decays too slowly. With no recalls at all (a bulk import), nothing changes."""
+    idle = _usage(stored=10, archived=10)
+    assert adapt(idle, POLICY) == {}
+    assert idle.categories["fact"].half_life_mult == 1.0
+    busy = _usage(stored=10, archived=10)
+    busy.categories["chat"] = CategoryUsage(recalled=POLICY.adapt_min_events, used=15)
+    changed = adapt(busy, POLICY)
+    assert busy.categories["fact"].half_life_mult == pytest.approx(0.9)
+    assert changed["fact"]["half_life"] == pytest.approx(POLICY.half_life("fact") * 0.9)
+    assert busy.categories["fact"].events == 0
+
+
 def test_too_few_events_change_nothing_and_keep_counting() -> None:
     """Below adapt_min_events nothing adapts and the counters carry over."""
     usage = _usage(stored=5, archived=5, recalled=0)
@@ -67,9 +79,10 @@ def test_too_few_events_change_nothing_and_keep_counting() -> None:
 
 def test_adaptation_can_be_turned_off() -> None:
     """With adapt=False the rules never fire."""
-    usage = _usage(stored=10, archived=10)
+    usage = _usage(stored=10, recalled=10, archive_hits=4)
     assert adapt(usage, POLICY.replace(adapt=False)) == {}
     assert usage.categories["fact"].half_life_mult == 1.0
+    assert adapt(usage, POLICY)  # the same counts adapt when it is on
 
 
 windows = st.lists(
@@ -116,13 +129,37 @@ def test_usage_json_round_trip() -> None:
 
 
 def _archive_twenty_events(mem: Oblivion, clock: ManualClock) -> list[str]:
+    """Twenty events, never recalled, that decay into the archive while the namespace's
+    one instruction is recalled twenty times (recalls are what make "never used" mean
+    something)."""
     recs = mem.remember_many(
         [f"meetup number {i} with team {chr(65 + i)}" for i in range(20)],
         categories=["event"] * 20,
         importances=[0.0] * 20,
     )
+    rule = mem.remember("Always answer in British English.", category="instruction")
+    for _ in range(POLICY.adapt_min_events):
+        assert mem.recall("Always answer in British English.", k=1).ids == [rule.id]
     clock.advance(60 * DAY)
     return [r.id for r in recs]
+
+
+def test_a_bulk_import_leaves_half_lives_alone(fresh: Any) -> None:
+    """Batches written with no recall in between get archived by maintain() (capacity
+    pressure), which is no evidence that they decay too slowly: nothing adapts."""
+    clock = ManualClock()
+    with fresh(clock=clock, policy=POLICY.replace(active_share=0.25, active_share_min=8)) as mem:
+        for batch in range(5):
+            mem.remember_many(
+                [f"imported note {batch}-{i} about topic {i % 7}" for i in range(40)],
+                categories=["fact"] * 40,
+                importances=[i / 40 for i in range(40)],
+            )
+            clock.advance(DAY)
+            plan = mem.maintain()
+            assert plan.archived
+            assert plan.adapted == {}
+        assert mem.stats()["categories"]["fact"]["half_life"] == POLICY.half_life("fact")
 
 
 def test_never_used_category_gets_a_shorter_half_life(fresh: Any) -> None:
