@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from oblivion_core import state
 from oblivion_core.state import SCHEMA_VERSION, NamespaceState, StateDB
 
 ops = st.lists(st.tuples(st.booleans(), st.integers(0, 30)), max_size=80)
@@ -156,6 +157,37 @@ def test_deferred_batches_are_written_in_the_background(tmp_path: Path) -> None:
     db = StateDB(tmp_path)
     try:
         assert [e.after for e in db.events("ns") if e.kind == "recall"] == [0.2, 0.3, 0.4]
+    finally:
+        db.close()
+
+
+def test_a_batch_larger_than_a_write_chunk_reaches_the_disk_whole(tmp_path: Path) -> None:
+    """The writer thread writes a batch in chunks (to let go of the GIL between them):
+    every row update and every journal entry of a batch several chunks long is written,
+    in order, and a failing chunk rolls the whole batch back."""
+    db = StateDB(tmp_path)
+    st_ = NamespaceState("ns")
+    n = 3 * state._WRITE_CHUNK + 5
+    rows = [st_.append(f"m{k}", "fact", _values(0.1), k + 1) for k in range(n)]
+    with db.transaction() as conn:
+        db.add_namespace("ns", conn)
+        db.insert(conn, st_, rows, {f"m{k}": "t" for k in range(n)}, {}, np.ones((n, 2)))
+    st_.col("a_ref")[:] = np.linspace(0.2, 0.9, n)
+    entries = [(f"m{k}", "recall", 0.1, float(st_.col("a_ref")[k]), {"k": k}) for k in range(n)]
+    db.defer(st_, [f"m{k}" for k in range(n)], 1.0, entries)
+    batch = db._snapshot()
+    assert batch is not None
+    broken = (batch[0], [*batch[1], (2.0, 0.0, "ns", [("m0", "recall", 0.1, 0.2, {"x": {1}})])])
+    with pytest.raises(TypeError):  # a set is not JSON: the last chunk fails
+        db._write_apart(broken)
+    assert [e for e in db.events("ns") if e.kind == "recall"] == []
+    db._write_apart(batch)
+    db.close()
+    assert _a_ref_on_disk(tmp_path) == pytest.approx(list(np.linspace(0.2, 0.9, n)))
+    db = StateDB(tmp_path)
+    try:
+        got = [e.detail["k"] for e in db.events("ns") if e.kind == "recall"]
+        assert got == list(range(n))
     finally:
         db.close()
 
