@@ -52,9 +52,9 @@ def _candidates() -> list[str]:
 def _find() -> tuple[_Setter, Callable[[], int]] | None:
     for path in _candidates():
         try:
-            # PyDLL: the calls keep the GIL. A ctypes call that released it would let a
-            # worker thread's Chroma query (which holds the GIL throughout) in before the
-            # product instead of during it.
+            # PyDLL: the calls keep the GIL. They take microseconds; a ctypes call that
+            # released it could hand it to another thread (the background writer, a
+            # Chroma query elsewhere) and wait for it to come back before the product.
             lib = ctypes.PyDLL(path)
         except OSError:
             continue

@@ -2223,9 +2223,9 @@ class Oblivion:
         return min(1.0, self._policy_of(ns).beta(category) * mult)
 
     def _category_params(self, ns: str, st: NamespaceState, policy: Policy) -> _CategoryParams:
-        """Decay rate and recall beta of each category of ``st.vocab`` (as adapted), as
-        :meth:`_half_life` and :meth:`_beta` give them; cached while the policy and the
-        learned multipliers stay the same."""
+        """Decay rate and recall beta of each category of ``st.vocab``, from
+        :meth:`_half_life` and :meth:`_beta`; cached while ``policy`` (the namespace's) and
+        the learned multipliers stay the same."""
         space = self._spaces.get(ns)
         parts = []
         for c in st.vocab:
@@ -2235,8 +2235,8 @@ class Oblivion:
         cached = self._param_cache.get(ns)
         if cached is not None and cached[0] is policy and cached[1] == key:
             return cached[2]
-        rates = decay.half_life_to_rate([policy.half_life(c) * h for c, h, _ in key] or [1.0])
-        betas = np.asarray([min(1.0, policy.beta(c) * b) for c, _, b in key] or [1.0])
+        rates = decay.half_life_to_rate([self._half_life(ns, c) for c in st.vocab] or [1.0])
+        betas = np.asarray([self._beta(ns, c) for c in st.vocab] or [1.0])
         self._param_cache[ns] = (policy, key, (rates, betas))
         return rates, betas
 

@@ -231,26 +231,27 @@ def test_decay_follows_each_new_half_life_at_once(fresh: Any) -> None:
         halves_in(3 * DAY * adapted["half_life_multiplier"])
 
 
+def _open(path: Path, clock: ManualClock, policy: Policy | None = None) -> Oblivion:
+    """A store on disk (``policy=None``: the policy it was written with)."""
+    return Oblivion(
+        path, policy=policy, clock=clock, embedder=HashEmbedder(), token_counter=word_count
+    )
+
+
 @pytest.mark.integration
 def test_rebased_activations_persist_across_reopen(tmp_path: Path) -> None:
     """An adaptation, then a policy switch, each fold elapsed decay into the stored
     activation of the rows they rebase: after reopening, every memory decays on from the
     same activation, at the new rate."""
     clock = ManualClock()
-
-    def open_(policy: Policy | None = None) -> Oblivion:  # None: the store's own policy
-        return Oblivion(
-            tmp_path, policy=policy, clock=clock, embedder=HashEmbedder(), token_counter=word_count
-        )
-
-    mem = open_(POLICY)
+    mem = _open(tmp_path, clock, POLICY)
     ids = _archive_twenty_events(mem, clock)
     assert mem.maintain().adapted
     mem.set_policy(POLICY.replace(half_lives={**POLICY.half_lives, "event": 3 * DAY}))
     clock.advance(DAY)
     before = {m: mem.get(m).activation for m in ids}
     mem.close()
-    mem = open_()
+    mem = _open(tmp_path, clock)  # the store's own policy: the switched one
     try:
         assert {m: mem.get(m).activation for m in ids} == pytest.approx(before, rel=1e-9)
     finally:
@@ -261,18 +262,12 @@ def test_rebased_activations_persist_across_reopen(tmp_path: Path) -> None:
 def test_adapted_values_persist_across_reopen(tmp_path: Path) -> None:
     """Learned half-lives survive closing and reopening the store."""
     clock = ManualClock()
-
-    def open_() -> Oblivion:
-        return Oblivion(
-            tmp_path, policy=POLICY, clock=clock, embedder=HashEmbedder(), token_counter=word_count
-        )
-
-    mem = open_()
+    mem = _open(tmp_path, clock, POLICY)
     _archive_twenty_events(mem, clock)
     mem.maintain()
     adapted = mem.stats()["categories"]["event"]
     mem.close()
-    mem = open_()
+    mem = _open(tmp_path, clock, POLICY)
     try:
         again = mem.stats()["categories"]["event"]
         assert again["half_life"] == pytest.approx(adapted["half_life"])
