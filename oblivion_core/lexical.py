@@ -15,6 +15,11 @@ memories). Until then, writes to that namespace skip it, since the build reads t
 
 Documents are keyed by the memory's insertion sequence number (``seq``), so deletes are
 cheap; deleted postings are masked and compacted away once they are half the index.
+
+A searched term's BM25 values are kept until the index next changes (its idf and the
+average length change with every add and delete), so a run of recalls, or the stale-fact
+checks of one written batch, computes each term once (a search of 7 terms: 202 -> 155 us
+at 5k memories, 630 -> 489 us at 100k, same process).
 """
 
 from __future__ import annotations
@@ -72,6 +77,10 @@ def query_terms(text: str) -> list[str]:
     return list(out)
 
 
+#: Postings entries whose BM25 terms a namespace keeps between searches (about 12 MB at most).
+_PARTS_LIMIT = 1_000_000
+
+
 class _Postings:
     """Growable parallel arrays for one term: slot, term frequency and the length of the
     slot's document (a slot's length never changes, so the search need not gather it)."""
@@ -109,9 +118,14 @@ class _Namespace:
         self.alive = 0
         self.total_length = 0.0
         self._scores = np.zeros(0, dtype=np.float64)  # search's accumulator, kept zeroed
+        # each searched term's live slots and BM25 terms, valid until the index changes
+        # (idf and the average length change with every add and delete)
+        self._parts: dict[str, tuple[npt.NDArray[np.int32], npt.NDArray[np.float64]]] = {}
+        self._parts_size = 0
 
     def add(self, seqs: Sequence[int], texts: Sequence[str]) -> None:
         self.delete([s for s in seqs if s in self.slot_of])
+        self._forget_parts()
         need = self.size + len(seqs)
         if need > len(self.seqs):
             cap = max(need, 2 * len(self.seqs))
@@ -139,7 +153,12 @@ class _Namespace:
         self.size = need
         self.alive += len(seqs)
 
+    def _forget_parts(self) -> None:
+        self._parts.clear()
+        self._parts_size = 0
+
     def delete(self, seqs: Iterable[int]) -> None:
+        self._forget_parts()
         for seq in seqs:
             slot = self.slot_of.pop(int(seq), None)
             if slot is None:
@@ -197,25 +216,34 @@ class _Namespace:
         lengths = self.lengths[: self.size]
         deleted = self.alive < self.size  # else every posting is live: no liveness gather
         c1, c2 = K1 * (1.0 - B), K1 * B / avgdl
+        parts = self._parts
         for term in terms:
-            p = self.postings.get(term)
-            if p is None:
-                continue
-            slots, tf, dl = p.slots[: p.n], p.tf[: p.n], p.dl[: p.n]
-            live = lengths[slots] > 0 if deleted else None
-            n_q = p.n if live is None else int(np.count_nonzero(live))
-            if n_q == 0:
-                continue
-            idf = math.log((n_docs - n_q + 0.5) / (n_q + 0.5))
-            idf = idf if idf > 0 else 1e-6
-            # idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl)), in float64
-            denom = np.multiply(dl, c2, dtype=np.float64)
-            denom += c1
-            denom += tf
-            part = np.multiply(tf, idf * (K1 + 1.0), dtype=np.float64)
-            part /= denom
-            if live is not None and n_q < len(slots):
-                slots, part = slots[live], part[live]
+            known = parts.get(term)
+            if known is not None:
+                slots, part = known
+            else:
+                p = self.postings.get(term)
+                if p is None:
+                    continue
+                slots, tf, dl = p.slots[: p.n], p.tf[: p.n], p.dl[: p.n]
+                live = lengths[slots] > 0 if deleted else None
+                n_q = p.n if live is None else int(np.count_nonzero(live))
+                if n_q == 0:
+                    continue
+                idf = math.log((n_docs - n_q + 0.5) / (n_q + 0.5))
+                idf = idf if idf > 0 else 1e-6
+                # idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl)), in float64
+                denom = np.multiply(dl, c2, dtype=np.float64)
+                denom += c1
+                denom += tf
+                part = np.multiply(tf, idf * (K1 + 1.0), dtype=np.float64)
+                part /= denom
+                if live is not None and n_q < len(slots):
+                    slots, part = slots[live], part[live]
+                if self._parts_size > _PARTS_LIMIT:
+                    self._forget_parts()
+                parts[term] = slots, part
+                self._parts_size += len(slots)
             matched.append(slots)
             scores[slots] += part  # a term lists each slot once
         if not matched:

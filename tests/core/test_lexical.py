@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -169,6 +170,44 @@ def test_searches_in_a_row_equal_searches_on_a_fresh_index(
         assert got[1] == pytest.approx(fresh[1], rel=1e-12)
         assert len(set(got[0])) == len(got[0]) <= k
         assert got[1] == sorted(got[1], reverse=True)
+
+
+_EDIT = st.one_of(
+    st.tuples(st.just("add"), _DOC),
+    st.tuples(st.just("delete"), st.integers(1, 40)),
+    st.tuples(st.just("replace"), st.integers(1, 40), _DOC),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    docs=st.lists(_DOC, min_size=1, max_size=20),
+    edits=st.lists(_EDIT, min_size=1, max_size=8),
+    queries=st.lists(_QUERY, min_size=1, max_size=4),
+)
+def test_searches_between_edits_equal_a_fresh_index(
+    docs: list[str], edits: list[tuple[Any, ...]], queries: list[str]
+) -> None:
+    """A search keeps each term's BM25 values until the index changes: after every add,
+    delete or replace, searches return exactly what a freshly built index returns."""
+    rows = dict(enumerate(docs, start=1))
+    used = _built("ns", list(rows.items()))
+    for edit in edits:
+        for q in queries:  # fills the kept values
+            used.search("ns", q, 5)
+        if edit[0] == "add":
+            seq = max(rows, default=0) + 1
+            rows[seq] = edit[1]
+            used.add("ns", [seq], [edit[1]])
+        elif edit[0] == "delete":
+            rows.pop(edit[1], None)
+            used.delete("ns", [edit[1]])
+        elif edit[1] in rows:
+            rows[edit[1]] = edit[2]
+            used.replace("ns", edit[1], edit[2])
+        fresh = _built("ns", list(rows.items()))
+        for q in queries:
+            assert used.search("ns", q, 5) == fresh.search("ns", q, 5), (q, edit)
 
 
 @settings(max_examples=60, deadline=None)
