@@ -38,7 +38,7 @@ from oblivion_core.errors import (
     UnknownNamespaceError,
 )
 from oblivion_core.importance import HeuristicImportance
-from oblivion_core.index import ActiveIndex
+from oblivion_core.index import ActiveIndex, row_tops
 from oblivion_core.lexical import LexicalIndex
 from oblivion_core.lists import ListIndex, list_question
 from oblivion_core.policy import Policy, resolve_policy
@@ -1461,7 +1461,7 @@ class Oblivion:
             # each row, without sorting whole rows
             ok = (theirs[None, :] < own[:, None]) & (sims >= policy.link_similarity)
             masked = np.where(ok, sims, -np.inf)
-            tops = _row_tops(masked, policy.link_neighbours)
+            tops = row_tops(masked, policy.link_neighbours)
             for k, (mid, best) in enumerate(zip(ids, tops, strict=True)):
                 for j in best:
                     if masked[k, j] == -np.inf:
@@ -1589,10 +1589,12 @@ class Oblivion:
         found = space.index.search_many(vectors[judged], _SUPERSEDE_CANDIDATES + 1)
         nearest = dict(zip(judged, found, strict=True))
         # the most similar recent memories of every text
-        recent_best = _row_tops(recent_sims, _SUPERSEDE_CANDIDATES) if recent_ids else []
+        recent_best = row_tops(recent_sims, _SUPERSEDE_CANDIDATES) if recent_ids else []
+        # candidates of every judged text first, so their vectors and texts are read from
+        # SQLite in one query each for the whole batch (nothing below changes the state)
+        found_sims: list[dict[str, float]] = []
+        lexical_of: list[list[str]] = []
         for k in judged:
-            mid, text, vec, statement = ids[k], texts[k], vectors[k], statements[k]
-            own_seq = int(st.cols["seq"][st.index[mid]])
             sims: dict[str, float] = {}
             if recent_ids:
                 for j in recent_best[k]:
@@ -1600,30 +1602,39 @@ class Oblivion:
             near, near_sims = nearest[k]
             for m, sim in zip(near, near_sims, strict=True):
                 sims.setdefault(m, float(sim))
-            seqs, _ = self._lex.search(ns, text, _SUPERSEDE_CANDIDATES)
-            keywords = subject_query(statement)
+            seqs, _ = self._lex.search(ns, texts[k], _SUPERSEDE_CANDIDATES)
+            keywords = subject_query(statements[k])
             if keywords:  # older statements of the same subject, archived ones included
                 seqs = [*seqs, *self._lex.search(ns, keywords, _SUPERSEDE_CANDIDATES)[0]]
             lexical = [st.by_seq[q] for q in seqs if q in st.by_seq and st.by_seq[q] not in sims]
-            lexical = list(dict.fromkeys(lexical))
-            sims.update(self._cosines(ns, space, vec, lexical))
-            older = [
-                m
-                for m in sims
-                if m in st.index
-                and int(st.cols["seq"][st.index[m]]) < own_seq
-                and m not in st.superseded_by
-                and not st.cols["invalidated"][st.index[m]]
-            ]
+            found_sims.append(sims)
+            lexical_of.append(list(dict.fromkeys(lexical)))
+        vectors_of = self._vectors(ns, space, list({m: None for ms in lexical_of for m in ms}))
+        older_of: list[list[str]] = []
+        for k, sims, lexical in zip(judged, found_sims, lexical_of, strict=True):
+            q = vectors[k]
+            sims.update((m, float(vectors_of[m] @ q)) for m in lexical if m in vectors_of)
+            own_seq = int(st.cols["seq"][st.index[ids[k]]])
+            older_of.append(
+                [
+                    m
+                    for m in sims
+                    if m in st.index
+                    and int(st.cols["seq"][st.index[m]]) < own_seq
+                    and m not in st.superseded_by
+                    and not st.cols["invalidated"][st.index[m]]
+                ]
+            )
+        old_texts = self._db.texts(ns, list({m: None for ms in older_of for m in ms}))
+        for k, sims, older in zip(judged, found_sims, older_of, strict=True):
             if not older:
                 continue
-            old_texts = self._db.texts(ns, older)
             cands = [Candidate(m, old_texts[m], sims[m]) for m in older]
             if isinstance(rule, LexicalSupersession):
-                chosen = rule.choose(text, cands)
+                chosen = rule.choose(texts[k], cands)
             else:
-                chosen = [c.id for c in cands if rule.supersedes(text, c.text, c.similarity)]
-            pairs.extend((old, mid) for old in chosen)
+                chosen = [c.id for c in cands if rule.supersedes(texts[k], c.text, c.similarity)]
+            pairs.extend((old, ids[k]) for old in chosen)
         if pairs:
             self._set_superseded(ns, space, pairs, now, "detected on write")
 
@@ -2352,19 +2363,6 @@ class Oblivion:
 
 
 # ==================================================================== validation helpers
-def _row_tops(matrix: Any, m: int) -> list[list[int]]:
-    """Column indices of each row's ``m`` largest values, largest first (one partition
-    of the whole matrix instead of a sort per row)."""
-    m = min(m, matrix.shape[1])
-    if m <= 0:
-        return [[] for _ in range(matrix.shape[0])]
-    best = np.argpartition(-matrix, m - 1, axis=1)[:, :m]
-    out: list[list[int]] = []
-    for row, cols in zip(matrix, best.tolist(), strict=True):
-        out.append(sorted(cols, key=lambda j: -float(row[j])))
-    return out
-
-
 def _check_namespace(namespace: object) -> str:
     if not isinstance(namespace, str) or not namespace.strip():
         raise InvalidInputError(f"namespace must be a non-empty string, got {namespace!r}")

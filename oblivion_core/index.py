@@ -11,6 +11,7 @@ thread (:mod:`oblivion_core.blas`): the fastest layout for a single query, 0.9 m
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -127,3 +128,16 @@ class ActiveIndex:
         """Similarity of every active memory to ``query`` (ids in index order)."""
         n = len(self.ids)
         return list(self.ids), matvec(query.reshape(-1), self._cols[:, :n])
+
+
+def row_tops(matrix: npt.NDArray[Any], m: int) -> list[list[int]]:
+    """Column indices of each row's ``m`` largest values, largest first (one partition
+    of the whole matrix instead of a sort per row)."""
+    m = min(m, matrix.shape[1])
+    if m <= 0:
+        return [[] for _ in range(matrix.shape[0])]
+    best = np.argpartition(-matrix, m - 1, axis=1)[:, :m]
+    # each row's m best in order, ties in partition order (a stable sort)
+    order = np.argsort(-np.take_along_axis(matrix, best, axis=1), axis=1, kind="stable")
+    tops: list[list[int]] = np.take_along_axis(best, order, axis=1).tolist()
+    return tops

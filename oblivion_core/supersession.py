@@ -503,6 +503,8 @@ _PREF_VERBS: tuple[tuple[re.Pattern[str], bool], ...] = (
         True,
     ),
 )
+#: What every pattern of ``_PREF_VERBS`` and ``_SELF`` needs ("I", "we", "I'm", "we're"...).
+_FIRST_PERSON = re.compile(r"\b(?:i|we)\b", re.I)
 #: Facts about the speaker: "I'm allergic to shellfish", "I live in Leeds", "I work as a nurse".
 _SELF = re.compile(
     r"\b(?:i'm|i am|i've been|i have been)\s+(?:now\s+|actually\s+|currently\s+)?"
@@ -964,7 +966,9 @@ def _subject_value(
                 value = _value(nm.group("val") or nm.group("val2"))
                 if value:
                     return f"{_owner('my', speaker)}|favourite *", value, False
-        for pattern, needs_time in _PREF_VERBS:
+        # every preference-verb and self-fact pattern starts with "I" or "we"
+        first_person = _FIRST_PERSON.search(clean) is not None
+        for pattern, needs_time in _PREF_VERBS if first_person else ():
             pm = pattern.search(clean)
             if not pm or (needs_time and not timely and not pm.groupdict().get("more")):
                 continue
@@ -973,7 +977,7 @@ def _subject_value(
             if value:
                 subj = _VERB_CATEGORY[cat.lower()] if cat else "*"
                 return f"{_owner('my', speaker)}|favourite {subj}", value, False
-        sm = _SELF.search(clean)
+        sm = _SELF.search(clean) if first_person else None
         if sm:
             rel = (sm.group("rel") or sm.group("rel2")).lower()
             value = _value(sm.group("val") or sm.group("val2"))

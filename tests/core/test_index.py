@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from oblivion_core.index import ActiveIndex
+from oblivion_core.index import ActiveIndex, row_tops
 
 
 def _unit(rows: np.ndarray) -> np.ndarray:
@@ -141,3 +141,24 @@ def test_recent_returns_the_last_vectors_added_as_rows() -> None:
     assert rows.shape == (3, 8)
     assert np.array_equal(rows, vecs[7:])
     assert index.recent(50)[0] == [f"m{i}" for i in range(10)]
+
+
+@given(
+    mat=hnp.arrays(
+        np.float32,
+        st.tuples(st.integers(1, 6), st.integers(1, 12)),
+        elements=st.sampled_from([-1.0, -0.5, 0.0, 0.25, 0.5, 1.0]),  # many ties
+    ),
+    m=st.integers(0, 14),
+)
+def test_row_tops_are_each_rows_largest_values_best_first(mat: np.ndarray, m: int) -> None:
+    """row_tops gives, per row, min(m, columns) distinct columns holding the row's largest
+    values, in non-increasing order."""
+    tops = row_tops(mat, m)
+    assert len(tops) == mat.shape[0]
+    for row, cols in zip(mat, tops, strict=True):
+        want = min(m, mat.shape[1])
+        assert len(cols) == len(set(cols)) == want
+        values = [float(row[j]) for j in cols]
+        assert values == sorted(values, reverse=True)
+        assert sorted(values) == sorted(float(v) for v in np.sort(row)[::-1][:want])

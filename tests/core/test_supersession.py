@@ -237,3 +237,43 @@ def test_the_negation_keyword_check_never_skips_a_rejected_value(words: list[str
     text = " ".join(words)
     if sup._NEGATED.search(text):
         assert sup._has(text.lower(), sup._NEGATED_TRIGGERS)
+
+
+_SPEAKERS = st.sampled_from(
+    ["I", "i", "I'm", "I am", "I've", "I have", "we", "We", "we're", "we are", "we've",
+     "You", "They", "Ivy", "Wei", "hi", "x'i", "I-we", "iwe", "Mike's", ""]
+)  # fmt: skip
+_ADVERBS = st.lists(
+    st.sampled_from(["now", "really", "actually", "just", "finally", "mostly", "very", "so"]),
+    max_size=2,
+)
+_PREFERENCE_VERBS = st.sampled_from(
+    ["switched to", "swapped over to", "prefer", "like", "love", "enjoy", "into",
+     "hooked on", "a fan of", "more of a", "an", "drink", "eat", "listen to", "allergic to",
+     "based in", "living in", "married to", "working at", "live in", "work as", "work for",
+     "become a", "have become a", "is", "said"]
+)  # fmt: skip
+_PREFERENCE_TAILS = st.sampled_from(
+    ["tea", "green tea more", "coffee person", "jazz fan", "Leeds", "a nurse", "tea, now"]
+)
+
+
+@given(
+    before=st.sampled_from(["", "Honestly,", "Update:", "So", "Tom said"]),
+    speaker=_SPEAKERS,
+    adverbs=_ADVERBS,
+    verb=_PREFERENCE_VERBS,
+    tail=_PREFERENCE_TAILS,
+)
+def test_the_first_person_check_never_skips_a_preference_or_self_fact(
+    before: str, speaker: str, adverbs: list[str], verb: str, tail: str
+) -> None:
+    """_subject_value tries the preference-verb and self-fact patterns only on sentences
+    saying "I" or "we"; every sentence one of them matches does, so the shortcut changes
+    no result."""
+    from oblivion_core import supersession as sup
+
+    text = " ".join(w for w in (before, speaker, *adverbs, verb, tail) if w)
+    patterns = [p for p, _ in sup._PREF_VERBS] + [sup._SELF]
+    if any(p.search(text) for p in patterns):
+        assert sup._FIRST_PERSON.search(text)
