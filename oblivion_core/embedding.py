@@ -193,13 +193,18 @@ def embed_texts(embedder: Embedder, texts: Sequence[str], dim: int | None = None
         for piece in chunks(text):
             pieces.append(piece)
             owners.append(i)
+    # shortest first: a batched transformer pads each batch to its longest text, so
+    # neighbours of similar length waste less work (the vectors are the same)
+    order = sorted(range(len(pieces)), key=lambda j: len(pieces[j]))
     try:
-        raw = embedder.embed_documents(pieces)
+        raw = embedder.embed_documents([pieces[j] for j in order])
     except EmbeddingError:
         raise
     except Exception as exc:
         raise EmbeddingError(f"embedder failed: {exc}") from exc
-    vecs = normalize(raw, len(pieces), dim)
+    ordered = normalize(raw, len(pieces), dim)
+    vecs = np.empty_like(ordered)
+    vecs[order] = ordered
     if len(pieces) == len(texts):
         return vecs
     out = np.zeros((len(texts), vecs.shape[1]), dtype=np.float32)

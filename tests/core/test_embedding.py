@@ -134,6 +134,52 @@ def test_real_model_gives_384_d_unit_vectors(real_embedder: Any) -> None:
     assert np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
 
 
+class _RecordingEmbedder(HashEmbedder):
+    """A HashEmbedder that remembers the order it was asked to embed texts in."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.batches: list[list[str]] = []
+
+    def embed_documents(self, texts: list[str]) -> Any:
+        self.batches.append(list(texts))
+        return super().embed_documents(texts)
+
+
+@given(
+    st.lists(
+        st.text(st.characters(categories=["Ll"]), min_size=1, max_size=30).filter(str.strip),
+        min_size=1,
+        max_size=20,
+    )
+)
+def test_embed_texts_embeds_shortest_first_and_returns_input_order(texts: list[str]) -> None:
+    """The embedder sees the texts shortest first (less padding in a batched model); each
+    text still gets its own vector, in the order given."""
+    rec = _RecordingEmbedder()
+    vecs = embed_texts(rec, texts)
+    (seen,) = rec.batches
+    assert sorted(seen) == sorted(texts)
+    assert [len(t) for t in seen] == sorted(len(t) for t in texts)
+    for text, vec in zip(texts, vecs, strict=True):
+        assert np.array_equal(vec, embed_texts(HashEmbedder(), [text])[0])
+
+
+@pytest.mark.integration
+def test_real_model_vectors_do_not_depend_on_batch_order(real_embedder: Any) -> None:
+    """With the local model, a text embedded among others of any length gets the vector it
+    gets alone (padding is masked), so embedding in length order changes no vector."""
+    texts = [
+        "A much longer sentence about the weekly planning meeting with the design team.",
+        "Hi",
+        "I prefer green tea in the afternoon.",
+    ]
+    together = embed_texts(real_embedder, texts)
+    for text, vec in zip(texts, together, strict=True):
+        alone = embed_texts(real_embedder, [text])[0]
+        assert np.allclose(vec, alone, atol=1e-5)
+
+
 def test_the_local_model_says_when_it_keeps_every_core_busy(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
