@@ -23,6 +23,7 @@ LLM-backed scorers live in the adapters and satisfy the same
 
 from __future__ import annotations
 
+import functools
 import re
 
 _RULES: tuple[tuple[str, float, re.Pattern[str]], ...] = (
@@ -99,10 +100,14 @@ class HeuristicImportance:
 
     @staticmethod
     def _rule(text: str) -> tuple[str, float]:
-        stripped = text.strip()
-        for category, importance, pattern in _RULES:
-            if pattern.search(stripped):
-                return category, importance
-        if len(stripped.split()) <= 3:
-            return "small_talk", 0.1
-        return "fact", 0.4
+        return _first_rule(text.strip())
+
+
+@functools.lru_cache(maxsize=4096)  # a write asks for the category, then the score
+def _first_rule(stripped: str) -> tuple[str, float]:
+    for category, importance, pattern in _RULES:
+        if pattern.search(stripped):
+            return category, importance
+    if len(stripped.split()) <= 3:
+        return "small_talk", 0.1
+    return "fact", 0.4
