@@ -874,7 +874,8 @@ class Oblivion:
 
         With ``policy.expand_neighbours = N`` (and a query vector), each of the best ``N``
         hits is followed by the memories written just after and just before it (within
-        the adjacency window): the turn that answered it, the one that prompted it.
+        the adjacency window): the turn that answered it, the one that prompted it. For
+        the budget, a neighbour counts as ``policy.context_share`` of its hit's score.
 
         A superseded candidate brings the newest memory of its chain along (with the
         same relevance, if that is higher than its own); unless ``include_superseded``,
@@ -975,7 +976,18 @@ class Oblivion:
 
         tokens = self._token_counts(ns, st, [cids[j] for j in order], rows[order])
         costs = [t + policy.per_item_tokens for t in tokens]
-        chosen = pack(costs, budget, limit)
+        if context_of:
+            # places within k and the budget go by priority (list items first; a
+            # neighbour as if it scored policy.context_share of its hit's score) and are
+            # shown in rank order, each neighbour behind its hit
+            prio = [
+                _context_priority(cids[j], j, scores, pos, context_of, listed, policy)
+                for j in order
+            ]
+            by_prio = sorted(range(len(prio)), key=lambda p: -prio[p])
+            chosen = sorted(by_prio[c] for c in pack([costs[p] for p in by_prio], budget, limit))
+        else:
+            chosen = pack(costs, budget, limit)
         picked = [int(order[c]) for c in chosen]
         contents = self._db.contents(ns, [cids[j] for j in picked])
 
@@ -2363,6 +2375,24 @@ class Oblivion:
 
 
 # ==================================================================== validation helpers
+def _context_priority(
+    mid: str,
+    j: int,
+    scores: Any,
+    pos: Mapping[str, int],
+    context_of: Mapping[str, tuple[str, str]],
+    listed: frozenset[str],
+    policy: Policy,
+) -> float:
+    """Where candidate ``mid`` (index ``j``) stands when the budget is shared out."""
+    if mid in listed:
+        return math.inf
+    own = float(scores[j])
+    if mid not in context_of:
+        return own
+    return max(own, float(scores[pos[context_of[mid][0]]]) * policy.context_share)
+
+
 def _check_namespace(namespace: object) -> str:
     if not isinstance(namespace, str) or not namespace.strip():
         raise InvalidInputError(f"namespace must be a non-empty string, got {namespace!r}")

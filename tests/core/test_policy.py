@@ -106,6 +106,8 @@ def test_unknown_clock_is_rejected() -> None:
         ({"max_text_chars": 0}, "max_text_chars"),
         ({"per_item_tokens": -1}, "per_item_tokens"),
         ({"archive_gate": 1.5}, "archive_gate"),
+        ({"context_share": 1.5}, "context_share"),
+        ({"context_share": math.nan}, "context_share"),
         ({"adapt_step": 1.0}, "adapt_step"),
         ({"adapt_bounds": (2.0, 3.0)}, "adapt_bounds"),
         ({"adapt_min_events": 0}, "adapt_min_events"),
