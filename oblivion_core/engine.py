@@ -48,6 +48,7 @@ from oblivion_core.recall import (
     activation_share,
     explain,
     fuse,
+    place_priority,
     rank_order,
     score,
 )
@@ -874,8 +875,9 @@ class Oblivion:
 
         With ``policy.expand_neighbours = N`` (and a query vector), each of the best ``N``
         hits is followed by the memories written just after and just before it (within
-        the adjacency window): the turn that answered it, the one that prompted it. For
-        the budget, a neighbour counts as ``policy.context_share`` of its hit's score.
+        the adjacency window): the turn that answered it, the one that prompted it. For a
+        place (within ``limit`` and the budget) a neighbour counts as
+        ``policy.context_share`` of its hit's score (:func:`~oblivion_core.recall.place_priority`).
 
         A superseded candidate brings the newest memory of its chain along (with the
         same relevance, if that is higher than its own); unless ``include_superseded``,
@@ -981,8 +983,13 @@ class Oblivion:
             # neighbour as if it scored policy.context_share of its hit's score) and are
             # shown in rank order, each neighbour behind its hit
             prio = [
-                _context_priority(cids[j], j, scores, pos, context_of, listed, policy)
-                for j in order
+                place_priority(
+                    float(scores[j]),
+                    float(scores[pos[context_of[m][0]]]) if m in context_of else None,
+                    listed=m in listed,
+                    share=policy.context_share,
+                )
+                for m, j in ((cids[j], j) for j in order)
             ]
             by_prio = sorted(range(len(prio)), key=lambda p: -prio[p])
             chosen = sorted(by_prio[c] for c in pack([costs[p] for p in by_prio], budget, limit))
@@ -2375,24 +2382,6 @@ class Oblivion:
 
 
 # ==================================================================== validation helpers
-def _context_priority(
-    mid: str,
-    j: int,
-    scores: Any,
-    pos: Mapping[str, int],
-    context_of: Mapping[str, tuple[str, str]],
-    listed: frozenset[str],
-    policy: Policy,
-) -> float:
-    """Where candidate ``mid`` (index ``j``) stands when the budget is shared out."""
-    if mid in listed:
-        return math.inf
-    own = float(scores[j])
-    if mid not in context_of:
-        return own
-    return max(own, float(scores[pos[context_of[mid][0]]]) * policy.context_share)
-
-
 def _check_namespace(namespace: object) -> str:
     if not isinstance(namespace, str) or not namespace.strip():
         raise InvalidInputError(f"namespace must be a non-empty string, got {namespace!r}")

@@ -12,10 +12,15 @@ Relevance fuses dense cosine similarity (clipped at 0) with BM25 (the in-process
 small by default (0.15, 0.05) and scaled by the relevance share: activation breaks
 near-ties and lifts what has proved useful among memories about as relevant as the best
 one, but cannot push a weak match above a strong one (:func:`activation_share`).
+
+Places in a result (``k``, the token budget) go by :func:`place_priority`, so the turns
+shown beside a top hit as its context never take the place of a hit scoring well above
+them; the result is shown in rank order, each such neighbour right behind its hit.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -75,6 +80,19 @@ def fuse(dense: F64, lexical: F64, policy: Policy) -> F64:
 def rank_order(scores: F64, seq: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
     """Indices by score, best first; among equal scores the newer memory first."""
     return np.lexsort((-seq, -scores))
+
+
+def place_priority(
+    own: float, hit: float | None, *, listed: bool = False, share: float = 1.0
+) -> float:
+    """Where a candidate stands when places (``k``, the token budget) are shared out.
+
+    Items of a list the query asks for come first; a hit stands at its score ``own``; a
+    neighbour of a hit scoring ``hit`` stands at ``max(own, share * hit)``.
+    """
+    if listed:
+        return math.inf
+    return own if hit is None else max(own, share * hit)
 
 
 def explain(

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from oblivion_core import Policy
-from oblivion_core.recall import activation_share, score
+from oblivion_core.recall import activation_share, place_priority, score
 
 unit = st.floats(0.0, 1.0, allow_nan=False)
 vectors = st.lists(st.tuples(unit, unit, unit), min_size=1, max_size=30)
@@ -77,3 +79,23 @@ def test_focus_must_be_a_finite_non_negative_number() -> None:
     for bad in (-1.0, float("nan")):
         with pytest.raises(ValueError, match="activation_focus"):
             Policy().replace(activation_focus=bad)
+
+
+_SCORES = st.floats(-1.0, 2.0, allow_nan=False)
+
+
+@given(own=_SCORES, hit=_SCORES, share=st.floats(0.0, 1.0))
+def test_place_priority_ranks_list_items_first_and_neighbours_by_their_hit(
+    own: float, hit: float, share: float
+) -> None:
+    """A hit stands at its score; a neighbour at its own score or ``share`` of its hit's,
+    whichever is higher (never below its own score, never above its hit's when it
+    scored less); list items above everything."""
+    assert place_priority(own, None) == own
+    neighbour = place_priority(own, hit, share=share)
+    assert neighbour == max(own, share * hit)
+    assert neighbour >= own
+    if own <= hit and hit >= 0:
+        assert neighbour <= hit
+    assert place_priority(own, hit, listed=True, share=share) == math.inf
+    assert place_priority(own, None, listed=True) > max(own, hit)
