@@ -515,31 +515,29 @@ def _team_memories(mem: Oblivion, clock: ManualClock) -> tuple[str, str, str]:
 
 @pytest.mark.parametrize("share", [0.5, 1.0])
 def test_a_neighbour_never_crowds_out_a_strong_hit_in_a_tight_budget(
-    clock: ManualClock, share: float
+    fresh: Any, clock: ManualClock, share: float
 ) -> None:
     """A hit's neighbour (the turn written just after it) follows its hit when everything
     fits; for a tight budget it competes as if it scored ``context_share`` of its hit's
     score: with 0.5 a hit scoring more than that goes first (the newer team size here);
     with 1 the neighbour rides right behind its hit."""
-    from oblivion_core.testing import memory
-
-    mem = memory(clock=clock, policy=QUIET.replace(context_share=share))
-    old, reply, new = _team_memories(mem, clock)
-    query = "how many people are on the team"
-    full = mem.recall(query, feedback=False)
-    by_id = {it.id: it for it in full}
-    assert full.ids[:2] == [old, reply]  # unlimited: the neighbour follows its hit
-    assert by_id[reply].why["context_for"] == old
-    assert by_id[new].score > 0.5 * by_id[old].score > by_id[reply].score
-    cost = {m: it.tokens + QUIET.per_item_tokens for m, it in by_id.items()}
-    # room for the old fact and one more: the new fact or the (longer) reply
-    budget = cost[old] + max(cost[new], cost[reply])
-    tight = mem.recall(query, token_budget=budget, feedback=False)
-    assert tight.total_tokens <= budget
-    if share == 0.5:
-        assert tight.ids[0] == old
-        assert new in tight.ids
-        assert reply not in tight.ids
-    else:
-        assert tight.ids[:2] == [old, reply]
-        assert new not in tight.ids
+    with fresh(clock=clock, policy=QUIET.replace(context_share=share)) as mem:
+        old, reply, new = _team_memories(mem, clock)
+        query = "how many people are on the team"
+        full = mem.recall(query, feedback=False)
+        by_id = {it.id: it for it in full}
+        assert full.ids[:2] == [old, reply]  # unlimited: the neighbour follows its hit
+        assert by_id[reply].why["context_for"] == old
+        assert by_id[new].score > 0.5 * by_id[old].score > by_id[reply].score
+        cost = {m: it.tokens + QUIET.per_item_tokens for m, it in by_id.items()}
+        # room for the old fact and one more: the new fact or the (longer) reply
+        budget = cost[old] + max(cost[new], cost[reply])
+        tight = mem.recall(query, token_budget=budget, feedback=False)
+        assert tight.total_tokens <= budget
+        if share == 0.5:
+            assert tight.ids[0] == old
+            assert new in tight.ids
+            assert reply not in tight.ids
+        else:
+            assert tight.ids[:2] == [old, reply]
+            assert new not in tight.ids

@@ -28,6 +28,20 @@ def test_demo_story_moves_small_talk_to_the_archive(tmp_path: Path) -> None:
     assert len(result.recalls) >= 5
 
 
+@pytest.mark.integration
+def test_demo_surfaces_the_newest_fact_for_every_scripted_question(
+    tmp_path: Path, real_embedder: object
+) -> None:
+    """`make demo`'s story with the local model and Chroma on disk: each of its questions
+    (asked with k=3 within 120 tokens) brings back the newest statement of its fact,
+    including the team that grew from seven to nine people."""
+    from oblivion_core.demo import run_demo
+
+    result = run_demo(tmp_path / "store", embedder=real_embedder, out=lambda _: None)
+    assert len(result.recalls) >= 5
+    assert [r["query"] for r in result.recalls if not r["hit"]] == []
+
+
 def test_demo_refuses_to_replace_a_directory_that_is_not_a_store(tmp_path: Path) -> None:
     """`oblivion demo --path` never deletes a folder that does not hold an Oblivion store."""
     (tmp_path / "mine.txt").write_text("precious")
