@@ -982,14 +982,15 @@ class Oblivion:
             # places within k and the budget go by priority (list items first; a
             # neighbour as if it scored policy.context_share of its hit's score) and are
             # shown in rank order, each neighbour behind its hit
+            hit_score = {m: float(scores[pos[hit]]) for m, (hit, _) in context_of.items()}
             prio = [
                 place_priority(
                     float(scores[j]),
-                    float(scores[pos[context_of[m][0]]]) if m in context_of else None,
-                    listed=m in listed,
+                    hit_score.get(cids[j]),
+                    listed=cids[j] in listed,
                     share=policy.context_share,
                 )
-                for m, j in ((cids[j], j) for j in order)
+                for j in order
             ]
             by_prio = sorted(range(len(prio)), key=lambda p: -prio[p])
             chosen = sorted(by_prio[c] for c in pack([costs[p] for p in by_prio], budget, limit))
@@ -1211,12 +1212,7 @@ class Oblivion:
         deltas = decay.boost_delta(betas, rel[picked], c["confidence"][prow], gains)
         boosted = decay.boost(act[picked], deltas, policy.cap)
         valid = ~c["invalidated"][prow]
-        live = prow[valid]  # what _set_activation does, for every picked row at once
-        c["a_ref"][live] = boosted[valid]
-        c["t_ref"][live] = now
-        c["stability"][live] += policy.retrieval_stability
-        c["access_count"][live] += 1
-        c["last_accessed"][live] = now
+        self._set_activation(st, prow[valid], boosted[valid], now, policy.retrieval_stability)
         seeds: dict[str, float] = {}
         for j, i, tier, gain, before, after, relevance, ok in zip(
             picked,
@@ -1534,9 +1530,7 @@ class Oblivion:
             return []
         before = self._activation(ns, st, now, rows)
         after = decay.boost(before, np.asarray([shares[m] for m in known]), policy.cap)
-        # what _set_activation does, for all targets at once (a spread is not an access)
-        st.cols["a_ref"][rows] = after
-        st.cols["t_ref"][rows] = now
+        self._set_activation(st, rows, after, now, 0.0, count_access=False)  # not an access
         journal.extend(
             (m, "spread", b, a, {"share": shares[m]})
             for m, b, a in zip(known, before.tolist(), after.tolist(), strict=True)
@@ -2302,13 +2296,14 @@ class Oblivion:
     def _set_activation(
         self,
         st: NamespaceState,
-        i: int,
-        value: float,
+        i: int | np.ndarray[Any, Any],
+        value: float | np.ndarray[Any, Any],
         now: float,
         stability: float,
         *,
         count_access: bool = True,
     ) -> None:
+        """Rebase row ``i`` (or distinct rows, with one value each) at ``value``, ``now``."""
         c = st.cols
         c["a_ref"][i] = value
         c["t_ref"][i] = now
