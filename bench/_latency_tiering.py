@@ -27,6 +27,7 @@ import numpy as np
 
 from oblivion_core import ManualClock, Oblivion, Policy, Tier
 from oblivion_core.adaptation import Usage
+from oblivion_core.decay_clock import DecayClock
 from oblivion_core.engine import _Space
 from oblivion_core.index import ActiveIndex
 from oblivion_core.state import NamespaceState
@@ -75,7 +76,7 @@ def _columns(n: int, seed: int) -> tuple[dict[str, np.ndarray], np.ndarray, list
         "created_at": created,
         "last_accessed": last,
         "a_ref": np.where(invalidated, 0.0, a_ref),
-        "t_ref": last,
+        "d_ref": last,  # event times: _engine turns them into decay clock readings
         "stability": stability.astype(np.float64),
         "access_count": access.astype(np.int64),
         "tier": np.zeros(n, dtype=np.int8),
@@ -136,8 +137,9 @@ def _check_bulk_fill() -> None:
             )
 
 
-def _engine(policy: Policy, st: NamespaceState) -> Oblivion:
-    """An in-memory engine whose default namespace holds ``st`` (private wiring)."""
+def _engine(policy: Policy, st: NamespaceState, *, times: bool = True) -> Oblivion:
+    """An in-memory engine whose default namespace holds ``st`` (private wiring);
+    ``times``: ``st``'s ``d_ref`` still holds event times (converted here, once)."""
     engine = Oblivion(
         None,
         policy=policy,
@@ -151,6 +153,12 @@ def _engine(policy: Policy, st: NamespaceState) -> Oblivion:
     # without building a 1M x 384 matrix.
     index.ids = [st.ids[i] for i in np.flatnonzero(st.col("tier") == Tier.ACTIVE)]
     engine._spaces[ns] = _Space(st, index, Usage())
+    # clocks through the origin at the policy's rates (as a converted version-2 store):
+    # a memory's reading at time t is rate * t
+    rates = engine._category_params(ns, st, policy)[0][: len(st.vocab)]
+    st.clock = DecayClock({c: (0.0, 0.0, float(r)) for c, r in zip(st.vocab, rates, strict=True)})
+    if times:
+        st.col("d_ref")[:] *= rates[st.col("cat")]
     return engine
 
 
@@ -207,7 +215,7 @@ def run_tiering(n: int, runs: int, seed: int, capacity_share: float = 0.2) -> di
     st_cap = copy.copy(st)
     st_cap.cols = dict(st.cols)
     st_cap.cols["tier"] = st.cols["tier"].copy()
-    engine_cap = _engine(capped, st_cap)
+    engine_cap = _engine(capped, st_cap, times=False)  # d_ref shared, converted
     _settle_tiers(engine_cap, st_cap, capped, NOW - SWEEP_GAP)
     build_s = time.perf_counter() - started
 

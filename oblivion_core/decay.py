@@ -12,7 +12,10 @@ The model, for memory *i* of category *c*:
 * lazy closed form from the last event :math:`(A_{ref}, t_{ref})`:
   :math:`A_i(t) = \max\big(\min(A_{ref}, f_i),\; A_{ref}\,e^{-\lambda_i (t - t_{ref})}\big)`
   so activation never increases between events and never decays through its floor
-  (a memory pushed below its floor, e.g. by invalidation, simply stays there)
+  (a memory pushed below its floor, e.g. by invalidation, simply stays there). When
+  :math:`\lambda_c` changes over time the exponent is its integral since :math:`t_{ref}`:
+  the engine evaluates it through per-category decay clocks
+  (:mod:`oblivion_core.decay_clock`, :func:`activation_now`)
 * boost on an event: :math:`A \leftarrow \min(\mathrm{cap}, A + \Delta)`, with
   :math:`\Delta = \beta_c \cdot \mathrm{relevance} \cdot \mathrm{confidence} \cdot g`
   and the gain *g* larger for used / archive-recalled memories.
@@ -116,40 +119,42 @@ def time_to_reach(a_ref: float, target: float, rate: float) -> float:
 
 def activation_now(
     a_ref: FloatArray,
-    t_ref: FloatArray,
-    category_rates: FloatArray,
+    d_ref: FloatArray,
+    clock_now: FloatArray,
     category: npt.NDArray[np.integer],
     stability: FloatArray,
     sigma: float,
     importance: FloatArray,
     fraction: float,
     no_floor: npt.NDArray[np.bool_],
-    now: float,
 ) -> FloatArray:
-    """Activation at ``now`` of memories whose base rate is ``category_rates[category]``:
-    :func:`activation_at` with :func:`effective_rate` and :func:`floor_for` folded in, the
-    floor 0 where ``no_floor`` (invalidated or superseded memories).
+    """Activation now of memories whose category clock reads ``clock_now[category]`` and
+    read ``d_ref`` at their last event (:mod:`oblivion_core.decay_clock`): the decay
+    exponent is ``(clock_now[category] - d_ref) / (1 + sigma * stability)``, i.e.
+    :func:`activation_at` with :func:`effective_rate` and :func:`floor_for` folded in
+    while the category rate stays the same; the floor is 0 where ``no_floor``
+    (invalidated or superseded memories). A clock reading earlier than ``d_ref`` counts as
+    no time passed.
 
-    The same operations in the same order, so the same bits, but in two scratch arrays
-    instead of a fresh array per step: a sweep over a million memories allocated about
-    fifteen 8 MB temporaries, and their page faults cost as much as the arithmetic.
+    Two scratch arrays instead of a fresh array per step: a sweep over a million memories
+    allocated about fifteen 8 MB temporaries, and their page faults cost as much as the
+    arithmetic.
     """
-    rate = np.asarray(category_rates, dtype=np.float64)[category]  # a fresh array
+    dt = np.asarray(clock_now, dtype=np.float64)[category]  # a fresh array
+    dt -= np.asarray(d_ref, dtype=np.float64)
+    np.maximum(dt, 0.0, out=dt)
     tmp = np.maximum(np.asarray(stability, dtype=np.float64), 0.0)
     tmp *= sigma
     tmp += 1.0
-    rate /= tmp  # effective_rate
+    dt /= tmp  # the exponent, slowed by use (effective_rate)
+    np.negative(dt, out=dt)
+    np.exp(dt, out=dt)
     a = np.asarray(a_ref, dtype=np.float64)
-    dt = np.subtract(now, np.asarray(t_ref, dtype=np.float64), out=tmp)
-    np.maximum(dt, 0.0, out=dt)
-    np.negative(rate, out=rate)
-    rate *= dt
-    np.exp(rate, out=rate)
-    rate *= a  # decayed = a * exp(-rate * dt), in ``rate``
+    dt *= a  # decayed = a * exp(-exponent), in ``dt``
     imp = np.clip(np.asarray(importance, dtype=np.float64), 0.0, 1.0, out=tmp)
     floor = np.multiply(fraction, imp)
     floor *= imp  # floor_for
     floor[no_floor] = 0.0
     np.minimum(a, floor, out=floor)
-    out: FloatArray = np.maximum(floor, rate, out=rate)
+    out: FloatArray = np.maximum(floor, dt, out=dt)
     return out

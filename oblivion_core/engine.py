@@ -28,6 +28,7 @@ from oblivion_core.blas import matvec
 from oblivion_core.budget import check_budget, check_k, pack, resolve_token_counter
 from oblivion_core.clock import TurnClock, WallClock
 from oblivion_core.compression import ExtractiveSummarizer, clusters
+from oblivion_core.decay_clock import DecayClock
 from oblivion_core.embedding import embed_query, embed_texts, resolve_embedder
 from oblivion_core.errors import (
     InvalidInputError,
@@ -206,10 +207,48 @@ class Oblivion:
             # per namespace: (policy, learned multipliers by category, (rates, betas))
             self._param_cache: dict[str, tuple[Policy, tuple[Any, ...], _CategoryParams]] = {}
             self._known: set[str] = set(self._db.namespaces()) | {self.default_namespace}
+            if self._db.meta(StateDB.LEGACY_TIMES):
+                self._convert_legacy_times()
         except BaseException:
             self._db.close()
             raise
         self._closed = False
+
+    def _convert_legacy_times(self) -> None:
+        """Turn a version-2 store's event times into decay clock readings, in one
+        transaction: each category's clock is ``(now, 0, rate)`` at the rate in force, a
+        memory's reading ``rate * (t_ref - now)``, so every activation stays what it was
+        (see :mod:`oblivion_core.decay_clock`)."""
+        start = float(self.clock.now())
+        with self._db.transaction() as conn:
+            clocks: dict[str, DecayClock] = {}
+            usages: dict[str, Usage] = {}
+            rates = []
+            pairs = conn.execute("SELECT DISTINCT namespace, category FROM memories").fetchall()
+            for ns, category in pairs:
+                if ns not in clocks:
+                    clocks[ns] = DecayClock()
+                    usages[ns] = Usage.from_json(self._db.meta(f"usage:{ns}"))
+                mult = usages[ns].of(category).half_life_mult
+                half_life = self._policy_of(ns).half_life(category) * mult
+                rate = float(decay.half_life_to_rate(half_life))
+                clocks[ns].pieces[category] = (start, 0.0, rate)
+                rates.append((ns, category, rate))
+            # one pass over the table (a pass per category took 3-4 s at 100k memories)
+            conn.execute(
+                "CREATE TEMP TABLE clock_rates (namespace TEXT, category TEXT, rate REAL, "
+                "PRIMARY KEY (namespace, category))"
+            )
+            conn.executemany("INSERT INTO temp.clock_rates VALUES (?, ?, ?)", rates)
+            conn.execute(
+                "UPDATE memories SET d_ref = (d_ref - ?) * (SELECT rate FROM temp.clock_rates r "
+                "WHERE r.namespace = memories.namespace AND r.category = memories.category)",
+                (start,),
+            )
+            conn.execute("DROP TABLE temp.clock_rates")
+            for ns, clock in clocks.items():
+                self._db.set_meta(f"clock:{ns}", clock.to_json(), conn)
+            conn.execute("DELETE FROM meta WHERE key=?", (StateDB.LEGACY_TIMES,))
 
     # ================================================================ lifecycle
     def close(self) -> None:
@@ -253,8 +292,10 @@ class Oblivion:
     ) -> Policy:
         """Switch policy at run time, for one namespace or (``namespace=None``) the default.
 
-        Activation is rebased at "now" so the switch changes future decay only. The switch
-        is recorded in the journal with ``reason``.
+        The switch changes future decay only: new half-lives start new pieces of the
+        categories' decay clocks at "now" (O(categories)); a new ``floor_fraction`` or
+        ``stability_sigma`` also folds the decay so far into every memory's activation
+        (O(memories)). The switch is recorded in the journal with ``reason``.
         """
         new = resolve_policy(policy, clock=self._policy.clock)
         if new.clock != self._policy.clock:
@@ -267,9 +308,17 @@ class Oblivion:
             self._check_open()
             now = self.clock.now()
             targets = [namespace] if namespace is not None else list(self._known)
-            for ns in targets:
-                if ns in self._known:
+            known = [ns for ns in targets if ns in self._known]
+            for ns in known:
+                before = self._policy_of(ns)
+                after = new if namespace is not None or ns not in self._ns_policy else before
+                if (before.floor_fraction, before.stability_sigma) != (
+                    after.floor_fraction,
+                    after.stability_sigma,
+                ):
                     self._rebase(self._space(ns), now)
+                else:  # the clocks read the old rates up to now
+                    self._clock_now(ns, self._space(ns).state, now)
             with self._db.transaction() as conn:
                 if namespace is None:
                     old = self._policy.name
@@ -285,6 +334,8 @@ class Oblivion:
                         (json.dumps(new.to_dict()), ns),
                     )
                     self._known.add(ns)
+                for ns in known:  # new half-lives start new clock pieces at now
+                    self._clock_now(ns, self._space(ns).state, now)
                 detail = {"from": old, "to": new.name, "reason": reason, "scope": namespace}
                 for ns in targets:  # journaled in every namespace it applies to
                     self._db.journal(conn, now, ns, [(None, "policy", None, None, detail)])
@@ -469,7 +520,6 @@ class Oblivion:
                 "created_at": now,
                 "last_accessed": now,
                 "a_ref": float(min(a0[k], policy.cap)),
-                "t_ref": now,
                 "stability": 0.0,
                 "access_count": 0,
                 "tier": int(tier),
@@ -477,6 +527,7 @@ class Oblivion:
             }
             rows.append(st.append(ids[k], cats[k], values, seq0 + k))
         st.cols["tokens"][rows] = counted
+        st.cols["d_ref"][rows] = self._clock_now(ns, st, now)[st.cols["cat"][rows]]
         try:
             self.store.add(ns, ids, vectors, texts, [{"category": c} for c in cats])
             with self._db.transaction(durable=True) as conn:
@@ -1859,21 +1910,12 @@ class Oblivion:
                         if e.action != "forget"
                     ],
                 )
-                old = {
-                    c: (u.half_life_mult, u.beta_mult) for c, u in space.usage.categories.items()
-                }
+                self._clock_now(ns, st, now)  # the clocks read the rates up to now
                 adapted = adapt(space.usage, policy)
                 if adapted:
-                    # fold elapsed decay in at the OLD rates, then switch to the new ones
-                    new = {
-                        c: (space.usage.of(c).half_life_mult, space.usage.of(c).beta_mult)
-                        for c in adapted
-                    }
-                    for c in adapted:
-                        space.usage.of(c).half_life_mult, space.usage.of(c).beta_mult = old[c]
-                    self._rebase(space, now, categories=set(adapted), conn=conn)
-                    for c in adapted:
-                        space.usage.of(c).half_life_mult, space.usage.of(c).beta_mult = new[c]
+                    # new half-lives start new clock pieces at now: the decay so far stays
+                    # at the old rates, without rewriting the category's memories
+                    self._clock_now(ns, st, now)
                     self._db.journal(
                         conn, now, ns, [(None, "adapt", None, None, {"changed": adapted})]
                     )
@@ -2179,6 +2221,9 @@ class Oblivion:
                 last = int(np.argmax(st.col("seq")))
                 space.last_write = (st.ids[last], float(st.cols["created_at"][last]))
             self._spaces[ns] = space
+            # rates that changed while the store was closed (another policy passed to the
+            # constructor) start new clock pieces now: the past decayed at the old rates
+            self._clock_now(ns, st, self.clock.now())
         return space
 
     @staticmethod
@@ -2282,16 +2327,32 @@ class Oblivion:
         c = st.cols
         return decay.activation_now(
             c["a_ref"][sel],
-            c["t_ref"][sel],
-            self._category_params(ns, st, policy)[0],
+            c["d_ref"][sel],
+            self._clock_now(ns, st, now),
             c["cat"][sel],
             c["stability"][sel],
             policy.stability_sigma,
             c["importance"][sel],
             policy.floor_fraction,
             c["invalidated"][sel] | c["superseded"][sel],
-            now,
         )
+
+    def _clock_now(self, ns: str, st: NamespaceState, now: float) -> np.ndarray[Any, Any]:
+        """Decay clock reading of each category of ``st.vocab`` at ``now``.
+
+        A category whose rate changed since its clock's last piece (learned multipliers, a
+        new policy) starts a new piece here, at ``now``; the clocks are then written to
+        the meta table at once, inside the caller's transaction if there is one, so no
+        row reading of the new piece reaches SQLite before its piece does.
+        """
+        rates = self._category_params(ns, st, self._policy_of(ns))[0]
+        if len(rates) != len(st.vocab):  # no category yet: a placeholder rate
+            rates = rates[: len(st.vocab)]
+        out = st.clock.readings(st.vocab, rates, now)
+        if st.clock.dirty:
+            self._db.set_meta(f"clock:{ns}", st.clock.to_json())
+            st.clock.dirty = False
+        return out
 
     def _set_activation(
         self,
@@ -2306,36 +2367,23 @@ class Oblivion:
         """Rebase row ``i`` (or distinct rows, with one value each) at ``value``, ``now``."""
         c = st.cols
         c["a_ref"][i] = value
-        c["t_ref"][i] = now
+        c["d_ref"][i] = self._clock_now(st.namespace, st, now)[c["cat"][i]]
         c["stability"][i] += stability
         if count_access:
             c["access_count"][i] += 1
             c["last_accessed"][i] = now
 
-    def _rebase(
-        self,
-        space: _Space,
-        now: float,
-        *,
-        categories: set[str] | None = None,
-        conn: Any = None,
-    ) -> None:
-        """Fold elapsed decay into ``a_ref`` at ``now`` so a rate change only affects the future."""
+    def _rebase(self, space: _Space, now: float) -> None:
+        """Fold the decay until ``now`` into ``a_ref`` under the policy in force, so a new
+        floor or slowing by use (``floor_fraction``, ``stability_sigma``) changes future
+        decay only. A new half-life alone needs no rebase: the clocks start a new piece."""
         st = space.state
         if st.n == 0:
             return
-        act = self._activation(st.namespace, st, now)
-        mask = np.ones(st.n, dtype=bool)
-        if categories is not None:
-            mask = np.isin(st.col("cat"), [st.cat_id(c) for c in categories])
-        st.col("a_ref")[mask] = act[mask]
-        st.col("t_ref")[mask] = now
-        rows = np.flatnonzero(mask).tolist()
-        if conn is None:
-            with self._db.transaction() as c:
-                self._db.save_activation(c, st, rows)
-        else:
-            self._db.save_activation(conn, st, rows)
+        st.col("a_ref")[:] = self._activation(st.namespace, st, now)
+        st.col("d_ref")[:] = self._clock_now(st.namespace, st, now)[st.col("cat")]
+        with self._db.transaction() as c:
+            self._db.save_activation(c, st, range(st.n))
 
     def _record(self, ns: str, i: int, now: float) -> MemoryRecord:
         return self._records(ns, [i], now)[0]

@@ -29,11 +29,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from oblivion_core.decay_clock import DecayClock
 from oblivion_core.errors import StoreCorruptError, StoreError, StoreLockedError
 from oblivion_core.typing import Vectors
 
-#: 2: vectors kept beside the texts; the FTS5 tables of version 1 dropped (see lexical.py)
-SCHEMA_VERSION = 2
+#: 2: vectors kept beside the texts; the FTS5 tables of version 1 dropped (see lexical.py).
+#: 3: each memory keeps its category's decay clock reading ``d_ref`` instead of the time
+#: ``t_ref`` of its last event (see decay_clock.py)
+SCHEMA_VERSION = 3
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -51,7 +54,7 @@ CREATE TABLE IF NOT EXISTS memories (
     last_accessed REAL NOT NULL,
     access_count INTEGER NOT NULL,
     a_ref REAL NOT NULL,
-    t_ref REAL NOT NULL,
+    d_ref REAL NOT NULL,  -- decay clock reading at the last event (decay_clock.py)
     stability REAL NOT NULL,
     tier INTEGER NOT NULL,
     invalidated INTEGER NOT NULL DEFAULT 0,
@@ -110,7 +113,7 @@ _FLOAT_COLS = (
     "created_at",
     "last_accessed",
     "a_ref",
-    "t_ref",
+    "d_ref",
     "stability",
 )
 
@@ -149,6 +152,8 @@ class NamespaceState:
         self._vocab_index: dict[str, int] = {}
         self.superseded_by: dict[str, str] = {}
         self.by_seq: dict[int, str] = {}
+        #: the categories' decay clocks (``cols["d_ref"]`` holds their readings)
+        self.clock = DecayClock()
         self._cap = 0
         self.n = 0
         self.cols: dict[str, Any] = {}
@@ -275,8 +280,14 @@ class StateDB:
                     "oblivion-memory to open it"
                 )
             if version != SCHEMA_VERSION:
-                self._migrate()
-                self.set_meta("schema_version", SCHEMA_VERSION)
+                self.conn.execute("BEGIN IMMEDIATE")
+                try:
+                    self._migrate()
+                    self.set_meta("schema_version", SCHEMA_VERSION)
+                except BaseException:
+                    self.conn.execute("ROLLBACK")
+                    raise
+                self.conn.execute("COMMIT")
         except sqlite3.DatabaseError as exc:
             self._release_lock()
             if "locked" in str(exc):
@@ -317,8 +328,22 @@ class StateDB:
             os.close(self._lock_fd)  # closing the descriptor drops the flock
             self._lock_fd = None
 
+    #: Meta key set while ``d_ref`` still holds version-2 times (see :meth:`_migrate`).
+    LEGACY_TIMES = "d_ref_holds_times"
+
     def _migrate(self) -> None:
-        """Bring a version-1 store to :data:`SCHEMA_VERSION` (a new one is already there)."""
+        """Bring a version-1 or -2 store to :data:`SCHEMA_VERSION` (a new one is already
+        there), in one transaction.
+
+        Versions 1-2 kept the time of each memory's last event (``t_ref``); version 3 keeps
+        its category's decay clock reading (``d_ref``, :mod:`oblivion_core.decay_clock`).
+        The column is renamed here and flagged (:attr:`LEGACY_TIMES`); the engine converts
+        the values, which needs the policies' rates, in one transaction when it opens.
+        """
+        columns = {r[1] for r in self.conn.execute("PRAGMA table_info(memories)")}
+        if "t_ref" in columns:
+            self.set_meta(self.LEGACY_TIMES, True)
+            self.conn.execute("ALTER TABLE memories RENAME COLUMN t_ref TO d_ref")
         legacy = self.conn.execute(  # version 1 kept an FTS5 table per namespace
             "SELECT name FROM sqlite_master WHERE type='table' AND name GLOB 'fts_*' "
             "AND sql LIKE 'CREATE VIRTUAL TABLE%'"
@@ -510,9 +535,10 @@ class StateDB:
     def load(self, namespace: str) -> NamespaceState:
         """Read every row of ``namespace`` into a fresh :class:`NamespaceState`."""
         st = NamespaceState(namespace)
+        st.clock = DecayClock.from_json(self.meta(f"clock:{namespace}"))
         cur = self.conn.execute(
             "SELECT id, category, importance, confidence, created_at, last_accessed, a_ref, "
-            "t_ref, stability, access_count, tier, invalidated, superseded_by, seq "
+            "d_ref, stability, access_count, tier, invalidated, superseded_by, seq "
             "FROM memories WHERE namespace=? ORDER BY seq",
             (namespace,),
         )
@@ -559,7 +585,7 @@ class StateDB:
             blobs.append((st.namespace, mid, _blob(vec)))
         conn.executemany(
             "INSERT INTO memories(namespace, id, text, category, importance, confidence, "
-            "created_at, last_accessed, a_ref, t_ref, stability, access_count, tier, "
+            "created_at, last_accessed, a_ref, d_ref, stability, access_count, tier, "
             "invalidated, superseded_by, metadata, seq) "
             "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             data,
@@ -575,16 +601,16 @@ class StateDB:
     def save_activation(
         self, conn: sqlite3.Connection, st: NamespaceState, rows: Iterable[int]
     ) -> None:
-        """Write only ``a_ref`` and ``t_ref`` of ``rows`` (a rebase changes nothing else;
+        """Write only ``a_ref`` and ``d_ref`` of ``rows`` (a rebase changes nothing else;
         other pending changes of those rows stay queued for their own write)."""
         index = np.fromiter(rows, dtype=np.int64)
         if not len(index):
             return
         conn.executemany(
-            "UPDATE memories SET a_ref=?, t_ref=? WHERE namespace=? AND id=?",
+            "UPDATE memories SET a_ref=?, d_ref=? WHERE namespace=? AND id=?",
             zip(
                 st.cols["a_ref"][index].tolist(),
-                st.cols["t_ref"][index].tolist(),
+                st.cols["d_ref"][index].tolist(),
                 [st.namespace] * len(index),
                 [st.ids[i] for i in index.tolist()],
                 strict=True,
@@ -811,7 +837,7 @@ def _blob(vector: Vectors) -> bytes:
 
 
 _UPDATE_ROW = (
-    "UPDATE memories SET importance=?, confidence=?, last_accessed=?, a_ref=?, t_ref=?, "
+    "UPDATE memories SET importance=?, confidence=?, last_accessed=?, a_ref=?, d_ref=?, "
     "stability=?, access_count=?, tier=?, invalidated=?, superseded_by=?, category=? "
     "WHERE namespace=? AND id=?"
 )
@@ -828,7 +854,7 @@ _NUMERIC_COLUMNS = (
     "confidence",
     "last_accessed",
     "a_ref",
-    "t_ref",
+    "d_ref",
     "stability",
     "access_count",
     "tier",

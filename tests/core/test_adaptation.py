@@ -208,6 +208,57 @@ def test_adaptation_does_not_change_activation_at_that_moment(fresh: Any) -> Non
         assert after == pytest.approx(before, rel=1e-9)
 
 
+def test_adapting_a_half_life_does_not_rewrite_the_category(fresh: Any) -> None:
+    """A new half-life starts a new piece of the category's decay clock: maintain() writes
+    the memories it moves and its journal, not every memory of the adapted category (it
+    used to rewrite them all, about 1 s for 50,000 memories)."""
+    clock = ManualClock()
+    with fresh(clock=clock, policy=POLICY) as mem:
+        ids = _archive_twenty_events(mem, clock)
+        more = mem.remember_many(
+            [f"conference talk {i} about topic {i % 9}" for i in range(300)],
+            categories=["event"] * 300,
+            importances=[0.9] * 300,
+        )
+        before = {r.id: mem.get(r.id).activation for r in more[:20]}
+        conn = mem._db.conn
+        changes = conn.total_changes
+        plan = mem.maintain()
+        assert "event" in plan.adapted
+        written = conn.total_changes - changes
+        assert written < 100  # 20 archived rows, their journal entries, meta
+        assert {m: mem.get(m).activation for m in before} == pytest.approx(before, rel=1e-12)
+        assert all(mem.get(m).tier == Tier.ARCHIVE for m in ids)
+
+
+def test_a_policy_switch_rewrites_memories_only_for_a_new_floor_or_slowing(
+    fresh: Any,
+) -> None:
+    """set_policy with new half-lives starts new clock pieces (no memory rewritten); a new
+    floor_fraction folds the decay so far into every memory. Either way activations are
+    continuous at the switch."""
+    clock = ManualClock()
+    with fresh(clock=clock, policy=POLICY) as mem:
+        recs = mem.remember_many(
+            [f"note {i} about the garden" for i in range(200)], importances=[0.5] * 200
+        )
+        clock.advance(3 * DAY)
+        ids = [r.id for r in recs]
+        conn = mem._db.conn
+
+        def switch(policy: Policy) -> int:
+            before = {m: mem.get(m).activation for m in ids}
+            changes = conn.total_changes
+            mem.set_policy(policy)
+            written = conn.total_changes - changes
+            assert {m: mem.get(m).activation for m in ids} == pytest.approx(before, rel=1e-12)
+            return written
+
+        slower = POLICY.replace(half_lives={c: 2 * h for c, h in POLICY.half_lives.items()})
+        assert switch(slower) < 10  # journal and meta
+        assert switch(slower.replace(floor_fraction=0.1)) >= len(ids)
+
+
 def test_decay_follows_each_new_half_life_at_once(fresh: Any) -> None:
     """Rates are cached per namespace: an adapted half-life, then a policy switched at run
     time, each govern the very next activation read (decay rate and halving time)."""
@@ -273,5 +324,30 @@ def test_adapted_values_persist_across_reopen(tmp_path: Path) -> None:
         assert again["half_life"] == pytest.approx(adapted["half_life"])
         assert again["half_life_multiplier"] == pytest.approx(adapted["half_life_multiplier"])
         assert again["half_life"] < POLICY.half_life("event")
+    finally:
+        mem.close()
+
+
+@pytest.mark.integration
+def test_a_store_reopened_with_other_half_lives_decays_on_from_where_it_was(
+    tmp_path: Path,
+) -> None:
+    """Half-lives that change while the store is closed (a different policy passed when
+    reopening) govern the future only: activations right after reopening are those the
+    old half-lives give, and they then halve in the new half-life."""
+    clock = ManualClock()
+    mem = _open(tmp_path, clock, POLICY)
+    rec = mem.remember("meetup with the design team", category="event", importance=0.0)
+    clock.advance(2 * DAY)
+    mem.close()
+    clock.advance(3 * DAY)  # closed: still the old half-life
+    old_rate = math.log(2) / POLICY.half_life("event")
+    expected = rec.activation * math.exp(-old_rate * 5 * DAY)
+    longer = POLICY.replace(half_lives={**POLICY.half_lives, "event": 40 * DAY})
+    mem = _open(tmp_path, clock, longer)
+    try:
+        assert mem.get(rec.id).activation == pytest.approx(expected, rel=1e-9)
+        clock.advance(40 * DAY)
+        assert mem.get(rec.id).activation == pytest.approx(expected / 2, rel=1e-9)
     finally:
         mem.close()

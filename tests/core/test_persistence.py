@@ -3,6 +3,7 @@ the store that was closed."""
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 import textwrap
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 
 from oblivion_core import ManualClock, Oblivion, Policy, Tier, TurnClock
+from oblivion_core.state import SCHEMA_VERSION, StateDB
 from oblivion_core.testing import HashEmbedder, word_count
 
 pytestmark = pytest.mark.integration
@@ -322,4 +324,74 @@ def test_a_version_1_store_opens_and_keeps_working(tmp_path: Path) -> None:
     version = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0]
     conn.close()
     assert not any(t.startswith("fts_") for t in tables)
-    assert version == "2"
+    assert version == str(SCHEMA_VERSION)
+
+
+def _as_version_2(path: Path) -> None:
+    """Rewrite a closed store in the version-2 layout: each memory's last event time
+    (``t_ref``) instead of its category's decay clock reading, no clocks."""
+    import json
+    import sqlite3
+
+    conn = sqlite3.connect(path / StateDB.FILE)
+    for key, value in conn.execute("SELECT key, value FROM meta WHERE key LIKE 'clock:%'"):
+        ns = key.removeprefix("clock:")
+        for category, (t0, d0, rate) in json.loads(value).items():
+            conn.execute(
+                "UPDATE memories SET d_ref = ? + (d_ref - ?) / ? WHERE namespace=? AND category=?",
+                (t0, d0, rate, ns, category),
+            )
+    conn.execute("DELETE FROM meta WHERE key LIKE 'clock:%'")
+    conn.execute("ALTER TABLE memories RENAME COLUMN d_ref TO t_ref")
+    conn.execute("UPDATE meta SET value='2' WHERE key='schema_version'")
+    conn.commit()
+    conn.close()
+
+
+def test_a_version_2_store_keeps_every_activation_and_decays_on(tmp_path: Path) -> None:
+    """Opening a store written before decay clocks (schema 2, event times) converts it in
+    place: the same activations at the moment of opening and afterwards, tiers and
+    categories unchanged, and it records boosts and adapts as before."""
+    import sqlite3
+
+    clock = ManualClock()
+    mem = _open(tmp_path, clock)
+    mem.remember("Always answer in English.", id="rule")
+    mem.remember("I like green tea in the afternoon.", id="tea")
+    mem.remember("lol nice weather today", id="chat", category="small_talk")
+    clock.advance(2 * DAY)
+    mem.recall("tea", k=1)
+    clock.advance(3 * DAY)
+    ids = ["rule", "tea", "chat"]
+    before = {m: mem.get(m) for m in ids}
+    mem.close()
+    _as_version_2(tmp_path)
+    conn = sqlite3.connect(tmp_path / StateDB.FILE)
+    assert "t_ref" in {r[1] for r in conn.execute("PRAGMA table_info(memories)")}
+    conn.close()
+
+    mem = _open(tmp_path, clock)
+    try:
+        for m in ids:
+            assert mem.get(m).activation == pytest.approx(before[m].activation, rel=1e-12)
+            assert (mem.get(m).tier, mem.get(m).category) == (before[m].tier, before[m].category)
+        clock.advance(4 * DAY)
+        for m in ids:
+            rate = before[m].decay_rate
+            floor = mem.policy.floor_fraction * before[m].importance ** 2
+            expected = max(
+                min(before[m].activation, floor), before[m].activation * math.exp(-rate * 4 * DAY)
+            )
+            assert mem.get(m).activation == pytest.approx(expected, rel=1e-9)
+        mem.recall("green tea", k=1)
+        assert mem.history("tea")[-1].kind == "recall"
+    finally:
+        mem.close()
+    conn = sqlite3.connect(tmp_path / StateDB.FILE)
+    meta = dict(conn.execute("SELECT key, value FROM meta"))
+    columns = {r[1] for r in conn.execute("PRAGMA table_info(memories)")}
+    conn.close()
+    assert meta["schema_version"] == str(SCHEMA_VERSION)
+    assert StateDB.LEGACY_TIMES not in meta
+    assert "clock:default" in meta
+    assert "d_ref" in columns and "t_ref" not in columns

@@ -16,7 +16,7 @@ ops = st.lists(st.tuples(st.booleans(), st.integers(0, 30)), max_size=80)
 
 
 def _values(x: float) -> dict[str, float]:
-    return {"importance": x, "a_ref": x, "t_ref": x, "tier": 0}
+    return {"importance": x, "a_ref": x, "d_ref": x, "tier": 0}
 
 
 @given(ops=ops)
