@@ -329,7 +329,8 @@ def test_a_version_1_store_opens_and_keeps_working(tmp_path: Path) -> None:
 
 def _as_version_2(path: Path) -> None:
     """Rewrite a closed store in the version-2 layout: each memory's last event time
-    (``t_ref``) instead of its category's decay clock reading, no clocks."""
+    (``t_ref``) instead of its category's decay clock reading, no clocks, the journal
+    indexed by (namespace, memory_id)."""
     import json
     import sqlite3
 
@@ -343,6 +344,9 @@ def _as_version_2(path: Path) -> None:
             )
     conn.execute("DELETE FROM meta WHERE key LIKE 'clock:%'")
     conn.execute("ALTER TABLE memories RENAME COLUMN d_ref TO t_ref")
+    conn.execute("DROP INDEX events_by_key")
+    conn.execute("ALTER TABLE events DROP COLUMN mkey")
+    conn.execute("CREATE INDEX events_by_memory ON events (namespace, memory_id)")
     conn.execute("UPDATE meta SET value='2' WHERE key='schema_version'")
     conn.commit()
     conn.close()
@@ -350,8 +354,8 @@ def _as_version_2(path: Path) -> None:
 
 def test_a_version_2_store_keeps_every_activation_and_decays_on(tmp_path: Path) -> None:
     """Opening a store written before decay clocks (schema 2, event times) converts it in
-    place: the same activations at the moment of opening and afterwards, tiers and
-    categories unchanged, and it records boosts and adapts as before."""
+    place: the same activations at the moment of opening and afterwards, tiers, categories
+    and every memory's journal unchanged, and it records boosts as before."""
     import sqlite3
 
     clock = ManualClock()
@@ -364,6 +368,7 @@ def test_a_version_2_store_keeps_every_activation_and_decays_on(tmp_path: Path) 
     clock.advance(3 * DAY)
     ids = ["rule", "tea", "chat"]
     before = {m: mem.get(m) for m in ids}
+    journal = {m: [(e.kind, e.after) for e in mem.history(m)] for m in ids}
     mem.close()
     _as_version_2(tmp_path)
     conn = sqlite3.connect(tmp_path / StateDB.FILE)
@@ -373,6 +378,7 @@ def test_a_version_2_store_keeps_every_activation_and_decays_on(tmp_path: Path) 
     mem = _open(tmp_path, clock)
     try:
         for m in ids:
+            assert [(e.kind, e.after) for e in mem.history(m)] == journal[m]
             assert mem.get(m).activation == pytest.approx(before[m].activation, rel=1e-12)
             assert (mem.get(m).tier, mem.get(m).category) == (before[m].tier, before[m].category)
         clock.advance(4 * DAY)
@@ -390,7 +396,9 @@ def test_a_version_2_store_keeps_every_activation_and_decays_on(tmp_path: Path) 
     conn = sqlite3.connect(tmp_path / StateDB.FILE)
     meta = dict(conn.execute("SELECT key, value FROM meta"))
     columns = {r[1] for r in conn.execute("PRAGMA table_info(memories)")}
+    indexes = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
     conn.close()
+    assert "events_by_key" in indexes and "events_by_memory" not in indexes
     assert meta["schema_version"] == str(SCHEMA_VERSION)
     assert StateDB.LEGACY_TIMES not in meta
     assert "clock:default" in meta

@@ -316,3 +316,24 @@ def test_row_values_match_the_columns_one_by_one(
             "ns",
             f"m{i}",
         )
+
+
+def test_the_journal_key_is_the_same_in_every_process() -> None:
+    """history() finds a memory's journal by memory_key, which is stored on disk: it must
+    not depend on the process (unlike Python's hash() of a str)."""
+    import subprocess
+    import sys
+
+    code = "from oblivion_core.state import memory_key; print(memory_key('ns', 'm-1'))"
+    outs = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            env={**__import__("os").environ, "PYTHONHASHSEED": seed},
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+        for seed in ("1", "2")
+    }
+    assert outs == {str(state.memory_key("ns", "m-1"))}
+    assert state.memory_key("ns", "m-1") != state.memory_key("ns2", "m-1")
