@@ -321,6 +321,7 @@ def test_row_values_match_the_columns_one_by_one(
 def test_the_journal_key_is_the_same_in_every_process() -> None:
     """history() finds a memory's journal by memory_key, which is stored on disk: it must
     not depend on the process (unlike Python's hash() of a str)."""
+    import os
     import subprocess
     import sys
 
@@ -328,7 +329,7 @@ def test_the_journal_key_is_the_same_in_every_process() -> None:
     outs = {
         subprocess.run(
             [sys.executable, "-c", code],
-            env={**__import__("os").environ, "PYTHONHASHSEED": seed},
+            env={**os.environ, "PYTHONHASHSEED": seed},
             check=True,
             capture_output=True,
             text=True,
