@@ -14,7 +14,7 @@ stores the reading :math:`d_{ref} = D_c(t_{ref})` of its last event, and
 (:func:`oblivion_core.decay.activation_now`).
 
 Before, a rate change rewrote ``(a_ref, t_ref)`` of every memory of the category ("rebase")
-inside ``maintain()``'s lock: about 1 s for the 50,000 facts of a 100k-memory store, and
+inside ``maintain()``'s lock: 0.3-1 s for the 50,000 facts of a 100k-memory store, and
 every adaptation of that category paid it again. Now it starts one piece.
 
 Pure: no clock reads, no I/O. The engine persists :meth:`DecayClock.to_json` whenever
