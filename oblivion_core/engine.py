@@ -2119,6 +2119,56 @@ class Oblivion:
             self._check_open()
             return self._db.events(ns, memory_id)
 
+    def prune_journal(
+        self,
+        older_than: float,
+        *,
+        namespace: str | None = None,
+        kinds: Sequence[str] = ("recall", "spread"),
+    ) -> int:
+        """Delete journal entries of ``kinds`` older than ``older_than`` clock units (seconds
+        on the wall clock, interactions on the turn clock); returns how many.
+
+        The journal grows with every recall: an entry per memory returned ("recall") and
+        per memory its boost spread to ("spread"), about 36 entries and 4 KB per recall with
+        the default policy. Those two kinds are the bulk and are what this drops by
+        default; activation is not touched (it lives in the state, the journal only
+        records its changes), and neither are writes, confirmations, invalidations,
+        supersessions, tier moves or policy changes unless named in ``kinds``. Runs in
+        chunks of ``StateDB.PRUNE_CHUNK`` entries, each its own short transaction.
+
+        Raises:
+            InvalidInputError: ``older_than`` is negative or not a finite number, or
+                ``kinds`` is empty or holds a non-string.
+            UnknownNamespaceError: the namespace does not exist.
+        """
+        if isinstance(older_than, bool) or not isinstance(older_than, int | float):
+            raise InvalidInputError(
+                f"older_than must be a number of clock units, got {older_than!r}"
+            )
+        if not math.isfinite(older_than) or older_than < 0:
+            raise InvalidInputError(
+                f"older_than must be a finite number >= 0 (clock units), got {older_than!r}"
+            )
+        if isinstance(kinds, str) or not kinds or not all(isinstance(k, str) and k for k in kinds):
+            raise InvalidInputError(
+                f"kinds must be a non-empty list of journal kinds such as 'recall', got {kinds!r}"
+            )
+        ns = self._ns(namespace)
+        with self._lock:
+            self._check_open()
+            self._space(ns)  # raises for an unknown namespace
+            before = float(self.clock.now()) - float(older_than)
+            chunks = self._db.prune_events(ns, before, list(dict.fromkeys(kinds)))
+        total = 0
+        while True:
+            with self._lock:  # one chunk at a time: recalls and writes go on in between
+                self._check_open()
+                deleted = next(chunks, None)
+            if deleted is None:
+                return total
+            total += deleted
+
     def namespaces(self) -> list[str]:
         """Every namespace that exists (the default one always does)."""
         with self._lock:

@@ -1,0 +1,156 @@
+"""prune_journal: old boost entries leave the journal, nothing else does."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from oblivion_core import InvalidInputError, ManualClock, Oblivion, UnknownNamespaceError
+from oblivion_core.state import StateDB
+from oblivion_core.testing import HashEmbedder, word_count
+
+DAY = 86_400.0
+
+
+def _story(mem: Oblivion, clock: ManualClock) -> list[str]:
+    """Three memories recalled now and then over twenty days."""
+    ids = [
+        mem.remember("Dana likes green tea in the afternoon.").id,
+        mem.remember("The team offsite is in Lisbon in May.").id,
+        mem.remember("Aisha owns the data pipeline.").id,
+    ]
+    mem.link(ids[0], ids[1], 0.9)
+    for _ in range(4):
+        for q in ("green tea", "Lisbon offsite", "data pipeline"):
+            mem.recall(q, k=2)
+        clock.advance(5 * DAY)
+    return ids
+
+
+def _entries(mem: Oblivion, ids: list[str]) -> list[tuple[str, str, float]]:
+    return [(m, e.kind, e.at) for m in ids for e in mem.history(m)]
+
+
+def test_old_recall_and_spread_entries_go_and_everything_else_stays(mem: Oblivion) -> None:
+    clock = mem.clock
+    assert isinstance(clock, ManualClock)
+    ids = _story(mem, clock)
+    before = _entries(mem, ids)
+    activations = {m: mem.get(m).activation for m in ids}
+    cutoff = clock.now() - 8 * DAY
+    old = [e for e in before if e[1] in ("recall", "spread") and e[2] < cutoff]
+    assert old and any(e[1] == "spread" for e in old)
+
+    assert mem.prune_journal(8 * DAY) == len(old)
+
+    after = _entries(mem, ids)
+    assert sorted(after) == sorted(e for e in before if e not in old)
+    assert [e for e in after if e[1] == "remember"] == [e for e in before if e[1] == "remember"]
+    assert {m: mem.get(m).activation for m in ids} == activations
+    assert mem.prune_journal(8 * DAY) == 0  # nothing left to drop
+
+
+def test_a_prune_in_many_small_chunks_drops_the_same(
+    mem: Oblivion, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = mem.clock
+    assert isinstance(clock, ManualClock)
+    ids = _story(mem, clock)
+    expected = [e for e in _entries(mem, ids) if e[1] not in ("recall", "spread")]
+    monkeypatch.setattr(StateDB, "PRUNE_CHUNK", 2)
+    assert mem.prune_journal(0) > 4
+    assert sorted(_entries(mem, ids)) == sorted(expected)
+
+
+def test_other_namespaces_and_named_kinds(mem: Oblivion) -> None:
+    clock = mem.clock
+    assert isinstance(clock, ManualClock)
+    ids = _story(mem, clock)
+    other = mem.remember("A note in another space.", namespace="other").id
+    mem.recall("note", namespace="other")
+    clock.advance(DAY)
+    assert mem.prune_journal(0, kinds=["remember"]) == len(ids)
+    assert {e.kind for m in ids for e in mem.history(m)} == {"link", "recall", "spread"}
+    assert [e.kind for e in mem.history(other, namespace="other")] == ["remember", "recall"]
+
+
+@pytest.mark.parametrize("bad", [-1.0, math.nan, math.inf, "5", True, None])
+def test_an_invalid_age_is_refused_and_nothing_is_dropped(mem: Oblivion, bad: Any) -> None:
+    mem.remember("Dana likes green tea.")
+    mem.recall("tea")
+    count = len(mem.history())
+    with pytest.raises(InvalidInputError, match="older_than"):
+        mem.prune_journal(bad)
+    assert len(mem.history()) == count
+
+
+@pytest.mark.parametrize("kinds", [[], "recall", [""], [3]])
+def test_invalid_kinds_are_refused(mem: Oblivion, kinds: Any) -> None:
+    with pytest.raises(InvalidInputError, match="kinds"):
+        mem.prune_journal(0, kinds=kinds)
+
+
+def test_an_unknown_namespace_is_refused(mem: Oblivion) -> None:
+    with pytest.raises(UnknownNamespaceError):
+        mem.prune_journal(0, namespace="nowhere")
+
+
+@pytest.mark.integration
+def test_a_pruned_store_reopens_with_the_rest_of_its_journal(tmp_path: Path) -> None:
+    clock = ManualClock()
+    mem = Oblivion(tmp_path, clock=clock, embedder=HashEmbedder(), token_counter=word_count)
+    ids = _story(mem, clock)
+    mem.prune_journal(8 * DAY)
+    kept = _entries(mem, ids)
+    mem.close()
+    mem = Oblivion(tmp_path, clock=clock, embedder=HashEmbedder(), token_counter=word_count)
+    try:
+        assert _entries(mem, ids) == kept
+    finally:
+        mem.close()
+
+
+@settings(max_examples=300)
+@given(
+    n=st.integers(1, 300),
+    shuffle=st.lists(st.tuples(st.integers(0, 299), st.integers(0, 40)), max_size=30),
+    cut=st.integers(-2, 302),
+)
+def test_pruning_drops_exactly_the_old_entries_of_the_kinds_even_out_of_order(
+    n: int, shuffle: list[tuple[int, int]], cut: int
+) -> None:
+    """Entries are written roughly in clock order (a queued boost lands a little later than
+    newer entries): whatever the order within a batch, exactly the entries of the named
+    kinds of that namespace before ``before`` go."""
+    times = [float(k) for k in range(n)]
+    before = cut - 0.5
+    for i, span in shuffle:  # local disorder, as queued boosts cause
+        j = min(i + span, len(times) - 1)
+        if i < j:
+            times[i], times[j] = times[j], times[i]
+    db = StateDB(None)
+    db.DEFER_EVENTS = 4  # the margin past the binary search's cut: 64 entries, > any span
+    try:
+        rows = [
+            ("ns" if k % 3 else "other", f"m{k}", ("recall", "spread", "remember")[k % 3], at)
+            for k, at in enumerate(times)
+        ]
+        with db.transaction() as conn:
+            for ns, mid, kind, at in rows:
+                db.journal(conn, at, ns, [(mid, kind, 0.1, 0.2, {})])
+        dropped = sum(db.prune_events("ns", before, ["recall", "spread"]))
+        kept = {(e.memory_id, e.kind) for ns in ("ns", "other") for e in db.events(ns)}
+        expected = {
+            (mid, kind)
+            for ns, mid, kind, at in rows
+            if not (ns == "ns" and kind in ("recall", "spread") and at < before)
+        }
+        assert kept == expected
+        assert dropped == len(rows) - len(expected)
+    finally:
+        db.close()
