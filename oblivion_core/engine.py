@@ -317,8 +317,6 @@ class Oblivion:
                     after.stability_sigma,
                 ):
                     self._rebase(self._space(ns), now)
-                else:  # the clocks read the old rates up to now
-                    self._clock_now(ns, self._space(ns).state, now)
             with self._db.transaction() as conn:
                 if namespace is None:
                     old = self._policy.name
@@ -1910,7 +1908,6 @@ class Oblivion:
                         if e.action != "forget"
                     ],
                 )
-                self._clock_now(ns, st, now)  # the clocks read the rates up to now
                 adapted = adapt(space.usage, policy)
                 if adapted:
                     # new half-lives start new clock pieces at now: the decay so far stays
