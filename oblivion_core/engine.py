@@ -74,6 +74,9 @@ from oblivion_core.typing import (
 )
 
 DEFAULT_NAMESPACE = "default"
+#: The journal's high-volume kinds: one entry per recalled memory and per memory a boost
+#: spread to (what prune_journal and Policy.journal_keep drop).
+_BOOST_KINDS = ("recall", "spread")
 _SIGNALS = {
     "support-desk": ("support", "help desk", "helpdesk", "ticket", "customer"),
     "research-assistant": ("research", "study", "analysis", "literature"),
@@ -1921,6 +1924,11 @@ class Oblivion:
                 self._delete(ns, space, decision.forget.tolist(), now, "decayed below forget_below")
             for group in groups:
                 self._compress(ns, space, policy, group, now)
+            if policy.journal_keep is not None:
+                # one chunk per call: maintain() runs inside remember() and must not stall
+                chunks = self._db.prune_events(ns, now - policy.journal_keep, _BOOST_KINDS)
+                next(chunks, None)
+                chunks.close()
         return MaintenancePlan(
             namespace=ns,
             now=now,
@@ -2121,7 +2129,7 @@ class Oblivion:
         older_than: float,
         *,
         namespace: str | None = None,
-        kinds: Sequence[str] = ("recall", "spread"),
+        kinds: Sequence[str] = _BOOST_KINDS,
     ) -> int:
         """Delete journal entries of ``kinds`` older than ``older_than`` clock units (seconds
         on the wall clock, interactions on the turn clock); returns how many.
@@ -2133,6 +2141,7 @@ class Oblivion:
         records its changes), and neither are writes, confirmations, invalidations,
         supersessions, tier moves or policy changes unless named in ``kinds``. Runs in
         chunks of ``StateDB.PRUNE_CHUNK`` entries, each its own short transaction.
+        ``Policy.journal_keep`` has ``maintain()`` do the same, a chunk per call.
 
         Raises:
             InvalidInputError: ``older_than`` is negative or not a finite number, or

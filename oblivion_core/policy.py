@@ -117,6 +117,9 @@ class Policy:
         forget_below: Archived memories below this activation may be deleted
             (``< archive_low``), except protected ones.
         forget_min_age: Never forget memories younger than this (clock units).
+        journal_keep: ``maintain()`` drops recall and spread journal entries older than
+            this (clock units), at most ``StateDB.PRUNE_CHUNK`` per call, as
+            ``Oblivion.prune_journal`` does. ``None`` (the default) keeps the journal whole.
         protected_categories: Never forgotten.
         protect_importance: Memories at or above this importance are never forgotten.
         archive_gate: Recall also searches the archive when the best active relevance is
@@ -208,6 +211,7 @@ class Policy:
     forget_enabled: bool = False
     forget_below: float = 0.02
     forget_min_age: float = 0.0
+    journal_keep: float | None = None
     protected_categories: tuple[str, ...] = ("instruction", "preference")
     protect_importance: float = 0.7
     archive_gate: float = 0.55
@@ -432,6 +436,12 @@ class Policy:
             _require(
                 _int(self.active_capacity) and self.active_capacity >= 1,
                 f"active_capacity must be None or an int >= 1, got {self.active_capacity!r}",
+            )
+        if self.journal_keep is not None:
+            _require(
+                _finite(self.journal_keep) and self.journal_keep >= 0,
+                f"journal_keep must be None or a finite number >= 0 (clock units), got "
+                f"{self.journal_keep!r}",
             )
         if self.active_share is not None:
             _require(

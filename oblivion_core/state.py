@@ -20,7 +20,7 @@ import os
 import sqlite3
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -845,7 +845,9 @@ class StateDB:
     #: entries of a 200k journal went in 1.3 s).
     PRUNE_CHUNK = 5_000
 
-    def prune_events(self, namespace: str, before: float, kinds: Sequence[str]) -> Iterator[int]:
+    def prune_events(
+        self, namespace: str, before: float, kinds: Sequence[str]
+    ) -> Generator[int, None, None]:
         """Delete ``namespace``'s journal entries of ``kinds`` recorded before clock time
         ``before``, one transaction per :attr:`PRUNE_CHUNK` entries; yields each count.
 

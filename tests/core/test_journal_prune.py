@@ -10,7 +10,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from oblivion_core import InvalidInputError, ManualClock, Oblivion, UnknownNamespaceError
+from oblivion_core import (
+    InvalidInputError,
+    ManualClock,
+    Oblivion,
+    Policy,
+    PolicyError,
+    UnknownNamespaceError,
+)
 from oblivion_core.state import StateDB
 from oblivion_core.testing import HashEmbedder, word_count
 
@@ -154,3 +161,35 @@ def test_pruning_drops_exactly_the_old_entries_of_the_kinds_even_out_of_order(
         assert dropped == len(rows) - len(expected)
     finally:
         db.close()
+
+
+def test_journal_keep_has_maintain_drop_old_boost_entries_a_chunk_at_a_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    clock = ManualClock()
+    policy = Policy.template("balanced").replace(maintain_every=0, journal_keep=8 * DAY)
+    mem = Oblivion(
+        None, policy=policy, clock=clock, embedder=HashEmbedder(), token_counter=word_count
+    )
+    try:
+        ids = _story(mem, clock)
+        before = _entries(mem, ids)
+        cutoff = clock.now() - 8 * DAY
+        old = [e for e in before if e[1] in ("recall", "spread") and e[2] < cutoff]
+        assert len(old) > 3
+        mem.maintain(dry_run=True)
+        assert _entries(mem, ids) == before  # a dry run changes nothing
+        monkeypatch.setattr(StateDB, "PRUNE_CHUNK", 3)
+        mem.maintain()
+        assert len(_entries(mem, ids)) == len(before) - 3  # one chunk per call
+        for _ in range(len(old)):
+            mem.maintain()
+        assert sorted(_entries(mem, ids)) == sorted(e for e in before if e not in old)
+    finally:
+        mem.close()
+
+
+@pytest.mark.parametrize("bad", [-1.0, math.nan, math.inf, "30 days", True])
+def test_journal_keep_must_be_a_finite_age(bad: Any) -> None:
+    with pytest.raises(PolicyError, match="journal_keep"):
+        Policy.template("balanced").replace(journal_keep=bad)
