@@ -131,3 +131,58 @@ def test_concurrent_writes_of_the_same_id_store_it_once(tmp_path: Path) -> None:
         assert mem.store.count("default") == 1
     finally:
         mem.close()
+
+
+def test_a_journal_prune_beside_recalls_and_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """prune_journal releases the engine between chunks: recalls and writes on other
+    threads go on meanwhile; afterwards no old boost entry is left and every newer entry
+    and every write's entry is."""
+    from oblivion_core.state import StateDB
+
+    monkeypatch.setattr(StateDB, "PRUNE_CHUNK", 7)
+    clock = ManualClock()
+    mem = _open(tmp_path, clock)
+    for i in range(30):
+        mem.remember(f"note {i} about topic {i % 5}")
+    for i in range(40):
+        mem.recall(f"topic {i % 5}", k=4)
+    clock.advance(10 * 86_400.0)
+    cutoff = clock.now() - 86_400.0
+    errors: list[BaseException] = []
+    pruned: list[int] = []
+    go = threading.Barrier(3)
+
+    def prune() -> None:
+        try:
+            go.wait()
+            pruned.append(mem.prune_journal(86_400.0))
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    def use(t: int) -> None:
+        try:
+            go.wait()
+            for i in range(20):
+                mem.remember(f"thread {t} later note {i}")
+                mem.recall(f"topic {i % 5}", k=4)
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=prune)] + [
+        threading.Thread(target=use, args=(t,)) for t in range(2)
+    ]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    try:
+        assert not errors
+        assert pruned and pruned[0] > 0
+        journal = mem.history()
+        assert not [e for e in journal if e.kind in ("recall", "spread") and e.at < cutoff]
+        assert sum(e.kind == "remember" for e in journal) == 30 + 2 * 20
+        assert any(e.kind == "recall" and e.at >= cutoff for e in journal)
+    finally:
+        mem.close()
