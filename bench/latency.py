@@ -43,13 +43,18 @@ What is measured
 5. **Profile** (cProfile) of where Oblivion's recall time goes at the largest N, and of
    one ``remember_many`` batch.
 
+6. **A half-life adaptation** (informational) on each N-memory store: ``maintain()``
+   when the largest category adapts its half-life, ``maintain()`` with nothing to adapt,
+   and, in the same run, what such a change cost before decay clocks (the activation
+   sweep plus rewriting ``a_ref``/``t_ref`` of every memory of the category in SQLite).
+
 The corpus is embedded once and cached (``/tmp/oblivion-bench-cache``; set
 ``OBLIVION_BENCH_CACHE`` or ``--cache-dir`` to move it, ``--no-cache`` to skip it).
 
 Reproduce (from the repository root, offline assets via ``../shared``)::
 
     . ../shared/offline-env.sh
-    python bench/latency.py                      # full run: ~15 min on an idle 2-core box
+    python bench/latency.py                      # full run: ~7 min on an idle 2-core box
     python bench/latency.py --quick              # smoke run
     python bench/latency.py --sizes 10000 --queries 100
     python bench/latency.py --readme-table       # Markdown table from the last results
