@@ -54,7 +54,7 @@ The corpus is embedded once and cached (``/tmp/oblivion-bench-cache``; set
 Reproduce (from the repository root, offline assets via ``../shared``)::
 
     . ../shared/offline-env.sh
-    python bench/latency.py                      # full run: ~7 min on an idle 2-core box
+    python bench/latency.py                      # full run: ~7 min with cached vectors
     python bench/latency.py --quick              # smoke run
     python bench/latency.py --sizes 10000 --queries 100
     python bench/latency.py --readme-table       # Markdown table from the last results
