@@ -2062,8 +2062,9 @@ class Oblivion:
         with self._lock:
             space = self._space(ns)
             now = self.clock.now()
-            rows = [space.state.index[r.id] for r in originals]
             self._delete(ns, space, [space.state.index[summary_id]], now, "decompress() called")
+            # after the delete: it moves the last row into the summary's place
+            rows = [space.state.index[r.id] for r in originals]
             with self._db.transaction() as conn:
                 self._db.journal(
                     conn, now, ns, [(r.id, "decompress", None, None, {}) for r in originals]

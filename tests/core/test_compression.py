@@ -113,6 +113,19 @@ def test_decompress_undoes_the_compression(compressed: Any) -> None:
     assert set(originals) <= set(mem.recall("budget meeting", deep=True, k=10).ids)
 
 
+def test_decompress_returns_the_originals_whatever_their_rows(compressed: Any) -> None:
+    """Deleting the summary moves the last row into its place; when that row is an
+    original, decompress() still returns each original once, by its own id (it used
+    to read rows taken before the delete: IndexError)."""
+    mem, originals, summaries, _, rule = compressed
+    mem.forget(originals[0])  # the summary (last row) takes the first row's place
+    mem.forget(rule)  # now an original is the last row
+    back = mem.decompress(summaries[0].id)
+    assert [r.id for r in back] == originals[1:]
+    assert [r.text for r in back] == MEETING[1:]
+    assert [r.tier for r in back] == [Tier.ARCHIVE] * 3
+
+
 def test_compression_dry_run_changes_nothing(fresh: Any, snapshot: Any) -> None:
     """A dry run lists the compress steps but writes no summary and moves nothing."""
     clock = ManualClock()
