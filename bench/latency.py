@@ -482,8 +482,13 @@ def measure_recall(
 Part = tuple[str, str, str, bool]
 RECALL_PARTS: tuple[Part, ...] = (
     ("query embedding (ONNX)", "embedding.py", "embed_query", False),
-    ("active index search (one BLAS thread)", "index.py", "search", False),
-    ("archive search (Chroma query)", "store.py", "query", False),
+    (
+        "exact search: active tier, and the archive's in-memory copy in a small namespace",
+        "index.py",
+        "search",
+        False,
+    ),
+    ("archive search (Chroma query, a namespace too big for the copy)", "store.py", "query", False),
     (
         "lexical search (in-process BM25; after the query embedding with the local model)",
         "lexical.py",

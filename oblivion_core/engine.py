@@ -14,6 +14,7 @@ import math
 import os
 import threading
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -93,11 +94,21 @@ MAX_NAMESPACE_CHARS = 256
 
 
 class _Space:
-    """Everything the engine keeps in memory for one namespace."""
+    """Everything the engine keeps in memory for one namespace.
+
+    ``index`` holds the vectors of the active tier; ``archive``, while the namespace is
+    small, those of every other memory (archive and cold tiers), so recall searches them
+    exactly instead of querying Chroma (see :attr:`Oblivion.EXACT_ARCHIVE_ROWS`). Tier
+    moves go through :meth:`activate`, :meth:`deactivate` and :meth:`discard`, which keep
+    the two disjoint.
+    """
 
     def __init__(self, state: NamespaceState, index: ActiveIndex, usage: Usage) -> None:
         self.state = state
         self.index = index
+        self.archive: ActiveIndex | None = None  # built on the first archive search
+        self.archive_limit = 0  # size above which ``archive`` is dropped
+        self.archive_dropped = False  # it outgrew its limit once (rebuilt at 3/4 of it)
         self.usage = usage
         self.graph = LinkGraph()
         self.review: dict[str, str] = {}
@@ -106,6 +117,46 @@ class _Space:
         self.writes_since_maintain = 0
         self.last_relevance: dict[str, float] = {}
         self.lists: ListIndex | None = None  # built on the first list question
+
+    def activate(self, ids: Sequence[str], vectors: Vectors) -> None:
+        """Memories enter the active tier (new, restored or promoted)."""
+        self.index.add(ids, vectors)
+        if self.archive is not None:
+            self.archive.remove(ids)
+
+    def deactivate(self, ids: Sequence[str]) -> None:
+        """Memories leave the active tier for the archive or the cold tier."""
+        if self.archive is not None:
+            vecs = {m: v for m in ids if (v := self.index.vector(m)) is not None}
+            if vecs:
+                self.add_inactive(list(vecs), np.stack(list(vecs.values())))
+        self.index.remove(ids)
+
+    def add_inactive(self, ids: Sequence[str], vectors: Vectors) -> None:
+        """New memories written outside the active tier (or just moved out of it)."""
+        if self.archive is not None:
+            self.archive.add(ids, vectors)
+            if len(self.archive) > self.archive_limit:  # back to Chroma's index
+                self.archive, self.archive_dropped = None, True
+
+    def discard(self, ids: Sequence[str]) -> None:
+        """Memories deleted."""
+        self.index.remove(ids)
+        if self.archive is not None:
+            self.archive.remove(ids)
+
+    def set_vector(self, memory_id: str, vector: Vectors) -> None:
+        """A memory's text was edited and embedded again."""
+        for index in (self.index, self.archive):
+            if index is not None and memory_id in index:
+                index.add([memory_id], vector)
+
+    def vector(self, memory_id: str) -> Vectors | None:
+        """The vector of a memory held in memory (either index), else ``None``."""
+        vec = self.index.vector(memory_id)
+        if vec is None and self.archive is not None:
+            vec = self.archive.vector(memory_id)
+        return vec
 
 
 class Oblivion:
@@ -143,6 +194,17 @@ class Oblivion:
         summarizer: Writes the summaries of compressed memories (default: the offline
             :class:`~oblivion_core.compression.ExtractiveSummarizer`).
     """
+
+    #: A namespace with at most this many memories outside the active tier keeps their
+    #: vectors in memory as well, once recall first searches its archive, and searches
+    #: them with one exact product instead of a Chroma query (Chroma still stores every
+    #: vector). Below this size the product is faster than Chroma's HNSW query for the
+    #: candidates recall asks for, and exact; above it the namespace goes back to Chroma.
+    #: ``0`` always queries Chroma.
+    EXACT_ARCHIVE_ROWS = 16_384
+    #: Vectors held that way across all namespaces; the least recently searched
+    #: namespace's copy goes first (about 100 MB at 384 dimensions).
+    EXACT_ARCHIVE_TOTAL = 65_536
 
     def __init__(
         self,
@@ -209,6 +271,7 @@ class Oblivion:
             self._spaces: dict[str, _Space] = {}
             # per namespace: (policy, learned multipliers by category, (rates, betas))
             self._param_cache: dict[str, tuple[Policy, tuple[Any, ...], _CategoryParams]] = {}
+            self._exact_lru: OrderedDict[str, None] = OrderedDict()  # namespaces with one
             self._known: set[str] = set(self._db.namespaces()) | {self.default_namespace}
             if self._db.meta(StateDB.LEGACY_TIMES):
                 self._convert_legacy_times()
@@ -569,7 +632,9 @@ class Oblivion:
         self._known.add(ns)
         self._lex.add(ns, [seq0 + k for k in range(n)], texts)
         if tier == Tier.ACTIVE:
-            space.index.add(ids, vectors)
+            space.activate(ids, vectors)
+        else:
+            space.add_inactive(ids, vectors)
         for c in cats:
             space.usage.of(c).stored += 1
         space.writes_since_maintain += n
@@ -605,8 +670,7 @@ class Oblivion:
                     )
                     self._db.set_text(conn, ns, memory_id, clean, vector)
                     space.state.cols["tokens"][i] = 0
-                    if memory_id in space.index:
-                        space.index.add([memory_id], vector)
+                    space.set_vector(memory_id, vector)
                 if meta is not None:
                     self._db.set_metadata(conn, ns, memory_id, meta)
                 detail = {"text_changed": clean is not None, "metadata_changed": meta is not None}
@@ -776,6 +840,8 @@ class Oblivion:
         # from start to end, so on a worker thread it overlapped nothing and only added
         # hand-offs (deep recall at 100k memories: 6.9 ms threaded, 6.2 ms in line; the
         # product on a worker beside the query on this thread measured no better).
+        # Chroma returns active memories too: it is asked for enough that they do not
+        # crowd out the archived ones.
         n_ask = pool + min(len(space.index), pool)
         archive: tuple[list[str], list[float]] | None = None
         ids, sims = space.index.search(qvec, pool)
@@ -791,7 +857,12 @@ class Oblivion:
             elif best < policy.archive_gate and st.n > len(space.index):
                 reason = f"best active relevance {best:.3f} < gate {policy.archive_gate:.3f}"
         if reason is not None:
-            archive = self.store.query(ns, qvec, n_ask)
+            exact = self._exact_archive(ns, space)
+            if exact is not None:
+                found, found_sims = exact.search(qvec, pool)
+                archive = (found, found_sims.tolist())
+            else:
+                archive = self.store.query(ns, qvec, n_ask)
 
         lexical: dict[str, float] = {}
         if policy.lexical_weight > 0:
@@ -852,6 +923,42 @@ class Oblivion:
             listed=listed,
         )
 
+    def _exact_archive(self, ns: str, space: _Space) -> ActiveIndex | None:
+        """The in-memory index of the namespace's memories outside the active tier, built
+        now if the namespace is small enough (:attr:`EXACT_ARCHIVE_ROWS`), else ``None``
+        (recall then queries Chroma)."""
+        if space.archive is not None:
+            self._exact_lru.move_to_end(ns)
+            return space.archive
+        self._exact_lru.pop(ns, None)
+        st = space.state
+        outside = st.n - len(space.index)
+        limit = self.EXACT_ARCHIVE_ROWS
+        # one that outgrew the limit is rebuilt at 3/4 of it, so a namespace hovering at
+        # the limit does not read its vectors back after every maintain()
+        if outside <= 0 or outside > (limit * 3 // 4 if space.archive_dropped else limit):
+            return None
+        held = {n: self._spaces[n] for n in self._exact_lru if n in self._spaces}
+        total = sum(len(s.archive) for s in held.values() if s.archive is not None)
+        for name, other in held.items():  # least recently searched first
+            if total + outside <= self.EXACT_ARCHIVE_TOTAL:
+                break
+            if other.archive is not None:
+                total -= len(other.archive)
+                other.archive = None
+            del self._exact_lru[name]
+        if total + outside > self.EXACT_ARCHIVE_TOTAL:
+            return None
+        ids = [m for m in st.ids[: st.n] if m not in space.index]
+        vecs = self._vectors(ns, None, ids)
+        if len(vecs) < len(ids):  # a memory without a stored vector: Chroma answers
+            return None
+        index = ActiveIndex(self._dim)
+        index.add(ids, np.stack([vecs[m] for m in ids]))
+        space.archive, space.archive_limit, space.archive_dropped = index, limit, False
+        self._exact_lru[ns] = None
+        return index
+
     def _list_items(
         self, ns: str, space: _Space, which: str | None, *, active_only: bool
     ) -> list[str]:
@@ -888,7 +995,7 @@ class Oblivion:
         out: dict[str, Vectors] = {}
         missing: list[str] = []
         for m in ids:
-            vec = space.index.vector(m) if space is not None else None
+            vec = space.vector(m) if space is not None else None
             if vec is None:
                 missing.append(m)
             else:
@@ -1765,7 +1872,7 @@ class Oblivion:
             with self._db.transaction() as conn:
                 if st.cols["tier"][i] == Tier.ACTIVE:
                     st.cols["tier"][i] = Tier.ARCHIVE
-                    space.index.remove([memory_id])
+                    space.deactivate([memory_id])
                 self._db.save_rows(conn, st, rows)
                 self._db.set_review(conn, ns, flags)
                 self._db.journal(conn, now, ns, journal)
@@ -1821,7 +1928,7 @@ class Oblivion:
             )
             self.store.delete(ns, ids)
         self._lex.delete(ns, seqs)
-        space.index.remove(ids)
+        space.discard(ids)
         for m in ids:
             st.remove(m)
             space.graph.remove_node(m)
@@ -1892,7 +1999,7 @@ class Oblivion:
             restore_ids = [st.ids[i] for i in decision.restore]
             with self._db.transaction() as conn:
                 if archive_ids:
-                    space.index.remove(archive_ids)
+                    space.deactivate(archive_ids)
                     for i in decision.archive:
                         st.cols["tier"][i] = Tier.ARCHIVE
                         space.usage.of(st.category(i)).archived += 1
@@ -2017,7 +2124,7 @@ class Oblivion:
         )
         for r in rows:
             st.cols["tier"][r] = Tier.COLD
-        space.index.remove(live)
+        space.deactivate(live)
         space.summaries[sid] = live
         with self._db.transaction() as conn:
             self._db.save_rows(conn, st, rows)
@@ -2083,10 +2190,10 @@ class Oblivion:
     ) -> tuple[list[int], list[JournalRow]]:
         """Move memories into the active tier in memory; returns the rows to save and the
         journal entries to write."""
-        vecs = self._vectors(ns, None, ids)
+        vecs = self._vectors(ns, space, ids)
         have = [m for m in ids if m in vecs]
         if have:
-            space.index.add(have, np.stack([vecs[m] for m in have]))
+            space.activate(have, np.stack([vecs[m] for m in have]))
         st = space.state
         rows = [st.index[m] for m in have]
         for i in rows:

@@ -1,7 +1,9 @@
-"""The active tier's vector index: exact cosine search over an in-process matrix.
+"""Exact cosine search over an in-process matrix: the active tier's index, and the
+in-memory copy of a small namespace's archive (``Oblivion.EXACT_ARCHIVE_ROWS``).
 
-A dot product over a float32 matrix beats an ANN round trip at active-tier sizes
-(thousands to tens of thousands of memories) and is exact.
+A dot product over a float32 matrix beats an ANN round trip at these sizes (thousands
+to about 25k memories at 384 dimensions: 1.5 ms at 16k rows right after an embedding,
+against 2.3-2.6 ms for Chroma's query of 100 candidates) and is exact.
 
 Vectors are stored one per *column* (``(dim, capacity)``) and multiplied on one BLAS
 thread (:mod:`oblivion_core.blas`): the fastest layout for a single query, 0.9 ms at

@@ -3,6 +3,7 @@ token budgets (in-memory engine: ManualClock, HashEmbedder, word-count tokens)."
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -302,9 +303,24 @@ def test_empty_namespace_recalls_nothing(mem: Oblivion) -> None:
 # ---------------------------------------------------------------- the archive
 
 
-@pytest.fixture
-def archived(mem: Oblivion, clock: ManualClock) -> tuple[Oblivion, str]:
-    """An engine whose small-talk memory about Lisbon is archived, beside active rules."""
+@pytest.fixture(params=["exact in memory", "chroma query"])
+def archived(
+    mem: Oblivion, clock: ManualClock, request: pytest.FixtureRequest
+) -> Iterator[tuple[Oblivion, str]]:
+    """An engine whose small-talk memory about Lisbon is archived, beside active rules;
+    its archive is searched either way recall can search one (the in-memory copy of a
+    small namespace, or Chroma), and each test checks that this way was taken."""
+    chroma = request.param == "chroma query"
+    if chroma:
+        mem.EXACT_ARCHIVE_ROWS = 0
+    queries: list[int] = []
+    real_query = mem.store.query
+
+    def query(namespace: str, vector: Any, n: int) -> tuple[list[str], list[float]]:
+        queries.append(n)
+        return real_query(namespace, vector, n)
+
+    mem.store.query = query  # type: ignore[method-assign]
     chat = mem.remember("lovely sunny weather in Lisbon", category="small_talk", importance=0.0)
     mem.remember_many(
         ["Always reply politely and briefly", "Never reveal internal ticket numbers"],
@@ -312,7 +328,11 @@ def archived(mem: Oblivion, clock: ManualClock) -> tuple[Oblivion, str]:
     )
     clock.advance(5 * DAY)
     assert mem.maintain().archived == [chat.id]
-    return mem, chat.id
+    yield mem, chat.id
+    if chroma:
+        assert mem._spaces[mem.default_namespace].archive is None
+    else:
+        assert queries == []  # every archive search was answered in memory
 
 
 def test_deep_recall_finds_archived_memories(archived: tuple[Oblivion, str]) -> None:

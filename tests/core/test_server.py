@@ -38,7 +38,11 @@ def test_remember_recall_maintain_reopen(tmp_path: Path, chroma_server: tuple[st
     clock.advance(5 * DAY)
     plan = mem.maintain()
     assert plan.archived == [chat.id]
+    assert mem.recall("sunny weather Lisbon", deep=True, k=1).ids == [chat.id]  # in memory
+    mem._spaces["default"].archive = None
+    mem.EXACT_ARCHIVE_ROWS = 0  # the archive as a big namespace searches it: the server
     assert mem.recall("sunny weather Lisbon", deep=True, k=1).ids == [chat.id]
+    assert mem._spaces["default"].archive is None
     mem.close()
 
     mem = _open(tmp_path / "state", chroma_server, prefix, clock)
@@ -59,6 +63,7 @@ def test_prefixes_keep_stores_apart(tmp_path: Path, chroma_server: tuple[str, in
     clock = ManualClock()
     a = _open(tmp_path / "a", chroma_server, "app-a-" + uuid.uuid4().hex[:6], clock)
     b = _open(tmp_path / "b", chroma_server, "app-b-" + uuid.uuid4().hex[:6], clock)
+    a.EXACT_ARCHIVE_ROWS = b.EXACT_ARCHIVE_ROWS = 0  # deep recall queries the server
     try:
         a.remember("secret of app a", id="s")
         assert b.store.count("default") == 0

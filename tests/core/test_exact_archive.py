@@ -1,0 +1,313 @@
+"""The in-memory copy of a small namespace's archive (``Oblivion.EXACT_ARCHIVE_ROWS``):
+recall searches it exactly instead of querying Chroma, it always holds exactly the
+memories outside the active tier with their stored vectors, and a namespace that
+outgrows it (or the engine-wide total) goes back to Chroma."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from oblivion_core import ManualClock, Oblivion, Policy, Tier
+from oblivion_core.testing import memory
+
+DAY = 86_400.0
+WORDS = [
+    "garden",
+    "boiler",
+    "invoice",
+    "piano",
+    "Lisbon",
+    "flight",
+    "nurse",
+    "peanut",
+    "report",
+    "river",
+    "school",
+    "camera",
+    "ticket",
+    "budget",
+    "recipe",
+    "guitar",
+    "dentist",
+    "holiday",
+    "printer",
+    "contract",
+]
+
+
+def _texts(n: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    return [f"note {k}: " + " ".join(rng.sample(WORDS, 4)) for k in range(n)]
+
+
+def _archive_most(mem: Oblivion, clock: ManualClock, n: int, seed: int = 1) -> list[str]:
+    """``n`` memories, most of them archived by decay; returns their ids."""
+    ids = [r.id for r in mem.remember_many(_texts(n, seed), categories=["small_talk"] * n)]
+    clock.advance(10 * DAY)
+    mem.maintain()
+    return ids
+
+
+def _outside(mem: Oblivion, ns: str | None = None) -> set[str]:
+    return {r.id for r in mem.records(namespace=ns) if r.tier != Tier.ACTIVE}
+
+
+def _check_copy(mem: Oblivion, ns: str | None = None) -> None:
+    """The copy, if held, is exactly the memories outside the active tier, each with
+    the vector SQLite stores for it."""
+    name = mem._ns(ns)
+    space = mem._spaces[name]
+    if space.archive is None:
+        return
+    held = set(space.archive.ids)
+    assert held == _outside(mem, ns)
+    assert not held & set(space.index.ids)
+    stored = mem._db.vectors(name, sorted(held))
+    for m in held:
+        vec = space.archive.vector(m)
+        assert vec is not None
+        np.testing.assert_array_equal(vec, stored[m])
+
+
+@pytest.fixture
+def small(clock: ManualClock) -> Iterator[Oblivion]:
+    engine = memory(clock=clock, policy=Policy.template("balanced").replace(maintain_every=0))
+    yield engine
+    names = engine.namespaces()
+    engine.close()
+    for ns in names:
+        engine.store.drop(ns)
+
+
+def _spy(mem: Oblivion) -> list[int]:
+    """Record the ``n`` of every Chroma query recall makes."""
+    calls: list[int] = []
+    real = mem.store.query
+
+    def query(namespace: str, vector: Any, n: int) -> tuple[list[str], list[float]]:
+        calls.append(n)
+        return real(namespace, vector, n)
+
+    mem.store.query = query  # type: ignore[method-assign]
+    return calls
+
+
+def test_deep_recall_searches_the_copy_not_chroma(small: Oblivion, clock: ManualClock) -> None:
+    ids = _archive_most(small, clock, 60)
+    calls = _spy(small)
+    assert small.stats()["archive"] > 40
+    result = small.recall(small.get(ids[7]).text, deep=True, k=3)
+    assert calls == []
+    assert result.searched_archive and result.ids[0] == ids[7]
+    assert result[0].why["tier"] == "archive"
+    _check_copy(small)
+
+
+def test_the_copy_ranks_exactly_as_chroma_does(small: Oblivion, clock: ManualClock) -> None:
+    """Same items, relevance and scores with the copy as through Chroma's query (a small
+    collection, where Chroma's HNSW search is exact too); items whose scores tie to 5
+    digits may swap places (Chroma computes the distance in another float order)."""
+    _archive_most(small, clock, 150, seed=3)
+    queries = [" ".join(random.Random(q).sample(WORDS, 3)) for q in range(25)]
+
+    def run() -> list[tuple[list[float], list[tuple[str, float, float]]]]:
+        out = []
+        for q in queries:
+            res = small.recall(q, deep=True, k=8, feedback=False)
+            items = [(it.id, round(it.relevance, 5), round(it.score, 5)) for it in res]
+            hits = [round(it.score, 5) for it in res if "context_for" not in it.why]
+            out.append((hits, sorted(items)))
+        return out
+
+    exact = run()
+    assert small._spaces[small.default_namespace].archive is not None
+    small.EXACT_ARCHIVE_ROWS = 0
+    small._spaces[small.default_namespace].archive = None
+    calls = _spy(small)
+    assert run() == exact
+    assert len(calls) == len(queries)
+
+
+OPS = st.lists(
+    st.tuples(
+        st.sampled_from(
+            [
+                "write",
+                "write_archived",
+                "maintain",
+                "recall",
+                "invalidate",
+                "forget",
+                "edit",
+                "confirm",
+                "compress",
+                "decompress",
+            ]
+        ),
+        st.integers(0, 10_000),
+    ),
+    min_size=1,
+    max_size=25,
+)
+
+
+@settings(max_examples=25)
+@given(ops=OPS)
+def test_the_copy_follows_every_tier_move(
+    fresh: Callable[..., AbstractContextManager[Oblivion]], ops: list[tuple[str, int]]
+) -> None:
+    """Whatever moves memories between tiers (maintain, recall promotions, confirm,
+    invalidate, forget, edits, compression and its undoing), the copy stays exactly the
+    memories outside the active tier with their current vectors."""
+    clock = ManualClock()
+    policy = Policy.template("balanced").replace(
+        maintain_every=0, compress_below=0.25, compress_min_cluster=2, compress_similarity=0.3
+    )
+    with fresh(clock=clock, policy=policy) as mem:
+        ids = _archive_most(mem, clock, 30)
+        mem.recall("garden boiler", deep=True)  # builds the copy
+        assert mem._spaces[mem.default_namespace].archive is not None
+        for op, x in ops:
+            live = [r.id for r in mem.records()]
+            pick = live[x % len(live)] if live else None
+            if op == "write":
+                ids.append(mem.remember(f"fresh note {x} about the piano").id)
+            elif op == "write_archived":
+                mem.remember_many(_texts(3, x), categories=["small_talk"] * 3)
+                clock.advance(10 * DAY)
+            elif op == "maintain":
+                clock.advance((x % 7) * DAY)
+                mem.maintain()
+            elif op == "recall":
+                for _ in range(3):  # repeated archive hits promote
+                    mem.recall(" ".join(random.Random(x).sample(WORDS, 2)), deep=True)
+            elif pick is None:
+                continue
+            elif op == "invalidate":
+                mem.invalidate(pick)
+            elif op == "forget":
+                mem.forget(pick)
+            elif op == "edit":
+                mem.edit(pick, f"edited {x}: the printer contract and the river")
+            elif op == "confirm":
+                mem.confirm(pick)
+            elif op == "compress":
+                clock.advance(30 * DAY)
+                mem.maintain()
+            elif op == "decompress":
+                summaries = [r.id for r in mem.records() if r.category == "summary"]
+                if summaries:
+                    mem.decompress(summaries[x % len(summaries)])
+            _check_copy(mem)
+        mem.recall("garden boiler", deep=True)
+        _check_copy(mem)
+
+
+def test_a_namespace_above_the_limit_queries_chroma(small: Oblivion, clock: ManualClock) -> None:
+    small.EXACT_ARCHIVE_ROWS = 20
+    ids = _archive_most(small, clock, 40)
+    outside = _outside(small)
+    assert len(outside) > 20
+    calls = _spy(small)
+    result = small.recall(small.get(sorted(outside)[0]).text, deep=True, k=1)
+    assert calls and result.ids == [sorted(outside)[0]]
+    assert small._spaces[small.default_namespace].archive is None
+    # forgotten down to the limit: the next archive search builds the copy
+    for m in [m for m in ids if m in outside][: len(outside) - 20]:
+        small.forget(m)
+    calls.clear()
+    small.recall("garden boiler", deep=True)
+    assert calls == []
+    _check_copy(small)
+
+
+def test_outgrowing_the_limit_drops_the_copy_until_three_quarters(
+    small: Oblivion, clock: ManualClock
+) -> None:
+    small.EXACT_ARCHIVE_ROWS = 40
+    ids = _archive_most(small, clock, 36)
+    small.recall("garden boiler", deep=True)
+    space = small._spaces[small.default_namespace]
+    assert space.archive is not None
+    _archive_most(small, clock, 10, seed=2)  # 46 outside the active tier now
+    assert len(_outside(small)) > 40
+    assert space.archive is None
+    calls = _spy(small)
+    outside = [m for m in ids if m in _outside(small)]
+    for m in outside[: len(_outside(small)) - 35]:  # 35 left: under the limit, above 3/4
+        small.forget(m)
+    small.recall("garden boiler", deep=True)
+    assert space.archive is None and len(calls) == 1
+    for m in [m for m in ids if m in _outside(small)][:6]:  # 29 left: under 3/4 of 40
+        small.forget(m)
+    small.recall("garden boiler", deep=True)
+    assert space.archive is not None and len(calls) == 1
+    _check_copy(small)
+
+
+def test_the_engine_wide_total_drops_the_least_recently_searched(
+    small: Oblivion, clock: ManualClock
+) -> None:
+    for ns in ("a", "b", "c"):
+        small.remember_many(_texts(8, 5), categories=["small_talk"] * 8, namespace=ns)
+    clock.advance(10 * DAY)
+    sizes = {}
+    for ns in ("a", "b", "c"):
+        small.maintain(namespace=ns)
+        sizes[ns] = len(_outside(small, ns))
+    assert min(sizes.values()) > 0
+    small.EXACT_ARCHIVE_TOTAL = sizes["a"] + sizes["b"] + sizes["c"] - 1
+
+    def held() -> set[str]:
+        return {ns for ns in "abc" if small._spaces[ns].archive is not None}
+
+    for ns in ("a", "b"):
+        small.recall("garden", deep=True, namespace=ns)
+    assert held() == {"a", "b"}
+    small.recall("garden", deep=True, namespace="a")  # b is now the least recent
+    small.recall("garden", deep=True, namespace="c")
+    assert held() == {"a", "c"}
+    for ns in "abc":  # every namespace still finds its archived memories
+        assert small.recall("garden", deep=True, namespace=ns, k=3).searched_archive
+        _check_copy(small, ns)
+
+
+def test_the_copy_through_the_real_stack(tmp_path: Path, real_embedder: Any) -> None:
+    """Real model, Chroma on disk: the copy ranks archived memories as Chroma does, and
+    after a reopen it is rebuilt from the stored vectors."""
+    clock = ManualClock()
+    policy = Policy.template("balanced").replace(maintain_every=0)
+    notes = [
+        "The boiler service is booked for the first Monday of March",
+        "Our dentist moved her practice to Elm Street",
+        "I paid the piano teacher for the whole term",
+        "The printer on the second floor jams with thick paper",
+        "We renewed the car insurance with a cheaper provider",
+        "My sister's wedding is in Porto next June",
+    ]
+    questions = ["When is the heating checked?", "Where is the dentist now?"]
+    with Oblivion(tmp_path, embedder=real_embedder, clock=clock, policy=policy) as mem:
+        mem.remember_many(notes, categories=["small_talk"] * len(notes))
+        clock.advance(10 * DAY)
+        assert len(mem.maintain().archived) == len(notes)
+        exact = [mem.recall(q, deep=True, k=2, feedback=False).ids for q in questions]
+        mem.EXACT_ARCHIVE_ROWS = 0
+        mem._spaces[mem.default_namespace].archive = None
+        assert [mem.recall(q, deep=True, k=2, feedback=False).ids for q in questions] == exact
+        assert [ids[0] for ids in exact] == [
+            r.id for r in mem.records() if r.text in (notes[0], notes[1])
+        ]
+    with Oblivion(tmp_path, embedder=real_embedder, clock=clock, policy=policy) as mem:
+        calls = _spy(mem)
+        again = [mem.recall(q, deep=True, k=2, feedback=False).ids for q in questions]
+        assert again == exact and calls == []
+        _check_copy(mem)
