@@ -1,0 +1,127 @@
+"""Where an exact in-memory search stops beating Chroma's query: the size behind
+``Oblivion.EXACT_ARCHIVE_ROWS``.
+
+For each size, the same vectors (the latency benchmark's corpus, all-MiniLM-L6-v2) go into
+a raw Chroma collection (cosine HNSW, Chroma's defaults) and into an
+:class:`~oblivion_core.index.ActiveIndex`. Each query is embedded with the real model
+right before it is searched, as in a recall (the embedding evicts the caches the
+product reads), and the two searches alternate which goes first. Chroma is asked for
+100 candidates, as deep recall asks it (the active memories it also returns must not
+crowd out the archived ones); the exact index for 50 (the policy's candidate pool),
+which is all recall takes from it.
+
+Reproduce: ``python bench/exact_archive.py`` (about 3 minutes; the corpus vectors come
+from the latency benchmark's cache, or are embedded first); writes
+``bench/results/exact_archive.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm import tqdm
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _latency_corpus import default_cache_dir, embed_corpus, memory_texts, query_texts
+from latency import _raw_collection
+
+from oblivion_core import FastEmbedEmbedder, Oblivion
+from oblivion_core.index import ActiveIndex
+
+HERE = Path(__file__).resolve().parent
+SIZES = (4_096, 8_192, 16_384, 32_768, 65_536)
+SEED = 20_250_601  # the latency benchmark's corpus
+
+
+def measure(size: int, vectors: np.ndarray, real: Any, queries: list[str]) -> dict[str, Any]:
+    """Median and p95 of both searches over the first ``size`` vectors."""
+    ids = [str(i) for i in range(size)]
+    mat = np.ascontiguousarray(vectors[:size], dtype=np.float32)
+    with tempfile.TemporaryDirectory() as tmp:
+        _, col = _raw_collection(Path(tmp))
+        for start in range(0, size, 5_000):
+            col.add(ids=ids[start : start + 5_000], embeddings=mat[start : start + 5_000])
+        index = ActiveIndex()
+        index.add(ids, mat)
+        chroma: list[float] = []
+        exact: list[float] = []
+
+        def run_chroma(vec: np.ndarray) -> None:
+            started = time.perf_counter()
+            col.query(query_embeddings=vec.reshape(1, -1), n_results=100, include=["distances"])
+            chroma.append((time.perf_counter() - started) * 1e3)
+
+        def run_exact(vec: np.ndarray) -> None:
+            started = time.perf_counter()
+            index.search(vec, 50)
+            exact.append((time.perf_counter() - started) * 1e3)
+
+        for k, q in enumerate(tqdm(queries, desc=f"{size:,} rows", unit="q", leave=False)):
+            first, second = (run_chroma, run_exact) if k % 2 else (run_exact, run_chroma)
+            first(np.asarray(real.embed_query(q), dtype=np.float32))
+            second(np.asarray(real.embed_query(q + "?"), dtype=np.float32))
+    out: dict[str, Any] = {"rows": size}
+    for name, samples in (("chroma_n100", chroma), ("exact_top50", exact)):
+        out[name] = {
+            "median_ms": statistics.median(samples),
+            "p95_ms": float(np.percentile(samples, 95)),
+        }
+    out["ratio_median"] = out["exact_top50"]["median_ms"] / out["chroma_n100"]["median_ms"]
+    return out
+
+
+def table(results: dict[str, Any]) -> str:
+    """The README table."""
+    lines = [
+        "| Rows | Chroma query, n=100, median / p95 | exact product, top 50, median / p95 "
+        "| exact / Chroma |",
+        "|---:|---:|---:|---:|",
+    ]
+    for r in results["sizes"]:
+        c, e = r["chroma_n100"], r["exact_top50"]
+        lines.append(
+            f"| {r['rows']:,} | {c['median_ms']:.2f} / {c['p95_ms']:.2f} ms "
+            f"| {e['median_ms']:.2f} / {e['p95_ms']:.2f} ms | {r['ratio_median']:.2f}x |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--queries", type=int, default=100, help="queries per size (100)")
+    p.add_argument("--out", type=Path, default=HERE / "results" / "exact_archive.json")
+    p.add_argument("--table", action="store_true", help="print the table from --out and exit")
+    args = p.parse_args(argv)
+    if args.table:
+        print(table(json.loads(args.out.read_text())))
+        return 0
+    real = FastEmbedEmbedder()
+    n = max(SIZES)
+    # the latency benchmark's corpus of 100k + 1k texts: its cached vectors are reused
+    corpus = memory_texts(101_000, SEED)
+    vectors, _, _ = embed_corpus(
+        real, corpus, f"{real.model_name}|{real.model_path}", default_cache_dir()
+    )
+    queries = query_texts(args.queries, SEED + 7)
+    results: dict[str, Any] = {
+        "queries": args.queries,
+        "limit_in_use": Oblivion.EXACT_ARCHIVE_ROWS,
+        "sizes": [measure(size, vectors[:n], real, queries) for size in SIZES],
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=1) + "\n")
+    print(table(results))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
