@@ -2346,6 +2346,8 @@ class Oblivion:
                 },
                 "active_capacity": policy.active_capacity,
                 "active_target": policy.active_target(st.n),
+                # how the last archive search ran: an exact copy in memory, or Chroma
+                "archive_in_memory": space.archive is not None,
                 "categories": cats,
             }
 

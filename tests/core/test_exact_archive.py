@@ -105,8 +105,10 @@ def test_deep_recall_searches_the_copy_not_chroma(small: Oblivion, clock: Manual
     ids = _archive_most(small, clock, 60)
     calls = _spy(small)
     assert small.stats()["archive"] > 40
+    assert not small.stats()["archive_in_memory"]  # built on the first archive search
     result = small.recall(small.get(ids[7]).text, deep=True, k=3)
     assert calls == []
+    assert small.stats()["archive_in_memory"]
     assert result.searched_archive and result.ids[0] == ids[7]
     assert result[0].why["tier"] == "archive"
     _check_copy(small)
@@ -220,7 +222,7 @@ def test_a_namespace_above_the_limit_queries_chroma(small: Oblivion, clock: Manu
     calls = _spy(small)
     result = small.recall(small.get(sorted(outside)[0]).text, deep=True, k=1)
     assert calls and result.ids == [sorted(outside)[0]]
-    assert small._spaces[small.default_namespace].archive is None
+    assert not small.stats()["archive_in_memory"]
     # forgotten down to the limit: the next archive search builds the copy
     for m in [m for m in ids if m in outside][: len(outside) - 20]:
         small.forget(m)
