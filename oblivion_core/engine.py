@@ -203,7 +203,8 @@ class Oblivion:
     #: ``0`` always queries Chroma.
     EXACT_ARCHIVE_ROWS = 16_384
     #: Vectors held that way across all namespaces; the least recently searched
-    #: namespace's copy goes first (about 100 MB at 384 dimensions).
+    #: namespace's copy goes first (about 100 MB at 384 dimensions, up to half again
+    #: in spare columns while copies grow).
     EXACT_ARCHIVE_TOTAL = 65_536
 
     def __init__(
@@ -949,12 +950,13 @@ class Oblivion:
             del self._exact_lru[name]
         if total + outside > self.EXACT_ARCHIVE_TOTAL:
             return None
-        ids = [m for m in st.ids[: st.n] if m not in space.index]
-        vecs = self._vectors(ns, None, ids)
-        if len(vecs) < len(ids):  # a memory without a stored vector: Chroma answers
+        ids, vectors = self._db.namespace_vectors(
+            ns, lambda m: m in st.index and m not in space.index
+        )
+        if vectors is None or len(ids) < outside:  # some without a stored vector: Chroma
             return None
         index = ActiveIndex(self._dim)
-        index.add(ids, np.stack([vecs[m] for m in ids]))
+        index.add(ids, vectors)
         space.archive, space.archive_limit, space.archive_dropped = index, limit, False
         self._exact_lru[ns] = None
         return index

@@ -57,7 +57,9 @@ class ActiveIndex:
         n = len(self.ids)
         need = n + len(fresh)
         if need > self._cols.shape[1]:
-            cap = max(need, 2 * self._cols.shape[1], 64)
+            # half again: amortised O(1) per column, and a large index (an archive copy
+            # of 16k memories) carries at most half its size in spare columns
+            cap = max(need, self._cols.shape[1] * 3 // 2, 64)
             grown = np.zeros((self.dim, cap), dtype=np.float32)
             grown[:, :n] = self._cols[:, :n]
             self._cols = grown

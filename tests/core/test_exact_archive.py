@@ -232,6 +232,21 @@ def test_a_namespace_above_the_limit_queries_chroma(small: Oblivion, clock: Manu
     _check_copy(small)
 
 
+def test_archived_memories_without_a_stored_vector_leave_it_to_chroma(
+    small: Oblivion, clock: ManualClock
+) -> None:
+    """Stores written before vectors were kept in SQLite: no copy is built (it would
+    miss those memories), and Chroma finds them."""
+    _archive_most(small, clock, 30)
+    old = sorted(_outside(small))[0]
+    with small._db.transaction() as conn:
+        conn.execute("DELETE FROM vectors WHERE id=?", (old,))
+    calls = _spy(small)
+    result = small.recall(small.get(old).text, deep=True, k=1)
+    assert result.ids == [old] and calls
+    assert not small.stats()["archive_in_memory"]
+
+
 def test_outgrowing_the_limit_drops_the_copy_until_three_quarters(
     small: Oblivion, clock: ManualClock
 ) -> None:
