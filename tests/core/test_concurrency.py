@@ -58,7 +58,11 @@ def test_eight_threads_share_one_engine(tmp_path: Path) -> None:
                 mine.append(rec.id)
                 with written_lock:
                     written[rec.id] = (ns, text)
-                mem.recall(f"topic {rng.choice('abcdefgh')}", namespace=ns, k=3)
+                # every 4th recall searches the archive (its in-memory copy, in step
+                # with the tier moves other threads make)
+                mem.recall(
+                    f"topic {rng.choice('abcdefgh')}", namespace=ns, k=3, deep=w % 4 == 0 or None
+                )
                 if w % 3 == 0:
                     mem.mark_used([rng.choice(mine)], namespace=ns)
                 if w % 5 == 0:
@@ -85,6 +89,14 @@ def test_eight_threads_share_one_engine(tmp_path: Path) -> None:
         assert mem.get(mid, namespace=ns).text == text
     for ns in namespaces:
         assert mem.store.count(ns) == mem.count(namespace=ns)
+    copies = 0
+    for ns in namespaces:
+        space = mem._spaces[ns]
+        if space.archive is not None:
+            copies += 1
+            outside = {r.id for r in mem.records(namespace=ns) if r.tier.label != "active"}
+            assert set(space.archive.ids) == outside
+    assert copies
     before = {ns: _state(mem, ns) for ns in namespaces}
     mem.close()
 
