@@ -67,36 +67,49 @@ def plan_tiers(
         forget_below: Archived rows below this may be forgotten.
         forgettable: Rows that are allowed to be forgotten (not protected, old enough).
     """
-    # plain ints: numpy compares an IntEnum member ~10x slower (0.6 ms per 1M rows)
-    active = tier == int(Tier.ACTIVE)
-    archived = tier == int(Tier.ARCHIVE)
-    bad = invalidated if invalidated is not None else np.zeros_like(active)
-    good = ~bad
+    # plain ints: numpy compares an IntEnum member ~10x slower (0.6 ms per 1M rows); each
+    # mask is built in place, and only what the plan needs (1M rows, no capacity
+    # pressure, no forgetting: 8.2 -> 5.1 ms)
+    active = np.equal(tier, int(Tier.ACTIVE))
+    archived = np.equal(tier, int(Tier.ARCHIVE))
+    good = None if invalidated is None else ~invalidated
 
     eff_low, eff_high = low, high
-    stay = active & good & (activation >= low)
-    come = archived & good & (activation > high)
-    projected = stay | come
-    count = int(np.count_nonzero(projected))
-    if capacity is not None and count > capacity:
-        # the (count - capacity)-th smallest projected activation: a partition finds it in
-        # linear time (0.6 ms for 210k values, a full sort 3.6 ms)
-        kth = count - capacity
-        eff_low = max(low, float(np.partition(activation[projected], kth)[kth]))
-        eff_high = max(high, eff_low + (high - low))
+    if capacity is not None:
+        projected = np.greater_equal(activation, low)  # those that stay active ...
+        projected &= active
+        come = np.greater(activation, high)  # ... and those that come back
+        come &= archived
+        projected |= come
+        if good is not None:
+            projected &= good
+        count = int(np.count_nonzero(projected))
+        if count > capacity:
+            # the (count - capacity)-th smallest projected activation: a partition finds
+            # it in linear time (0.6 ms for 210k values, a full sort 3.6 ms)
+            kth = count - capacity
+            eff_low = max(low, float(np.partition(activation[projected], kth)[kth]))
+            eff_high = max(high, eff_low + (high - low))
 
-    archive = active & (bad | (activation < eff_low))
-    restore = archived & good & (activation > eff_high)
+    archive = np.less(activation, eff_low)
+    if invalidated is not None:
+        archive |= invalidated
+    archive &= active
+    restore = np.greater(activation, eff_high)
+    restore &= archived
+    if good is not None:
+        restore &= good
     if forget_enabled:
         ok = forgettable if forgettable is not None else np.ones_like(active)
         forget = ((archived & ~restore) | archive) & ok & (activation < forget_below)
+        archive &= ~forget
+        forget_rows = np.flatnonzero(forget)
     else:
-        forget = np.zeros_like(active)
-    archive &= ~forget
+        forget_rows = np.zeros(0, dtype=np.intp)
     return TierDecision(
         archive=np.flatnonzero(archive),
         restore=np.flatnonzero(restore),
-        forget=np.flatnonzero(forget),
+        forget=forget_rows,
         low=eff_low,
         high=eff_high,
     )

@@ -170,6 +170,91 @@ def test_forgetting_is_opt_in_and_spares_protected_rows(
     assert not set(d.forget) & set(d.archive)
 
 
+def _plan_row_by_row(
+    activation: list[float],
+    tier: list[int],
+    invalidated: list[bool],
+    forgettable: list[bool],
+    capacity: int | None,
+    forget_below: float | None,
+) -> tuple[list[int], list[int], list[int], float, float]:
+    """plan_tiers' rules, one row at a time (the oracle for the vectorised masks)."""
+    n = len(tier)
+    act, arch = int(Tier.ACTIVE), int(Tier.ARCHIVE)
+    low, high = LOW, HIGH
+    projected = [
+        a
+        for i, a in enumerate(activation)
+        if not invalidated[i] and ((tier[i] == act and a >= LOW) or (tier[i] == arch and a > HIGH))
+    ]
+    if capacity is not None and len(projected) > capacity:
+        low = max(LOW, sorted(projected)[len(projected) - capacity])
+        high = max(HIGH, low + (HIGH - LOW))
+    archive = [i for i in range(n) if tier[i] == act and (invalidated[i] or activation[i] < low)]
+    restore = [
+        i for i in range(n) if tier[i] == arch and not invalidated[i] and activation[i] > high
+    ]
+    forget: list[int] = []
+    if forget_below is not None:
+        forget = [
+            i
+            for i in range(n)
+            if ((tier[i] == arch and i not in restore) or i in archive)
+            and forgettable[i]
+            and activation[i] < forget_below
+        ]
+        archive = [i for i in archive if i not in forget]
+    return archive, restore, forget, low, high
+
+
+@given(
+    rows=st.lists(
+        st.tuples(
+            st.floats(0.0, 1.0),
+            st.sampled_from([int(t) for t in Tier]),
+            st.booleans(),
+            st.booleans(),
+        ),
+        max_size=60,
+    ),
+    capacity=st.none() | st.integers(1, 50),
+    forget_below=st.none() | st.floats(0.0, 0.24),
+    with_invalidated=st.booleans(),
+)
+def test_plan_equals_the_rules_row_by_row(
+    rows: list[tuple[float, int, bool, bool]],
+    capacity: int | None,
+    forget_below: float | None,
+    with_invalidated: bool,
+) -> None:
+    """Every combination of capacity, invalidation and forgetting (the masks are built in
+    place and only when needed) plans exactly what the rules say row by row."""
+    activation = [a for a, _, _, _ in rows]
+    tier = [t for _, t, _, _ in rows]
+    invalid = [v and with_invalidated for _, _, v, _ in rows]
+    forgettable = [f for _, _, _, f in rows]
+    d = plan_tiers(
+        np.asarray(activation, dtype=np.float64),
+        np.asarray(tier, dtype=np.int8),
+        low=LOW,
+        high=HIGH,
+        capacity=capacity,
+        invalidated=np.asarray(invalid, dtype=bool) if with_invalidated else None,
+        forget_enabled=forget_below is not None,
+        forget_below=forget_below or 0.0,
+        forgettable=np.asarray(forgettable, dtype=bool),
+    )
+    archive, restore, forget, low, high = _plan_row_by_row(
+        activation, tier, invalid, forgettable, capacity, forget_below
+    )
+    assert (d.archive.tolist(), d.restore.tolist(), d.forget.tolist()) == (
+        archive,
+        restore,
+        forget,
+    )
+    assert (d.low, d.high) == (low, high)
+
+
 def test_plan_summary_and_ids() -> None:
     """A MaintenancePlan lists ids per action and summarises itself in one line."""
     plan = MaintenancePlan(
