@@ -68,8 +68,8 @@ def plan_tiers(
         forgettable: Rows that are allowed to be forgotten (not protected, old enough).
     """
     # plain ints: numpy compares an IntEnum member ~10x slower (0.6 ms per 1M rows); each
-    # mask is built in place, and only what the plan needs (1M rows, no capacity
-    # pressure, no forgetting: 8.2 -> 5.1 ms)
+    # mask is built in place, and only those the plan needs (1M rows without a capacity:
+    # 9.0 -> 5.4 ms; under capacity pressure the partition dominates)
     active = np.equal(tier, int(Tier.ACTIVE))
     archived = np.equal(tier, int(Tier.ARCHIVE))
     good = None if invalidated is None else ~invalidated
