@@ -67,6 +67,25 @@ def fresh() -> Callable[..., AbstractContextManager[Oblivion]]:
 
 
 @pytest.fixture(scope="session")
+def chroma_queries() -> Callable[[Oblivion], list[int]]:
+    """Watch an engine's Chroma queries: returns a list that receives the ``n`` of every
+    query recall then makes (an empty list: every archive search ran in memory)."""
+
+    def spy(engine: Oblivion) -> list[int]:
+        calls: list[int] = []
+        real = engine.store.query
+
+        def query(namespace: str, vector: Any, n: int) -> tuple[list[str], list[float]]:
+            calls.append(n)
+            return real(namespace, vector, n)
+
+        engine.store.query = query  # type: ignore[method-assign]
+        return calls
+
+    return spy
+
+
+@pytest.fixture(scope="session")
 def snapshot() -> Callable[[Oblivion], dict[str, Any]]:
     """Everything a user can observe about an engine's stored memories and journal."""
 

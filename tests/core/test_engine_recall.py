@@ -3,7 +3,7 @@ token budgets (in-memory engine: ManualClock, HashEmbedder, word-count tokens)."
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -305,7 +305,10 @@ def test_empty_namespace_recalls_nothing(mem: Oblivion) -> None:
 
 @pytest.fixture(params=["exact in memory", "chroma query"])
 def archived(
-    mem: Oblivion, clock: ManualClock, request: pytest.FixtureRequest
+    mem: Oblivion,
+    clock: ManualClock,
+    request: pytest.FixtureRequest,
+    chroma_queries: Callable[[Oblivion], list[int]],
 ) -> Iterator[tuple[Oblivion, str]]:
     """An engine whose small-talk memory about Lisbon is archived, beside active rules;
     its archive is searched either way recall can search one (the in-memory copy of a
@@ -313,14 +316,7 @@ def archived(
     chroma = request.param == "chroma query"
     if chroma:
         mem.EXACT_ARCHIVE_ROWS = 0
-    queries: list[int] = []
-    real_query = mem.store.query
-
-    def query(namespace: str, vector: Any, n: int) -> tuple[list[str], list[float]]:
-        queries.append(n)
-        return real_query(namespace, vector, n)
-
-    mem.store.query = query  # type: ignore[method-assign]
+    queries = chroma_queries(mem)
     chat = mem.remember("lovely sunny weather in Lisbon", category="small_talk", importance=0.0)
     mem.remember_many(
         ["Always reply politely and briefly", "Never reveal internal ticket numbers"],

@@ -17,7 +17,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from oblivion_core import ManualClock, Oblivion, Policy, Tier
-from oblivion_core.testing import memory
 
 DAY = 86_400.0
 WORDS = [
@@ -78,32 +77,22 @@ def _check_copy(mem: Oblivion, ns: str | None = None) -> None:
         np.testing.assert_array_equal(vec, stored[m])
 
 
+Spy = Callable[[Oblivion], list[int]]  # the chroma_queries fixture
+
+
 @pytest.fixture
-def small(clock: ManualClock) -> Iterator[Oblivion]:
-    engine = memory(clock=clock, policy=Policy.template("balanced").replace(maintain_every=0))
-    yield engine
-    names = engine.namespaces()
-    engine.close()
-    for ns in names:
-        engine.store.drop(ns)
+def small(
+    clock: ManualClock, fresh: Callable[..., AbstractContextManager[Oblivion]]
+) -> Iterator[Oblivion]:
+    with fresh(clock=clock, policy=Policy.template("balanced").replace(maintain_every=0)) as m:
+        yield m
 
 
-def _spy(mem: Oblivion) -> list[int]:
-    """Record the ``n`` of every Chroma query recall makes."""
-    calls: list[int] = []
-    real = mem.store.query
-
-    def query(namespace: str, vector: Any, n: int) -> tuple[list[str], list[float]]:
-        calls.append(n)
-        return real(namespace, vector, n)
-
-    mem.store.query = query  # type: ignore[method-assign]
-    return calls
-
-
-def test_deep_recall_searches_the_copy_not_chroma(small: Oblivion, clock: ManualClock) -> None:
+def test_deep_recall_searches_the_copy_not_chroma(
+    small: Oblivion, clock: ManualClock, chroma_queries: Spy
+) -> None:
     ids = _archive_most(small, clock, 60)
-    calls = _spy(small)
+    calls = chroma_queries(small)
     assert small.stats()["archive"] > 40
     assert not small.stats()["archive_in_memory"]  # built on the first archive search
     result = small.recall(small.get(ids[7]).text, deep=True, k=3)
@@ -114,7 +103,9 @@ def test_deep_recall_searches_the_copy_not_chroma(small: Oblivion, clock: Manual
     _check_copy(small)
 
 
-def test_the_copy_ranks_exactly_as_chroma_does(small: Oblivion, clock: ManualClock) -> None:
+def test_the_copy_ranks_exactly_as_chroma_does(
+    small: Oblivion, clock: ManualClock, chroma_queries: Spy
+) -> None:
     """Same items, relevance and scores with the copy as through Chroma's query (a small
     collection, where Chroma's HNSW search is exact too); items whose scores tie to 5
     digits may swap places (Chroma computes the distance in another float order)."""
@@ -134,7 +125,7 @@ def test_the_copy_ranks_exactly_as_chroma_does(small: Oblivion, clock: ManualClo
     assert small._spaces[small.default_namespace].archive is not None
     small.EXACT_ARCHIVE_ROWS = 0
     small._spaces[small.default_namespace].archive = None
-    calls = _spy(small)
+    calls = chroma_queries(small)
     assert run() == exact
     assert len(calls) == len(queries)
 
@@ -214,12 +205,14 @@ def test_the_copy_follows_every_tier_move(
         _check_copy(mem)
 
 
-def test_a_namespace_above_the_limit_queries_chroma(small: Oblivion, clock: ManualClock) -> None:
+def test_a_namespace_above_the_limit_queries_chroma(
+    small: Oblivion, clock: ManualClock, chroma_queries: Spy
+) -> None:
     small.EXACT_ARCHIVE_ROWS = 20
     ids = _archive_most(small, clock, 40)
     outside = _outside(small)
     assert len(outside) > 20
-    calls = _spy(small)
+    calls = chroma_queries(small)
     result = small.recall(small.get(sorted(outside)[0]).text, deep=True, k=1)
     assert calls and result.ids == [sorted(outside)[0]]
     assert not small.stats()["archive_in_memory"]
@@ -233,7 +226,7 @@ def test_a_namespace_above_the_limit_queries_chroma(small: Oblivion, clock: Manu
 
 
 def test_archived_memories_without_a_stored_vector_leave_it_to_chroma(
-    small: Oblivion, clock: ManualClock
+    small: Oblivion, clock: ManualClock, chroma_queries: Spy
 ) -> None:
     """Stores written before vectors were kept in SQLite: no copy is built (it would
     miss those memories), and Chroma finds them."""
@@ -241,14 +234,14 @@ def test_archived_memories_without_a_stored_vector_leave_it_to_chroma(
     old = sorted(_outside(small))[0]
     with small._db.transaction() as conn:
         conn.execute("DELETE FROM vectors WHERE id=?", (old,))
-    calls = _spy(small)
+    calls = chroma_queries(small)
     result = small.recall(small.get(old).text, deep=True, k=1)
     assert result.ids == [old] and calls
     assert not small.stats()["archive_in_memory"]
 
 
 def test_outgrowing_the_limit_drops_the_copy_until_three_quarters(
-    small: Oblivion, clock: ManualClock
+    small: Oblivion, clock: ManualClock, chroma_queries: Spy
 ) -> None:
     small.EXACT_ARCHIVE_ROWS = 40
     ids = _archive_most(small, clock, 36)
@@ -258,7 +251,7 @@ def test_outgrowing_the_limit_drops_the_copy_until_three_quarters(
     _archive_most(small, clock, 10, seed=2)  # 46 outside the active tier now
     assert len(_outside(small)) > 40
     assert space.archive is None
-    calls = _spy(small)
+    calls = chroma_queries(small)
     outside = [m for m in ids if m in _outside(small)]
     for m in outside[: len(_outside(small)) - 35]:  # 35 left: under the limit, above 3/4
         small.forget(m)
@@ -298,7 +291,9 @@ def test_the_engine_wide_total_drops_the_least_recently_searched(
         _check_copy(small, ns)
 
 
-def test_the_copy_through_the_real_stack(tmp_path: Path, real_embedder: Any) -> None:
+def test_the_copy_through_the_real_stack(
+    tmp_path: Path, real_embedder: Any, chroma_queries: Spy
+) -> None:
     """Real model, Chroma on disk: the copy ranks archived memories as Chroma does, and
     after a reopen it is rebuilt from the stored vectors."""
     clock = ManualClock()
@@ -324,7 +319,7 @@ def test_the_copy_through_the_real_stack(tmp_path: Path, real_embedder: Any) -> 
             r.id for r in mem.records() if r.text in (notes[0], notes[1])
         ]
     with Oblivion(tmp_path, embedder=real_embedder, clock=clock, policy=policy) as mem:
-        calls = _spy(mem)
+        calls = chroma_queries(mem)
         again = [mem.recall(q, deep=True, k=2, feedback=False).ids for q in questions]
         assert again == exact and calls == []
         _check_copy(mem)
