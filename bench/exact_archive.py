@@ -99,9 +99,11 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--queries", type=int, default=100, help="queries per size (100)")
     p.add_argument("--out", type=Path, default=HERE / "results" / "exact_archive.json")
-    p.add_argument("--table", action="store_true", help="print the table from --out and exit")
+    p.add_argument(
+        "--readme-table", action="store_true", help="print the table from --out and exit"
+    )
     args = p.parse_args(argv)
-    if args.table:
+    if args.readme_table:
         print(table(json.loads(args.out.read_text())))
         return 0
     real = FastEmbedEmbedder()
