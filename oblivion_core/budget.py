@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from oblivion_core.errors import InvalidInputError
@@ -67,30 +67,41 @@ def check_k(value: object, name: str = "k") -> int | None:
     return value
 
 
-def pack(costs: Sequence[int], budget: int | None, limit: int | None = None) -> list[int]:
+def pack(
+    costs: Iterable[int], budget: int | None, limit: int | None = None, min_cost: int = 0
+) -> list[int]:
     """Choose items to fit a budget, keeping their order.
 
     Items are taken in the order given (best first); an item that does not fit is
     skipped and smaller ones after it may still fit. The sum of chosen costs never
     exceeds ``budget``, and at most ``limit`` items are chosen.
 
+    ``costs`` is read only as far as needed: packing stops at ``limit`` items, or once
+    less than ``min_cost`` (a lower bound on every cost) is left of the budget, so a
+    lazy iterable can count tokens only for the items packing reaches.
+
     Args:
-        costs: Token cost of each item, best item first (each >= 0).
+        costs: Token cost of each item, best item first (each >= ``min_cost`` >= 0).
         budget: Token budget, or ``None`` for no budget.
         limit: Maximum number of items, or ``None``.
+        min_cost: A lower bound on every cost (0 = none known).
 
     Returns:
         Indices of the chosen items, ascending.
     """
     chosen: list[int] = []
     used = 0
+    if limit is not None and limit <= 0:
+        return chosen
     for i, cost in enumerate(costs):
-        if limit is not None and len(chosen) >= limit:
-            break
         if budget is not None and used + cost > budget:
+            if budget - used < min_cost:
+                break
             continue
         chosen.append(i)
         used += cost
+        if limit is not None and len(chosen) >= limit:
+            break
     return chosen
 
 

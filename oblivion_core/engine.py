@@ -15,7 +15,7 @@ import os
 import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
@@ -631,6 +631,7 @@ class Oblivion:
                 raise
         self._next_seq = seq0 + n
         self._known.add(ns)
+        self._db.cache_written(ns, ids, texts, metas)
         self._lex.add(ns, [seq0 + k for k in range(n)], texts)
         if tier == Tier.ACTIVE:
             space.activate(ids, vectors)
@@ -1084,6 +1085,7 @@ class Oblivion:
             first = np.fromiter((cids[j] in listed for j in order), bool, len(order))
             order = np.concatenate([order[first], order[~first]])
         context_of: dict[str, tuple[str, str]] = {}
+        hit_of: dict[int, float] = {}  # place in ``order`` of a neighbour -> its hit's score
         if policy.expand_neighbours and qvec is not None:
             hits = [cids[j] for j in order[: policy.expand_neighbours]]
             for hit in hits:
@@ -1095,67 +1097,61 @@ class Oblivion:
                     if mid not in hits and mid not in context_of:
                         context_of[mid] = (hit, which)
             fresh = [m for m in context_of if m not in pos]
-            if fresh:
+            if fresh:  # neighbours that were not candidates: scored now, on their own
                 extra_rel = self._cosines(ns, space, qvec, fresh)
-                cids += fresh
-                for m in fresh:
-                    cand[m] = extra_rel.get(m, 0.0)
-                rows = np.fromiter((st.index[m] for m in cids), np.int64, len(cids))
-                rel = np.asarray([cand[m] for m in cids], dtype=np.float64)
-                act = self._activation(ns, st, now, rows)
-                imp = st.cols["importance"][rows]
-                scores = np.concatenate(
-                    [
-                        scores,
-                        score(
-                            rel[-len(fresh) :],
-                            act[-len(fresh) :],
-                            imp[-len(fresh) :],
-                            policy,
-                            best,
-                        ),
-                    ]
-                )
-                pos.update({m: j for j, m in enumerate(cids)})
-            # interleave: hit, its next turn, its previous turn, next hit, ...
+                f_rows = np.fromiter((st.index[m] for m in fresh), np.int64, len(fresh))
+                f_rel = np.asarray([extra_rel.get(m, 0.0) for m in fresh], dtype=np.float64)
+                f_act = self._activation(ns, st, now, f_rows)
+                f_imp = st.cols["importance"][f_rows]
+                for m, r in zip(fresh, f_rel.tolist(), strict=True):
+                    cand[m] = r
+                    pos[m] = len(cids)
+                    cids.append(m)
+                rows = np.concatenate([rows, f_rows])
+                rel = np.concatenate([rel, f_rel])
+                act = np.concatenate([act, f_act])
+                imp = np.concatenate([imp, f_imp])
+                scores = np.concatenate([scores, score(f_rel, f_act, f_imp, policy, best)])
+            # interleave: hit, its next turn, its previous turn, next hit, ...; the hits
+            # are the first places of ``order`` and no neighbour is a hit, so every
+            # neighbour moves up behind its hit and the rest keep their order
             by_hit: dict[str, list[str]] = {}
             for m, (hit, _) in context_of.items():
                 by_hit.setdefault(hit, []).append(m)
-            seq_order: list[int] = []
-            done: set[str] = set()
-            for j in order:
-                m = cids[int(j)]
-                if m in done:
-                    continue
-                seq_order.append(int(j))
-                done.add(m)
-                for ctx in by_hit.get(m, []):
-                    if ctx not in done:
-                        seq_order.append(pos[ctx])
-                        done.add(ctx)
-            order = np.asarray(seq_order, dtype=np.int64)
+            placed: list[int] = []
+            for j in order[: len(hits)].tolist():
+                placed.append(j)
+                for ctx in by_hit.get(cids[j], ()):
+                    placed.append(pos[ctx])
+                    hit_of[len(placed) - 1] = float(scores[j])
+            tail = order[len(hits) :]
+            if context_of:
+                tail = tail[~np.isin(tail, [pos[m] for m in context_of])]
+            order = np.concatenate([np.asarray(placed, dtype=np.int64), tail])
 
-        tokens = self._token_counts(ns, st, [cids[j] for j in order], rows[order])
-        costs = [t + policy.per_item_tokens for t in tokens]
+        # tokens are counted only for the candidates packing reaches (the first k, unless
+        # the budget skips some): at 10k memories a recall ranks ~135 candidates, and
+        # counting them all (SQLite read + tiktoken for each one not yet counted) cost
+        # ~1.2 ms of a deep recall
+        per_item = policy.per_item_tokens
         if context_of:
             # places within k and the budget go by priority (list items first; a
             # neighbour as if it scored policy.context_share of its hit's score) and are
             # shown in rank order, each neighbour behind its hit
-            hit_score = {m: float(scores[pos[hit]]) for m, (hit, _) in context_of.items()}
-            prio = [
-                place_priority(
-                    float(scores[j]),
-                    hit_score.get(cids[j]),
-                    listed=cids[j] in listed,
-                    share=policy.context_share,
-                )
-                for j in order
-            ]
-            by_prio = sorted(range(len(prio)), key=lambda p: -prio[p])
-            chosen = sorted(by_prio[c] for c in pack([costs[p] for p in by_prio], budget, limit))
+            hit_scores = np.full(len(order), np.nan)
+            hit_scores[list(hit_of)] = list(hit_of.values())
+            in_list = np.zeros(len(order), dtype=bool)
+            if listed:
+                in_list[[p for p, j in enumerate(order.tolist()) if cids[j] in listed]] = True
+            prio = place_priority(scores[order], hit_scores, in_list, share=policy.context_share)
+            by_prio = np.argsort(-prio, kind="stable")
+            lazy = self._costs(ns, st, cids, rows, order[by_prio], per_item, limit)
+            chosen = sorted(int(by_prio[c]) for c in pack(lazy, budget, limit, per_item))
         else:
-            chosen = pack(costs, budget, limit)
+            lazy = self._costs(ns, st, cids, rows, order, per_item, limit)
+            chosen = pack(lazy, budget, limit, per_item)
         picked = [int(order[c]) for c in chosen]
+        tokens = self._token_counts(ns, st, [cids[j] for j in picked], rows[picked])
         contents = self._db.contents(ns, [cids[j] for j in picked])
 
         shares = activation_share(rel, best, policy)
@@ -1163,7 +1159,7 @@ class Oblivion:
         if feedback and picked:
             boosts = self._feedback(ns, space, policy, now, cids, rows, rel, act, picked)
         items = []
-        for rank, (c, j) in enumerate(zip(chosen, picked, strict=True), start=1):
+        for rank, (j, n_tokens) in enumerate(zip(picked, tokens, strict=True), start=1):
             mid = cids[j]
             i = int(rows[j])
             tier = Tier(int(st.cols["tier"][i])) if mid not in boosts else boosts[mid]["from_tier"]
@@ -1184,13 +1180,13 @@ class Oblivion:
                     score_value=float(scores[j]),
                     tier=tier,
                     text=contents[mid][0],
-                    tokens=tokens[c],
+                    tokens=n_tokens,
                     metadata=contents[mid][1],
                     archive_reason=reason,
                     extra=extra,
                 )
             )
-        total = sum(costs[c] for c in chosen)
+        total = sum(t + per_item for t in tokens)
         if policy.expand_links and items and len(items) < limit:
             more, total = self._expansions(
                 ns, space, policy, now, items, cand, best, budget, total, limit - len(items)
@@ -1272,6 +1268,26 @@ class Oblivion:
             for m, text in self._db.texts(ns, todo).items():
                 cache[st.index[m]] = int(self.token_counter(text)) + 1
         return [int(cache[i]) - 1 for i in rows]
+
+    def _costs(
+        self,
+        ns: str,
+        st: NamespaceState,
+        cids: list[str],
+        rows: np.ndarray[Any, Any],
+        order: np.ndarray[Any, Any],
+        per_item: int,
+        first: int,
+    ) -> Iterator[int]:
+        """Each candidate's cost (tokens + ``per_item``) in ``order``, counted as the
+        consumer gets there: the ``first`` ones, then twice as many at each step (one
+        SQLite read for the texts not counted yet)."""
+        start, step = 0, max(first, 1)
+        while start < len(order):
+            part = order[start : start + step]
+            counts = self._token_counts(ns, st, [cids[j] for j in part], rows[part])
+            yield from (t + per_item for t in counts)
+            start, step = start + step, step * 2
 
     def _expansions(
         self,

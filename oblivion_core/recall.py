@@ -20,7 +20,6 @@ them; the result is shown in rank order, each such neighbour right behind its hi
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -82,17 +81,16 @@ def rank_order(scores: F64, seq: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]
     return np.lexsort((-seq, -scores))
 
 
-def place_priority(
-    own: float, hit: float | None, *, listed: bool = False, share: float = 1.0
-) -> float:
-    """Where a candidate stands when places (``k``, the token budget) are shared out.
+def place_priority(own: F64, hit: F64, listed: npt.NDArray[np.bool_], *, share: float = 1.0) -> F64:
+    """Where candidates stand when places (``k``, the token budget) are shared out.
 
-    Items of a list the query asks for come first; a hit stands at its score ``own``; a
-    neighbour of a hit scoring ``hit`` stands at ``max(own, share * hit)``.
+    Items of a list the query asks for (``listed``) come first (``inf``); a hit stands
+    at its score ``own``; a neighbour of a hit scoring ``hit`` (``nan`` for a hit)
+    stands at ``max(own, share * hit)``.
     """
-    if listed:
-        return math.inf
-    return own if hit is None else max(own, share * hit)
+    prio: F64 = np.fmax(own, share * hit)  # fmax: a nan (no hit) leaves ``own``
+    prio[listed] = np.inf
+    return prio
 
 
 def explain(

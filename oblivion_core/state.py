@@ -683,6 +683,23 @@ class StateDB:
                 cache.popitem(last=False)
         return out
 
+    def cache_written(
+        self,
+        namespace: str,
+        ids: Sequence[str],
+        texts: Sequence[str],
+        metadatas: Sequence[Mapping[str, Any]],
+    ) -> None:
+        """Put memories just written (and committed) into the text/metadata cache, so
+        the first recall that returns one need not read it back (at 10k memories that
+        read was ~0.3 ms of a recall)."""
+        cache = self._contents
+        for mid, text, meta in zip(ids, texts, metadatas, strict=True):
+            cache[(namespace, mid)] = (text, json.dumps(dict(meta)))
+            cache.move_to_end((namespace, mid))
+        while len(cache) > self.CONTENTS_CACHE:
+            cache.popitem(last=False)
+
     def _uncache(self, namespace: str, ids: Iterable[str]) -> None:
         for m in ids:
             self._contents.pop((namespace, m), None)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -138,3 +139,34 @@ def test_resolve_token_counter() -> None:
 def test_tiktoken_counter_counts_cl100k_tokens(text: str, tokens: int) -> None:
     """The default counter is cl100k_base; special-token text is counted as plain text."""
     assert TiktokenCounter()(text) == tokens
+
+
+class _Reads:
+    """An iterable of costs that records how far it was read."""
+
+    def __init__(self, costs: list[int]) -> None:
+        self.costs = costs
+        self.read = 0
+
+    def __iter__(self) -> Iterator[int]:
+        for cost in self.costs:
+            self.read += 1
+            yield cost
+
+
+@given(costs=costs_st, budget=budgets, limit=limits)
+def test_pack_reads_costs_only_as_far_as_it_must(
+    costs: list[int], budget: int | None, limit: int | None
+) -> None:
+    """Given a lazy iterable and a lower bound on every cost, pack chooses what it
+    chooses from the whole list, and stops reading at the limit-th chosen item or once
+    nothing more can fit."""
+    floor = min(costs, default=0)
+    reads = _Reads(costs)
+    chosen = pack(reads, budget, limit, min_cost=floor)
+    assert chosen == pack(costs, budget, limit)
+    if limit is not None and len(chosen) == limit:
+        assert reads.read == (chosen[-1] + 1 if chosen else 0)
+    if budget is not None and reads.read < len(costs) and (limit is None or len(chosen) < limit):
+        used = sum(costs[i] for i in chosen)
+        assert budget - used < floor  # nothing after the last read could have fit

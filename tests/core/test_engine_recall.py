@@ -458,6 +458,38 @@ def test_tokens_are_counted_once_when_a_memory_is_written() -> None:
     }
 
 
+def test_writes_and_the_recall_after_them_read_nothing_back(
+    fresh: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What remember() writes goes into the text cache as it is committed: the records
+    it returns and a recall right after show texts and metadata without reading SQLite,
+    and each item gets its own metadata dict. (Supersession detection is off: it reads
+    older texts.)"""
+    with fresh(policy=Policy.template("balanced").replace(supersede=False)) as mem:
+        reads: list[Any] = []
+        original = mem._db._by_ids
+
+        def spy(*args: Any, **kwargs: Any) -> Any:
+            reads.append(args)
+            return original(*args, **kwargs)
+
+        monkeypatch.setattr(mem._db, "_by_ids", spy)
+        recs = mem.remember_many(
+            FACTS, metadatas=[{"n": i, "tags": ["x"]} for i in range(len(FACTS))]
+        )
+        assert [r.metadata for r in recs] == [{"n": i, "tags": ["x"]} for i in range(len(FACTS))]
+        res = mem.recall("what is the cat called", k=3)
+        assert reads == []
+        by_id = {r.id: i for i, r in enumerate(recs)}
+        assert res[0].text == "The cat is called Miso and likes tuna"
+        for item in res:
+            assert item.text == FACTS[by_id[item.id]]
+            assert item.metadata == {"n": by_id[item.id], "tags": ["x"]}
+        res[0].metadata["tags"].append("changed")
+        again = mem.recall("what is the cat called", k=1, feedback=False)
+        assert again[0].metadata == {"n": by_id[again[0].id], "tags": ["x"]}
+
+
 def test_a_failing_token_counter_stores_nothing() -> None:
     """If the token counter raises while a memory is written, nothing of it is stored."""
     from oblivion_core.testing import memory

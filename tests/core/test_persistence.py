@@ -108,6 +108,39 @@ def test_active_index_is_rebuilt_without_re_embedding(tmp_path: Path) -> None:
         mem.close()
 
 
+def test_after_a_reopen_recall_counts_only_the_tokens_it_packs(tmp_path: Path) -> None:
+    """Token counts are kept in memory: after a reopen a recall counts the texts packing
+    reaches, not every candidate it ranked, and packs exactly what it packed before."""
+    texts = [f"note {i}: the garden shed holds {i} tools and {i % 7} pots" for i in range(40)]
+    query = "garden shed tools pots"
+    mem = _open(tmp_path, ManualClock())
+    mem.remember_many(texts)
+    loose = mem.recall(query, k=3, feedback=False)
+    # a budget that fits fewer than k items (packing reads further down the ranking)
+    tight_budget = loose[0].tokens + mem.policy.per_item_tokens - 1
+    tight = mem.recall(query, k=3, token_budget=tight_budget * 2, feedback=False)
+    assert len(tight) < 3
+    assert loose.candidates >= 30
+    mem.close()
+
+    counted: list[str] = []
+
+    def counter(text: str) -> int:
+        counted.append(text)
+        return word_count(text)
+
+    mem = Oblivion(tmp_path, clock=ManualClock(), embedder=HashEmbedder(), token_counter=counter)
+    try:
+        again = mem.recall(query, k=3, feedback=False)
+        assert [(it.id, it.tokens) for it in again] == [(it.id, it.tokens) for it in loose]
+        assert sorted(counted) == sorted(again.texts)  # 3 of 30+ candidates
+        again_tight = mem.recall(query, k=3, token_budget=tight_budget * 2, feedback=False)
+        assert again_tight.ids == tight.ids
+        assert again_tight.total_tokens == tight.total_tokens <= tight_budget * 2
+    finally:
+        mem.close()
+
+
 def test_archived_memories_stay_archived_and_searchable(tmp_path: Path) -> None:
     """An archived memory is still archived after a reopen and deep recall finds it."""
     clock = ManualClock()

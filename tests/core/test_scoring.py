@@ -84,18 +84,30 @@ def test_focus_must_be_a_finite_non_negative_number() -> None:
 _SCORES = st.floats(-1.0, 2.0, allow_nan=False)
 
 
-@given(own=_SCORES, hit=_SCORES, share=st.floats(0.0, 1.0))
+@given(
+    places=st.lists(
+        st.tuples(_SCORES, st.none() | _SCORES, st.booleans()), min_size=1, max_size=30
+    ),
+    share=st.floats(0.0, 1.0),
+)
 def test_place_priority_ranks_list_items_first_and_neighbours_by_their_hit(
-    own: float, hit: float, share: float
+    places: list[tuple[float, float | None, bool]], share: float
 ) -> None:
     """A hit stands at its score; a neighbour at its own score or ``share`` of its hit's,
     whichever is higher (never below its own score, never above its hit's when it
-    scored less); list items above everything."""
-    assert place_priority(own, None) == own
-    neighbour = place_priority(own, hit, share=share)
-    assert neighbour == max(own, share * hit)
-    assert neighbour >= own
-    if own <= hit and hit >= 0:
-        assert neighbour <= hit
-    assert place_priority(own, hit, listed=True, share=share) == math.inf
-    assert place_priority(own, None, listed=True) > max(own, hit)
+    scored less); list items above everything. Checked place by place against those
+    rules, for whole arrays of places."""
+    own = np.asarray([o for o, _, _ in places])
+    hit = np.asarray([np.nan if h is None else h for _, h, _ in places])
+    listed = np.asarray([li for _, _, li in places])
+    prio = place_priority(own, hit, listed, share=share)
+    for p, (o, h, li) in enumerate(places):
+        if li:
+            assert prio[p] == math.inf
+        elif h is None:
+            assert prio[p] == o
+        else:
+            assert prio[p] == max(o, share * h)
+            assert prio[p] >= o
+            if o <= h and h >= 0:
+                assert prio[p] <= h
