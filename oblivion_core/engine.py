@@ -47,6 +47,7 @@ from oblivion_core.policy import Policy, resolve_policy
 from oblivion_core.recall import (
     RecalledItem,
     RecallResult,
+    Signals,
     activation_share,
     explain,
     fuse,
@@ -846,7 +847,11 @@ class Oblivion:
         # crowd out the archived ones.
         n_ask = pool + min(len(space.index), pool)
         archive: tuple[list[str], list[float]] | None = None
-        ids, sims = space.index.search(qvec, pool)
+        # every active memory's similarity, kept for the candidates found otherwise (BM25,
+        # neighbours): a lookup instead of reading their vectors back
+        active_scores = space.index.scores(qvec)
+        scored = [(space.index, active_scores)]
+        ids, sims = space.index.top(active_scores, pool)
         cand: dict[str, float] = dict(zip(ids, sims.tolist(), strict=True))
         best = float(sims[0]) if len(sims) else -1.0
 
@@ -861,7 +866,9 @@ class Oblivion:
         if reason is not None:
             exact = self._exact_archive(ns, space)
             if exact is not None:
-                found, found_sims = exact.search(qvec, pool)
+                archive_scores = exact.scores(qvec)
+                scored.append((exact, archive_scores))
+                found, found_sims = exact.top(archive_scores, pool)
                 archive = (found, found_sims.tolist())
             else:
                 archive = self.store.query(ns, qvec, n_ask)
@@ -884,16 +891,14 @@ class Oblivion:
                 reason = "BM25 matched archived memories"
             only_lexical = [m for m in lexical if m not in cand]
             if only_lexical:
-                cand.update(self._cosines(ns, space, qvec, only_lexical))
+                cand.update(self._cosines(ns, space, qvec, only_lexical, scored))
         ids_all = list(cand)
-        dense_l = list(cand.values())
-        lex_l = [lexical.get(m, 0.0) for m in ids_all]
+        dense = cand
         fused = fuse(
-            np.asarray(dense_l, dtype=np.float64), np.asarray(lex_l, dtype=np.float64), policy
+            np.fromiter(dense.values(), np.float64, len(dense)),
+            np.fromiter((lexical.get(m, 0.0) for m in ids_all), np.float64, len(ids_all)),
+            policy,
         )
-        signals = {
-            m: {"dense": d, "lexical": x} for m, d, x in zip(ids_all, dense_l, lex_l, strict=True)
-        }
         cand = dict(zip(ids_all, fused.tolist(), strict=True))
         which = list_question(query)
         listed: frozenset[str] = frozenset()
@@ -903,7 +908,7 @@ class Oblivion:
             for m in listed:
                 if cand.get(m, -np.inf) < top:
                     cand[m] = top
-                signals[m] = {**signals.get(m, {}), "list_item": 1.0}
+        signals = Signals(dense, lexical, listed)
 
         return self._score_and_pack(
             query,
@@ -923,6 +928,7 @@ class Oblivion:
             qvec=qvec,
             active_only=deep is False,
             listed=listed,
+            scored=scored,
         )
 
     def _exact_archive(self, ns: str, space: _Space) -> ActiveIndex | None:
@@ -987,10 +993,34 @@ class Oblivion:
             out.append(m)
         return out
 
-    def _cosines(self, ns: str, space: _Space, qvec: Vectors, ids: list[str]) -> dict[str, float]:
-        """Exact cosine similarity of stored memories to the query (active or not)."""
-        q = qvec.reshape(-1)
-        return {m: float(vec @ q) for m, vec in self._vectors(ns, space, ids).items()}
+    def _cosines(
+        self,
+        ns: str,
+        space: _Space,
+        qvec: Vectors,
+        ids: list[str],
+        scored: Sequence[tuple[ActiveIndex, np.ndarray[Any, Any]]] = (),
+    ) -> dict[str, float]:
+        """Exact cosine similarity of stored memories to the query (active or not).
+
+        ``scored``: indexes with every similarity to this query already computed
+        (:meth:`ActiveIndex.scores`, the index unchanged since); their memories are
+        looked up, the others' vectors read.
+        """
+        out: dict[str, float] = {}
+        rest: list[str] = []
+        for m in ids:
+            for index, values in scored:
+                row = index.row_of(m)
+                if row is not None:
+                    out[m] = float(values[row])
+                    break
+            else:
+                rest.append(m)
+        if rest:
+            q = qvec.reshape(-1)
+            out.update((m, float(vec @ q)) for m, vec in self._vectors(ns, space, rest).items())
+        return out
 
     def _vectors(self, ns: str, space: _Space | None, ids: list[str]) -> dict[str, Vectors]:
         """Stored vectors by id: from the active index, else SQLite, else Chroma (stores
@@ -1025,11 +1055,12 @@ class Oblivion:
         include_invalidated: bool,
         include_cold: bool,
         feedback: bool,
-        signals: Mapping[str, Mapping[str, float]] | None = None,
+        signals: Signals | None = None,
         include_superseded: bool = False,
         qvec: Vectors | None = None,
         active_only: bool = False,
         listed: frozenset[str] = frozenset(),
+        scored: Sequence[tuple[ActiveIndex, np.ndarray[Any, Any]]] = (),
     ) -> RecallResult:
         """Score candidates ``{id: relevance}``, pack the best into the budget, boost them.
 
@@ -1055,8 +1086,8 @@ class Oblivion:
                 heads[m] = head
                 if cand.get(head, -np.inf) < cand[m]:
                     cand[head] = cand[m]
-                    if signals is not None and m in signals:
-                        signals = {**signals, head: {**signals[m], "inherited_from": m}}  # type: ignore[dict-item]
+                    if signals is not None:
+                        signals.inherit(head, m)
         cids = list(cand)
         rows = np.fromiter((st.index[m] for m in cids), np.int64, len(cids))
         keep = np.ones(len(cids), dtype=bool)
@@ -1098,7 +1129,7 @@ class Oblivion:
                         context_of[mid] = (hit, which)
             fresh = [m for m in context_of if m not in pos]
             if fresh:  # neighbours that were not candidates: scored now, on their own
-                extra_rel = self._cosines(ns, space, qvec, fresh)
+                extra_rel = self._cosines(ns, space, qvec, fresh, scored)
                 f_rows = np.fromiter((st.index[m] for m in fresh), np.int64, len(fresh))
                 f_rel = np.asarray([extra_rel.get(m, 0.0) for m in fresh], dtype=np.float64)
                 f_act = self._activation(ns, st, now, f_rows)
@@ -1164,8 +1195,9 @@ class Oblivion:
             i = int(rows[j])
             tier = Tier(int(st.cols["tier"][i])) if mid not in boosts else boosts[mid]["from_tier"]
             extra: dict[str, Any] = {"boost": boosts.get(mid, {}).get("public")}
-            if signals is not None and mid in signals:
-                extra["relevance_signals"] = dict(signals[mid])
+            found = signals.of(mid) if signals is not None else None
+            if found is not None:
+                extra["relevance_signals"] = found
             if mid in context_of:
                 extra["context_for"], extra["neighbour"] = context_of[mid]
             items.append(

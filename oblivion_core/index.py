@@ -89,10 +89,26 @@ class ActiveIndex:
 
     def search(self, query: Vectors, k: int) -> tuple[list[str], npt.NDArray[np.float32]]:
         """Top-``k`` ids by cosine similarity to a unit ``query``, best first."""
-        n = len(self.ids)
-        if n == 0 or k <= 0:
+        return self.top(self.scores(query), k)
+
+    def scores(self, query: Vectors) -> npt.NDArray[np.float32]:
+        """Cosine similarity of every memory to a unit ``query``, by row
+        (:meth:`row_of`); valid until the index next changes."""
+        if not self.ids:
+            return np.zeros(0, dtype=np.float32)
+        return matvec(query.reshape(-1), self._cols[:, : len(self.ids)])
+
+    def top(
+        self, scores: npt.NDArray[np.float32], k: int
+    ) -> tuple[list[str], npt.NDArray[np.float32]]:
+        """The ``k`` best of :meth:`scores`: ids and similarities, best first."""
+        if not len(scores) or k <= 0:
             return [], np.zeros(0, dtype=np.float32)
-        return self._top(matvec(query.reshape(-1), self._cols[:, :n]), k)
+        return self._top(scores, k)
+
+    def row_of(self, memory_id: str) -> int | None:
+        """Where a memory's similarity is in :meth:`scores`, or ``None``."""
+        return self._row.get(memory_id)
 
     def search_many(
         self, queries: Vectors, k: int
@@ -127,11 +143,6 @@ class ActiveIndex:
         size = len(self.ids)
         start = max(size - n, 0)
         return self.ids[start:size], self._cols[:, start:size].T
-
-    def similarities(self, query: Vectors) -> tuple[list[str], npt.NDArray[np.float32]]:
-        """Similarity of every active memory to ``query`` (ids in index order)."""
-        n = len(self.ids)
-        return list(self.ids), matvec(query.reshape(-1), self._cols[:, :n])
 
 
 def row_tops(matrix: npt.NDArray[Any], m: int) -> list[list[int]]:

@@ -61,6 +61,37 @@ def score(
     )
 
 
+@dataclass
+class Signals:
+    """Where each candidate's relevance came from, for ``why["relevance_signals"]``.
+
+    Kept as the lookups recall made (dense similarity, BM25 score, the list asked for)
+    and put together only for the items shown: a recall weighs ~100 candidates and
+    shows ~10.
+    """
+
+    dense: Mapping[str, float]
+    lexical: Mapping[str, float]
+    listed: frozenset[str] = frozenset()
+    inherited: dict[str, str] = field(default_factory=dict)
+
+    def inherit(self, head: str, stale: str) -> None:
+        """``head`` ranks with the relevance of ``stale``, a statement it superseded."""
+        self.inherited[head] = stale
+
+    def of(self, memory_id: str) -> dict[str, Any] | None:
+        """The signals of one candidate (``None`` if it has none)."""
+        source = self.inherited.get(memory_id, memory_id)
+        out: dict[str, Any] = {}
+        if source in self.dense:
+            out = {"dense": self.dense[source], "lexical": self.lexical.get(source, 0.0)}
+        if source in self.listed:
+            out["list_item"] = 1.0
+        if source != memory_id:
+            out["inherited_from"] = source
+        return out or None
+
+
 def fuse(dense: F64, lexical: F64, policy: Policy) -> F64:
     """Hybrid relevance in ``[0, 1]`` from cosine similarity and raw BM25 scores.
 

@@ -107,6 +107,20 @@ def test_recall_returns_the_newest_statement(colours: tuple[Oblivion, str, str])
     assert mem.recall("my favourite colour blue").ids == [new]
 
 
+def test_the_successor_ranks_with_the_relevance_of_the_stale_one_and_says_so(
+    colours: tuple[Oblivion, str, str],
+) -> None:
+    """A query that matches the stale statement better ranks its successor with the stale
+    one's relevance signals, and the why names where they came from."""
+    mem, old, new = colours
+    result = mem.recall("my favourite colour blue", include_superseded=True, feedback=False)
+    by_id = {item.id: item for item in result}
+    stale = by_id[old].why["relevance_signals"]
+    assert "inherited_from" not in stale
+    assert by_id[new].why["relevance_signals"] == {**stale, "inherited_from": old}
+    assert by_id[new].relevance == pytest.approx(by_id[old].relevance)
+
+
 def test_include_superseded_ranks_the_stale_one_below(colours: tuple[Oblivion, str, str]) -> None:
     """include_superseded=True shows the stale statement just below its successor."""
     mem, old, new = colours
