@@ -1157,7 +1157,9 @@ class Oblivion:
                     hit_of[len(placed) - 1] = float(scores[j])
             tail = order[len(hits) :]
             if context_of:
-                tail = tail[~np.isin(tail, [pos[m] for m in context_of])]
+                stays = np.ones(len(cids), dtype=bool)
+                stays[[pos[m] for m in context_of]] = False
+                tail = tail[stays[tail]]
             order = np.concatenate([np.asarray(placed, dtype=np.int64), tail])
 
         # tokens are counted only for the candidates packing reaches (the first k, unless

@@ -135,7 +135,8 @@ class ActiveIndex:
             top = top[np.argsort(-sims[top], kind="stable")]
         else:
             top = np.argsort(-sims, kind="stable")
-        return [self.ids[i] for i in top], sims[top]
+        ids = self.ids
+        return [ids[i] for i in top.tolist()], sims[top]
 
     def recent(self, n: int) -> tuple[list[str], Vectors]:
         """The last ``n`` memories added (roughly the most recent) and their vectors,
