@@ -51,6 +51,7 @@ from oblivion_core.recall import (
     activation_share,
     explain,
     fuse,
+    interleave,
     place_priority,
     rank_order,
     score,
@@ -1116,7 +1117,7 @@ class Oblivion:
             first = np.fromiter((cids[j] in listed for j in order), bool, len(order))
             order = np.concatenate([order[first], order[~first]])
         context_of: dict[str, tuple[str, str]] = {}
-        hit_of: dict[int, float] = {}  # place in ``order`` of a neighbour -> its hit's score
+        hit_at: dict[int, int] = {}  # place in ``order`` of a neighbour -> its hit
         if policy.expand_neighbours and qvec is not None:
             hits = [cids[j] for j in order[: policy.expand_neighbours]]
             for hit in hits:
@@ -1143,24 +1144,11 @@ class Oblivion:
                 act = np.concatenate([act, f_act])
                 imp = np.concatenate([imp, f_imp])
                 scores = np.concatenate([scores, score(f_rel, f_act, f_imp, policy, best)])
-            # interleave: hit, its next turn, its previous turn, next hit, ...; the hits
-            # are the first places of ``order`` and no neighbour is a hit, so every
-            # neighbour moves up behind its hit and the rest keep their order
-            by_hit: dict[str, list[str]] = {}
+            # interleave: hit, its next turn, its previous turn, next hit, ...
+            by_hit: dict[int, list[int]] = {}
             for m, (hit, _) in context_of.items():
-                by_hit.setdefault(hit, []).append(m)
-            placed: list[int] = []
-            for j in order[: len(hits)].tolist():
-                placed.append(j)
-                for ctx in by_hit.get(cids[j], ()):
-                    placed.append(pos[ctx])
-                    hit_of[len(placed) - 1] = float(scores[j])
-            tail = order[len(hits) :]
-            if context_of:
-                stays = np.ones(len(cids), dtype=bool)
-                stays[[pos[m] for m in context_of]] = False
-                tail = tail[stays[tail]]
-            order = np.concatenate([np.asarray(placed, dtype=np.int64), tail])
+                by_hit.setdefault(pos[hit], []).append(pos[m])
+            order, hit_at = interleave(order, len(hits), by_hit, len(cids))
 
         # tokens are counted only for the candidates packing reaches (the first k, unless
         # the budget skips some): at 10k memories a recall ranks ~135 candidates, and
@@ -1172,7 +1160,7 @@ class Oblivion:
             # neighbour as if it scored policy.context_share of its hit's score) and are
             # shown in rank order, each neighbour behind its hit
             hit_scores = np.full(len(order), np.nan)
-            hit_scores[list(hit_of)] = list(hit_of.values())
+            hit_scores[list(hit_at)] = scores[list(hit_at.values())]
             in_list = np.zeros(len(order), dtype=bool)
             if listed:
                 in_list[[p for p, j in enumerate(order.tolist()) if cids[j] in listed]] = True

@@ -20,7 +20,7 @@ them; the result is shown in rank order, each such neighbour right behind its hi
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -110,6 +110,34 @@ def fuse(dense: F64, lexical: F64, policy: Policy) -> F64:
 def rank_order(scores: F64, seq: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
     """Indices by score, best first; among equal scores the newer memory first."""
     return np.lexsort((-seq, -scores))
+
+
+def interleave(
+    order: npt.NDArray[np.int64], n_hits: int, after: Mapping[int, Sequence[int]], size: int
+) -> tuple[npt.NDArray[np.int64], dict[int, int]]:
+    """Put each hit's context right behind it.
+
+    ``order`` ranks candidates ``0 .. size - 1`` (best first; it may leave out candidates
+    that are only context); its first ``n_hits`` places are the hits, and ``after[hit]``
+    lists the candidates to show right behind ``hit``, in that order. No context
+    candidate may be a hit. Returns the new order (hits with their context, then the
+    rest of ``order`` without the context that moved) and, for each place holding
+    context, the hit it belongs to.
+    """
+    placed: list[int] = []
+    hit_at: dict[int, int] = {}
+    for j in order[:n_hits].tolist():
+        placed.append(j)
+        for ctx in after.get(j, ()):
+            placed.append(ctx)
+            hit_at[len(placed) - 1] = j
+    tail = order[n_hits:]
+    moved = [ctx for ctxs in after.values() for ctx in ctxs]
+    if moved:
+        stays = np.ones(size, dtype=bool)
+        stays[moved] = False
+        tail = tail[stays[tail]]
+    return np.concatenate([np.asarray(placed, dtype=np.int64), tail]), hit_at
 
 
 def place_priority(own: F64, hit: F64, listed: npt.NDArray[np.bool_], *, share: float = 1.0) -> F64:

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from oblivion_core import Policy
-from oblivion_core.recall import activation_share, place_priority, score
+from oblivion_core.recall import activation_share, interleave, place_priority, score
 
 unit = st.floats(0.0, 1.0, allow_nan=False)
 vectors = st.lists(st.tuples(unit, unit, unit), min_size=1, max_size=30)
@@ -111,3 +111,47 @@ def test_place_priority_ranks_list_items_first_and_neighbours_by_their_hit(
             assert prio[p] >= o
             if o <= h and h >= 0:
                 assert prio[p] <= h
+
+
+@st.composite
+def _interleavings(draw: st.DrawFn) -> tuple[list[int], int, dict[int, list[int]], int]:
+    """A ranking, its first places as hits, and context for some hits: candidates that
+    are not hits, ranked lower or not ranked at all (found only as context)."""
+    size = draw(st.integers(1, 30))
+    perm = draw(st.permutations(range(size)))
+    unranked = draw(st.integers(0, size - 1))
+    order = list(perm[: size - unranked])
+    n_hits = draw(st.integers(0, min(len(order), 4)))
+    hits = order[:n_hits]
+    others = [c for c in range(size) if c not in hits]
+    after: dict[int, list[int]] = {}
+    if hits:
+        for c in draw(st.lists(st.sampled_from(others), unique=True)) if others else []:
+            after.setdefault(draw(st.sampled_from(hits)), []).append(c)
+    return order, n_hits, after, size
+
+
+@given(case=_interleavings())
+def test_interleave_puts_context_behind_its_hit_and_keeps_the_rest_in_order(
+    case: tuple[list[int], int, dict[int, list[int]], int],
+) -> None:
+    """Same result as walking the ranking and placing each hit's context right behind it
+    (the loop recall used before), and every context place names its hit."""
+    order, n_hits, after, size = case
+    expected: list[int] = []
+    done: set[int] = set()
+    for j in order:
+        if j in done:
+            continue
+        expected.append(j)
+        done.add(j)
+        if j in order[:n_hits]:
+            for ctx in after.get(j, []):
+                if ctx not in done:
+                    expected.append(ctx)
+                    done.add(ctx)
+    got, hit_at = interleave(np.asarray(order, dtype=np.int64), n_hits, after, size)
+    assert got.tolist() == expected
+    assert {got[p]: hit for p, hit in hit_at.items()} == {
+        c: hit for hit, ctxs in after.items() for c in ctxs
+    }
