@@ -677,11 +677,20 @@ class StateDB:
                 cache.move_to_end((namespace, m))
                 out[m] = hit
         if missing:
-            for mid, text, meta in self._by_ids("id, text, metadata", namespace, missing):
-                out[mid] = cache[(namespace, mid)] = (text, meta)
-            while len(cache) > self.CONTENTS_CACHE:
-                cache.popitem(last=False)
+            found = self._by_ids("id, text, metadata", namespace, missing)
+            out.update((mid, (text, meta)) for mid, text, meta in found)
+            self._keep(namespace, [(mid, (text, meta)) for mid, text, meta in found])
         return out
+
+    def _keep(self, namespace: str, entries: Iterable[tuple[str, tuple[str, str]]]) -> None:
+        """Put ``(id, (text, metadata JSON))`` entries into the cache as its newest, and
+        drop the least recently used ones beyond :attr:`CONTENTS_CACHE`."""
+        cache = self._contents
+        for mid, value in entries:
+            cache[(namespace, mid)] = value
+            cache.move_to_end((namespace, mid))
+        while len(cache) > self.CONTENTS_CACHE:
+            cache.popitem(last=False)
 
     def cache_written(
         self,
@@ -691,14 +700,15 @@ class StateDB:
         metadatas: Sequence[Mapping[str, Any]],
     ) -> None:
         """Put memories just written (and committed) into the text/metadata cache, so
-        the first recall that returns one need not read it back (at 10k memories that
-        read was ~0.3 ms of a recall)."""
-        cache = self._contents
-        for mid, text, meta in zip(ids, texts, metadatas, strict=True):
-            cache[(namespace, mid)] = (text, json.dumps(dict(meta)))
-            cache.move_to_end((namespace, mid))
-        while len(cache) > self.CONTENTS_CACHE:
-            cache.popitem(last=False)
+        the records ``remember()`` returns, and the recalls after it, need not read them
+        back from SQLite."""
+        self._keep(
+            namespace,
+            (
+                (mid, (text, json.dumps(dict(meta))))
+                for mid, text, meta in zip(ids, texts, metadatas, strict=True)
+            ),
+        )
 
     def _uncache(self, namespace: str, ids: Iterable[str]) -> None:
         for m in ids:
