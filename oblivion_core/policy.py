@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping
+import numbers
+import sys
+import typing
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
@@ -70,6 +73,13 @@ _TEMPLATE_OVERRIDES: dict[str, dict[str, Any]] = {
 
 TEMPLATES: tuple[str, ...] = tuple(_HALF_LIVES)
 
+_LN2 = math.log(2.0)
+# Decay accumulates ``ln2 / half_life * elapsed``; it must stay a finite float for any
+# elapsed time up to this many clock units (~30 million years in seconds), also after
+# adaptation shortened the half-life to ``adapt_bounds[0]`` times it.
+_MAX_ELAPSED = 1e15
+_MIN_HALF_LIFE = _LN2 * _MAX_ELAPSED / sys.float_info.max  # ~3.9e-294
+
 
 def _frozen(mapping: Mapping[str, float]) -> Mapping[str, float]:
     return MappingProxyType(dict(mapping))
@@ -87,7 +97,8 @@ class Policy:
         name: Template name, for display.
         clock: ``"wall"`` (seconds; memories decay while idle) or ``"turns"``
             (interactions; idle-safe).
-        half_lives: Category -> half-life in clock units (> 0). Unknown categories use
+        half_lives: Category -> half-life in clock units (> 0, and at least ~4e-294 /
+            ``adapt_bounds[0]`` so the decay rate stays finite). Unknown categories use
             ``half_lives[default_category]``.
         betas: Category -> recall boost size β in ``(0, 1]``.
         default_category: Category used when none is given and none is inferred.
@@ -120,7 +131,7 @@ class Policy:
         journal_keep: ``maintain()`` drops recall and spread journal entries older than
             this (clock units), at most ``StateDB.PRUNE_CHUNK`` per call, as
             ``Oblivion.prune_journal`` does. ``None`` (the default) keeps the journal whole.
-        protected_categories: Never forgotten.
+        protected_categories: Never forgotten (a list or tuple of names, not a string).
         protect_importance: Memories at or above this importance are never forgotten.
         archive_gate: Recall also searches the archive when the best active relevance is
             below this (cosine similarity), or fewer than ``k`` active hits exist.
@@ -256,14 +267,6 @@ class Policy:
     compress_inherit: float = 0.5
 
     def __post_init__(self) -> None:
-        half_lives = dict(self.half_lives) or {
-            c: v[0 if self.clock == "wall" else 1] for c, v in _HALF_LIVES["balanced"].items()
-        }
-        betas = dict(self.betas) or dict.fromkeys(half_lives, 0.1)
-        object.__setattr__(self, "half_lives", _frozen(half_lives))
-        object.__setattr__(self, "betas", _frozen(betas))
-        object.__setattr__(self, "protected_categories", tuple(self.protected_categories))
-        object.__setattr__(self, "adapt_bounds", tuple(self.adapt_bounds))
         self._validate()
 
     # ------------------------------------------------------------------ building
@@ -274,7 +277,7 @@ class Policy:
         ``support-desk`` decays fast and keeps a small context; ``research-assistant``
         decays slowly and keeps more.
         """
-        if name not in _HALF_LIVES:
+        if not isinstance(name, str) or name not in _HALF_LIVES:
             raise PolicyError(f"unknown policy template {name!r}; choose one of {list(TEMPLATES)}")
         if clock not in ("wall", "turns"):
             raise PolicyError(f"clock must be 'wall' or 'turns', got {clock!r}")
@@ -326,17 +329,54 @@ class Policy:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Policy:
         """Inverse of :meth:`to_dict`."""
+        if not isinstance(data, Mapping):
+            raise PolicyError(
+                f"Policy.from_dict needs a mapping of field names to values (as to_dict() "
+                f"returns), got {type(data).__name__} {data!r}"
+            )
         fields = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in fields})
 
     # ------------------------------------------------------------------ validation
     def _validate(self) -> None:
+        """Check every field; store numbers as plain ``float``/``int`` and containers as
+        read-only mappings and tuples (the instance is frozen, hence ``object.__setattr__``)."""
+        # -- types: each field must have its annotated type (numpy scalars count as numbers)
         if self.clock not in ("wall", "turns"):
             raise PolicyError(f"clock must be 'wall' or 'turns', got {self.clock!r}")
+        for name in ("name", "default_category"):
+            v = getattr(self, name)
+            _require(isinstance(v, str), f"{name} must be a str, got {_shown(v)}")
+        for name in _BOOL_FIELDS:
+            v = getattr(self, name)
+            _require(isinstance(v, bool), f"{name} must be True or False, got {_shown(v)}")
+        for name, kind in _NUMBER_FIELDS.items():
+            object.__setattr__(self, name, _number(name, getattr(self, name), kind))
+        half_lives = _category_numbers(
+            "half_lives", self.half_lives, "positive finite numbers", "{'fact': 86400.0}"
+        ) or {c: v[0 if self.clock == "wall" else 1] for c, v in _HALF_LIVES["balanced"].items()}
+        betas = _category_numbers(
+            "betas", self.betas, "numbers in (0, 1]", "{'fact': 0.1}"
+        ) or dict.fromkeys(half_lives, 0.1)
+        object.__setattr__(self, "half_lives", _frozen(half_lives))
+        object.__setattr__(self, "betas", _frozen(betas))
+        object.__setattr__(self, "protected_categories", _category_names(self.protected_categories))
+        object.__setattr__(self, "adapt_bounds", _pair("adapt_bounds", self.adapt_bounds))
+        # -- values
+        lo_b, hi_b = self.adapt_bounds
+        _require(
+            _finite(lo_b) and _finite(hi_b) and 0 < lo_b <= 1 <= hi_b,
+            f"adapt_bounds must satisfy 0 < lo <= 1 <= hi, got {self.adapt_bounds!r}",
+        )
         for cat, hl in self.half_lives.items():
             _require(
                 _finite(hl) and hl > 0,
                 f"half_lives[{cat!r}] must be a finite number > 0, got {hl!r}",
+            )
+            _require(
+                hl * lo_b >= _MIN_HALF_LIFE,
+                f"half_lives[{cat!r}] must be >= {_MIN_HALF_LIFE / lo_b:.3g} (with adapt_bounds "
+                f"lo={lo_b!r}) so that the decay rate ln2/half_life stays finite; got {hl!r}",
             )
         for cat, b in self.betas.items():
             _require(_finite(b) and 0 < b <= 1, f"betas[{cat!r}] must be in (0, 1], got {b!r}")
@@ -464,11 +504,6 @@ class Policy:
             _finite(self.adapt_step) and 0 <= self.adapt_step < 1,
             f"adapt_step must be in [0, 1), got {self.adapt_step!r}",
         )
-        lo_b, hi_b = self.adapt_bounds
-        _require(
-            _finite(lo_b) and _finite(hi_b) and 0 < lo_b <= 1 <= hi_b,
-            f"adapt_bounds must satisfy 0 < lo <= 1 <= hi, got {self.adapt_bounds!r}",
-        )
         _require(
             _int(self.maintain_every) and self.maintain_every >= 0,
             f"maintain_every must be an int >= 0, got {self.maintain_every!r}",
@@ -490,6 +525,109 @@ def _int(v: object) -> bool:
 def _require(ok: bool, message: str) -> None:
     if not ok:
         raise PolicyError(message)
+
+
+def _shown(v: object) -> str:
+    """``str 'x'``: a value with its type, for messages about a wrong type."""
+    return f"{type(v).__name__} {v!r}"
+
+
+def _number(name: str, v: object, kind: str) -> float | int | None:
+    """``v`` as a plain ``float`` (kind ``"float"``) or ``int`` (kind ``"int"``); ``None``
+    passes when the kind ends in ``"?"`` (an optional field)."""
+    optional = kind.endswith("?")
+    if v is None and optional:
+        return None
+    or_none = " or None" if optional else ""
+    return _integer(name, v, or_none) if kind.startswith("int") else _real(name, v, or_none)
+
+
+def _real(name: str, v: object, or_none: str = "") -> float:
+    """``v`` as a plain ``float``: any ``numbers.Real`` (numpy scalars included) but bool."""
+    _require(
+        isinstance(v, numbers.Real) and not isinstance(v, bool),
+        f"{name} must be a number{or_none}, got {_shown(v)}",
+    )
+    try:
+        return float(typing.cast(numbers.Real, v))
+    except OverflowError:  # an int beyond the float range
+        raise PolicyError(f"{name} must be a finite number{or_none}, got {v!r}") from None
+
+
+def _integer(name: str, v: object, or_none: str = "") -> int:
+    """``v`` as a plain ``int``: any ``numbers.Integral`` (numpy integers included) but bool."""
+    _require(
+        isinstance(v, numbers.Integral) and not isinstance(v, bool),
+        f"{name} must be an int{or_none}, got {_shown(v)}",
+    )
+    return int(typing.cast(numbers.Integral, v))
+
+
+def _category_numbers(name: str, v: object, what: str, example: str) -> dict[str, float]:
+    """``v`` as ``{category: float}``; raises PolicyError unless it maps non-empty strings
+    to numbers (ranges are checked by the caller)."""
+    _require(
+        isinstance(v, Mapping),
+        f"{name} must map category names to {what}, e.g. {example}; got {_shown(v)}",
+    )
+    out: dict[str, float] = {}
+    for cat, x in typing.cast(Mapping[object, object], v).items():
+        _require(
+            isinstance(cat, str) and cat != "",
+            f"{name} must map category names (non-empty str) to {what}, got key {cat!r}",
+        )
+        out[typing.cast(str, cat)] = _real(f"{name}[{cat!r}]", x)
+    return out
+
+
+def _category_names(v: object) -> tuple[str, ...]:
+    """``protected_categories`` as a tuple of non-empty strings."""
+    _require(
+        not isinstance(v, str | bytes | bytearray),
+        "protected_categories must be a list or tuple of category names such as "
+        f"[{v!r}], not a single string {v!r}",
+    )
+    _require(
+        isinstance(v, Iterable) and not isinstance(v, Mapping),
+        "protected_categories must be a list or tuple of category names such as "
+        f"['instruction', 'preference'] ([] for none), got {_shown(v)}",
+    )
+    names = tuple(typing.cast(Iterable[object], v))
+    for c in names:
+        _require(
+            isinstance(c, str) and c != "",
+            f"protected_categories entries must be non-empty category names (str), got {c!r} "
+            f"in {list(names)!r}",
+        )
+    return typing.cast(tuple[str, ...], names)
+
+
+def _pair(name: str, v: object) -> tuple[float, float]:
+    """``v`` as a ``(lo, hi)`` pair of floats."""
+    message = f"{name} must be a pair (lo, hi) of numbers such as (0.25, 4.0), got {_shown(v)}"
+    _require(
+        isinstance(v, Iterable) and not isinstance(v, str | bytes | bytearray | Mapping), message
+    )
+    items = tuple(typing.cast(Iterable[object], v))
+    _require(
+        len(items) == 2
+        and all(isinstance(x, numbers.Real) and not isinstance(x, bool) for x in items),
+        message,
+    )
+    return _real(name, items[0]), _real(name, items[1])
+
+
+def _field_kinds() -> tuple[tuple[str, ...], dict[str, str]]:
+    """The bool fields and the number fields of :class:`Policy`, read from its annotations
+    (``"float"``, ``"int"``; a trailing ``"?"`` marks an optional one)."""
+    kinds = {bool: "bool", float: "float", int: "int", float | None: "float?", int | None: "int?"}
+    hints = typing.get_type_hints(Policy)
+    by_field = {name: kinds[t] for name, t in hints.items() if t in kinds}
+    bools = tuple(n for n, k in by_field.items() if k == "bool")
+    return bools, {n: k for n, k in by_field.items() if k != "bool"}
+
+
+_BOOL_FIELDS, _NUMBER_FIELDS = _field_kinds()
 
 
 def resolve_policy(policy: Policy | str | None, clock: ClockKind | None = None) -> Policy:
