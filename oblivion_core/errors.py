@@ -54,5 +54,9 @@ class StoreLockedError(StoreError):
     """Another process holds a write lock on the activation database."""
 
 
+class VectorStoreError(StoreError):
+    """The vector store (Chroma) failed to add, delete or search records of a namespace."""
+
+
 class EmbeddingError(OblivionError, RuntimeError):
     """The embedder failed or returned vectors of the wrong shape or with NaNs."""

@@ -13,6 +13,7 @@ activation updates, never a ``remember()`` (those commit with ``synchronous=FULL
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
 import json
@@ -31,7 +32,12 @@ import numpy as np
 import numpy.typing as npt
 
 from oblivion_core.decay_clock import DecayClock
-from oblivion_core.errors import StoreCorruptError, StoreError, StoreLockedError
+from oblivion_core.errors import (
+    StoreCorruptError,
+    StoreError,
+    StoreLockedError,
+    StorePathError,
+)
 from oblivion_core.typing import Vectors
 
 #: 2: vectors kept beside the texts; the FTS5 tables of version 1 dropped (see lexical.py).
@@ -248,6 +254,41 @@ class NamespaceState:
         self.n -= 1
 
 
+#: SQLite primary result codes by what the user has to change (``sqlite3.SQLITE_*`` and
+#: ``sqlite3.Error.sqlite_errorcode`` exist only from Python 3.11; before, the message is
+#: matched).
+_CAUSE_BY_CODE = {
+    5: "locked",  # SQLITE_BUSY
+    6: "locked",  # SQLITE_LOCKED
+    3: "path",  # SQLITE_PERM
+    8: "path",  # SQLITE_READONLY
+    14: "path",  # SQLITE_CANTOPEN
+    11: "corrupt",  # SQLITE_CORRUPT
+    26: "corrupt",  # SQLITE_NOTADB
+    13: "full",  # SQLITE_FULL
+    10: "io",  # SQLITE_IOERR
+}
+_CAUSE_BY_MESSAGE = (
+    ("locked", "locked"),
+    ("readonly", "path"),
+    ("permission denied", "path"),
+    ("unable to open", "path"),
+    ("malformed", "corrupt"),
+    ("not a database", "corrupt"),
+    ("disk is full", "full"),
+    ("disk i/o error", "io"),
+)
+
+
+def _cause(exc: sqlite3.Error) -> str | None:
+    """What went wrong in SQLite terms a user can act on, or ``None`` (anything else)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return _CAUSE_BY_CODE.get(code & 0xFF)
+    text = str(exc).lower()
+    return next((cause for needle, cause in _CAUSE_BY_MESSAGE if needle in text), None)
+
+
 class StateDB:
     """SQLite persistence for :class:`NamespaceState` rows, metadata and the journal."""
 
@@ -257,6 +298,9 @@ class StateDB:
     DEFER_SECONDS = 1.0
     #: ...or once this many journal entries wait, whichever comes first.
     DEFER_EVENTS = 512
+    #: Seconds a write waits for another connection's write lock before
+    #: :class:`~oblivion_core.errors.StoreLockedError` is raised.
+    BUSY_TIMEOUT = 5.0
 
     def __init__(self, directory: str | Path | None) -> None:
         self.path = Path(directory) / self.FILE if directory is not None else None
@@ -280,7 +324,7 @@ class StateDB:
                 str(self.path) if self.path else ":memory:",
                 check_same_thread=False,
                 isolation_level=None,  # explicit BEGIN/COMMIT
-                timeout=5.0,
+                timeout=self.BUSY_TIMEOUT,
             )
             tables = {
                 r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
@@ -305,26 +349,77 @@ class StateDB:
                     self._migrate()
                     self.set_meta("schema_version", SCHEMA_VERSION)
                 except BaseException:
-                    self.conn.execute("ROLLBACK")
+                    self._rollback()
                     raise
                 self.conn.execute("COMMIT")
             self.conn.executescript(_INDEXES)
-        except sqlite3.DatabaseError as exc:
-            self._release_lock()
-            if "locked" in str(exc):
-                raise StoreLockedError(
-                    f"the activation database {self.path} is locked by another process; "
-                    "close the other Oblivion instance or use another path"
-                ) from exc
+        except sqlite3.Error as exc:
+            self._abandon()
+            if _cause(exc) not in (None, "corrupt"):
+                raise self._error(exc) from exc
             raise StoreCorruptError(
                 f"{self.path} is not a valid Oblivion activation database ({exc}). It was not "
-                "modified: move it aside (or restore a backup) and open the store again; the "
-                "vectors in the chroma/ folder beside it are intact, and so are the texts "
-                "(the records' documents) unless the store was written with documents=False"
+                "modified, and Oblivion does not repair it: move it aside (or restore a "
+                "backup) and open the store again; the vectors in the chroma/ folder beside "
+                "it are intact, and so are the texts (the records' documents) unless the "
+                "store was written with documents=False"
             ) from exc
         except Exception:
-            self._release_lock()
+            self._abandon()
             raise
+
+    def _abandon(self) -> None:
+        """Close the connection (if made) and release the lock after a failed open."""
+        conn: sqlite3.Connection | None = getattr(self, "conn", None)
+        try:
+            if conn is not None:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.close()
+        finally:
+            self._release_lock()
+
+    def _error(self, exc: sqlite3.Error) -> StoreError:
+        """The Oblivion error for SQLite failure ``exc``: it says what to change. (The
+        caller raises it ``from exc``.)"""
+        where = str(self.path) if self.path is not None else "the in-memory database"
+        cause = _cause(exc)
+        if cause == "locked":
+            return StoreLockedError(
+                f"another process is writing to {where}; close it or open a different path "
+                f"(SQLite waited {self.BUSY_TIMEOUT:g} s for its write lock: {exc})"
+            )
+        if cause == "path":
+            return StorePathError(
+                f"cannot write to {where} ({exc}): the file, its folder or its disk is "
+                "read-only or not accessible to this user; make them writable (the -wal and "
+                "-shm files beside the database too) or open a store at a different path"
+            )
+        if cause == "corrupt":
+            return StoreCorruptError(
+                f"{where} is damaged ({exc}). Oblivion does not repair it: restore it from a "
+                "backup, or move it aside (with the -wal and -shm files beside it) and open "
+                "the store again to start a new activation database; the sqlite3 command "
+                "line tool's .recover command can salvage what is still readable from it"
+            )
+        if cause == "full":
+            return StoreError(
+                f"the disk holding {where} is full ({exc}); free space on it (or move the "
+                "store to another disk) and retry. The failed write was rolled back; what "
+                "was written before it is intact"
+            )
+        if cause == "io":
+            return StoreError(
+                f"SQLite could not read or write {where} ({exc}): the disk is full or "
+                "failing; free space on it, check the disk, or move the store elsewhere"
+            )
+        return StoreError(f"SQLite failed on {where}: {exc}")
+
+    def _rollback(self) -> None:
+        """Roll back the open transaction, if SQLite has not already (it rolls back by
+        itself on some errors, e.g. a full disk; a ROLLBACK then would hide the cause)."""
+        if self.conn.in_transaction:
+            with contextlib.suppress(sqlite3.Error):  # the error being handled says more
+                self.conn.execute("ROLLBACK")
 
     # ---------------------------------------------------------------- process lock
     def _take_lock(self, directory: Path) -> None:
@@ -332,7 +427,13 @@ class StateDB:
             import fcntl
         except ImportError:  # Windows: SQLite's own locking is all we have
             return
-        fd = os.open(directory / self.LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(directory / self.LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise StorePathError(
+                f"cannot create the lock file {str(directory / self.LOCK)!r}: {exc.strerror}; "
+                "make the store directory writable or open a store at a different path"
+            ) from exc
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
@@ -381,10 +482,12 @@ class StateDB:
         for (name,) in legacy:
             self.conn.execute(f'DROP TABLE "{name}"')
 
-    def close(self) -> None:
-        """Write deferred updates, close the database and release the store lock."""
+    def close(self, *, write: bool = True) -> None:
+        """Write deferred updates (unless ``write=False``: they are dropped), close the
+        database and release the store lock."""
         try:
-            self.flush()
+            if write:
+                self.flush()
         finally:
             try:
                 if self._writer is not None:
@@ -404,25 +507,37 @@ class StateDB:
         still queued (:meth:`defer`) are written in this same transaction.
         """
         self._settle()
-        if durable:
-            self.conn.execute("PRAGMA synchronous=FULL")
-        self.conn.execute("BEGIN IMMEDIATE")
+        conn = self.conn
+        try:
+            if durable:
+                conn.execute("PRAGMA synchronous=FULL")
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            if durable:
+                self._restore_sync()
+            raise self._error(exc) from exc
         queued: _Batch | None = None
         try:
             queued = self._snapshot()
             if queued is not None:
-                _write_batch(self.conn, queued)
-            yield self.conn
-        except BaseException:
-            self.conn.execute("ROLLBACK")
+                _write_batch(conn, queued)
+            yield conn
+            conn.execute("COMMIT")
+        except BaseException as exc:
+            self._rollback()
             if queued is not None:  # still owed: the next write retries it
                 self._failed.append(queued)
+            if isinstance(exc, sqlite3.Error):
+                raise self._error(exc) from exc
             raise
-        else:
-            self.conn.execute("COMMIT")
         finally:
             if durable:
-                self.conn.execute("PRAGMA synchronous=NORMAL")
+                self._restore_sync()
+
+    def _restore_sync(self) -> None:
+        """Back to ``synchronous=NORMAL`` after a durable transaction."""
+        with contextlib.suppress(sqlite3.Error):  # stays FULL: slower, never unsafe
+            self.conn.execute("PRAGMA synchronous=NORMAL")
 
     def defer(
         self,
@@ -461,6 +576,11 @@ class StateDB:
                 if batch is not None:
                     self._inflight_batch = batch
                     self._inflight = self._background_writer().submit(self._write_apart, batch)
+
+    def drop_deferred(self, st: NamespaceState) -> None:
+        """Forget the queued row updates of ``st`` (its namespace is being reloaded from
+        the database after a failed change; their values may carry that change)."""
+        self._deferred_rows.pop(id(st), None)
 
     def flush(self) -> None:
         """Write deferred updates now (a no-op if none wait)."""
@@ -523,21 +643,30 @@ class StateDB:
     # ---------------------------------------------------------------- meta
     def meta(self, key: str) -> Any:
         """A JSON value from the meta table, or ``None``."""
-        row = self.conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        try:
+            row = self.conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        except sqlite3.Error as exc:
+            raise self._error(exc) from exc
         return json.loads(row[0]) if row else None
 
     def set_meta(self, key: str, value: Any, conn: sqlite3.Connection | None = None) -> None:
         """Store a JSON value in the meta table."""
-        (conn or self.conn).execute(
-            "INSERT INTO meta(key, value) VALUES(?, ?) "
-            "ON CONFLICT(key) DO UPDATE SET value=excluded.value",
-            (key, json.dumps(value)),
-        )
+        try:
+            (conn or self.conn).execute(
+                "INSERT INTO meta(key, value) VALUES(?, ?) "
+                "ON CONFLICT(key) DO UPDATE SET value=excluded.value",
+                (key, json.dumps(value)),
+            )
+        except sqlite3.Error as exc:
+            raise self._error(exc) from exc
 
     # ---------------------------------------------------------------- namespaces
     def namespaces(self) -> dict[str, str | None]:
         """Namespace -> stored policy JSON (or ``None``)."""
-        rows = self.conn.execute("SELECT namespace, policy FROM namespaces").fetchall()
+        try:
+            rows = self.conn.execute("SELECT namespace, policy FROM namespaces").fetchall()
+        except sqlite3.Error as exc:
+            raise self._error(exc) from exc
         return {r[0]: r[1] for r in rows}
 
     def add_namespace(self, namespace: str, conn: sqlite3.Connection) -> None:
@@ -566,19 +695,22 @@ class StateDB:
         """Read every row of ``namespace`` into a fresh :class:`NamespaceState`."""
         st = NamespaceState(namespace)
         st.clock = DecayClock.from_json(self.meta(f"clock:{namespace}"))
-        cur = self.conn.execute(
-            "SELECT id, category, importance, confidence, created_at, last_accessed, a_ref, "
-            "d_ref, stability, access_count, tier, invalidated, superseded_by, seq "
-            "FROM memories WHERE namespace=? ORDER BY seq",
-            (namespace,),
-        )
-        for r in cur:
-            values = dict(zip(_FLOAT_COLS, r[2:9], strict=True))
-            values.update(access_count=r[9], tier=r[10], invalidated=bool(r[11]))
-            st.append(r[0], r[1], values, r[13])
-            if r[12]:
-                st.superseded_by[r[0]] = r[12]
-                st.cols["superseded"][st.n - 1] = True
+        try:
+            cur = self.conn.execute(
+                "SELECT id, category, importance, confidence, created_at, last_accessed, "
+                "a_ref, d_ref, stability, access_count, tier, invalidated, superseded_by, seq "
+                "FROM memories WHERE namespace=? ORDER BY seq",
+                (namespace,),
+            )
+            for r in cur:
+                values = dict(zip(_FLOAT_COLS, r[2:9], strict=True))
+                values.update(access_count=r[9], tier=r[10], invalidated=bool(r[11]))
+                st.append(r[0], r[1], values, r[13])
+                if r[12]:
+                    st.superseded_by[r[0]] = r[12]
+                    st.cols["superseded"][st.n - 1] = True
+        except sqlite3.Error as exc:
+            raise self._error(exc) from exc
         return st
 
     def insert(
@@ -656,9 +788,12 @@ class StateDB:
 
     def seq_texts(self, namespace: str) -> list[tuple[int, str]]:
         """``(seq, text)`` of every memory of a namespace, in insertion order."""
-        rows = self.conn.execute(
-            "SELECT seq, text FROM memories WHERE namespace=? ORDER BY seq", (namespace,)
-        ).fetchall()
+        try:
+            rows = self.conn.execute(
+                "SELECT seq, text FROM memories WHERE namespace=? ORDER BY seq", (namespace,)
+            ).fetchall()
+        except sqlite3.Error as exc:
+            raise self._error(exc) from exc
         return [(int(r[0]), str(r[1])) for r in rows]
 
     #: Entries of the text/metadata cache (least recently used ones leave first).
@@ -731,15 +866,18 @@ class StateDB:
     ) -> list[Any]:
         out: list[Any] = []
         ids = list(ids)
-        for start in range(0, len(ids), 500):
-            part = ids[start : start + 500]
-            marks = ",".join("?" * len(part))
-            out.extend(
-                self.conn.execute(
-                    f"SELECT {cols} FROM {table} WHERE namespace=? AND id IN ({marks})",
-                    (namespace, *part),
-                ).fetchall()
-            )
+        try:
+            for start in range(0, len(ids), 500):
+                part = ids[start : start + 500]
+                marks = ",".join("?" * len(part))
+                out.extend(
+                    self.conn.execute(
+                        f"SELECT {cols} FROM {table} WHERE namespace=? AND id IN ({marks})",
+                        (namespace, *part),
+                    ).fetchall()
+                )
+        except sqlite3.Error as exc:
+            raise self._error(exc) from exc
         return out
 
     def set_text(
@@ -767,9 +905,12 @@ class StateDB:
     ) -> tuple[list[str], Vectors | None]:
         """Ids and stored vectors (one per row) of a namespace's memories that ``keep``
         accepts, in one scan of the table (a third faster than reading them by id)."""
-        rows = self.conn.execute(
-            "SELECT id, vector FROM vectors WHERE namespace=?", (namespace,)
-        ).fetchall()
+        try:
+            rows = self.conn.execute(
+                "SELECT id, vector FROM vectors WHERE namespace=?", (namespace,)
+            ).fetchall()
+        except sqlite3.Error as exc:
+            raise self._error(exc) from exc
         kept = [(i, v) for i, v in rows if keep(i)]
         if not kept:
             return [], None
@@ -788,15 +929,21 @@ class StateDB:
 
     def next_seq(self) -> int:
         """A fresh insertion sequence number (monotonic across namespaces and reopenings)."""
-        row = self.conn.execute("SELECT COALESCE(MAX(seq), 0) FROM memories").fetchone()
+        try:
+            row = self.conn.execute("SELECT COALESCE(MAX(seq), 0) FROM memories").fetchone()
+        except sqlite3.Error as exc:
+            raise self._error(exc) from exc
         return int(row[0]) + 1
 
     # ---------------------------------------------------------------- associations
     def links(self, namespace: str) -> list[tuple[str, str, float]]:
         """Every link ``(a, b, weight)`` of a namespace (each stored once, ``a < b``)."""
-        rows = self.conn.execute(
-            "SELECT a, b, weight FROM links WHERE namespace=?", (namespace,)
-        ).fetchall()
+        try:
+            rows = self.conn.execute(
+                "SELECT a, b, weight FROM links WHERE namespace=?", (namespace,)
+            ).fetchall()
+        except sqlite3.Error as exc:
+            raise self._error(exc) from exc
         return [(r[0], r[1], float(r[2])) for r in rows]
 
     def save_links(
@@ -818,9 +965,12 @@ class StateDB:
 
     def review(self, namespace: str) -> dict[str, str]:
         """Memories flagged for review, with the reason."""
-        rows = self.conn.execute(
-            "SELECT id, reason FROM review WHERE namespace=?", (namespace,)
-        ).fetchall()
+        try:
+            rows = self.conn.execute(
+                "SELECT id, reason FROM review WHERE namespace=?", (namespace,)
+            ).fetchall()
+        except sqlite3.Error as exc:
+            raise self._error(exc) from exc
         return {r[0]: r[1] for r in rows}
 
     def set_review(
@@ -839,11 +989,14 @@ class StateDB:
 
     def summaries(self, namespace: str) -> dict[str, list[str]]:
         """Summary id -> original ids, in their original order."""
-        rows = self.conn.execute(
-            "SELECT summary_id, original_id FROM summaries WHERE namespace=? "
-            "ORDER BY summary_id, position",
-            (namespace,),
-        ).fetchall()
+        try:
+            rows = self.conn.execute(
+                "SELECT summary_id, original_id FROM summaries WHERE namespace=? "
+                "ORDER BY summary_id, position",
+                (namespace,),
+            ).fetchall()
+        except sqlite3.Error as exc:
+            raise self._error(exc) from exc
         out: dict[str, list[str]] = {}
         for sid, oid in rows:
             out.setdefault(sid, []).append(oid)
@@ -897,19 +1050,22 @@ class StateDB:
         finds where ``before`` falls, so a prune reads only the entries before it.
         """
         self.flush()
-        first, last = self.conn.execute("SELECT MIN(seq), MAX(seq) FROM events").fetchone()
-        if first is None:
-            return
-        lo, hi = int(first), int(last) + 1  # the first entry at or after ``before``
-        while lo < hi:
-            mid = (lo + hi) // 2
-            row = self.conn.execute(
-                "SELECT seq, at FROM events WHERE seq >= ? ORDER BY seq LIMIT 1", (mid,)
-            ).fetchone()
-            if row[1] < before:
-                lo = int(row[0]) + 1
-            else:
-                hi = mid
+        try:
+            first, last = self.conn.execute("SELECT MIN(seq), MAX(seq) FROM events").fetchone()
+            if first is None:
+                return
+            lo, hi = int(first), int(last) + 1  # the first entry at or after ``before``
+            while lo < hi:
+                mid = (lo + hi) // 2
+                row = self.conn.execute(
+                    "SELECT seq, at FROM events WHERE seq >= ? ORDER BY seq LIMIT 1", (mid,)
+                ).fetchone()
+                if row[1] < before:
+                    lo = int(row[0]) + 1
+                else:
+                    hi = mid
+        except sqlite3.Error as exc:
+            raise self._error(exc) from exc
         # a margin past it for entries queued a moment and written after later ones
         cut = lo + 16 * self.DEFER_EVENTS
         marks = ",".join("?" * len(kinds))
@@ -947,10 +1103,13 @@ class StateDB:
             args.append(limit)
         else:
             sql += " ORDER BY seq"
-        return [
-            Event(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], json.loads(r[8] or "{}"))
-            for r in self.conn.execute(sql, args)
-        ]
+        try:
+            return [
+                Event(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], json.loads(r[8] or "{}"))
+                for r in self.conn.execute(sql, args)
+            ]
+        except sqlite3.Error as exc:
+            raise self._error(exc) from exc
 
 
 def _blob(vector: Vectors) -> bytes:

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from oblivion_core.errors import InvalidInputError, StoreError
+from oblivion_core.errors import InvalidInputError, OblivionError, StoreError, VectorStoreError
 from oblivion_core.typing import Vectors
 
 _UNSAFE = re.compile(r"[^a-zA-Z0-9_-]+")
@@ -106,17 +106,30 @@ class VectorStore:
             ) from exc
         return cls(client, prefix=prefix, documents=documents)
 
+    def _error(self, exc: Exception, operation: str, namespace: str) -> VectorStoreError:
+        """A :class:`VectorStoreError` for a Chroma failure (the caller chains ``exc``)."""
+        return VectorStoreError(
+            f"Chroma failed to {operation} (collection "
+            f"{self.prefix + collection_name(namespace)!r}, namespace {namespace!r}): "
+            f"{type(exc).__name__}: {exc}. Check that the disk holding the Chroma store has "
+            "free space and is writable (or, for a Chroma server, that it is running and "
+            "reachable), then retry"
+        )
+
     # ---------------------------------------------------------------- collections
     def collection(self, namespace: str) -> Any:
         """The collection of ``namespace``, created on first use (cosine space)."""
         col = self._collections.get(namespace)
         if col is None:
-            col = self.client.get_or_create_collection(
-                self.prefix + collection_name(namespace),
-                embedding_function=None,
-                configuration={"hnsw": {"space": "cosine"}},
-                metadata={"oblivion_namespace": namespace},
-            )
+            try:
+                col = self.client.get_or_create_collection(
+                    self.prefix + collection_name(namespace),
+                    embedding_function=None,
+                    configuration={"hnsw": {"space": "cosine"}},
+                    metadata={"oblivion_namespace": namespace},
+                )
+            except Exception as exc:
+                raise self._error(exc, "open (or create) the collection", namespace) from exc
             self._collections[namespace] = col
         return col
 
@@ -137,23 +150,33 @@ class VectorStore:
     ) -> None:
         """Add (or overwrite) records; batched to the client's maximum batch size.
         ``texts`` are stored as documents only when :attr:`documents` is on."""
-        col = self.collection(namespace)
         metas = [dict(m) or None for m in metadatas] if metadatas is not None else None
-        for start in range(0, len(ids), self.max_batch):
-            end = start + self.max_batch
-            col.upsert(
-                ids=list(ids[start:end]),
-                embeddings=vectors[start:end],
-                documents=list(texts[start:end]) if self.documents else None,
-                metadatas=metas[start:end] if metas is not None else None,
-            )
+        try:
+            col = self.collection(namespace)
+            for start in range(0, len(ids), self.max_batch):
+                end = start + self.max_batch
+                col.upsert(
+                    ids=list(ids[start:end]),
+                    embeddings=vectors[start:end],
+                    documents=list(texts[start:end]) if self.documents else None,
+                    metadatas=metas[start:end] if metas is not None else None,
+                )
+        except OblivionError:
+            raise
+        except Exception as exc:
+            raise self._error(exc, f"add {len(ids)} record(s)", namespace) from exc
 
     def delete(self, namespace: str, ids: Sequence[str]) -> None:
         """Delete records by id (unknown ids are ignored)."""
         if ids:
-            col = self.collection(namespace)
-            for start in range(0, len(ids), self.max_batch):
-                col.delete(ids=list(ids[start : start + self.max_batch]))
+            try:
+                col = self.collection(namespace)
+                for start in range(0, len(ids), self.max_batch):
+                    col.delete(ids=list(ids[start : start + self.max_batch]))
+            except OblivionError:
+                raise
+            except Exception as exc:
+                raise self._error(exc, f"delete {len(ids)} record(s)", namespace) from exc
 
     # ---------------------------------------------------------------- reads
     def query(self, namespace: str, vector: Vectors, n: int) -> tuple[list[str], list[float]]:
@@ -164,9 +187,14 @@ class VectorStore:
         """
         if n <= 0:
             return [], []
-        res = self.collection(namespace).query(
-            query_embeddings=vector.reshape(1, -1), n_results=n, include=["distances"]
-        )
+        try:
+            res = self.collection(namespace).query(
+                query_embeddings=vector.reshape(1, -1), n_results=n, include=["distances"]
+            )
+        except OblivionError:
+            raise
+        except Exception as exc:
+            raise self._error(exc, "query", namespace) from exc
         ids = list(res["ids"][0])
         sims = [1.0 - float(d) for d in res["distances"][0]]
         return ids, sims
@@ -174,13 +202,23 @@ class VectorStore:
     def vectors(self, namespace: str, ids: Sequence[str]) -> dict[str, Vectors]:
         """Stored vectors by id (missing ids are absent from the result)."""
         out: dict[str, Vectors] = {}
-        col = self.collection(namespace)
-        for start in range(0, len(ids), self.max_batch):
-            res = col.get(ids=list(ids[start : start + self.max_batch]), include=["embeddings"])
-            for i, vec in zip(res["ids"], res["embeddings"], strict=True):
-                out[i] = np.asarray(vec, dtype=np.float32)
+        try:
+            col = self.collection(namespace)
+            for start in range(0, len(ids), self.max_batch):
+                res = col.get(ids=list(ids[start : start + self.max_batch]), include=["embeddings"])
+                for i, vec in zip(res["ids"], res["embeddings"], strict=True):
+                    out[i] = np.asarray(vec, dtype=np.float32)
+        except OblivionError:
+            raise
+        except Exception as exc:
+            raise self._error(exc, f"get the vectors of {len(ids)} record(s)", namespace) from exc
         return out
 
     def count(self, namespace: str) -> int:
         """Number of records in the collection of ``namespace``."""
-        return int(self.collection(namespace).count())
+        try:
+            return int(self.collection(namespace).count())
+        except OblivionError:
+            raise
+        except Exception as exc:
+            raise self._error(exc, "count the records", namespace) from exc
