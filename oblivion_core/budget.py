@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 import os
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -53,18 +54,25 @@ def check_budget(budget: object, name: str = "token_budget") -> int | None:
     """Validate a token budget: ``None`` (unlimited) or an int >= 0."""
     if budget is None:
         return None
-    if isinstance(budget, bool) or not isinstance(budget, int | float):
-        raise InvalidInputError(f"{name} must be an int >= 0 or None, got {budget!r}")
-    if not math.isfinite(budget) or budget < 0 or budget != int(budget):
+    if isinstance(budget, bool) or not isinstance(budget, numbers.Real):
+        raise InvalidInputError(
+            f"{name} must be an int >= 0 or None, got {type(budget).__name__} {budget!r}"
+        )
+    value = float(budget)
+    if not math.isfinite(value) or value < 0 or value != int(value):
         raise InvalidInputError(f"{name} must be a whole number >= 0 or None, got {budget!r}")
-    return int(budget)
+    return int(budget) if isinstance(budget, numbers.Integral) else int(value)
 
 
 def check_k(value: object, name: str = "k") -> int | None:
     """Validate an item count: ``None`` (the default) or an int >= 1."""
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise InvalidInputError(f"{name} must be an int >= 1 or None, got {value!r}")
-    return value
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise InvalidInputError(
+            f"{name} must be an int >= 1 or None, got {type(value).__name__} {value!r}"
+        )
+    return int(value)
 
 
 def pack(

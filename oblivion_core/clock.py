@@ -50,6 +50,16 @@ class TurnClock:
             self._turn += turns
             return self._turn
 
+    def rewind(self, turns: float) -> float:
+        """Take back ``turns`` (>= 0) of a :meth:`tick` whose write failed: a write that
+        stored nothing was no interaction. Returns the new count."""
+        _check_time(turns)
+        if turns < 0:
+            raise InvalidInputError(f"TurnClock.rewind(turns={turns}): turns must be >= 0")
+        with self._lock:
+            self._turn = max(self._turn - turns, 0.0)
+            return self._turn
+
 
 class ManualClock:
     """A clock that moves only when told to: for tests and simulations.

@@ -10,13 +10,16 @@ re-entrant lock around every state change, so one instance can be shared by thre
 from __future__ import annotations
 
 import json
+import logging
 import math
+import numbers
 import os
 import threading
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -85,6 +88,7 @@ _SIGNALS = {
     "research-assistant": ("research", "study", "analysis", "literature"),
 }
 _T = TypeVar("_T")
+logger = logging.getLogger("oblivion_core")
 # plain ints for hot loops (an IntEnum member lookup costs about a microsecond)
 _ACTIVE, _ARCHIVE, _COLD = int(Tier.ACTIVE), int(Tier.ARCHIVE), int(Tier.COLD)
 _SUPERSEDE_CANDIDATES = 12  # older memories judged per new statement (dense + lexical)
@@ -231,6 +235,7 @@ class Oblivion:
         self._db = StateDB(self.path)
         try:
             stored = self._db.meta("policy")
+            switch_to: Policy | None = None  # another policy than the store was closed with
             if policy is None and stored is not None:
                 self._policy = Policy.from_dict(stored)
             else:
@@ -241,6 +246,9 @@ class Oblivion:
                         f"this store decays on the {stored['clock']!r} clock but the policy uses "
                         f"{self._policy.clock!r}; pass a policy with clock={stored['clock']!r}"
                     )
+                if stored is not None and self._policy != Policy.from_dict(stored):
+                    # switched below, as set_policy() would: the past decays as it did
+                    switch_to, self._policy = self._policy, Policy.from_dict(stored)
             self._db.set_meta("policy", self._policy.to_dict())
             self._ns_policy: dict[str, Policy] = {
                 ns: Policy.from_dict(json.loads(p))
@@ -282,6 +290,13 @@ class Oblivion:
             self._db.close()
             raise
         self._closed = False
+        self._close_failed = False
+        if switch_to is not None:
+            try:
+                self.set_policy(switch_to, reason="another policy passed to Oblivion()")
+            except BaseException:
+                self.close()
+                raise
 
     def _convert_legacy_times(self) -> None:
         """Turn a version-2 store's event times into decay clock readings, in one
@@ -319,12 +334,34 @@ class Oblivion:
 
     # ================================================================ lifecycle
     def close(self) -> None:
-        """Flush and release the store (the object is unusable afterwards)."""
+        """Flush and release the store (the object is unusable afterwards).
+
+        If the queued activation updates cannot be written, this raises and the instance
+        stays open, so ``close()`` can be called again once the cause is fixed. If that
+        second call fails too, it raises after releasing the store without them (a
+        damaged file would otherwise hold the store's lock for good).
+        """
         with self._lock:
-            if not self._closed:
-                self._closed = True
-                self._workers.shutdown(wait=True)
-                self._db.close()
+            if self._closed:
+                return
+            try:
+                # first: a failure keeps the updates and the instance. The use counters
+                # adaptation learns from go with them (maintain() saves them too).
+                with self._db.transaction() as conn:
+                    for ns, space in self._spaces.items():
+                        self._db.set_meta(f"usage:{ns}", space.usage.to_json(), conn)
+            except BaseException:
+                if not self._close_failed:
+                    self._close_failed = True
+                    raise
+                self._release(write=False)  # failed twice: let go of the store
+                raise
+            self._release(write=True)
+
+    def _release(self, *, write: bool) -> None:
+        self._closed = True
+        self._workers.shutdown(wait=True)
+        self._db.close(write=write)
 
     def _background(self, fn: Callable[..., _T], *args: Any) -> Future[_T]:
         """Run ``fn(*args)`` on a worker thread (BM25 beside the query embedding)."""
@@ -364,6 +401,9 @@ class Oblivion:
         ``stability_sigma`` also folds the decay so far into every memory's activation
         (O(memories)). The switch is recorded in the journal with ``reason``.
         """
+        if namespace is not None:
+            namespace = _check_namespace(namespace)
+        reason = _check_reason(reason)
         new = resolve_policy(policy, clock=self._policy.clock)
         if new.clock != self._policy.clock:
             raise PolicyError(
@@ -376,34 +416,41 @@ class Oblivion:
             now = self.clock.now()
             targets = [namespace] if namespace is not None else list(self._known)
             known = [ns for ns in targets if ns in self._known]
-            for ns in known:
-                before = self._policy_of(ns)
-                after = new if namespace is not None or ns not in self._ns_policy else before
-                if (before.floor_fraction, before.stability_sigma) != (
-                    after.floor_fraction,
-                    after.stability_sigma,
-                ):
-                    self._rebase(self._space(ns), now)
-            with self._db.transaction() as conn:
-                if namespace is None:
-                    old = self._policy.name
-                    self._policy = new
-                    self._db.set_meta("policy", new.to_dict(), conn)
-                else:
-                    ns = _check_namespace(namespace)
-                    old = self._ns_policy.get(ns, self._policy).name
-                    self._ns_policy[ns] = new
-                    self._db.add_namespace(ns, conn)
-                    conn.execute(
-                        "UPDATE namespaces SET policy=? WHERE namespace=?",
-                        (json.dumps(new.to_dict()), ns),
-                    )
-                    self._known.add(ns)
-                for ns in known:  # new half-lives start new clock pieces at now
-                    self._clock_now(ns, self._space(ns).state, now)
-                detail = {"from": old, "to": new.name, "reason": reason, "scope": namespace}
-                for ns in targets:  # journaled in every namespace it applies to
-                    self._db.journal(conn, now, ns, [(None, "policy", None, None, detail)])
+            saved = (self._policy, dict(self._ns_policy), set(self._known))
+            try:
+                for ns in known:
+                    before = self._policy_of(ns)
+                    after = new if namespace is not None or ns not in self._ns_policy else before
+                    if (before.floor_fraction, before.stability_sigma) != (
+                        after.floor_fraction,
+                        after.stability_sigma,
+                    ):
+                        self._rebase(self._space(ns), now)
+                with self._db.transaction() as conn:
+                    if namespace is None:
+                        old = self._policy.name
+                        self._policy = new
+                        self._db.set_meta("policy", new.to_dict(), conn)
+                    else:
+                        ns = _check_namespace(namespace)
+                        old = self._ns_policy.get(ns, self._policy).name
+                        self._ns_policy[ns] = new
+                        self._db.add_namespace(ns, conn)
+                        conn.execute(
+                            "UPDATE namespaces SET policy=? WHERE namespace=?",
+                            (json.dumps(new.to_dict()), ns),
+                        )
+                        self._known.add(ns)
+                    for ns in known:  # new half-lives start new clock pieces at now
+                        self._clock_now(ns, self._space(ns).state, now)
+                    detail = {"from": old, "to": new.name, "reason": reason, "scope": namespace}
+                    for ns in targets:  # journaled in every namespace it applies to
+                        self._db.journal(conn, now, ns, [(None, "policy", None, None, detail)])
+            except BaseException:  # the live policies and states agree with the store again
+                self._policy, self._ns_policy, self._known = saved
+                for ns in known:
+                    self._reload(ns)
+                raise
         return new
 
     def use_template_for(self, signal: str, *, namespace: str | None = None) -> Policy:
@@ -434,6 +481,7 @@ class Oblivion:
         metadata: Mapping[str, Any] | None = None,
         namespace: str | None = None,
         id: str | None = None,
+        supersede: bool | None = None,
     ) -> MemoryRecord:
         """Store one memory; durable when this returns.
 
@@ -447,6 +495,13 @@ class Oblivion:
             metadata: JSON-serialisable user data, returned with the memory.
             namespace: Isolated memory space (created on first write).
             id: Your own id (unique in the namespace); a UUID by default.
+            supersede: Let this memory supersede older ones it makes stale (``None``:
+                ``policy.supersede``). ``False`` for texts that state nothing about the
+                user or the world (documents, records kept for lookup only).
+
+        Linking and stale-fact detection run after the memory is durable; if they fail
+        (a custom judge raising, say) the failure is logged on the ``oblivion_core``
+        logger and the call still returns the stored memory.
         """
         return self.remember_many(
             [text],
@@ -456,6 +511,7 @@ class Oblivion:
             metadatas=[metadata],
             namespace=namespace,
             ids=[id],
+            supersede=supersede,
         )[0]
 
     def remember_many(
@@ -468,12 +524,16 @@ class Oblivion:
         metadatas: Sequence[Mapping[str, Any] | None] | None = None,
         namespace: str | None = None,
         ids: Sequence[str | None] | None = None,
+        supersede: bool | None = None,
     ) -> list[MemoryRecord]:
         """Store several memories in one batch (one embedding call, one commit).
 
-        Arguments are parallel sequences; see :meth:`remember`. All or nothing: if any
-        item is invalid, nothing is stored.
+        Arguments are parallel sequences; see :meth:`remember` (``supersede`` applies to
+        the whole batch). All or nothing: if any item is invalid, or the write fails,
+        nothing is stored.
         """
+        if supersede is not None:
+            supersede = _check_flag(supersede, "supersede")
         self._check_open()
         if isinstance(texts, str) or not isinstance(texts, Sequence):
             raise InvalidInputError("texts must be a list of strings (use remember() for one)")
@@ -517,36 +577,61 @@ class Oblivion:
                     f"memory id {clash[0]!r} already exists in namespace {ns!r}; use edit() to "
                     "change it or forget() it first"
                 )
-            if isinstance(self.clock, TurnClock) and policy.clock == "turns":
-                self.clock.tick(n)
+            turns = self.clock if isinstance(self.clock, TurnClock) else None
+            ticked = turns is not None and policy.clock == "turns"
+            if turns is not None and ticked:
+                turns.tick(n)
             now = self.clock.now()
-            rows = self._store_new(
-                ns,
-                space,
-                policy,
-                now,
-                final_ids,
-                clean,
-                vectors,
-                [str(c) for c in cats],
-                [float(x) for x in imps],
-                [float(x) for x in confs],
-                [m or {} for m in metas],
-            )
-            if space.lists is not None:
-                space.lists.note(final_ids, clean)
-            # one batched similarity against the most recent memories serves both steps
-            recent_ids, recent = space.index.recent(policy.link_window + n)
-            sims = matvec(vectors, recent.T)
-            if policy.link_on_write:
-                self._auto_link(ns, space, policy, final_ids, recent_ids, sims, now)
-            if policy.supersede:
-                self._detect_supersession(
-                    ns, space, policy, final_ids, clean, vectors, recent_ids, sims, now
+            try:
+                rows = self._store_new(
+                    ns,
+                    space,
+                    policy,
+                    now,
+                    final_ids,
+                    clean,
+                    vectors,
+                    [str(c) for c in cats],
+                    [float(x) for x in imps],
+                    [float(x) for x in confs],
+                    [m or {} for m in metas],
+                )
+            except BaseException:
+                if turns is not None and ticked:  # nothing was stored: no interaction
+                    turns.rewind(n)
+                raise
+            # Stored and durable from here: what follows refines (links, stale facts,
+            # tiers) and must not make the call fail, or a retry would find the ids taken.
+            try:
+                with self._consistent(ns):
+                    if space.lists is not None:
+                        space.lists.note(final_ids, clean)
+                    # one batched similarity against the most recent memories serves both
+                    recent_ids, recent = space.index.recent(policy.link_window + n)
+                    sims = matvec(vectors, recent.T)
+                    if policy.link_on_write:
+                        self._auto_link(ns, space, policy, final_ids, recent_ids, sims, now)
+                    if policy.supersede if supersede is None else supersede:
+                        self._detect_supersession(
+                            ns, space, policy, final_ids, clean, vectors, recent_ids, sims, now
+                        )
+            except Exception:
+                logger.exception(
+                    "linking or stale-fact detection failed after %d memories were stored in "
+                    "namespace %r; they are stored, without it",
+                    n,
+                    ns,
                 )
             records = self._records(ns, rows, now)
             if 0 < policy.maintain_every <= space.writes_since_maintain:
-                self._maintain(ns, dry_run=False)
+                try:
+                    self._maintain(ns, dry_run=False)
+                except Exception:
+                    logger.exception(
+                        "automatic maintain() after a write in namespace %r failed; the "
+                        "memories are stored, tiers are planned again on the next write",
+                        ns,
+                    )
         return records
 
     def _store_new(
@@ -629,8 +714,9 @@ class Oblivion:
                 st.remove(mid)
             try:
                 self.store.delete(ns, ids)
-            finally:
-                raise
+            except Exception:  # the write's own error is the one to report
+                logger.exception("could not remove %d unwritten memories from Chroma", n)
+            raise
         self._next_seq = seq0 + n
         self._known.add(ns)
         self._db.cache_written(ns, ids, texts, metas)
@@ -651,37 +737,113 @@ class Oblivion:
         *,
         metadata: Mapping[str, Any] | None = None,
         namespace: str | None = None,
+        supersede: bool | None = None,
     ) -> MemoryRecord:
         """Change a memory's text (re-embedded) and/or replace its metadata.
 
-        Its activation is kept; the change is journaled.
+        Its activation is kept; the change is journaled. A new text is a new statement:
+        the memory leaves any supersession it was part of (an older statement it had
+        made stale is current again, and it is no longer stale itself), then it is
+        judged against every other memory as the newest one (``supersede``: as in
+        :meth:`remember`).
         """
         ns = self._ns(namespace)
         clean = _check_text(text, self.policy_for(ns).max_text_chars, "text") if text else None
         if text is not None and clean is None:
             raise InvalidInputError("text must be a non-empty string")
         meta = _check_metadata(metadata) if metadata is not None else None
+        if supersede is not None:
+            supersede = _check_flag(supersede, "supersede")
         vector = embed_texts(self.embedder, [clean], self._dim) if clean is not None else None
         with self._lock:
             self._check_open()
             space = self._space(ns)
+            st = space.state
             i = self._row(space, memory_id)
             now = self.clock.now()
-            with self._db.transaction(durable=True) as conn:
-                if clean is not None and vector is not None:
-                    self.store.add(
-                        ns, [memory_id], vector, [clean], [{"category": space.state.category(i)}]
-                    )
-                    self._db.set_text(conn, ns, memory_id, clean, vector)
-                    space.state.cols["tokens"][i] = 0
-                    space.set_vector(memory_id, vector)
-                if meta is not None:
-                    self._db.set_metadata(conn, ns, memory_id, meta)
-                detail = {"text_changed": clean is not None, "metadata_changed": meta is not None}
-                self._db.journal(conn, now, ns, [(memory_id, "edit", None, None, detail)])
+            old: tuple[str, Vectors] | None = None
             if clean is not None:
-                self._lex.replace(ns, int(space.state.cols["seq"][i]), clean)
+                old_vec = self._vectors(ns, space, [memory_id]).get(memory_id)
+                if old_vec is not None:
+                    old = (self._db.texts(ns, [memory_id])[memory_id], old_vec)
+            chroma_changed = False
+            try:
+                with self._consistent(ns), self._db.transaction(durable=True) as conn:
+                    if meta is not None:
+                        self._db.set_metadata(conn, ns, memory_id, meta)
+                    if clean is not None and vector is not None:
+                        self._db.set_text(conn, ns, memory_id, clean, vector)
+                        self._release_supersession(ns, space, memory_id, now, conn)
+                    detail = {
+                        "text_changed": clean is not None,
+                        "metadata_changed": meta is not None,
+                    }
+                    self._db.journal(conn, now, ns, [(memory_id, "edit", None, None, detail)])
+                    if clean is not None and vector is not None:
+                        # last, so a failure before it leaves Chroma as it was
+                        chroma_changed = True
+                        self.store.add(
+                            ns, [memory_id], vector, [clean], [{"category": st.category(i)}]
+                        )
+            except BaseException:
+                if chroma_changed and old is not None:  # the commit failed after Chroma
+                    try:
+                        self.store.add(
+                            ns, [memory_id], old[1], [old[0]], [{"category": st.category(i)}]
+                        )
+                    except Exception:
+                        logger.exception("could not restore the text of %r in Chroma", memory_id)
+                raise
+            if clean is not None and vector is not None:
+                st.cols["tokens"][i] = 0
+                space.set_vector(memory_id, vector)
+                self._lex.replace(ns, int(st.cols["seq"][i]), clean)
+                if space.lists is not None:  # what it adds to a list is what it says now
+                    space.lists.discard([memory_id])
+                    space.lists.note([memory_id], [clean])
+                policy = self.policy_for(ns)
+                if policy.supersede if supersede is None else supersede:
+                    try:
+                        with self._consistent(ns):
+                            recent_ids, recent = space.index.recent(policy.link_window + 1)
+                            sims = matvec(vector, recent.T)
+                            self._detect_supersession(
+                                ns,
+                                space,
+                                policy,
+                                [memory_id],
+                                [clean],
+                                vector,
+                                recent_ids,
+                                sims,
+                                now,
+                                newest=True,
+                            )
+                    except Exception:
+                        logger.exception("stale-fact detection failed after editing %r", memory_id)
             return self._record(ns, i, now)
+
+    def _release_supersession(
+        self, ns: str, space: _Space, memory_id: str, now: float, conn: Any
+    ) -> None:
+        """``memory_id`` leaves every supersession it is part of (in memory and in the
+        caller's transaction): what it had made stale is current again, and it is."""
+        st = space.state
+        freed = [m for m, succ in st.superseded_by.items() if succ == memory_id]
+        if memory_id in st.superseded_by:
+            freed.append(memory_id)
+        if not freed:
+            return
+        for m in freed:
+            del st.superseded_by[m]
+            st.cols["superseded"][st.index[m]] = False
+        self._db.save_rows(conn, st, [st.index[m] for m in freed])
+        self._db.journal(
+            conn,
+            now,
+            ns,
+            [(m, "unsupersede", None, None, {"reason": f"{memory_id} was edited"}) for m in freed],
+        )
 
     # ================================================================ recall
     def recall(
@@ -720,6 +882,10 @@ class Oblivion:
         k = check_k(k)
         if deep is not None and not isinstance(deep, bool):
             raise InvalidInputError(f"deep must be True, False or None, got {deep!r}")
+        include_invalidated = _check_flag(include_invalidated, "include_invalidated")
+        include_cold = _check_flag(include_cold, "include_cold")
+        include_superseded = _check_flag(include_superseded, "include_superseded")
+        feedback = _check_flag(feedback, "feedback")
         ns = self._ns(namespace)
         policy = self.policy_for(ns)
         pool = max(policy.candidate_pool, k if k is not None else policy.default_k)
@@ -760,6 +926,10 @@ class Oblivion:
     ) -> RecallResult:
         """Rank candidates someone else retrieved, by the same score as :meth:`recall`.
 
+        Only the candidates given come back (no neighbours, no successors added), and
+        every one that fits unless invalidated: a superseded candidate is not hidden, it
+        ranks just below its successor when that is a candidate too.
+
         Args:
             query: The query the candidates answer.
             candidates: ``(memory_id, relevance)`` pairs; every id must exist in the
@@ -778,6 +948,12 @@ class Oblivion:
         q = _check_text(query, None, "query")
         budget = check_budget(token_budget)
         k = check_k(k)
+        feedback = _check_flag(feedback, "feedback")
+        if isinstance(candidates, str | bytes | Mapping) or not isinstance(candidates, Iterable):
+            raise InvalidInputError(
+                "candidates must be a list of (id, relevance) pairs, got "
+                f"{type(candidates).__name__}"
+            )
         ns = self._ns(namespace)
         pairs: list[tuple[str, float | None]] = []
         for pair in candidates:
@@ -785,7 +961,7 @@ class Oblivion:
                 raise InvalidInputError(f"candidates are (id, relevance) pairs, got {pair!r}")
             mid, rel = pair
             if rel is not None:
-                if isinstance(rel, bool) or not isinstance(rel, int | float):
+                if isinstance(rel, bool) or not isinstance(rel, numbers.Real):
                     raise InvalidInputError(f"relevance of {mid!r} must be a number, got {rel!r}")
                 if not math.isfinite(rel):
                     raise InvalidInputError(f"relevance of {mid!r} is not finite ({rel!r})")
@@ -816,6 +992,7 @@ class Oblivion:
                 include_invalidated=False,
                 include_cold=True,
                 feedback=feedback,
+                successors=False,
             )
 
     def _recall(
@@ -846,7 +1023,7 @@ class Oblivion:
         # product on a worker beside the query on this thread measured no better).
         # Chroma returns active memories too: it is asked for enough that they do not
         # crowd out the archived ones.
-        n_ask = pool + min(len(space.index), pool)
+        n_ask = min(pool + min(len(space.index), pool), st.n)  # a huge k asks for all
         archive: tuple[list[str], list[float]] | None = None
         # every active memory's similarity, kept for the candidates found otherwise (BM25,
         # neighbours): a lookup instead of reading their vectors back
@@ -1062,6 +1239,7 @@ class Oblivion:
         active_only: bool = False,
         listed: frozenset[str] = frozenset(),
         scored: Sequence[tuple[ActiveIndex, np.ndarray[Any, Any]]] = (),
+        successors: bool = True,
     ) -> RecallResult:
         """Score candidates ``{id: relevance}``, pack the best into the budget, boost them.
 
@@ -1074,6 +1252,8 @@ class Oblivion:
         A superseded candidate brings the newest memory of its chain along (with the
         same relevance, if that is higher than its own); unless ``include_superseded``,
         the stale one itself is dropped, otherwise it is ranked just below its successor.
+        ``successors=False`` (candidates someone else chose, :meth:`rerank`): no memory is
+        added or dropped; a stale candidate only ranks below a successor that is one.
 
         ``listed``: the current items of a list the query asks for; they come first and
         bring no neighbours.
@@ -1083,6 +1263,10 @@ class Oblivion:
         heads: dict[str, str] = {}
         for m in [m for m in cand if m in st.superseded_by]:
             head = self._chain_head(st, m)
+            if not successors:
+                if head != m and head in cand:
+                    heads[m] = head
+                continue
             if head != m and head in st.index and not st.cols["invalidated"][st.index[head]]:
                 heads[m] = head
                 if cand.get(head, -np.inf) < cand[m]:
@@ -1096,7 +1280,7 @@ class Oblivion:
             keep &= ~st.cols["invalidated"][rows]
         if not include_cold:
             keep &= st.cols["tier"][rows] != _COLD
-        if heads and not include_superseded and policy.hide_superseded:
+        if heads and successors and not include_superseded and policy.hide_superseded:
             keep &= np.fromiter((m not in heads for m in cids), bool, len(cids))
         if not keep.all():
             cids = [m for m, ok in zip(cids, keep, strict=True) if ok]
@@ -1502,6 +1686,13 @@ class Oblivion:
             namespace: Where they live.
         """
         ids = list(dict.fromkeys(_check_ids(ids)))
+        if relevances is not None and (
+            isinstance(relevances, str | bytes | Mapping)
+            or not isinstance(relevances, Sequence | np.ndarray)
+        ):
+            raise InvalidInputError(
+                f"relevances must be a list with one number per id, got {type(relevances).__name__}"
+            )
         rels = [1.0] * len(ids) if relevances is None else list(relevances)
         if len(rels) != len(ids):
             raise InvalidInputError("relevances must have one entry per (distinct) id")
@@ -1583,32 +1774,42 @@ class Oblivion:
         deltas: list[float],
         stability: float,
     ) -> list[float]:
-        st = space.state
-        policy = self.policy_for(ns)
-        before = self._activation(ns, st, now, np.asarray(rows, dtype=np.int64))
-        after = decay.boost(before, np.asarray(deltas), policy.cap)
-        journal: list[JournalRow] = []
-        restore: list[str] = []
-        for i, b, a in zip(rows, before, after, strict=True):
-            self._set_activation(st, i, float(a), now, stability)
-            mid = st.ids[i]
-            if kind == "used":
-                space.usage.of(st.category(i)).used += 1
-            if (
-                st.cols["tier"][i] == Tier.ARCHIVE
-                and a > policy.archive_high
-                and not st.cols["invalidated"][i]
-            ):
-                restore.append(mid)
-            journal.append((mid, kind, float(b), float(a), {}))
-        seeds = {st.ids[i]: float(a - b) for i, b, a in zip(rows, before, after, strict=True)}
-        touched = rows + self._spread(ns, space, policy, seeds, now, journal)
-        with self._db.transaction() as conn:
-            if restore:
-                self._move_to_active(ns, space, restore, conn, now, f"{kind} boost")
-            self._db.save_rows(conn, st, touched)
-            self._db.journal(conn, now, ns, journal)
-        return [float(a) for a in after]
+        with self._consistent(ns):
+            st = space.state
+            policy = self.policy_for(ns)
+            idx = np.asarray(rows, dtype=np.int64)
+            before = self._activation(ns, st, now, idx)
+            after = decay.boost(before, np.asarray(deltas), policy.cap)
+            # an invalidated memory is never reinforced (as in recall's feedback) and
+            # passes nothing on
+            valid = ~st.cols["invalidated"][idx]
+            after = np.where(valid, after, before)
+            rows = [i for i, ok in zip(rows, valid.tolist(), strict=True) if ok]
+            before, after_valid = before[valid], after[valid]
+            journal: list[JournalRow] = []
+            restore: list[str] = []
+            for i, b, a in zip(rows, before, after_valid, strict=True):
+                self._set_activation(st, i, float(a), now, stability)
+                mid = st.ids[i]
+                if kind == "used":
+                    space.usage.of(st.category(i)).used += 1
+                if (
+                    st.cols["tier"][i] == Tier.ARCHIVE
+                    and a > policy.archive_high
+                    and not st.cols["invalidated"][i]
+                ):
+                    restore.append(mid)
+                journal.append((mid, kind, float(b), float(a), {}))
+            seeds = {
+                st.ids[i]: float(a - b) for i, b, a in zip(rows, before, after_valid, strict=True)
+            }
+            touched = rows + self._spread(ns, space, policy, seeds, now, journal)
+            with self._db.transaction() as conn:
+                if restore:
+                    self._move_to_active(ns, space, restore, conn, now, f"{kind} boost")
+                self._db.save_rows(conn, st, touched)
+                self._db.journal(conn, now, ns, journal)
+            return [float(a) for a in after]
 
     # ================================================================ associations
     def link(self, a: str, b: str, weight: float = 1.0, *, namespace: str | None = None) -> float:
@@ -1622,7 +1823,7 @@ class Oblivion:
             The link's weight after the call.
         """
         ns = self._ns(namespace)
-        if isinstance(weight, bool) or not isinstance(weight, int | float):
+        if isinstance(weight, bool) or not isinstance(weight, numbers.Real):
             raise InvalidInputError(f"link weight must be a number in (0, 1], got {weight!r}")
         if not math.isfinite(weight) or not 0 < weight <= 1:
             raise InvalidInputError(f"link weight must be in (0, 1], got {weight!r}")
@@ -1634,11 +1835,14 @@ class Oblivion:
             self._row(space, a)
             self._row(space, b)
             now = self.clock.now()
-            with self._db.transaction() as conn:
-                w = space.graph.add(a, b, float(weight))
-                self._db.save_links(conn, ns, [(a, b, w, "explicit")])
-                self._db.journal(conn, now, ns, [(a, "link", None, None, {"to": b, "weight": w})])
-            return w
+            with self._consistent(ns):
+                with self._db.transaction() as conn:
+                    w = space.graph.add(a, b, float(weight))
+                    self._db.save_links(conn, ns, [(a, b, w, "explicit")])
+                    self._db.journal(
+                        conn, now, ns, [(a, "link", None, None, {"to": b, "weight": w})]
+                    )
+                return w
 
     def links(self, memory_id: str, *, namespace: str | None = None) -> dict[str, float]:
         """The memories linked to ``memory_id`` and their weights."""
@@ -1741,6 +1945,7 @@ class Oblivion:
         """Mark ``old_id`` as superseded by ``new_id``: the older memory is kept, linked to
         its successor and demoted; recall returns the successor in its place."""
         ns = self._ns(namespace)
+        reason = _check_reason(reason) or "explicit"
         if old_id == new_id:
             raise InvalidInputError("a memory cannot supersede itself; pass two different ids")
         with self._lock:
@@ -1770,8 +1975,11 @@ class Oblivion:
         recent_ids: list[str],
         recent_sims: Any,
         now: float,
+        *,
+        newest: bool = False,
     ) -> None:
-        """Let each new memory supersede the older memories it makes stale.
+        """Let each new memory supersede the older memories it makes stale (``newest``:
+        every other memory counts as older, as for a text just edited).
 
         Candidates: the most similar of the recent memories (``recent_sims``) and of the
         whole active tier, and the best BM25 matches among all memories. Only texts that
@@ -1830,7 +2038,7 @@ class Oblivion:
                     m
                     for m in sims
                     if m in st.index
-                    and int(st.cols["seq"][st.index[m]]) < own_seq
+                    and (m != ids[k] if newest else int(st.cols["seq"][st.index[m]]) < own_seq)
                     and m not in st.superseded_by
                     and not st.cols["invalidated"][st.index[m]]
                 ]
@@ -1851,20 +2059,21 @@ class Oblivion:
     def _set_superseded(
         self, ns: str, space: _Space, pairs: list[tuple[str, str]], now: float, reason: str
     ) -> None:
-        st = space.state
-        policy = self.policy_for(ns)
-        rows = [st.index[old] for old, _ in pairs]
-        before = self._activation(ns, st, now, np.asarray(rows, dtype=np.int64))
-        journal: list[JournalRow] = []
-        for (old, new), i, b in zip(pairs, rows, before, strict=True):
-            st.superseded_by[old] = new
-            st.cols["superseded"][i] = True
-            demoted = float(min(b, policy.archive_low * 0.5))
-            self._set_activation(st, i, demoted, now, 0.0, count_access=False)
-            journal.append((old, "supersede", float(b), demoted, {"by": new, "reason": reason}))
-        with self._db.transaction() as conn:
-            self._db.save_rows(conn, st, rows)
-            self._db.journal(conn, now, ns, journal)
+        with self._consistent(ns):
+            st = space.state
+            policy = self.policy_for(ns)
+            rows = [st.index[old] for old, _ in pairs]
+            before = self._activation(ns, st, now, np.asarray(rows, dtype=np.int64))
+            journal: list[JournalRow] = []
+            for (old, new), i, b in zip(pairs, rows, before, strict=True):
+                st.superseded_by[old] = new
+                st.cols["superseded"][i] = True
+                demoted = float(min(b, policy.archive_low * 0.5))
+                self._set_activation(st, i, demoted, now, 0.0, count_access=False)
+                journal.append((old, "supersede", float(b), demoted, {"by": new, "reason": reason}))
+            with self._db.transaction() as conn:
+                self._db.save_rows(conn, st, rows)
+                self._db.journal(conn, now, ns, journal)
 
     def invalidate(
         self, memory_id: str, *, namespace: str | None = None, reason: str | None = None
@@ -1876,6 +2085,7 @@ class Oblivion:
         activation too (times ``policy.invalidate_link_factor``; never raised) and are
         flagged for review (``stats()["flagged_for_review"]`` and their ``why``).
         """
+        reason = _check_reason(reason)
         ns = self._ns(namespace)
         with self._lock:
             self._check_open()
@@ -1884,38 +2094,39 @@ class Oblivion:
             st = space.state
             i = self._row(space, memory_id)
             now = self.clock.now()
-            before = float(self._activation(ns, st, now, np.asarray([i]))[0])
-            st.cols["invalidated"][i] = True
-            self._set_activation(st, i, 0.0, now, 0.0, count_access=False)
-            detail = {"reason": reason} if reason else {}
-            journal: list[JournalRow] = [(memory_id, "invalidate", before, 0.0, detail)]
-            rows = [i]
-            flags: dict[str, str | None] = {memory_id: None}
-            near = [
-                m
-                for m, w in space.graph.neighbours(memory_id).items()
-                if w >= policy.invalidate_link_weight
-                and m in st.index
-                and not st.cols["invalidated"][st.index[m]]
-            ]
-            if near:
-                nrows = [st.index[m] for m in near]
-                acts = self._activation(ns, st, now, np.asarray(nrows, dtype=np.int64))
-                for m, r, a in zip(near, nrows, acts, strict=True):
-                    lowered = float(a) * policy.invalidate_link_factor
-                    self._set_activation(st, r, lowered, now, 0.0, count_access=False)
-                    why = f"linked to invalidated memory {memory_id}"
-                    flags[m] = space.review[m] = why
-                    journal.append((m, "review", float(a), lowered, {"reason": why}))
-                rows += nrows
-            space.review.pop(memory_id, None)
-            with self._db.transaction() as conn:
-                if st.cols["tier"][i] == Tier.ACTIVE:
-                    st.cols["tier"][i] = Tier.ARCHIVE
-                    space.deactivate([memory_id])
-                self._db.save_rows(conn, st, rows)
-                self._db.set_review(conn, ns, flags)
-                self._db.journal(conn, now, ns, journal)
+            with self._consistent(ns):
+                before = float(self._activation(ns, st, now, np.asarray([i]))[0])
+                st.cols["invalidated"][i] = True
+                self._set_activation(st, i, 0.0, now, 0.0, count_access=False)
+                detail = {"reason": reason} if reason else {}
+                journal: list[JournalRow] = [(memory_id, "invalidate", before, 0.0, detail)]
+                rows = [i]
+                flags: dict[str, str | None] = {memory_id: None}
+                near = [
+                    m
+                    for m, w in space.graph.neighbours(memory_id).items()
+                    if w >= policy.invalidate_link_weight
+                    and m in st.index
+                    and not st.cols["invalidated"][st.index[m]]
+                ]
+                if near:
+                    nrows = [st.index[m] for m in near]
+                    acts = self._activation(ns, st, now, np.asarray(nrows, dtype=np.int64))
+                    for m, r, a in zip(near, nrows, acts, strict=True):
+                        lowered = float(a) * policy.invalidate_link_factor
+                        self._set_activation(st, r, lowered, now, 0.0, count_access=False)
+                        why = f"linked to invalidated memory {memory_id}"
+                        flags[m] = space.review[m] = why
+                        journal.append((m, "review", float(a), lowered, {"reason": why}))
+                    rows += nrows
+                space.review.pop(memory_id, None)
+                with self._db.transaction() as conn:
+                    if st.cols["tier"][i] == Tier.ACTIVE:
+                        st.cols["tier"][i] = Tier.ARCHIVE
+                        space.deactivate([memory_id])
+                    self._db.save_rows(conn, st, rows)
+                    self._db.set_review(conn, ns, flags)
+                    self._db.journal(conn, now, ns, journal)
 
     def forget(self, memory_id: str, *, namespace: str | None = None) -> None:
         """Delete a memory for good (text, vector and state). The journal keeps the event."""
@@ -1927,53 +2138,66 @@ class Oblivion:
             self._delete(ns, space, [i], self.clock.now(), "forget() called")
 
     def _delete(self, ns: str, space: _Space, rows: list[int], now: float, why: str) -> None:
-        st = space.state
-        ids = [st.ids[i] for i in rows]
-        acts = self._activation(ns, st, now, np.asarray(rows, dtype=np.int64))
-        seqs = [int(st.cols["seq"][i]) for i in rows]
-        gone = set(ids)
-        if space.lists is not None:
-            space.lists.discard(gone)
-        # Originals of a deleted summary go back to the archive: nothing is lost silently.
-        freed = [o for m in ids for o in space.summaries.get(m, []) if o not in gone]
-        with self._db.transaction() as conn:
-            if freed:
-                frows = [st.index[o] for o in freed if o in st.index]
-                for r in frows:
-                    st.cols["tier"][r] = Tier.ARCHIVE
-                self._db.save_rows(conn, st, frows)
-            for sid, originals in list(space.summaries.items()):
-                if sid in gone:
-                    del space.summaries[sid]
-                    self._db.set_summary(conn, ns, sid, None)
-                elif gone & set(originals):
-                    space.summaries[sid] = [o for o in originals if o not in gone]
-                    self._db.set_summary(conn, ns, sid, space.summaries[sid])
-            orphans = [m for m, succ in st.superseded_by.items() if succ in gone and m not in gone]
-            for m in orphans:  # their successor is gone: they are current again
-                del st.superseded_by[m]
-                st.cols["superseded"][st.index[m]] = False
-            self._db.save_rows(conn, st, [st.index[m] for m in orphans])
-            self._db.delete_links(conn, ns, ids)
-            self._db.set_review(conn, ns, dict.fromkeys(ids))
-            self._db.delete(conn, ns, ids)
-            self._db.journal(
-                conn,
-                now,
-                ns,
-                [
-                    (m, "forget", float(a), None, {"reason": why})
-                    for m, a in zip(ids, acts, strict=True)
-                ],
-            )
-            self.store.delete(ns, ids)
-        self._lex.delete(ns, seqs)
-        space.discard(ids)
-        for m in ids:
-            st.remove(m)
-            space.graph.remove_node(m)
-            space.review.pop(m, None)
-            space.last_relevance.pop(m, None)
+        with self._consistent(ns):
+            st = space.state
+            ids = [st.ids[i] for i in rows]
+            acts = self._activation(ns, st, now, np.asarray(rows, dtype=np.int64))
+            seqs = [int(st.cols["seq"][i]) for i in rows]
+            gone = set(ids)
+            if space.lists is not None:
+                space.lists.discard(gone)
+            # Originals of a deleted summary go back to the archive: nothing is lost silently.
+            freed = [o for m in ids for o in space.summaries.get(m, []) if o not in gone]
+            with self._db.transaction() as conn:
+                if freed:
+                    frows = [st.index[o] for o in freed if o in st.index]
+                    for r in frows:
+                        st.cols["tier"][r] = Tier.ARCHIVE
+                    self._db.save_rows(conn, st, frows)
+                for sid, originals in list(space.summaries.items()):
+                    if sid in gone:
+                        del space.summaries[sid]
+                        self._db.set_summary(conn, ns, sid, None)
+                    elif gone & set(originals):
+                        space.summaries[sid] = [o for o in originals if o not in gone]
+                        self._db.set_summary(conn, ns, sid, space.summaries[sid])
+                orphans = [
+                    m for m, succ in st.superseded_by.items() if succ in gone and m not in gone
+                ]
+                for m in orphans:
+                    # the next statement of the chain that stays takes the deleted one's
+                    # place; none (it was the newest): they are current again
+                    succ: str | None = st.superseded_by[m]
+                    seen = {m}
+                    while succ is not None and succ in gone and succ not in seen:
+                        seen.add(succ)
+                        succ = st.superseded_by.get(succ)
+                    if succ is None or succ in gone:
+                        del st.superseded_by[m]
+                        st.cols["superseded"][st.index[m]] = False
+                    else:
+                        st.superseded_by[m] = succ
+                self._db.save_rows(conn, st, [st.index[m] for m in orphans])
+                self._db.delete_links(conn, ns, ids)
+                self._db.set_review(conn, ns, dict.fromkeys(ids))
+                self._db.delete(conn, ns, ids)
+                self._db.journal(
+                    conn,
+                    now,
+                    ns,
+                    [
+                        (m, "forget", float(a), None, {"reason": why})
+                        for m, a in zip(ids, acts, strict=True)
+                    ],
+                )
+                self.store.delete(ns, ids)
+            self._lex.delete(ns, seqs)
+            space.discard(ids)
+            for m in ids:
+                st.remove(m)
+                space.graph.remove_node(m)
+                space.review.pop(m, None)
+                space.last_relevance.pop(m, None)
 
     # ================================================================ maintenance
     def maintain(self, *, dry_run: bool = False, namespace: str | None = None) -> MaintenancePlan:
@@ -1981,110 +2205,118 @@ class Oblivion:
 
         Applying also runs self-adaptation of half-lives and betas.
         """
+        dry_run = _check_flag(dry_run, "dry_run")
         ns = self._ns(namespace)
         with self._lock:
             self._check_open()
             return self._maintain(ns, dry_run=dry_run)
 
     def _maintain(self, ns: str, *, dry_run: bool) -> MaintenancePlan:
-        space = self._space(ns)
-        st = space.state
-        policy = self.policy_for(ns)
-        now = self.clock.now()
-        act = self._activation(ns, st, now)
-        forgettable = None
-        if policy.forget_enabled:
-            protected = np.isin(
-                st.col("cat"),
-                [st.cat_id(c) for c in policy.protected_categories if c in st.vocab],
-            )
-            forgettable = (
-                ~protected
-                & (st.col("importance") < policy.protect_importance)
-                & (now - st.col("created_at") >= policy.forget_min_age)
-            )
-        decision = plan_tiers(
-            act,
-            st.col("tier"),
-            low=policy.archive_low,
-            high=policy.archive_high,
-            capacity=policy.active_target(st.n),
-            invalidated=st.col("invalidated"),
-            forget_enabled=policy.forget_enabled,
-            forget_below=policy.forget_below,
-            forgettable=forgettable,
-        )
-        entries: list[PlanEntry] = []
-        for action, rows, why in (
-            ("archive", decision.archive, f"activation below {decision.low:.3f}"),
-            ("restore", decision.restore, f"activation above {decision.high:.3f}"),
-            ("forget", decision.forget, f"activation below forget_below {policy.forget_below}"),
-        ):
-            for i in rows:
-                reason = "invalidated" if st.cols["invalidated"][i] else why
-                entries.append(PlanEntry(st.ids[i], action, float(act[i]), st.category(i), reason))
-        groups = self._compression_groups(ns, space, policy, act, decision)
-        for g, group in enumerate(groups):
-            for mid in group:
-                i = st.index[mid]
-                reason = f"group {g + 1}: {len(group)} low-activation memories -> one summary"
-                entries.append(PlanEntry(mid, "compress", float(act[i]), st.category(i), reason))
-        before = len(space.index)
-        after = before - len(decision.archive) + len(decision.restore)
-        after -= int(np.sum(st.cols["tier"][decision.forget] == Tier.ACTIVE))
-        adapted: dict[str, dict[str, float]] = {}
-        if not dry_run:
-            space.writes_since_maintain = 0
-            archive_ids = [st.ids[i] for i in decision.archive]
-            restore_ids = [st.ids[i] for i in decision.restore]
-            with self._db.transaction() as conn:
-                if archive_ids:
-                    space.deactivate(archive_ids)
-                    for i in decision.archive:
-                        st.cols["tier"][i] = Tier.ARCHIVE
-                        space.usage.of(st.category(i)).archived += 1
-                    self._db.save_rows(conn, st, decision.archive.tolist())
-                if restore_ids:
-                    self._move_to_active(ns, space, restore_ids, conn, now, "maintain")
-                self._db.journal(
-                    conn,
-                    now,
-                    ns,
-                    [
-                        (e.id, e.action, e.activation, e.activation, {"reason": e.reason})
-                        for e in entries
-                        if e.action != "forget"
-                    ],
+        with self._consistent(ns):
+            space = self._space(ns)
+            st = space.state
+            policy = self.policy_for(ns)
+            now = self.clock.now()
+            act = self._activation(ns, st, now)
+            forgettable = None
+            if policy.forget_enabled:
+                protected = np.isin(
+                    st.col("cat"),
+                    [st.cat_id(c) for c in policy.protected_categories if c in st.vocab],
                 )
-                adapted = adapt(space.usage, policy)
-                if adapted:
-                    # new half-lives start new clock pieces at now: the decay so far stays
-                    # at the old rates, without rewriting the category's memories
-                    self._clock_now(ns, st, now)
-                    self._db.journal(
-                        conn, now, ns, [(None, "adapt", None, None, {"changed": adapted})]
+                forgettable = (
+                    ~protected
+                    & (st.col("importance") < policy.protect_importance)
+                    & (now - st.col("created_at") >= policy.forget_min_age)
+                )
+            decision = plan_tiers(
+                act,
+                st.col("tier"),
+                low=policy.archive_low,
+                high=policy.archive_high,
+                capacity=policy.active_target(st.n),
+                invalidated=st.col("invalidated"),
+                forget_enabled=policy.forget_enabled,
+                forget_below=policy.forget_below,
+                forgettable=forgettable,
+            )
+            entries: list[PlanEntry] = []
+            for action, rows, why in (
+                ("archive", decision.archive, f"activation below {decision.low:.3f}"),
+                ("restore", decision.restore, f"activation above {decision.high:.3f}"),
+                ("forget", decision.forget, f"activation below forget_below {policy.forget_below}"),
+            ):
+                for i in rows:
+                    reason = "invalidated" if st.cols["invalidated"][i] else why
+                    entries.append(
+                        PlanEntry(st.ids[i], action, float(act[i]), st.category(i), reason)
                     )
-                self._db.set_meta(f"usage:{ns}", space.usage.to_json(), conn)
-            if len(decision.forget):
-                self._delete(ns, space, decision.forget.tolist(), now, "decayed below forget_below")
-            for group in groups:
-                self._compress(ns, space, policy, group, now)
-            if policy.journal_keep is not None:
-                # one chunk per call: maintain() runs inside remember() and must not stall
-                chunks = self._db.prune_events(ns, now - policy.journal_keep, _BOOST_KINDS)
-                next(chunks, None)
-                chunks.close()
-        return MaintenancePlan(
-            namespace=ns,
-            now=now,
-            entries=tuple(entries),
-            low=decision.low,
-            high=decision.high,
-            active_before=before,
-            active_after=after,
-            applied=not dry_run,
-            adapted=adapted,
-        )
+            groups = self._compression_groups(ns, space, policy, act, decision)
+            for g, group in enumerate(groups):
+                for mid in group:
+                    i = st.index[mid]
+                    reason = f"group {g + 1}: {len(group)} low-activation memories -> one summary"
+                    entries.append(
+                        PlanEntry(mid, "compress", float(act[i]), st.category(i), reason)
+                    )
+            before = len(space.index)
+            after = before - len(decision.archive) + len(decision.restore)
+            after -= int(np.sum(st.cols["tier"][decision.forget] == Tier.ACTIVE))
+            adapted: dict[str, dict[str, float]] = {}
+            if not dry_run:
+                space.writes_since_maintain = 0
+                archive_ids = [st.ids[i] for i in decision.archive]
+                restore_ids = [st.ids[i] for i in decision.restore]
+                with self._db.transaction() as conn:
+                    if archive_ids:
+                        space.deactivate(archive_ids)
+                        for i in decision.archive:
+                            st.cols["tier"][i] = Tier.ARCHIVE
+                            space.usage.of(st.category(i)).archived += 1
+                        self._db.save_rows(conn, st, decision.archive.tolist())
+                    if restore_ids:
+                        self._move_to_active(ns, space, restore_ids, conn, now, "maintain")
+                    self._db.journal(
+                        conn,
+                        now,
+                        ns,
+                        [
+                            (e.id, e.action, e.activation, e.activation, {"reason": e.reason})
+                            for e in entries
+                            if e.action != "forget"
+                        ],
+                    )
+                    adapted = adapt(space.usage, policy)
+                    if adapted:
+                        # new half-lives start new clock pieces at now: the decay so far stays
+                        # at the old rates, without rewriting the category's memories
+                        self._clock_now(ns, st, now)
+                        self._db.journal(
+                            conn, now, ns, [(None, "adapt", None, None, {"changed": adapted})]
+                        )
+                    self._db.set_meta(f"usage:{ns}", space.usage.to_json(), conn)
+                if len(decision.forget):
+                    self._delete(
+                        ns, space, decision.forget.tolist(), now, "decayed below forget_below"
+                    )
+                for group in groups:
+                    self._compress(ns, space, policy, group, now)
+                if policy.journal_keep is not None:
+                    # one chunk per call: maintain() runs inside remember() and must not stall
+                    chunks = self._db.prune_events(ns, now - policy.journal_keep, _BOOST_KINDS)
+                    next(chunks, None)
+                    chunks.close()
+            return MaintenancePlan(
+                namespace=ns,
+                now=now,
+                entries=tuple(entries),
+                low=decision.low,
+                high=decision.high,
+                active_before=before,
+                active_after=after,
+                applied=not dry_run,
+                adapted=adapted,
+            )
 
     def _compression_groups(
         self, ns: str, space: _Space, policy: Policy, act: Any, decision: Any
@@ -2209,14 +2441,15 @@ class Oblivion:
         with self._lock:
             space = self._space(ns)
             now = self.clock.now()
-            self._delete(ns, space, [space.state.index[summary_id]], now, "decompress() called")
-            # after the delete: it moves the last row into the summary's place
-            rows = [space.state.index[r.id] for r in originals]
-            with self._db.transaction() as conn:
-                self._db.journal(
-                    conn, now, ns, [(r.id, "decompress", None, None, {}) for r in originals]
-                )
-            return self._records(ns, rows, now)
+            with self._consistent(ns):
+                self._delete(ns, space, [space.state.index[summary_id]], now, "decompress() called")
+                # after the delete: it moves the last row into the summary's place
+                rows = [space.state.index[r.id] for r in originals]
+                with self._db.transaction() as conn:
+                    self._db.journal(
+                        conn, now, ns, [(r.id, "decompress", None, None, {}) for r in originals]
+                    )
+                return self._records(ns, rows, now)
 
     def _move_to_active(
         self, ns: str, space: _Space, ids: list[str], conn: Any, now: float, reason: str
@@ -2250,9 +2483,11 @@ class Oblivion:
             return self._record(ns, self._row(space, memory_id), self.clock.now())
 
     def records(
-        self, *, namespace: str | None = None, tier: Tier | None = None
+        self, *, namespace: str | None = None, tier: Tier | str | None = None
     ) -> list[MemoryRecord]:
-        """Every memory of a namespace (optionally of one tier), oldest first."""
+        """Every memory of a namespace (optionally of one tier: a :class:`Tier` or its
+        label, ``"active"``, ``"archive"`` or ``"cold"``), oldest first."""
+        tier = _check_tier(tier)
         ns = self._ns(namespace)
         with self._lock:
             self._check_open()
@@ -2401,6 +2636,26 @@ class Oblivion:
                 f"(known namespaces: {known})"
             )
         return ns
+
+    @contextmanager
+    def _consistent(self, ns: str) -> Iterator[None]:
+        """Around a change that edits the in-memory state of ``ns`` before its transaction
+        commits: if anything fails, that state is dropped and rebuilt from the database
+        on next use, so the live instance agrees with the store again (the failed
+        transaction rolled back). The namespace's queued recall boosts go with it."""
+        try:
+            yield
+        except BaseException:
+            self._reload(ns)
+            raise
+
+    def _reload(self, ns: str) -> None:
+        """Drop the in-memory state of ``ns``; :meth:`_space` reads it back."""
+        space = self._spaces.pop(ns, None)
+        if space is not None:
+            self._db.drop_deferred(space.state)
+        self._param_cache.pop(ns, None)
+        self._exact_lru.pop(ns, None)
 
     def _space(self, ns: str, *, create: bool = False) -> _Space:
         space = self._spaces.get(ns)
@@ -2638,7 +2893,43 @@ def _check_namespace(namespace: object) -> str:
         raise InvalidInputError(f"namespace must be a non-empty string, got {namespace!r}")
     if len(namespace) > MAX_NAMESPACE_CHARS:
         raise InvalidInputError(f"namespace is longer than {MAX_NAMESPACE_CHARS} characters")
-    return namespace
+    return _check_utf8(namespace, "namespace")
+
+
+def _check_utf8(text: str, name: str) -> str:
+    """Reject lone surrogates (``"\\ud800"``): neither SQLite nor Chroma can store them."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInputError(
+            f"{name} contains {text[exc.start]!r} at position {exc.start}, a lone surrogate "
+            "that cannot be stored as UTF-8; decode your input with errors='replace' or "
+            "remove it"
+        ) from None
+    return text
+
+
+def _check_flag(value: object, name: str) -> bool:
+    if not isinstance(value, bool | np.bool_):
+        raise InvalidInputError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def _check_tier(tier: object) -> Tier | None:
+    if tier is None or isinstance(tier, Tier):
+        return tier
+    if isinstance(tier, str):
+        for t in Tier:
+            if t.label == tier.lower():
+                return t
+    labels = ", ".join(repr(t.label) for t in Tier)
+    raise InvalidInputError(f"tier must be a Tier, one of {labels}, or None; got {tier!r}")
+
+
+def _check_reason(reason: object) -> str | None:
+    if reason is not None and not isinstance(reason, str):
+        raise InvalidInputError(f"reason must be a string or None, got {type(reason).__name__}")
+    return None if reason is None else _check_utf8(reason, "reason")
 
 
 def _check_text(text: object, max_chars: int | None, name: str) -> str:
@@ -2653,18 +2944,20 @@ def _check_text(text: object, max_chars: int | None, name: str) -> str:
             f"{name} has {len(text):,} characters, more than policy.max_text_chars="
             f"{max_chars:,}; split it into several memories or raise max_text_chars"
         )
-    return text
+    return _check_utf8(text, name)
 
 
 def _check_category(category: object) -> str:
     if not isinstance(category, str) or not category.strip():
         raise InvalidInputError(f"category must be a non-empty string, got {category!r}")
-    return category
+    return _check_utf8(category, "category")
 
 
 def _check_unit(value: object, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InvalidInputError(f"{name} must be a number in [0, 1], got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise InvalidInputError(
+            f"{name} must be a number in [0, 1], got {type(value).__name__} {value!r}"
+        )
     v = float(value)
     if not math.isfinite(v) or not 0.0 <= v <= 1.0:
         raise InvalidInputError(f"{name} must be a finite number in [0, 1], got {value!r}")
@@ -2686,7 +2979,7 @@ def _check_metadata(metadata: object) -> dict[str, Any]:
 def _check_id(memory_id: object) -> str:
     if not isinstance(memory_id, str) or not memory_id.strip() or len(memory_id) > 512:
         raise InvalidInputError(f"ids must be non-empty strings of <= 512 chars, got {memory_id!r}")
-    return memory_id
+    return _check_utf8(memory_id, "id")
 
 
 def _check_ids(ids: object) -> list[str]:
@@ -2700,8 +2993,14 @@ def _check_ids(ids: object) -> list[str]:
 def _parallel(values: Sequence[Any] | None, n: int, name: str, default: Any = None) -> list[Any]:
     if values is None:
         return [default] * n
-    if isinstance(values, str) or len(values) != n:
-        raise InvalidInputError(f"{name} must be a list with one entry per text ({n})")
+    if isinstance(values, str | bytes | Mapping) or not isinstance(values, Sequence | np.ndarray):
+        raise InvalidInputError(
+            f"{name} must be a list with one entry per text ({n}), got {type(values).__name__}"
+        )
+    if len(values) != n:
+        raise InvalidInputError(
+            f"{name} must be a list with one entry per text ({n}), got {len(values)} entries"
+        )
     return list(values)
 
 

@@ -1,0 +1,107 @@
+"""Supersession follows what memories say now: an edited text leaves the chains it was
+part of and is judged again, forgetting the middle of a chain keeps the oldest statement
+hidden, rerank() returns exactly the candidates it was given, and an invalidated memory
+is never reinforced."""
+
+from __future__ import annotations
+
+import pytest
+
+from oblivion_core import Oblivion
+
+
+def _colours(mem: Oblivion) -> None:
+    mem.remember("My favourite colour is blue.", id="blue")
+    mem.remember("My favourite colour is green now.", id="green")
+    mem.remember("My favourite colour is red now.", id="red")
+
+
+def test_forgetting_the_middle_of_a_chain_keeps_the_oldest_hidden(mem: Oblivion) -> None:
+    _colours(mem)
+    assert mem.get("blue").superseded_by == "green"
+    assert mem.get("green").superseded_by == "red"
+    mem.forget("green")
+    assert mem.get("blue").superseded_by == "red"
+    ids = mem.recall("What is my favourite colour?").ids
+    assert "red" in ids and "blue" not in ids
+
+
+def test_forgetting_the_newest_makes_the_one_before_current(mem: Oblivion) -> None:
+    _colours(mem)
+    mem.forget("red")
+    assert mem.get("green").superseded_by is None
+    assert mem.get("blue").superseded_by == "green"
+
+
+def test_editing_the_successor_into_something_else_frees_the_older_fact(mem: Oblivion) -> None:
+    mem.remember("My home city is Leeds.", id="leeds")
+    mem.remember("My home city is York now.", id="york")
+    assert mem.get("leeds").superseded_by == "york"
+    mem.edit("york", "I had pasta for lunch today.")
+    assert mem.get("leeds").superseded_by is None
+    assert "leeds" in mem.recall("What is my home city?").ids
+    assert any(e.kind == "unsupersede" for e in mem.history("leeds"))
+
+
+def test_an_edited_stale_statement_is_current_and_judged_as_the_newest(mem: Oblivion) -> None:
+    mem.remember("My favourite drink is tea.", id="a")
+    mem.remember("My favourite drink is coffee.", id="b")
+    assert mem.get("a").superseded_by == "b"
+    mem.edit("a", "I go hiking in the Alps every summer.")
+    assert mem.get("a").superseded_by is None
+    assert mem.recall("hiking in the Alps").ids[0] == "a"
+    # a new statement of the same fact, written as an edit, supersedes the other one
+    mem.edit("a", "My favourite drink is cocoa now.")
+    assert mem.get("b").superseded_by == "a"
+    assert mem.get("a").superseded_by is None
+
+
+def test_edit_with_supersede_false_judges_nothing(mem: Oblivion) -> None:
+    mem.remember("My favourite drink is tea.", id="a")
+    mem.remember("I go hiking in the Alps.", id="b")
+    mem.edit("b", "My favourite drink is coffee now.", supersede=False)
+    assert mem.get("a").superseded_by is None
+
+
+def test_remember_with_supersede_false_judges_nothing(mem: Oblivion) -> None:
+    mem.remember("My favourite drink is tea.", id="a")
+    mem.remember("My favourite drink is coffee now.", id="b", supersede=False)
+    assert mem.get("a").superseded_by is None
+
+
+def test_an_edited_list_item_leaves_the_list(mem: Oblivion) -> None:
+    mem.remember("Add oat milk to the shopping list.", id="milk")
+    mem.remember("The dentist appointment is on Friday at 3pm.", id="dentist")
+    mem.remember("Add rice to the shopping list.", id="rice")
+
+    def listed() -> list[str]:
+        result = mem.recall("What's on my shopping list?", feedback=False)
+        return [i.id for i in result if i.why["relevance_signals"].get("list_item")]
+
+    assert sorted(listed()) == ["milk", "rice"]
+    mem.edit("milk", "The quarterly report is due next Monday.")
+    assert listed() == ["rice"]
+    mem.edit("dentist", "Add bread to the shopping list.")
+    assert sorted(listed()) == ["dentist", "rice"]
+
+
+def test_rerank_returns_exactly_the_candidates_given(mem: Oblivion) -> None:
+    _colours(mem)
+    # blue alone: its successor is not a candidate, so it is neither added nor hidden
+    assert mem.rerank("favourite colour", [("blue", 0.9)]).ids == ["blue"]
+    # both: every candidate comes back, the stale one just below its successor
+    ids = mem.rerank("favourite colour", [("blue", 0.9), ("red", 0.5)]).ids
+    assert ids == ["red", "blue"]
+
+
+def test_an_invalidated_memory_is_never_reinforced(mem: Oblivion) -> None:
+    mem.remember("The office is in Leeds.", id="office")
+    mem.remember("I walk the dog every morning.", id="dog")
+    mem.link("office", "dog", 1.0)
+    mem.invalidate("office")
+    dog = mem.get("dog").activation
+    assert mem.confirm("office") == 0.0
+    assert mem.mark_used(["office"]) == [0.0]
+    assert mem.reinforce(["office"]) == [0.0]
+    assert mem.get("office").activation == 0.0
+    assert mem.get("dog").activation == pytest.approx(dog)

@@ -1,0 +1,309 @@
+"""A change that fails leaves the live instance and the store on disk agreeing, with
+nothing stored before lost (real embedded Chroma + SQLite in tmp_path); bad arguments
+are refused before anything changes."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from oblivion_core import (
+    InvalidInputError,
+    ManualClock,
+    Oblivion,
+    Policy,
+    Tier,
+    TurnClock,
+)
+from oblivion_core.testing import HashEmbedder, word_count
+
+pytestmark = pytest.mark.integration
+
+DAY = 86_400.0
+
+
+class Boom(RuntimeError):
+    """The injected failure."""
+
+
+def _open(path: Path, clock: Any = None, **kwargs: Any) -> Oblivion:
+    kwargs.setdefault("embedder", HashEmbedder())
+    return Oblivion(path, clock=clock or ManualClock(), token_counter=word_count, **kwargs)
+
+
+def _view(mem: Oblivion) -> list[tuple[Any, ...]]:
+    """Everything a user can see of each memory (activation to 9 digits)."""
+    return [
+        (
+            r.id,
+            r.text,
+            round(r.activation, 9),
+            r.tier,
+            r.invalidated,
+            r.superseded_by,
+            r.access_count,
+        )
+        for r in mem.records()
+    ]
+
+
+def _seed(mem: Oblivion) -> list[str]:
+    ids = [
+        mem.remember("My favourite colour is blue.", id="blue").id,
+        mem.remember("My favourite colour is green now.", id="green").id,
+        mem.remember("The office is in Leeds.", id="office").id,
+        mem.remember("I walk the dog every morning.", id="dog").id,
+    ]
+    mem.link("office", "dog", 0.9)
+    return ids
+
+
+def _fail_once(obj: Any, name: str) -> None:
+    """Make ``obj.name`` raise on its next call only."""
+    real = getattr(obj, name)
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        setattr(obj, name, real)
+        raise Boom(f"{name} failed")
+
+    setattr(obj, name, broken)
+
+
+CHANGES = {
+    "invalidate": lambda m: m.invalidate("office", reason="wrong"),
+    "confirm": lambda m: m.confirm("office"),
+    "mark_used": lambda m: m.mark_used(["office", "dog"]),
+    "reinforce": lambda m: m.reinforce(["office"], relevances=[0.9]),
+    "supersede": lambda m: m.supersede("office", "dog"),
+    "forget": lambda m: m.forget("green"),
+    "link": lambda m: m.link("blue", "dog", 0.5),
+    "set_policy": lambda m: m.set_policy(
+        Policy.template("balanced").replace(floor_fraction=0.3), reason="test"
+    ),
+    "maintain": lambda m: m.maintain(),
+}
+
+
+@pytest.mark.parametrize("change", CHANGES.values(), ids=list(CHANGES))
+def test_a_change_whose_transaction_fails_changes_nothing(tmp_path: Path, change: Any) -> None:
+    clock = ManualClock()
+    mem = _open(tmp_path, clock)
+    _seed(mem)
+    clock.advance(3 * DAY)
+    mem.recall("favourite colour")  # queued boosts, written with the next transaction
+    mem._db.flush()
+    before = _view(mem)
+    policy = mem.policy_for()
+    _fail_once(mem._db, "journal")  # every change journals inside its transaction
+    with pytest.raises(Boom):
+        change(mem)
+    assert _view(mem) == before
+    assert mem.policy_for() == policy
+    change(mem)  # works once the cause is gone
+    after = _view(mem)
+    mem.close()
+    again = _open(tmp_path, clock)
+    assert _view(again) == after
+    again.close()
+
+
+def test_forget_whose_chroma_delete_fails_keeps_the_chain(tmp_path: Path) -> None:
+    mem = _open(tmp_path)
+    _seed(mem)
+    assert mem.get("blue").superseded_by == "green"
+    before = _view(mem)
+    _fail_once(mem.store, "delete")
+    with pytest.raises(Boom):
+        mem.forget("green")
+    assert _view(mem) == before
+    assert mem.recall("favourite colour", k=2, feedback=False).ids[:1] == ["green"]
+    mem.close()
+    again = _open(tmp_path)
+    assert _view(again) == before
+    again.close()
+
+
+def test_edit_whose_commit_fails_puts_the_old_text_back_in_chroma(tmp_path: Path) -> None:
+    mem = _open(tmp_path)
+    _seed(mem)
+    real_add = mem.store.add
+
+    def add_then_fail(*args: Any, **kwargs: Any) -> None:
+        real_add(*args, **kwargs)  # Chroma takes the new text; then the commit fails
+        mem.store.add = real_add  # type: ignore[method-assign]
+        raise Boom("commit failed")
+
+    mem.store.add = add_then_fail  # type: ignore[method-assign]
+    with pytest.raises(Boom):
+        mem.edit("office", "The office moved to Manchester.")
+    assert mem.get("office").text == "The office is in Leeds."
+    col = mem.store.collection(mem.default_namespace)
+    got = col.get(ids=["office"], include=["documents", "embeddings"])
+    assert got["documents"] == ["The office is in Leeds."]
+    expected = HashEmbedder().embed_documents(["The office is in Leeds."])[0]
+    assert np.allclose(got["embeddings"][0], expected, atol=1e-6)
+    assert mem.recall("office Leeds", k=1).items[0].text == "The office is in Leeds."
+    mem.close()
+
+
+def test_a_failed_write_does_not_advance_the_turn_clock(tmp_path: Path) -> None:
+    policy = Policy.template("balanced", clock="turns")
+    mem = Oblivion(tmp_path, policy=policy, embedder=HashEmbedder(), token_counter=word_count)
+    mem.remember("We planned the trip to Porto.", category="event")
+    turn = mem.clock.now()
+    assert isinstance(mem.clock, TurnClock)
+    for _ in range(3):
+        _fail_once(mem.store, "add")
+        with pytest.raises(Boom):
+            mem.remember_many([f"note {k}" for k in range(100)])
+    assert mem.clock.now() == turn
+    assert mem.count() == 1
+    mem.close()
+
+
+def test_a_judge_failing_after_the_write_does_not_fail_the_write(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    class BrokenJudge:
+        def supersedes(self, new: str, old: str, similarity: float) -> bool:
+            raise Boom("judge failed")
+
+    mem = _open(tmp_path, supersession_judge=BrokenJudge())
+    mem.remember("My favourite colour is blue.", id="blue")
+    with caplog.at_level(logging.ERROR, logger="oblivion_core"):
+        record = mem.remember("My favourite colour is green now.", id="green")
+    assert record.id == "green"
+    assert "stale-fact detection failed" in caplog.text
+    assert {r.id for r in mem.records()} == {"blue", "green"}
+    mem.close()
+    again = _open(tmp_path)
+    assert {r.id for r in again.records()} == {"blue", "green"}
+    again.close()
+
+
+def test_a_close_that_cannot_write_keeps_the_instance_and_its_boosts(tmp_path: Path) -> None:
+    clock = ManualClock()
+    mem = _open(tmp_path, clock)
+    _seed(mem)
+    clock.advance(DAY)
+    mem.recall("favourite colour")  # boosts queued, not written yet
+    live = _view(mem)
+    _fail_once(mem._db, "transaction")
+    with pytest.raises(Boom):
+        mem.close()
+    assert _view(mem) == live  # still open, nothing dropped
+    mem.close()  # the cause is gone: the queued boosts are written
+    again = _open(tmp_path, clock)
+    assert _view(again) == live
+    again.close()
+
+
+def test_a_close_that_keeps_failing_releases_the_store_the_second_time(tmp_path: Path) -> None:
+    mem = _open(tmp_path)
+    _seed(mem)
+    before = _view(mem)
+    mem._db.transaction = _always_fails  # type: ignore[method-assign]
+    with pytest.raises(Boom):
+        mem.close()
+    with pytest.raises(Boom):
+        mem.close()  # fails again: gives up writing and releases the lock
+    again = _open(tmp_path)  # would raise StoreLockedError if the lock were still held
+    assert _view(again) == before
+    again.close()
+
+
+def _always_fails(*args: Any, **kwargs: Any) -> Any:
+    raise Boom("the database refuses every write")
+
+
+def test_use_counters_survive_a_reopen(tmp_path: Path) -> None:
+    mem = _open(tmp_path)
+    _seed(mem)
+    mem.recall("favourite colour")
+    mem.mark_used(["green"])
+    usage = {c: v["window"] for c, v in mem.stats()["categories"].items()}
+    assert any(w["recalled"] for w in usage.values())
+    mem.close()
+    again = _open(tmp_path)
+    assert {c: v["window"] for c, v in again.stats()["categories"].items()} == usage
+    again.close()
+
+
+def test_reopening_with_another_floor_changes_no_activation(tmp_path: Path) -> None:
+    clock = ManualClock()
+    mem = _open(tmp_path, clock)
+    _seed(mem)
+    clock.advance(30 * DAY)
+    before = {r.id: r.activation for r in mem.records()}
+    mem.close()
+    floor = Policy.template("balanced").replace(floor_fraction=0.6)
+    again = _open(tmp_path, clock, policy=floor)
+    assert again.policy.floor_fraction == 0.6
+    after = {r.id: r.activation for r in again.records()}
+    assert after == pytest.approx(before, abs=1e-9)
+    assert any(e.kind == "policy" for e in again.history())
+    again.close()
+
+
+# ==================================================================== refused up front
+BAD = {
+    "invalidate reason": lambda m: m.invalidate("office", reason=object()),
+    "supersede reason": lambda m: m.supersede("office", "dog", reason=3),
+    "set_policy reason": lambda m: m.set_policy("support-desk", reason=object()),
+    "set_policy namespace": lambda m: m.set_policy("support-desk", namespace=["a"]),
+    "recall feedback": lambda m: m.recall("colour", feedback="no"),
+    "recall include_invalidated": lambda m: m.recall("colour", include_invalidated="no"),
+    "maintain dry_run": lambda m: m.maintain(dry_run="yes"),
+    "importances not a list": lambda m: m.remember_many(["a b"], importances=0.5),  # type: ignore[arg-type]
+    "ids a generator": lambda m: m.remember_many(["a b"], ids=(i for i in ["x"])),  # type: ignore[arg-type]
+    "reinforce relevances": lambda m: m.reinforce(["office"], relevances=0.5),  # type: ignore[arg-type]
+    "rerank None": lambda m: m.rerank("q", None),  # type: ignore[arg-type]
+    "records tier": lambda m: m.records(tier="frozen"),
+    "surrogate text": lambda m: m.remember("bad \ud800 text"),
+    "surrogate id": lambda m: m.remember("fine text", id="x\udfff"),
+    "surrogate namespace": lambda m: m.remember("fine text", namespace="n\ud800"),
+    "surrogate query": lambda m: m.recall("q \ud800"),
+    "supersede flag": lambda m: m.remember("fine text", supersede="no"),  # type: ignore[arg-type]
+}
+
+
+@pytest.mark.parametrize("call", BAD.values(), ids=list(BAD))
+def test_bad_arguments_are_refused_before_anything_changes(tmp_path: Path, call: Any) -> None:
+    mem = _open(tmp_path)
+    _seed(mem)
+    before = _view(mem)
+    with pytest.raises(InvalidInputError) as err:
+        call(mem)
+    assert "must" in str(err.value) or "surrogate" in str(err.value)
+    assert _view(mem) == before
+    mem.close()
+    again = _open(tmp_path)
+    assert _view(again) == before
+    again.close()
+
+
+def test_numpy_numbers_and_tier_labels_are_accepted(tmp_path: Path) -> None:
+    mem = _open(tmp_path)
+    _seed(mem)
+    rec = mem.remember("A numpy importance.", importance=np.float32(0.5))
+    assert rec.importance == pytest.approx(0.5)
+    assert len(mem.recall("colour", k=np.int64(2), token_budget=np.int64(100))) <= 2
+    mem.link("blue", "dog", np.float32(0.5))
+    assert [r.id for r in mem.records(tier="active")] == [
+        r.id for r in mem.records(tier=Tier.ACTIVE)
+    ]
+    mem.close()
+
+
+def test_a_huge_k_through_chromas_archive(tmp_path: Path) -> None:
+    mem = _open(tmp_path)
+    mem.EXACT_ARCHIVE_ROWS = 0  # the archive is searched through Chroma
+    _seed(mem)
+    result = mem.recall("favourite colour", k=2**63, deep=True)
+    assert result.searched_archive
+    assert 0 < len(result) <= 4
+    mem.close()
