@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Annotated, Any, NotRequired
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
 from langchain.agents.middleware.types import ModelCallResult, PrivateStateAttr
-from langchain_core.messages import AIMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import run_in_executor
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
+from pydantic import BaseModel
 
 from oblivion_core import Oblivion, Policy
 from oblivion_core.budget import render
@@ -55,10 +58,47 @@ def _bullet(text: str) -> str:
     return "- " + text.replace("\n", "\n  ")
 
 
+def _final_answer(state: Mapping[str, Any], turn: Sequence[BaseMessage]) -> str:
+    """The answer of a turn that did not end on a plain ``AIMessage`` (see ``after_agent``).
+
+    In order: the state's ``structured_response`` when a model call of this turn set
+    it (its only field when that is a string, else the whole response as JSON); else,
+    when the turn ended on tool results (a ``return_direct`` tool), the last tool
+    message's text; else the text of the turn's last ``AIMessage``; else ``""``.
+    """
+    structured = state.get("structured_response")
+    # only if a model call of this turn produced it (it is cleared on every model call)
+    if structured is not None and any(isinstance(m, AIMessage) for m in turn):
+        return _structured_text(structured)
+    if turn and isinstance(turn[-1], ToolMessage):
+        return message_text(turn[-1]).strip()
+    for message in reversed(turn):
+        if isinstance(message, AIMessage):
+            return message_text(message).strip()
+    return ""
+
+
+def _structured_text(response: Any) -> str:
+    """A structured response as text: its single string field, else JSON."""
+    if isinstance(response, BaseModel):
+        data: Any = response.model_dump(mode="json")
+    elif dataclasses.is_dataclass(response) and not isinstance(response, type):
+        data = dataclasses.asdict(response)
+    else:
+        data = response
+    if isinstance(data, str):
+        return data.strip()
+    if isinstance(data, Mapping) and len(data) == 1:
+        (only,) = data.values()
+        if isinstance(only, str):
+            return only.strip()
+    return json.dumps(data, ensure_ascii=False, default=str)
+
+
 class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
     """Decaying long-term memory for a ``create_agent`` agent.
 
-    Each user turn goes through three hooks:
+    Each user turn goes through these hooks:
 
     1. ``before_model`` (once per user message, not again after tool calls): recall
        from the latest user message, in the user's namespace, with the engine's recall
@@ -83,6 +123,13 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
          Its category and importance are appraised from the *user's* message alone
          with the engine's importance scorer, because that is what the user
          told us (the wording of the answer must not turn small talk into a fact).
+    4. ``after_agent``, at the end of the run, only if ``after_model`` did not record
+       the turn (the run ended without a plain final ``AIMessage``): the same used
+       boost and turn memory, with as the answer the ``structured_response`` of
+       ``response_format=ToolStrategy(...)`` (its only field when that is a string,
+       else the response as JSON), else the last tool result of a ``return_direct``
+       tool, else the text of the turn's last ``AIMessage``. A turn is never recorded
+       twice.
 
     The namespace is per user: by default ``runtime.context.user_id`` (attribute or
     dict key) or ``config["configurable"]["user_id"]``; without either, the engine's
@@ -229,6 +276,32 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
     ) -> dict[str, Any] | None:
         """:meth:`after_model` in a worker thread."""
         return await run_in_executor(None, self.after_model, state, runtime)
+
+    def after_agent(
+        self, state: OblivionMemoryState, runtime: Runtime[Any]
+    ) -> dict[str, Any] | None:
+        """At the end of the run: record the turn if ``after_model`` did not.
+
+        That happens when the run ends without a plain final ``AIMessage``: a
+        structured response (``response_format=ToolStrategy(...)``), a
+        ``return_direct`` tool, or another middleware jumping to the end.
+        """
+        messages = state["messages"]
+        memo = _memo(state)
+        found = latest_human(messages)
+        if memo is None or memo.get("recorded") or found is None:
+            return None
+        if memo.get("turn") != message_key(*found):
+            return None
+        answer = _final_answer(state, messages[found[0] + 1 :])
+        self._record(memo, message_text(found[1]).strip(), answer)
+        return {STATE_KEY: {**memo, "recorded": True}}
+
+    async def aafter_agent(
+        self, state: OblivionMemoryState, runtime: Runtime[Any]
+    ) -> dict[str, Any] | None:
+        """:meth:`after_agent` in a worker thread."""
+        return await run_in_executor(None, self.after_agent, state, runtime)
 
     # ================================================================ steps
     def _namespace(self, runtime: Runtime[Any] | None) -> str | None:

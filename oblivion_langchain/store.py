@@ -81,7 +81,9 @@ class OblivionStore(BaseStore):
     key is a memory id, and each value is kept verbatim in the memory's metadata. The
     memory's *text* — what is embedded and recalled — is taken from the value like
     LangGraph's ``index={"fields": [...]}`` says (default ``["$"]``: the whole value as
-    JSON; several fields are joined with newlines into one text).
+    JSON; several fields are joined with newlines into one text). An item put with
+    ``index=False`` (or lacking every indexed field) is stored with its key as a
+    stand-in text, so its value may be of any size.
 
     * ``put`` remembers a new key, edits an existing one (its activation is kept),
       ``put(ns, key, None)`` / ``delete`` forgets it.
@@ -90,12 +92,25 @@ class OblivionStore(BaseStore):
       prefix, merged by the engine's score (relevance + activation + importance), then
       ``filter``, ``offset`` and ``limit`` as LangGraph documents them.
       ``SearchItem.score`` is that score. The items returned get the recall boost.
-      Items put with ``index=False`` are never returned by a query search.
+      Items put with ``index=False`` are never returned by a query search, and are
+      kept out of stale-fact detection (they make nothing stale and are not judged
+      when put).
     * ``search(prefix)`` without a query lists items, highest activation first
       (``score`` is ``None``); listing boosts nothing.
     * ``list_namespaces`` supports ``prefix``/``suffix`` (with ``"*"`` wildcards),
       ``max_depth``, ``limit`` and ``offset``; namespaces whose items were all deleted
       are not listed.
+
+    Stale facts: the engine's supersession applies to the indexed items of each
+    namespace. When a newer item makes an older one stale — ``"My favourite drink is
+    tea."`` under one key, then ``"My favourite drink is coffee."`` under another — a
+    query search returns only the newer one; ``get`` and a search without a query still
+    return the older item. Putting a new text under either key (or deleting the newer
+    one) ends that supersession: the older item is searchable again, and a re-put item
+    is judged as the newest statement. To keep stale items in query results, give the
+    engine a policy with ``hide_superseded=False`` (they then rank just below their
+    successor), or ``supersede=False`` to turn stale-fact detection off, e.g.
+    ``Oblivion(path, policy=Policy(hide_superseded=False))``.
 
     Every op of a batch is validated before any is run, so a bad op (a namespace with
     non-string labels, a value that is not a dict, ...) raises and changes nothing.
@@ -250,19 +265,21 @@ class OblivionStore(BaseStore):
                 f"index must be None, False or a list of field paths, got {op.index!r}"
             )
         texts = [t for path in paths for t in get_text_at_path(value, path) if t.strip()]
-        indexed = bool(texts)
-        # The engine needs a text for every memory; unindexed items embed their JSON
-        # but are kept out of query searches.
-        text = "\n".join(texts) if indexed else get_text_at_path(value, "$")[0]
+        limit = self._policy(space).max_text_chars
+        if not texts:
+            # The engine needs a text for every memory; an unindexed item gets a short
+            # stand-in (its value lives in the metadata), so a value of any size is
+            # stored. It is kept out of query searches and of supersession.
+            return _Put(space, op.key, value, _stand_in(op.key, limit), False)
+        text = "\n".join(texts)
         if "\x00" in text:
             raise InvalidInputError(f"the text indexed for key {op.key!r} contains a NUL character")
-        limit = self._policy(space).max_text_chars
         if len(text) > limit:
             raise InvalidInputError(
                 f"the text indexed for key {op.key!r} has {len(text):,} characters, more than "
                 f"max_text_chars={limit:,}; index fewer fields (index=[...]) or split the value"
             )
-        return _Put(space, op.key, value, text, indexed)
+        return _Put(space, op.key, value, text, True)
 
     def _policy(self, space: str) -> Any:
         try:
@@ -297,19 +314,30 @@ class OblivionStore(BaseStore):
             return
         stamp = now_iso(self._now)
         meta = {"value": put.value, "updated_at": stamp, "indexed": put.indexed}
+        # An unindexed item states nothing searchable: it must neither make an indexed
+        # item stale nor be judged stale itself on this write.
+        supersede = None if put.indexed else False
         if existing is None:
             meta["created_at"] = stamp
             self.oblivion.remember(
-                put.text, metadata={META_KEY: meta}, namespace=put.space, id=put.key
+                put.text,
+                metadata={META_KEY: meta},
+                namespace=put.space,
+                id=put.key,
+                supersede=supersede,
             )
             return
-        old = existing.metadata.get(META_KEY)
-        meta["created_at"] = old.get("created_at", stamp) if isinstance(old, Mapping) else stamp
+        old = _meta(existing)
+        meta["created_at"] = old.get("created_at", stamp)
+        # A new text (or a switch between indexed and unindexed, even with the same
+        # text) is a new statement: the engine releases the supersessions it was part of.
+        restated = put.text != existing.text or put.indexed != old.get("indexed", True)
         self.oblivion.edit(
             put.key,
-            put.text if put.text != existing.text else None,
+            put.text if restated else None,
             metadata={META_KEY: meta},
             namespace=put.space,
+            supersede=supersede,
         )
 
     def _spaces(self, prefix: Sequence[str]) -> list[tuple[str, tuple[str, ...]]]:
@@ -434,6 +462,12 @@ def _count(value: object, name: str, minimum: int = 0) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise InvalidInputError(f"{name} must be an int >= {minimum}, got {value!r}")
     return value
+
+
+def _stand_in(key: str, limit: int) -> str:
+    """The memory text of an unindexed item: its key (cut to ``limit``, NULs dropped)."""
+    text = key.replace("\x00", " ")[:limit]
+    return text if text.strip() else "-"
 
 
 def _meta(memory: _Memory) -> Mapping[str, Any]:

@@ -51,7 +51,10 @@ class OblivionNodePostprocessor(BaseNodePostprocessor):
     Returned nodes are copies carrying ``oblivion_*`` metadata (id, tier, relevance,
     activation, importance, score, ``why``) that is hidden from the LLM and embedder;
     their score is the engine's combined score. Nodes whose memory was invalidated
-    (``Oblivion.invalidate``) are dropped.
+    (``Oblivion.invalidate``) are dropped; no other node is dropped for staleness
+    (nodes are registered without stale-fact supersession, and a node superseded by
+    hand ranks just below its successor when both are given). Only nodes of the input
+    come back.
 
     Example::
 
@@ -188,7 +191,12 @@ class OblivionNodePostprocessor(BaseNodePostprocessor):
         return [annotate(unique[item.id][0].node, item) for item in result]
 
     def _register(self, nodes: dict[str, tuple[NodeWithScore, str]]) -> None:
-        """Remember nodes never seen before; re-embed nodes whose text changed."""
+        """Remember nodes never seen before; re-embed nodes whose text changed.
+
+        Nodes are documents, not statements made over time: the order a retriever
+        lists them in says nothing about which is newer, so they are not judged for
+        stale-fact supersession.
+        """
         engine = self.oblivion
         new: list[str] = []
         changed: list[str] = []
@@ -211,9 +219,10 @@ class OblivionNodePostprocessor(BaseNodePostprocessor):
                 importances=[self.importance] * len(new),
                 metadatas=[json_metadata(nodes[i][0].node.metadata) for i in new],
                 namespace=self.namespace,
+                supersede=False,
             )
         for node_id in changed:
-            engine.edit(node_id, nodes[node_id][1], namespace=self.namespace)
+            engine.edit(node_id, nodes[node_id][1], namespace=self.namespace, supersede=False)
 
     # ------------------------------------------------------------------ feedback
     def mark_used(self, node_ids: Iterable[str]) -> list[float]:

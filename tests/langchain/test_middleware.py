@@ -8,9 +8,11 @@ from typing import Any
 import pytest
 from _lc_helpers import ScriptedChatModel, memory_block
 from langchain.agents import create_agent
+from langchain.agents.structured_output import ToolStrategy
 from langchain.tools import tool
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
+from pydantic import BaseModel
 
 from oblivion_core import Oblivion, Policy
 from oblivion_core.testing import ManualClock, word_count
@@ -236,6 +238,102 @@ def test_a_memory_forgotten_mid_turn_does_not_break_the_used_boost(seeded: Obliv
     mw._record(memo, "", "Ana lives in Porto, yes.")
     mw._mark_used([sister, instruction], "sam")
     assert "used" in _events(seeded, instruction)
+
+
+class Answer(BaseModel):
+    """A structured answer with one text field."""
+
+    text: str
+
+
+class Distance(BaseModel):
+    """A structured answer with several fields."""
+
+    city: str
+    km: int
+
+
+def _structured_agent(engine: Oblivion, replies: list[Any], schema: type) -> Any:
+    return create_agent(
+        ScriptedChatModel(replies),
+        tools=[],
+        middleware=[OblivionMemoryMiddleware(engine)],
+        response_format=ToolStrategy(schema),
+        checkpointer=InMemorySaver(),
+    )
+
+
+def _structured_call(name: str, args: dict[str, Any], call_id: str) -> AIMessage:
+    return AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": call_id}])
+
+
+def test_a_structured_response_turn_is_remembered_once(engine: Oblivion) -> None:
+    """With ToolStrategy the run ends on a ToolMessage: after_agent records the turn,
+    taking the response's only text field as the answer, once per turn."""
+    agent = _structured_agent(
+        engine,
+        [
+            _structured_call("Answer", {"text": "Noted, kilometres from now on."}, "c1"),
+            _structured_call("Answer", {"text": "Porto is lovely in May."}, "c2"),
+        ],
+        Answer,
+    )
+    result = _ask(agent, "Always give distances in kilometres.")
+    assert result["structured_response"] == Answer(text="Noted, kilometres from now on.")
+    (record,) = engine.records(namespace="sam")
+    assert record.text == (
+        "user: Always give distances in kilometres.\nassistant: Noted, kilometres from now on."
+    )
+    _ask(agent, "When should I visit Porto?")
+    texts = sorted(r.text for r in engine.records(namespace="sam"))
+    assert texts[1] == "user: When should I visit Porto?\nassistant: Porto is lovely in May."
+    assert len(texts) == 2
+
+
+def test_a_structured_response_with_several_fields_is_remembered_as_json(
+    engine: Oblivion,
+) -> None:
+    """A structured response that is not a single text is stored as JSON."""
+    agent = _structured_agent(
+        engine, [_structured_call("Distance", {"city": "Porto", "km": 313}, "c1")], Distance
+    )
+    _ask(agent, "How far is Porto?")
+    (record,) = engine.records(namespace="sam")
+    assert record.text == 'user: How far is Porto?\nassistant: {"city": "Porto", "km": 313}'
+
+
+def test_a_return_direct_tool_turn_is_remembered_and_boosts(seeded: Oblivion) -> None:
+    """A return_direct tool ends the run on its result: that is the turn's answer, and
+    the recalled memories it echoes get the used boost."""
+
+    @tool(return_direct=True)
+    def lookup(city: str) -> str:
+        """Distance lookup."""
+        return "Sam's sister Ana lives in Porto, 313 kilometres from Lisbon."
+
+    call = _structured_call("lookup", {"city": "Porto"}, "c1")
+    agent, _ = _agent(seeded, [call], tools=[lookup])
+    sister = seeded.records(namespace="sam")[1].id
+    result = _ask(agent, "Where does my sister Ana live?")
+    assert isinstance(result["messages"][-1], ToolMessage)
+    assert seeded.count(namespace="sam") == 3
+    (turn,) = [r.text for r in seeded.records(namespace="sam") if r.metadata.get("kind")]
+    assert turn == (
+        "user: Where does my sister Ana live?\n"
+        "assistant: Sam's sister Ana lives in Porto, 313 kilometres from Lisbon."
+    )
+    assert _events(seeded, sister).count("used") == 1
+
+
+async def test_async_structured_response_turn_is_remembered_once(engine: Oblivion) -> None:
+    """ainvoke() records a structured-response turn through aafter_agent, once."""
+    agent = _structured_agent(engine, [_structured_call("Answer", {"text": "Okay."}, "c1")], Answer)
+    config = {"configurable": {"thread_id": "s", "user_id": "sam"}}
+    await agent.ainvoke({"messages": [HumanMessage("I prefer window seats.")]}, config)
+    (record,) = engine.records(namespace="sam")
+    assert record.text == "user: I prefer window seats.\nassistant: Okay."
+    state = await agent.aget_state(config)
+    assert state.values[STATE_KEY]["recorded"] is True
 
 
 # ==================================================================== namespaces and policy

@@ -13,8 +13,8 @@ from langchain.tools import ToolRuntime, tool
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.store.base import GetOp, InvalidNamespaceError, ListNamespacesOp, PutOp, SearchOp
 
-from oblivion_core import Oblivion
-from oblivion_core.testing import ManualClock
+from oblivion_core import Oblivion, Policy
+from oblivion_core.testing import ManualClock, memory
 from oblivion_langchain import OblivionStore
 from oblivion_langchain._convert import encode_namespace
 
@@ -148,6 +148,55 @@ def test_unindexed_items_are_kept_out_of_query_search(store: OblivionStore) -> N
     assert store.get(NS, "secret") is not None
 
 
+def test_unindexed_items_take_no_part_in_supersession(
+    store: OblivionStore, engine: Oblivion
+) -> None:
+    """An index=False item never makes an indexed item stale (so it cannot empty a
+    query search), and switching a key between indexed and unindexed re-judges it."""
+    store.put(NS, "pref", {"text": "My favourite drink is tea."})
+    store.put(NS, "draft", {"text": "My favourite drink is coffee."}, index=False)
+    assert [i.key for i in store.search(NS, query="favourite drink")] == ["pref"]
+    assert engine.get("pref", namespace=encode_namespace(NS)).superseded_by is None
+    # indexed now: a newer statement of the same fact, the older one is hidden
+    store.put(NS, "draft", {"text": "My favourite drink is coffee."})
+    assert [i.key for i in store.search(NS, query="favourite drink")] == ["draft"]
+    # unindexed again: it leaves the supersession, the older item is back
+    store.put(NS, "draft", {"text": "My favourite drink is coffee."}, index=False)
+    assert [i.key for i in store.search(NS, query="favourite drink")] == ["pref"]
+    assert {i.key for i in store.search(NS)} == {"pref", "draft"}
+    assert store.get(NS, "draft").value == {"text": "My favourite drink is coffee."}  # type: ignore[union-attr]
+    # also when the indexed text happens to equal the key (the unindexed stand-in)
+    same = "My favourite drink is milk."
+    store.put(NS, same, {"text": same})
+    assert [i.key for i in store.search(NS, query="favourite drink")] == [same]
+    store.put(NS, same, {"text": same}, index=False)
+    assert [i.key for i in store.search(NS, query="favourite drink")] == ["pref"]
+
+
+def test_unindexed_values_of_any_size_are_stored(engine: Oblivion) -> None:
+    """An unindexed item's memory text is a short stand-in (its key), not its JSON, so a
+    value longer than max_text_chars is stored, got and listed with its value intact."""
+    store = OblivionStore(engine, index={"fields": ["title"]})
+    value = {"title": "report", "body": "x" * (engine.policy.max_text_chars + 10)}
+    store.put(NS, "big", value, index=False)
+    store.put(NS, "big-indexed", value)
+    store.put(NS, "no-title", {"body": "y" * (engine.policy.max_text_chars + 10)})
+    space = encode_namespace(NS)
+    assert engine.get("big", namespace=space).text == "big"
+    assert engine.get("no-title", namespace=space).text == "no-title"
+    assert engine.get("big-indexed", namespace=space).text == "report"
+    assert store.get(NS, "big").value == value  # type: ignore[union-attr]
+    listed = {i.key: i.value for i in store.search(NS)}
+    assert listed["big"] == value and listed["big-indexed"] == value
+    assert [i.key for i in store.search(NS, query="report")] == ["big-indexed"]
+    # switching between indexed and unindexed works both ways
+    store.put(NS, "big", {"title": "summary"})
+    assert engine.get("big", namespace=space).text == "summary"
+    store.put(NS, "big", value, index=False)
+    assert engine.get("big", namespace=space).text == "big"
+    assert store.get(NS, "big").value == value  # type: ignore[union-attr]
+
+
 def test_store_rejects_an_embed_function(engine: Oblivion) -> None:
     """index['embed'] is refused with a message saying where the embedder goes."""
     with pytest.raises(ValueError, match="embedder"):
@@ -234,6 +283,51 @@ def test_feedback_false_searches_read_only(engine: Oblivion) -> None:
     _fill(store)
     store.search(NS, query="green tea")
     assert all(_recalls(engine, k) == 0 for k in ("tea", "coffee", "car", "trip"))
+
+
+def test_query_search_hides_items_a_newer_item_made_stale(store: OblivionStore) -> None:
+    """A newer item of the same namespace that restates a fact hides the older one from
+    query search; get() and a search without a query still return it."""
+    store.put(NS, "ana", {"text": "My favourite drink is tea."})
+    store.put(NS, "ben", {"text": "My favourite drink is coffee."})
+    assert [i.key for i in store.search(NS, query="favourite drink")] == ["ben"]
+    assert store.get(NS, "ana") is not None
+    assert {i.key for i in store.search(NS)} == {"ana", "ben"}
+
+
+def test_hide_superseded_false_keeps_stale_items_below_their_successor() -> None:
+    """With a policy of hide_superseded=False the stale item ranks below its successor."""
+    engine = memory(policy=Policy(hide_superseded=False))
+    try:
+        store = OblivionStore(engine, index={"fields": ["text"]})
+        store.put(NS, "ana", {"text": "My favourite drink is tea."})
+        store.put(NS, "ben", {"text": "My favourite drink is coffee."})
+        assert [i.key for i in store.search(NS, query="favourite drink")] == ["ben", "ana"]
+    finally:
+        names = engine.namespaces()
+        engine.close()
+        for name in names:
+            engine.store.drop(name)
+
+
+def test_overwriting_a_stale_key_makes_it_a_new_searchable_statement(
+    store: OblivionStore,
+) -> None:
+    """A key hidden as stale and then put with an unrelated value is found by its new text."""
+    store.put(NS, "a", {"text": "My favourite drink is tea."})
+    store.put(NS, "b", {"text": "My favourite drink is coffee."})
+    store.put(NS, "a", {"text": "I go hiking in the Alps every summer."})
+    assert store.search(NS, query="hiking in the Alps")[0].key == "a"
+    assert {i.key for i in store.search(NS, query="favourite drink")} == {"a", "b"}
+
+
+def test_overwriting_the_newer_key_brings_back_the_item_it_hid(store: OblivionStore) -> None:
+    """When the item that made another stale gets an unrelated value, the other is back."""
+    store.put(NS, "a", {"text": "My favourite drink is tea."})
+    store.put(NS, "b", {"text": "My favourite drink is coffee."})
+    assert [i.key for i in store.search(NS, query="favourite drink")] == ["b"]
+    store.put(NS, "b", {"text": "I go hiking in the Alps every summer."})
+    assert store.search(NS, query="favourite drink")[0].key == "a"
 
 
 def test_search_pages_tile_the_full_result(store: OblivionStore) -> None:

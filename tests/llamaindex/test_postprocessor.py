@@ -198,6 +198,47 @@ def test_invalidated_nodes_are_dropped(engine: Oblivion) -> None:
     assert ids(rerank.postprocess_nodes(nodes, query_str=QUERY)) == ["a"]
 
 
+@pytest.mark.parametrize("order", [("leeds", "manchester"), ("manchester", "leeds")])
+def test_registration_does_not_supersede_nodes(engine: Oblivion, order: tuple[str, ...]) -> None:
+    """Nodes are documents: a node listed after a similar one does not make it stale, so
+    the ranking follows the scores whatever order the retriever listed them in."""
+    docs = {
+        "leeds": node("leeds", "The office is in Leeds.", 0.9),
+        "manchester": node("manchester", "The office moved to Manchester.", 0.3),
+    }
+    rerank = OblivionNodePostprocessor(oblivion=engine)
+    out = rerank.postprocess_nodes([docs[k] for k in order], query_str="Where is the office?")
+    assert ids(out) == ["leeds", "manchester"]
+    assert engine.get("leeds").superseded_by is None
+    assert engine.get("manchester").superseded_by is None
+
+
+def test_an_edited_node_does_not_supersede_others(engine: Oblivion) -> None:
+    """A node whose text changed is re-embedded without stale-fact detection either."""
+    rerank = OblivionNodePostprocessor(oblivion=engine)
+    leeds = node("leeds", "The office is in Leeds.", 0.9)
+    rerank.postprocess_nodes(
+        [leeds, node("b", "Refunds take five days.", 0.3)], query_str="Where is the office?"
+    )
+    moved = node("b", "The office moved to Manchester.", 0.3)
+    out = rerank.postprocess_nodes([leeds, moved], query_str="Where is the office?")
+    assert ids(out) == ["leeds", "b"]
+    assert engine.get("leeds").superseded_by is None
+
+
+def test_a_superseded_node_is_returned_and_nothing_else_is_added(engine: Oblivion) -> None:
+    """A node superseded by hand still comes back (below its successor when both are
+    given), and its successor is never added when the retriever did not return it."""
+    rerank = OblivionNodePostprocessor(oblivion=engine)
+    old = node("old", "The office is in Leeds.", 0.9)
+    new = node("new", "The office moved to Manchester.", 0.3)
+    rerank.postprocess_nodes([old, new], query_str="Where is the office?")
+    engine.supersede("old", "new")
+    assert ids(rerank.postprocess_nodes([old], query_str="Where is the office?")) == ["old"]
+    both = rerank.postprocess_nodes([old, new], query_str="Where is the office?")
+    assert ids(both) == ["new", "old"]
+
+
 # ---------------------------------------------------------------- output nodes
 def test_returned_nodes_carry_an_explanation_hidden_from_the_llm(engine: Oblivion) -> None:
     """Metadata holds id, tier, relevance, activation and why; prompts never show it."""
