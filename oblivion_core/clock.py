@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import threading
 import time
+from collections.abc import Mapping
 
 from oblivion_core.errors import InvalidInputError
 
@@ -26,39 +27,66 @@ class WallClock:
 class TurnClock:
     """Counts interactions; idle time does not decay anything.
 
-    The engine advances it once per ``remember()`` (one stored turn = one interaction)
-    and persists the count, so a reopened store continues where it stopped.
+    The engine ticks it once per ``remember()``-ed memory, in that memory's namespace,
+    and reads a namespace's time as ``now(namespace)``: the ticks every namespace shares
+    (``tick()`` without a namespace) plus the namespace's own. So one user's conversation
+    does not age another user's memories. ``now()`` counts every tick. The engine
+    persists the counts, so a reopened store continues where it stopped.
     """
 
     unit = "turns"
 
-    def __init__(self, start: float = 0.0) -> None:
+    def __init__(
+        self, start: float = 0.0, *, namespaces: Mapping[str, float] | None = None
+    ) -> None:
         _check_time(start)
-        self._turn = float(start)
+        self._turn = float(start)  # shared by every namespace
+        self._own: dict[str, float] = {}
+        for ns, turns in (namespaces or {}).items():
+            _check_time(turns)
+            self._own[ns] = float(turns)
         self._lock = threading.Lock()
 
-    def now(self) -> float:
-        """Return the number of interactions so far."""
+    def now(self, namespace: str | None = None) -> float:
+        """Interactions so far: of ``namespace`` (shared ones included), or all of them."""
+        if namespace is None:
+            return self._turn + sum(self._own.values())
+        return self._turn + self._own.get(namespace, 0.0)
+
+    @property
+    def shared(self) -> float:
+        """The ticks every namespace shares (``tick()`` without a namespace)."""
         return self._turn
 
-    def tick(self, turns: float = 1.0) -> float:
-        """Advance by ``turns`` (>= 0) and return the new count."""
+    def own(self, namespace: str) -> float:
+        """The ticks of ``namespace`` alone."""
+        return self._own.get(namespace, 0.0)
+
+    def tick(self, turns: float = 1.0, namespace: str | None = None) -> float:
+        """Advance by ``turns`` (>= 0), for one namespace or (``None``) for every one;
+        returns the new :meth:`now` of ``namespace``."""
         _check_time(turns)
         if turns < 0:
             raise InvalidInputError(f"TurnClock.tick(turns={turns}): turns must be >= 0")
         with self._lock:
-            self._turn += turns
-            return self._turn
+            if namespace is None:
+                self._turn += turns
+            else:
+                self._own[namespace] = self._own.get(namespace, 0.0) + turns
+            return self.now(namespace)
 
-    def rewind(self, turns: float) -> float:
+    def rewind(self, turns: float, namespace: str | None = None) -> float:
         """Take back ``turns`` (>= 0) of a :meth:`tick` whose write failed: a write that
-        stored nothing was no interaction. Returns the new count."""
+        stored nothing was no interaction. Returns the new :meth:`now` of ``namespace``."""
         _check_time(turns)
         if turns < 0:
             raise InvalidInputError(f"TurnClock.rewind(turns={turns}): turns must be >= 0")
         with self._lock:
-            self._turn = max(self._turn - turns, 0.0)
-            return self._turn
+            if namespace is None:
+                self._turn = max(self._turn - turns, 0.0)
+            else:
+                self._own[namespace] = max(self._own.get(namespace, 0.0) - turns, 0.0)
+            return self.now(namespace)
 
 
 class ManualClock:

@@ -257,7 +257,11 @@ class Oblivion:
             }
             if clock is None:
                 if self._policy.clock == "turns":
-                    clock = TurnClock(float(self._db.meta("turn") or 0.0))
+                    own = {ns: self._db.meta(f"turn:{ns}") for ns in self._db.namespaces()}
+                    clock = TurnClock(
+                        float(self._db.meta("turn") or 0.0),
+                        namespaces={ns: float(t) for ns, t in own.items() if t is not None},
+                    )
                 else:
                     clock = WallClock()
             if not isinstance(clock, Clock):
@@ -413,7 +417,6 @@ class Oblivion:
             )
         with self._lock:
             self._check_open()
-            now = self.clock.now()
             targets = [namespace] if namespace is not None else list(self._known)
             known = [ns for ns in targets if ns in self._known]
             saved = (self._policy, dict(self._ns_policy), set(self._known))
@@ -425,7 +428,7 @@ class Oblivion:
                         after.floor_fraction,
                         after.stability_sigma,
                     ):
-                        self._rebase(self._space(ns), now)
+                        self._rebase(self._space(ns), self._now(ns))
                 with self._db.transaction() as conn:
                     if namespace is None:
                         old = self._policy.name
@@ -442,10 +445,11 @@ class Oblivion:
                         )
                         self._known.add(ns)
                     for ns in known:  # new half-lives start new clock pieces at now
-                        self._clock_now(ns, self._space(ns).state, now)
+                        self._clock_now(ns, self._space(ns).state, self._now(ns))
                     detail = {"from": old, "to": new.name, "reason": reason, "scope": namespace}
                     for ns in targets:  # journaled in every namespace it applies to
-                        self._db.journal(conn, now, ns, [(None, "policy", None, None, detail)])
+                        entry = (None, "policy", None, None, detail)
+                        self._db.journal(conn, self._now(ns), ns, [entry])
             except BaseException:  # the live policies and states agree with the store again
                 self._policy, self._ns_policy, self._known = saved
                 for ns in known:
@@ -579,9 +583,9 @@ class Oblivion:
                 )
             turns = self.clock if isinstance(self.clock, TurnClock) else None
             ticked = turns is not None and policy.clock == "turns"
-            if turns is not None and ticked:
-                turns.tick(n)
-            now = self.clock.now()
+            if turns is not None and ticked:  # one interaction per memory, in its namespace
+                turns.tick(n, namespace=ns)
+            now = self._now(ns)
             try:
                 rows = self._store_new(
                     ns,
@@ -598,7 +602,7 @@ class Oblivion:
                 )
             except BaseException:
                 if turns is not None and ticked:  # nothing was stored: no interaction
-                    turns.rewind(n)
+                    turns.rewind(n, namespace=ns)
                 raise
             # Stored and durable from here: what follows refines (links, stale facts,
             # tiers) and must not make the call fail, or a retry would find the ids taken.
@@ -693,7 +697,8 @@ class Oblivion:
                 if self._db.meta("dim") is None:
                     self._db.set_meta("dim", self._dim, conn)
                 if isinstance(self.clock, TurnClock):
-                    self._db.set_meta("turn", self.clock.now(), conn)
+                    self._db.set_meta("turn", self.clock.shared, conn)
+                    self._db.set_meta(f"turn:{ns}", self.clock.own(ns), conn)
                 self._db.journal(
                     conn,
                     now,
@@ -760,7 +765,7 @@ class Oblivion:
             space = self._space(ns)
             st = space.state
             i = self._row(space, memory_id)
-            now = self.clock.now()
+            now = self._now(ns)
             old: tuple[str, Vectors] | None = None
             if clean is not None:
                 old_vec = self._vectors(ns, space, [memory_id]).get(memory_id)
@@ -984,7 +989,7 @@ class Oblivion:
                 ns,
                 space,
                 policy,
-                self.clock.now(),
+                self._now(ns),
                 cand,
                 budget,
                 k if k is not None else max(len(cand), 1),
@@ -1015,7 +1020,7 @@ class Oblivion:
         st = space.state
         limit = k if k is not None else policy.default_k
         pool = max(policy.candidate_pool, limit)
-        now = self.clock.now()
+        now = self._now(ns)
 
         # The archive query runs here, after the active tier: Chroma's query holds the GIL
         # from start to end, so on a worker thread it overlapped nothing and only added
@@ -1649,7 +1654,7 @@ class Oblivion:
             space = self._space(ns)
             policy = self.policy_for(ns)
             rows = [self._row(space, m) for m in ids]
-            now = self.clock.now()
+            now = self._now(ns)
             return self._bump(
                 ns,
                 space,
@@ -1721,7 +1726,7 @@ class Oblivion:
                 ns,
                 space,
                 rows,
-                self.clock.now(),
+                self._now(ns),
                 kind="recall",
                 deltas=deltas,
                 stability=policy.retrieval_stability,
@@ -1738,7 +1743,7 @@ class Oblivion:
             space = self._space(ns)
             n = space.state.n
             if n:
-                self._delete(ns, space, list(range(n)), self.clock.now(), "clear() called")
+                self._delete(ns, space, list(range(n)), self._now(ns), "clear() called")
             return n
 
     def confirm(self, memory_id: str, *, namespace: str | None = None) -> float:
@@ -1752,7 +1757,7 @@ class Oblivion:
             space = self._space(ns)
             policy = self.policy_for(ns)
             i = self._row(space, memory_id)
-            now = self.clock.now()
+            now = self._now(ns)
             return self._bump(
                 ns,
                 space,
@@ -1834,7 +1839,7 @@ class Oblivion:
             space = self._space(ns)
             self._row(space, a)
             self._row(space, b)
-            now = self.clock.now()
+            now = self._now(ns)
             with self._consistent(ns):
                 with self._db.transaction() as conn:
                     w = space.graph.add(a, b, float(weight))
@@ -1962,7 +1967,7 @@ class Oblivion:
                     f"{new_id!r} is already superseded (directly or not) by {old_id!r}; "
                     "superseding it back would make a cycle"
                 )
-            self._set_superseded(ns, space, [(old_id, new_id)], self.clock.now(), reason)
+            self._set_superseded(ns, space, [(old_id, new_id)], self._now(ns), reason)
 
     def _detect_supersession(
         self,
@@ -2093,7 +2098,7 @@ class Oblivion:
             policy = self.policy_for(ns)
             st = space.state
             i = self._row(space, memory_id)
-            now = self.clock.now()
+            now = self._now(ns)
             with self._consistent(ns):
                 before = float(self._activation(ns, st, now, np.asarray([i]))[0])
                 st.cols["invalidated"][i] = True
@@ -2135,7 +2140,7 @@ class Oblivion:
             self._check_open()
             space = self._space(ns)
             i = self._row(space, memory_id)
-            self._delete(ns, space, [i], self.clock.now(), "forget() called")
+            self._delete(ns, space, [i], self._now(ns), "forget() called")
 
     def _delete(self, ns: str, space: _Space, rows: list[int], now: float, why: str) -> None:
         with self._consistent(ns):
@@ -2216,7 +2221,7 @@ class Oblivion:
             space = self._space(ns)
             st = space.state
             policy = self.policy_for(ns)
-            now = self.clock.now()
+            now = self._now(ns)
             act = self._activation(ns, st, now)
             forgettable = None
             if policy.forget_enabled:
@@ -2429,7 +2434,7 @@ class Oblivion:
                     "that compression wrote (category 'summary', metadata['summary_of'])"
                 )
             rows = [space.state.index[m] for m in originals if m in space.state.index]
-            return self._records(ns, rows, self.clock.now())
+            return self._records(ns, rows, self._now(ns))
 
     def decompress(self, summary_id: str, *, namespace: str | None = None) -> list[MemoryRecord]:
         """Undo a compression: the originals return to the archive, the summary is deleted.
@@ -2440,7 +2445,7 @@ class Oblivion:
         ns = self._ns(namespace)
         with self._lock:
             space = self._space(ns)
-            now = self.clock.now()
+            now = self._now(ns)
             with self._consistent(ns):
                 self._delete(ns, space, [space.state.index[summary_id]], now, "decompress() called")
                 # after the delete: it moves the last row into the summary's place
@@ -2480,7 +2485,7 @@ class Oblivion:
         with self._lock:
             self._check_open()
             space = self._space(ns)
-            return self._record(ns, self._row(space, memory_id), self.clock.now())
+            return self._record(ns, self._row(space, memory_id), self._now(ns))
 
     def records(
         self, *, namespace: str | None = None, tier: Tier | str | None = None
@@ -2492,7 +2497,7 @@ class Oblivion:
         with self._lock:
             self._check_open()
             st = self._space(ns).state
-            now = self.clock.now()
+            now = self._now(ns)
             rows = np.argsort(st.col("seq"), kind="stable")
             if tier is not None:
                 rows = rows[st.col("tier")[rows] == int(tier)]
@@ -2545,7 +2550,7 @@ class Oblivion:
         with self._lock:
             self._check_open()
             self._space(ns)  # raises for an unknown namespace
-            before = float(self.clock.now()) - float(older_than)
+            before = float(self._now(ns)) - float(older_than)
             chunks = self._db.prune_events(ns, before, list(dict.fromkeys(kinds)))
         total = 0
         while True:
@@ -2576,7 +2581,7 @@ class Oblivion:
             space = self._space(ns)
             st = space.state
             policy = self.policy_for(ns)
-            now = self.clock.now()
+            now = self._now(ns)
             act = self._activation(ns, st, now)
             tiers = st.col("tier")
             cats: dict[str, Any] = {}
@@ -2637,6 +2642,12 @@ class Oblivion:
             )
         return ns
 
+    def _now(self, ns: str) -> float:
+        """The time of namespace ``ns``: on a :class:`TurnClock`, its own interactions
+        (plus the ticks every namespace shares); on any other clock, the clock's time."""
+        clock = self.clock
+        return clock.now(ns) if isinstance(clock, TurnClock) else clock.now()
+
     @contextmanager
     def _consistent(self, ns: str) -> Iterator[None]:
         """Around a change that edits the in-memory state of ``ns`` before its transaction
@@ -2682,7 +2693,7 @@ class Oblivion:
             self._spaces[ns] = space
             # rates that changed while the store was closed (another policy passed to the
             # constructor) start new clock pieces now: the past decayed at the old rates
-            self._clock_now(ns, st, self.clock.now())
+            self._clock_now(ns, st, self._now(ns))
         return space
 
     @staticmethod

@@ -167,3 +167,15 @@ def test_turns_decay_small_talk_but_keep_instructions(fresh: Any) -> None:
         mem.maintain()
         assert mem.get(chat.id).tier.label == "archive"
         assert mem.get(rule.id).tier.label == "active"
+
+
+def test_turn_clock_counts_each_namespace_apart() -> None:
+    """A namespace's time is the shared ticks plus its own; now() counts them all."""
+    clock = TurnClock(2, namespaces={"bob": 5})
+    assert clock.tick(3, namespace="alice") == 5.0
+    assert clock.now("bob") == 7.0
+    assert clock.tick() == 11.0  # shared: every namespace moves
+    assert (clock.now("alice"), clock.now("bob"), clock.now("carol")) == (6.0, 8.0, 3.0)
+    assert clock.rewind(2, namespace="alice") == 4.0
+    assert (clock.shared, clock.own("alice"), clock.own("bob")) == (3.0, 1.0, 5.0)
+    assert clock.now() == 9.0
