@@ -307,3 +307,22 @@ def test_a_huge_k_through_chromas_archive(tmp_path: Path) -> None:
     assert result.searched_archive
     assert 0 < len(result) <= 4
     mem.close()
+
+
+@pytest.mark.parametrize("touch_at_open", [True, False])
+def test_a_half_life_passed_at_reopen_governs_from_the_reopen(
+    tmp_path: Path, touch_at_open: bool
+) -> None:
+    """Not from whenever the namespace is first read after it."""
+    clock = ManualClock()
+    balanced = Policy.template("balanced")
+    mem = _open(tmp_path, clock, policy=balanced)
+    rec = mem.remember("meetup with the design team", category="event", importance=0.0)
+    mem.close()
+    longer = balanced.replace(half_lives={**balanced.half_lives, "event": 40 * DAY})
+    again = _open(tmp_path, clock, policy=longer)
+    if touch_at_open:
+        again.count()
+    clock.advance(40 * DAY)
+    assert again.get(rec.id).activation == pytest.approx(rec.activation / 2)
+    again.close()
