@@ -6,7 +6,9 @@ product everywhere else.
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -14,13 +16,27 @@ from typing import Any
 import numpy as np
 
 from oblivion_core.errors import EmbeddingError, InvalidInputError
-from oblivion_core.typing import Embedder, Vectors
+from oblivion_core.typing import Embedder, TokenCounter, Vectors
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
-#: Words per chunk when a text is longer than the model window. all-MiniLM-L6-v2 reads
-#: 256 word pieces; 150 words stay inside it for ordinary English.
+#: Words per chunk when a text is longer than this: 150 words of ordinary English are
+#: about 200 word pieces, inside the 256 all-MiniLM-L6-v2 was trained on (fastembed
+#: reads up to 512).
 CHUNK_WORDS = 150
+
+#: Estimated word pieces per chunk for an embedder that cannot count its own tokens
+#: (see :func:`estimate_tokens`). 150 words of conversational English estimate at most
+#: about 300, so they stay one chunk, as before; text dense in digits, symbols or
+#: characters of unspaced scripts (ids, hex, URLs, base64, Chinese, Japanese) is cut
+#: into chunks of at most 384 such characters, inside a 512-piece window.
+CHUNK_TOKENS = 384
+
+#: Latin letters per estimated word piece: English words mostly are one piece each.
+_LETTERS_PER_TOKEN = 4
+
+_LATIN_RUN = re.compile(r"[A-Za-z\u00c0-\u024f]+")
+_WORD = re.compile(r"\S+")
 
 
 class FastEmbedEmbedder:
@@ -52,6 +68,10 @@ class FastEmbedEmbedder:
         self.threads = threads
         self.batch_size = batch_size
         self._model: Any = None
+        self._counter: Any = None
+        self._counter_loaded = False
+        self._window: int | None = None
+        self._specials: int | None = None
         self._lock = threading.Lock()
 
     def _load(self) -> Any:
@@ -80,6 +100,61 @@ class FastEmbedEmbedder:
                         ) from exc
         return self._model
 
+    def _load_counter(self) -> Any:
+        """A copy of the model's own tokenizer that neither truncates nor pads (``None``
+        if fastembed does not expose it); sets :attr:`max_tokens` from the original."""
+        model = self._load()
+        if not self._counter_loaded:
+            with self._lock:
+                if not self._counter_loaded:
+                    from tokenizers import Tokenizer
+
+                    # TextEmbedding.model is the loaded OnnxTextModel; its tokenizer is the
+                    # tokenizers.Tokenizer it encodes with, truncating at the window.
+                    tokenizer = getattr(getattr(model, "model", None), "tokenizer", None)
+                    truncation = getattr(tokenizer, "truncation", None) or {}
+                    window = truncation.get("max_length")
+                    if isinstance(tokenizer, Tokenizer) and isinstance(window, int):
+                        serialized = tokenizer.to_str()
+                        counter = Tokenizer.from_str(serialized)
+                        counter.no_truncation()
+                        counter.no_padding()
+                        if _is_bert_style(json.loads(serialized)):
+                            self._specials = len(counter.encode("").ids)
+                        self._counter, self._window = counter, window
+                    self._counter_loaded = True
+        return self._counter
+
+    @property
+    def max_tokens(self) -> int | None:
+        """Tokens the model reads of one text, special tokens included (512 for
+        all-MiniLM-L6-v2 in fastembed), or ``None`` if fastembed does not say."""
+        self._load_counter()
+        return self._window
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens the model's tokenizer makes of ``text`` before truncation, special
+        tokens included: a text fits the model iff this is at most :attr:`max_tokens`."""
+        counter = self._load_counter()
+        if counter is None:
+            raise EmbeddingError(f"fastembed does not expose the tokenizer of {self.model_name}")
+        return len(counter.encode(text).ids)
+
+    def _chunk_count(self, text: str) -> int:
+        """:meth:`count_tokens`, or a bound of it inside the window, found without
+        tokenizing: with a BERT-style tokenizer a text of ``b`` UTF-8 bytes has at most
+        ``b`` tokens besides the special ones (each piece covers at least one normalised
+        character, and normalising no character yields more characters than it has bytes;
+        checked for every code point), so a short text needs no tokenizer pass."""
+        counter = self._load_counter()
+        if self._specials is not None and self._window is not None:
+            bound = len(text.encode("utf-8", "surrogatepass")) + self._specials
+            if bound <= self._window:
+                return bound
+        if counter is None:
+            raise EmbeddingError(f"fastembed does not expose the tokenizer of {self.model_name}")
+        return len(counter.encode(text).ids)
+
     @property
     def busy_cores(self) -> bool:
         """Whether embedding keeps every core busy (ONNX threads on all of them).
@@ -99,6 +174,19 @@ class FastEmbedEmbedder:
         """Embed one query."""
         model = self._load()
         return np.asarray(next(iter(model.query_embed(text))), dtype=np.float32)
+
+
+def _is_bert_style(config: dict[str, Any]) -> bool:
+    """Whether a ``tokenizer.json`` is BERT's: BertNormalizer (or none), BertPreTokenizer,
+    WordPiece. Its token count is then at most the text's UTF-8 bytes plus the specials."""
+    normalizer = config.get("normalizer") or {"type": "BertNormalizer"}
+    pre = config.get("pre_tokenizer") or {}
+    model = config.get("model") or {}
+    return (
+        normalizer.get("type") == "BertNormalizer"
+        and pre.get("type") == "BertPreTokenizer"
+        and model.get("type") == "WordPiece"
+    )
 
 
 class _LlamaIndexStyleEmbedder:
@@ -176,23 +264,189 @@ def normalize(vectors: Any, expected: int, dim: int | None = None) -> Vectors:
     return out
 
 
-def chunks(text: str, words: int = CHUNK_WORDS) -> list[str]:
-    """Split a text into pieces of at most ``words`` words (one piece if it is short)."""
+def estimate_tokens(text: str) -> int:
+    """Word pieces a text is assumed to take when the embedder cannot count them.
+
+    One per four Latin letters of a run, rounded up (English words mostly are one piece),
+    but one per letter of a run whose case changes inside it (base64, ids: not words);
+    one per any other character but whitespace (digits, punctuation, symbols, Chinese,
+    Japanese, every other script), about the most a word-piece tokenizer spends on one.
+    Made-up lower-case words can take more (up to four times), and so can rare Hangul
+    syllables (a BERT tokenizer may split one into three jamo).
+    """
+    pieces = len(text) - sum(map(str.isspace, text))
+    for m in _LATIN_RUN.finditer(text):
+        run = m.group()
+        if len(run) > 1:  # a lone letter is one character, counted already
+            mixed = not (run[1:].islower() or run.isupper())
+            pieces += (len(run) if mixed else -(-len(run) // _LETTERS_PER_TOKEN)) - len(run)
+    return pieces
+
+
+def _fits_estimate(piece: str) -> bool:
+    """Whether :func:`estimate_tokens` of ``piece`` is at most :data:`CHUNK_TOKENS`."""
+    # ASCII is estimated at most one piece per character: a short piece needs no count
+    return (len(piece) <= CHUNK_TOKENS and piece.isascii()) or (
+        estimate_tokens(piece) <= CHUNK_TOKENS
+    )
+
+
+def _last_fitting(
+    fits: Callable[[int], bool], lo: int, hi: int, guess: int | None = None
+) -> int | None:
+    """A large ``x`` in ``[lo, hi]`` with ``fits(x)``, assuming ``fits`` holds up to some
+    point and not after it: the last one, or one within 1/16 of the way from ``lo`` to
+    it. ``None`` if ``fits(lo)`` is false. Gallops from ``guess`` (else from ``lo``) up or
+    down, then bisects: a good guess (the size of the slice before) costs two or three
+    probes. Only returns a value ``fits`` was true for."""
+    step = 1
+    if guess is not None and lo < guess <= hi:
+        step = max(1, (guess - lo) // 16)
+        if fits(guess):
+            good, bad = guess, hi + 1
+        else:
+            if not fits(lo):
+                return None
+            good, bad = lo, guess
+            while good + 1 < bad:  # gallop down to a value that fits
+                probe = max(bad - step, good + 1)
+                if fits(probe):
+                    good = probe
+                    break
+                bad, step = probe, step * 2
+            step = bad - good  # then only bisect
+    elif fits(lo):
+        good, bad = lo, hi + 1
+    else:
+        return None
+    while good + step < bad:  # gallop up to a value that does not fit
+        if not fits(good + step):
+            bad = good + step
+            break
+        good, step = good + step, step * 2
+    while good + 1 < bad and bad - good > (good - lo) // 16:
+        mid = (good + bad) // 2
+        if fits(mid):
+            good = mid
+        else:
+            bad = mid
+    return good
+
+
+def _split_to_fit(piece: str, fits: Callable[[str], bool]) -> list[str]:
+    """Cut ``piece`` into consecutive slices that each satisfy ``fits``, greedily: each
+    slice ends at (about) the last word that still fits; a word that does not fit on its
+    own is cut between characters (a single character that does not fit is sent alone:
+    nothing smaller exists)."""
+    words = [(m.start(), m.end()) for m in _WORD.finditer(piece)]
+    if not words:
+        return [piece]  # only whitespace: nothing to cut, and nothing may vanish
+    out: list[str] = []
+    i = 0
+    start = words[0][0]
+    chars, spanned = 0, 0  # characters and words of the slice before: the next guess
+    while i < len(words):
+
+        def to_char(e: int, s: int = start) -> bool:
+            return fits(piece[s:e])
+
+        def to_word(k: int, s: int = start) -> bool:
+            return fits(piece[s : words[k][1]])
+
+        # characters first: a long unspaced run is only tokenized a little beyond what
+        # fits, never whole once per slice
+        end = words[i][1]
+        guess = min(end, start + (chars or 256))
+        cut = _last_fitting(to_char, start + 1, end, guess)
+        if cut is None or cut < end:
+            cut = cut if cut is not None else start + 1
+            out.append(piece[start:cut])
+            chars, start = cut - start, cut  # the rest of word i starts the next slice
+            continue
+        j = _last_fitting(to_word, i, len(words) - 1, i + spanned if spanned else None)
+        j = j if j is not None else i  # to_word(i) is to_char(end), which fitted
+        out.append(piece[start : words[j][1]])
+        spanned, i = j - i, j + 1
+        if i < len(words):
+            start = words[i][0]
+    return out
+
+
+def chunks(
+    text: str,
+    words: int = CHUNK_WORDS,
+    *,
+    count_tokens: TokenCounter | None = None,
+    max_tokens: int | None = None,
+) -> list[str]:
+    """Split a text into pieces the embedding model reads whole (one piece if it fits).
+
+    First, as always, a text of more than ``words`` whitespace-separated words is split
+    into runs of ``words`` words joined by single spaces. Then any piece over the window
+    is cut further, at word boundaries where possible and between characters inside a
+    word that is over the window on its own (a long unspaced run: Chinese or Japanese
+    text, hex, a URL, base64). Nothing of the text is dropped but whitespace.
+
+    The window: with ``count_tokens`` and ``max_tokens`` (the embedder's own tokenizer,
+    special tokens included), a piece fits iff ``count_tokens(piece) <= max_tokens`` (so
+    an upper bound of the count is as good, where it is within ``max_tokens``); without
+    them, iff :func:`estimate_tokens` is at most :data:`CHUNK_TOKENS`. A text of at most
+    ``words`` words that fits is returned as-is, whitespace and all, so it gets the same
+    vector as it did before chunking looked at tokens.
+    """
+    fits: Callable[[str], bool] = _fits_estimate
+    if count_tokens is not None and max_tokens is not None:
+        counter, limit = count_tokens, max_tokens
+
+        def fits(piece: str) -> bool:
+            return counter(piece) <= limit
+
     parts = text.split()
     if len(parts) <= words:
-        return [text]
-    return [" ".join(parts[i : i + words]) for i in range(0, len(parts), words)]
+        pieces = [text]
+    else:
+        pieces = [" ".join(parts[i : i + words]) for i in range(0, len(parts), words)]
+    out: list[str] = []
+    for piece in pieces:
+        out.extend([piece] if fits(piece) else _split_to_fit(piece, fits))
+    return out
+
+
+def _token_window(embedder: Embedder) -> tuple[TokenCounter, int] | None:
+    """How to measure chunks for ``embedder``: its own ``count_tokens`` and ``max_tokens``
+    if it has both (as :class:`FastEmbedEmbedder` has), else ``None`` (estimate)."""
+    count = getattr(embedder, "count_tokens", None)
+    if not callable(count):
+        return None
+    limit = getattr(embedder, "max_tokens", None)
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit <= 0:
+        return None
+    if isinstance(embedder, FastEmbedEmbedder):
+        return embedder._chunk_count, limit
+    return count, limit
 
 
 def embed_texts(embedder: Embedder, texts: Sequence[str], dim: int | None = None) -> Vectors:
     """Embed stored texts; a text longer than the model window is embedded as the
-    normalised mean of its chunks' vectors, so all of it counts in retrieval."""
+    normalised mean of its chunks' vectors, so all of it counts in retrieval.
+
+    Chunks come from :func:`chunks`: measured with the embedder's own tokenizer when it
+    has ``count_tokens(text) -> int`` and ``max_tokens: int`` (special tokens included,
+    as :class:`FastEmbedEmbedder` has), estimated otherwise.
+    """
+    window = _token_window(embedder)
+    count, limit = window if window is not None else (None, None)
     pieces: list[str] = []
     owners: list[int] = []
-    for i, text in enumerate(texts):
-        for piece in chunks(text):
-            pieces.append(piece)
-            owners.append(i)
+    try:
+        for i, text in enumerate(texts):
+            for piece in chunks(text, count_tokens=count, max_tokens=limit):
+                pieces.append(piece)
+                owners.append(i)
+    except EmbeddingError:
+        raise
+    except Exception as exc:
+        raise EmbeddingError(f"embedder failed to count tokens: {exc}") from exc
     # shortest first: a batched transformer pads each batch to its longest text, so
     # neighbours of similar length waste less work (the vectors are the same)
     order = sorted(range(len(pieces)), key=lambda j: len(pieces[j]))
