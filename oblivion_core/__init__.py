@@ -29,6 +29,7 @@ from oblivion_core.errors import (
     TextTooLongError,
     UnknownMemoryError,
     UnknownNamespaceError,
+    VectorStoreError,
 )
 from oblivion_core.importance import HeuristicImportance
 from oblivion_core.policy import TEMPLATES, Policy
@@ -67,5 +68,6 @@ __all__ = [
     "UnknownMemoryError",
     "UnknownNamespaceError",
     "VectorStore",
+    "VectorStoreError",
     "WallClock",
 ]

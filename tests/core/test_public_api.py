@@ -41,6 +41,7 @@ EXPECTED_ALL = [
     "UnknownMemoryError",
     "UnknownNamespaceError",
     "VectorStore",
+    "VectorStoreError",
     "WallClock",
 ]
 
@@ -85,6 +86,7 @@ def test_testing_module_api_is_pinned() -> None:
         (errors.StorePathError, RuntimeError),
         (errors.StoreCorruptError, RuntimeError),
         (errors.StoreLockedError, RuntimeError),
+        (errors.VectorStoreError, RuntimeError),
         (errors.EmbeddingError, RuntimeError),
     ],
 )
