@@ -2153,49 +2153,56 @@ class Oblivion:
                 space.lists.discard(gone)
             # Originals of a deleted summary go back to the archive: nothing is lost silently.
             freed = [o for m in ids for o in space.summaries.get(m, []) if o not in gone]
-            with self._db.transaction() as conn:
-                if freed:
-                    frows = [st.index[o] for o in freed if o in st.index]
-                    for r in frows:
-                        st.cols["tier"][r] = Tier.ARCHIVE
-                    self._db.save_rows(conn, st, frows)
-                for sid, originals in list(space.summaries.items()):
-                    if sid in gone:
-                        del space.summaries[sid]
-                        self._db.set_summary(conn, ns, sid, None)
-                    elif gone & set(originals):
-                        space.summaries[sid] = [o for o in originals if o not in gone]
-                        self._db.set_summary(conn, ns, sid, space.summaries[sid])
-                orphans = [
-                    m for m, succ in st.superseded_by.items() if succ in gone and m not in gone
-                ]
-                for m in orphans:
-                    # the next statement of the chain that stays takes the deleted one's
-                    # place; none (it was the newest): they are current again
-                    succ: str | None = st.superseded_by[m]
-                    seen = {m}
-                    while succ is not None and succ in gone and succ not in seen:
-                        seen.add(succ)
-                        succ = st.superseded_by.get(succ)
-                    if succ is None or succ in gone:
-                        del st.superseded_by[m]
-                        st.cols["superseded"][st.index[m]] = False
-                    else:
-                        st.superseded_by[m] = succ
-                self._db.save_rows(conn, st, [st.index[m] for m in orphans])
-                self._db.delete_links(conn, ns, ids)
-                self._db.set_review(conn, ns, dict.fromkeys(ids))
-                self._db.delete(conn, ns, ids)
-                self._db.journal(
-                    conn,
-                    now,
-                    ns,
-                    [
-                        (m, "forget", float(a), None, {"reason": why})
-                        for m, a in zip(ids, acts, strict=True)
-                    ],
-                )
-                self.store.delete(ns, ids)
+            chroma_touched = False
+            try:
+                with self._db.transaction() as conn:
+                    if freed:
+                        frows = [st.index[o] for o in freed if o in st.index]
+                        for r in frows:
+                            st.cols["tier"][r] = Tier.ARCHIVE
+                        self._db.save_rows(conn, st, frows)
+                    for sid, originals in list(space.summaries.items()):
+                        if sid in gone:
+                            del space.summaries[sid]
+                            self._db.set_summary(conn, ns, sid, None)
+                        elif gone & set(originals):
+                            space.summaries[sid] = [o for o in originals if o not in gone]
+                            self._db.set_summary(conn, ns, sid, space.summaries[sid])
+                    orphans = [
+                        m for m, succ in st.superseded_by.items() if succ in gone and m not in gone
+                    ]
+                    for m in orphans:
+                        # the next statement of the chain that stays takes the deleted one's
+                        # place; none (it was the newest): they are current again
+                        succ: str | None = st.superseded_by[m]
+                        seen = {m}
+                        while succ is not None and succ in gone and succ not in seen:
+                            seen.add(succ)
+                            succ = st.superseded_by.get(succ)
+                        if succ is None or succ in gone:
+                            del st.superseded_by[m]
+                            st.cols["superseded"][st.index[m]] = False
+                        else:
+                            st.superseded_by[m] = succ
+                    self._db.save_rows(conn, st, [st.index[m] for m in orphans])
+                    self._db.delete_links(conn, ns, ids)
+                    self._db.set_review(conn, ns, dict.fromkeys(ids))
+                    self._db.delete(conn, ns, ids)
+                    self._db.journal(
+                        conn,
+                        now,
+                        ns,
+                        [
+                            (m, "forget", float(a), None, {"reason": why})
+                            for m, a in zip(ids, acts, strict=True)
+                        ],
+                    )
+                    chroma_touched = True  # last: a failure before it leaves Chroma be
+                    self.store.delete(ns, ids)
+            except BaseException:
+                if chroma_touched:  # the delete, or the commit after it, failed
+                    self._restore_in_chroma(ns, st, ids)
+                raise
             self._lex.delete(ns, seqs)
             space.discard(ids)
             for m in ids:
@@ -2203,6 +2210,24 @@ class Oblivion:
                 space.graph.remove_node(m)
                 space.review.pop(m, None)
                 space.last_relevance.pop(m, None)
+
+    def _restore_in_chroma(self, ns: str, st: NamespaceState, ids: list[str]) -> None:
+        """Put memories SQLite still holds back into Chroma (a delete whose transaction
+        failed); logged, not raised, if that fails too."""
+        try:
+            vecs = self._db.vectors(ns, ids)
+            have = [m for m in ids if m in vecs]
+            if have:
+                texts = self._db.texts(ns, have)
+                self.store.add(
+                    ns,
+                    have,
+                    np.stack([vecs[m] for m in have]),
+                    [texts[m] for m in have],
+                    [{"category": st.category(st.index[m])} for m in have],
+                )
+        except Exception:
+            logger.exception("could not put %d memories back into Chroma", len(ids))
 
     # ================================================================ maintenance
     def maintain(self, *, dry_run: bool = False, namespace: str | None = None) -> MaintenancePlan:

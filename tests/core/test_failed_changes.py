@@ -127,6 +127,31 @@ def test_forget_whose_chroma_delete_fails_keeps_the_chain(tmp_path: Path) -> Non
     again.close()
 
 
+def test_forget_whose_commit_fails_after_chroma_puts_the_memory_back(tmp_path: Path) -> None:
+    mem = _open(tmp_path)
+    _seed(mem)
+    before = _view(mem)
+    real_delete = mem.store.delete
+
+    def delete_then_fail(*args: Any, **kwargs: Any) -> None:
+        real_delete(*args, **kwargs)  # Chroma lets go of it; then the commit fails
+        mem.store.delete = real_delete  # type: ignore[method-assign]
+        raise Boom("commit failed")
+
+    mem.store.delete = delete_then_fail  # type: ignore[method-assign]
+    with pytest.raises(Boom):
+        mem.forget("office")
+    assert _view(mem) == before
+    col = mem.store.collection(mem.default_namespace)
+    assert col.get(ids=["office"], include=["documents"])["documents"] == [
+        "The office is in Leeds."
+    ]
+    mem.EXACT_ARCHIVE_ROWS = 0
+    mem.maintain()
+    assert mem.recall("office Leeds", k=1, deep=True, feedback=False).ids == ["office"]
+    mem.close()
+
+
 def test_edit_whose_commit_fails_puts_the_old_text_back_in_chroma(tmp_path: Path) -> None:
     mem = _open(tmp_path)
     _seed(mem)
