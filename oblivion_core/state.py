@@ -414,6 +414,19 @@ class StateDB:
             )
         return StoreError(f"SQLite failed on {where}: {exc}")
 
+    @contextmanager
+    def _translated(self) -> Iterator[None]:
+        """SQLite errors raised inside become the Oblivion error that says what to change."""
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise self._error(exc) from exc
+
+    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        """The rows of one query (errors translated as by :meth:`_translated`)."""
+        with self._translated():
+            return self.conn.execute(sql, params).fetchall()
+
     def _rollback(self) -> None:
         """Roll back the open transaction, if SQLite has not already (it rolls back by
         itself on some errors, e.g. a full disk; a ROLLBACK then would hide the cause)."""
@@ -643,30 +656,22 @@ class StateDB:
     # ---------------------------------------------------------------- meta
     def meta(self, key: str) -> Any:
         """A JSON value from the meta table, or ``None``."""
-        try:
-            row = self.conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
-        except sqlite3.Error as exc:
-            raise self._error(exc) from exc
+        row = next(iter(self._read("SELECT value FROM meta WHERE key=?", (key,))), None)
         return json.loads(row[0]) if row else None
 
     def set_meta(self, key: str, value: Any, conn: sqlite3.Connection | None = None) -> None:
         """Store a JSON value in the meta table."""
-        try:
+        with self._translated():
             (conn or self.conn).execute(
                 "INSERT INTO meta(key, value) VALUES(?, ?) "
                 "ON CONFLICT(key) DO UPDATE SET value=excluded.value",
                 (key, json.dumps(value)),
             )
-        except sqlite3.Error as exc:
-            raise self._error(exc) from exc
 
     # ---------------------------------------------------------------- namespaces
     def namespaces(self) -> dict[str, str | None]:
         """Namespace -> stored policy JSON (or ``None``)."""
-        try:
-            rows = self.conn.execute("SELECT namespace, policy FROM namespaces").fetchall()
-        except sqlite3.Error as exc:
-            raise self._error(exc) from exc
+        rows = self._read("SELECT namespace, policy FROM namespaces")
         return {r[0]: r[1] for r in rows}
 
     def add_namespace(self, namespace: str, conn: sqlite3.Connection) -> None:
@@ -695,7 +700,7 @@ class StateDB:
         """Read every row of ``namespace`` into a fresh :class:`NamespaceState`."""
         st = NamespaceState(namespace)
         st.clock = DecayClock.from_json(self.meta(f"clock:{namespace}"))
-        try:
+        with self._translated():
             cur = self.conn.execute(
                 "SELECT id, category, importance, confidence, created_at, last_accessed, "
                 "a_ref, d_ref, stability, access_count, tier, invalidated, superseded_by, seq "
@@ -709,8 +714,6 @@ class StateDB:
                 if r[12]:
                     st.superseded_by[r[0]] = r[12]
                     st.cols["superseded"][st.n - 1] = True
-        except sqlite3.Error as exc:
-            raise self._error(exc) from exc
         return st
 
     def insert(
@@ -788,12 +791,9 @@ class StateDB:
 
     def seq_texts(self, namespace: str) -> list[tuple[int, str]]:
         """``(seq, text)`` of every memory of a namespace, in insertion order."""
-        try:
-            rows = self.conn.execute(
-                "SELECT seq, text FROM memories WHERE namespace=? ORDER BY seq", (namespace,)
-            ).fetchall()
-        except sqlite3.Error as exc:
-            raise self._error(exc) from exc
+        rows = self._read(
+            "SELECT seq, text FROM memories WHERE namespace=? ORDER BY seq", (namespace,)
+        )
         return [(int(r[0]), str(r[1])) for r in rows]
 
     #: Entries of the text/metadata cache (least recently used ones leave first).
@@ -866,7 +866,7 @@ class StateDB:
     ) -> list[Any]:
         out: list[Any] = []
         ids = list(ids)
-        try:
+        with self._translated():
             for start in range(0, len(ids), 500):
                 part = ids[start : start + 500]
                 marks = ",".join("?" * len(part))
@@ -876,8 +876,6 @@ class StateDB:
                         (namespace, *part),
                     ).fetchall()
                 )
-        except sqlite3.Error as exc:
-            raise self._error(exc) from exc
         return out
 
     def set_text(
@@ -905,12 +903,7 @@ class StateDB:
     ) -> tuple[list[str], Vectors | None]:
         """Ids and stored vectors (one per row) of a namespace's memories that ``keep``
         accepts, in one scan of the table (a third faster than reading them by id)."""
-        try:
-            rows = self.conn.execute(
-                "SELECT id, vector FROM vectors WHERE namespace=?", (namespace,)
-            ).fetchall()
-        except sqlite3.Error as exc:
-            raise self._error(exc) from exc
+        rows = self._read("SELECT id, vector FROM vectors WHERE namespace=?", (namespace,))
         kept = [(i, v) for i, v in rows if keep(i)]
         if not kept:
             return [], None
@@ -929,21 +922,14 @@ class StateDB:
 
     def next_seq(self) -> int:
         """A fresh insertion sequence number (monotonic across namespaces and reopenings)."""
-        try:
+        with self._translated():
             row = self.conn.execute("SELECT COALESCE(MAX(seq), 0) FROM memories").fetchone()
-        except sqlite3.Error as exc:
-            raise self._error(exc) from exc
         return int(row[0]) + 1
 
     # ---------------------------------------------------------------- associations
     def links(self, namespace: str) -> list[tuple[str, str, float]]:
         """Every link ``(a, b, weight)`` of a namespace (each stored once, ``a < b``)."""
-        try:
-            rows = self.conn.execute(
-                "SELECT a, b, weight FROM links WHERE namespace=?", (namespace,)
-            ).fetchall()
-        except sqlite3.Error as exc:
-            raise self._error(exc) from exc
+        rows = self._read("SELECT a, b, weight FROM links WHERE namespace=?", (namespace,))
         return [(r[0], r[1], float(r[2])) for r in rows]
 
     def save_links(
@@ -965,12 +951,7 @@ class StateDB:
 
     def review(self, namespace: str) -> dict[str, str]:
         """Memories flagged for review, with the reason."""
-        try:
-            rows = self.conn.execute(
-                "SELECT id, reason FROM review WHERE namespace=?", (namespace,)
-            ).fetchall()
-        except sqlite3.Error as exc:
-            raise self._error(exc) from exc
+        rows = self._read("SELECT id, reason FROM review WHERE namespace=?", (namespace,))
         return {r[0]: r[1] for r in rows}
 
     def set_review(
@@ -989,14 +970,11 @@ class StateDB:
 
     def summaries(self, namespace: str) -> dict[str, list[str]]:
         """Summary id -> original ids, in their original order."""
-        try:
-            rows = self.conn.execute(
-                "SELECT summary_id, original_id FROM summaries WHERE namespace=? "
-                "ORDER BY summary_id, position",
-                (namespace,),
-            ).fetchall()
-        except sqlite3.Error as exc:
-            raise self._error(exc) from exc
+        rows = self._read(
+            "SELECT summary_id, original_id FROM summaries WHERE namespace=? "
+            "ORDER BY summary_id, position",
+            (namespace,),
+        )
         out: dict[str, list[str]] = {}
         for sid, oid in rows:
             out.setdefault(sid, []).append(oid)
@@ -1050,7 +1028,7 @@ class StateDB:
         finds where ``before`` falls, so a prune reads only the entries before it.
         """
         self.flush()
-        try:
+        with self._translated():
             first, last = self.conn.execute("SELECT MIN(seq), MAX(seq) FROM events").fetchone()
             if first is None:
                 return
@@ -1064,8 +1042,6 @@ class StateDB:
                     lo = int(row[0]) + 1
                 else:
                     hi = mid
-        except sqlite3.Error as exc:
-            raise self._error(exc) from exc
         # a margin past it for entries queued a moment and written after later ones
         cut = lo + 16 * self.DEFER_EVENTS
         marks = ",".join("?" * len(kinds))
@@ -1103,13 +1079,11 @@ class StateDB:
             args.append(limit)
         else:
             sql += " ORDER BY seq"
-        try:
+        with self._translated():
             return [
                 Event(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], json.loads(r[8] or "{}"))
                 for r in self.conn.execute(sql, args)
             ]
-        except sqlite3.Error as exc:
-            raise self._error(exc) from exc
 
 
 def _blob(vector: Vectors) -> bytes:
