@@ -10,7 +10,13 @@ from typing import Annotated, Any, NotRequired
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
 from langchain.agents.middleware.types import ModelCallResult, PrivateStateAttr
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import run_in_executor
 from langgraph.config import get_config
@@ -56,6 +62,20 @@ def _memo(state: Mapping[str, Any]) -> dict[str, Any] | None:
 
 def _bullet(text: str) -> str:
     return "- " + text.replace("\n", "\n  ")
+
+
+def _unrecorded(
+    state: Mapping[str, Any],
+) -> tuple[dict[str, Any], tuple[int, HumanMessage]] | None:
+    """The middleware's memo and the ``(index, message)`` of the latest user message, if
+    that message's turn was recalled for and not recorded yet (else ``None``)."""
+    memo = _memo(state)
+    found = latest_human(state["messages"])
+    if memo is None or memo.get("recorded") or found is None:
+        return None
+    if memo.get("turn") != message_key(*found):
+        return None
+    return memo, found
 
 
 def _final_answer(state: Mapping[str, Any], turn: Sequence[BaseMessage]) -> str:
@@ -262,13 +282,11 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
         messages = state["messages"]
         if not messages or not isinstance(messages[-1], AIMessage) or messages[-1].tool_calls:
             return None
-        memo = _memo(state)
-        found = latest_human(messages)
-        if memo is None or memo.get("recorded") or found is None:
+        pending = _unrecorded(state)
+        if pending is None:
             return None
-        if memo.get("turn") != message_key(*found):
-            return None
-        self._record(memo, message_text(found[1]).strip(), message_text(messages[-1]).strip())
+        memo, (_, user) = pending
+        self._record(memo, message_text(user).strip(), message_text(messages[-1]).strip())
         return {STATE_KEY: {**memo, "recorded": True}}
 
     async def aafter_model(
@@ -286,15 +304,12 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
         structured response (``response_format=ToolStrategy(...)``), a
         ``return_direct`` tool, or another middleware jumping to the end.
         """
-        messages = state["messages"]
-        memo = _memo(state)
-        found = latest_human(messages)
-        if memo is None or memo.get("recorded") or found is None:
+        pending = _unrecorded(state)
+        if pending is None:
             return None
-        if memo.get("turn") != message_key(*found):
-            return None
-        answer = _final_answer(state, messages[found[0] + 1 :])
-        self._record(memo, message_text(found[1]).strip(), answer)
+        memo, (at, user) = pending
+        answer = _final_answer(state, state["messages"][at + 1 :])
+        self._record(memo, message_text(user).strip(), answer)
         return {STATE_KEY: {**memo, "recorded": True}}
 
     async def aafter_agent(
