@@ -51,6 +51,13 @@ def _view(mem: Oblivion) -> list[tuple[Any, ...]]:
     ]
 
 
+def _assert_reopened(path: Path, expected: list[tuple[Any, ...]], clock: Any = None) -> None:
+    """The store at ``path``, opened afresh, shows ``expected`` (see :func:`_view`)."""
+    again = _open(path, clock)
+    assert _view(again) == expected
+    again.close()
+
+
 def _seed(mem: Oblivion) -> list[str]:
     ids = [
         mem.remember("My favourite colour is blue.", id="blue").id,
@@ -106,9 +113,7 @@ def test_a_change_whose_transaction_fails_changes_nothing(tmp_path: Path, change
     change(mem)  # works once the cause is gone
     after = _view(mem)
     mem.close()
-    again = _open(tmp_path, clock)
-    assert _view(again) == after
-    again.close()
+    _assert_reopened(tmp_path, after, clock)
 
 
 def test_forget_whose_chroma_delete_fails_keeps_the_chain(tmp_path: Path) -> None:
@@ -122,9 +127,7 @@ def test_forget_whose_chroma_delete_fails_keeps_the_chain(tmp_path: Path) -> Non
     assert _view(mem) == before
     assert mem.recall("favourite colour", k=2, feedback=False).ids[:1] == ["green"]
     mem.close()
-    again = _open(tmp_path)
-    assert _view(again) == before
-    again.close()
+    _assert_reopened(tmp_path, before)
 
 
 def test_forget_whose_commit_fails_after_chroma_puts_the_memory_back(tmp_path: Path) -> None:
@@ -222,9 +225,7 @@ def test_a_close_that_cannot_write_keeps_the_instance_and_its_boosts(tmp_path: P
         mem.close()
     assert _view(mem) == live  # still open, nothing dropped
     mem.close()  # the cause is gone: the queued boosts are written
-    again = _open(tmp_path, clock)
-    assert _view(again) == live
-    again.close()
+    _assert_reopened(tmp_path, live, clock)
 
 
 def test_a_close_that_keeps_failing_releases_the_store_the_second_time(tmp_path: Path) -> None:
@@ -236,9 +237,7 @@ def test_a_close_that_keeps_failing_releases_the_store_the_second_time(tmp_path:
         mem.close()
     with pytest.raises(Boom):
         mem.close()  # fails again: gives up writing and releases the lock
-    again = _open(tmp_path)  # would raise StoreLockedError if the lock were still held
-    assert _view(again) == before
-    again.close()
+    _assert_reopened(tmp_path, before)  # would raise StoreLockedError if the lock were still held
 
 
 def _always_fails(*args: Any, **kwargs: Any) -> Any:
@@ -306,9 +305,7 @@ def test_bad_arguments_are_refused_before_anything_changes(tmp_path: Path, call:
     assert "must" in str(err.value) or "surrogate" in str(err.value)
     assert _view(mem) == before
     mem.close()
-    again = _open(tmp_path)
-    assert _view(again) == before
-    again.close()
+    _assert_reopened(tmp_path, before)
 
 
 def test_numpy_numbers_and_tier_labels_are_accepted(tmp_path: Path) -> None:
