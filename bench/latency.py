@@ -28,6 +28,10 @@ What is measured
    ``maintain_every=0`` during the bulk load and an ``active_capacity`` that keeps
    ``--active-share`` of N in the active tier (memories are loaded in batches over 90
    days of a :class:`ManualClock`, so they also age, then ``maintain()`` runs once).
+   A recall's feedback (boosts, spreading, promotions, journal) is applied by a worker
+   right after it returns (``oblivion_core/write_behind.py``); after each timed recall
+   the benchmark waits, untimed, until it is applied, so it never overlaps the next
+   timed call, and reports that wait as ``feedback_after_return``.
 
 2. **Ingest throughput** with the real embedder on both sides, into fresh stores:
    ``remember_many`` against embed + ``collection.add`` in batches of the same size, and
@@ -390,13 +394,23 @@ def _raw_query(real: Any, col: Any, q: str, k: int) -> tuple[float, float, list[
     return done - started, embedded - started, list(res["ids"][0])
 
 
+def _settle(mem: Oblivion) -> float:
+    """Wait (untimed for the recall) until the recall's write-behind feedback is applied,
+    so it never overlaps the next timed call; returns how long that took."""
+    started = time.perf_counter()
+    lock = getattr(mem, "_lock", None)
+    if hasattr(lock, "settle"):  # core versions before write-behind applied it in line
+        lock.settle()
+    return time.perf_counter() - started
+
+
 def _obl_query(
     mem: Oblivion, pre: PrecomputedEmbedder, q: str, k: int, deep: bool | None
-) -> tuple[float, float, list[str], bool]:
+) -> tuple[float, float, list[str], bool, float]:
     started = time.perf_counter()
     res = mem.recall(q, k=k, token_budget=None, deep=deep)
     done = time.perf_counter()
-    return done - started, pre.last_query_s, res.ids, res.searched_archive
+    return done - started, pre.last_query_s, res.ids, res.searched_archive, _settle(mem)
 
 
 def measure_recall(
@@ -410,10 +424,10 @@ def measure_recall(
     """Time every mode on every query (rotating order); see the module docstring."""
     real = pre.real
 
-    def one(mode: str, deep: bool | None, q: str) -> tuple[float, float, list[str], bool]:
+    def one(mode: str, deep: bool | None, q: str) -> tuple[float, float, list[str], bool, float]:
         if mode == "raw":
             total, emb, ids = _raw_query(real, col, q, k)
-            return total, emb, ids, True
+            return total, emb, ids, True, 0.0
         return _obl_query(mem, pre, q, k, deep)
 
     for q in warmup:
@@ -424,6 +438,7 @@ def measure_recall(
     total: dict[str, list[float]] = {m: [] for m, _ in MODES}
     embed: dict[str, list[float]] = {m: [] for m, _ in MODES}
     archived: dict[str, int] = {m: 0 for m, _ in MODES}
+    behind: dict[str, list[float]] = {m: [] for m, _ in MODES}
     overlap: dict[str, list[float]] = {m: [] for m, _ in MODES if m != "raw"}
     gc.collect()
     gc.freeze()
@@ -433,8 +448,9 @@ def measure_recall(
             order = MODES[i % len(MODES) :] + MODES[: i % len(MODES)]
             got: dict[str, list[str]] = {}
             for mode, deep in order:
-                t, e, ids, searched = one(mode, deep, q)
+                t, e, ids, searched, settle = one(mode, deep, q)
                 total[mode].append(t * 1000.0)
+                behind[mode].append(settle * 1000.0)
                 embed[mode].append(e * 1000.0)
                 archived[mode] += int(searched)
                 got[mode] = ids
@@ -451,6 +467,8 @@ def measure_recall(
             "embed": _stats(embed[mode]),
             "without_embedding": _stats(rest),
             "searched_archive_share": archived[mode] / len(queries),
+            # from the recall's return until its write-behind feedback was applied
+            "feedback_after_return": _stats(behind[mode]),
         }
         if mode in overlap:
             modes[mode]["overlap_with_raw_at_k"] = float(np.mean(overlap[mode]))
@@ -500,7 +518,12 @@ RECALL_PARTS: tuple[Part, ...] = (
     ("texts from SQLite", "state.py", "texts", False),
     ("metadata from SQLite", "state.py", "metadatas", False),
     ("token counting (tiktoken)", "budget.py", "__call__", False),
-    ("feedback: boosts, spreading, batched writes", "engine.py", "_feedback", False),
+    (
+        "feedback: boosts, spreading, batched writes (after the recall returns)",
+        "engine.py",
+        "_feedback",
+        False,
+    ),
     ("  of which spreading activation", "engine.py", "_spread", True),
     ("  of which promotions", "engine.py", "_promote", True),
     ("link expansion", "engine.py", "_expansions", False),
@@ -591,15 +614,23 @@ def _profile(
 
 
 def profile_recall(mem: Oblivion, queries: Sequence[str], k: int) -> dict[str, Any]:
-    """cProfile of ``recall`` with ``deep=False`` and ``deep=True``."""
+    """cProfile of ``recall`` with ``deep=False`` and ``deep=True``.
+
+    The write-behind feedback is applied in line here (``WRITE_BEHIND = False``) so the
+    profile (of this thread only) shows it; by default it runs after the recall returns.
+    """
     out: dict[str, Any] = {}
-    for mode, deep in (("active", False), ("deep", True)):
+    mem.WRITE_BEHIND = False
+    try:
+        for mode, deep in (("active", False), ("deep", True)):
 
-        def run(deep: bool = deep) -> None:
-            for q in queries:
-                mem.recall(q, k=k, token_budget=None, deep=deep)
+            def run(deep: bool = deep) -> None:
+                for q in queries:
+                    mem.recall(q, k=k, token_budget=None, deep=deep)
 
-        out[mode] = _profile(run, len(queries), ("engine.py", "recall"), RECALL_PARTS)
+            out[mode] = _profile(run, len(queries), ("engine.py", "recall"), RECALL_PARTS)
+    finally:
+        del mem.WRITE_BEHIND
     return out
 
 
@@ -1004,15 +1035,21 @@ def render_details(results: dict[str, Any]) -> str:
             f"\nN={rec['n']:,} (active {rec['active_before']:,} -> {rec['active_after']:,}, "
             f"load {rec['loadavg_before']} -> {rec['loadavg_after']})"
         )
-        out.append("  mode      median   p95   | embed med | rest med  rest p95 | overlap@k")
+        out.append(
+            "  mode      median   p95   | embed med | rest med  rest p95 | overlap@k"
+            " | feedback after return, med"
+        )
         for mode, _ in MODES:
             m = rec["modes"][mode]
             ov = m.get("overlap_with_raw_at_k")
+            fb = m.get("feedback_after_return")
+            behind = "" if fb is None or mode == "raw" else f"{fb['median_ms']:.2f} ms"
             out.append(
                 f"  {mode:<7} {m['median_ms']:7.2f} {m['p95_ms']:7.2f} | "
                 f"{m['embed']['median_ms']:8.2f}  | {m['without_embedding']['median_ms']:7.2f}"
                 f"  {m['without_embedding']['p95_ms']:7.2f} | "
-                f"{'' if ov is None else f'{ov:.2f}'}"
+                f"{'' if ov is None else f'{ov:.2f}':>9} | "
+                f"{behind}"
             )
         dense = rec.get("dense_only")
         if dense:

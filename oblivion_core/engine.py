@@ -14,7 +14,6 @@ import logging
 import math
 import numbers
 import os
-import threading
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -78,6 +77,7 @@ from oblivion_core.typing import (
     TokenCounter,
     Vectors,
 )
+from oblivion_core.write_behind import EngineLock
 
 DEFAULT_NAMESPACE = "default"
 #: The journal's high-volume kinds: one entry per recalled memory and per memory a boost
@@ -212,6 +212,11 @@ class Oblivion:
     #: namespace's copy goes first (about 100 MB at 384 dimensions, up to half again
     #: in spare columns while copies grow).
     EXACT_ARCHIVE_TOTAL = 65_536
+    #: Apply a recall's feedback (boosts, spreading, promotions, their journal entries)
+    #: on a worker right after the recall returns, instead of before; every other call
+    #: waits for it first, so none sees a difference (:mod:`oblivion_core.write_behind`).
+    #: ``False`` applies it before the recall returns.
+    WRITE_BEHIND = True
 
     def __init__(
         self,
@@ -227,7 +232,8 @@ class Oblivion:
         supersession_judge: SupersessionJudge | None = None,
         summarizer: Summarizer | None = None,
     ) -> None:
-        self._lock = threading.RLock()
+        # recall feedback runs after the recall returns (oblivion_core/write_behind.py)
+        self._lock = EngineLock()
         self.default_namespace = _check_namespace(namespace)
         self.path = Path(path) if path is not None else None
         if self.path is not None:
@@ -364,6 +370,7 @@ class Oblivion:
 
     def _release(self, *, write: bool) -> None:
         self._closed = True
+        self._lock.stop()
         self._workers.shutdown(wait=True)
         self._db.close(write=write)
 
@@ -1583,12 +1590,16 @@ class Oblivion:
         act: np.ndarray[Any, Any],
         picked: list[int],
     ) -> dict[str, dict[str, Any]]:
-        """Boost what a recall returned; restore archived items that rise above the band."""
+        """Boost what a recall returned; restore archived items that rise above the band.
+
+        Returns each picked item's tier before and its boost (for ``why``). The boosts
+        are computed now; applying them (activations, use counts, spreading, promotions,
+        the journal) is queued on the engine's lock to run right after the recall
+        returns (:mod:`oblivion_core.write_behind`), unless this recall runs inside
+        another call or link expansion will read the boosted state.
+        """
         st = space.state
         out: dict[str, dict[str, Any]] = {}
-        journal: list[JournalRow] = []
-        touched: list[int] = []
-        restore: list[str] = []
         # the boosts of all picked items at once (numpy per scalar costs ~1 us a call)
         c = st.cols
         prow = rows[picked]
@@ -1596,48 +1607,103 @@ class Oblivion:
         gains = np.where(tiers == _ARCHIVE, policy.archive_gain, 1.0)
         betas = self._category_params(ns, st, policy)[1][c["cat"][prow]]
         deltas = decay.boost_delta(betas, rel[picked], c["confidence"][prow], gains)
-        boosted = decay.boost(act[picked], deltas, policy.cap)
+        before = act[picked]
+        boosted = decay.boost(before, deltas, policy.cap)
         valid = ~c["invalidated"][prow]
-        self._set_activation(st, prow[valid], boosted[valid], now, policy.retrieval_stability)
-        seeds: dict[str, float] = {}
-        for j, i, tier, gain, before, after, relevance, ok in zip(
-            picked,
-            prow.tolist(),
+        ids = [cids[j] for j in picked]
+        for mid, tier, gain, a0, a1, ok in zip(
+            ids,
             tiers.tolist(),
             gains.tolist(),
-            act[picked].tolist(),
+            before.tolist(),
             boosted.tolist(),
-            rel[picked].tolist(),
             valid.tolist(),
             strict=True,
         ):
-            mid = cids[j]
-            from_tier = Tier(tier)
+            public: dict[str, Any] | None = None  # invalidated: never reinforced
+            if ok:
+                public = {"before": a0, "after": a1, "gain": gain}
+                if tier == _ARCHIVE and a1 > policy.archive_high:
+                    public["promoted"] = True
+            out[mid] = {"from_tier": Tier(tier), "public": public}
+
+        def apply() -> None:
+            self._apply_feedback(
+                ns, space, policy, now, ids, prow, tiers, before, boosted, valid, rel[picked]
+            )
+
+        if self.WRITE_BEHIND and self._lock.outermost and not policy.expand_links:
+            self._lock.later(lambda: self._apply_later(ns, space, apply))
+        else:
+            apply()
+        return out
+
+    def _apply_later(self, ns: str, space: _Space, apply: Callable[[], None]) -> None:
+        """Run a recall's queued feedback; if it fails, the namespace is reloaded from the
+        store (as after any failed change) and the failure logged, not raised: the call
+        that took the lock did not cause it."""
+        if self._closed or self._spaces.get(ns) is not space:
+            return  # reloaded since: the store has no trace of the boosts either
+        try:
+            with self._consistent(ns):
+                apply()
+        except Exception:
+            logger.exception(
+                "the feedback of a recall in namespace %r could not be applied; the "
+                "namespace was reloaded from the store without it",
+                ns,
+            )
+
+    def _apply_feedback(
+        self,
+        ns: str,
+        space: _Space,
+        policy: Policy,
+        now: float,
+        ids: list[str],
+        prow: np.ndarray[Any, Any],
+        tiers: np.ndarray[Any, Any],
+        before: np.ndarray[Any, Any],
+        boosted: np.ndarray[Any, Any],
+        valid: np.ndarray[Any, Any],
+        relevances: np.ndarray[Any, Any],
+    ) -> None:
+        """Apply the boosts :meth:`_feedback` computed, at the recall's time ``now``."""
+        st = space.state
+        journal: list[JournalRow] = []
+        touched: list[int] = []
+        restore: list[str] = []
+        self._set_activation(st, prow[valid], boosted[valid], now, policy.retrieval_stability)
+        seeds: dict[str, float] = {}
+        for mid, i, tier, a0, a1, relevance, ok in zip(
+            ids,
+            prow.tolist(),
+            tiers.tolist(),
+            before.tolist(),
+            boosted.tolist(),
+            relevances.tolist(),
+            valid.tolist(),
+            strict=True,
+        ):
             if not ok:  # shown on request, never reinforced
-                out[mid] = {"from_tier": from_tier, "public": None}
                 continue
             space.last_relevance[mid] = max(relevance, 0.0)
             usage = space.usage.of(st.category(i))
             usage.recalled += 1
-            if from_tier == _ARCHIVE:
+            if tier == _ARCHIVE:
                 usage.archive_hits += 1
-                if after > policy.archive_high:
+                if a1 > policy.archive_high:
                     restore.append(mid)
-            public = {"before": before, "after": after, "gain": gain}
-            out[mid] = {"from_tier": from_tier, "public": public}
             touched.append(i)
-            journal.append((mid, "recall", before, after, {"relevance": relevance}))
-            seeds[mid] = after - before
+            journal.append((mid, "recall", a0, a1, {"relevance": relevance}))
+            seeds[mid] = a1 - a0
         touched += self._spread(ns, space, policy, seeds, now, journal)
         if restore:
             rows_, moved = self._promote(ns, space, restore, "recalled from the archive")
             touched += rows_
             journal += moved
-            for mid in restore:
-                out[mid]["public"]["promoted"] = True
         # boosts and promotions are written in a batch (StateDB.defer)
         self._db.defer(st, [st.ids[i] for i in touched], now, journal)
-        return out
 
     # ================================================================ feedback API
     def mark_used(self, ids: Iterable[str], *, namespace: str | None = None) -> list[float]:

@@ -63,6 +63,7 @@ def _outside(mem: Oblivion, ns: str | None = None) -> set[str]:
 def _check_copy(mem: Oblivion, ns: str | None = None) -> None:
     """The copy, if held, is exactly the memories outside the active tier, each with
     the vector SQLite stores for it."""
+    mem._lock.settle()  # a recall's promotions are applied just after it returns
     name = mem._ns(ns)
     space = mem._spaces[name]
     if space.archive is None:
