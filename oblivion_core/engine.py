@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 
@@ -97,6 +97,19 @@ _NEIGHBOUR_SCAN = 8  # sequence numbers scanned for a namespace's next/previous 
 #: Per-category decay rates and recall betas, indexed like ``NamespaceState.vocab``.
 _CategoryParams = tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]
 MAX_NAMESPACE_CHARS = 256
+
+
+class _Boosts(NamedTuple):
+    """The boosts a recall gives its picked items (row-aligned), computed as it ranks
+    them and applied after it returns (``Oblivion._apply_feedback``)."""
+
+    ids: list[str]
+    rows: np.ndarray[Any, Any]
+    tiers: np.ndarray[Any, Any]
+    before: np.ndarray[Any, Any]
+    after: np.ndarray[Any, Any]
+    valid: np.ndarray[Any, Any]  # not invalidated: only those are reinforced
+    relevances: np.ndarray[Any, Any]
 
 
 class _Space:
@@ -887,6 +900,8 @@ class Oblivion:
             include_superseded: Also return memories a newer one superseded (ranked
                 just below their successor).
             feedback: Boost the returned memories (the default). ``False`` only reads.
+                The boosts are applied just after the recall returns (``WRITE_BEHIND``);
+                every later call on this instance sees them.
         """
         self._check_open()
         q = _check_text(query, None, "query")
@@ -1627,10 +1642,10 @@ class Oblivion:
                     public["promoted"] = True
             out[mid] = {"from_tier": Tier(tier), "public": public}
 
+        boosts = _Boosts(ids, prow, tiers, before, boosted, valid, rel[picked])
+
         def apply() -> None:
-            self._apply_feedback(
-                ns, space, policy, now, ids, prow, tiers, before, boosted, valid, rel[picked]
-            )
+            self._apply_feedback(ns, space, policy, now, boosts)
 
         if self.WRITE_BEHIND and self._lock.outermost and not policy.expand_links:
             self._lock.later(lambda: self._apply_later(ns, space, apply))
@@ -1660,28 +1675,25 @@ class Oblivion:
         space: _Space,
         policy: Policy,
         now: float,
-        ids: list[str],
-        prow: np.ndarray[Any, Any],
-        tiers: np.ndarray[Any, Any],
-        before: np.ndarray[Any, Any],
-        boosted: np.ndarray[Any, Any],
-        valid: np.ndarray[Any, Any],
-        relevances: np.ndarray[Any, Any],
+        boosts: _Boosts,
     ) -> None:
         """Apply the boosts :meth:`_feedback` computed, at the recall's time ``now``."""
         st = space.state
         journal: list[JournalRow] = []
         touched: list[int] = []
         restore: list[str] = []
-        self._set_activation(st, prow[valid], boosted[valid], now, policy.retrieval_stability)
+        valid = boosts.valid
+        self._set_activation(
+            st, boosts.rows[valid], boosts.after[valid], now, policy.retrieval_stability
+        )
         seeds: dict[str, float] = {}
         for mid, i, tier, a0, a1, relevance, ok in zip(
-            ids,
-            prow.tolist(),
-            tiers.tolist(),
-            before.tolist(),
-            boosted.tolist(),
-            relevances.tolist(),
+            boosts.ids,
+            boosts.rows.tolist(),
+            boosts.tiers.tolist(),
+            boosts.before.tolist(),
+            boosts.after.tolist(),
+            boosts.relevances.tolist(),
             valid.tolist(),
             strict=True,
         ):
