@@ -44,7 +44,11 @@ class EngineLock:
         self._lock.acquire()
         self._depth += 1
         if self._depth == 1 and self._queued:
-            self._run_queued()
+            try:
+                self._run_queued()
+            except BaseException:  # an interrupt: ``with`` will not call __exit__
+                self.__exit__()
+                raise
         return self
 
     def __exit__(self, *exc: object) -> None:

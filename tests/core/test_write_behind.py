@@ -94,6 +94,35 @@ def test_jobs_run_in_order_and_a_failing_one_is_logged_not_raised(
     assert "a queued engine job failed" in caplog.text
 
 
+def test_an_interrupt_in_a_queued_job_releases_the_lock() -> None:
+    """``with`` does not call ``__exit__`` when ``__enter__`` raises: the lock must not
+    stay held by the interrupted thread."""
+    lock = EngineLock()
+    lock.stop()
+    ran: list[int] = []
+
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    with lock:
+        lock.later(interrupted)
+        lock.later(lambda: ran.append(2))
+    with pytest.raises(KeyboardInterrupt), lock:
+        pass
+    free: list[bool] = []
+
+    def other() -> None:
+        free.append(lock._lock.acquire(timeout=5))
+        lock._lock.release()
+
+    t = threading.Thread(target=other)
+    t.start()
+    t.join()
+    assert free == [True] and lock._depth == 0
+    with lock:  # the job after the interrupted one still runs
+        assert ran == [2]
+
+
 def test_later_needs_the_lock() -> None:
     with pytest.raises(RuntimeError, match="needs the lock held"):
         EngineLock().later(lambda: None)
