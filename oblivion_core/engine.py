@@ -9,12 +9,14 @@ re-entrant lock around every state change, so one instance can be shared by thre
 
 from __future__ import annotations
 
+import atexit
 import json
 import logging
 import math
 import numbers
 import os
 import uuid
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -110,6 +112,36 @@ class _Boosts(NamedTuple):
     after: np.ndarray[Any, Any]
     valid: np.ndarray[Any, Any]  # not invalidated: only those are reinforced
     relevances: np.ndarray[Any, Any]
+
+
+class _CloseAtExit:
+    """Closes an :class:`Oblivion` still open when the interpreter exits (registered
+    with :mod:`atexit`; holds only a weak reference)."""
+
+    #: Seconds to wait for a call still running on another (daemon) thread.
+    WAIT = 10.0
+
+    def __init__(self, ref: weakref.ReferenceType[Oblivion]) -> None:
+        self._ref = ref
+
+    def __call__(self) -> None:
+        mem = self._ref()
+        if mem is None or mem._closed:
+            return
+        if not mem._lock.acquire(self.WAIT):
+            logger.error(
+                "an Oblivion instance at %s was not closed at exit: another thread held it "
+                "for %.0f s; its recall boosts since the last write are lost",
+                mem.path,
+                self.WAIT,
+            )
+            return
+        try:
+            mem.close()
+        except Exception:
+            logger.exception("closing an Oblivion instance at exit failed")
+        finally:
+            mem._lock.release()
 
 
 class _Space:
@@ -314,6 +346,9 @@ class Oblivion:
             raise
         self._closed = False
         self._close_failed = False
+        # a script that ends without close() still writes its deferred updates
+        self._at_exit = _CloseAtExit(weakref.ref(self))
+        atexit.register(self._at_exit)
         if switch_to is not None:
             try:
                 self.set_policy(switch_to, reason="another policy passed to Oblivion()")
@@ -383,6 +418,7 @@ class Oblivion:
 
     def _release(self, *, write: bool) -> None:
         self._closed = True
+        atexit.unregister(self._at_exit)
         self._lock.stop()
         self._workers.shutdown(wait=True)
         self._db.close(write=write)
@@ -1714,8 +1750,18 @@ class Oblivion:
             rows_, moved = self._promote(ns, space, restore, "recalled from the archive")
             touched += rows_
             journal += moved
-        # boosts and promotions are written in a batch (StateDB.defer)
+        # boosts and promotions are written in a batch (StateDB.defer), at the latest
+        # StateDB.DEFER_SECONDS from now, even if no other call comes
         self._db.defer(st, [st.ids[i] for i in touched], now, journal)
+        self._lock.due(self._db.DEFER_SECONDS, self._hand_off)
+
+    def _hand_off(self) -> None:
+        """Hand the deferred updates to the store's writer (on the lock's timer)."""
+        if self._closed:
+            return
+        self._db.hand_off()
+        if self._db.deferred:  # a batch was still being written: once it is done
+            self._lock.due(self._db.DEFER_SECONDS, self._hand_off)
 
     # ================================================================ feedback API
     def mark_used(self, ids: Iterable[str], *, namespace: str | None = None) -> list[float]:

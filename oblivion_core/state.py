@@ -562,9 +562,10 @@ class StateDB:
         """Queue a row update and journal entries instead of committing them now.
 
         Queued updates go out with the next transaction, on :meth:`close`, or, once the
-        oldest has waited :attr:`DEFER_SECONDS` or :attr:`DEFER_EVENTS` entries wait, as
-        one batch written by a background thread on its own connection (so a recall
-        never waits for a commit). Rows are named by id, so deletes in between are
+        oldest has waited :attr:`DEFER_SECONDS` (the engine's timer calls
+        :meth:`hand_off` if no further update comes) or :attr:`DEFER_EVENTS` entries
+        wait, as one batch written by a background thread on its own connection (so a
+        recall never waits for a commit). Rows are named by id, so deletes in between are
         harmless, and the values written are those at hand-off time; every transaction
         first waits for a batch in flight, so a batch never overwrites newer values.
         A crash loses at most the queued window.
@@ -581,14 +582,27 @@ class StateDB:
             now - self._deferred_since >= self.DEFER_SECONDS
             or self._deferred_count >= self.DEFER_EVENTS
         ):
-            if self.path is None:  # an in-memory database has no second connection
-                self.flush()
-            elif self._inflight is None or self._inflight.done():
-                self._settle()
-                batch = self._snapshot()
-                if batch is not None:
-                    self._inflight_batch = batch
-                    self._inflight = self._background_writer().submit(self._write_apart, batch)
+            self.hand_off()
+
+    @property
+    def deferred(self) -> bool:
+        """Whether queued updates wait to be handed to the writer."""
+        return bool(self._deferred_rows or self._deferred_events or self._failed)
+
+    def hand_off(self) -> None:
+        """Hand the queued updates to the background writer now, unless a batch is still
+        being written (an in-memory database has no second connection: written here).
+
+        The engine calls this from a timer (under its lock) when no further update comes
+        within :attr:`DEFER_SECONDS`, so updates never wait longer than that."""
+        if self.path is None:
+            self.flush()
+        elif self._inflight is None or self._inflight.done():
+            self._settle()
+            batch = self._snapshot()
+            if batch is not None:
+                self._inflight_batch = batch
+                self._inflight = self._background_writer().submit(self._write_apart, batch)
 
     def drop_deferred(self, st: NamespaceState) -> None:
         """Forget the queued row updates of ``st`` (its namespace is being reloaded from

@@ -14,6 +14,10 @@ Queued work runs in order, under the lock, only when the lock is taken from outs
 in the middle of a call that re-enters it). A queued job that fails does not fail the
 unrelated call that happened to take the lock: it is logged on the ``oblivion_core``
 logger (the engine's jobs handle their own failures, see ``Oblivion._feedback``).
+
+:meth:`EngineLock.due` runs a job under the lock a few seconds later on a timer: the engine
+uses it to hand batched activation updates to the store's writer within
+``StateDB.DEFER_SECONDS`` even when no further call comes.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ class EngineLock:
         self._queued: deque[Callable[[], None]] = deque()
         self._scheduled = False  # a worker job is on its way to take the lock
         self._worker: ThreadPoolExecutor | None = None
+        self._timer: threading.Timer | None = None  # see due()
         self._stopped = False
 
     def __enter__(self) -> EngineLock:
@@ -60,6 +65,21 @@ class EngineLock:
         if schedule:
             self._schedule()
 
+    def acquire(self, timeout: float) -> bool:
+        """Take the lock as ``with`` does, waiting at most ``timeout`` seconds; ``True``
+        if taken (then :meth:`release` it)."""
+        if not self._lock.acquire(timeout=timeout):
+            return False
+        try:
+            self.__enter__()  # re-entrant: the depth, and the queue run
+        finally:
+            self._lock.release()
+        return True
+
+    def release(self) -> None:
+        """Release the lock taken with :meth:`acquire`."""
+        self.__exit__()
+
     @property
     def outermost(self) -> bool:
         """Whether the holder took the lock from outside (not re-entering it)."""
@@ -71,6 +91,17 @@ class EngineLock:
             raise RuntimeError("EngineLock.later() needs the lock held")
         self._queued.append(job)
 
+    def due(self, seconds: float, job: Callable[[], None]) -> None:
+        """Run ``job`` under the lock ``seconds`` from now, on a daemon timer thread
+        (call while holding the lock). While one timed job waits, further calls are
+        ignored: for work that must happen soon even if no other call comes."""
+        if self._timer is not None or self._stopped:
+            return
+        timer = threading.Timer(seconds, self._on_timer, args=(job,))
+        timer.daemon = True
+        self._timer = timer
+        timer.start()
+
     def settle(self) -> None:
         """Return once every job queued before this call has run."""
         with self:
@@ -81,6 +112,8 @@ class EngineLock:
 
         Does not wait for a worker job blocked on the lock: it finds the queue empty."""
         self._stopped = True
+        if self._timer is not None:
+            self._timer.cancel()
         if self._worker is not None:
             self._worker.shutdown(wait=False)
 
@@ -101,6 +134,16 @@ class EngineLock:
             self._worker.submit(self._drain)
         except RuntimeError:  # shut down meanwhile: the next call runs the jobs
             self._scheduled = False
+
+    def _on_timer(self, job: Callable[[], None]) -> None:
+        with self:
+            self._timer = None
+            if self._stopped:
+                return
+            try:
+                job()
+            except Exception:
+                logger.exception("a timed engine job failed")
 
     def _drain(self) -> Any:
         with self:  # taking the lock runs the queue

@@ -3,10 +3,14 @@ the store that was closed."""
 
 from __future__ import annotations
 
+import logging
 import math
+import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -322,6 +326,82 @@ def test_history_shows_waiting_recall_events(tmp_path: Path) -> None:
         assert [e.kind for e in mem.history("pw")] == ["remember", "recall"]
     finally:
         mem.close()
+
+
+def _events_on_disk(path: Path, kind: str) -> int:
+    conn = sqlite3.connect(str(path / StateDB.FILE))
+    try:
+        return int(conn.execute("SELECT COUNT(*) FROM events WHERE kind=?", (kind,)).fetchone()[0])
+    finally:
+        conn.close()
+
+
+def test_recall_boosts_reach_the_disk_within_the_window_without_another_call(
+    tmp_path: Path,
+) -> None:
+    """``StateDB.DEFER_SECONDS`` holds when the agent goes idle too: a timer hands the
+    batch to the writer, and another connection sees it without any further call."""
+    mem, _ = _boosted(tmp_path, ManualClock())
+    try:
+        assert _events_on_disk(tmp_path, "recall") == 0  # batched, not yet written
+        deadline = time.monotonic() + 15
+        while _events_on_disk(tmp_path, "recall") == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _events_on_disk(tmp_path, "recall") == 1
+    finally:
+        mem.close()
+
+
+def test_a_script_that_exits_without_close_keeps_its_recall_boosts(tmp_path: Path) -> None:
+    """An instance still open at the interpreter's exit is closed then (atexit)."""
+    code = textwrap.dedent(
+        f"""
+        import sys
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        from oblivion_core import ManualClock
+        from test_persistence import _boosted
+        from pathlib import Path
+        mem, after = _boosted(Path({str(tmp_path)!r}), ManualClock())
+        print(after)
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], check=True, timeout=120, capture_output=True, text=True
+    )
+    assert "Traceback" not in out.stderr, out.stderr
+    mem = _open(tmp_path, ManualClock(start=3 * DAY))
+    try:
+        assert mem.get("pw").activation == pytest.approx(float(out.stdout.split()[-1]))
+        assert mem.get("pw").access_count == 1
+        assert [e.kind for e in mem.history("pw")] == ["remember", "recall"]
+    finally:
+        mem.close()
+
+
+def test_closing_at_exit_gives_up_on_a_lock_held_elsewhere(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A daemon thread stuck inside a call must not hang the interpreter's exit."""
+    mem = _open(tmp_path, ManualClock())
+    monkeypatch.setattr(type(mem._at_exit), "WAIT", 0.05)
+    held, go = threading.Event(), threading.Event()
+
+    def stuck() -> None:
+        with mem._lock:
+            held.set()
+            go.wait(10)
+
+    t = threading.Thread(target=stuck)
+    t.start()
+    held.wait(10)
+    with caplog.at_level(logging.ERROR, logger="oblivion_core"):
+        mem._at_exit()
+    assert "was not closed at exit" in caplog.text
+    go.set()
+    t.join()
+    assert not mem._closed
+    mem._at_exit()  # free now: it closes
+    assert mem._closed
 
 
 def test_a_version_1_store_opens_and_keeps_working(tmp_path: Path) -> None:

@@ -362,3 +362,54 @@ def test_feedback_applied_after_a_clock_move_keeps_the_recall_time(
         assert late.last_accessed == on_time.last_accessed == recalled_at + 3 * DAY
         assert late.activation == pytest.approx(on_time.activation)
         assert _journal(behind) == _journal(first)
+
+
+def test_a_timed_job_runs_once_without_another_call() -> None:
+    lock = EngineLock()
+    ran: list[str] = []
+    with lock:
+        lock.due(0.05, lambda: ran.append("first"))
+        lock.due(0.05, lambda: ran.append("ignored while one waits"))
+    assert _wait_until(lambda: ran == ["first"])
+    time.sleep(0.2)
+    assert ran == ["first"]
+    with lock:  # a new one may wait once the first ran
+        lock.due(0.05, lambda: ran.append("second"))
+    assert _wait_until(lambda: ran == ["first", "second"])
+
+
+def test_stop_cancels_a_timed_job() -> None:
+    lock = EngineLock()
+    ran: list[int] = []
+    with lock:
+        lock.due(0.1, lambda: ran.append(1))
+        lock.stop()
+    time.sleep(0.3)
+    assert ran == []
+
+
+def test_acquire_gives_up_after_its_timeout_and_runs_the_queue_when_taken() -> None:
+    lock = EngineLock()
+    lock.stop()
+    ran: list[int] = []
+    with lock:
+        lock.later(lambda: ran.append(1))
+    held, go = threading.Event(), threading.Event()
+
+    def holder() -> None:
+        with lock:
+            held.set()
+            go.wait(10)
+
+    t = threading.Thread(target=holder)
+    t.start()
+    held.wait(10)
+    assert lock.acquire(0.05) is False
+    go.set()
+    t.join()
+    assert lock.acquire(5) is True
+    try:
+        assert lock.outermost
+    finally:
+        lock.release()
+    assert lock._depth == 0 and not lock._lock._is_owned()  # type: ignore[attr-defined]
