@@ -605,9 +605,24 @@ class StateDB:
                 self._inflight = self._background_writer().submit(self._write_apart, batch)
 
     def drop_deferred(self, st: NamespaceState) -> None:
-        """Forget the queued row updates of ``st`` (its namespace is being reloaded from
-        the database after a failed change; their values may carry that change)."""
+        """Forget every update still owed for ``st``'s namespace: queued rows and journal
+        entries, and those of a batch whose write failed and waits to be retried (its
+        namespace is being reloaded from the database after a failed change; their
+        values may carry that change, and the reloaded state has none of them, so writing
+        them later would make the store disagree with the live instance). A batch being
+        written is waited for first, so the reload reads what it wrote."""
+        self._settle()
+        ns = st.namespace
         self._deferred_rows.pop(id(st), None)
+        self._deferred_events = [e for e in self._deferred_events if e[2] != ns]
+        self._deferred_count = sum(len(e[3]) for e in self._deferred_events)
+        if not self._deferred_rows and not self._deferred_events:
+            self._deferred_since = None
+        failed = [
+            ([r for r in rows if r[-2] != ns], [e for e in events if e[2] != ns])
+            for rows, events in self._failed
+        ]
+        self._failed = [(rows, events) for rows, events in failed if rows or events]
 
     def flush(self) -> None:
         """Write deferred updates now (a no-op if none wait)."""

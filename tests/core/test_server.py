@@ -39,6 +39,7 @@ def test_remember_recall_maintain_reopen(tmp_path: Path, chroma_server: tuple[st
     plan = mem.maintain()
     assert plan.archived == [chat.id]
     assert mem.recall("sunny weather Lisbon", deep=True, k=1).ids == [chat.id]  # in memory
+    mem._lock.settle()  # the recall's feedback applied before the copy is dropped
     mem._spaces["default"].archive = None
     mem.EXACT_ARCHIVE_ROWS = 0  # the archive as a big namespace searches it: the server
     assert mem.recall("sunny weather Lisbon", deep=True, k=1).ids == [chat.id]
