@@ -390,14 +390,13 @@ def test_stop_cancels_a_timed_job() -> None:
 
 def test_acquire_gives_up_after_its_timeout_and_runs_the_queue_when_taken() -> None:
     lock = EngineLock()
-    lock.stop()
+    lock.stop()  # no worker: what the holder queues waits for the next taker
     ran: list[int] = []
-    with lock:
-        lock.later(lambda: ran.append(1))
     held, go = threading.Event(), threading.Event()
 
     def holder() -> None:
         with lock:
+            lock.later(lambda: ran.append(1))
             held.set()
             go.wait(10)
 
@@ -407,8 +406,10 @@ def test_acquire_gives_up_after_its_timeout_and_runs_the_queue_when_taken() -> N
     assert lock.acquire(0.05) is False
     go.set()
     t.join()
+    assert ran == []
     assert lock.acquire(5) is True
     try:
+        assert ran == [1]
         assert lock.outermost
     finally:
         lock.release()
