@@ -116,17 +116,20 @@ class _Boosts(NamedTuple):
 
 class _CloseAtExit:
     """Closes an :class:`Oblivion` still open when the interpreter exits (registered
-    with :mod:`atexit`; holds only a weak reference)."""
+    with :mod:`atexit`; holds only a weak reference). A forked child inherits the
+    registration but not the instance's threads or store: it does nothing there (else
+    the child would write the parent's queued updates, and the parent again)."""
 
     #: Seconds to wait for a call still running on another (daemon) thread.
     WAIT = 10.0
 
     def __init__(self, ref: weakref.ReferenceType[Oblivion]) -> None:
         self._ref = ref
+        self._pid = os.getpid()
 
     def __call__(self) -> None:
         mem = self._ref()
-        if mem is None or mem._closed:
+        if mem is None or mem._closed or os.getpid() != self._pid:
             return
         if not mem._lock.acquire(self.WAIT):
             logger.error(
@@ -408,6 +411,10 @@ class Oblivion:
                 with self._db.transaction() as conn:
                     for ns, space in self._spaces.items():
                         self._db.set_meta(f"usage:{ns}", space.usage.to_json(), conn)
+                    if isinstance(self.clock, TurnClock):  # ticks no write followed
+                        self._db.set_meta("turn", self.clock.shared, conn)
+                        for ns in self._db.namespaces():
+                            self._db.set_meta(f"turn:{ns}", self.clock.own(ns), conn)
             except BaseException:
                 if not self._close_failed:
                     self._close_failed = True
@@ -424,11 +431,20 @@ class Oblivion:
         self._db.close(write=write)
 
     def _background(self, fn: Callable[..., _T], *args: Any) -> Future[_T]:
-        """Run ``fn(*args)`` on a worker thread (BM25 beside the query embedding)."""
+        """Run ``fn(*args)`` on a worker thread (BM25 beside the query embedding), or
+        here if no thread can start (the interpreter shuts down: its main thread ended
+        while another still calls in)."""
         try:
             return self._workers.submit(fn, *args)
-        except RuntimeError as exc:  # shut down by a concurrent close()
-            raise InvalidInputError("this Oblivion instance is closed; open a new one") from exc
+        except RuntimeError as exc:
+            if self._closed:  # shut down by a concurrent close()
+                raise InvalidInputError("this Oblivion instance is closed; open a new one") from exc
+        done: Future[_T] = Future()
+        try:
+            done.set_result(fn(*args))
+        except Exception as exc:
+            done.set_exception(exc)
+        return done
 
     def __enter__(self) -> Oblivion:
         return self
@@ -1428,6 +1444,7 @@ class Oblivion:
         if feedback and picked:
             boosts = self._feedback(ns, space, policy, now, cids, rows, rel, act, picked)
         items = []
+        rank_of = {cids[j]: r for r, j in enumerate(picked, start=1)} if context_of else {}
         for rank, (j, n_tokens) in enumerate(zip(picked, tokens, strict=True), start=1):
             mid = cids[j]
             i = int(rows[j])
@@ -1436,8 +1453,13 @@ class Oblivion:
             found = signals.of(mid) if signals is not None else None
             if found is not None:
                 extra["relevance_signals"] = found
+            note = None
             if mid in context_of:
-                extra["context_for"], extra["neighbour"] = context_of[mid]
+                hit, which = context_of[mid]
+                extra["context_for"], extra["neighbour"] = hit, which
+                side = "after" if which == "next" else "before"
+                where = f"rank {rank_of[hit]}" if hit in rank_of else f"{hit} (not packed)"
+                note = f"context: the turn written just {side} {where}"
             items.append(
                 self._item(
                     ns,
@@ -1454,6 +1476,7 @@ class Oblivion:
                     metadata=contents[mid][1],
                     archive_reason=reason,
                     extra=extra,
+                    note=note,
                 )
             )
         total = sum(t + per_item for t in tokens)

@@ -601,8 +601,12 @@ class StateDB:
             self._settle()
             batch = self._snapshot()
             if batch is not None:
-                self._inflight_batch = batch
-                self._inflight = self._background_writer().submit(self._write_apart, batch)
+                try:
+                    self._inflight = self._background_writer().submit(self._write_apart, batch)
+                except RuntimeError:  # no new threads while the interpreter shuts down:
+                    self._failed.append(batch)  # the next transaction, or close(), writes it
+                else:
+                    self._inflight_batch = batch
 
     def drop_deferred(self, st: NamespaceState) -> None:
         """Forget every update still owed for ``st``'s namespace: queued rows and journal

@@ -24,10 +24,9 @@ from __future__ import annotations
 
 import logging
 import threading
+import weakref
 from collections import deque
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 logger = logging.getLogger("oblivion_core")
 
@@ -40,8 +39,12 @@ class EngineLock:
         self._lock = threading.RLock()
         self._depth = 0  # how deep the holder is; changed only while holding the lock
         self._queued: deque[Callable[[], None]] = deque()
-        self._scheduled = False  # a worker job is on its way to take the lock
-        self._worker: ThreadPoolExecutor | None = None
+        self._scheduled = False  # the worker is on its way to take the lock
+        # a daemon thread: a call stuck on another thread (holding the lock) must not
+        # keep the interpreter from exiting; the engine's close at exit (atexit) runs
+        # whatever is still queued, and gives up on a lock held too long
+        self._worker: threading.Thread | None = None
+        self._wake = threading.Event()
         self._timer: threading.Timer | None = None  # see due()
         self._stopped = False
 
@@ -99,8 +102,11 @@ class EngineLock:
             return
         timer = threading.Timer(seconds, self._on_timer, args=(job,))
         timer.daemon = True
+        try:
+            timer.start()
+        except RuntimeError:  # no new threads while the interpreter shuts down: the
+            return  # next call, or the close at exit, does the job's work
         self._timer = timer
-        timer.start()
 
     def settle(self) -> None:
         """Return once every job queued before this call has run."""
@@ -114,8 +120,7 @@ class EngineLock:
         self._stopped = True
         if self._timer is not None:
             self._timer.cancel()
-        if self._worker is not None:
-            self._worker.shutdown(wait=False)
+        self._wake.set()  # the worker ends
 
     def _run_queued(self) -> None:
         while self._queued:
@@ -128,12 +133,21 @@ class EngineLock:
     def _schedule(self) -> None:
         if self._stopped:
             return
-        try:
-            if self._worker is None:
-                self._worker = ThreadPoolExecutor(1, thread_name_prefix="oblivion-feedback")
-            self._worker.submit(self._drain)
-        except RuntimeError:  # shut down meanwhile: the next call runs the jobs
-            self._scheduled = False
+        if self._worker is None:
+            worker = threading.Thread(
+                target=_serve,
+                args=(weakref.ref(self), self._wake),
+                name="oblivion-feedback",
+                daemon=True,
+            )
+            try:
+                worker.start()
+            except RuntimeError:  # the interpreter shuts down: the next call runs the jobs
+                self._scheduled = False
+                return
+            self._worker = worker
+            weakref.finalize(self, self._wake.set)  # collected unclosed: the worker ends
+        self._wake.set()
 
     def _on_timer(self, job: Callable[[], None]) -> None:
         with self:
@@ -145,6 +159,20 @@ class EngineLock:
             except Exception:
                 logger.exception("a timed engine job failed")
 
-    def _drain(self) -> Any:
+    def _drain(self) -> None:
         with self:  # taking the lock runs the queue
             self._scheduled = False
+
+
+def _serve(ref: weakref.ReferenceType[EngineLock], wake: threading.Event) -> None:
+    """The worker: take the lock (which runs the queue) each time it is woken; it holds
+    the lock object only while draining, so an instance dropped without ``close()`` is
+    collected and its worker ends."""
+    while True:
+        wake.wait()
+        wake.clear()  # jobs queued from here on are run by the drain below
+        lock = ref()
+        if lock is None or lock._stopped:
+            return
+        lock._drain()
+        del lock

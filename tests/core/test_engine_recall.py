@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from oblivion_core import ManualClock, Oblivion, Policy, RecallResult, Tier
+from oblivion_core import InvalidInputError, ManualClock, Oblivion, Policy, RecallResult, Tier
 from oblivion_core.testing import word_count
 
 DAY = 86_400.0
@@ -544,6 +544,28 @@ def test_bm25_runs_beside_the_embedding_only_when_cores_are_free(busy: bool) -> 
     assert (threads[0] == threading.current_thread().name) is busy
 
 
+def test_recall_searches_bm25_in_line_when_no_worker_can_start() -> None:
+    """Once the interpreter shuts down (its main thread ended while another thread still
+    calls in) no worker can start: BM25 runs on the calling thread, same result."""
+    from oblivion_core.testing import memory
+
+    texts = ["the quarterly budget review is on tuesday", "we adopted a cat called miso"]
+    mem, plain = memory(), memory()
+    for m in (mem, plain):
+        m.remember_many(texts)
+
+    def refuse(*args: Any) -> Any:
+        raise RuntimeError("cannot schedule new futures after interpreter shutdown")
+
+    mem._workers.submit = refuse  # type: ignore[method-assign]
+    got = mem.recall("budget review", k=2, feedback=False)
+    assert got.texts == plain.recall("budget review", k=2, feedback=False).texts
+    assert got.items[0].why["relevance_signals"]["lexical"] > 0
+    mem.close()
+    with pytest.raises(InvalidInputError, match="closed"):
+        mem.recall("budget review")
+
+
 def _team_memories(mem: Oblivion, clock: ManualClock) -> tuple[str, str, str]:
     """An old team-size fact with a long, off-topic reply right after it (its neighbour),
     and a newer team-size fact a week later. Returns (old fact, its reply, new fact)."""
@@ -576,6 +598,10 @@ def test_a_neighbour_never_crowds_out_a_strong_hit_in_a_tight_budget(
         by_id = {it.id: it for it in full}
         assert full.ids[:2] == [old, reply]  # unlimited: the neighbour follows its hit
         assert by_id[reply].why["context_for"] == old
+        assert by_id[reply].why["neighbour"] == "next"
+        explanation = by_id[reply].why["explanation"]
+        assert explanation.endswith("; context: the turn written just after rank 1")
+        assert "context:" not in by_id[old].why["explanation"]
         assert by_id[new].score > 0.5 * by_id[old].score > by_id[reply].score
         cost = {m: it.tokens + QUIET.per_item_tokens for m, it in by_id.items()}
         # room for the old fact and one more: the new fact or the (longer) reply

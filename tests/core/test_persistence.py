@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import sqlite3
 import subprocess
 import sys
@@ -200,6 +201,27 @@ def test_the_turn_counter_persists(tmp_path: Path) -> None:
         assert mem.get(rec.id).activation == activation
         mem.remember("fourth turn")
         assert mem.clock.now() == 4.0
+    finally:
+        mem.close()
+
+
+def test_ticks_without_a_write_persist(tmp_path: Path) -> None:
+    """``clock.tick()`` (every namespace) and ``tick(namespace=...)`` with no write after
+    them are kept by close(): the reopened store decays from the same turn."""
+    mem = _open(tmp_path, policy=Policy.template("balanced", clock="turns"))
+    rec = mem.remember("the spare key is under the blue pot", namespace="alice")
+    mem.remember("bob's own memory", namespace="bob")
+    assert isinstance(mem.clock, TurnClock)
+    mem.clock.tick(3)
+    mem.clock.tick(2, namespace="alice")
+    alice, bob = mem.clock.now("alice"), mem.clock.now("bob")
+    activation = mem.get(rec.id, namespace="alice").activation
+    mem.close()
+
+    mem = _open(tmp_path)
+    try:
+        assert (mem.clock.now("alice"), mem.clock.now("bob")) == (alice, bob) == (6.0, 4.0)
+        assert mem.get(rec.id, namespace="alice").activation == pytest.approx(activation)
     finally:
         mem.close()
 
@@ -402,6 +424,109 @@ def test_closing_at_exit_gives_up_on_a_lock_held_elsewhere(
     assert not mem._closed
     mem._at_exit()  # free now: it closes
     assert mem._closed
+
+
+def test_exit_is_not_held_up_by_a_daemon_thread_stuck_inside_a_call(tmp_path: Path) -> None:
+    """The main thread ends while a daemon thread, inside a call, holds the engine's lock
+    forever and a recall's feedback is still queued: the interpreter exits (the feedback
+    worker is a daemon; the close at exit gives up after its wait) and keeps what was
+    written."""
+    code = textwrap.dedent(
+        f"""
+        import threading, time
+        from oblivion_core import ManualClock, Oblivion
+        from oblivion_core.engine import _CloseAtExit
+        from oblivion_core.testing import HashEmbedder, word_count
+
+        _CloseAtExit.WAIT = 0.5
+        mem = Oblivion({str(tmp_path)!r}, clock=ManualClock(), embedder=HashEmbedder(),
+                       token_counter=word_count)
+        mem.remember("the garden hose is in the shed", id="g")
+        hang = threading.Event()
+
+        def stuck():
+            with mem._lock:  # a call that never returns (a hung remote tokenizer, say)
+                hang.wait()
+
+        with mem._lock:  # as a recall does: queue its feedback, then release
+            threading.Thread(target=stuck, daemon=True).start()
+            time.sleep(0.3)  # the stuck call now waits for the lock, ahead of the worker
+            mem._lock.later(lambda: None)
+        print("main ends", flush=True)
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], timeout=60, capture_output=True, text=True, check=False
+    )
+    assert out.returncode == 0, out.stderr
+    assert "main ends" in out.stdout
+    assert "was not closed at exit" in out.stderr  # the close at exit gave up, and said so
+    mem = _open(tmp_path, ManualClock())
+    try:
+        assert mem.get("g").text == "the garden hose is in the shed"
+    finally:
+        mem.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_does_not_write_the_parents_queued_updates(tmp_path: Path) -> None:
+    """A child forked while a recall's journal entry waits exits normally: the close at
+    exit it inherited does nothing there, so the parent's close writes the entry once."""
+    code = textwrap.dedent(
+        f"""
+        import os, sys
+        from oblivion_core import ManualClock, Oblivion
+        from oblivion_core.testing import HashEmbedder, word_count
+
+        mem = Oblivion({str(tmp_path)!r}, clock=ManualClock(), embedder=HashEmbedder(),
+                       token_counter=word_count)
+        mem.remember("the garden hose is in the shed", id="g")
+        mem.recall("garden hose", k=1)
+        mem._lock.settle()
+        assert mem._db.deferred  # the journal entry waits for the writer
+        pid = os.fork()
+        if pid == 0:
+            sys.exit(0)  # a worker process that never touches the store: atexit runs
+        os.waitpid(pid, 0)
+        mem.close()
+        """
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+    assert _events_on_disk(tmp_path, "recall") == 1
+    mem = _open(tmp_path, ManualClock())
+    try:
+        assert mem.get("g").access_count == 1
+        assert [e.kind for e in mem.history("g")] == ["remember", "recall"]
+    finally:
+        mem.close()
+
+
+def test_updates_handed_off_while_no_thread_can_start_are_written_later(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After the main thread ends, the writer cannot take new jobs (``submit`` raises):
+    a hand-off keeps the batch for the next write, or the close, instead of losing it."""
+    clock = ManualClock()
+    mem, after = _boosted(tmp_path, clock)
+    mem._lock.settle()
+    db = mem._db
+    assert db.deferred
+
+    class ShutDown:
+        def submit(self, *args: Any) -> Any:
+            raise RuntimeError("cannot schedule new futures after interpreter shutdown")
+
+    monkeypatch.setattr(db, "_background_writer", lambda: ShutDown())
+    db.hand_off()
+    assert db.deferred  # still owed, not dropped
+    assert _events_on_disk(tmp_path, "recall") == 0
+    mem.close()  # writes it in line
+    reopened = _open(tmp_path, clock)
+    try:
+        assert reopened.get("pw").activation == pytest.approx(after)
+        assert [e.kind for e in reopened.history("pw")] == ["remember", "recall"]
+    finally:
+        reopened.close()
 
 
 def test_a_version_1_store_opens_and_keeps_working(tmp_path: Path) -> None:

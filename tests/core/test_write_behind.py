@@ -414,3 +414,59 @@ def test_acquire_gives_up_after_its_timeout_and_runs_the_queue_when_taken() -> N
     finally:
         lock.release()
     assert lock._depth == 0 and not lock._lock._is_owned()  # type: ignore[attr-defined]
+
+
+class _NoTimer(threading.Timer):
+    def start(self) -> None:
+        raise RuntimeError("can't create new thread at interpreter shutdown")
+
+
+class _NoThread(threading.Thread):
+    def start(self) -> None:
+        raise RuntimeError("can't create new thread at interpreter shutdown")
+
+
+def test_while_no_thread_can_start_jobs_wait_for_the_next_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """While the interpreter shuts down (no new threads): a timed job is skipped and can
+    be set again later; a queued job waits for the next call. Neither raises."""
+    lock = EngineLock()
+    ran: list[str] = []
+    monkeypatch.setattr("oblivion_core.write_behind.threading.Timer", _NoTimer)
+    monkeypatch.setattr("oblivion_core.write_behind.threading.Thread", _NoThread)
+    with lock:
+        lock.due(0.01, lambda: ran.append("timed"))
+        lock.later(lambda: ran.append("queued"))
+    time.sleep(0.1)
+    assert ran == []
+    assert lock._timer is None and not lock._scheduled
+    with lock:  # the next call runs the queue
+        assert ran == ["queued"]
+    monkeypatch.undo()
+    with lock:  # threads again: the timer can be set again, and runs
+        lock.due(0.01, lambda: ran.append("timed"))
+    assert _wait_until(lambda: ran == ["queued", "timed"])
+
+
+def test_recall_feedback_survives_a_timer_that_cannot_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A recall whose hand-off timer cannot start (interpreter shutting down) keeps its
+    boost and journal entry; close() writes them."""
+    monkeypatch.setattr("oblivion_core.write_behind.threading.Timer", _NoTimer)
+    clock = ManualClock()
+    mem = Oblivion(tmp_path, clock=clock, embedder=HashEmbedder(), token_counter=word_count)
+    mem.remember("the garden hose is in the shed", id="g", importance=0.3)
+    clock.advance(3 * DAY)
+    before = mem.get("g").activation
+    assert mem.recall("garden hose", k=1).ids == ["g"]
+    after = mem.get("g").activation
+    assert after > before
+    mem.close()
+    reopened = Oblivion(tmp_path, clock=clock, embedder=HashEmbedder(), token_counter=word_count)
+    try:
+        assert reopened.get("g").activation == pytest.approx(after)
+        assert [e.kind for e in reopened.history("g")] == ["remember", "recall"]
+    finally:
+        reopened.close()
