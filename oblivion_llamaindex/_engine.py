@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Iterable
 from typing import Any
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.bridge.pydantic import BaseModel
+from llama_index.core.schema import QueryBundle
 
 from oblivion_core.engine import Oblivion
 from oblivion_core.errors import InvalidInputError, UnknownMemoryError, UnknownNamespaceError
@@ -21,6 +24,35 @@ def check_oblivion(oblivion: object, owner: str) -> Oblivion:
             f"{type(oblivion).__name__}; or use {owner}.from_defaults(path, embed_model=...)"
         )
     return oblivion
+
+
+def need_engine(kwargs: dict[str, Any], owner: str) -> None:
+    """Fail clearly when ``from_dict`` is called without the engine (never serialised)."""
+    if kwargs.get("oblivion") is None:
+        raise InvalidInputError(
+            f"{owner}.from_dict needs the engine, which is not serialised: "
+            f"{owner}.from_dict(data, oblivion=Oblivion(path))"
+        )
+
+
+def restore_private(model: BaseModel) -> None:
+    """After unpickling: private attributes LlamaIndex dropped as unpicklable (the
+    engine, locks) get their defaults, so a fresh lock, and no engine: using the object
+    then says to construct it with one, instead of an ``AttributeError``."""
+    private = getattr(model, "__pydantic_private__", None)
+    if private is None:
+        private = {}
+        object.__setattr__(model, "__pydantic_private__", private)
+    for name, attr in type(model).__private_attributes__.items():
+        if name not in private:
+            factory = attr.default_factory  # ours take no arguments
+            private[name] = factory() if factory is not None else copy.deepcopy(attr.default)  # type: ignore[call-arg]
+
+
+def query_text(bundle: QueryBundle) -> str:
+    """The text to recall with: the bundle's custom embedding strings joined (HyDE and
+    other query transforms put what to embed there), else its query string."""
+    return "\n".join(s for s in bundle.embedding_strs if s) or bundle.query_str
 
 
 def open_oblivion(

@@ -36,7 +36,13 @@ from oblivion_llamaindex._convert import (
     message_text,
     role,
 )
-from oblivion_llamaindex._engine import check_oblivion, mark_existing, open_oblivion
+from oblivion_llamaindex._engine import (
+    check_oblivion,
+    mark_existing,
+    need_engine,
+    open_oblivion,
+    restore_private,
+)
 
 DEFAULT_TOKEN_LIMIT = 3000
 DEFAULT_TOKEN_LIMIT_RATIO = 0.75
@@ -154,6 +160,22 @@ class OblivionMemory(BaseMemory):
     @classmethod
     def class_name(cls) -> str:
         return "OblivionMemory"
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], **kwargs: Any) -> OblivionMemory:
+        """Rebuild from :meth:`to_dict` output; the engine is not serialised, pass it:
+        ``OblivionMemory.from_dict(data, oblivion=Oblivion(path))``."""
+        from llama_index.core.storage.chat_store.loading import load_chat_store
+
+        need_engine(kwargs, "OblivionMemory")
+        data = dict(data)
+        if isinstance(data.get("chat_store"), dict):
+            data["chat_store"] = load_chat_store(data["chat_store"])
+        return super().from_dict(data, **kwargs)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        super().__setstate__(state)
+        restore_private(self)
 
     @classmethod
     def from_defaults(
@@ -400,13 +422,16 @@ class OblivionMemory(BaseMemory):
 
 
 def _newest(history: Sequence[ChatMessage], costs: Sequence[int], room: int) -> list[ChatMessage]:
-    """The longest suffix of ``history`` within ``room`` tokens, minus leading replies
-    (assistant or tool messages), so no reply is shown without its question."""
+    """The longest suffix of ``history`` within ``room`` tokens; when older messages
+    were cut, minus leading replies (assistant or tool messages), so no reply is shown
+    without its question (as ``ChatMemoryBuffer``: a history that fits is kept whole,
+    a greeting the assistant opened with included)."""
     start = len(history)
     total = 0
     while start > 0 and total + costs[start - 1] <= room:
         start -= 1
         total += costs[start]
-    while start < len(history) - 1 and role(history[start]) in ("assistant", "tool"):
+    cut = start > 0
+    while cut and start < len(history) - 1 and role(history[start]) in ("assistant", "tool"):
         start += 1
     return list(history[start:])

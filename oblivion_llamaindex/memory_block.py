@@ -51,13 +51,19 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
       blocks with ``priority > 0``) drops the memories with the *lowest activation*
       first, not the last lines.
 
+    Memories are kept per engine ``namespace``, not per ``Memory`` session: recall finds
+    what any session of the namespace remembered (``session_id`` is only stored as
+    metadata). Give each user their own namespace, as in the example.
+
     Example::
 
         from llama_index.core.memory import Memory
         from oblivion_core import Oblivion
         from oblivion_llamaindex import OblivionMemoryBlock
 
-        block = OblivionMemoryBlock(oblivion=Oblivion("./memory"), token_limit=400)
+        block = OblivionMemoryBlock(
+            oblivion=Oblivion("./memory"), namespace="alice", token_limit=400
+        )
         memory = Memory.from_defaults(
             session_id="alice", token_limit=2000, memory_blocks=[block]
         )

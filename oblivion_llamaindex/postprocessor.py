@@ -28,7 +28,14 @@ from oblivion_llamaindex._convert import (
     node_score,
     node_text,
 )
-from oblivion_llamaindex._engine import check_oblivion, mark_used, open_oblivion
+from oblivion_llamaindex._engine import (
+    check_oblivion,
+    mark_used,
+    need_engine,
+    open_oblivion,
+    query_text,
+    restore_private,
+)
 
 
 class OblivionNodePostprocessor(BaseNodePostprocessor):
@@ -46,7 +53,9 @@ class OblivionNodePostprocessor(BaseNodePostprocessor):
     negative scores count as 0. A node scored ``None`` (or every node, with
     ``relevance="embedding"``) gets the cosine similarity between the query and its
     stored vector. Use ``relevance="embedding"`` for retrievers whose scores are not
-    similarities in ``[0, 1]`` (BM25, rerankers' logits).
+    similarities in ``[0, 1]`` (BM25, rerankers' logits). The query is the bundle's
+    ``custom_embedding_strs`` joined (HyDE and other query transforms set them), else
+    its query string.
 
     Returned nodes are copies carrying ``oblivion_*`` metadata (id, tier, relevance,
     activation, importance, score, ``why``) that is hidden from the LLM and embedder;
@@ -105,6 +114,17 @@ class OblivionNodePostprocessor(BaseNodePostprocessor):
         super().__init__(**data)
         self._oblivion = checked
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], **kwargs: Any) -> OblivionNodePostprocessor:
+        """Rebuild from :meth:`to_dict` output; the engine is not serialised, pass it:
+        ``OblivionNodePostprocessor.from_dict(data, oblivion=Oblivion(path))``."""
+        need_engine(kwargs, "OblivionNodePostprocessor")
+        return super().from_dict(data, **kwargs)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        super().__setstate__(state)
+        restore_private(self)
+
     @field_validator("namespace", mode="before")
     @classmethod
     def _check_namespace(cls, value: object) -> str | None:
@@ -162,7 +182,7 @@ class OblivionNodePostprocessor(BaseNodePostprocessor):
     ) -> list[NodeWithScore]:
         if not nodes:
             return []
-        query = query_bundle.query_str if query_bundle is not None else None
+        query = query_text(query_bundle) if query_bundle is not None else None
         if not isinstance(query, str) or not query.strip():
             raise InvalidInputError(
                 "OblivionNodePostprocessor needs the query: call "

@@ -20,7 +20,7 @@ from oblivion_llamaindex._convert import (
     check_optional_limit,
     item_to_node,
 )
-from oblivion_llamaindex._engine import check_oblivion, mark_used, open_oblivion
+from oblivion_llamaindex._engine import check_oblivion, mark_used, open_oblivion, query_text
 
 
 class OblivionRetriever(BaseRetriever):
@@ -32,7 +32,9 @@ class OblivionRetriever(BaseRetriever):
     ``oblivion_importance``, ``oblivion_category``, ``oblivion_score`` and
     ``oblivion_why`` (every term of the score and a sentence); those keys are hidden
     from the LLM and the embedder. Retrieval boosts what it returns unless
-    ``feedback=False``. A namespace that was never written returns no nodes.
+    ``feedback=False``. A namespace that was never written returns no nodes. A
+    ``QueryBundle``'s ``custom_embedding_strs`` (set by HyDE and other query
+    transforms), joined, are what is searched for, as vector retrievers embed them.
 
     Example::
 
@@ -108,7 +110,7 @@ class OblivionRetriever(BaseRetriever):
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         try:
             result = self._oblivion.recall(
-                query_bundle.query_str,
+                query_text(query_bundle),
                 token_budget=self.token_budget,
                 k=self.k,
                 namespace=self.namespace,

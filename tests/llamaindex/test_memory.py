@@ -256,6 +256,23 @@ def test_window_never_starts_with_a_reply(engine: Oblivion) -> None:
     assert [m.content for m in memory.get()] == ["six"]
 
 
+def test_a_history_that_fits_is_kept_whole_as_chat_memory_buffer_does(engine: Oblivion) -> None:
+    """A leading reply (the assistant's greeting) is dropped only when older turns were
+    cut; a history that fits comes back whole, exactly as ``ChatMemoryBuffer`` gives it."""
+    from llama_index.core.memory import ChatMemoryBuffer
+
+    history = [assistant("Hello! I am your assistant."), user("hi there")]
+    for limit in (3, 1000):  # cut (only "hi there" fits), then everything fits
+        memory = make(engine, token_limit=limit, memory_token_ratio=0.01)
+        buffer = ChatMemoryBuffer.from_defaults(token_limit=limit, tokenizer_fn=str.split)
+        for m in history:
+            memory.put(m)
+            buffer.put(m)
+        got = [(m.role.value, m.content) for m in memory.get()]
+        assert got == [(m.role.value, m.content) for m in buffer.get()]
+        assert len(got) == (1 if limit == 3 else 2)
+
+
 @pytest.mark.parametrize("initial", [-1, 101, 1.5])
 def test_bad_initial_token_count_is_refused(engine: Oblivion, initial: object) -> None:
     """A negative, fractional or too large ``initial_token_count`` is a clear error."""
@@ -336,6 +353,35 @@ def test_to_dict_serialises_settings_not_the_engine(engine: Oblivion) -> None:
     data = make(engine, namespace="alice", chat_store=SimpleChatStore()).to_dict()
     assert data["namespace"] == "alice" and data["class_name"] == "OblivionMemory"
     assert "oblivion" not in data
+
+
+def test_from_dict_rebuilds_the_memory_around_a_given_engine(engine: Oblivion) -> None:
+    """``from_dict(to_dict(), oblivion=...)`` gives back the settings and chat store;
+    without the engine, a clear error says to pass it."""
+    original = make(engine, namespace="alice", token_limit=123, chat_store_key="k1")
+    data = original.to_dict()
+    with pytest.raises(InvalidInputError, match=r"from_dict\(data, oblivion="):
+        OblivionMemory.from_dict(data)
+    again = OblivionMemory.from_dict(data, oblivion=engine)
+    assert (again.namespace, again.token_limit, again.chat_store_key) == ("alice", 123, "k1")
+    assert isinstance(again.chat_store, SimpleChatStore)
+    assert again.oblivion is engine
+    again.put(user("my sister lives in Porto"))
+    assert [m.content for m in again.get_all()] == ["my sister lives in Porto"]
+
+
+def test_an_unpickled_memory_says_to_construct_it_with_an_engine(engine: Oblivion) -> None:
+    """Pickling drops the live engine (LlamaIndex leaves out what cannot be pickled):
+    the copy keeps its settings and history, and using it is a clear error."""
+    import pickle
+
+    memory = make(engine, namespace="alice")
+    memory.put(user("hello"))
+    copy = pickle.loads(pickle.dumps(memory))
+    assert copy.namespace == "alice"
+    assert [m.content for m in copy.get_all()] == ["hello"]
+    with pytest.raises(InvalidInputError, match="deserialised"):
+        copy.get()
 
 
 # ---------------------------------------------------------------- chat engines

@@ -12,7 +12,7 @@ from llama_index.core.embeddings import MockEmbedding
 from llama_index.core.llms import MockLLM
 from llama_index.core.memory import Memory
 from llama_index.core.memory.memory_blocks.vector import VectorMemoryBlock
-from llama_index.core.schema import ImageNode, MetadataMode, NodeWithScore, TextNode
+from llama_index.core.schema import ImageNode, MetadataMode, NodeWithScore, QueryBundle, TextNode
 
 from oblivion_core import (
     InvalidInputError,
@@ -118,6 +118,32 @@ def test_none_score_gets_embedding_relevance(engine: Oblivion) -> None:
     )
     assert ids(out) == ["on", "off"]
     assert out[0].node.metadata["oblivion_relevance"] > 0.0
+
+
+def test_custom_embedding_strings_are_the_query(engine: Oblivion) -> None:
+    """A bundle's ``custom_embedding_strs`` are what relevance is computed against, and a
+    bundle with only those (no query string) is accepted."""
+    rerank = OblivionNodePostprocessor(oblivion=engine, feedback=False)
+    nodes = [node("off", "the office cat is called Miso"), node("on", "refunds take five days")]
+    bundle = QueryBundle("q?", custom_embedding_strs=["the office cat is called Miso"])
+    assert ids(rerank.postprocess_nodes(nodes, bundle))[0] == "off"
+    only = QueryBundle("", custom_embedding_strs=["refunds take five days"])
+    assert ids(rerank.postprocess_nodes(nodes, only))[0] == "on"
+
+
+def test_from_dict_and_pickle_keep_settings_and_need_the_engine(engine: Oblivion) -> None:
+    """``from_dict`` takes the engine; an unpickled copy says to construct it with one."""
+    import pickle
+
+    rerank = OblivionNodePostprocessor(oblivion=engine, namespace="kb", top_n=3)
+    with pytest.raises(InvalidInputError, match=r"from_dict\(data, oblivion="):
+        OblivionNodePostprocessor.from_dict(rerank.to_dict())
+    again = OblivionNodePostprocessor.from_dict(rerank.to_dict(), oblivion=engine)
+    assert (again.namespace, again.top_n, again.oblivion) == ("kb", 3, engine)
+    copy = pickle.loads(pickle.dumps(rerank))
+    assert (copy.namespace, copy.top_n) == ("kb", 3)
+    with pytest.raises(InvalidInputError, match="deserialised"):
+        copy.postprocess_nodes([node("a", "text")], query_str="text")
 
 
 def test_embedding_relevance_ignores_node_scores(engine: Oblivion) -> None:

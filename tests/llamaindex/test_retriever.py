@@ -52,6 +52,16 @@ def test_retrieve_accepts_a_query_bundle(filled: Oblivion) -> None:
     assert retriever.retrieve(QueryBundle("office cat"))[0].node.node_id == "cat"
 
 
+def test_a_query_bundle_searches_its_custom_embedding_strings(filled: Oblivion) -> None:
+    """``custom_embedding_strs`` (set by HyDE and other query transforms) are what is
+    searched for, as LlamaIndex's vector retrievers embed them."""
+    retriever = OblivionRetriever(filled, k=1, feedback=False)
+    bundle = QueryBundle("q?", custom_embedding_strs=["the office cat is called Miso"])
+    assert retriever.retrieve(bundle)[0].node.node_id == "cat"
+    bundle = QueryBundle("", custom_embedding_strs=["refunds take five working days"])
+    assert retriever.retrieve(bundle)[0].node.node_id == "refund"
+
+
 def test_token_budget_bounds_the_hits(filled: Oblivion) -> None:
     """Returned texts cost at most ``token_budget`` tokens (text + per-item overhead)."""
     budget = 12
