@@ -152,7 +152,12 @@ def check_value(value: object) -> dict[str, Any]:
     if bad:
         raise InvalidInputError(f"store value keys must be strings, got {bad[0]!r}")
     try:
-        json.dumps(dict(value), allow_nan=False)
+        json.dumps(dict(value), allow_nan=False, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInputError(
+            f"a store value contains {exc.object[exc.start]!r}, a lone surrogate that cannot "
+            "be stored as UTF-8; decode your input with errors='replace' or remove it"
+        ) from None
     except (TypeError, ValueError) as exc:
         raise InvalidInputError(
             f"store values must be JSON-serialisable without NaN: {exc}"
@@ -194,10 +199,15 @@ def check_filter(filter: object) -> dict[str, Any] | None:
         raise InvalidInputError(f"filter must be a dict or None, got {type(filter).__name__}")
 
     def walk(node: Mapping[str, Any]) -> None:
+        # a dict with any "$" key is a set of operators: every key must be one
+        operators = any(isinstance(k, str) and k.startswith("$") for k in node)
         for key, cond in node.items():
-            if isinstance(key, str) and key.startswith("$") and key not in _OPERATORS:
+            if (operators or (isinstance(key, str) and key.startswith("$"))) and (
+                key not in _OPERATORS
+            ):
                 raise InvalidInputError(
-                    f"unsupported filter operator {key!r}; use one of {list(_OPERATORS)}"
+                    f"unsupported filter operator {key!r}; use one of {list(_OPERATORS)} "
+                    "(a dict holding an operator holds only operators)"
                 )
             if isinstance(cond, Mapping):
                 walk(cond)
@@ -255,7 +265,9 @@ def _apply(actual: Any, op: str, operand: Any) -> bool:
         return bool(actual >= operand)
     if op == "$lt":
         return bool(actual < operand)
-    return bool(actual <= operand)
+    if op == "$lte":
+        return bool(actual <= operand)
+    raise InvalidInputError(f"unsupported filter operator {op!r}; use one of {list(_OPERATORS)}")
 
 
 def namespace_matches(namespace: tuple[str, ...], kind: str, path: Sequence[str]) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -47,6 +48,11 @@ logger = logging.getLogger("oblivion_langchain")
 
 #: Key of the memory metadata under which the store keeps the item's value and times.
 META_KEY = "langgraph"
+
+#: A key the engine cannot take as a memory id (empty or blank, longer than 512
+#: characters, or starting with this prefix) is stored under this prefix plus the key's
+#: SHA-256; the key itself is kept in the metadata.
+_HASHED = "lgkey:"
 
 _Memory = MemoryRecord | RecalledItem
 
@@ -113,8 +119,11 @@ class OblivionStore(BaseStore):
     ``Oblivion(path, policy=Policy(hide_superseded=False))``.
 
     Every op of a batch is validated before any is run, so a bad op (a namespace with
-    non-string labels, a value that is not a dict, ...) raises and changes nothing.
-    Ops then run in order. TTLs are not supported: decay replaces them.
+    non-string labels, a value that is not a dict, a key or text with a lone surrogate,
+    ...) raises and changes nothing. Ops then run in order. TTLs are not supported:
+    decay replaces them. Any string is a key (the empty one too). A namespace may be
+    at most 256 characters once encoded (about 25 labels of 8 characters): ``put``
+    into a longer one raises; reading or deleting there finds nothing.
 
     Setup:
         Install the extra: ``pip install "oblivion-memory[langchain]"``.
@@ -202,7 +211,7 @@ class OblivionStore(BaseStore):
     # ================================================================ validation
     def _prepare(self, op: Op) -> Any:
         if isinstance(op, GetOp):
-            return self._space(op.namespace)
+            return self._space(op.namespace, must_hold=False)
         if isinstance(op, PutOp):
             return self._prepare_put(op)
         if isinstance(op, SearchOp):
@@ -227,7 +236,12 @@ class OblivionStore(BaseStore):
             return None
         raise InvalidInputError(f"unknown store operation {type(op).__name__}")
 
-    def _space(self, namespace: object, *, write: bool = False) -> str:
+    def _space(
+        self, namespace: object, *, write: bool = False, must_hold: bool = True
+    ) -> str | None:
+        """The engine namespace of a namespace tuple. One the engine cannot hold (too
+        long, or a label with a lone surrogate) raises if ``must_hold`` (a put), else
+        is ``None``: nothing can be stored there, so reads and deletes find nothing."""
         labels = _labels(namespace, "namespace")
         if write:
             if not labels:
@@ -239,17 +253,33 @@ class OblivionStore(BaseStore):
         validate_op_namespace(GetOp(labels, ""))
         space = encode_namespace(labels)
         if len(space) > MAX_NAMESPACE_CHARS:
+            if not must_hold:
+                return None
             raise InvalidNamespaceError(
                 f"namespace {labels!r} is too long: encoded it has {len(space)} characters, "
                 f"at most {MAX_NAMESPACE_CHARS} are allowed; use fewer or shorter labels"
             )
+        if not _utf8(space):
+            if not must_hold:
+                return None
+            raise InvalidNamespaceError(
+                f"namespace {labels!r} has a label with a lone surrogate, which cannot be "
+                "stored as UTF-8; decode your input with errors='replace' or remove it"
+            )
         return space
 
-    def _prepare_put(self, op: PutOp) -> _Put:
-        space = self._space(op.namespace, write=True)
-        if not isinstance(op.key, str) or not op.key.strip() or len(op.key) > 512:
+    def _prepare_put(self, op: PutOp) -> _Put | None:
+        """The validated put; ``None`` for a delete that can find nothing."""
+        deleting = op.value is None
+        space = self._space(op.namespace, write=True, must_hold=not deleting)
+        if not isinstance(op.key, str):
+            raise InvalidInputError(f"keys must be strings, got {type(op.key).__name__}")
+        if space is None or (deleting and not _utf8(op.key)):
+            return None
+        if not _utf8(op.key):
             raise InvalidInputError(
-                f"keys must be non-empty strings of <= 512 chars, got {op.key!r}"
+                f"key {op.key!r} contains a lone surrogate, which cannot be stored as UTF-8; "
+                "decode your input with errors='replace' or remove it"
             )
         if op.value is None:
             return _Put(space, op.key, None, "", False)
@@ -274,6 +304,11 @@ class OblivionStore(BaseStore):
         text = "\n".join(texts)
         if "\x00" in text:
             raise InvalidInputError(f"the text indexed for key {op.key!r} contains a NUL character")
+        if not _utf8(text):
+            raise InvalidInputError(
+                f"the text indexed for key {op.key!r} contains a lone surrogate, which cannot "
+                "be stored as UTF-8; decode your input with errors='replace' or remove it"
+            )
         if len(text) > limit:
             raise InvalidInputError(
                 f"the text indexed for key {op.key!r} has {len(text):,} characters, more than "
@@ -290,30 +325,36 @@ class OblivionStore(BaseStore):
     # ================================================================ execution
     def _run(self, op: Op, prep: Any) -> Result:
         if isinstance(op, GetOp):
-            record = self._record(prep, op.key)
+            record = self._record(prep, op.key) if prep is not None else None
             return None if record is None else _item(record, tuple(op.namespace))
         if isinstance(op, PutOp):
-            self._put(prep)
+            if prep is not None:
+                self._put(prep)
             return None
         if isinstance(op, SearchOp):
             return self._search(op)
         assert isinstance(op, ListNamespacesOp)
         return self._list_namespaces(op)
 
-    def _record(self, space: str, key: str) -> MemoryRecord | None:
+    def _record(self, space: str, key: object) -> MemoryRecord | None:
+        if not isinstance(key, str) or not _utf8(key):
+            return None  # nothing can be stored under it
         try:
-            return self.oblivion.get(key, namespace=space)
+            return self.oblivion.get(_memory_id(key), namespace=space)
         except (UnknownNamespaceError, UnknownMemoryError):
             return None
 
     def _put(self, put: _Put) -> None:
         existing = self._record(put.space, put.key)
+        memory_id = _memory_id(put.key)
         if put.value is None:
             if existing is not None:
-                self.oblivion.forget(put.key, namespace=put.space)
+                self.oblivion.forget(memory_id, namespace=put.space)
             return
         stamp = now_iso(self._now)
         meta = {"value": put.value, "updated_at": stamp, "indexed": put.indexed}
+        if memory_id != put.key:
+            meta["key"] = put.key
         # An unindexed item states nothing searchable: it must neither make an indexed
         # item stale nor be judged stale itself on this write.
         supersede = None if put.indexed else False
@@ -323,7 +364,7 @@ class OblivionStore(BaseStore):
                 put.text,
                 metadata={META_KEY: meta},
                 namespace=put.space,
-                id=put.key,
+                id=memory_id,
                 supersede=supersede,
             )
             return
@@ -333,7 +374,7 @@ class OblivionStore(BaseStore):
         # text) is a new statement: the engine releases the supersessions it was part of.
         restated = put.text != existing.text or put.indexed != old.get("indexed", True)
         self.oblivion.edit(
-            put.key,
+            memory_id,
             put.text if restated else None,
             metadata={META_KEY: meta},
             namespace=put.space,
@@ -356,28 +397,28 @@ class OblivionStore(BaseStore):
         if op.limit == 0:
             return []
         spaces = self._spaces(op.namespace_prefix)
-        if op.query:
-            return self._search_query(op, spaces)
+        query = _search_text(op.query)
+        if query:
+            return self._search_query(op, query, spaces)
         listed: list[tuple[float, float, tuple[str, ...], str, MemoryRecord]] = []
         for space, labels in spaces:
             for rec in self.oblivion.records(namespace=space):
                 if not rec.invalidated and matches(_value(rec), op.filter):
                     updated = parse_time(_meta(rec).get("updated_at")).timestamp()
-                    listed.append((-rec.activation, -updated, labels, rec.id, rec))
+                    listed.append((-rec.activation, -updated, labels, _key(rec), rec))
         # Highest activation first, then most recently updated, then by namespace and key.
         listed.sort(key=lambda r: r[:4])
         page = listed[op.offset : op.offset + op.limit]
         return [_search_item(rec, labels, None) for _, _, labels, _, rec in page]
 
     def _search_query(
-        self, op: SearchOp, spaces: list[tuple[str, tuple[str, ...]]]
+        self, op: SearchOp, query: str, spaces: list[tuple[str, tuple[str, ...]]]
     ) -> list[SearchItem]:
-        assert op.query is not None
         want = op.offset + op.limit
         hits: list[_Hit] = []
         runs: dict[str, tuple[list[str], bool]] = {}
         for order, (space, labels) in enumerate(spaces):
-            ranked, deep = self._ranked(space, op.query, want, op.filter)
+            ranked, deep = self._ranked(space, query, want, op.filter)
             runs[space] = ([it.id for it in ranked], deep)
             hits.extend(
                 _Hit(labels, space, it, order, rank)
@@ -387,7 +428,7 @@ class OblivionStore(BaseStore):
         hits.sort(key=lambda h: (-h.item.score, h.order, h.rank))
         page = hits[op.offset : want]
         if self.feedback:
-            self._boost(op.query, page, runs)
+            self._boost(query, page, runs)
         return [_search_item(h.item, h.namespace, h.item.score) for h in page]
 
     def _ranked(
@@ -464,6 +505,37 @@ def _count(value: object, name: str, minimum: int = 0) -> int:
     return value
 
 
+def _utf8(text: str) -> bool:
+    """Whether ``text`` can be stored as UTF-8 (no lone surrogates)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _memory_id(key: str) -> str:
+    """The memory id of a store key (see :data:`_HASHED`)."""
+    if key.strip() and len(key) <= 512 and not key.startswith(_HASHED):
+        return key
+    return _HASHED + hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+def _key(memory: _Memory) -> str:
+    """The store key of a memory (its id, unless the key had to be hashed)."""
+    key = _meta(memory).get("key")
+    return key if isinstance(key, str) else memory.id
+
+
+def _search_text(query: str | None) -> str:
+    """What a search query searches for: NULs as spaces, lone surrogates replaced; a
+    blank query (like ``""``) lists instead."""
+    if not query:
+        return ""
+    text = query.replace("\x00", " ").encode("utf-8", "replace").decode("utf-8")
+    return text if text.strip() else ""
+
+
 def _stand_in(key: str, limit: int) -> str:
     """The memory text of an unindexed item: its key (cut to ``limit``, NULs dropped)."""
     text = key.replace("\x00", " ")[:limit]
@@ -485,7 +557,7 @@ def _item(memory: _Memory, namespace: tuple[str, ...]) -> Item:
     meta = _meta(memory)
     return Item(
         value=_value(memory),
-        key=memory.id,
+        key=_key(memory),
         namespace=namespace,
         created_at=parse_time(meta.get("created_at")),
         updated_at=parse_time(meta.get("updated_at")),
@@ -496,7 +568,7 @@ def _search_item(memory: _Memory, namespace: tuple[str, ...], score: float | Non
     meta = _meta(memory)
     return SearchItem(
         namespace=namespace,
-        key=memory.id,
+        key=_key(memory),
         value=_value(memory),
         created_at=parse_time(meta.get("created_at")),
         updated_at=parse_time(meta.get("updated_at")),

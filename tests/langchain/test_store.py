@@ -471,13 +471,17 @@ def test_emptied_namespaces_are_not_listed(tree: OblivionStore) -> None:
         (PutOp(NS, "k", {"x": {1, 2}}), ValueError, "JSON"),
         (PutOp(NS, "k", {"x": math.nan}), ValueError, "NaN"),
         (PutOp(NS, "k", {1: "x"}), ValueError, "keys must be strings"),  # type: ignore[dict-item]
-        (PutOp(NS, "", {"text": "x"}), ValueError, "keys must be"),
+        (PutOp(NS, 7, {"text": "x"}), ValueError, "keys must be strings"),  # type: ignore[arg-type]
+        (PutOp(NS, "bad\ud800", {"text": "x"}), ValueError, "surrogate"),
+        (PutOp(NS, "k", {"text": "x\ud800"}), ValueError, "surrogate"),
+        (PutOp(("a\ud800",), "k", {"text": "x"}), InvalidNamespaceError, "surrogate"),
         (PutOp(NS, "k", {"text": "a\x00b"}), ValueError, "NUL"),
         (PutOp(NS, "k", {"text": "x" * 40_000}), ValueError, "max_text_chars"),
         (PutOp(NS, "k", {"text": "x"}, index="text"), ValueError, "index"),  # type: ignore[arg-type]
         (GetOp(("memories", 2), "k"), InvalidNamespaceError, "int label"),  # type: ignore[arg-type]
         (SearchOp(("memories", 3.5)), InvalidNamespaceError, "float label"),  # type: ignore[arg-type]
         (SearchOp(NS, filter={"n": {"$regex": "x"}}), ValueError, "operator"),
+        (SearchOp(NS, filter={"n": {"$gt": 0, "max": 5}}), ValueError, "operator"),
         (SearchOp(NS, limit=-1), ValueError, "limit"),
         (SearchOp(NS, offset=-2), ValueError, "offset"),
         (ListNamespacesOp(max_depth=0), ValueError, "max_depth"),
@@ -493,6 +497,58 @@ def test_bad_ops_fail_clearly_and_lose_nothing(
         store.batch([PutOp(NS, "keep", None), PutOp(NS, "new", {"text": "new"}), op])
     assert _snapshot(engine) == before
     assert store.get(NS, "keep").value == {"text": "keep me"}  # type: ignore[union-attr]
+
+
+KEYS = ["", "  ", "\n", "k" * 513, "lgkey:abc", "plain", "a/b.c$d", "nul\x00inside"]
+
+
+def test_any_string_is_a_key_as_in_the_in_memory_store(store: OblivionStore) -> None:
+    """Keys the engine cannot take as ids (empty, blank, over 512 characters) are stored
+    under a hashed id and come back as given; put, get, list, query search and delete
+    behave as in LangGraph's ``InMemoryStore``."""
+    from langgraph.store.memory import InMemoryStore
+
+    ref = InMemoryStore()
+    for s in (store, ref):
+        for n, key in enumerate(KEYS):
+            s.put(NS, key, {"text": f"note number {n} about tea"})
+        s.delete(NS, "never-put")
+        s.delete(NS, "")
+        s.put(NS, "k" * 513, {"text": "changed note about coffee"})
+    for key in KEYS:
+        got, want = store.get(NS, key), ref.get(NS, key)
+        assert (got is None) == (want is None)
+        if got is not None and want is not None:
+            assert (got.key, got.value) == (want.key, want.value)
+    listed = {(it.key, it.value["text"]) for it in store.search(NS, limit=50)}
+    assert listed == {(it.key, it.value["text"]) for it in ref.search(NS, limit=50)}
+    found = {it.key for it in store.search(NS, query="coffee", limit=50)}
+    assert "k" * 513 in found and found <= set(KEYS)
+
+
+def test_blank_queries_list_and_odd_queries_search(store: OblivionStore) -> None:
+    """A blank query lists like ``""`` does (InMemoryStore too); a NUL or a lone
+    surrogate in a query is searched around, not refused."""
+    store.put(NS, "tea", {"text": "I prefer green tea"})
+    for blank in ("", "   ", "\n"):
+        hits = store.search(NS, query=blank)
+        assert [(h.key, h.score) for h in hits] == [("tea", None)]
+    for odd in ("green\x00tea", "green tea \ud800"):
+        hits = store.search(NS, query=odd)
+        assert [h.key for h in hits] == ["tea"] and hits[0].score is not None
+
+
+def test_a_namespace_the_engine_cannot_hold_reads_as_empty(store: OblivionStore) -> None:
+    """Too long a namespace (or a label with a lone surrogate) can hold nothing: get
+    finds nothing and delete does nothing, as for any empty namespace; put raises."""
+    long_ns = tuple(f"label{i:03d}" for i in range(40))
+    for ns in (long_ns, ("a\ud800",)):
+        assert store.get(ns, "k") is None
+        store.delete(ns, "k")
+        with pytest.raises(InvalidNamespaceError):
+            store.put(ns, "k", {"text": "x"})
+    assert store.get(NS, "bad\ud800") is None
+    store.delete(NS, "bad\ud800")
 
 
 def test_the_public_helpers_validate_too(store: OblivionStore) -> None:
