@@ -62,6 +62,11 @@ class TurnClock:
         """The ticks of ``namespace`` alone."""
         return self._own.get(namespace, 0.0)
 
+    def owned(self) -> dict[str, float]:
+        """The ticks of each namespace alone (namespaces that had any)."""
+        with self._lock:
+            return dict(self._own)
+
     def tick(self, turns: float = 1.0, namespace: str | None = None) -> float:
         """Advance by ``turns`` (>= 0), for one namespace or (``None``) for every one;
         returns the new :meth:`now` of ``namespace``."""

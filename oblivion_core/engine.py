@@ -169,7 +169,6 @@ class _Space:
         self.summaries: dict[str, list[str]] = {}
         self.last_write: tuple[str, float] | None = None
         self.writes_since_maintain = 0
-        self.last_relevance: dict[str, float] = {}
         self.lists: ListIndex | None = None  # built on the first list question
 
     def activate(self, ids: Sequence[str], vectors: Vectors) -> None:
@@ -311,7 +310,8 @@ class Oblivion:
             }
             if clock is None:
                 if self._policy.clock == "turns":
-                    own = {ns: self._db.meta(f"turn:{ns}") for ns in self._db.namespaces()}
+                    # every namespace's own ticks, those of namespaces holding no memory too
+                    own = self._db.metas("turn:")
                     clock = TurnClock(
                         float(self._db.meta("turn") or 0.0),
                         namespaces={ns: float(t) for ns, t in own.items() if t is not None},
@@ -413,8 +413,8 @@ class Oblivion:
                         self._db.set_meta(f"usage:{ns}", space.usage.to_json(), conn)
                     if isinstance(self.clock, TurnClock):  # ticks no write followed
                         self._db.set_meta("turn", self.clock.shared, conn)
-                        for ns in self._db.namespaces():
-                            self._db.set_meta(f"turn:{ns}", self.clock.own(ns), conn)
+                        for ns, turns in self.clock.owned().items():
+                            self._db.set_meta(f"turn:{ns}", turns, conn)
             except BaseException:
                 if not self._close_failed:
                     self._close_failed = True
@@ -771,6 +771,8 @@ class Oblivion:
                 if isinstance(self.clock, TurnClock):
                     self._db.set_meta("turn", self.clock.shared, conn)
                     self._db.set_meta(f"turn:{ns}", self.clock.own(ns), conn)
+                # maintain_every counts on across a reopen
+                self._db.set_meta(f"writes:{ns}", space.writes_since_maintain + n, conn)
                 self._db.journal(
                     conn,
                     now,
@@ -1759,7 +1761,7 @@ class Oblivion:
         ):
             if not ok:  # shown on request, never reinforced
                 continue
-            space.last_relevance[mid] = max(relevance, 0.0)
+            st.cols["relevance"][i] = max(relevance, 0.0)  # what mark_used() boosts by
             usage = space.usage.of(st.category(i))
             usage.recalled += 1
             if tier == _ARCHIVE:
@@ -1813,12 +1815,12 @@ class Oblivion:
                     float(
                         decay.boost_delta(
                             self._beta(ns, space.state.category(i)),
-                            space.last_relevance.get(m, 1.0),
+                            space.state.cols["relevance"][i],
                             space.state.cols["confidence"][i],
                             policy.used_gain,
                         )
                     )
-                    for m, i in zip(ids, rows, strict=True)
+                    for i in rows
                 ],
                 stability=policy.used_stability,
             )
@@ -1868,8 +1870,8 @@ class Oblivion:
                 )
                 for i, r in zip(rows, rels, strict=True)
             ]
-            for m, r in zip(ids, rels, strict=True):
-                space.last_relevance[m] = r
+            for i, r in zip(rows, rels, strict=True):
+                st.cols["relevance"][i] = r
             return self._bump(
                 ns,
                 space,
@@ -2106,8 +2108,10 @@ class Oblivion:
             space = self._space(ns)
             self._row(space, old_id)
             self._row(space, new_id)
+            # old_id's own successor is replaced, so the pair makes a cycle exactly when
+            # old_id is anywhere on new_id's chain (not only at its end)
             head, seen = new_id, set()
-            while head in space.state.superseded_by and head not in seen:
+            while head != old_id and head in space.state.superseded_by and head not in seen:
                 seen.add(head)
                 head = space.state.superseded_by[head]
             if head == old_id:
@@ -2357,7 +2361,6 @@ class Oblivion:
                 st.remove(m)
                 space.graph.remove_node(m)
                 space.review.pop(m, None)
-                space.last_relevance.pop(m, None)
 
     def _restore_in_chroma(self, ns: str, st: NamespaceState, ids: list[str]) -> None:
         """Put memories SQLite still holds back into Chroma (a delete whose transaction
@@ -2473,6 +2476,7 @@ class Oblivion:
                             conn, now, ns, [(None, "adapt", None, None, {"changed": adapted})]
                         )
                     self._db.set_meta(f"usage:{ns}", space.usage.to_json(), conn)
+                    self._db.set_meta(f"writes:{ns}", 0, conn)
                 if len(decision.forget):
                     self._delete(
                         ns, space, decision.forget.tolist(), now, "decayed below forget_below"
@@ -2758,8 +2762,13 @@ class Oblivion:
             act = self._activation(ns, st, now)
             tiers = st.col("tier")
             cats: dict[str, Any] = {}
-            for k, name in enumerate(st.vocab):
-                mask = st.col("cat") == k
+            codes = st.col("cat")
+            none = np.zeros(st.n, dtype=bool)
+            # every category with a memory, and every one whose use is counted (after its
+            # last memory went too, also once reopened: its vocabulary entry is gone then)
+            for name in dict.fromkeys([*st.vocab, *space.usage.categories]):
+                k = st.cat_id(name) if name in st.vocab else -1
+                mask = codes == k if k >= 0 else none
                 if not mask.any() and name not in space.usage.categories:
                     continue
                 u = space.usage.of(name)
@@ -2856,6 +2865,7 @@ class Oblivion:
                     index.add(have, np.stack([vecs[m] for m in have]))
             usage = Usage.from_json(self._db.meta(f"usage:{ns}"))
             space = _Space(st, index, usage)
+            space.writes_since_maintain = int(self._db.meta(f"writes:{ns}") or 0)
             for a, b, w in self._db.links(ns):
                 space.graph.add(a, b, w)
             space.review = self._db.review(ns)

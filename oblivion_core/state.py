@@ -42,8 +42,9 @@ from oblivion_core.typing import Vectors
 
 #: 2: vectors kept beside the texts; the FTS5 tables of version 1 dropped (see lexical.py).
 #: 3: each memory keeps its category's decay clock reading ``d_ref`` instead of the time
-#: ``t_ref`` of its last event (see decay_clock.py); the journal is indexed by ``mkey``
-SCHEMA_VERSION = 3
+#: ``t_ref`` of its last event (see decay_clock.py); the journal is indexed by ``mkey``.
+#: 4: each memory keeps the relevance of its last recall (what ``mark_used`` boosts by).
+SCHEMA_VERSION = 4
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -68,6 +69,7 @@ CREATE TABLE IF NOT EXISTS memories (
     superseded_by TEXT,
     metadata TEXT NOT NULL DEFAULT '{}',
     seq INTEGER NOT NULL,
+    relevance REAL NOT NULL DEFAULT 1.0,  -- of its last recall (1.0: never recalled)
     PRIMARY KEY (namespace, id)
 );
 CREATE TABLE IF NOT EXISTS vectors (  -- apart, so activation updates touch small pages
@@ -141,6 +143,7 @@ _FLOAT_COLS = (
     "a_ref",
     "d_ref",
     "stability",
+    "relevance",  # of the memory's last recall; 1.0 before its first
 )
 
 F64 = npt.NDArray[np.float64]
@@ -228,6 +231,7 @@ class NamespaceState:
         i = self.n
         for arr in self.cols.values():  # the slot may hold a deleted row's values
             arr[i] = 0
+        self.cols["relevance"][i] = 1.0  # never recalled
         for name, value in values.items():
             self.cols[name][i] = value
         self.cols["cat"][i] = self.cat_id(category)
@@ -467,7 +471,7 @@ class StateDB:
     LEGACY_TIMES = "d_ref_holds_times"
 
     def _migrate(self) -> None:
-        """Bring a version-1 or -2 store to :data:`SCHEMA_VERSION` (a new one is already
+        """Bring a version-1, -2 or -3 store to :data:`SCHEMA_VERSION` (a new one is already
         there), in one transaction.
 
         Versions 1-2 kept the time of each memory's last event (``t_ref``); version 3 keeps
@@ -475,8 +479,12 @@ class StateDB:
         The column is renamed here and flagged (:attr:`LEGACY_TIMES`); the engine converts
         the values, which needs the policies' rates, in one transaction when it opens.
         Version 3 also keys the journal by :func:`memory_key` (see :data:`_INDEXES`).
+        Version 4 keeps the relevance of each memory's last recall; older memories start
+        at 1.0, as if never recalled (what :meth:`Oblivion.mark_used` assumed for them).
         """
         columns = {r[1] for r in self.conn.execute("PRAGMA table_info(memories)")}
+        if "relevance" not in columns:  # versions 1-3: as if never recalled
+            self.conn.execute("ALTER TABLE memories ADD COLUMN relevance REAL NOT NULL DEFAULT 1.0")
         if "t_ref" in columns:
             self.set_meta(self.LEGACY_TIMES, True)
             self.conn.execute("ALTER TABLE memories RENAME COLUMN t_ref TO d_ref")
@@ -692,6 +700,14 @@ class StateDB:
         row = next(iter(self._read("SELECT value FROM meta WHERE key=?", (key,))), None)
         return json.loads(row[0]) if row else None
 
+    def metas(self, prefix: str) -> dict[str, Any]:
+        """Every JSON value of the meta table whose key starts with ``prefix``, by the rest
+        of the key."""
+        rows = self._read(
+            "SELECT key, value FROM meta WHERE substr(key, 1, ?) = ?", (len(prefix), prefix)
+        )
+        return {r[0][len(prefix) :]: json.loads(r[1]) for r in rows}
+
     def set_meta(self, key: str, value: Any, conn: sqlite3.Connection | None = None) -> None:
         """Store a JSON value in the meta table."""
         with self._translated():
@@ -736,16 +752,16 @@ class StateDB:
         with self._translated():
             cur = self.conn.execute(
                 "SELECT id, category, importance, confidence, created_at, last_accessed, "
-                "a_ref, d_ref, stability, access_count, tier, invalidated, superseded_by, seq "
-                "FROM memories WHERE namespace=? ORDER BY seq",
+                "a_ref, d_ref, stability, relevance, access_count, tier, invalidated, "
+                "superseded_by, seq FROM memories WHERE namespace=? ORDER BY seq",
                 (namespace,),
             )
             for r in cur:
-                values = dict(zip(_FLOAT_COLS, r[2:9], strict=True))
-                values.update(access_count=r[9], tier=r[10], invalidated=bool(r[11]))
-                st.append(r[0], r[1], values, r[13])
-                if r[12]:
-                    st.superseded_by[r[0]] = r[12]
+                values = dict(zip(_FLOAT_COLS, r[2:10], strict=True))
+                values.update(access_count=r[10], tier=r[11], invalidated=bool(r[12]))
+                st.append(r[0], r[1], values, r[14])
+                if r[13]:
+                    st.superseded_by[r[0]] = r[13]
                     st.cols["superseded"][st.n - 1] = True
         return st
 
@@ -783,9 +799,9 @@ class StateDB:
             blobs.append((st.namespace, mid, _blob(vec)))
         conn.executemany(
             "INSERT INTO memories(namespace, id, text, category, importance, confidence, "
-            "created_at, last_accessed, a_ref, d_ref, stability, access_count, tier, "
-            "invalidated, superseded_by, metadata, seq) "
-            "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "created_at, last_accessed, a_ref, d_ref, stability, relevance, access_count, "
+            "tier, invalidated, superseded_by, metadata, seq) "
+            "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             data,
         )
         conn.executemany(
@@ -1125,7 +1141,8 @@ def _blob(vector: Vectors) -> bytes:
 
 _UPDATE_ROW = (
     "UPDATE memories SET importance=?, confidence=?, last_accessed=?, a_ref=?, d_ref=?, "
-    "stability=?, access_count=?, tier=?, invalidated=?, superseded_by=?, category=? "
+    "stability=?, relevance=?, access_count=?, tier=?, invalidated=?, superseded_by=?, "
+    "category=? "
     "WHERE namespace=? AND id=?"
 )
 _INSERT_EVENT = (
@@ -1143,6 +1160,7 @@ _NUMERIC_COLUMNS = (
     "a_ref",
     "d_ref",
     "stability",
+    "relevance",
     "access_count",
     "tier",
     "invalidated",

@@ -226,6 +226,95 @@ def test_ticks_without_a_write_persist(tmp_path: Path) -> None:
         mem.close()
 
 
+def test_ticks_of_a_namespace_with_no_memory_persist(tmp_path: Path) -> None:
+    """A namespace's own ticks are kept even while it holds no memory yet (the default
+    namespace of an agent that only recalled so far): its first memory starts there."""
+    mem = _open(tmp_path, policy=Policy.template("balanced", clock="turns"))
+    mem.remember("a note for another tenant", namespace="alice")
+    assert isinstance(mem.clock, TurnClock)
+    mem.clock.tick(5, namespace="default")
+    mem.clock.tick(2, namespace="carol")
+    mem.close()
+
+    mem = _open(tmp_path)
+    try:
+        assert mem.clock.now("default") == 5.0
+        assert mem.clock.now("carol") == 2.0
+        assert mem.clock.now("alice") == 1.0
+    finally:
+        mem.close()
+
+
+def test_mark_used_after_a_reopen_boosts_by_the_last_recall(tmp_path: Path) -> None:
+    """mark_used() boosts by the relevance of the memory's last recall, which is stored: the
+    same calls give the same activation whether or not the store was reopened between the
+    recall and mark_used() (it used to fall back to relevance 1.0)."""
+
+    def run(reopen: bool, path: Path) -> tuple[float, float]:
+        clock = ManualClock()
+        mem = _open(path, clock)
+        mem.remember("the garden shed holds twelve tools", id="a", importance=0.0)
+        relevance = mem.recall("garden", k=1).items[0].relevance
+        if reopen:
+            mem.close()
+            mem = _open(path, clock)
+        try:
+            return relevance, mem.mark_used(["a"])[0]
+        finally:
+            mem.close()
+
+    relevance, live = run(False, tmp_path / "live")
+    _, reopened = run(True, tmp_path / "reopened")
+    assert relevance < 0.9  # so relevance 1.0 would boost more
+    assert reopened == pytest.approx(live, rel=1e-12)
+
+
+def test_writes_since_maintain_persist(tmp_path: Path) -> None:
+    """maintain_every counts writes across a reopen: the automatic maintain() runs after
+    the same write whether or not the store was closed in between."""
+    policy = Policy.template("balanced").replace(
+        maintain_every=3, active_capacity=1, active_share=None
+    )
+    texts = ["the garden shed", "the blue piano", "a river flight", "an invoice note"]
+
+    def run(reopen: bool, path: Path) -> tuple[dict[str, Tier], list[str]]:
+        mem = _open(path, ManualClock(), policy=policy)
+        mem.remember(texts[0], id="a")
+        mem.remember(texts[1], id="b")
+        if reopen:
+            mem.close()
+            mem = _open(path, ManualClock())
+        try:
+            mem.remember(texts[2], id="c")  # the third write: maintain_every is reached
+            mem.remember(texts[3], id="d")
+            return {r.id: r.tier for r in mem.records()}, [e.kind for e in mem.history()]
+        finally:
+            mem.close()
+
+    live = run(False, tmp_path / "live")
+    assert "archive" in live[1]  # the automatic maintain() ran
+    assert run(True, tmp_path / "reopened") == live
+
+
+def test_stats_of_an_emptied_category_survive_a_reopen(tmp_path: Path) -> None:
+    """A category whose last memory was forgotten still shows its counted use in stats(),
+    before and after a reopen alike."""
+    mem = _open(tmp_path, ManualClock())
+    mem.remember("keep me", category="fact", id="a")
+    mem.remember("My favourite drink is tea.", category="preference", id="b")
+    mem.forget("b")
+    live = mem.stats()["categories"]
+    mem.close()
+    mem = _open(tmp_path, ManualClock())
+    try:
+        again = mem.stats()["categories"]
+    finally:
+        mem.close()
+    assert live["preference"]["count"] == 0
+    assert live["preference"]["window"]["stored"] == 1
+    assert again == live
+
+
 def test_reopening_a_turns_store_with_a_template_name_keeps_turns(tmp_path: Path) -> None:
     """Reopening a turn-clock store with a template name keeps counting turns, and no
     activation changes."""
@@ -584,6 +673,7 @@ def _as_version_2(path: Path) -> None:
     conn.execute("ALTER TABLE memories RENAME COLUMN d_ref TO t_ref")
     conn.execute("DROP INDEX events_by_key")
     conn.execute("ALTER TABLE events DROP COLUMN mkey")
+    conn.execute("ALTER TABLE memories DROP COLUMN relevance")
     conn.execute("CREATE INDEX events_by_memory ON events (namespace, memory_id)")
     conn.execute("UPDATE meta SET value='2' WHERE key='schema_version'")
     conn.commit()
@@ -640,4 +730,4 @@ def test_a_version_2_store_keeps_every_activation_and_decays_on(tmp_path: Path) 
     assert meta["schema_version"] == str(SCHEMA_VERSION)
     assert StateDB.LEGACY_TIMES not in meta
     assert "clock:default" in meta
-    assert "d_ref" in columns and "t_ref" not in columns
+    assert "d_ref" in columns and "t_ref" not in columns and "relevance" in columns

@@ -178,6 +178,44 @@ def test_explicit_supersede_and_its_errors(mem: Oblivion) -> None:
         mem.supersede(b.id, a.id)
 
 
+@given(
+    pairs=st.lists(
+        st.tuples(st.integers(0, 3), st.integers(0, 3)).filter(lambda p: p[0] != p[1]),
+        max_size=12,
+    )
+)
+def test_explicit_supersede_never_makes_a_cycle(fresh: Any, pairs: list[tuple[int, int]]) -> None:
+    """Whatever supersede() calls are made, every chain ends: a call that would close a loop
+    anywhere along the chain (not only at its end) is refused and changes nothing."""
+    with fresh(policy=Policy().replace(supersede=False)) as mem:
+        ids = [mem.remember(f"note number {n} about the {w}").id for n, w in enumerate("abcd")]
+        for old, new in pairs:
+            before = {r.id: r.superseded_by for r in mem.records()}
+            try:
+                mem.supersede(ids[old], ids[new])
+            except InvalidInputError as e:
+                assert "cycle" in str(e)
+                assert {r.id: r.superseded_by for r in mem.records()} == before
+            chain = {r.id: r.superseded_by for r in mem.records()}
+            for start in ids:
+                seen, node = set(), start
+                while node is not None:
+                    assert node not in seen, f"cycle through {node} after {old}->{new}"
+                    seen.add(node)
+                    node = chain[node]
+
+
+def test_supersede_refuses_a_cycle_through_the_middle_of_a_chain(mem: Oblivion) -> None:
+    """b -> a -> c: superseding a by b would replace a -> c with a -> b, so b -> a -> b."""
+    a, b, c = (mem.remember(t, category="fact").id for t in ("one", "two", "three"))
+    mem.supersede(a, c)
+    mem.supersede(b, a)
+    with pytest.raises(InvalidInputError, match="cycle"):
+        mem.supersede(a, b)
+    assert mem.get(a).superseded_by == c
+    assert mem.get(b).superseded_by == a
+
+
 def test_supersession_can_be_turned_off(fresh: Any) -> None:
     """With supersede=False both statements stay first-class."""
     clock = ManualClock()
