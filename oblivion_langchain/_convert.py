@@ -78,11 +78,53 @@ def message_text(message: BaseMessage) -> str:
     return message.text
 
 
+def value_text(value: object) -> str:
+    """The text of a chain input or output value, as ``ConversationBufferMemory`` shows it.
+
+    A message gives its ``.text``; a list of content blocks gives its text blocks joined
+    (image and other blocks dropped, as ``BaseMessage.text`` does); a string is itself;
+    anything else (a number, say) is ``str(value)``.
+    """
+    if isinstance(value, str):
+        return value
+    if isinstance(value, BaseMessage):
+        return str(value.text)
+    if isinstance(value, list) and all(isinstance(b, str | Mapping) for b in value):
+        return "".join(
+            b if isinstance(b, str) else b["text"]
+            for b in value
+            if isinstance(b, str) or (b.get("type") == "text" and isinstance(b.get("text"), str))
+        )
+    return str(value)
+
+
+#: ``additional_kwargs["lc_source"]`` of the ``HumanMessage`` that LangChain's
+#: ``SummarizationMiddleware`` puts in place of the history it summarised.
+SUMMARY_SOURCE = "summarization"
+
+
+def is_summary(message: BaseMessage) -> bool:
+    """Whether ``message`` is a ``SummarizationMiddleware`` summary, not a user's words."""
+    return (
+        isinstance(message, HumanMessage)
+        and message.additional_kwargs.get("lc_source") == SUMMARY_SOURCE
+    )
+
+
 def latest_human(messages: Sequence[BaseMessage]) -> tuple[int, HumanMessage] | None:
-    """Position and value of the last ``HumanMessage`` in ``messages``."""
+    """Position and value of the last ``HumanMessage`` in ``messages`` that the user
+    sent (summaries of the history by ``SummarizationMiddleware`` are skipped)."""
     for i in range(len(messages) - 1, -1, -1):
-        if isinstance(messages[i], HumanMessage):
+        if isinstance(messages[i], HumanMessage) and not is_summary(messages[i]):
             return i, messages[i]  # type: ignore[return-value]
+    return None
+
+
+def latest_summary(messages: Sequence[BaseMessage]) -> int | None:
+    """Position of the last ``SummarizationMiddleware`` summary in ``messages``."""
+    for i in range(len(messages) - 1, -1, -1):
+        if is_summary(messages[i]):
+            return i
     return None
 
 

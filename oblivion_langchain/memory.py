@@ -20,6 +20,7 @@ from oblivion_langchain._convert import (
     fit_text,
     forget_ids,
     positive_k,
+    value_text,
 )
 
 
@@ -34,12 +35,15 @@ class OblivionMemory(BaseMemory):
       (the engine's recall boost applies) and returns ``{memory_key: ...}``: a text
       block (``"- Human: ...\\n  AI: ..."`` lines, best first, whole block within the
       budget) or, with ``return_messages=True``, messages: a ``HumanMessage`` and an
-      ``AIMessage`` per recalled turn (a memory not saved by this class becomes one
-      ``SystemMessage``), best first, their memory texts within the budget.
+      ``AIMessage`` per recalled turn (none for a side saved empty; a memory not saved
+      by this class becomes one ``SystemMessage``), best first, their memory texts
+      within the budget.
     * ``save_context(inputs, outputs)`` remembers the turn as one memory
       ``"Human: <input>\\nAI: <output>"`` (category and importance appraised from the
-      input by the engine's scorer), and gives the "used" boost to the memories the
-      last load recalled that the output drew on (:func:`oblivion_core.overlap.used_ids`).
+      input by the engine's scorer; messages and content-block lists count as their
+      text; an empty side is left out, and a turn with nothing said is not stored),
+      and gives the "used" boost to the memories the last load recalled that the
+      output drew on (:func:`oblivion_core.overlap.used_ids`).
     * ``clear()`` forgets every memory of the namespace.
 
     Async variants (``aload_memory_variables``, ``asave_context``, ``aclear``) run the
@@ -105,7 +109,7 @@ class OblivionMemory(BaseMemory):
     # ---------------------------------------------------------------- loading
     def load_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
         """Recall the memories relevant to the chain's input, within the budget."""
-        query = str(inputs[self._input_key(inputs)]).strip()
+        query = value_text(inputs[self._input_key(inputs)]).strip()
         items = self._recall(query) if query else []
         if self.return_messages:
             self._last_recalled = [(i.id, i.text) for i in items]
@@ -138,27 +142,40 @@ class OblivionMemory(BaseMemory):
         for item in items:
             turn = item.metadata.get("oblivion_turn")
             if isinstance(turn, dict) and "input" in turn and "output" in turn:
-                out.append(HumanMessage(content=str(turn["input"])))
-                out.append(AIMessage(content=str(turn["output"])))
+                # a side saved empty gives no message (providers refuse empty messages)
+                if turn["input"]:
+                    out.append(HumanMessage(content=str(turn["input"])))
+                if turn["output"]:
+                    out.append(AIMessage(content=str(turn["output"])))
             else:
                 out.append(SystemMessage(content=item.text))
         return out
 
     # ---------------------------------------------------------------- saving
     def save_context(self, inputs: dict[str, Any], outputs: dict[str, str]) -> None:
-        """Remember the turn; boost the recalled memories the output drew on."""
-        user = str(inputs[self._input_key(inputs)]).strip()
-        answer = str(outputs[self._output_key(outputs)]).strip()
+        """Remember the turn; boost the recalled memories the output drew on.
+
+        Messages and content-block lists are stored as their text. A side that is
+        empty is left out of the stored turn; a turn with both sides empty is not
+        stored.
+        """
+        user = value_text(inputs[self._input_key(inputs)]).strip()
+        answer = value_text(outputs[self._output_key(outputs)]).strip()
         recalled, self._last_recalled = self._last_recalled, []
         used = used_ids(answer, recalled) if answer else []
         if used:
             # A recalled memory may have been forgotten (e.g. by clear()) since the load.
             with contextlib.suppress(UnknownMemoryError, UnknownNamespaceError):
                 self.oblivion.mark_used(used, namespace=self.namespace)
-        if not user:
+        if not user and not answer:
             return
-        category, importance = appraise(self.oblivion, user)
-        text = f"{self.human_prefix}: {user}\n{self.ai_prefix}: {answer}"
+        # appraised from the user's words; from the answer only when there are none
+        category, importance = appraise(self.oblivion, user or answer)
+        text = "\n".join(
+            f"{prefix}: {said}"
+            for prefix, said in ((self.human_prefix, user), (self.ai_prefix, answer))
+            if said
+        )
         try:
             limit = self.oblivion.policy_for(self.namespace).max_text_chars
         except UnknownNamespaceError:

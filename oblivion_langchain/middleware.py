@@ -13,7 +13,6 @@ from langchain.agents.middleware.types import ModelCallResult, PrivateStateAttr
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
-    HumanMessage,
     SystemMessage,
     ToolMessage,
 )
@@ -32,6 +31,7 @@ from oblivion_langchain._convert import (
     budget,
     fit_text,
     latest_human,
+    latest_summary,
     message_key,
     message_text,
     positive_k,
@@ -64,18 +64,27 @@ def _bullet(text: str) -> str:
     return "- " + text.replace("\n", "\n  ")
 
 
-def _unrecorded(
-    state: Mapping[str, Any],
-) -> tuple[dict[str, Any], tuple[int, HumanMessage]] | None:
-    """The middleware's memo and the ``(index, message)`` of the latest user message, if
-    that message's turn was recalled for and not recorded yet (else ``None``)."""
+def _unrecorded(state: Mapping[str, Any]) -> tuple[dict[str, Any], int, str] | None:
+    """The middleware's memo, the position of the latest user message and its text, if
+    that message's turn was recalled for and not recorded yet (else ``None``).
+
+    When LangChain's ``SummarizationMiddleware`` summarised the user message away
+    during its turn (after a tool call), the position is that of the summary and the
+    text is the one :meth:`OblivionMemoryMiddleware.before_model` kept in the memo.
+    """
     memo = _memo(state)
-    found = latest_human(state["messages"])
-    if memo is None or memo.get("recorded") or found is None:
+    if memo is None or memo.get("recorded"):
         return None
-    if memo.get("turn") != message_key(*found):
+    messages = state["messages"]
+    found = latest_human(messages)
+    if found is not None:
+        if memo.get("turn") != message_key(*found):
+            return None
+        return memo, found[0], message_text(found[1]).strip()
+    at, user = latest_summary(messages), memo.get("user")
+    if at is None or not isinstance(user, str):
         return None
-    return memo, found
+    return memo, at, user
 
 
 def _final_answer(state: Mapping[str, Any], turn: Sequence[BaseMessage]) -> str:
@@ -125,6 +134,9 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
        boost, and render the memories with :func:`oblivion_core.budget.render` into one
        block that fits ``token_budget`` tokens as counted by the engine's token
        counter (header included; the block is kept in the agent state, privately).
+       The summary message that LangChain's ``SummarizationMiddleware`` puts in place
+       of old history is not a user message: it is never the query nor the recorded
+       turn, even when it replaces the user's message in the middle of a turn.
     2. ``wrap_model_call``: send that block to the model as part of the one system
        message: appended to the agent's system prompt as its own text block (after a
        blank line), or as the whole system message when the agent has none. The agent
@@ -242,10 +254,12 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
             return None  # a later model call of the same turn (after tools): reuse it
         namespace = self._namespace(runtime)
         self._apply_policy(namespace)
-        context, recalled = self._recall(message_text(found[1]).strip(), namespace)
+        user = message_text(found[1]).strip()
+        context, recalled = self._recall(user, namespace)
         return {
             STATE_KEY: {
                 "turn": turn,
+                "user": user,  # to record the turn if a summary replaces the message
                 "namespace": namespace,
                 "context": context,
                 "recalled": recalled,
@@ -285,8 +299,8 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
         pending = _unrecorded(state)
         if pending is None:
             return None
-        memo, (_, user) = pending
-        self._record(memo, message_text(user).strip(), message_text(messages[-1]).strip())
+        memo, _, user = pending
+        self._record(memo, user, message_text(messages[-1]).strip())
         return {STATE_KEY: {**memo, "recorded": True}}
 
     async def aafter_model(
@@ -307,9 +321,9 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
         pending = _unrecorded(state)
         if pending is None:
             return None
-        memo, (at, user) = pending
+        memo, at, user = pending
         answer = _final_answer(state, state["messages"][at + 1 :])
-        self._record(memo, message_text(user).strip(), answer)
+        self._record(memo, user, answer)
         return {STATE_KEY: {**memo, "recorded": True}}
 
     async def aafter_agent(

@@ -74,7 +74,8 @@ class OblivionRetriever(BaseRetriever):
 
             chain = {"context": retriever, "question": RunnablePassthrough()} | prompt | model
 
-    A namespace that was never written to returns no documents.
+    A namespace that was never written to, or an empty or whitespace-only query,
+    returns no documents.
 
     Attributes:
         oblivion: The engine to recall from.
@@ -162,13 +163,17 @@ class OblivionRetriever(BaseRetriever):
                 f"unknown retriever argument(s) {sorted(unknown)}; use k, token_budget, "
                 "namespace, deep or feedback"
             )
+        k = positive_k(k) if k is not None else self.k
+        token_budget = budget(token_budget) if token_budget is not None else self.token_budget
+        if isinstance(query, str) and not query.strip():
+            # Like LangChain's vector-store retrievers, an empty query is not an error
+            # (an agent's tool call may send one): it finds nothing and boosts nothing.
+            return []
         try:
             result = self.oblivion.recall(
                 query,
-                k=positive_k(k) if k is not None else self.k,
-                token_budget=budget(token_budget)
-                if token_budget is not None
-                else self.token_budget,
+                k=k,
+                token_budget=token_budget,
                 namespace=namespace if namespace is not None else self.namespace,
                 deep=deep if deep is not None else self.deep,
                 feedback=feedback if feedback is not None else self.feedback,

@@ -89,6 +89,69 @@ def test_save_context_gives_the_used_boost_to_what_the_answer_drew_on(
     assert "used" not in _kinds(engine, cat)
 
 
+BLOCKS = [
+    {"type": "text", "text": "I live in Leeds."},
+    {"type": "image", "url": "https://example.com/leeds.png"},
+]
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (BLOCKS, "I live in Leeds."),
+        (HumanMessage(content=BLOCKS), "I live in Leeds."),
+        (HumanMessage(content="I live in Leeds."), "I live in Leeds."),
+        (42, "42"),
+        (2.5, "2.5"),
+    ],
+    ids=["content-blocks", "message-with-blocks", "message", "int", "float"],
+)
+def test_messages_and_content_blocks_are_stored_as_their_text(
+    mem: OblivionMemory, engine: Oblivion, value: Any, text: str
+) -> None:
+    """A message or a list of content blocks is stored as its text, not its repr
+    (as ``ConversationBufferMemory`` renders it); numbers as ``str()``."""
+    mem.save_context(
+        {"input": value}, {"output": AIMessage(content=[{"type": "text", "text": "Noted."}])}
+    )
+    (record,) = engine.records(namespace="ana")
+    assert record.text == f"Human: {text}\nAI: Noted."
+    assert record.metadata["oblivion_turn"] == {"input": text, "output": "Noted."}
+    loaded = mem.load_memory_variables({"input": value})["history"]
+    assert loaded == f"- Human: {text}\n  AI: Noted."
+
+
+@pytest.mark.parametrize(
+    ("inputs", "outputs", "stored"),
+    [
+        ({"input": ""}, {"output": "Here is the report."}, "AI: Here is the report."),
+        ({"input": "  "}, {"output": "Here is the report."}, "AI: Here is the report."),
+        ({"input": "Send the report."}, {"output": ""}, "Human: Send the report."),
+    ],
+)
+def test_a_turn_with_one_empty_side_keeps_the_other(
+    engine: Oblivion, inputs: dict[str, Any], outputs: dict[str, Any], stored: str
+) -> None:
+    """An empty input (or output) is left out; the turn is kept with the other side,
+    and loads as that one message, like ``ConversationBufferMemory`` keeps the output."""
+    mem = OblivionMemory(oblivion=engine, namespace="ana", return_messages=True)
+    mem.save_context(inputs, outputs)
+    assert [r.text for r in engine.records(namespace="ana")] == [stored]
+    messages = mem.load_memory_variables({"input": "report"})["history"]
+    assert [(type(m), m.content) for m in messages] == [
+        (HumanMessage if stored.startswith("Human") else AIMessage, stored.split(": ", 1)[1])
+    ]
+
+
+def test_a_turn_with_nothing_said_is_not_stored(mem: OblivionMemory, engine: Oblivion) -> None:
+    """Both sides empty: nothing is stored and nothing raises."""
+    mem.save_context({"input": " "}, {"output": ""})
+    mem.save_context(
+        {"input": [{"type": "image", "url": "https://example.com/x.png"}]}, {"output": ""}
+    )
+    assert "ana" not in engine.namespaces()
+
+
 def test_clear_forgets_the_namespace_only(mem: OblivionMemory, engine: Oblivion) -> None:
     """clear() removes this conversation's memories and leaves other namespaces alone."""
     mem.save_context({"input": "a fact about trains"}, {"output": "ok"})

@@ -8,8 +8,10 @@ from typing import Any
 import pytest
 from _lc_helpers import ScriptedChatModel, memory_block
 from langchain.agents import create_agent
+from langchain.agents.middleware import SummarizationMiddleware
 from langchain.agents.structured_output import ToolStrategy
 from langchain.tools import tool
+from langchain_core.language_models import FakeListChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import BaseModel
@@ -17,6 +19,7 @@ from pydantic import BaseModel
 from oblivion_core import Oblivion, Policy
 from oblivion_core.testing import ManualClock, word_count
 from oblivion_langchain import OblivionMemoryMiddleware
+from oblivion_langchain._convert import latest_human
 from oblivion_langchain.middleware import DEFAULT_HEADER, SEPARATOR, STATE_KEY
 
 USER = {"configurable": {"user_id": "sam"}}
@@ -194,6 +197,81 @@ def test_tool_loops_recall_once_and_record_once(seeded: Oblivion) -> None:
     assert memory_block(model.seen[0]) == memory_block(model.seen[1]) is not None
     assert _events(seeded, instruction).count("recall") == 1
     assert seeded.count(namespace="sam") == 3
+
+
+def _summarized_agent(
+    engine: Oblivion, replies: list[Any], *, summarization_first: bool
+) -> tuple[Any, ScriptedChatModel]:
+    """An agent whose ``SummarizationMiddleware`` summarises all but the last two
+    messages once there are three: the user's message goes after the first tool call."""
+
+    @tool
+    def weather(city: str) -> str:
+        """Weather for a city."""
+        return f"Sunny in {city}"
+
+    model = ScriptedChatModel(replies)
+    summarization = SummarizationMiddleware(
+        model=FakeListChatModel(responses=["The user asked about the weather."]),
+        trigger=("messages", 3),
+        keep=("messages", 2),
+    )
+    memory = OblivionMemoryMiddleware(engine)
+    middleware = [summarization, memory] if summarization_first else [memory, summarization]
+    agent = create_agent(
+        model, tools=[weather], middleware=middleware, checkpointer=InMemorySaver()
+    )
+    return agent, model
+
+
+@pytest.mark.parametrize("summarization_first", [True, False])
+@pytest.mark.parametrize("use_async", [False, True])
+async def test_a_summary_message_is_not_taken_for_the_users_turn(
+    seeded: Oblivion, summarization_first: bool, use_async: bool
+) -> None:
+    """When ``SummarizationMiddleware`` replaces the user's message by its summary in
+    the middle of a turn, the summary is neither recalled for nor recorded: the turn
+    recalls once from the user's words and is stored with them."""
+    replies = [
+        AIMessage(
+            content="", tool_calls=[{"id": "c1", "name": "weather", "args": {"city": "Porto"}}]
+        ),
+        "It is sunny in Porto.",
+        "Ana is your sister.",
+    ]
+    agent, model = _summarized_agent(seeded, replies, summarization_first=summarization_first)
+    sister = seeded.records(namespace="sam")[1].id
+    config = {"configurable": {"thread_id": "s", "user_id": "sam"}}
+    question = {"messages": [HumanMessage("What's the weather where Ana lives?")]}
+    follow_up = {"messages": [HumanMessage("Who is Ana?")]}
+    if use_async:
+        out = await agent.ainvoke(question, config)
+        await agent.ainvoke(follow_up, config)
+    else:
+        out = agent.invoke(question, config)
+        agent.invoke(follow_up, config)
+    summary = out["messages"][0]
+    assert summary.additional_kwargs.get("lc_source") == "summarization"  # it did summarise
+    assert len(model.seen) == 3
+    assert memory_block(model.seen[0]) == memory_block(model.seen[1]) is not None
+    assert _events(seeded, sister).count("recall") == 2  # once per user turn
+    turns = [r.text for r in seeded.records(namespace="sam")[2:]]
+    assert turns == [
+        "user: What's the weather where Ana lives?\nassistant: It is sunny in Porto.",
+        "user: Who is Ana?\nassistant: Ana is your sister.",
+    ]
+
+
+def test_latest_human_skips_summary_messages() -> None:
+    """``latest_human`` returns the user's last message, never a summary."""
+    summary = HumanMessage(
+        "Here is a summary of the conversation to date:\n\nWeather.",
+        additional_kwargs={"lc_source": "summarization"},
+    )
+    user = HumanMessage("What's the weather?")
+    assert latest_human([summary, user, AIMessage("Sunny.")]) == (1, user)
+    assert latest_human([user, summary, AIMessage("", tool_calls=[])]) == (0, user)
+    assert latest_human([summary, AIMessage("Sunny.")]) is None
 
 
 def test_only_memories_the_answer_drew_on_get_the_used_boost(seeded: Oblivion) -> None:

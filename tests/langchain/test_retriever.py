@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _lc_helpers import ScriptedChatModel
+from langchain.agents import create_agent
 from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.tools import create_retriever_tool
 
 from oblivion_core import Oblivion, Tier
 from oblivion_core.testing import HashEmbedder, ManualClock, word_count
@@ -171,6 +175,46 @@ def test_bad_call_arguments_fail_clearly_and_change_nothing(
     with pytest.raises(ValueError, match=match):
         OblivionRetriever(oblivion=filled).invoke("office", **kwargs)
     assert {r.id: r.activation for r in filled.records()} == before
+
+
+@pytest.mark.parametrize("query", ["", "   ", "\n\t"])
+async def test_an_empty_query_returns_nothing_and_boosts_nothing(
+    filled: Oblivion, query: str
+) -> None:
+    """An empty or whitespace query gives [] (sync and async), like a vector-store
+    retriever gives results rather than raising; nothing is boosted."""
+    before = {r.id: r.activation for r in filled.records()}
+    retriever = OblivionRetriever(oblivion=filled)
+    assert retriever.invoke(query) == []
+    assert await retriever.ainvoke(query) == []
+    assert {r.id: r.activation for r in filled.records()} == before
+
+
+@pytest.mark.parametrize("query", [None, 42, b"office"])
+def test_a_query_that_is_not_a_string_fails_clearly(filled: Oblivion, query: object) -> None:
+    """A non-string query is still rejected, naming the type."""
+    with pytest.raises(ValueError, match="query must be a string"):
+        OblivionRetriever(oblivion=filled).invoke(query)  # type: ignore[arg-type]
+
+
+def test_an_agent_tool_call_with_an_empty_query_does_not_crash_the_agent(
+    filled: Oblivion,
+) -> None:
+    """As a ``create_retriever_tool`` tool, an empty query from the model yields an
+    empty tool result and the agent goes on to its answer."""
+    model = ScriptedChatModel(
+        [
+            AIMessage(
+                content="", tool_calls=[{"id": "c1", "name": "search", "args": {"query": ""}}]
+            ),
+            "Nothing found.",
+        ]
+    )
+    tool = create_retriever_tool(OblivionRetriever(oblivion=filled), "search", "Search notes.")
+    out = create_agent(model, tools=[tool]).invoke({"messages": [HumanMessage("search")]})
+    tool_messages = [m for m in out["messages"] if isinstance(m, ToolMessage)]
+    assert [m.content for m in tool_messages] == [""]
+    assert out["messages"][-1].content == "Nothing found."
 
 
 async def test_ainvoke_matches_invoke_and_boosts(filled: Oblivion) -> None:
