@@ -44,7 +44,7 @@ from oblivion_core.errors import (
     UnknownNamespaceError,
 )
 from oblivion_core.importance import HeuristicImportance
-from oblivion_core.index import ActiveIndex, row_tops
+from oblivion_core.index import ActiveIndex, row_tops, untie
 from oblivion_core.lexical import LexicalIndex
 from oblivion_core.lists import ListIndex, list_question
 from oblivion_core.policy import Policy, resolve_policy
@@ -1152,6 +1152,8 @@ class Oblivion:
             only_lexical = [m for m in lexical if m not in cand]
             if only_lexical:
                 cand.update(self._cosines(ns, space, qvec, only_lexical, scored))
+        if len(cand) > 1:  # equal vectors tie, wherever they sit in an index
+            untie(qvec, [index for index, _ in scored], cand)
         ids_all = list(cand)
         dense = cand
         fused = fuse(

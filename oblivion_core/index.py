@@ -106,6 +106,24 @@ class ActiveIndex:
             return [], np.zeros(0, dtype=np.float32)
         return self._top(scores, k)
 
+    def exact(self, query: Vectors, rows: Sequence[int]) -> npt.NDArray[np.float64]:
+        """Cosine similarity of the memories at ``rows`` to a unit ``query``: the same
+        value for the same pair of vectors wherever the memory's column is.
+
+        The product behind :meth:`scores` rounds a column's sum differently depending on
+        its place in the matrix (BLAS kernels treat blocks of columns and the tail
+        differently), by about one float32 ulp. Places change as memories come and go,
+        and a reopened store rebuilds the index in insertion order, so equal vectors (the
+        same text stored twice) would not tie, and which comes first could change with a
+        reopen. Here each column is summed in float64, one dimension after the other.
+        About 1 us a column (each column is spread over ``dim`` cache lines): for the
+        few candidates that need it, not for every one.
+        """
+        cols = self._cols[:, np.asarray(rows, dtype=np.int64)]
+        q = np.asarray(query, dtype=np.float64).reshape(-1, 1)
+        out: npt.NDArray[np.float64] = np.multiply(cols, q).sum(axis=0)
+        return out
+
     def row_of(self, memory_id: str) -> int | None:
         """Where a memory's similarity is in :meth:`scores`, or ``None``."""
         return self._row.get(memory_id)
@@ -144,6 +162,36 @@ class ActiveIndex:
         size = len(self.ids)
         start = max(size - n, 0)
         return self.ids[start:size], self._cols[:, start:size].T
+
+
+#: Similarities closer than this may be equal vectors apart only by the product's
+#: rounding (one float32 ulp is 6e-8 at 0.5): :func:`untie` computes them exactly.
+NEAR_TIE = 1e-6
+
+
+def untie(query: Vectors, indexes: Sequence[ActiveIndex], sims: dict[str, float]) -> None:
+    """Make near-equal similarities in ``sims`` (id -> similarity to ``query``) exact,
+    in place, for the memories the ``indexes`` hold, so equal vectors tie.
+
+    The product over an index rounds by a memory's place in it (:meth:`ActiveIndex.exact`),
+    and places differ between a live instance and a reopened one. The same text stored
+    twice would then not tie, so "among equal scores the newer first"
+    (:func:`oblivion_core.recall.rank_order`) would not hold and their order could change
+    with a reopen. Only values within :data:`NEAR_TIE` of another are recomputed: among
+    recall's ~100 candidates, about 2 % of recalls have any.
+    """
+    values = np.fromiter(sims.values(), np.float64, len(sims))
+    order = np.argsort(values, kind="stable")
+    close = np.flatnonzero(np.diff(values[order]) < NEAR_TIE)
+    if not len(close):
+        return
+    ids = list(sims)
+    near = [ids[j] for j in order[np.union1d(close, close + 1)].tolist()]
+    for index in indexes:
+        hits = [(m, row) for m in near if (row := index.row_of(m)) is not None]
+        if hits:
+            exact = index.exact(query, [row for _, row in hits])
+            sims.update(zip([m for m, _ in hits], exact.tolist(), strict=True))
 
 
 def row_tops(matrix: npt.NDArray[Any], m: int) -> list[list[int]]:

@@ -4,6 +4,7 @@ token budgets (in-memory engine: ManualClock, HashEmbedder, word-count tokens)."
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from oblivion_core import InvalidInputError, ManualClock, Oblivion, Policy, RecallResult, Tier
-from oblivion_core.testing import word_count
+from oblivion_core.testing import HashEmbedder, word_count
 
 DAY = 86_400.0
 QUIET = Policy.template("balanced").replace(maintain_every=0, adapt=False)
@@ -196,6 +197,39 @@ def test_newer_memory_wins_an_exact_tie(mem: Oblivion) -> None:
     old = mem.remember("meeting room B12", importance=0.3)
     new = mem.remember("meeting room B12", importance=0.3)
     assert mem.recall("meeting room", k=2, feedback=False).ids == [new.id, old.id]
+
+
+@pytest.mark.parametrize("reopen", [False, True])
+def test_newer_copy_wins_wherever_the_copies_sit_in_the_index(tmp_path: Path, reopen: bool) -> None:
+    """Copies of one text tie exactly, so the newer ranks first, however maintain() and
+    confirm() moved them around the active index, and the same after a reopen (the
+    product's rounding depends on a memory's column: they used to differ by 1e-8)."""
+    drink, colour, dog = (
+        "My favourite drink is tea.",
+        "My favourite colour is blue.",
+        "I walk the dog every morning.",
+    )
+
+    def open_() -> Oblivion:
+        return Oblivion(
+            tmp_path, clock=ManualClock(), embedder=HashEmbedder(), token_counter=word_count
+        )
+
+    mem = open_()
+    mem.remember_many([drink, drink, drink, colour, dog], ids=["m1", "m2", "m3", "m4", "m5"])
+    mem.remember_many([drink, dog], ids=["m6", "m7"])
+    mem.confirm("m1")
+    mem.maintain()
+    if reopen:
+        mem.close()
+        mem = open_()
+    try:
+        result = mem.recall("dog walk morning", k=2, feedback=False)
+        assert result.ids == ["m7", "m5"]
+        assert result[0].relevance == result[1].relevance
+        assert result[0].score == result[1].score
+    finally:
+        mem.close()
 
 
 def test_a_restated_fact_supersedes_its_older_copy(mem: Oblivion) -> None:

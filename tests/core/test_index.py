@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from oblivion_core.index import ActiveIndex, row_tops
+from oblivion_core.index import NEAR_TIE, ActiveIndex, row_tops, untie
 
 
 def _unit(rows: np.ndarray) -> np.ndarray:
@@ -162,3 +162,35 @@ def test_row_tops_are_each_rows_largest_values_best_first(mat: np.ndarray, m: in
         values = [float(row[j]) for j in cols]
         assert values == sorted(values, reverse=True)
         assert sorted(values) == sorted(float(v) for v in np.sort(row)[::-1][:want])
+
+
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    width=st.integers(2, 300),
+    places=st.lists(st.integers(0, 299), min_size=2, max_size=6, unique=True),
+)
+def test_exact_is_the_same_wherever_a_vector_sits(seed: int, width: int, places: list[int]) -> None:
+    """The same vector gets bit-for-bit the same exact similarity at any column of an
+    index of any width (the full product's rounding depends on the column), and untie()
+    makes its copies tie while leaving values that are not near a tie alone."""
+    rng = np.random.default_rng(seed)
+    places = [p for p in places if p < width] or [0, width - 1]
+    vectors = _unit(rng.standard_normal((width, 384)))
+    vectors[places] = vectors[places[0]]
+    query = _unit(rng.standard_normal((1, 384)))[0]
+    index = ActiveIndex()
+    index.add([f"m{i}" for i in range(width)], vectors)
+    alone = ActiveIndex()
+    alone.add(["v"], vectors[places[:1]])
+    exact = index.exact(query, places)
+    assert set(exact.tolist()) == set(alone.exact(query, [0]).tolist())
+    assert abs(exact[0] - float(vectors[places[0]] @ query)) < 1e-6
+
+    scores = index.scores(query)
+    sims = {f"m{i}": float(scores[i]) for i in range(width)}
+    before = dict(sims)
+    untie(query, [index], sims)
+    assert len({sims[f"m{p}"] for p in places}) == 1
+    for m, value in before.items():
+        if sum(abs(value - other) < NEAR_TIE for other in before.values()) == 1:  # only itself
+            assert sims[m] == value
