@@ -83,8 +83,11 @@ def value_text(value: object) -> str:
 
     A message gives its ``.text``; a list of content blocks gives its text blocks joined
     (image and other blocks dropped, as ``BaseMessage.text`` does); a string is itself;
-    anything else (a number, say) is ``str(value)``.
+    ``None`` (a chain that returned nothing) is empty; anything else (a number, say)
+    is ``str(value)``.
     """
+    if value is None:
+        return ""
     if isinstance(value, str):
         return value
     if isinstance(value, BaseMessage):

@@ -127,6 +127,8 @@ def test_messages_and_content_blocks_are_stored_as_their_text(
         ({"input": ""}, {"output": "Here is the report."}, "AI: Here is the report."),
         ({"input": "  "}, {"output": "Here is the report."}, "AI: Here is the report."),
         ({"input": "Send the report."}, {"output": ""}, "Human: Send the report."),
+        ({"input": "Send the report."}, {"output": None}, "Human: Send the report."),
+        ({"input": None}, {"output": "Here is the report."}, "AI: Here is the report."),
     ],
 )
 def test_a_turn_with_one_empty_side_keeps_the_other(
