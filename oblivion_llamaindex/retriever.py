@@ -32,7 +32,8 @@ class OblivionRetriever(BaseRetriever):
     ``oblivion_importance``, ``oblivion_category``, ``oblivion_score`` and
     ``oblivion_why`` (every term of the score and a sentence); those keys are hidden
     from the LLM and the embedder. Retrieval boosts what it returns unless
-    ``feedback=False``. A namespace that was never written returns no nodes. A
+    ``feedback=False``. A namespace that was never written, or an empty or blank query,
+    returns no nodes. A
     ``QueryBundle``'s ``custom_embedding_strs`` (set by HyDE and other query
     transforms), joined, are what is searched for, as vector retrievers embed them.
 
@@ -108,9 +109,14 @@ class OblivionRetriever(BaseRetriever):
         return self._oblivion
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        query = query_text(query_bundle)
+        if isinstance(query, str) and not query.strip():
+            # as with LlamaIndex's vector retrievers, not an error (an agent's tool call
+            # may send one): nothing is found and nothing boosted
+            return []
         try:
             result = self._oblivion.recall(
-                query_text(query_bundle),
+                query,
                 token_budget=self.token_budget,
                 k=self.k,
                 namespace=self.namespace,

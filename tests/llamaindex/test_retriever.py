@@ -128,10 +128,18 @@ def test_bad_settings_are_refused(engine: Oblivion, kwargs: dict[str, object], m
         OblivionRetriever(engine, **kwargs)  # type: ignore[arg-type]
 
 
-def test_empty_query_is_a_clear_error(filled: Oblivion) -> None:
-    """An empty query is refused by the engine with a message saying so."""
-    with pytest.raises(InvalidInputError, match="empty"):
-        OblivionRetriever(filled).retrieve("   ")
+@pytest.mark.parametrize("query", ["", "   ", "\n\t"])
+async def test_an_empty_query_finds_nothing_and_boosts_nothing(
+    filled: Oblivion, query: str
+) -> None:
+    """An empty or blank query (an agent's tool call may send one) returns no nodes,
+    sync and async, and changes no activation; it does not raise."""
+    before = {r.id: (r.activation, r.access_count) for r in filled.records()}
+    retriever = OblivionRetriever(filled)
+    assert retriever.retrieve(query) == []
+    assert await retriever.aretrieve(QueryBundle(query_str=query)) == []
+    filled._lock.settle()
+    assert {r.id: (r.activation, r.access_count) for r in filled.records()} == before
 
 
 async def test_async_retrieve_matches_sync(filled: Oblivion) -> None:
