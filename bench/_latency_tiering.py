@@ -99,6 +99,7 @@ def _bulk_state(
     for name in vocab:
         st.cat_id(str(name))
     st._grow(n)
+    st.cols["relevance"][:n] = 1.0  # never recalled, as NamespaceState.append sets it
     for name, values in cols.items():
         st.cols[name][:n] = values
     st.n = n
