@@ -2765,12 +2765,11 @@ class Oblivion:
             tiers = st.col("tier")
             cats: dict[str, Any] = {}
             codes = st.col("cat")
-            none = np.zeros(st.n, dtype=bool)
             # every category with a memory, and every one whose use is counted (after its
-            # last memory went too, also once reopened: its vocabulary entry is gone then)
+            # last memory went too, also once reopened: its vocabulary entry is gone then;
+            # code -1 matches no row)
             for name in dict.fromkeys([*st.vocab, *space.usage.categories]):
-                k = st.cat_id(name) if name in st.vocab else -1
-                mask = codes == k if k >= 0 else none
+                mask = codes == (st.cat_id(name) if name in st.vocab else -1)
                 if not mask.any() and name not in space.usage.categories:
                     continue
                 u = space.usage.of(name)

@@ -93,11 +93,8 @@ def value_text(value: object) -> str:
     if isinstance(value, BaseMessage):
         return str(value.text)
     if isinstance(value, list) and all(isinstance(b, str | Mapping) for b in value):
-        return "".join(
-            b if isinstance(b, str) else b["text"]
-            for b in value
-            if isinstance(b, str) or (b.get("type") == "text" and isinstance(b.get("text"), str))
-        )
+        blocks = [b if isinstance(b, str) else dict(b) for b in value]
+        return str(HumanMessage(content=blocks).text)  # LangChain's own rule
     return str(value)
 
 
