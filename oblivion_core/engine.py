@@ -160,6 +160,11 @@ class _Space:
     def __init__(self, state: NamespaceState, index: ActiveIndex, usage: Usage) -> None:
         self.state = state
         self.index = index
+        # by sequence number: is the memory in ``index``? BM25 for ``deep=False`` ranks
+        # only these. Grown by replacement, so a search outside the engine's lock reads
+        # a whole array (at worst a step behind; recall checks its hits against ``index``)
+        self.active_seqs = np.zeros(0, dtype=bool)
+        self._mark(index.ids, True)
         self.archive: ActiveIndex | None = None  # built on the first archive search
         self.archive_limit = 0  # size above which ``archive`` is dropped
         self.archive_dropped = False  # it outgrew its limit once (rebuilt at 3/4 of it)
@@ -171,9 +176,25 @@ class _Space:
         self.writes_since_maintain = 0
         self.lists: ListIndex | None = None  # built on the first list question
 
+    def _mark(self, ids: Sequence[str], active: bool) -> None:
+        """Set the ``active_seqs`` entries of memories ``ids`` (ids not in the state are
+        skipped)."""
+        st = self.state
+        rows = [i for m in ids if (i := st.index.get(m)) is not None]
+        if not rows:
+            return
+        seqs = st.cols["seq"][np.asarray(rows, dtype=np.int64)]
+        need = int(seqs.max()) + 1
+        if need > len(self.active_seqs):
+            grown = np.zeros(max(need, 2 * len(self.active_seqs), 64), dtype=bool)
+            grown[: len(self.active_seqs)] = self.active_seqs
+            self.active_seqs = grown
+        self.active_seqs[seqs] = active
+
     def activate(self, ids: Sequence[str], vectors: Vectors) -> None:
         """Memories enter the active tier (new, restored or promoted)."""
         self.index.add(ids, vectors)
+        self._mark(ids, True)
         if self.archive is not None:
             self.archive.remove(ids)
 
@@ -184,6 +205,7 @@ class _Space:
             if vecs:
                 self.add_inactive(list(vecs), np.stack(list(vecs.values())))
         self.index.remove(ids)
+        self._mark(ids, False)
 
     def add_inactive(self, ids: Sequence[str], vectors: Vectors) -> None:
         """New memories written outside the active tier (or just moved out of it)."""
@@ -195,6 +217,7 @@ class _Space:
     def discard(self, ids: Sequence[str]) -> None:
         """Memories deleted."""
         self.index.remove(ids)
+        self._mark(ids, False)
         if self.archive is not None:
             self.archive.remove(ids)
 
@@ -973,12 +996,21 @@ class Oblivion:
         # BM25 needs only the text: it runs on a worker while the query is embedded, unless
         # the embedder keeps every core busy (the local ONNX model): beside it, BM25 slowed
         # the embedding by 0.5-0.8 ms, in line it costs 0.1-0.3 ms (10k-100k memories)
-        beside = policy.lexical_weight > 0 and not getattr(self.embedder, "busy_cores", False)
-        lexical = self._background(self._lex.search, ns, q, pool) if beside else None
+        # deep=False ranks the active tier's documents only (its memories are few among
+        # the namespace's: at 100k memories the best 50 of all held about one); a
+        # namespace not loaded yet is searched under the lock, once it is
+        allow: np.ndarray[Any, Any] | None = None
+        lexical_now = policy.lexical_weight > 0
+        if deep is False:
+            loaded = self._spaces.get(ns)
+            lexical_now = lexical_now and loaded is not None
+            allow = loaded.active_seqs if loaded is not None else None
+        beside = lexical_now and not getattr(self.embedder, "busy_cores", False)
+        lexical = self._background(self._lex.search, ns, q, pool, allow) if beside else None
         qvec = embed_query(self.embedder, q, self._dim)
         bm25 = lexical.result() if lexical is not None else None
-        if bm25 is None and policy.lexical_weight > 0:  # outside the engine's lock
-            bm25 = self._lex.search(ns, q, pool)
+        if bm25 is None and lexical_now:  # outside the engine's lock
+            bm25 = self._lex.search(ns, q, pool, allow)
         with self._lock:
             self._check_open()
             return self._recall(
@@ -1135,11 +1167,15 @@ class Oblivion:
 
         lexical: dict[str, float] = {}
         if policy.lexical_weight > 0:
-            seqs, values = bm25 if bm25 is not None else self._lex.search(ns, query, pool)
+            if bm25 is None:
+                allow = space.active_seqs if deep is False else None
+                bm25 = self._lex.search(ns, query, pool, allow)
+            seqs, values = bm25
             by_seq = st.by_seq
             for seq, value in zip(seqs, values, strict=True):
                 hit = by_seq.get(seq)
-                # BM25 covers the archive too (it is cheap); deep=False means active only
+                # deep=False: BM25 ranked the active tier only, as it stood before the
+                # lock; a memory archived since is left out
                 if hit is not None and (deep is not False or hit in space.index):
                     lexical[hit] = value
         if archive is not None:

@@ -188,7 +188,9 @@ class _Namespace:
         self.size = len(self.seqs)
         self.slot_of = {int(s): k for k, s in enumerate(self.seqs)}
 
-    def search(self, terms: Sequence[str], k: int) -> tuple[list[int], list[float]]:
+    def search(
+        self, terms: Sequence[str], k: int, allow: npt.NDArray[np.bool_] | None = None
+    ) -> tuple[list[int], list[float]]:
         if self.alive == 0:
             return [], []
         n_docs = self.alive
@@ -199,7 +201,7 @@ class _Namespace:
         # (finding them by scanning every slot cost more than the scoring at 100k)
         matched: list[npt.NDArray[np.int32]] = []
         try:
-            return self._score(terms, k, n_docs, avgdl, self._scores, matched)
+            return self._score(terms, k, n_docs, avgdl, self._scores, matched, allow)
         finally:  # the buffer is zero again whatever happened
             for slots in matched:
                 self._scores[slots] = 0.0
@@ -212,6 +214,7 @@ class _Namespace:
         avgdl: float,
         scores: npt.NDArray[np.float64],
         matched: list[npt.NDArray[np.int32]],
+        allow: npt.NDArray[np.bool_] | None,
     ) -> tuple[list[int], list[float]]:
         lengths = self.lengths[: self.size]
         deleted = self.alive < self.size  # else every posting is live: no liveness gather
@@ -251,6 +254,13 @@ class _Namespace:
         # a slot appears once per matched term it holds: the best k * terms entries hold
         # the best k distinct slots
         cand = np.concatenate(matched) if len(matched) > 1 else matched[0]
+        if allow is not None:  # only these documents compete (idf stays the whole index's)
+            seqs = self.seqs[cand]
+            ok = seqs < len(allow)
+            ok[ok] = allow[seqs[ok]]
+            cand = cand[ok]
+            if not len(cand):
+                return [], []
         values = scores[cand]
         want = k * len(matched)
         if len(cand) > want:
@@ -307,10 +317,22 @@ class LexicalIndex:
         with self._lock:
             self._spaces.pop(namespace, None)
 
-    def search(self, namespace: str, query: str, k: int) -> tuple[list[int], list[float]]:
-        """Top-``k`` sequence numbers by BM25 and their scores (higher is better)."""
+    def search(
+        self,
+        namespace: str,
+        query: str,
+        k: int,
+        allow: npt.NDArray[np.bool_] | None = None,
+    ) -> tuple[list[int], list[float]]:
+        """Top-``k`` sequence numbers by BM25 and their scores (higher is better).
+
+        ``allow``: if given, only documents whose sequence number ``s`` has
+        ``allow[s]`` true are returned (``s`` past its end: not allowed); idf and the
+        average length are still those of the whole namespace, so a document scores
+        the same with or without it.
+        """
         terms = query_terms(query)
         if not terms or k <= 0:
             return [], []
         with self._lock:
-            return self._space(namespace).search(terms, k)
+            return self._space(namespace).search(terms, k, allow)

@@ -384,6 +384,32 @@ def test_deep_false_never_returns_archived_memories(archived: tuple[Oblivion, st
     assert all(it.tier == Tier.ACTIVE for it in result)
 
 
+def test_deep_false_ranks_the_active_tier_by_bm25(mem: Oblivion, clock: ManualClock) -> None:
+    """deep=False gives an active memory its BM25 score even when more than
+    candidate_pool archived memories match the query's words better: BM25 ranks the
+    active tier's memories among themselves. (It used to keep the active ones among the
+    best of all memories: at 100k memories, one of the 50 in the median query.)"""
+    n = mem.policy.candidate_pool + 10
+    texts = [f"zebra zebra zebra, said visitor {i}" for i in range(n)]
+    texts += [f"the visitor count was {i}" for i in range(3 * n)]  # zebra's idf > 0
+    chatter = mem.remember_many(
+        texts, categories=["small_talk"] * len(texts), importances=[0.0] * len(texts)
+    )
+    clock.advance(5 * DAY)
+    assert set(mem.maintain().archived) == {r.id for r in chatter}
+    keeper = mem.remember(
+        "Feed the zebra hay at noon, then check the water trough and the fence",
+        category="instruction",
+    )
+    mem.remember("Always reply politely and briefly", category="instruction")
+    item = next(it for it in mem.recall("zebra", deep=False) if it.id == keeper.id)
+    assert item.why["relevance_signals"]["lexical"] > 0.1
+    # searched with the archive, the zebra chatter outranks it
+    deep = mem.recall("zebra", deep=True, k=n)
+    assert keeper.id not in deep.ids
+    assert all(it.why["relevance_signals"]["lexical"] > 0.1 for it in deep)
+
+
 def test_gate_opens_when_the_active_tier_is_not_confident(archived: tuple[Oblivion, str]) -> None:
     """With enough active memories but none relevant, the gate searches the archive."""
     mem, chat = archived

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -170,6 +171,31 @@ def test_searches_in_a_row_equal_searches_on_a_fresh_index(
         assert got[1] == pytest.approx(fresh[1], rel=1e-12)
         assert len(set(got[0])) == len(got[0]) <= k
         assert got[1] == sorted(got[1], reverse=True)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    docs=st.lists(_DOC, min_size=1, max_size=30),
+    allowed=st.lists(st.booleans(), min_size=0, max_size=34),
+    queries=st.lists(_QUERY, min_size=1, max_size=4),
+    k=st.integers(1, 8),
+    deleted=st.integers(0, 3),
+)
+def test_allow_ranks_the_allowed_documents_among_themselves(
+    docs: list[str], allowed: list[bool], queries: list[str], k: int, deleted: int
+) -> None:
+    """``allow`` (by sequence number; past its end: not allowed) returns the best ``k``
+    of the allowed documents, with the scores they have without it (idf over them all)."""
+    rows = list(enumerate(docs, start=1))
+    lex = _built("ns", rows)
+    lex.delete("ns", range(1, deleted + 1))
+    allow = np.array(allowed, dtype=bool)
+    for q in queries:
+        every = lex.search("ns", q, len(rows) + 1)
+        want = [(s, v) for s, v in zip(*every, strict=True) if s < len(allow) and allow[s]][:k]
+        got = lex.search("ns", q, k, allow)
+        assert got[0] == [s for s, _ in want], q
+        assert got[1] == [v for _, v in want]
 
 
 _EDIT = st.one_of(

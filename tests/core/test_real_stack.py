@@ -112,3 +112,25 @@ def test_small_talk_fades_and_instructions_stay(tmp_path: Path, real_embedder: A
         assert hello.id in plan.archived
         assert rule.id not in plan.archived
         assert mem.recall("Can you tell people where I live?", k=1).ids == [rule.id]
+
+
+def test_active_only_recall_keeps_its_keyword_match(tmp_path: Path, real_embedder: Any) -> None:
+    """deep=False, live and after a reopen: an active memory gets its BM25 score although
+    dozens of archived ones repeat the query's word (BM25 ranks the active tier apart)."""
+    clock = ManualClock()
+    chatter = [f"Okapi, okapi, okapi! Gerald loved the okapi, visit {i}" for i in range(70)]
+    chatter += [f"The gift shop sold {i} postcards today" for i in range(150)]
+    keeper = "Book the okapi keeper talk for the school group"
+    with Oblivion(tmp_path, embedder=real_embedder, clock=clock) as mem:
+        mem.remember_many(chatter, categories=["small_talk"] * len(chatter), supersede=False)
+        clock.advance(5 * DAY)
+        mem.maintain()
+        assert mem.stats()["active"] == 0
+        kept = mem.remember(keeper, category="instruction").id
+        mem.remember("Always answer in British English", category="instruction")
+        live = mem.recall("okapi", deep=False, feedback=False)
+    with Oblivion(tmp_path, embedder=real_embedder, clock=clock) as mem:
+        reopened = mem.recall("okapi", deep=False, feedback=False)
+    for result in (live, reopened):
+        assert result.ids[0] == kept
+        assert result[0].why["relevance_signals"]["lexical"] > 0
