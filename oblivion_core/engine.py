@@ -2458,6 +2458,7 @@ class Oblivion:
                 forget_enabled=policy.forget_enabled,
                 forget_below=policy.forget_below,
                 forgettable=forgettable,
+                order=st.col("seq"),
             )
             entries: list[PlanEntry] = []
             for action, rows, why in (

@@ -4,6 +4,7 @@ same rules applied by the engine's maintain()."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -12,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from oblivion_core import MaintenancePlan, ManualClock, Oblivion, PlanEntry, Policy, Tier
+from oblivion_core.testing import HashEmbedder
 from oblivion_core.tiering import plan_tiers
 
 DAY = 86_400.0
@@ -121,6 +123,62 @@ def test_capacity_keeps_the_most_activated(acts: list[float], capacity: int) -> 
     assert kept <= top
 
 
+# few distinct values, so ties are common (a remember_many batch shares one activation)
+_TIED = st.sampled_from([0.1, 0.3, 0.35, 0.5, 0.6, 0.9])
+
+
+@given(
+    rows=st.lists(st.tuples(st.one_of(_TIED, st.floats(0.0, 1.0)), tiers2), max_size=60),
+    capacity=st.integers(1, 50),
+)
+def test_capacity_pressure_leaves_exactly_capacity_and_is_stable(
+    rows: list[tuple[float, int]], capacity: int
+) -> None:
+    """Under pressure exactly ``capacity`` memories are active afterwards, ties included
+    (it used to keep every memory tied at the raised threshold, or none when archived
+    ones above ``archive_high`` were counted but not restored); planning again with the
+    same activations moves nothing (no oscillation), and nothing inside the reported
+    band moved."""
+    activation = np.asarray([a for a, _ in rows], dtype=np.float64)
+    tier = np.asarray([t for _, t in rows], dtype=np.int8)
+    d = plan_tiers(activation, tier, low=LOW, high=HIGH, capacity=capacity)
+    after = _apply(tier, d)
+    active, archived = tier == Tier.ACTIVE, tier == Tier.ARCHIVE
+    eligible = int(np.sum(active & (activation >= LOW)) + np.sum(archived & (activation > HIGH)))
+    assert int(np.sum(after == Tier.ACTIVE)) == min(eligible, capacity)
+    again = plan_tiers(activation, after, low=LOW, high=HIGH, capacity=capacity)
+    assert len(again.archive) == len(again.restore) == 0
+    inside = (activation > d.low) & (activation < d.high)
+    assert not np.any(inside & (after != tier))
+
+
+def test_capacity_ties_keep_the_newest() -> None:
+    """A batch of equal activations over capacity keeps the newest (``order``)."""
+    n, capacity = 10, 4
+    order = np.asarray([5, 9, 1, 7, 3, 8, 0, 6, 2, 4])
+    d = plan_tiers(
+        np.full(n, 0.6),
+        np.zeros(n, dtype=np.int8),
+        low=LOW,
+        high=HIGH,
+        capacity=capacity,
+        order=order,
+    )
+    kept = sorted(set(range(n)) - set(d.archive.tolist()))
+    assert sorted(order[kept].tolist()) == [6, 7, 8, 9]
+
+
+def test_capacity_pressure_never_empties_the_active_tier() -> None:
+    """Archived memories far above ``archive_high`` replace the active ones, up to the
+    capacity: the tier is not left empty (the case the review found: 10 active, 20
+    archived above the band, capacity 10)."""
+    activation = np.concatenate([np.full(10, 0.6), np.linspace(0.9, 0.95, 20)])
+    tier = np.asarray([Tier.ACTIVE] * 10 + [Tier.ARCHIVE] * 20, dtype=np.int8)
+    d = plan_tiers(activation, tier, low=LOW, high=HIGH, capacity=10)
+    after = _apply(tier, d)
+    assert np.flatnonzero(after == Tier.ACTIVE).tolist() == list(range(20, 30))
+
+
 def test_no_pressure_below_capacity() -> None:
     """When the active tier fits its capacity, the thresholds are the policy's own."""
     d = plan_tiers(
@@ -183,17 +241,31 @@ def _plan_row_by_row(
     act, arch = int(Tier.ACTIVE), int(Tier.ARCHIVE)
     low, high = LOW, HIGH
     projected = [
-        a
+        i
         for i, a in enumerate(activation)
         if not invalidated[i] and ((tier[i] == act and a >= LOW) or (tier[i] == arch and a > HIGH))
     ]
     if capacity is not None and len(projected) > capacity:
-        low = max(LOW, sorted(projected)[len(projected) - capacity])
-        high = max(HIGH, low + (HIGH - LOW))
-    archive = [i for i in range(n) if tier[i] == act and (invalidated[i] or activation[i] < low)]
-    restore = [
-        i for i in range(n) if tier[i] == arch and not invalidated[i] and activation[i] > high
-    ]
+        # the `capacity` best: activation, minus the band for one coming back; ties: the
+        # active first, then the newer (a larger row)
+        width = HIGH - LOW
+
+        def key(i: int) -> float:
+            return activation[i] - width if tier[i] == arch else activation[i] - 0.0
+
+        ranked = sorted(projected, key=lambda i: (-key(i), tier[i] == arch, -i))
+        keep = set(ranked[:capacity])
+        low = max(LOW, key(ranked[capacity - 1]))
+        high = max(HIGH, low + width)
+        archive = [i for i in range(n) if tier[i] == act and i not in keep]
+        restore = [i for i in range(n) if tier[i] == arch and i in keep]
+    else:
+        archive = [
+            i for i in range(n) if tier[i] == act and (invalidated[i] or activation[i] < low)
+        ]
+        restore = [
+            i for i in range(n) if tier[i] == arch and not invalidated[i] and activation[i] > high
+        ]
     forget: list[int] = []
     if forget_below is not None:
         forget = [
@@ -416,6 +488,36 @@ def test_engine_capacity_pressure(fresh: Any) -> None:
         assert mem.stats()["active"] == 5
         active = {r.id for r in mem.records(tier=Tier.ACTIVE)}
         assert active == {r.id for r in recs[-5:]}
+
+
+def test_engine_capacity_with_a_tied_batch_and_archived_returners(tmp_path: Path) -> None:
+    """On a persisted store: a batch of equal activations over the target keeps the
+    target's newest (it used to keep them all); archived memories well above the band
+    take the places of weaker active ones instead of leaving the tier empty; a reopened
+    store plans no move."""
+    clock = ManualClock()
+    policy = Policy.template("balanced").replace(
+        active_capacity=10, active_share=None, maintain_every=0, adapt=False
+    )
+    with Oblivion(tmp_path, policy=policy, clock=clock, embedder=HashEmbedder()) as mem:
+        batch = mem.remember_many(
+            [f"imported note {i} about topic{i}" for i in range(40)],
+            categories=["fact"] * 40,
+            importances=[0.5] * 40,
+            supersede=False,
+        )
+        assert mem.maintain().active_after == 10
+        assert {r.id for r in mem.records(tier=Tier.ACTIVE)} == {r.id for r in batch[-10:]}
+        # the archived 30 are confirmed well above the band; the 10 active ones are not
+        for r in batch[:30]:
+            mem.confirm(r.id)
+        plan = mem.maintain()
+        assert plan.active_after == 10
+        assert {r.id for r in mem.records(tier=Tier.ACTIVE)} <= {r.id for r in batch[:30]}
+    with Oblivion(tmp_path, policy=policy, clock=clock, embedder=HashEmbedder()) as mem:
+        again = mem.maintain(dry_run=True)
+        assert again.entries == ()
+        assert mem.stats()["active"] == 10
 
 
 @given(
