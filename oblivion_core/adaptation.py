@@ -81,6 +81,17 @@ class Usage:
         return usage
 
 
+def multipliers(usage: CategoryUsage, policy: Policy, category: str) -> tuple[float, float]:
+    """The learned half-life and beta multipliers of ``category`` as they apply under
+    ``policy``: within its ``adapt_bounds`` (a policy set later may narrow them; widened
+    again, the learned values return), and the beta's at most ``1 / beta``."""
+    lo, hi = policy.adapt_bounds
+    return (
+        min(max(usage.half_life_mult, lo), hi),
+        min(max(usage.beta_mult, lo), hi, 1.0 / policy.beta(category)),
+    )
+
+
 def adapt(usage: Usage, policy: Policy) -> dict[str, dict[str, float]]:
     """Apply the rules above in place; return ``{category: {"half_life": new, "beta": new}}``
     for every category whose effective values changed."""
@@ -93,7 +104,7 @@ def adapt(usage: Usage, policy: Policy) -> dict[str, dict[str, float]]:
     for cat, u in usage.categories.items():
         if u.events < policy.adapt_min_events:
             continue
-        hl, beta = u.half_life_mult, u.beta_mult
+        hl, beta = multipliers(u, policy, cat)
         if u.recalled and u.archive_hits / u.recalled > ARCHIVE_HIT_RATE:
             hl *= 1 + step
         elif u.archived and not u.recalled and not u.used and in_use:

@@ -27,7 +27,7 @@ from typing import Any, NamedTuple, TypeVar
 import numpy as np
 
 from oblivion_core import decay
-from oblivion_core.adaptation import Usage, adapt
+from oblivion_core.adaptation import Usage, adapt, multipliers
 from oblivion_core.association import LinkGraph, spread
 from oblivion_core.blas import matvec
 from oblivion_core.budget import check_budget, check_k, pack, resolve_token_counter
@@ -2810,14 +2810,15 @@ class Oblivion:
                 if not mask.any() and name not in space.usage.categories:
                     continue
                 u = space.usage.of(name)
+                hl_mult, beta_mult = multipliers(u, policy, name)
                 cats[name] = {
                     "count": int(mask.sum()),
                     "active": int((mask & (tiers == Tier.ACTIVE)).sum()),
                     "mean_activation": float(act[mask].mean()) if mask.any() else None,
                     "half_life": self._half_life(ns, name),
                     "beta": self._beta(ns, name),
-                    "half_life_multiplier": u.half_life_mult,
-                    "beta_multiplier": u.beta_mult,
+                    "half_life_multiplier": hl_mult,
+                    "beta_multiplier": beta_mult,
                     "window": {
                         "stored": u.stored,
                         "recalled": u.recalled,
@@ -2978,13 +2979,15 @@ class Oblivion:
         if usage is None:
             space = self._spaces.get(ns)
             usage = space.usage if space else None
-        mult = usage.of(category).half_life_mult if usage is not None else 1.0
-        return self._policy_of(ns).half_life(category) * mult
+        policy = self._policy_of(ns)
+        mult = multipliers(usage.of(category), policy, category)[0] if usage is not None else 1.0
+        return policy.half_life(category) * mult
 
     def _beta(self, ns: str, category: str) -> float:
         space = self._spaces.get(ns)
-        mult = space.usage.of(category).beta_mult if space else 1.0
-        return min(1.0, self._policy_of(ns).beta(category) * mult)
+        policy = self._policy_of(ns)
+        mult = multipliers(space.usage.of(category), policy, category)[1] if space else 1.0
+        return min(1.0, policy.beta(category) * mult)
 
     def _category_params(self, ns: str, st: NamespaceState, policy: Policy) -> _CategoryParams:
         """Decay rate and recall beta of each category of ``st.vocab``, from

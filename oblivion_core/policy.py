@@ -153,9 +153,11 @@ class Policy:
             against activation weight 0; 4 costs nothing.
         per_item_tokens: Formatting overhead counted per packed item (bullets, newlines).
         max_text_chars: Longer texts are rejected (:class:`TextTooLongError`).
-        adapt: Let the engine adjust half-lives and betas from observed use.
+        adapt: Let the engine adjust half-lives and betas from observed use. ``False``
+            stops adjusting; what was learned stays in force.
         adapt_step: Relative change per adaptation step (e.g. 0.1 = 10 %).
-        adapt_bounds: Adapted values stay within ``[lo, hi]`` times the template value.
+        adapt_bounds: Adapted values stay within ``[lo, hi]`` times the template value,
+            also those learned under wider bounds before (``(1, 1)``: the template's).
         adapt_min_events: Events a category needs before it is adapted.
         supersede: Detect, on write, memories that restate a fact an older memory holds
             (see :mod:`~oblivion_core.supersession`); the older one is superseded.
@@ -418,11 +420,15 @@ class Policy:
             f"cap={self.cap!r}",
         )
         _require(
-            _finite(self.forget_below)
-            and 0 <= self.forget_below <= self.archive_low
-            and (self.forget_below < self.archive_low or not self.forget_enabled),
-            f"forget_below must be in [0, archive_low={self.archive_low}) when forgetting is "
-            f"enabled, got {self.forget_below!r}",
+            _finite(self.forget_below) and 0 <= self.forget_below <= self.cap,
+            f"forget_below must be a number in [0, cap={self.cap}], got {self.forget_below!r}",
+        )
+        # only deletion compares it with archive_low: with forgetting off, any archive_low
+        # (down to 0, "never archive") goes without touching forget_below
+        _require(
+            not self.forget_enabled or self.forget_below < self.archive_low,
+            f"forget_below must be below archive_low={self.archive_low} when forgetting is "
+            f"enabled, got {self.forget_below!r}; lower forget_below or raise archive_low",
         )
         _require(
             self.dense_weight + self.lexical_weight > 0,

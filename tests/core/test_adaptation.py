@@ -329,6 +329,35 @@ def test_adapted_values_persist_across_reopen(tmp_path: Path) -> None:
         mem.close()
 
 
+def test_narrower_bounds_bind_what_was_learned_before(tmp_path: Path) -> None:
+    """A policy set later with narrower ``adapt_bounds`` bounds the multipliers learned
+    under the old ones at once, in decay, boosts and stats(), also after a reopen
+    (they used to stay in force until the category adapted again); widened again, the
+    learned value returns."""
+    clock = ManualClock()
+    mem = _open(tmp_path, clock, POLICY)
+    try:
+        _archive_twenty_events(mem, clock)
+        mem.maintain()
+        learned = mem.stats()["categories"]["event"]["half_life_multiplier"]
+        assert learned < 1.0
+        mem.set_policy(POLICY.replace(adapt_bounds=(1.0, 1.0)))
+        event = mem.stats()["categories"]["event"]
+        assert (event["half_life"], event["half_life_multiplier"]) == (
+            POLICY.half_life("event"),
+            1.0,
+        )
+    finally:
+        mem.close()
+    mem = _open(tmp_path, clock)
+    try:
+        assert mem.stats()["categories"]["event"]["half_life"] == POLICY.half_life("event")
+        mem.set_policy(POLICY)
+        assert mem.stats()["categories"]["event"]["half_life_multiplier"] == learned
+    finally:
+        mem.close()
+
+
 @pytest.mark.integration
 def test_a_store_reopened_with_other_half_lives_decays_on_from_where_it_was(
     tmp_path: Path,

@@ -76,7 +76,9 @@ def test_unknown_clock_is_rejected() -> None:
         ({"archive_high": 1.2}, "archive_high"),
         ({"archive_low": -0.1}, "archive_low"),
         ({"archive_low": math.nan}, "archive_low"),
-        ({"forget_below": 0.3}, "forget_below"),
+        ({"forget_below": 0.3, "forget_enabled": True}, "lower forget_below"),
+        ({"forget_below": -0.1}, "forget_below"),
+        ({"forget_below": math.nan}, "forget_below"),
         ({"half_lives": {"fact": 0.0}, "default_category": "fact"}, "half_lives"),
         ({"half_lives": {"fact": -1.0}, "default_category": "fact"}, "half_lives"),
         ({"half_lives": {"fact": math.inf}, "default_category": "fact"}, "half_lives"),
@@ -182,6 +184,17 @@ def test_archive_low_zero_is_a_valid_never_archive_policy() -> None:
     """archive_low=0 (documented as allowed) builds when forgetting is off."""
     policy = Policy().replace(archive_low=0.0, forget_below=0.0)
     assert policy.archive_low == 0.0
+
+
+@pytest.mark.parametrize("low", [0.0, 0.01])
+def test_a_low_archive_low_needs_no_forget_below_while_forgetting_is_off(low: float) -> None:
+    """forget_below only bounds deletion: with forgetting off, an archive_low below its
+    default (0.02) is accepted as it is (it used to be refused, by a message about
+    forgetting being enabled); enabling forgetting then says what to lower."""
+    policy = Policy().replace(archive_low=low)
+    assert (policy.archive_low, policy.forget_enabled) == (low, False)
+    with pytest.raises(PolicyError, match="lower forget_below or raise archive_low"):
+        policy.replace(forget_enabled=True)
 
 
 def test_unknown_category_uses_the_default_category() -> None:
