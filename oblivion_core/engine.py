@@ -2443,6 +2443,9 @@ class Oblivion:
                     st.col("cat"),
                     [st.cat_id(c) for c in policy.protected_categories if c in st.vocab],
                 )
+                # nor a summary: deleting one brings its originals back to the archive,
+                # where the next maintain() would compress them into a new one
+                protected[[st.index[m] for m in space.summaries if m in st.index]] = True
                 forgettable = (
                     ~protected
                     & (st.col("importance") < policy.protect_importance)
@@ -2503,7 +2506,7 @@ class Oblivion:
                         [
                             (e.id, e.action, e.activation, e.activation, {"reason": e.reason})
                             for e in entries
-                            if e.action != "forget"
+                            if e.action not in ("forget", "compress")  # journaled as done
                         ],
                     )
                     adapted = adapt(space.usage, policy)
@@ -2520,8 +2523,14 @@ class Oblivion:
                     self._delete(
                         ns, space, decision.forget.tolist(), now, "decayed below forget_below"
                     )
+                skipped: set[str] = set()
                 for group in groups:
-                    self._compress(ns, space, policy, group, now)
+                    if self._compress(ns, space, policy, group, now) is None:
+                        skipped.update(group)
+                if skipped:  # the plan says what was done
+                    entries = [
+                        e for e in entries if not (e.action == "compress" and e.id in skipped)
+                    ]
                 if policy.journal_keep is not None:
                     # one chunk per call: maintain() runs inside remember() and must not stall
                     chunks = self._db.prune_events(ns, now - policy.journal_keep, _BOOST_KINDS)
@@ -2590,7 +2599,18 @@ class Oblivion:
             return None
         texts_by_id = self._db.texts(ns, live)
         texts = [texts_by_id[m] for m in live]
-        summary = self.summarizer.summarize(texts).strip()
+        try:
+            summary = self.summarizer.summarize(texts)
+            if summary is not None and not isinstance(summary, str):
+                raise TypeError(f"summarize() returned {type(summary).__name__}, not a str")
+        except Exception:  # the group stays archived; maintain() goes on
+            logger.exception(
+                "the summarizer failed on %d memories of namespace %r; they stay archived",
+                len(live),
+                ns,
+            )
+            return None
+        summary = (summary or "").strip()
         if not summary:
             return None
         summary = summary[: policy.max_text_chars]

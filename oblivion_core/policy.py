@@ -126,7 +126,8 @@ class Policy:
             by ``active_share`` (a small store stays in process).
         forget_enabled: Deletion by decay; off by default.
         forget_below: Archived memories below this activation may be deleted
-            (``< archive_low``), except protected ones.
+            (``< archive_low``), except protected ones and summaries (deleting a
+            summary would bring its originals back, only to be compressed again).
         forget_min_age: Never forget memories younger than this (clock units).
         journal_keep: ``maintain()`` drops recall and spread journal entries older than
             this (clock units), at most ``StateDB.PRUNE_CHUNK`` per call, as

@@ -283,3 +283,76 @@ def test_expand_keeps_write_order_when_activations_differ(fresh: Any) -> None:
         mem.maintain()
         (summary,) = [r for r in mem.records() if r.category == "summary"]
         assert [r.id for r in mem.expand(summary.id)] == [r.id for r in recs]
+
+
+def test_each_compressed_memory_is_journaled_once(compressed: Any) -> None:
+    """One "compress" entry per original, naming its summary (there used to be a second
+    one, written from the plan before the summary existed)."""
+    mem, originals, summaries, _, _ = compressed
+    for m in originals:
+        entries = [e for e in mem.history(m) if e.kind == "compress"]
+        assert [e.detail for e in entries] == [{"summary": summaries[0].id}]
+
+
+class _Raising:
+    def summarize(self, texts: list[str]) -> str:
+        raise RuntimeError("the LLM is down")
+
+
+class _Returning:
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def summarize(self, texts: list[str]) -> Any:
+        return self.value
+
+
+@pytest.mark.parametrize(
+    "summarizer",
+    [_Raising(), _Returning(None), _Returning(""), _Returning(5)],
+    ids=["raises", "None", "empty", "not-a-str"],
+)
+def test_a_summarizer_that_fails_leaves_the_group_archived(
+    fresh: Any, summarizer: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """maintain() applies its tier moves and returns its plan; the group it could not
+    summarise stays archived, and neither the plan nor the journal says it was
+    compressed (a raising summarizer used to fail maintain() after the tier moves were
+    committed, and every failure was journaled as a compression)."""
+    clock = ManualClock()
+    with fresh(clock=clock, policy=POLICY, summarizer=summarizer) as mem:
+        recs = mem.remember_many(MEETING, categories=["event"] * 4, importances=[0.0] * 4)
+        mem.remember("Always answer in British English", category="instruction")
+        clock.advance(60 * DAY)
+        dry = mem.maintain(dry_run=True)
+        assert sorted(dry.ids("compress")) == sorted(r.id for r in recs)  # planned
+        plan = mem.maintain()
+        assert plan.ids("compress") == []
+        assert sorted(plan.ids("archive")) == sorted(r.id for r in recs)
+        assert all(mem.get(r.id).tier == Tier.ARCHIVE for r in recs)
+        assert not [e for r in recs for e in mem.history(r.id) if e.kind == "compress"]
+        assert mem.stats()["summaries"] == 0
+    if isinstance(summarizer, _Raising) or summarizer.value == 5:
+        assert "the summarizer failed on 4 memories" in caplog.text
+
+
+def test_forgetting_spares_summaries(fresh: Any) -> None:
+    """With forgetting on, a summary born below forget_below stays, its originals stay
+    cold: deleting it brought them back to the archive, the next maintain() wrote a new
+    summary, and so on, every other call."""
+    clock = ManualClock()
+    policy = POLICY.replace(forget_enabled=True, forget_below=0.02)
+    with fresh(clock=clock, policy=policy) as mem:
+        recs = mem.remember_many(MEETING, categories=["small_talk"] * 4, importances=[0.0] * 4)
+        mem.remember("Always answer in British English", category="instruction")
+        clock.advance(2 * DAY)  # the notes: below compress_below, above forget_below
+        assert sorted(mem.maintain().ids("compress")) == sorted(r.id for r in recs)
+        summary = [r for r in mem.records() if r.category == "summary"]
+        assert len(summary) == 1
+        assert summary[0].activation < policy.forget_below
+        for _ in range(4):
+            clock.advance(DAY)
+            plan = mem.maintain()
+            assert summary[0].id not in plan.ids("forget")
+        assert [r.id for r in mem.records() if r.category == "summary"] == [summary[0].id]
+        assert all(mem.get(r.id).tier == Tier.COLD for r in recs)
