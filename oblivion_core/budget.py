@@ -50,6 +50,34 @@ def resolve_token_counter(counter: TokenCounter | None) -> TokenCounter:
     return counter
 
 
+#: Token counts are cached in an int64 column (as count + 1); beyond this one is a bug.
+MAX_TOKENS = 2**62
+
+
+def count_tokens(counter: TokenCounter, text: str) -> int:
+    """``counter(text)`` checked: a whole number of tokens in ``[0, MAX_TOKENS)`` (a
+    fractional count is rounded up, so a budget holds); anything else, or a counter that
+    raises, is an :class:`InvalidInputError` naming the token counter."""
+    try:
+        value = counter(text)
+    except Exception as exc:
+        raise InvalidInputError(
+            f"the token counter failed on a text of {len(text):,} characters: {exc!r}; "
+            "fix the token_counter passed to Oblivion"
+        ) from exc
+    n: int | None = None
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        n = int(value)
+    elif isinstance(value, numbers.Real) and math.isfinite(float(value)):
+        n = math.ceil(float(value))
+    if n is None or not 0 <= n < MAX_TOKENS:
+        raise InvalidInputError(
+            f"the token counter returned {value!r} for a text of {len(text):,} characters; "
+            f"a token_counter must return a whole number in [0, {MAX_TOKENS}) (an int)"
+        )
+    return n
+
+
 def check_budget(budget: object, name: str = "token_budget") -> int | None:
     """Validate a token budget: ``None`` (unlimited) or an int >= 0."""
     if budget is None:
@@ -58,10 +86,14 @@ def check_budget(budget: object, name: str = "token_budget") -> int | None:
         raise InvalidInputError(
             f"{name} must be an int >= 0 or None, got {type(budget).__name__} {budget!r}"
         )
+    if isinstance(budget, numbers.Integral):  # any size: float() would overflow
+        if budget < 0:
+            raise InvalidInputError(f"{name} must be a whole number >= 0 or None, got {budget!r}")
+        return int(budget)
     value = float(budget)
     if not math.isfinite(value) or value < 0 or value != int(value):
         raise InvalidInputError(f"{name} must be a whole number >= 0 or None, got {budget!r}")
-    return int(budget) if isinstance(budget, numbers.Integral) else int(value)
+    return int(value)
 
 
 def check_k(value: object, name: str = "k") -> int | None:

@@ -30,7 +30,13 @@ from oblivion_core import decay
 from oblivion_core.adaptation import Usage, adapt, multipliers
 from oblivion_core.association import LinkGraph, spread
 from oblivion_core.blas import matvec
-from oblivion_core.budget import check_budget, check_k, pack, resolve_token_counter
+from oblivion_core.budget import (
+    check_budget,
+    check_k,
+    count_tokens,
+    pack,
+    resolve_token_counter,
+)
 from oblivion_core.clock import TurnClock, WallClock
 from oblivion_core.compression import ExtractiveSummarizer, clusters
 from oblivion_core.decay_clock import DecayClock
@@ -663,7 +669,13 @@ class Oblivion:
         vectors = embed_texts(self.embedder, clean, self._dim)
         for i in range(n):
             if cats[i] is None:
-                cats[i] = self.importance_scorer.categorize(clean[i])
+                got = self.importance_scorer.categorize(clean[i])
+                if not isinstance(got, str) or not got.strip():
+                    raise InvalidInputError(
+                        f"the importance scorer's categorize() returned {got!r:.60}; it must "
+                        "return a non-empty category name (or pass category= yourself)"
+                    )
+                cats[i] = _check_category(got)
             if imps[i] is None:
                 imps[i] = _check_unit(self.importance_scorer.score(clean[i]), "scored importance")
 
@@ -759,7 +771,7 @@ class Oblivion:
         imp_arr = np.asarray(imps, dtype=np.float64)
         a0 = decay.initial_activation(imp_arr, policy.initial_base) if a_ref is None else a_ref
         # counted now, not on the first recall that packs them (cached as count + 1)
-        counted = [int(self.token_counter(t)) + 1 for t in texts]
+        counted = [count_tokens(self.token_counter, t) + 1 for t in texts]
         seq0 = self._next_seq
         rows: list[int] = []
         for k in range(n):
@@ -1074,11 +1086,13 @@ class Oblivion:
                 raise InvalidInputError(f"candidates are (id, relevance) pairs, got {pair!r}")
             mid, rel = pair
             if rel is not None:
-                if isinstance(rel, bool) or not isinstance(rel, numbers.Real):
-                    raise InvalidInputError(f"relevance of {mid!r} must be a number, got {rel!r}")
-                if not math.isfinite(rel):
-                    raise InvalidInputError(f"relevance of {mid!r} is not finite ({rel!r})")
-            pairs.append((_check_id(mid), None if rel is None else float(rel)))
+                rel = _finite(rel, f"relevance of {mid!r}", "a similarity in [-1, 1] or None")
+                if not -1.0 <= rel <= 1.0:
+                    raise InvalidInputError(
+                        f"relevance of {mid!r} must be a similarity in [-1, 1] (or None to "
+                        f"compute it), got {rel!r}"
+                    )
+            pairs.append((_check_id(mid), rel))
         need_vec = any(rel is None for _, rel in pairs)
         qvec = embed_query(self.embedder, q, self._dim) if need_vec else None
         with self._lock:
@@ -1599,7 +1613,7 @@ class Oblivion:
         todo = [m for m, i in zip(ids, rows, strict=True) if cache[i] <= 0]
         if todo:
             for m, text in self._db.texts(ns, todo).items():
-                cache[st.index[m]] = int(self.token_counter(text)) + 1
+                cache[st.index[m]] = count_tokens(self.token_counter, text) + 1
         return [int(cache[i]) - 1 for i in rows]
 
     def _costs(
@@ -2016,9 +2030,8 @@ class Oblivion:
             The link's weight after the call.
         """
         ns = self._ns(namespace)
-        if isinstance(weight, bool) or not isinstance(weight, numbers.Real):
-            raise InvalidInputError(f"link weight must be a number in (0, 1], got {weight!r}")
-        if not math.isfinite(weight) or not 0 < weight <= 1:
+        weight = _finite(weight, "link weight", "a number in (0, 1]")
+        if not 0 < weight <= 1:
             raise InvalidInputError(f"link weight must be in (0, 1], got {weight!r}")
         if a == b:
             raise InvalidInputError(f"cannot link memory {a!r} to itself; pass two different ids")
@@ -2740,7 +2753,10 @@ class Oblivion:
             return self._records(ns, rows.tolist(), now)
 
     def history(self, memory_id: str | None = None, *, namespace: str | None = None) -> list[Event]:
-        """The journal: every recorded change of one memory (or of the namespace)."""
+        """The journal: every recorded change of one memory (or of the namespace); a
+        deleted memory's entries stay."""
+        if memory_id is not None:
+            memory_id = _check_id(memory_id)
         ns = self._ns(namespace)
         with self._lock:
             self._check_open()
@@ -2770,11 +2786,8 @@ class Oblivion:
                 ``kinds`` is empty or holds a non-string.
             UnknownNamespaceError: the namespace does not exist.
         """
-        if isinstance(older_than, bool) or not isinstance(older_than, int | float):
-            raise InvalidInputError(
-                f"older_than must be a number of clock units, got {older_than!r}"
-            )
-        if not math.isfinite(older_than) or older_than < 0:
+        older_than = _finite(older_than, "older_than", "a number of clock units >= 0")
+        if older_than < 0:
             raise InvalidInputError(
                 f"older_than must be a finite number >= 0 (clock units), got {older_than!r}"
             )
@@ -3208,14 +3221,23 @@ def _check_category(category: object) -> str:
     return _check_utf8(category, "category")
 
 
-def _check_unit(value: object, name: str) -> float:
+def _finite(value: object, name: str, want: str) -> float:
+    """``value`` as a finite float; else InvalidInputError: ``name`` must be ``want``."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise InvalidInputError(
-            f"{name} must be a number in [0, 1], got {type(value).__name__} {value!r}"
-        )
-    v = float(value)
-    if not math.isfinite(v) or not 0.0 <= v <= 1.0:
-        raise InvalidInputError(f"{name} must be a finite number in [0, 1], got {value!r}")
+        raise InvalidInputError(f"{name} must be {want}, got {type(value).__name__} {value!r:.60}")
+    try:
+        v = float(value)
+    except OverflowError:  # an int beyond float's range
+        v = math.inf
+    if not math.isfinite(v):
+        raise InvalidInputError(f"{name} is not finite ({value!r:.60}); it must be {want}")
+    return v
+
+
+def _check_unit(value: object, name: str) -> float:
+    v = _finite(value, name, "a number in [0, 1]")
+    if not 0.0 <= v <= 1.0:
+        raise InvalidInputError(f"{name} must be a finite number in [0, 1], got {value!r:.60}")
     return v
 
 
@@ -3224,11 +3246,30 @@ def _check_metadata(metadata: object) -> dict[str, Any]:
         return {}
     if not isinstance(metadata, Mapping):
         raise InvalidInputError(f"metadata must be a dict, got {type(metadata).__name__}")
+    _check_keys(metadata, "metadata")
     try:
         json.dumps(dict(metadata), allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise InvalidInputError(f"metadata must be JSON-serialisable without NaN: {exc}") from exc
     return dict(metadata)
+
+
+def _check_keys(value: object, where: str, depth: int = 0) -> None:
+    """Every dict key in ``value`` (nested too) is a string: JSON would turn ``1`` and
+    ``"1"`` into one key and silently drop a value."""
+    if depth > 100:
+        raise InvalidInputError(f"{where} is nested more than 100 levels deep; flatten it")
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise InvalidInputError(
+                    f"{where} keys must be strings, got {type(key).__name__} {key!r:.60}; "
+                    f"use str({key!r:.60}) if that is what you mean"
+                )
+            _check_keys(item, f"{where}[{key!r:.60}]", depth + 1)
+    elif isinstance(value, list | tuple):
+        for k, item in enumerate(value):
+            _check_keys(item, f"{where}[{k}]", depth + 1)
 
 
 def _check_id(memory_id: object) -> str:

@@ -442,3 +442,171 @@ def test_store_open_twice_is_locked_until_closed(tmp_path: Path) -> None:
         assert second.get("one").text == "written by the first instance"
     finally:
         second.close()
+
+
+# ---------------------------------------------------------------- user callables' output
+
+
+def _counter(bad: Any) -> Callable[[str], Any]:
+    """Word count, except for texts that say "bad"."""
+
+    def count(text: str) -> Any:
+        if "bad" not in text:
+            return len(text.split())
+        if isinstance(bad, Exception):
+            raise bad
+        return bad
+
+    return count
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [2**63, -1, math.nan, math.inf, "five", None, RuntimeError("counter down"), 10**400],
+    ids=["2**63", "negative", "nan", "inf", "str", "None", "raises", "huge"],
+)
+def test_a_bad_token_count_stores_nothing(tmp_path: Path, bad: Any) -> None:
+    """A token counter returning no usable count (or raising) fails the write with an
+    InvalidInputError naming the token counter, and nothing is stored, live or after a
+    reopen (a count past int64 used to leave a row in memory only: counted, unreadable,
+    its id taken)."""
+    make = lambda: Oblivion(  # noqa: E731
+        tmp_path, clock=ManualClock(), embedder=HashEmbedder(), token_counter=_counter(bad)
+    )
+    with make() as mem:
+        mem.remember("first memory about cats", id="a")
+        with pytest.raises(InvalidInputError, match="token counter"):
+            mem.remember("a bad document", id="p")
+        with pytest.raises(InvalidInputError, match="token counter"):
+            mem.remember_many(["fine words", "bad words"], ids=["q", "r"])
+        assert mem.count() == 1 == mem.stats()["memories"]
+        assert [r.id for r in mem.records()] == ["a"]
+        with pytest.raises(UnknownMemoryError):
+            mem.get("p")
+        assert mem.remember("a good document", id="p").id == "p"
+    with make() as mem:
+        assert sorted(r.id for r in mem.records()) == ["a", "p"]
+
+
+def test_a_bad_token_count_at_recall_says_so(tmp_path: Path) -> None:
+    """Counts not cached (a reopened store) are taken when recall packs: a counter that
+    fails then raises InvalidInputError, and the memories are unchanged."""
+    with _open(tmp_path) as mem:
+        mem.remember("a bad habit of mine", id="a")
+    with Oblivion(
+        tmp_path, clock=ManualClock(), embedder=HashEmbedder(), token_counter=_counter(-3)
+    ) as mem:
+        with pytest.raises(InvalidInputError, match="returned -3"):
+            mem.recall("habit")
+        assert mem.get("a").text == "a bad habit of mine"
+
+
+def test_a_fractional_token_count_is_rounded_up(fresh: Any) -> None:
+    """A counter returning floats (len / 4) is read rounded up, so a budget holds."""
+    with fresh(token_counter=lambda t: len(t) / 4) as mem:
+        mem.remember("abcdefghij")  # 2.5 -> 3 tokens
+        result = mem.recall("abcdefghij", token_budget=100)
+        assert result[0].tokens == 3
+
+
+# ---------------------------------------------------------------- numbers, keys, ids
+
+
+HUGE = 10**400  # an int beyond float's range
+
+
+@pytest.mark.parametrize(
+    ("call", "mentions"),
+    [
+        (lambda m: m.remember("x", importance=HUGE), "importance"),
+        (lambda m: m.remember("x", confidence=HUGE), "confidence"),
+        (lambda m: m.link("a", "b", weight=HUGE), "link weight"),
+        (lambda m: m.rerank("q", [("a", HUGE)]), "relevance of 'a'"),
+        (lambda m: m.rerank("q", [("a", 1.5)]), r"\[-1, 1\]"),
+        (lambda m: m.reinforce(["a"], relevances=[HUGE]), "relevance"),
+        (lambda m: m.prune_journal(HUGE), "older_than"),
+        (lambda m: m.recall("q", token_budget=-(10**400)), "token_budget"),
+    ],
+    ids=[
+        "importance",
+        "confidence",
+        "link",
+        "rerank-huge",
+        "rerank-range",
+        "reinforce",
+        "prune",
+        "budget",
+    ],
+)
+def test_numbers_out_of_range_say_which(mem: Oblivion, call: Any, mentions: str) -> None:
+    """An int too big for a float, or a relevance outside [-1, 1], is an InvalidInputError
+    naming the argument (they were a raw OverflowError, or accepted: a rerank relevance of
+    1e6 became the item's score), and nothing changes."""
+    mem.remember_many(["alpha note", "beta note"], ids=["a", "b"])
+    before = [(r.id, r.activation, r.text) for r in mem.records()]
+    with pytest.raises(InvalidInputError, match=mentions):
+        call(mem)
+    assert [(r.id, r.activation, r.text) for r in mem.records()] == before
+
+
+def test_a_huge_token_budget_is_no_limit(mem: Oblivion) -> None:
+    """A whole number too big for a float is still a budget (it used to overflow)."""
+    mem.remember("alpha note", id="a")
+    assert mem.recall("alpha", token_budget=HUGE).ids == ["a"]
+
+
+@pytest.mark.parametrize("bad", [5, b"a", ["a"], None.__class__])
+def test_history_checks_the_id(mem: Oblivion, bad: Any) -> None:
+    """history() takes a string id: anything else is an InvalidInputError (an int or
+    bytes used to return [], a list blamed SQLite)."""
+    mem.remember("alpha note", id="a")
+    with pytest.raises(InvalidInputError, match="ids must be non-empty strings"):
+        mem.history(bad)
+    assert [e.kind for e in mem.history("a")] == ["remember"]
+
+
+@pytest.mark.parametrize(
+    "metadata",
+    [{1: "a", "1": "b"}, {"outer": {None: 2}}, {"rows": [{True: 3}]}],
+    ids=["int", "nested-None", "in-a-list"],
+)
+def test_metadata_keys_must_be_strings(mem: Oblivion, metadata: Any) -> None:
+    """A non-string metadata key, at any depth, is refused: JSON turned 1 and "1" into
+    one key and silently kept one of the values."""
+    with pytest.raises(InvalidInputError, match="keys must be strings"):
+        mem.remember("alpha note", metadata=metadata)
+    with pytest.raises(InvalidInputError, match="keys must be strings"):
+        mem.remember_many(["alpha note"], metadatas=[metadata])
+    assert mem.count() == 0
+
+
+def test_deeply_nested_metadata_is_refused(mem: Oblivion) -> None:
+    """Metadata nested thousands of levels deep is an InvalidInputError, not a
+    RecursionError."""
+    deep: dict[str, Any] = {}
+    node = deep
+    for _ in range(5000):
+        node["x"] = {}
+        node = node["x"]
+    with pytest.raises(InvalidInputError, match="nested more than 100 levels"):
+        mem.remember("alpha note", metadata=deep)
+    assert mem.count() == 0
+
+
+@pytest.mark.parametrize("category", [None, 5, "", "  "])
+def test_an_inferred_category_is_checked(fresh: Any, category: Any) -> None:
+    """A custom importance scorer whose categorize() returns no category name fails the
+    write and says so (None used to be stored as the category "None")."""
+
+    class Scorer:
+        def score(self, text: str) -> float:
+            return 0.5
+
+        def categorize(self, text: str) -> Any:
+            return category
+
+    with fresh(importance_scorer=Scorer()) as mem:
+        with pytest.raises(InvalidInputError, match=r"categorize\(\) returned"):
+            mem.remember("some text")
+        assert mem.count() == 0
+        assert mem.remember("some text", category="fact").category == "fact"
