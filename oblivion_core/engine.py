@@ -774,22 +774,24 @@ class Oblivion:
         counted = [count_tokens(self.token_counter, t) + 1 for t in texts]
         seq0 = self._next_seq
         rows: list[int] = []
-        for k in range(n):
-            values = {
-                "importance": imp_arr[k],
-                "confidence": confs[k],
-                "created_at": now,
-                "last_accessed": now,
-                "a_ref": float(min(a0[k], policy.cap)),
-                "stability": 0.0,
-                "access_count": 0,
-                "tier": int(tier),
-                "invalidated": False,
-            }
-            rows.append(st.append(ids[k], cats[k], values, seq0 + k))
-        st.cols["tokens"][rows] = counted
-        st.cols["d_ref"][rows] = self._clock_now(ns, st, now)[st.cols["cat"][rows]]
+        # everything from the first row in memory on is undone if anything fails (the
+        # decay clock's reading may write its meta row, and that may find SQLite locked)
         try:
+            for k in range(n):
+                values = {
+                    "importance": imp_arr[k],
+                    "confidence": confs[k],
+                    "created_at": now,
+                    "last_accessed": now,
+                    "a_ref": float(min(a0[k], policy.cap)),
+                    "stability": 0.0,
+                    "access_count": 0,
+                    "tier": int(tier),
+                    "invalidated": False,
+                }
+                rows.append(st.append(ids[k], cats[k], values, seq0 + k))
+            st.cols["tokens"][rows] = counted
+            st.cols["d_ref"][rows] = self._clock_now(ns, st, now)[st.cols["cat"][rows]]
             self.store.add(ns, ids, vectors, texts, [{"category": c} for c in cats])
             with self._db.transaction(durable=True) as conn:
                 self._db.add_namespace(ns, conn)
@@ -824,7 +826,7 @@ class Oblivion:
                     ],
                 )
         except BaseException:
-            for mid in reversed(ids):
+            for mid in reversed(ids[: len(rows)]):
                 st.remove(mid)
             try:
                 self.store.delete(ns, ids)
@@ -2907,7 +2909,13 @@ class Oblivion:
         """Around a change that edits the in-memory state of ``ns`` before its transaction
         commits: if anything fails, that state is dropped and rebuilt from the database
         on next use, so the live instance agrees with the store again (the failed
-        transaction rolled back). The namespace's queued recall boosts go with it."""
+        transaction rolled back).
+
+        Updates earlier calls queued (recall boosts, their journal entries) are written
+        first: a reload would drop them, and they were done. If that write fails (the
+        database is locked), nothing has changed yet: the error is raised and they stay
+        queued for the next write."""
+        self._db.flush()
         try:
             yield
         except BaseException:

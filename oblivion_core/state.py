@@ -38,6 +38,7 @@ from oblivion_core.errors import (
     StoreLockedError,
     StorePathError,
 )
+from oblivion_core.records import Tier
 from oblivion_core.typing import Vectors
 
 #: 2: vectors kept beside the texts; the FTS5 tables of version 1 dropped (see lexical.py).
@@ -134,6 +135,9 @@ def memory_key(namespace: str, memory_id: str) -> int:
 
 #: One journal entry: ``(memory_id, kind, before, after, detail)``.
 JournalRow = tuple[str | None, str, float | None, float | None, Mapping[str, Any]]
+
+#: The tier codes a row may hold.
+_TIERS = frozenset(int(t) for t in Tier)
 
 _FLOAT_COLS = (
     "importance",
@@ -342,7 +346,13 @@ class StateDB:
             self.conn.execute("PRAGMA foreign_keys=ON")
             self.conn.executescript(_SCHEMA)
             version = self.meta("schema_version")
-            if version is not None and int(version) > SCHEMA_VERSION:
+            if version is not None and (isinstance(version, bool) or not isinstance(version, int)):
+                raise StoreCorruptError(
+                    f"{self.path} is damaged: its schema_version is {version!r}, not a "
+                    "number. Oblivion does not repair it: restore a backup, or move it "
+                    "aside (the chroma/ folder beside it keeps the vectors) and open again"
+                )
+            if version is not None and version > SCHEMA_VERSION:
                 raise StoreError(
                     f"{self.path} was written by a newer Oblivion (schema {version}); upgrade "
                     "oblivion-memory to open it"
@@ -621,8 +631,10 @@ class StateDB:
         entries, and those of a batch whose write failed and waits to be retried (its
         namespace is being reloaded from the database after a failed change; their
         values may carry that change, and the reloaded state has none of them, so writing
-        them later would make the store disagree with the live instance). A batch being
-        written is waited for first, so the reload reads what it wrote."""
+        them later would make the store disagree with the live instance). The engine
+        writes what earlier calls queued before a change starts (``Oblivion._consistent``),
+        so what goes here is the failed change's own. A batch being written is waited for
+        first, so the reload reads what it wrote."""
         self._settle()
         ns = st.namespace
         self._deferred_rows.pop(id(st), None)
@@ -682,7 +694,10 @@ class StateDB:
         """Write a batch on the writer thread's own connection."""
         if self._writer_conn is None:
             self._writer_conn = sqlite3.connect(
-                str(self.path), check_same_thread=False, isolation_level=None, timeout=30.0
+                str(self.path),
+                check_same_thread=False,
+                isolation_level=None,
+                timeout=self.BUSY_TIMEOUT,  # a call may wait for this batch (_settle)
             )
             self._writer_conn.execute("PRAGMA synchronous=NORMAL")
         conn = self._writer_conn
@@ -694,11 +709,21 @@ class StateDB:
             raise
         conn.execute("COMMIT")
 
+    def _loads(self, text: Any, what: str) -> Any:
+        """A JSON value read from the database; damaged ones are a StoreCorruptError."""
+        try:
+            return json.loads(text)
+        except (TypeError, ValueError) as exc:
+            raise StoreCorruptError(
+                f"{self.path} is damaged: {what} is not valid JSON ({exc}). Oblivion does "
+                "not repair it: restore a backup, or fix that value with the sqlite3 tool"
+            ) from exc
+
     # ---------------------------------------------------------------- meta
     def meta(self, key: str) -> Any:
         """A JSON value from the meta table, or ``None``."""
         row = next(iter(self._read("SELECT value FROM meta WHERE key=?", (key,))), None)
-        return json.loads(row[0]) if row else None
+        return self._loads(row[0], f"meta value {key!r}") if row else None
 
     def metas(self, prefix: str) -> dict[str, Any]:
         """Every JSON value of the meta table whose key starts with ``prefix``, by the rest
@@ -706,7 +731,7 @@ class StateDB:
         rows = self._read(
             "SELECT key, value FROM meta WHERE substr(key, 1, ?) = ?", (len(prefix), prefix)
         )
-        return {r[0][len(prefix) :]: json.loads(r[1]) for r in rows}
+        return {r[0][len(prefix) :]: self._loads(r[1], f"meta value {r[0]!r}") for r in rows}
 
     def set_meta(self, key: str, value: Any, conn: sqlite3.Connection | None = None) -> None:
         """Store a JSON value in the meta table."""
@@ -757,6 +782,13 @@ class StateDB:
                 (namespace,),
             )
             for r in cur:
+                if r[11] not in _TIERS:
+                    raise StoreCorruptError(
+                        f"{self.path} is damaged: memory {r[0]!r} of namespace {namespace!r} "
+                        f"has tier {r[11]!r} (0 active, 1 archive, 2 cold). Oblivion does not "
+                        "repair it: restore a backup, or set that row's tier with the sqlite3 "
+                        "tool"
+                    )
                 values = dict(zip(_FLOAT_COLS, r[2:10], strict=True))
                 values.update(access_count=r[10], tier=r[11], invalidated=bool(r[12]))
                 st.append(r[0], r[1], values, r[14])
@@ -904,11 +936,17 @@ class StateDB:
 
     def metadatas(self, namespace: str, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         """Metadata by id."""
-        return {m: json.loads(v[1]) for m, v in self._cached(namespace, ids).items()}
+        return {
+            m: self._loads(v[1], f"the metadata of memory {m!r}")
+            for m, v in self._cached(namespace, ids).items()
+        }
 
     def contents(self, namespace: str, ids: Sequence[str]) -> dict[str, tuple[str, dict[str, Any]]]:
         """``(text, metadata)`` by id (what a recalled item shows; a fresh metadata dict)."""
-        return {m: (v[0], json.loads(v[1])) for m, v in self._cached(namespace, ids).items()}
+        return {
+            m: (v[0], self._loads(v[1], f"the metadata of memory {m!r}"))
+            for m, v in self._cached(namespace, ids).items()
+        }
 
     def _by_ids(
         self, cols: str, namespace: str, ids: Sequence[str], table: str = "memories"
@@ -1130,7 +1168,17 @@ class StateDB:
             sql += " ORDER BY seq"
         with self._translated():
             return [
-                Event(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], json.loads(r[8] or "{}"))
+                Event(
+                    r[0],
+                    r[1],
+                    r[2],
+                    r[3],
+                    r[4],
+                    r[5],
+                    r[6],
+                    r[7],
+                    self._loads(r[8] or "{}", f"the detail of journal entry {r[0]}"),
+                )
                 for r in self.conn.execute(sql, args)
             ]
 

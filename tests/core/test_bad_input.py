@@ -610,3 +610,45 @@ def test_an_inferred_category_is_checked(fresh: Any, category: Any) -> None:
             mem.remember("some text")
         assert mem.count() == 0
         assert mem.remember("some text", category="fact").category == "fact"
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    ("damage", "then", "mentions"),
+    [
+        ("UPDATE meta SET value='{not json' WHERE key='policy'", None, "meta value 'policy'"),
+        ("UPDATE meta SET value='\"x\"' WHERE key='schema_version'", None, "schema_version"),
+        ("UPDATE memories SET tier=9 WHERE id='a'", "records", "tier 9"),
+        ("UPDATE memories SET metadata='{oops' WHERE id='a'", "records", "metadata of memory 'a'"),
+        ("UPDATE memories SET metadata='{oops' WHERE id='a'", "recall", "metadata of memory 'a'"),
+        ("UPDATE events SET detail='{oops'", "history", "journal entry"),
+    ],
+    ids=["policy", "schema", "tier", "metadata-records", "metadata-recall", "journal"],
+)
+def test_damaged_values_in_the_database_are_reported(
+    tmp_path: Path, damage: str, then: str | None, mentions: str
+) -> None:
+    """A structurally valid database with a damaged value (bit rot, a half-applied manual
+    fix) raises StoreCorruptError naming the value, on open or when it is read (they were
+    raw JSONDecodeError / ValueError); a store refused on open is not modified."""
+    with _open(tmp_path) as mem:
+        mem.remember_many(["alpha fact about cats", "beta fact"], ids=["a", "b"])
+    conn = sqlite3.connect(tmp_path / "oblivion.sqlite3")
+    conn.execute(damage)
+    conn.commit()
+    conn.close()
+    digest = _hash(tmp_path / "oblivion.sqlite3")
+    for _ in range(2):  # a failed open leaves the store unlocked
+        with pytest.raises(StoreCorruptError, match=re.escape(mentions)):
+            mem = _open(tmp_path)
+            try:
+                if then == "records":
+                    mem.records()
+                elif then == "recall":
+                    mem.recall("cats", deep=True)
+                elif then == "history":
+                    mem.history("a")
+            finally:
+                mem.close()
+    if then is None:  # refused on open: not touched
+        assert _hash(tmp_path / "oblivion.sqlite3") == digest

@@ -5,6 +5,8 @@ are refused before anything changes."""
 from __future__ import annotations
 
 import logging
+import sqlite3
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -16,9 +18,11 @@ from oblivion_core import (
     ManualClock,
     Oblivion,
     Policy,
+    StoreLockedError,
     Tier,
     TurnClock,
 )
+from oblivion_core.state import StateDB
 from oblivion_core.testing import HashEmbedder, word_count
 
 pytestmark = pytest.mark.integration
@@ -381,3 +385,86 @@ def test_a_half_life_passed_at_reopen_governs_from_the_reopen(
     clock.advance(40 * DAY)
     assert again.get(rec.id).activation == pytest.approx(rec.activation / 2)
     again.close()
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda m: m.confirm("o"),
+        lambda m: m.remember("a third note", id="t"),
+        lambda m: m.invalidate("o"),
+        lambda m: m.edit("o", "the office is in Hamburg"),
+        lambda m: m.maintain(),
+    ],
+    ids=["confirm", "remember", "invalidate", "edit", "maintain"],
+)
+def test_a_change_refused_by_a_locked_database_keeps_earlier_boosts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, change: Any
+) -> None:
+    """Another process holding SQLite's write lock makes a change fail with
+    StoreLockedError; the boosts and journal entries of an earlier recall that were still
+    queued stay, live and after a reopen (the reload after the failure used to drop
+    them; a failed remember() left its memory in memory only)."""
+    monkeypatch.setattr(StateDB, "BUSY_TIMEOUT", 0.2)
+    mem = _open(tmp_path)
+    try:
+        mem.remember_many(
+            ["my favourite colour is green", "the office is in Berlin"], ids=["c", "o"]
+        )
+        mem.recall("what is my favourite colour", k=1)
+        boosted = _view(mem)
+        ext = sqlite3.connect(tmp_path / "oblivion.sqlite3", isolation_level=None)
+        ext.execute("BEGIN IMMEDIATE")  # a backup tool, the sqlite3 shell
+        try:
+            with pytest.raises(StoreLockedError):
+                change(mem)
+        finally:
+            ext.execute("ROLLBACK")
+            ext.close()
+        assert _view(mem) == boosted
+        assert [e.kind for e in mem.history("c")] == ["remember", "recall"]
+    finally:
+        mem.close()
+    _assert_reopened(tmp_path, boosted)
+
+
+def test_the_background_writer_waits_only_busy_timeout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Boosts handed to the background writer while another process holds the write
+    lock: the writer gives up after StateDB.BUSY_TIMEOUT like every other connection (it
+    waited 30 s, and the next call waited for it), and the batch is written once the
+    lock is free."""
+    monkeypatch.setattr(StateDB, "BUSY_TIMEOUT", 0.2)
+    mem = _open(tmp_path)
+    try:
+        mem.remember_many(
+            ["my favourite colour is green", "the office is in Berlin"], ids=["c", "o"]
+        )
+        mem.recall("what is my favourite colour", k=1)
+        mem._lock.settle()
+        boosted = _view(mem)
+        ext = sqlite3.connect(tmp_path / "oblivion.sqlite3", isolation_level=None)
+        ext.execute("BEGIN IMMEDIATE")
+        outcome: list[BaseException | None] = []
+
+        def confirm() -> None:
+            try:
+                with mem._lock:
+                    mem._db.hand_off()  # to the writer thread, which meets the lock
+                mem.confirm("o")
+                outcome.append(None)
+            except BaseException as exc:
+                outcome.append(exc)
+
+        caller = threading.Thread(target=confirm, daemon=True)
+        caller.start()
+        caller.join(timeout=15)  # generous: it took 30 s; BUSY_TIMEOUT is 0.2 s
+        ext.execute("ROLLBACK")
+        ext.close()
+        assert not caller.is_alive(), "the call waited for the writer past BUSY_TIMEOUT"
+        assert isinstance(outcome[0], StoreLockedError)
+        assert _view(mem) == boosted
+    finally:
+        mem.close()
+    _assert_reopened(tmp_path, boosted)
