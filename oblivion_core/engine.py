@@ -653,12 +653,13 @@ class Oblivion:
         clean: list[str] = []
         for i, text in enumerate(texts):
             clean.append(_check_text(text, policy.max_text_chars, f"texts[{i}]"))
+            at = f"[{i}]" if n > 1 else ""  # which element of a batch is wrong
             if cats[i] is not None:
-                cats[i] = _check_category(cats[i])
+                cats[i] = _check_category(cats[i], f"categories{at}" if at else "category")
             if imps[i] is not None:
-                imps[i] = _check_unit(imps[i], "importance")
-            confs[i] = _check_unit(confs[i], "confidence")
-            metas[i] = _check_metadata(metas[i])
+                imps[i] = _check_unit(imps[i], f"importances{at}" if at else "importance")
+            confs[i] = _check_unit(confs[i], f"confidences{at}" if at else "confidence")
+            metas[i] = _check_metadata(metas[i], f"metadatas{at}" if at else "metadata")
             if given_ids[i] is not None:
                 given_ids[i] = _check_id(given_ids[i])
         final_ids = [i if i is not None else uuid.uuid4().hex for i in given_ids]
@@ -2815,6 +2816,7 @@ class Oblivion:
     def namespaces(self) -> list[str]:
         """Every namespace that exists (the default one always does)."""
         with self._lock:
+            self._check_open()
             return sorted(self._known)
 
     def count(self, *, namespace: str | None = None) -> int:
@@ -2902,7 +2904,8 @@ class Oblivion:
         """The time of namespace ``ns``: on a :class:`TurnClock`, its own interactions
         (plus the ticks every namespace shares); on any other clock, the clock's time."""
         clock = self.clock
-        return clock.now(ns) if isinstance(clock, TurnClock) else clock.now()
+        now = clock.now(ns) if isinstance(clock, TurnClock) else clock.now()
+        return _finite(now, "the clock's now()", "a finite number (check the clock you passed)")
 
     @contextmanager
     def _consistent(self, ns: str) -> Iterator[None]:
@@ -3223,10 +3226,10 @@ def _check_text(text: object, max_chars: int | None, name: str) -> str:
     return _check_utf8(text, name)
 
 
-def _check_category(category: object) -> str:
+def _check_category(category: object, name: str = "category") -> str:
     if not isinstance(category, str) or not category.strip():
-        raise InvalidInputError(f"category must be a non-empty string, got {category!r}")
-    return _check_utf8(category, "category")
+        raise InvalidInputError(f"{name} must be a non-empty string, got {category!r:.60}")
+    return _check_utf8(category, name)
 
 
 def _finite(value: object, name: str, want: str) -> float:
@@ -3249,16 +3252,16 @@ def _check_unit(value: object, name: str) -> float:
     return v
 
 
-def _check_metadata(metadata: object) -> dict[str, Any]:
+def _check_metadata(metadata: object, name: str = "metadata") -> dict[str, Any]:
     if metadata is None:
         return {}
     if not isinstance(metadata, Mapping):
-        raise InvalidInputError(f"metadata must be a dict, got {type(metadata).__name__}")
-    _check_keys(metadata, "metadata")
+        raise InvalidInputError(f"{name} must be a dict, got {type(metadata).__name__}")
+    _check_keys(metadata, name)
     try:
         json.dumps(dict(metadata), allow_nan=False)
     except (TypeError, ValueError) as exc:
-        raise InvalidInputError(f"metadata must be JSON-serialisable without NaN: {exc}") from exc
+        raise InvalidInputError(f"{name} must be JSON-serialisable without NaN: {exc}") from exc
     return dict(metadata)
 
 
@@ -3289,7 +3292,7 @@ def _check_id(memory_id: object) -> str:
 def _check_ids(ids: object) -> list[str]:
     if isinstance(ids, str):
         return [_check_id(ids)]
-    if not isinstance(ids, Iterable):
+    if isinstance(ids, bytes | bytearray | Mapping) or not isinstance(ids, Iterable):
         raise InvalidInputError(f"ids must be a list of strings, got {type(ids).__name__}")
     return [_check_id(i) for i in ids]
 

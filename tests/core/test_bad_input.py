@@ -652,3 +652,51 @@ def test_damaged_values_in_the_database_are_reported(
                 mem.close()
     if then is None:  # refused on open: not touched
         assert _hash(tmp_path / "oblivion.sqlite3") == digest
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "mentions"),
+    [
+        ({"importances": [0.5, 0.5, "high"]}, r"importances\[2\]"),
+        ({"confidences": [1.0, math.nan, 1.0]}, r"confidences\[1\]"),
+        ({"categories": ["fact", "", "fact"]}, r"categories\[1\]"),
+        ({"metadatas": [{}, {}, {"x": math.nan}]}, r"metadatas\[2\]"),
+    ],
+)
+def test_a_batch_error_names_the_element(mem: Oblivion, kwargs: Any, mentions: str) -> None:
+    """remember_many says which element of a parallel list is wrong, as it does for
+    texts; nothing is stored."""
+    with pytest.raises(InvalidInputError, match=mentions):
+        mem.remember_many(["one", "two", "three"], **kwargs)
+    assert mem.count() == 0
+
+
+def test_ids_as_bytes_are_refused(mem: Oblivion) -> None:
+    """mark_used(b"a") (bytes iterate as ints) says it wants strings, not "got 97"."""
+    mem.remember("alpha", id="a")
+    with pytest.raises(InvalidInputError, match="ids must be a list of strings"):
+        mem.mark_used(b"a")  # type: ignore[arg-type]
+
+
+def test_a_clock_that_returns_nan_is_named(tmp_path: Path) -> None:
+    """A clock whose now() returns NaN is an InvalidInputError naming the clock (it was
+    a StoreError blaming SQLite's NOT NULL constraint); nothing is stored."""
+
+    class Broken:
+        def now(self) -> float:
+            return math.nan
+
+    with Oblivion(
+        tmp_path, clock=Broken(), embedder=HashEmbedder(), token_counter=word_count
+    ) as mem:
+        with pytest.raises(InvalidInputError, match="clock's now"):
+            mem.remember("alpha")
+        assert mem.count() == 0
+
+
+def test_namespaces_after_close_says_closed(tmp_path: Path) -> None:
+    """namespaces() on a closed instance raises like every other call."""
+    mem = _open(tmp_path)
+    mem.close()
+    with pytest.raises(InvalidInputError, match="closed"):
+        mem.namespaces()
