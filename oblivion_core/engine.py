@@ -44,6 +44,7 @@ from oblivion_core.embedding import embed_query, embed_texts, resolve_embedder
 from oblivion_core.errors import (
     InvalidInputError,
     PolicyError,
+    StoreCorruptError,
     StorePathError,
     TextTooLongError,
     UnknownMemoryError,
@@ -314,6 +315,10 @@ class Oblivion:
         self.path = Path(path) if path is not None else None
         if self.path is not None:
             _prepare_dir(self.path)
+        db_file = None if self.path is None else self.path / StateDB.FILE
+        # no activation database yet (or an empty file): the vector store should hold none
+        # of this store's memories either
+        db_new = db_file is not None and (not db_file.exists() or db_file.stat().st_size == 0)
         self._db = StateDB(self.path)
         try:
             stored = self._db.meta("policy")
@@ -361,6 +366,16 @@ class Oblivion:
                 else:
                     vector_store = VectorStore.embedded(self.path / "chroma")
             self.store = vector_store
+            if db_new and (held := vector_store.held()):
+                self._db.close(write=False)
+                for suffix in ("", "-wal", "-shm"):  # the new file this open made, not kept
+                    Path(f"{db_file}{suffix}").unlink(missing_ok=True)
+                raise StoreCorruptError(
+                    f"{db_file} is missing or empty, but the vector store holds {held:,} of "
+                    "this store's memories: their activation database was lost or truncated. "
+                    "Restore it from a backup; to start over instead, move the chroma/ "
+                    "folder aside too"
+                )
             self._dim: int | None = self._db.meta("dim")
             self._lex = LexicalIndex(self._db.seq_texts)
             # threads start on first use; neither kind of job waits on self._lock

@@ -214,6 +214,20 @@ class VectorStore:
             raise self._error(exc, f"get the vectors of {len(ids)} record(s)", namespace) from exc
         return out
 
+    def held(self) -> int:
+        """Vectors in this store's collections (those under ``prefix`` that Oblivion
+        made), across namespaces; 0 if Chroma cannot list them."""
+        total = 0
+        try:
+            for col in self.client.list_collections():
+                name = getattr(col, "name", col)
+                meta = getattr(col, "metadata", None) or {}
+                if str(name).startswith(self.prefix) and "oblivion_namespace" in meta:
+                    total += int(col.count())
+        except Exception:  # a check, not a requirement
+            return 0
+        return total
+
     def count(self, namespace: str) -> int:
         """Number of records in the collection of ``namespace``."""
         try:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+import shutil
 import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -700,3 +701,24 @@ def test_namespaces_after_close_says_closed(tmp_path: Path) -> None:
     mem.close()
     with pytest.raises(InvalidInputError, match="closed"):
         mem.namespaces()
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("how", ["deleted", "truncated"])
+def test_a_lost_activation_database_is_not_started_over(tmp_path: Path, how: str) -> None:
+    """oblivion.sqlite3 deleted or truncated to 0 bytes while chroma/ still holds the
+    memories: opening raises StoreCorruptError (it opened as an empty store, and new
+    writes went on beside vectors nothing knew of), leaves no new database behind, and
+    opens again once the backup is back."""
+    with _open(tmp_path) as mem:
+        mem.remember_many(["alpha fact about cats", "beta fact"], ids=["a", "b"])
+    db = tmp_path / "oblivion.sqlite3"
+    backup = tmp_path / "backup.sqlite3"
+    shutil.copyfile(db, backup)
+    db.unlink() if how == "deleted" else db.write_bytes(b"")
+    for _ in range(2):  # the failed open did not create a database that would pass next time
+        with pytest.raises(StoreCorruptError, match="holds 2 of this store's memories"):
+            _open(tmp_path)
+    shutil.copyfile(backup, db)
+    with _open(tmp_path) as mem:
+        assert sorted(r.id for r in mem.records()) == ["a", "b"]
