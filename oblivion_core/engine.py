@@ -179,6 +179,8 @@ class _Space:
         self.graph = LinkGraph()
         self.review: dict[str, str] = {}
         self.summaries: dict[str, list[str]] = {}
+        # originals a decompress() brought back: maintain() does not compress them again
+        self.uncompressed: set[str] = set()
         self.last_write: tuple[str, float] | None = None
         self.writes_since_maintain = 0
         self.lists: ListIndex | None = None  # built on the first list question
@@ -2382,6 +2384,9 @@ class Oblivion:
                         for r in frows:
                             st.cols["tier"][r] = Tier.ARCHIVE
                         self._db.save_rows(conn, st, frows)
+                    if space.uncompressed & gone:
+                        space.uncompressed -= gone
+                        self._db.set_meta(f"uncompressed:{ns}", sorted(space.uncompressed), conn)
                     for sid, originals in list(space.summaries.items()):
                         if sid in gone:
                             del space.summaries[sid]
@@ -2598,6 +2603,7 @@ class Oblivion:
         if "summary" in st.vocab:
             ok &= st.col("cat") != st.cat_id("summary")
         ok[decision.forget] = False
+        ok[[st.index[m] for m in space.uncompressed if m in st.index]] = False
         rows = np.flatnonzero(ok)
         if len(rows) < policy.compress_min_cluster:
             return []
@@ -2704,7 +2710,8 @@ class Oblivion:
             return self._records(ns, rows, self._now(ns))
 
     def decompress(self, summary_id: str, *, namespace: str | None = None) -> list[MemoryRecord]:
-        """Undo a compression: the originals return to the archive, the summary is deleted.
+        """Undo a compression: the originals return to the archive, the summary is deleted,
+        and ``maintain()`` does not compress them again.
 
         Returns the originals.
         """
@@ -2721,6 +2728,8 @@ class Oblivion:
                     self._db.journal(
                         conn, now, ns, [(r.id, "decompress", None, None, {}) for r in originals]
                     )
+                    space.uncompressed.update(r.id for r in originals)
+                    self._db.set_meta(f"uncompressed:{ns}", sorted(space.uncompressed), conn)
                 return self._records(ns, rows, now)
 
     def _move_to_active(
@@ -2968,6 +2977,7 @@ class Oblivion:
                 space.graph.add(a, b, w)
             space.review = self._db.review(ns)
             space.summaries = self._db.summaries(ns)
+            space.uncompressed = set(self._db.meta(f"uncompressed:{ns}") or [])
             if st.n:
                 last = int(np.argmax(st.col("seq")))
                 space.last_write = (st.ids[last], float(st.cols["created_at"][last]))

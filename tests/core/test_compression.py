@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -18,6 +19,7 @@ from oblivion_core import (
     UnknownMemoryError,
 )
 from oblivion_core.compression import ExtractiveSummarizer, clusters
+from oblivion_core.testing import HashEmbedder, word_count
 
 DAY = 86_400.0
 # supersession off: these notes must stay independent whatever the lexical rule thinks
@@ -356,3 +358,30 @@ def test_forgetting_spares_summaries(fresh: Any) -> None:
             assert summary[0].id not in plan.ids("forget")
         assert [r.id for r in mem.records() if r.category == "summary"] == [summary[0].id]
         assert all(mem.get(r.id).tier == Tier.COLD for r in recs)
+
+
+def test_decompressed_originals_stay_uncompressed(tmp_path: Path) -> None:
+    """After decompress(), maintain() leaves the originals as they are, also after a
+    reopen (it compressed them again at once, so the undo lasted until the next call); a
+    forgotten original leaves the record."""
+
+    def open_() -> Oblivion:
+        return Oblivion(
+            tmp_path, policy=POLICY, clock=clock, embedder=HashEmbedder(), token_counter=word_count
+        )
+
+    clock = ManualClock()
+    with open_() as mem:
+        recs = mem.remember_many(MEETING, categories=["event"] * 4, importances=[0.0] * 4)
+        mem.remember("Always answer in British English", category="instruction")
+        clock.advance(60 * DAY)
+        mem.maintain()
+        (summary,) = [r for r in mem.records() if r.category == "summary"]
+        mem.decompress(summary.id)
+        assert mem.maintain().ids("compress") == []
+    with open_() as mem:
+        clock.advance(DAY)
+        assert mem.maintain().ids("compress") == []
+        assert all(mem.get(r.id).tier == Tier.ARCHIVE for r in recs)
+        mem.forget(recs[0].id)
+        assert mem._db.meta("uncompressed:default") == sorted(r.id for r in recs[1:])
