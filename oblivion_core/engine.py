@@ -1794,7 +1794,7 @@ class Oblivion:
         if self._closed or self._spaces.get(ns) is not space:
             return  # reloaded since: the store has no trace of the boosts either
         try:
-            with self._consistent(ns):
+            with self._consistent(ns, write_queued=False):
                 apply()
         except Exception:
             logger.exception(
@@ -2932,7 +2932,7 @@ class Oblivion:
         return _finite(now, "the clock's now()", "a finite number (check the clock you passed)")
 
     @contextmanager
-    def _consistent(self, ns: str) -> Iterator[None]:
+    def _consistent(self, ns: str, *, write_queued: bool = True) -> Iterator[None]:
         """Around a change that edits the in-memory state of ``ns`` before its transaction
         commits: if anything fails, that state is dropped and rebuilt from the database
         on next use, so the live instance agrees with the store again (the failed
@@ -2941,8 +2941,11 @@ class Oblivion:
         Updates earlier calls queued (recall boosts, their journal entries) are written
         first: a reload would drop them, and they were done. If that write fails (the
         database is locked), nothing has changed yet: the error is raised and they stay
-        queued for the next write."""
-        self._db.flush()
+        queued for the next write. ``write_queued=False``: a recall's own feedback, which
+        only queues (it never writes, so a lock cannot fail it) and must not cost every
+        recall a commit."""
+        if write_queued:
+            self._db.flush()
         try:
             yield
         except BaseException:

@@ -463,6 +463,22 @@ def test_recall_boosts_reach_the_disk_within_the_window_without_another_call(
         mem.close()
 
 
+def test_recalls_in_a_row_share_one_batch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A recall's feedback only queues: the boosts of recalls in a row wait for one batch
+    (a change that writes queued updates first must not make every recall commit the one
+    before it)."""
+    monkeypatch.setattr(StateDB, "DEFER_SECONDS", 3600.0)  # no timer within the test
+    mem, _ = _boosted(tmp_path, ManualClock())
+    try:
+        for _ in range(3):
+            mem.recall("staging database password", k=1, deep=True)
+            mem._lock.settle()
+        assert _events_on_disk(tmp_path, "recall") == 0
+    finally:
+        mem.close()
+    assert _events_on_disk(tmp_path, "recall") == 4
+
+
 def test_a_script_that_exits_without_close_keeps_its_recall_boosts(tmp_path: Path) -> None:
     """An instance still open at the interpreter's exit is closed then (atexit)."""
     code = textwrap.dedent(
