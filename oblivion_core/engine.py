@@ -67,7 +67,7 @@ from oblivion_core.recall import (
     rank_order,
     score,
 )
-from oblivion_core.records import MemoryRecord, Tier
+from oblivion_core.records import MemoryRecord, Tier, check_metadata
 from oblivion_core.state import Event, JournalRow, NamespaceState, StateDB
 from oblivion_core.store import VectorStore
 from oblivion_core.supersession import (
@@ -676,7 +676,7 @@ class Oblivion:
             if imps[i] is not None:
                 imps[i] = _check_unit(imps[i], f"importances{at}" if at else "importance")
             confs[i] = _check_unit(confs[i], f"confidences{at}" if at else "confidence")
-            metas[i] = _check_metadata(metas[i], f"metadatas{at}" if at else "metadata")
+            metas[i] = check_metadata(metas[i], f"metadatas{at}" if at else "metadata")
             if given_ids[i] is not None:
                 given_ids[i] = _check_id(given_ids[i])
         final_ids = [i if i is not None else uuid.uuid4().hex for i in given_ids]
@@ -885,7 +885,7 @@ class Oblivion:
         clean = _check_text(text, self.policy_for(ns).max_text_chars, "text") if text else None
         if text is not None and clean is None:
             raise InvalidInputError("text must be a non-empty string")
-        meta = _check_metadata(metadata) if metadata is not None else None
+        meta = check_metadata(metadata) if metadata is not None else None
         if supersede is not None:
             supersede = _check_flag(supersede, "supersede")
         vector = embed_texts(self.embedder, [clean], self._dim) if clean is not None else None
@@ -3278,37 +3278,6 @@ def _check_unit(value: object, name: str) -> float:
     if not 0.0 <= v <= 1.0:
         raise InvalidInputError(f"{name} must be a finite number in [0, 1], got {value!r:.60}")
     return v
-
-
-def _check_metadata(metadata: object, name: str = "metadata") -> dict[str, Any]:
-    if metadata is None:
-        return {}
-    if not isinstance(metadata, Mapping):
-        raise InvalidInputError(f"{name} must be a dict, got {type(metadata).__name__}")
-    _check_keys(metadata, name)
-    try:
-        json.dumps(dict(metadata), allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise InvalidInputError(f"{name} must be JSON-serialisable without NaN: {exc}") from exc
-    return dict(metadata)
-
-
-def _check_keys(value: object, where: str, depth: int = 0) -> None:
-    """Every dict key in ``value`` (nested too) is a string: JSON would turn ``1`` and
-    ``"1"`` into one key and silently drop a value."""
-    if depth > 100:
-        raise InvalidInputError(f"{where} is nested more than 100 levels deep; flatten it")
-    if isinstance(value, Mapping):
-        for key, item in value.items():
-            if not isinstance(key, str):
-                raise InvalidInputError(
-                    f"{where} keys must be strings, got {type(key).__name__} {key!r:.60}; "
-                    f"use str({key!r:.60}) if that is what you mean"
-                )
-            _check_keys(item, f"{where}[{key!r:.60}]", depth + 1)
-    elif isinstance(value, list | tuple):
-        for k, item in enumerate(value):
-            _check_keys(item, f"{where}[{k}]", depth + 1)
 
 
 def _check_id(memory_id: object) -> str:

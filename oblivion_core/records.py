@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import enum
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from oblivion_core.errors import InvalidInputError
+
+#: Metadata nested deeper than this is refused (JSON would recurse without bound).
+MAX_METADATA_DEPTH = 100
 
 
 class Tier(enum.IntEnum):
@@ -82,3 +88,40 @@ class MemoryRecord:
     invalidated: bool = False
     superseded_by: str | None = None
     as_of: float = 0.0
+
+
+def check_metadata(metadata: object, name: str = "metadata", *, depth: int = 0) -> dict[str, Any]:
+    """``metadata`` as :meth:`~oblivion_core.Oblivion.remember` stores it (a fresh dict;
+    ``None`` is ``{}``), or an :class:`InvalidInputError` naming ``name``: it must be a dict
+    that JSON encodes without NaN, with string keys at every level (JSON would turn ``1``
+    and ``"1"`` into one key and silently drop a value), nested at most
+    :data:`MAX_METADATA_DEPTH` levels. ``depth``: levels above it in the stored metadata
+    (an adapter that nests the user's value in its own keys)."""
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, Mapping):
+        raise InvalidInputError(f"{name} must be a dict, got {type(metadata).__name__}")
+    _check_keys(metadata, name, depth)
+    try:
+        json.dumps(dict(metadata), allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"{name} must be JSON-serialisable without NaN: {exc}") from exc
+    return dict(metadata)
+
+
+def _check_keys(value: object, where: str, depth: int) -> None:
+    if depth > MAX_METADATA_DEPTH:
+        raise InvalidInputError(
+            f"{where} is nested more than {MAX_METADATA_DEPTH} levels deep; flatten it"
+        )
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise InvalidInputError(
+                    f"{where} keys must be strings, got {type(key).__name__} {key!r:.60}; "
+                    f"use str({key!r:.60}) if that is what you mean"
+                )
+            _check_keys(item, f"{where}[{key!r:.60}]", depth + 1)
+    elif isinstance(value, list | tuple):
+        for k, item in enumerate(value):
+            _check_keys(item, f"{where}[{k}]", depth + 1)

@@ -20,6 +20,7 @@ from oblivion_core import Oblivion
 from oblivion_core.budget import check_budget
 from oblivion_core.errors import InvalidInputError
 from oblivion_core.recall import RecalledItem
+from oblivion_core.records import check_metadata
 
 logger = logging.getLogger("oblivion_langchain")
 
@@ -184,27 +185,23 @@ def decode_namespace(name: str) -> tuple[str, ...] | None:
 
 
 def check_value(value: object) -> dict[str, Any]:
-    """A store value: a dict with string keys that JSON can encode (no NaN)."""
+    """A store value: a dict the engine accepts as metadata (string keys at every level,
+    JSON without NaN, not nested too deep), checked before any op of a batch runs."""
     if not isinstance(value, Mapping):
         raise InvalidInputError(
             f"store values must be dicts (e.g. {{'text': ...}}), got {type(value).__name__}; "
             "wrap it in a dict, or pass None to delete the item"
         )
-    bad = [k for k in value if not isinstance(k, str)]
-    if bad:
-        raise InvalidInputError(f"store value keys must be strings, got {bad[0]!r}")
+    # the value sits two levels down in the memory's metadata: {META_KEY: {"value": ...}}
+    checked = check_metadata(value, "store value", depth=2)
     try:
-        json.dumps(dict(value), allow_nan=False, ensure_ascii=False).encode("utf-8")
+        json.dumps(checked, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError as exc:
         raise InvalidInputError(
             f"a store value contains {exc.object[exc.start]!r}, a lone surrogate that cannot "
             "be stored as UTF-8; decode your input with errors='replace' or remove it"
         ) from None
-    except (TypeError, ValueError) as exc:
-        raise InvalidInputError(
-            f"store values must be JSON-serialisable without NaN: {exc}"
-        ) from exc
-    return dict(value)
+    return checked
 
 
 def now_iso(now: Callable[[], datetime]) -> str:

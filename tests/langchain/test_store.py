@@ -455,6 +455,14 @@ def test_emptied_namespaces_are_not_listed(tree: OblivionStore) -> None:
 
 
 # ==================================================================== bad input
+def _nested(levels: int) -> dict[str, Any]:
+    """A value nested ``levels`` dicts deep."""
+    value: dict[str, Any] = {"text": "deep"}
+    for _ in range(levels):
+        value = {"x": value}
+    return value
+
+
 @pytest.mark.parametrize(
     ("op", "error", "match"),
     [
@@ -471,6 +479,11 @@ def test_emptied_namespaces_are_not_listed(tree: OblivionStore) -> None:
         (PutOp(NS, "k", {"x": {1, 2}}), ValueError, "JSON"),
         (PutOp(NS, "k", {"x": math.nan}), ValueError, "NaN"),
         (PutOp(NS, "k", {1: "x"}), ValueError, "keys must be strings"),  # type: ignore[dict-item]
+        # deeper down too: the engine refuses them when it stores, and that must happen
+        # before any op of the batch runs
+        (PutOp(NS, "k", {"x": {1: "y"}}), ValueError, "keys must be strings"),
+        (PutOp(NS, "k", {"rows": [{None: 1}]}), ValueError, "keys must be strings"),
+        (PutOp(NS, "k", _nested(99)), ValueError, "nested more than 100"),
         (PutOp(NS, 7, {"text": "x"}), ValueError, "keys must be strings"),  # type: ignore[arg-type]
         (PutOp(NS, "bad\ud800", {"text": "x"}), ValueError, "surrogate"),
         (PutOp(NS, "k", {"text": "x\ud800"}), ValueError, "surrogate"),
