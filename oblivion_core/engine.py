@@ -538,6 +538,9 @@ class Oblivion:
             targets = [namespace] if namespace is not None else list(self._known)
             known = [ns for ns in targets if ns in self._known]
             saved = (self._policy, dict(self._ns_policy), set(self._known))
+            # what earlier calls queued is written first (as in _consistent): the reload
+            # after a failure below would drop it; if this write fails, nothing changed yet
+            self._db.flush()
             try:
                 for ns in known:
                     before = self._policy_of(ns)
@@ -751,6 +754,9 @@ class Oblivion:
                     n,
                     ns,
                 )
+            # by id: a failure above reloaded the namespace, and rows may have moved
+            space = self._space(ns)
+            rows = [space.state.index[m] for m in final_ids]
             records = self._records(ns, rows, now)
             if 0 < policy.maintain_every <= space.writes_since_maintain:
                 try:
@@ -955,7 +961,8 @@ class Oblivion:
                             )
                     except Exception:
                         logger.exception("stale-fact detection failed after editing %r", memory_id)
-            return self._record(ns, i, now)
+            # by id: a failure above reloaded the namespace, and rows may have moved
+            return self._record(ns, self._space(ns).state.index[memory_id], now)
 
     def _release_supersession(
         self, ns: str, space: _Space, memory_id: str, now: float, conn: Any
@@ -1858,7 +1865,10 @@ class Oblivion:
         if self._closed:
             return
         self._db.hand_off()
-        if self._db.deferred:  # a batch was still being written: once it is done
+        # again later while anything is owed: updates queued behind a batch still being
+        # written, or that batch itself until it is settled (a write that met another
+        # process's lock is retried then, not only at the next call)
+        if self._db.deferred or self._db.writing:
             self._lock.due(self._db.DEFER_SECONDS, self._hand_off)
 
     # ================================================================ feedback API

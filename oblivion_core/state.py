@@ -607,6 +607,12 @@ class StateDB:
         """Whether queued updates wait to be handed to the writer."""
         return bool(self._deferred_rows or self._deferred_events or self._failed)
 
+    @property
+    def writing(self) -> bool:
+        """Whether a batch was handed to the writer and not settled since (it may still
+        fail, e.g. on a lock: the next :meth:`hand_off` then queues it again)."""
+        return self._inflight is not None
+
     def hand_off(self) -> None:
         """Hand the queued updates to the background writer now, unless a batch is still
         being written (an in-memory database has no second connection: written here).

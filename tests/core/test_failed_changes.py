@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -395,8 +396,9 @@ def test_a_half_life_passed_at_reopen_governs_from_the_reopen(
         lambda m: m.invalidate("o"),
         lambda m: m.edit("o", "the office is in Hamburg"),
         lambda m: m.maintain(),
+        lambda m: m.set_policy("support-desk"),
     ],
-    ids=["confirm", "remember", "invalidate", "edit", "maintain"],
+    ids=["confirm", "remember", "invalidate", "edit", "maintain", "set_policy"],
 )
 def test_a_change_refused_by_a_locked_database_keeps_earlier_boosts(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, change: Any
@@ -468,3 +470,51 @@ def test_the_background_writer_waits_only_busy_timeout(
     finally:
         mem.close()
     _assert_reopened(tmp_path, boosted)
+
+
+class _RaisingJudge:
+    def supersedes(self, new: str, old: str, similarity: float) -> bool:
+        raise RuntimeError("the judge's LLM is down")
+
+
+def test_edit_returns_its_own_record_when_stale_fact_detection_fails(tmp_path: Path) -> None:
+    """edit() has committed when its stale-fact step fails (logged; the namespace is
+    reloaded): it still returns the edited memory, though the reload put rows elsewhere
+    (it returned whatever memory now sat in the old row)."""
+    mem = _open(tmp_path, supersession_judge=_RaisingJudge())
+    try:
+        texts = ["office is in leeds", "user likes green tea", "user prefers porto", "budget due"]
+        mem.remember_many(texts, ids=["m0", "m1", "m2", "m3"], supersede=False)
+        mem.forget("m0")  # the last row fills the hole: rows no longer follow seq
+        rec = mem.edit("m2", "user likes black coffee now")
+        assert (rec.id, rec.text) == ("m2", "user likes black coffee now")
+        assert mem.get("m2").text == "user likes black coffee now"
+    finally:
+        mem.close()
+
+
+def test_a_batch_the_writer_could_not_write_is_retried_without_another_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Recall boosts handed to the background writer while another process holds the
+    write lock are written once the lock is gone, by the timer, without any further call
+    (they waited for the next call, so a crash in between lost them)."""
+    monkeypatch.setattr(StateDB, "BUSY_TIMEOUT", 0.2)
+    monkeypatch.setattr(StateDB, "DEFER_SECONDS", 0.3)
+    mem = _open(tmp_path)
+    ext = sqlite3.connect(tmp_path / "oblivion.sqlite3", isolation_level=None)
+    try:
+        mem.remember_many(["my favourite colour is green", "the office is in Berlin"])
+        ext.execute("BEGIN IMMEDIATE")
+        mem.recall("what is my favourite colour", k=1)
+        time.sleep(1.0)  # the timer's hand-off meets the lock and fails
+        ext.execute("ROLLBACK")
+        deadline = time.monotonic() + 15
+        written = 0
+        while written == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+            written = ext.execute("SELECT COUNT(*) FROM events WHERE kind='recall'").fetchone()[0]
+        assert written == 1
+    finally:
+        ext.close()
+        mem.close()
