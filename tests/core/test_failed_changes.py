@@ -388,6 +388,24 @@ def test_a_half_life_passed_at_reopen_governs_from_the_reopen(
     again.close()
 
 
+_NOTES = ["my favourite colour is green", "the office is in Berlin"]
+
+
+def _recalled(path: Path) -> Oblivion:
+    """A store holding "c" and "o", and a recall whose boost of "c" is still queued."""
+    mem = _open(path)
+    mem.remember_many(_NOTES, ids=["c", "o"])
+    mem.recall("what is my favourite colour", k=1)
+    return mem
+
+
+def _write_locked(path: Path) -> sqlite3.Connection:
+    """Another connection holding the store database's write lock (ROLLBACK frees it)."""
+    ext = sqlite3.connect(path / StateDB.FILE, isolation_level=None)
+    ext.execute("BEGIN IMMEDIATE")
+    return ext
+
+
 @pytest.mark.parametrize(
     "change",
     [
@@ -408,15 +426,10 @@ def test_a_change_refused_by_a_locked_database_keeps_earlier_boosts(
     queued stay, live and after a reopen (the reload after the failure used to drop
     them; a failed remember() left its memory in memory only)."""
     monkeypatch.setattr(StateDB, "BUSY_TIMEOUT", 0.2)
-    mem = _open(tmp_path)
+    mem = _recalled(tmp_path)
     try:
-        mem.remember_many(
-            ["my favourite colour is green", "the office is in Berlin"], ids=["c", "o"]
-        )
-        mem.recall("what is my favourite colour", k=1)
         boosted = _view(mem)
-        ext = sqlite3.connect(tmp_path / "oblivion.sqlite3", isolation_level=None)
-        ext.execute("BEGIN IMMEDIATE")  # a backup tool, the sqlite3 shell
+        ext = _write_locked(tmp_path)  # as by a backup tool, the sqlite3 shell
         try:
             with pytest.raises(StoreLockedError):
                 change(mem)
@@ -438,16 +451,11 @@ def test_the_background_writer_waits_only_busy_timeout(
     waited 30 s, and the next call waited for it), and the batch is written once the
     lock is free."""
     monkeypatch.setattr(StateDB, "BUSY_TIMEOUT", 0.2)
-    mem = _open(tmp_path)
+    mem = _recalled(tmp_path)
     try:
-        mem.remember_many(
-            ["my favourite colour is green", "the office is in Berlin"], ids=["c", "o"]
-        )
-        mem.recall("what is my favourite colour", k=1)
         mem._lock.settle()
         boosted = _view(mem)
-        ext = sqlite3.connect(tmp_path / "oblivion.sqlite3", isolation_level=None)
-        ext.execute("BEGIN IMMEDIATE")
+        ext = _write_locked(tmp_path)
         outcome: list[BaseException | None] = []
 
         def confirm() -> None:
@@ -502,10 +510,9 @@ def test_a_batch_the_writer_could_not_write_is_retried_without_another_call(
     monkeypatch.setattr(StateDB, "BUSY_TIMEOUT", 0.2)
     monkeypatch.setattr(StateDB, "DEFER_SECONDS", 0.3)
     mem = _open(tmp_path)
-    ext = sqlite3.connect(tmp_path / "oblivion.sqlite3", isolation_level=None)
+    mem.remember_many(_NOTES, ids=["c", "o"])
+    ext = _write_locked(tmp_path)
     try:
-        mem.remember_many(["my favourite colour is green", "the office is in Berlin"])
-        ext.execute("BEGIN IMMEDIATE")
         mem.recall("what is my favourite colour", k=1)
         time.sleep(1.0)  # the timer's hand-off meets the lock and fails
         ext.execute("ROLLBACK")
