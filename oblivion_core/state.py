@@ -347,10 +347,9 @@ class StateDB:
             self.conn.executescript(_SCHEMA)
             version = self.meta("schema_version")
             if version is not None and (isinstance(version, bool) or not isinstance(version, int)):
-                raise StoreCorruptError(
-                    f"{self.path} is damaged: its schema_version is {version!r}, not a "
-                    "number. Oblivion does not repair it: restore a backup, or move it "
-                    "aside (the chroma/ folder beside it keeps the vectors) and open again"
+                raise self._damaged(
+                    f"its schema_version is {version!r}, not a number",
+                    "move it aside (the chroma/ folder beside it keeps the vectors) and open again",
                 )
             if version is not None and version > SCHEMA_VERSION:
                 raise StoreError(
@@ -715,14 +714,20 @@ class StateDB:
             raise
         conn.execute("COMMIT")
 
+    def _damaged(self, what: str, fix: str) -> StoreCorruptError:
+        """The error for a damaged value in an otherwise valid database."""
+        return StoreCorruptError(
+            f"{self.path} is damaged: {what}. Oblivion does not repair it: restore a "
+            f"backup, or {fix}"
+        )
+
     def _loads(self, text: Any, what: str) -> Any:
         """A JSON value read from the database; damaged ones are a StoreCorruptError."""
         try:
             return json.loads(text)
         except (TypeError, ValueError) as exc:
-            raise StoreCorruptError(
-                f"{self.path} is damaged: {what} is not valid JSON ({exc}). Oblivion does "
-                "not repair it: restore a backup, or fix that value with the sqlite3 tool"
+            raise self._damaged(
+                f"{what} is not valid JSON ({exc})", "fix that value with the sqlite3 tool"
             ) from exc
 
     # ---------------------------------------------------------------- meta
@@ -789,11 +794,10 @@ class StateDB:
             )
             for r in cur:
                 if r[11] not in _TIERS:
-                    raise StoreCorruptError(
-                        f"{self.path} is damaged: memory {r[0]!r} of namespace {namespace!r} "
-                        f"has tier {r[11]!r} (0 active, 1 archive, 2 cold). Oblivion does not "
-                        "repair it: restore a backup, or set that row's tier with the sqlite3 "
-                        "tool"
+                    raise self._damaged(
+                        f"memory {r[0]!r} of namespace {namespace!r} has tier {r[11]!r} "
+                        "(0 active, 1 archive, 2 cold)",
+                        "set that row's tier with the sqlite3 tool",
                     )
                 values = dict(zip(_FLOAT_COLS, r[2:10], strict=True))
                 values.update(access_count=r[10], tier=r[11], invalidated=bool(r[12]))
