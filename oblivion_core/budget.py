@@ -54,6 +54,15 @@ def resolve_token_counter(counter: TokenCounter | None) -> TokenCounter:
 MAX_TOKENS = 2**62
 
 
+def _as_float(value: numbers.Real) -> float:
+    """``float(value)``, or NaN when it has none (a ``Fraction`` beyond float range
+    raises ``OverflowError``): callers refuse non-finite values with their own message."""
+    try:
+        return float(value)
+    except (OverflowError, ValueError, TypeError):
+        return math.nan
+
+
 def count_tokens(counter: TokenCounter, text: str) -> int:
     """``counter(text)`` checked: a whole number of tokens in ``[0, MAX_TOKENS)`` (a
     fractional count is rounded up, so a budget holds); anything else, or a counter that
@@ -68,8 +77,8 @@ def count_tokens(counter: TokenCounter, text: str) -> int:
     n: int | None = None
     if isinstance(value, numbers.Integral) and not isinstance(value, bool):
         n = int(value)
-    elif isinstance(value, numbers.Real) and math.isfinite(float(value)):
-        n = math.ceil(float(value))
+    elif isinstance(value, numbers.Real) and math.isfinite(real := _as_float(value)):
+        n = math.ceil(real)
     if n is None or not 0 <= n < MAX_TOKENS:
         raise InvalidInputError(
             f"the token counter returned {value!r} for a text of {len(text):,} characters; "
@@ -90,7 +99,7 @@ def check_budget(budget: object, name: str = "token_budget") -> int | None:
         if budget < 0:
             raise InvalidInputError(f"{name} must be a whole number >= 0 or None, got {budget!r}")
         return int(budget)
-    value = float(budget)
+    value = _as_float(budget)
     if not math.isfinite(value) or value < 0 or value != int(value):
         raise InvalidInputError(f"{name} must be a whole number >= 0 or None, got {budget!r}")
     return int(value)

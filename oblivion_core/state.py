@@ -19,6 +19,7 @@ import itertools
 import json
 import os
 import sqlite3
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
@@ -320,6 +321,9 @@ class StateDB:
         self._failed: list[_Batch] = []
         self._writer: ThreadPoolExecutor | None = None
         self._writer_conn: sqlite3.Connection | None = None
+        # reads made outside the engine's lock (see seq_texts), on a connection of their own
+        self._reader_conn: sqlite3.Connection | None = None
+        self._reader_lock = threading.Lock()
         self._inflight: Future[None] | None = None
         self._inflight_batch: _Batch = ([], [])
         # (namespace, id) -> (text, metadata JSON): what recall shows, without a query
@@ -524,6 +528,9 @@ class StateDB:
                     self._writer.shutdown(wait=True)
                 if self._writer_conn is not None:
                     self._writer_conn.close()
+                with self._reader_lock:
+                    if self._reader_conn is not None:
+                        self._reader_conn.close()
                 self.conn.close()
             finally:
                 self._release_lock()
@@ -881,10 +888,27 @@ class StateDB:
         conn.executemany("DELETE FROM vectors WHERE namespace=? AND id=?", keys)
 
     def seq_texts(self, namespace: str) -> list[tuple[int, str]]:
-        """``(seq, text)`` of every memory of a namespace, in insertion order."""
-        rows = self._read(
-            "SELECT seq, text FROM memories WHERE namespace=? ORDER BY seq", (namespace,)
-        )
+        """``(seq, text)`` of every *committed* memory of a namespace, in insertion order.
+
+        The lexical index is built from this on a namespace's first search, which runs
+        outside the engine's lock (beside the query embedding). So it reads on a
+        connection of its own: it never sees the rows of a write another thread has not
+        committed yet (a rollback would leave them indexed), nor issues a statement on
+        the connection that write is using. Writes index their rows after they commit.
+        """
+        sql = "SELECT seq, text FROM memories WHERE namespace=? ORDER BY seq"
+        if self.path is None:  # an in-memory database has one connection
+            return [(int(r[0]), str(r[1])) for r in self._read(sql, (namespace,))]
+        with self._reader_lock, self._translated():
+            if self._reader_conn is None:
+                self._reader_conn = sqlite3.connect(
+                    str(self.path),
+                    check_same_thread=False,
+                    isolation_level=None,
+                    timeout=self.BUSY_TIMEOUT,
+                )
+                self._reader_conn.execute("PRAGMA query_only=1")
+            rows = self._reader_conn.execute(sql, (namespace,)).fetchall()
         return [(int(r[0]), str(r[1])) for r in rows]
 
     #: Entries of the text/metadata cache (least recently used ones leave first).

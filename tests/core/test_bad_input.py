@@ -9,6 +9,7 @@ import re
 import shutil
 import sqlite3
 from collections.abc import Callable, Iterator
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -463,8 +464,18 @@ def _counter(bad: Any) -> Callable[[str], Any]:
 
 @pytest.mark.parametrize(
     "bad",
-    [2**63, -1, math.nan, math.inf, "five", None, RuntimeError("counter down"), 10**400],
-    ids=["2**63", "negative", "nan", "inf", "str", "None", "raises", "huge"],
+    [
+        2**63,
+        -1,
+        math.nan,
+        math.inf,
+        "five",
+        None,
+        RuntimeError("counter down"),
+        10**400,
+        Fraction(10**400, 3),
+    ],
+    ids=["2**63", "negative", "nan", "inf", "str", "None", "raises", "huge", "huge-fraction"],
 )
 def test_a_bad_token_count_stores_nothing(tmp_path: Path, bad: Any) -> None:
     """A token counter returning no usable count (or raising) fails the write with an

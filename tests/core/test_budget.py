@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from fractions import Fraction
 from typing import Any
 
 import pytest
@@ -116,7 +117,9 @@ def test_check_budget_accepts_whole_numbers(budget: Any) -> None:
     assert out == (None if budget is None else int(budget))
 
 
-@pytest.mark.parametrize("budget", [-1, 10.5, math.nan, math.inf, "10", True, [10]])
+@pytest.mark.parametrize(
+    "budget", [-1, 10.5, math.nan, math.inf, "10", True, [10], Fraction(10**400, 3)]
+)
 def test_check_budget_rejects_everything_else(budget: Any) -> None:
     """Negative, fractional, non-finite and non-numeric budgets raise InvalidInputError."""
     with pytest.raises(InvalidInputError, match="token_budget"):

@@ -198,3 +198,46 @@ def test_a_journal_prune_beside_recalls_and_writes(
         assert any(e.kind == "recall" and e.at >= cutoff for e in journal)
     finally:
         mem.close()
+
+
+def test_a_first_search_beside_a_write_that_rolls_back_indexes_none_of_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A namespace's BM25 index is built on its first search, outside the engine's lock.
+    When that happens while another thread's write is inside its transaction and the
+    write then fails, the index holds none of the rolled-back texts: it read committed
+    rows only (before, it read them through the writer's connection)."""
+    mem = _open(tmp_path, ManualClock())
+    try:
+        mem.remember("apple pie recipe from grandmother", namespace="fresh")
+        real_journal = mem._db.journal
+        searcher: list[threading.Thread] = []
+        results: list[list[str]] = []
+
+        def journal_then_fail(*args: Any, **kwargs: Any) -> None:
+            real_journal(*args, **kwargs)  # the rows are in, uncommitted
+            th = threading.Thread(
+                target=lambda: results.append(mem.recall("zebra", namespace="fresh").texts)
+            )
+            searcher.append(th)
+            th.start()
+            for _ in range(1000):  # until its search has built the index (then it waits)
+                if "fresh" in mem._lex._spaces:
+                    break
+                th.join(timeout=0.01)
+            assert "fresh" in mem._lex._spaces
+            raise sqlite3.OperationalError("disk I/O error")
+
+        monkeypatch.setattr(mem._db, "journal", journal_then_fail)
+        with pytest.raises(Exception, match="disk I/O error"):
+            mem.remember_many(["zebra stripes", "zebra crossing ahead"], namespace="fresh")
+        monkeypatch.undo()
+        searcher[0].join(timeout=60)
+        assert len(results) == 1 and not any("zebra" in t for t in results[0])
+        assert mem.count(namespace="fresh") == 1
+        # no phantom documents: the rolled-back texts match nothing, the committed one does
+        assert mem._lex.search("fresh", "zebra", 10) == ([], [])
+        assert len(mem._lex.search("fresh", "apple pie", 10)[0]) == 1
+        assert mem._lex._spaces["fresh"].alive == 1
+    finally:
+        mem.close()
