@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Annotated, Any
 
@@ -101,22 +102,43 @@ def node_text(node: BaseNode) -> str:
     return text
 
 
+#: How far past [-1, 1] a score may be and still count as a similarity: float rounding
+#: makes the cosine of a vector with itself 1.0000000000000002 (VectorStoreIndex does).
+SCORE_ROUNDING = 1e-6
+
+
 def node_score(nws: NodeWithScore) -> float | None:
     """The retriever's score of a node as a relevance, ``None`` when it has none.
 
-    A score of ``0.0`` stays ``0.0``.
+    A score of ``0.0`` stays ``0.0``. Any real number is accepted (numpy floats from
+    FAISS and co. too); one a rounding error outside ``[-1, 1]`` is clipped into it.
 
     Raises:
-        InvalidInputError: the score is NaN, infinite or not a number.
+        InvalidInputError: the score is NaN, infinite, not a number, or clearly outside
+            ``[-1, 1]`` (a BM25 score or a reranker's logit is not a similarity).
     """
     score = nws.score
     if score is None:
         return None
-    if isinstance(score, bool) or not isinstance(score, int | float) or not math.isfinite(score):
+    node_id = nws.node.node_id
+    value = math.nan
+    if not isinstance(score, bool) and isinstance(score, numbers.Real):
+        try:
+            value = float(score)
+        except OverflowError:  # an int beyond float's range
+            value = math.inf
+    if not math.isfinite(value):
         raise InvalidInputError(
-            f"node {nws.node.node_id!r} has score {score!r}; scores must be finite numbers or None"
+            f"node {node_id!r} has score {score!r}; scores must be finite numbers or None"
         )
-    return float(score)
+    if abs(value) > 1.0 + SCORE_ROUNDING:
+        raise InvalidInputError(
+            f"node {node_id!r} has score {value!r}, outside [-1, 1]: node scores are read as "
+            "similarities. For a retriever or reranker scoring otherwise (BM25, logits), "
+            "pass relevance='embedding' to OblivionNodePostprocessor, or normalise the "
+            "scores into [-1, 1] before it. Nothing was stored."
+        )
+    return min(max(value, -1.0), 1.0)
 
 
 def json_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import copy
 import os
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -122,3 +123,88 @@ def mark_existing(oblivion: Oblivion, ids: list[str], namespace: str | None) -> 
         if alive:
             oblivion.mark_used(alive, namespace=namespace)
         return alive
+
+
+#: How the engine refuses a text for what it says (``oblivion_core.engine._check_text``):
+#: ``texts[i]`` of a batch or ``text`` of one write, then "has N characters", "contains"
+#: (a NUL, a lone surrogate) or "is empty". Not "texts must be a list": a caller's bug.
+_REFUSED_TEXT = re.compile(r"texts?(?:\[(\d+)\])? (?=has |contains |is empty)")
+
+
+def text_refusal(exc: BaseException) -> tuple[int, str] | None:
+    """``(i, why)`` when ``exc`` is the engine refusing the text at index ``i`` of a batch
+    (too long, a NUL character, ...), ``why`` being its reason about "its text"; ``None``
+    for any other error. The engine only knows the batch index; callers name the
+    message or node instead, which is what the user can act on."""
+    if not isinstance(exc, InvalidInputError):
+        return None
+    message = str(exc)
+    match = _REFUSED_TEXT.match(message)
+    if match is None:
+        return None
+    return int(match.group(1) or 0), "its text " + message[match.end() :]
+
+
+def renamed(exc: InvalidInputError, message: str) -> InvalidInputError:
+    """An error of ``exc``'s type saying ``message``, caused by ``exc``."""
+    new = type(exc)(message)
+    new.__cause__ = exc
+    return new
+
+
+def remember_each(
+    oblivion: Oblivion,
+    texts: Sequence[str],
+    metadatas: Sequence[Mapping[str, Any]],
+    *,
+    category: str | None,
+    importance: float | None,
+    namespace: str | None,
+) -> tuple[list[str], list[tuple[int, InvalidInputError, str]]]:
+    """Remember ``texts`` in one engine write; if the engine refuses one of them for its
+    text (``remember_many`` is all or nothing), remember the others one at a time.
+
+    Chat messages are not retried by anyone once a write fails, so one over-long paste
+    must not cost the messages written with it.
+
+    Returns:
+        The new memory ids, and ``(index, error, why)`` for each refused text.
+
+    Raises:
+        Any error that is not about one text (store, embedder, settings).
+    """
+    n = len(texts)
+    try:
+        records = oblivion.remember_many(
+            texts,
+            categories=[category] * n,
+            importances=[importance] * n,
+            metadatas=metadatas,
+            namespace=namespace,
+        )
+        return [r.id for r in records], []
+    except InvalidInputError as exc:
+        refusal = text_refusal(exc)
+        if refusal is None:
+            raise
+        if n == 1:
+            return [], [(0, exc, refusal[1])]
+    stored: list[str] = []
+    refused: list[tuple[int, InvalidInputError, str]] = []
+    for i, (text, metadata) in enumerate(zip(texts, metadatas, strict=True)):
+        try:
+            record = oblivion.remember(
+                text,
+                category=category,
+                importance=importance,
+                metadata=metadata,
+                namespace=namespace,
+            )
+        except InvalidInputError as exc:
+            refusal = text_refusal(exc)
+            if refusal is None:
+                raise
+            refused.append((i, exc, refusal[1]))
+            continue
+        stored.append(record.id)
+    return stored, refused

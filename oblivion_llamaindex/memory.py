@@ -41,6 +41,8 @@ from oblivion_llamaindex._engine import (
     mark_existing,
     need_engine,
     open_oblivion,
+    remember_each,
+    renamed,
     restore_private,
 )
 
@@ -75,8 +77,10 @@ class OblivionMemory(BaseMemory):
     the message when its role is in ``remember_roles``. The newest message is written
     to the engine right after the next ``get`` recalls (so it does not recall itself)
     or at the next ``put``/``flush``; a text the engine refuses (e.g. longer than
-    ``policy.max_text_chars``) raises there once and stays in the short-term history
-    only. When the assistant's answer is put, the memories it echoes
+    ``policy.max_text_chars``) raises there once, naming the message, and stays in the
+    short-term history only. Raised from ``put``, ``put_messages``, ``set`` or ``reset``,
+    that error comes after the call did its own work: no later message is lost to it.
+    When the assistant's answer is put, the memories it echoes
     (:func:`oblivion_core.overlap.used_ids`) get the larger "used" boost. Repeated
     ``get`` calls for the same user message (agents call it several times per turn)
     reuse one recall, so a turn boosts its memories once.
@@ -363,11 +367,38 @@ class OblivionMemory(BaseMemory):
 
         An assistant message gives the "used" boost to the memories it echoes from the
         latest ``get``.
+
+        Raises:
+            InvalidInputError: the engine refused the message put before this one (see
+                the class doc); this message was appended all the same.
         """
-        if not isinstance(message, ChatMessage):
-            raise InvalidInputError(f"put() takes a ChatMessage, got {type(message).__name__}")
+        refused = self._put(message)
+        if refused is not None:
+            raise refused
+
+    def put_messages(self, messages: list[ChatMessage]) -> None:
+        """Append several messages, as :meth:`put` does one by one.
+
+        Raises:
+            InvalidInputError: the engine refused one of them; raised once all of them
+                are appended, so a refused message never costs the ones after it.
+        """
+        messages = list(messages)
+        for message in messages:  # checked first: a bad item appends nothing
+            _check_message(message)
+        first = None
+        for message in messages:
+            refused = self._put(message)
+            first = first or refused
+        if first is not None:
+            raise first
+
+    def _put(self, message: ChatMessage) -> InvalidInputError | None:
+        """:meth:`put`, returning the refusal of the previous message instead of raising
+        it, so that this message is never lost to it."""
+        _check_message(message)
         with self._lock:
-            self._flush()
+            refused = self._save()
             self.chat_store.add_message(self.chat_store_key, message)
             r = role(message)
             text = message_text(message)
@@ -381,6 +412,7 @@ class OblivionMemory(BaseMemory):
                 self._unsaved.append(message)
             if r == "user":
                 self._last_query = None
+        return refused
 
     def flush(self) -> None:
         """Write messages still waiting for the engine (see the class doc)."""
@@ -388,37 +420,66 @@ class OblivionMemory(BaseMemory):
             self._flush()
 
     def _flush(self) -> None:
+        refused = self._save()
+        if refused is not None:
+            raise refused
+
+    def _save(self) -> InvalidInputError | None:
+        """Write the waiting messages; return the engine's refusal of one, if any.
+
+        They are taken off the queue before writing: a message the engine refuses (e.g.
+        longer than policy.max_text_chars) is reported once and stays in the short-term
+        history only, instead of blocking every later write; the others are written.
+        """
         if not self._unsaved:
-            return
-        # Taken off the queue before writing: a message the engine refuses (e.g. longer
-        # than policy.max_text_chars) raises once and stays in the short-term history
-        # only, instead of blocking every later write.
+            return None
         pending, self._unsaved = self._unsaved, []
-        self.oblivion.remember_many(
+        _, refused = remember_each(
+            self.oblivion,
             [message_text(m) for m in pending],
-            categories=[self.category] * len(pending),
-            importances=[self.importance] * len(pending),
-            metadatas=[{"role": role(m), "chat_store_key": self.chat_store_key} for m in pending],
+            [{"role": role(m), "chat_store_key": self.chat_store_key} for m in pending],
+            category=self.category,
+            importance=self.importance,
             namespace=self.namespace,
+        )
+        if not refused:
+            return None
+        index, exc, why = refused[0]
+        message = pending[index]
+        text = message_text(message)
+        more = f" ({len(refused) - 1} more refused)" if len(refused) > 1 else ""
+        return renamed(
+            exc,
+            f"the {role(message)} message {text[:40]!r}{'...' if len(text) > 40 else ''} was "
+            f"not remembered{more}: {why}. It stays in the short-term history only.",
         )
 
     def set(self, messages: list[ChatMessage]) -> None:
         """Replace the short-term history (long-term memories are kept, nothing new is
         remembered)."""
         with self._lock:
-            self._flush()
+            refused = self._save()
             self.chat_store.set_messages(self.chat_store_key, list(messages))
             self._shown = []
             self._last_query = None
+        if refused is not None:
+            raise refused
 
     def reset(self) -> None:
         """Clear the short-term history; long-term memories stay in the engine."""
         with self._lock:
-            self._flush()
+            refused = self._save()
             self.chat_store.delete_messages(self.chat_store_key)
             self._shown = []
             self._last = None
             self._last_query = None
+        if refused is not None:
+            raise refused
+
+
+def _check_message(message: object) -> None:
+    if not isinstance(message, ChatMessage):
+        raise InvalidInputError(f"put() takes a ChatMessage, got {type(message).__name__}")
 
 
 def _newest(history: Sequence[ChatMessage], costs: Sequence[int], room: int) -> list[ChatMessage]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import threading
 from collections import OrderedDict
@@ -29,7 +30,15 @@ from oblivion_llamaindex._convert import (
     query_text,
     role,
 )
-from oblivion_llamaindex._engine import check_oblivion, mark_existing, open_oblivion
+from oblivion_llamaindex._engine import (
+    check_oblivion,
+    mark_existing,
+    open_oblivion,
+    remember_each,
+    restore_private,
+)
+
+logger = logging.getLogger("oblivion_llamaindex")
 
 #: Rendered blocks remembered for :meth:`OblivionMemoryBlock.atruncate`.
 _RENDER_CACHE = 32
@@ -41,10 +50,15 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
     * ``aput`` (called with the messages ``Memory`` flushes out of its short-term
       queue) remembers the text of each message whose role is in ``remember_roles``,
       with ``role`` and ``session_id`` as metadata; the category is inferred from the
-      text unless ``category`` is set.
+      text unless ``category`` is set. A message the engine refuses (e.g. longer than
+      ``policy.max_text_chars``) is skipped with a logged warning, not raised: ``Memory``
+      has already archived the batch, and the others are still remembered.
     * ``aget`` recalls what is relevant to the latest ``retrieval_context_window``
       messages and returns it as a bulleted list that fits ``token_limit`` tokens as a
-      whole (counted by the engine's token counter). Recall boosts what it returns.
+      whole (counted by the engine's token counter). Recall boosts what it returns,
+      once per turn: agents call ``aget`` several times per turn, and only the turn's
+      first call boosts (a turn is the latest user message, told apart from a repeat of
+      it by the message before it).
       When a later ``aget`` sees the assistant's answer to that turn, the memories the
       answer echoes (:func:`oblivion_core.overlap.used_ids`) get the larger "used" boost.
     * ``atruncate`` (called by ``Memory`` when the whole context is over its limit, for
@@ -117,11 +131,27 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
     _rendered: OrderedDict[str, list[RecalledItem]] = PrivateAttr(default_factory=OrderedDict)
     _shown: dict[str, list[tuple[str, str]]] = PrivateAttr(default_factory=dict)
     _answered: dict[str, str] = PrivateAttr(default_factory=dict)
+    _turns: dict[str, tuple[str, str]] = PrivateAttr(default_factory=dict)
 
     def __init__(self, oblivion: Oblivion, **data: Any) -> None:
         checked = check_oblivion(oblivion, "OblivionMemoryBlock")
         super().__init__(**data)
         self._oblivion = checked
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickle without the engine and the lock, as the package's other adapters are
+        pickled (LlamaIndex components drop them): an unpicklable block makes
+        ``Memory``'s pickling delete ``memory_blocks`` from the live ``Memory``."""
+        state = super().__getstate__()
+        private = dict(state.get("__pydantic_private__") or {})
+        private.pop("_oblivion", None)
+        private.pop("_lock", None)
+        state["__pydantic_private__"] = private
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        super().__setstate__(state)
+        restore_private(self)
 
     @classmethod
     def from_defaults(
@@ -178,6 +208,9 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
             if not query.strip() or self.token_limit == 0:
                 self._shown[key] = []
                 return ""
+            # Agents call aget several times per turn: only the turn's first recall boosts.
+            turn = _turn(messages)
+            boost = self.feedback and self._turns.get(key) != turn
             try:
                 result = engine.recall(
                     query,
@@ -185,11 +218,13 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
                     k=self.k,
                     namespace=self.namespace,
                     deep=self.deep,
-                    feedback=self.feedback,
+                    feedback=boost,
                 )
             except UnknownNamespaceError:
                 self._shown[key] = []
                 return ""
+            if boost:
+                self._turns[key] = turn
             visible = {message_text(m) for m in messages}
             items = [it for it in result if it.text not in visible]
             text, n = render(
@@ -263,13 +298,16 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
     def remember_messages(self, messages: Sequence[ChatMessage]) -> list[str]:
         """Remember the text of the messages whose role is in ``remember_roles``.
 
-        Messages without text (images, tool calls) are skipped. All or nothing: if one
-        text is invalid (e.g. too long for the policy) nothing is stored.
+        Messages without text (images, tool calls) are skipped. So is a message whose
+        text the engine refuses (e.g. longer than ``policy.max_text_chars``), with a
+        warning on the ``oblivion_llamaindex`` logger saying why: ``Memory`` has already
+        archived the batch and never retries it, so raising would lose every message
+        of it. The others are stored (one engine write when none is refused).
 
         Returns:
             The new memory ids.
         """
-        texts: list[str] = []
+        kept: list[ChatMessage] = []
         metadatas: list[dict[str, Any]] = []
         for message in messages:
             r = role(message)
@@ -280,15 +318,35 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
             session = message.additional_kwargs.get("session_id")
             if isinstance(session, str):
                 meta["session_id"] = session
-            texts.append(text)
+            kept.append(message)
             metadatas.append(meta)
-        if not texts:
+        if not kept:
             return []
-        records = self.oblivion.remember_many(
-            texts,
-            categories=[self.category] * len(texts),
-            importances=[self.importance] * len(texts),
-            metadatas=metadatas,
+        stored, refused = remember_each(
+            self.oblivion,
+            [message_text(m) for m in kept],
+            metadatas,
+            category=self.category,
+            importance=self.importance,
             namespace=self.namespace,
         )
-        return [r.id for r in records]
+        for index, _, why in refused:
+            text = message_text(kept[index])
+            logger.warning(
+                "OblivionMemoryBlock: a %s message (%r%s) was not remembered: %s",
+                role(kept[index]),
+                text[:40],
+                "..." if len(text) > 40 else "",
+                why,
+            )
+        return stored
+
+
+def _turn(messages: Sequence[ChatMessage]) -> tuple[str, str]:
+    """What identifies the current turn: the latest user message's text and the text of
+    the message before it (so a user repeating themselves next turn is a new turn)."""
+    for i in range(len(messages) - 1, -1, -1):
+        if role(messages[i]) == "user":
+            before = message_text(messages[i - 1]) if i > 0 else ""
+            return message_text(messages[i]), before
+    return "", ""

@@ -34,7 +34,9 @@ from oblivion_llamaindex._engine import (
     need_engine,
     open_oblivion,
     query_text,
+    renamed,
     restore_private,
+    text_refusal,
 )
 
 
@@ -53,9 +55,11 @@ class OblivionNodePostprocessor(BaseNodePostprocessor):
     negative scores count as 0. A node scored ``None`` (or every node, with
     ``relevance="embedding"``) gets the cosine similarity between the query and its
     stored vector. Use ``relevance="embedding"`` for retrievers whose scores are not
-    similarities in ``[0, 1]`` (BM25, rerankers' logits). The query is the bundle's
-    ``custom_embedding_strs`` joined (HyDE and other query transforms set them), else
-    its query string.
+    similarities in ``[0, 1]`` (BM25, rerankers' logits): a score more than a rounding
+    error outside ``[-1, 1]`` is refused, naming the node, before anything is stored
+    (a cosine of ``1.0000000000000002``, as ``VectorStoreIndex`` returns, is clipped).
+    The query is the bundle's ``custom_embedding_strs`` joined (HyDE and other query
+    transforms set them), else its query string.
 
     Returned nodes are copies carrying ``oblivion_*`` metadata (id, tier, relevance,
     activation, importance, score, ``why``) that is hidden from the LLM and embedder;
@@ -232,17 +236,29 @@ class OblivionNodePostprocessor(BaseNodePostprocessor):
             if record.text != text:
                 changed.append(node_id)
         if new:  # all or nothing, before any edit
-            engine.remember_many(
-                [nodes[i][1] for i in new],
-                ids=new,
-                categories=[self.category] * len(new),
-                importances=[self.importance] * len(new),
-                metadatas=[json_metadata(nodes[i][0].node.metadata) for i in new],
-                namespace=self.namespace,
-                supersede=False,
-            )
+            try:
+                engine.remember_many(
+                    [nodes[i][1] for i in new],
+                    ids=new,
+                    categories=[self.category] * len(new),
+                    importances=[self.importance] * len(new),
+                    metadatas=[json_metadata(nodes[i][0].node.metadata) for i in new],
+                    namespace=self.namespace,
+                    supersede=False,
+                )
+            except InvalidInputError as exc:
+                named = _refused(exc, new, "Nothing was stored.")
+                if named is None:
+                    raise
+                raise named from exc
         for node_id in changed:
-            engine.edit(node_id, nodes[node_id][1], namespace=self.namespace, supersede=False)
+            try:
+                engine.edit(node_id, nodes[node_id][1], namespace=self.namespace, supersede=False)
+            except InvalidInputError as exc:
+                named = _refused(exc, [node_id], "Its stored text is unchanged.")
+                if named is None:
+                    raise
+                raise named from exc
 
     # ------------------------------------------------------------------ feedback
     def mark_used(self, node_ids: Iterable[str]) -> list[float]:
@@ -263,3 +279,18 @@ class OblivionNodePostprocessor(BaseNodePostprocessor):
     async def amark_used(self, node_ids: Iterable[str]) -> list[float]:
         """Async :meth:`mark_used` (runs in a worker thread)."""
         return await asyncio.to_thread(self.mark_used, node_ids)
+
+
+def _refused(exc: InvalidInputError, node_ids: list[str], outcome: str) -> InvalidInputError | None:
+    """The engine's refusal of a node text, naming the node rather than its index in an
+    internal batch (``texts[2]``), which the caller cannot map back to a node; ``None``
+    when ``exc`` is not about a text."""
+    refusal = text_refusal(exc)
+    if refusal is None or refusal[0] >= len(node_ids):
+        return None
+    index, why = refusal
+    return renamed(
+        exc,
+        f"node {node_ids[index]!r} cannot be stored: {why} (or filter the node out before "
+        f"OblivionNodePostprocessor). {outcome}",
+    )

@@ -336,6 +336,34 @@ def test_refused_message_raises_once_and_loses_nothing(engine: Oblivion) -> None
     assert [r.text for r in engine.records()] == ["Refunds take five days.", "refunds again"]
 
 
+def test_put_after_a_refused_message_loses_nothing(engine: Oblivion) -> None:
+    """A refused message raises once, naming itself, from the next ``put``; that ``put``
+    still appends its own message, and later messages are remembered as usual."""
+    memory = make(engine)
+    too_long = "x" * (engine.policy.max_text_chars + 1)
+    memory.put(user(too_long))
+    with pytest.raises(InvalidInputError, match=r"user message 'x+'\.\.\. was not remembered"):
+        memory.put(assistant("Sorry, that is too long."))
+    assert [m.role.value for m in memory.get_all()] == ["user", "assistant"]
+    memory.put(user("My sister Anna lives in Porto."))
+    memory.flush()
+    assert [r.text for r in engine.records()] == ["My sister Anna lives in Porto."]
+
+
+def test_put_messages_with_a_refused_message_keeps_the_rest(engine: Oblivion) -> None:
+    """``put_messages`` appends every message, remembers all but the refused one, and
+    raises once at the end."""
+    memory = make(engine)
+    too_long = "x" * (engine.policy.max_text_chars + 1)
+    turns = [user(too_long), assistant("ok"), user("My sister Anna lives in Porto.")]
+    with pytest.raises(InvalidInputError, match="max_text_chars"):
+        memory.put_messages(turns)
+    assert [m.content for m in memory.get_all()] == [too_long, "ok", turns[2].content]
+    memory.flush()
+    memory.flush()
+    assert [r.text for r in engine.records()] == ["My sister Anna lives in Porto."]
+
+
 def test_from_defaults_builds_like_llamaindex_memories(engine: Oblivion) -> None:
     """``from_defaults`` takes an engine, an initial history and sizes itself from an LLM."""
     llm = MockLLM()

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import logging
+import pickle
+
 import pytest
 from llama_index.core.chat_engine import SimpleChatEngine
 from llama_index.core.llms import MockLLM
@@ -54,6 +57,38 @@ async def test_block_refusing_short_term_flushes_stores_nothing(engine: Oblivion
     block = block_for(engine, accept_short_term_memory=False)
     await block.aput([user("My sister Anna lives in Porto.")], from_short_term_memory=True)
     assert engine.records() == []
+
+
+async def test_refused_message_does_not_cost_the_rest_of_the_batch(
+    engine: Oblivion, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``Memory`` archives a flushed batch before the block sees it: a message the engine
+    refuses is skipped with a warning saying why, the others are remembered."""
+    block = block_for(engine)
+    too_long = "lorem ipsum " * (engine.policy.max_text_chars // 12 + 1)
+    memory = Memory.from_defaults(
+        session_id="s",
+        token_limit=100,
+        token_flush_size=100_000,
+        memory_blocks=[block],
+        tokenizer_fn=str.split,
+    )
+    turns = [
+        user("I am vegetarian."),
+        assistant("Noted."),
+        user("My sister Anna lives in Porto."),
+        assistant("Nice."),
+        user(too_long),
+        assistant("That is long."),
+        user("What should I cook?"),
+    ]
+    with caplog.at_level(logging.WARNING, logger="oblivion_llamaindex"):
+        await memory.aput_messages(turns)
+    assert [r.text for r in engine.records()] == [
+        "I am vegetarian.",
+        "My sister Anna lives in Porto.",
+    ]
+    assert "'lorem ipsum" in caplog.text and "max_text_chars" in caplog.text
 
 
 # ---------------------------------------------------------------- reading
@@ -124,6 +159,27 @@ async def test_feedback_is_kept_per_session(engine: Oblivion) -> None:
     answer = assistant("Refunds take five working days.")
     await block.aget([user("refunds?"), answer, user("ok")], session_id="b")
     assert not [e for e in engine.history() if e.kind == "used"]
+
+
+async def test_repeated_gets_in_one_turn_boost_once(engine: Oblivion) -> None:
+    """Agents call ``Memory.aget`` several times per turn: the turn boosts its memories
+    once; a new turn, even repeating the question, boosts again."""
+    engine.remember("Alice's sister Anna lives in Porto.", id="anna")
+    memory = Memory.from_defaults(session_id="s", memory_blocks=[block_for(engine)])
+    question = user("Where does Anna live?")
+    await memory.aput(question)
+    for _ in range(3):
+        assert "Porto" in ((await memory.aget())[0].content or "")
+    assert engine.get("anna").access_count == 1
+    await memory.aput(assistant("Let me check."))
+    await memory.aput(question)
+    await memory.aget()
+    await memory.aget()
+    assert engine.get("anna").access_count == 2
+    await memory.aput(assistant("I do not know."))
+    await memory.aput(user("Which city is Anna in?"))
+    await memory.aget()
+    assert engine.get("anna").access_count == 3
 
 
 # ---------------------------------------------------------------- truncation
@@ -217,6 +273,25 @@ def test_negative_limit_on_assignment_is_refused(engine: Oblivion) -> None:
     with pytest.raises(ValueError, match="token_limit"):
         block.token_limit = -1
     assert block.token_limit == 50
+
+
+async def test_pickling_a_memory_with_the_block_leaves_the_original_working(
+    engine: Oblivion,
+) -> None:
+    """The block pickles like the package's other adapters (without its engine), so
+    pickling a ``Memory`` neither drops the block from the copy nor breaks the original."""
+    block = block_for(engine, namespace="alice", token_limit=50)
+    block.remember_messages([user("Refunds take five days.")])
+    assert block.recall_block([user("refunds")], session_id="s") == "- Refunds take five days."
+    memory = Memory.from_defaults(session_id="s", memory_blocks=[block])
+    copy = pickle.loads(pickle.dumps(memory))
+    assert memory.memory_blocks == [block]
+    await memory.aput(user("how long do refunds take"))
+    assert "five days" in ((await memory.aget())[0].content or "")
+    (copied,) = copy.memory_blocks
+    assert (copied.namespace, copied.token_limit) == ("alice", 50)
+    with pytest.raises(InvalidInputError, match="deserialised"):
+        copied.recall_block([user("refunds")])
 
 
 def test_sync_helpers_mirror_the_async_hooks(engine: Oblivion) -> None:

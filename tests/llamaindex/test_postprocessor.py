@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import math
 
+import numpy as np
 import pytest
 from llama_index.core import Document, VectorStoreIndex
 from llama_index.core.base.llms.types import ChatMessage
@@ -17,6 +18,7 @@ from llama_index.core.schema import ImageNode, MetadataMode, NodeWithScore, Quer
 from oblivion_core import (
     InvalidInputError,
     Oblivion,
+    TextTooLongError,
     UnknownMemoryError,
     UnknownNamespaceError,
 )
@@ -374,6 +376,72 @@ def test_non_finite_scores_are_refused(engine: Oblivion, score: object) -> None:
     with pytest.raises(InvalidInputError, match="score"):
         OblivionNodePostprocessor(oblivion=engine).postprocess_nodes([bad], query_str=QUERY)
     assert engine.count() == 0
+
+
+def test_scores_a_rounding_error_outside_the_range_are_clipped(engine: Oblivion) -> None:
+    """A cosine of 1.0000000000000002 (float rounding) is a relevance of 1.0, not an error."""
+    rerank = OblivionNodePostprocessor(oblivion=engine)
+    out = rerank.postprocess_nodes(
+        [node("a", "refunds take five days", 1.0000000000000002), node("b", "cats", -1.0000001)],
+        query_str=QUERY,
+    )
+    relevance = {n.node.node_id: n.node.metadata["oblivion_relevance"] for n in out}
+    assert (relevance["a"], relevance["b"]) == (1.0, -1.0)
+
+
+def test_vector_store_index_cosines_are_accepted(engine: Oblivion) -> None:
+    """The README pipeline: ``VectorStoreIndex`` with ``MockEmbedding(embed_dim=384)``
+    scores every node 1.0000000000000002, which the postprocessor takes as 1.0."""
+    docs = [Document(text=t, id_=f"d{i}") for i, t in enumerate(FAQ[:2])]
+    index = VectorStoreIndex.from_documents(docs, embed_model=MockEmbedding(embed_dim=384))
+    rerank = OblivionNodePostprocessor(oblivion=engine, top_n=3, token_budget=400)
+    query_engine = index.as_query_engine(
+        llm=MockLLM(), similarity_top_k=10, node_postprocessors=[rerank]
+    )
+    response = query_engine.query("How long do refunds take?")
+    assert len(response.source_nodes) == 2
+    assert all(n.node.metadata["oblivion_relevance"] == 1.0 for n in response.source_nodes)
+
+
+def test_score_outside_the_range_is_refused_before_anything_is_stored(engine: Oblivion) -> None:
+    """A BM25 or cross-encoder score (7.3) is refused naming the node and the setting to
+    change, and no node of the call is stored; ``relevance="embedding"`` then works."""
+    rerank = OblivionNodePostprocessor(oblivion=engine)
+    nodes = [node("good", "shipping is free", 0.4), node("bm25", "refunds take five days", 7.3)]
+    with pytest.raises(InvalidInputError, match=r"'bm25'.*relevance='embedding'"):
+        rerank.postprocess_nodes(nodes, query_str=QUERY)
+    assert engine.count() == 0
+    rerank.relevance = "embedding"
+    assert ids(rerank.postprocess_nodes(nodes, query_str=QUERY))[0] == "bm25"
+
+
+def test_numpy_scores_are_accepted(engine: Oblivion) -> None:
+    """A numpy float score (FAISS and co.; ``NodeWithScore`` does not re-validate an
+    assigned score) counts as the number it is."""
+    scored = node("a", "refunds take five days")
+    scored.score = np.float32(0.25)  # type: ignore[assignment]
+    out = OblivionNodePostprocessor(oblivion=engine).postprocess_nodes([scored], query_str=QUERY)
+    assert out[0].node.metadata["oblivion_relevance"] == pytest.approx(0.25)
+
+
+def test_refused_node_text_names_the_node_and_stores_nothing(engine: Oblivion) -> None:
+    """A node text the engine refuses (too long, a NUL) fails naming the node id, not an
+    index into an internal batch, with the engine's error as the cause; nothing is stored."""
+    rerank = OblivionNodePostprocessor(oblivion=engine)
+    rerank.postprocess_nodes([node("seen", "refunds take five days", 0.5)], query_str=QUERY)
+    too_long = "word " * (engine.policy.max_text_chars // 5 + 1)
+    new = node("new", "shipping is free", 0.4)
+    with pytest.raises(TextTooLongError, match=r"node 'manual'.*max_text_chars") as info:
+        rerank.postprocess_nodes([new, node("manual", too_long, 0.3)], query_str=QUERY)
+    assert "texts[" not in str(info.value)
+    assert isinstance(info.value.__cause__, TextTooLongError)
+    with pytest.raises(InvalidInputError, match=r"node 'bin'.*NUL") as info:
+        rerank.postprocess_nodes([new, node("bin", "abc\x00def", 0.2)], query_str=QUERY)
+    assert "texts[" not in str(info.value)
+    assert [r.id for r in engine.records()] == ["seen"]
+    with pytest.raises(InvalidInputError, match=r"node 'seen'.*NUL.*unchanged"):
+        rerank.postprocess_nodes([node("seen", "refunds\x00", 0.5)], query_str=QUERY)
+    assert engine.get("seen").text == "refunds take five days"
 
 
 def test_missing_query_is_refused(engine: Oblivion) -> None:
