@@ -6,6 +6,7 @@ the engine's records and the framework's objects.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -18,7 +19,7 @@ from langchain_core.messages import BaseMessage, HumanMessage
 
 from oblivion_core import Oblivion
 from oblivion_core.budget import check_budget
-from oblivion_core.errors import InvalidInputError
+from oblivion_core.errors import InvalidInputError, UnknownMemoryError, UnknownNamespaceError
 from oblivion_core.recall import RecalledItem
 from oblivion_core.records import check_metadata
 
@@ -137,6 +138,20 @@ def message_key(index: int, message: BaseMessage) -> str:
     return f"{index}:{digest}"
 
 
+def clean_text(text: str | None) -> str:
+    """``text`` as the engine accepts it: NULs as spaces, lone surrogates as ``"?"``;
+    ``""`` when nothing but whitespace is left.
+
+    User input may carry either (a pasted binary, a badly decoded file). The engine
+    rejects both in a query or a memory text, and one stray character must not crash an
+    agent run or a chain: a query made of nothing else recalls nothing.
+    """
+    if not text:
+        return ""
+    cleaned = text.replace("\x00", " ").encode("utf-8", "replace").decode("utf-8")
+    return cleaned if cleaned.strip() else ""
+
+
 def fit_text(text: str, limit: int) -> str:
     """``text`` cut to ``limit`` characters (with a marker) so the engine accepts it."""
     if len(text) <= limit:
@@ -150,6 +165,26 @@ def appraise(engine: Oblivion, text: str) -> tuple[str, float]:
     """Category and importance of ``text`` from the engine's own importance scorer."""
     scorer = engine.importance_scorer
     return scorer.categorize(text), float(scorer.score(text))
+
+
+def mark_used(engine: Oblivion, ids: Sequence[str], namespace: str | None) -> None:
+    """Give the "used" boost to ``ids``, skipping any forgotten since they were recalled.
+
+    ``Oblivion.mark_used`` is all-or-nothing (an unknown id raises and boosts nothing),
+    so one memory removed meanwhile (by ``clear()``, another component, ``maintain()``)
+    would cost every other memory the answer drew on its boost: on an unknown id, the
+    ids are boosted one at a time. A namespace gone since has nothing left to boost.
+    """
+    if not ids:
+        return
+    try:
+        engine.mark_used(ids, namespace=namespace)
+    except UnknownNamespaceError:
+        return
+    except UnknownMemoryError:
+        for memory_id in ids:
+            with contextlib.suppress(UnknownMemoryError, UnknownNamespaceError):
+                engine.mark_used([memory_id], namespace=namespace)
 
 
 def forget_ids(engine: Oblivion, ids: Iterable[str], namespace: str | None) -> None:
@@ -205,10 +240,15 @@ def check_value(value: object) -> dict[str, Any]:
 
 
 def now_iso(now: Callable[[], datetime]) -> str:
-    """The current time as an aware ISO-8601 string."""
+    """The current time as an aware ISO-8601 string.
+
+    A naive datetime (``datetime.now()``) is local time to Python: it is converted to
+    UTC as such (``astimezone`` reads it in the machine's time zone), not labelled UTC,
+    which would shift every timestamp by the local offset.
+    """
     stamp = now()
     if stamp.tzinfo is None:
-        stamp = stamp.replace(tzinfo=timezone.utc)
+        stamp = stamp.astimezone(timezone.utc)
     return stamp.isoformat()
 
 

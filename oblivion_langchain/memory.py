@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any
 
 from langchain_classic.base_memory import BaseMemory
@@ -12,13 +11,15 @@ from pydantic import PrivateAttr, field_validator
 
 from oblivion_core import Oblivion
 from oblivion_core.budget import render
-from oblivion_core.errors import InvalidInputError, UnknownMemoryError, UnknownNamespaceError
+from oblivion_core.errors import InvalidInputError, UnknownNamespaceError
 from oblivion_core.overlap import used_ids
 from oblivion_langchain._convert import (
     appraise,
     budget,
+    clean_text,
     fit_text,
     forget_ids,
+    mark_used,
     positive_k,
     value_text,
 )
@@ -108,8 +109,13 @@ class OblivionMemory(BaseMemory):
 
     # ---------------------------------------------------------------- loading
     def load_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
-        """Recall the memories relevant to the chain's input, within the budget."""
-        query = value_text(inputs[self._input_key(inputs)]).strip()
+        """Recall the memories relevant to the chain's input, within the budget.
+
+        NULs and lone surrogates in the input are cleaned out of the query (the engine
+        refuses them); an input that is blank then recalls nothing.
+        """
+        # NULs and lone surrogates would make the engine reject the whole query
+        query = clean_text(value_text(inputs[self._input_key(inputs)])).strip()
         items = self._recall(query) if query else []
         if self.return_messages:
             self._last_recalled = [(i.id, i.text) for i in items]
@@ -155,18 +161,19 @@ class OblivionMemory(BaseMemory):
     def save_context(self, inputs: dict[str, Any], outputs: dict[str, str]) -> None:
         """Remember the turn; boost the recalled memories the output drew on.
 
-        Messages and content-block lists are stored as their text. A side that is
-        empty is left out of the stored turn; a turn with both sides empty is not
-        stored.
+        Messages and content-block lists are stored as their text (NULs as spaces,
+        lone surrogates replaced: the engine stores neither). A side that is empty is
+        left out of the stored turn; a turn with both sides empty is not stored. The
+        "used" boost goes to every recalled memory the output drew on that still exists.
         """
-        user = value_text(inputs[self._input_key(inputs)]).strip()
-        answer = value_text(outputs[self._output_key(outputs)]).strip()
+        # cleaned like the query: the engine would refuse a turn holding a NUL
+        user = clean_text(value_text(inputs[self._input_key(inputs)])).strip()
+        answer = clean_text(value_text(outputs[self._output_key(outputs)])).strip()
         recalled, self._last_recalled = self._last_recalled, []
-        used = used_ids(answer, recalled) if answer else []
-        if used:
-            # A recalled memory may have been forgotten (e.g. by clear()) since the load.
-            with contextlib.suppress(UnknownMemoryError, UnknownNamespaceError):
-                self.oblivion.mark_used(used, namespace=self.namespace)
+        if answer:
+            # A recalled memory may have been forgotten (e.g. by clear()) since the load:
+            # the others still get their boost.
+            mark_used(self.oblivion, used_ids(answer, recalled), self.namespace)
         if not user and not answer:
             return
         # appraised from the user's words; from the answer only when there are none

@@ -24,14 +24,16 @@ from pydantic import BaseModel
 
 from oblivion_core import Oblivion, Policy
 from oblivion_core.budget import render
-from oblivion_core.errors import InvalidInputError, UnknownMemoryError, UnknownNamespaceError
+from oblivion_core.errors import InvalidInputError, UnknownNamespaceError
 from oblivion_core.overlap import used_ids
 from oblivion_langchain._convert import (
     appraise,
     budget,
+    clean_text,
     fit_text,
     latest_human,
     latest_summary,
+    mark_used,
     message_key,
     message_text,
     positive_k,
@@ -134,13 +136,16 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
        boost, and render the memories with :func:`oblivion_core.budget.render` into one
        block that fits ``token_budget`` tokens as counted by the engine's token
        counter (header included; the block is kept in the agent state, privately).
-       The summary message that LangChain's ``SummarizationMiddleware`` puts in place
-       of old history is not a user message: it is never the query nor the recorded
-       turn, even when it replaces the user's message in the middle of a turn.
+       NULs and lone surrogates in the message, which the engine refuses, are cleaned
+       out of the query and of the stored turn (a message of nothing but NULs recalls
+       nothing). The summary message that LangChain's ``SummarizationMiddleware`` puts
+       in place of old history is not a user message: it is never the query nor the
+       recorded turn, even when it replaces the user's message in the middle of a turn.
     2. ``wrap_model_call``: send that block to the model as part of the one system
        message: appended to the agent's system prompt as its own text block (after a
-       blank line), or as the whole system message when the agent has none. The agent
-       state's messages are not changed, so memories never pile up in the history.
+       blank line; its name, id and other fields are kept), or as the whole system
+       message when the agent has none. The agent state's messages are not changed,
+       so memories never pile up in the history.
     3. ``after_model``, once the model gives its final answer (no tool calls):
 
        * **used boost** — the recalled memories the answer drew on get the larger
@@ -254,7 +259,9 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
             return None  # a later model call of the same turn (after tools): reuse it
         namespace = self._namespace(runtime)
         self._apply_policy(namespace)
-        user = message_text(found[1]).strip()
+        # A NUL or lone surrogate in the message would make the engine reject the query
+        # and crash the run: cleaned out, like OblivionStore cleans its queries.
+        user = clean_text(message_text(found[1])).strip()
         context, recalled = self._recall(user, namespace)
         return {
             STATE_KEY: {
@@ -415,14 +422,19 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
                 *request.system_message.content_blocks,
                 {"type": "text", "text": SEPARATOR + context},
             ]
-            system = SystemMessage(content=blocks)
+            # a copy, so the agent's name, id, additional_kwargs (provider options such
+            # as prompt caching) and response_metadata reach the model unchanged
+            system = request.system_message.model_copy(update={"content": blocks})
         return request.override(system_message=system)
 
     def _record(self, memo: Mapping[str, Any], user: str, answer: str) -> None:
         namespace = memo.get("namespace")
+        # the engine refuses a text holding a NUL or a lone surrogate
+        user, answer = clean_text(user).strip(), clean_text(answer).strip()
         recalled = [(str(i), str(t)) for i, t in memo.get("recalled") or []]
         if answer and recalled:
-            self._mark_used(self.used_rule(answer, recalled), namespace)
+            # one forgotten since the recall does not cost the others their boost
+            mark_used(self.oblivion, self.used_rule(answer, recalled), namespace)
         if self.remember_turns and user:
             category, importance = appraise(self.oblivion, user)
             text = f"user: {user}\nassistant: {answer}" if answer else f"user: {user}"
@@ -438,16 +450,3 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
                 namespace=namespace,
             )
             self._apply_policy(namespace)
-
-    def _mark_used(self, ids: list[str], namespace: str | None) -> None:
-        if not ids:
-            return
-        try:
-            self.oblivion.mark_used(ids, namespace=namespace)
-        except UnknownMemoryError:
-            # One was forgotten since the recall: boost the others one by one.
-            for memory_id in ids:
-                try:
-                    self.oblivion.mark_used([memory_id], namespace=namespace)
-                except UnknownMemoryError:
-                    continue

@@ -17,7 +17,7 @@ from pydantic import field_validator
 
 from oblivion_core import Oblivion, Policy
 from oblivion_core.errors import InvalidInputError, UnknownNamespaceError
-from oblivion_langchain._convert import budget, positive_k, to_document
+from oblivion_langchain._convert import budget, clean_text, positive_k, to_document
 
 
 class OblivionRetriever(BaseRetriever):
@@ -75,7 +75,8 @@ class OblivionRetriever(BaseRetriever):
             chain = {"context": retriever, "question": RunnablePassthrough()} | prompt | model
 
     A namespace that was never written to, or an empty or whitespace-only query,
-    returns no documents.
+    returns no documents. NULs in the query are searched as spaces and lone surrogates
+    as ``"?"`` (the engine refuses both); a query of nothing but NULs finds nothing.
 
     Attributes:
         oblivion: The engine to recall from.
@@ -165,10 +166,14 @@ class OblivionRetriever(BaseRetriever):
             )
         k = positive_k(k) if k is not None else self.k
         token_budget = budget(token_budget) if token_budget is not None else self.token_budget
-        if isinstance(query, str) and not query.strip():
-            # Like LangChain's vector-store retrievers, an empty query is not an error
-            # (an agent's tool call may send one): it finds nothing and boosts nothing.
-            return []
+        if isinstance(query, str):
+            # NULs and lone surrogates (a pasted binary, a badly decoded file) would make
+            # the engine reject the query: they become spaces and "?".
+            query = clean_text(query)
+            if not query:
+                # Like LangChain's vector-store retrievers, an empty query is not an error
+                # (an agent's tool call may send one): it finds nothing and boosts nothing.
+                return []
         try:
             result = self.oblivion.recall(
                 query,

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -35,6 +35,7 @@ from oblivion_core.records import MemoryRecord
 from oblivion_langchain._convert import (
     check_filter,
     check_value,
+    clean_text,
     decode_namespace,
     encode_namespace,
     matches,
@@ -43,8 +44,6 @@ from oblivion_langchain._convert import (
     parse_time,
     utc_now,
 )
-
-logger = logging.getLogger("oblivion_langchain")
 
 #: Key of the memory metadata under which the store keeps the item's value and times.
 META_KEY = "langgraph"
@@ -97,7 +96,9 @@ class OblivionStore(BaseStore):
     * ``search(prefix, query=...)`` is ``Oblivion.recall`` in each namespace under the
       prefix, merged by the engine's score (relevance + activation + importance), then
       ``filter``, ``offset`` and ``limit`` as LangGraph documents them.
-      ``SearchItem.score`` is that score. The items returned get the recall boost.
+      ``SearchItem.score`` is that score. Exactly the items returned get the recall
+      boost (through ``Oblivion.rerank``), on a filtered or offset page too; items
+      skipped and the neighbour context the engine's recall adds get none.
       Items put with ``index=False`` are never returned by a query search, and are
       kept out of stale-fact detection (they make nothing stale and are not judged
       when put).
@@ -117,6 +118,12 @@ class OblivionStore(BaseStore):
     engine a policy with ``hide_superseded=False`` (they then rank just below their
     successor), or ``supersede=False`` to turn stale-fact detection off, e.g.
     ``Oblivion(path, policy=Policy(hide_superseded=False))``.
+
+    Compression stays inside the engine: with a policy that compresses
+    (``compress_below``, e.g. the ``"support-desk"`` template), ``maintain()`` folds
+    decayed items into a summary memory and moves them to the cold tier. A query search
+    still finds those items (cold memories are searched) and never returns the summary;
+    listing, ``get`` and ``list_namespaces`` ignore summaries too.
 
     Every op of a batch is validated before any is run, so a bad op (a namespace with
     non-string labels, a value that is not a dict, a key or text with a lone surrogate,
@@ -165,7 +172,8 @@ class OblivionStore(BaseStore):
         deep: Passed to ``recall``: ``True`` always searches the archive, ``None`` lets
             the engine's gate decide.
         feedback: Give the items a query search returns the recall boost (default).
-        now: Clock for ``created_at``/``updated_at`` (default: UTC wall time).
+        now: Clock for ``created_at``/``updated_at`` (default: UTC wall time); a naive
+            datetime is read as local time, as Python does, and stored in UTC.
     """
 
     supports_ttl = False
@@ -186,9 +194,15 @@ class OblivionStore(BaseStore):
                 "OblivionStore embeds with the engine's embedder; pass it as "
                 "Oblivion(..., embedder=...) instead of index['embed']"
             )
-        fields = list((index or {}).get("fields") or ["$"])
+        fields = (index or {}).get("fields") or ["$"]
+        # a string is a sequence too: "text" would become the fields t, e, x, t
+        if not isinstance(fields, list | tuple):
+            raise InvalidInputError(
+                f"index['fields'] must be a list of field paths, e.g. ['text'], got {fields!r}"
+            )
         if not all(isinstance(f, str) and f for f in fields):
             raise InvalidInputError(f"index['fields'] must be non-empty strings, got {fields!r}")
+        fields = list(fields)
         self.oblivion = oblivion
         self.index_fields: list[str] = fields
         self.deep = deep
@@ -326,7 +340,9 @@ class OblivionStore(BaseStore):
     def _run(self, op: Op, prep: Any) -> Result:
         if isinstance(op, GetOp):
             record = self._record(prep, op.key) if prep is not None else None
-            return None if record is None else _item(record, tuple(op.namespace))
+            if record is None or _is_summary(record):
+                return None
+            return _item(record, tuple(op.namespace))
         if isinstance(op, PutOp):
             if prep is not None:
                 self._put(prep)
@@ -382,14 +398,21 @@ class OblivionStore(BaseStore):
         )
 
     def _spaces(self, prefix: Sequence[str]) -> list[tuple[str, tuple[str, ...]]]:
-        """Non-empty store namespaces under ``prefix``, sorted by tuple."""
+        """Store namespaces under ``prefix`` holding an item, sorted by tuple.
+
+        A namespace left with only compression summaries (every item they stand for
+        was deleted) holds no item: summaries are the engine's, not the store's.
+        """
         n = len(prefix)
         out = []
         for space in self.oblivion.namespaces():
             labels = decode_namespace(space)
             if labels is None or labels[:n] != tuple(prefix):
                 continue
-            if self.oblivion.count(namespace=space) > 0:
+            if self.oblivion.count(namespace=space) == 0:
+                continue
+            stats = self.oblivion.stats(namespace=space)
+            if stats["memories"] > stats["summaries"]:
                 out.append((space, labels))
         return sorted(out, key=lambda s: s[1])
 
@@ -397,13 +420,13 @@ class OblivionStore(BaseStore):
         if op.limit == 0:
             return []
         spaces = self._spaces(op.namespace_prefix)
-        query = _search_text(op.query)
+        query = clean_text(op.query)
         if query:
             return self._search_query(op, query, spaces)
         listed: list[tuple[float, float, tuple[str, ...], str, MemoryRecord]] = []
         for space, labels in spaces:
             for rec in self.oblivion.records(namespace=space):
-                if not rec.invalidated and matches(_value(rec), op.filter):
+                if not rec.invalidated and not _is_summary(rec) and matches(_value(rec), op.filter):
                     updated = parse_time(_meta(rec).get("updated_at")).timestamp()
                     listed.append((-rec.activation, -updated, labels, _key(rec), rec))
         # Highest activation first, then most recently updated, then by namespace and key.
@@ -416,63 +439,75 @@ class OblivionStore(BaseStore):
     ) -> list[SearchItem]:
         want = op.offset + op.limit
         hits: list[_Hit] = []
-        runs: dict[str, tuple[list[str], bool]] = {}
         for order, (space, labels) in enumerate(spaces):
-            ranked, deep = self._ranked(space, query, want, op.filter)
-            runs[space] = ([it.id for it in ranked], deep)
+            ranked = self._ranked(space, query, want, op.filter)
             hits.extend(
                 _Hit(labels, space, it, order, rank)
                 for rank, it in enumerate(ranked)
-                if _meta(it).get("indexed", True) and matches(_value(it), op.filter)
+                if _searchable(it, op.filter)
             )
         hits.sort(key=lambda h: (-h.item.score, h.order, h.rank))
         page = hits[op.offset : want]
         if self.feedback:
-            self._boost(query, page, runs)
+            self._boost(query, page)
         return [_search_item(h.item, h.namespace, h.item.score) for h in page]
 
     def _ranked(
         self, space: str, query: str, want: int, filter: Mapping[str, Any] | None
-    ) -> tuple[list[RecalledItem], bool]:
-        """Read-only recall, widened until ``want`` items pass the filter or none are left."""
+    ) -> list[RecalledItem]:
+        """Read-only recall, widened until ``want`` items pass the filter or none are left.
+
+        Compression is the engine's business, not the store's: an item it folded into a
+        summary (moved to the cold tier) is still an item, so cold memories are searched
+        and the summaries themselves are left out (:func:`_searchable`).
+        """
         total = self.oblivion.count(namespace=space)
         # neighbour context (up to 2 per top hit) takes slots of a recall's k; ask for
         # enough that the best `want` by score are all in
         extra = 2 * self.oblivion.policy_for(space).expand_neighbours
         k = max(min(want + extra, total), 1)
+        deep = self.deep
         while True:
             result = self.oblivion.recall(
-                query, k=k, namespace=space, deep=self.deep, feedback=False
+                query, k=k, namespace=space, deep=deep, include_cold=True, feedback=False
             )
             ranked = list(result)
-            passing = sum(
-                1 for it in ranked if _meta(it).get("indexed", True) and matches(_value(it), filter)
-            )
+            if deep is None and not result.searched_archive and any(map(_is_summary, ranked)):
+                # A relevant summary in the active tier closed the archive gate, but the
+                # items it stands for are cold, outside that tier: search them as well.
+                deep = True
+                continue
+            passing = sum(1 for it in ranked if _searchable(it, filter))
             if passing >= want or len(ranked) < k or k >= total:
-                return ranked, result.searched_archive
+                return ranked
             k = min(total, k * 4)
 
-    def _boost(self, query: str, page: list[_Hit], runs: dict[str, tuple[list[str], bool]]) -> None:
+    def _boost(self, query: str, page: list[_Hit]) -> None:
         """Give the recall boost to exactly the items returned.
 
-        The engine boosts what one ``recall`` returns, i.e. the head of its ranking. So
-        in each namespace the page is boosted by a second recall of that many items —
-        when the page *is* that head. When a filter or an offset skipped better-ranked
-        items it is not, and those results are left unboosted rather than boosting
-        items the caller never saw.
+        ``Oblivion.rerank`` boosts exactly the candidates it is given, so each
+        namespace's part of the page is boosted as it stands: the neighbour context a
+        recall interleaves, the items a filter removed and those an offset skipped get
+        nothing, and a filtered or offset page is boosted like any other — it is what
+        the caller saw.
         """
-        for space, (ranked_ids, deep) in runs.items():
-            ids = [h.item.id for h in page if h.space == space]
-            if not ids:
-                continue
-            if ranked_ids[: len(ids)] != ids:
-                logger.debug("search page in %s is not the head of the ranking; no boost", space)
-                continue
-            boosted = self.oblivion.recall(
-                query, k=len(ids), namespace=space, deep=deep, feedback=True
-            ).ids
-            if boosted != ids:
-                logger.debug("boost recall in %s returned %s, expected %s", space, boosted, ids)
+        by_space: dict[str, list[tuple[str, float]]] = {}
+        for hit in page:
+            # The relevance the item was ranked with (a hit's is the fusion of cosine and
+            # BM25, in [0, 1]; a neighbour's its cosine, in [-1, 1]), so the boost, which
+            # scales with it, is the one recall gives. Clipped: float rounding can take
+            # the cosine of two unit vectors just past 1, which rerank refuses.
+            relevance = min(max(hit.item.relevance, -1.0), 1.0)
+            by_space.setdefault(hit.space, []).append((hit.item.id, relevance))
+        for space, candidates in by_space.items():
+            try:
+                self.oblivion.rerank(query, candidates, namespace=space, feedback=True)
+            except UnknownMemoryError:
+                # one was forgotten since the search (the engine may be shared): rerank
+                # boosts nothing then, so the others are boosted one at a time
+                for candidate in candidates:
+                    with contextlib.suppress(UnknownMemoryError):
+                        self.oblivion.rerank(query, [candidate], namespace=space, feedback=True)
 
     def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         found = [labels for _, labels in self._spaces(())]
@@ -527,15 +562,6 @@ def _key(memory: _Memory) -> str:
     return key if isinstance(key, str) else memory.id
 
 
-def _search_text(query: str | None) -> str:
-    """What a search query searches for: NULs as spaces, lone surrogates replaced; a
-    blank query (like ``""``) lists instead."""
-    if not query:
-        return ""
-    text = query.replace("\x00", " ").encode("utf-8", "replace").decode("utf-8")
-    return text if text.strip() else ""
-
-
 def _stand_in(key: str, limit: int) -> str:
     """The memory text of an unindexed item: its key (cut to ``limit``, NULs dropped)."""
     text = key.replace("\x00", " ")[:limit]
@@ -545,6 +571,27 @@ def _stand_in(key: str, limit: int) -> str:
 def _meta(memory: _Memory) -> Mapping[str, Any]:
     meta = memory.metadata.get(META_KEY)
     return meta if isinstance(meta, Mapping) else {}
+
+
+def _is_summary(memory: _Memory) -> bool:
+    """Whether ``memory`` is a summary that compression wrote (``maintain()`` with a
+    policy's ``compress_below``): category ``summary``, ``metadata["summary_of"]``, and
+    never put by the store. It stands for items the store holds, it is not one."""
+    return (
+        memory.category == "summary"
+        and "summary_of" in memory.metadata
+        and META_KEY not in memory.metadata
+    )
+
+
+def _searchable(memory: RecalledItem, filter: Mapping[str, Any] | None) -> bool:
+    """Whether a recalled memory is a query-search result: an indexed item (not a
+    compression summary) whose value passes ``filter``."""
+    return bool(
+        not _is_summary(memory)
+        and _meta(memory).get("indexed", True)
+        and matches(_value(memory), filter)
+    )
 
 
 def _value(memory: _Memory) -> dict[str, Any]:

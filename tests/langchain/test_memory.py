@@ -11,8 +11,10 @@ from langchain_core.language_models.fake import FakeListLLM
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
 from oblivion_core import Oblivion
-from oblivion_core.testing import word_count
+from oblivion_core.testing import ManualClock, word_count
 from oblivion_langchain import OblivionMemory
+
+DAY = 86_400.0
 
 
 def _kinds(engine: Oblivion, memory_id: str, namespace: str = "ana") -> list[str]:
@@ -87,6 +89,46 @@ def test_save_context_gives_the_used_boost_to_what_the_answer_drew_on(
     mem.save_context({"input": "Suggest a dinner"}, {"output": "A vegetarian risotto, no meat."})
     assert "used" in _kinds(engine, veg)
     assert "used" not in _kinds(engine, cat)
+
+
+def test_a_memory_forgotten_since_the_load_does_not_cancel_the_others_used_boost(
+    engine: Oblivion, clock: ManualClock
+) -> None:
+    """Oblivion.mark_used is all-or-nothing: when one memory the answer drew on was
+    forgotten since the load, the others still get their "used" boost."""
+    mem = OblivionMemory(oblivion=engine, namespace="ana", token_budget=None)
+    mem.save_context({"input": "I am vegetarian and never eat meat"}, {"output": "Noted"})
+    mem.save_context({"input": "My sister lives in Porto near the river"}, {"output": "Lovely"})
+    veg, porto = (r.id for r in engine.records(namespace="ana"))
+    clock.advance(60 * DAY)
+    mem.load_memory_variables({"input": "vegetarian dinner with my sister in Porto"})
+    assert {veg, porto} <= {memory_id for memory_id, _ in mem._last_recalled}
+    engine.forget(porto, namespace="ana")  # e.g. by another component meanwhile
+    before = engine.get(veg, namespace="ana").activation
+    mem.save_context(
+        {"input": "what should I cook?"},
+        {
+            "output": "You are vegetarian and never eat meat; your sister in Porto near the "
+            "river could join for a lentil curry."
+        },
+    )
+    assert "used" in _kinds(engine, veg)
+    assert engine.get(veg, namespace="ana").activation > before
+
+
+@pytest.mark.parametrize("odd", ["\x00", "\ud800"])
+def test_a_nul_or_lone_surrogate_in_the_input_is_cleaned_not_raised(
+    mem: OblivionMemory, engine: Oblivion, odd: str
+) -> None:
+    """A NUL or a lone surrogate (which the engine refuses) in the chain's input is
+    cleaned out of the query and of the stored turn (NULs as spaces, surrogates as
+    "?"); an input left blank then (only NULs) loads an empty history."""
+    mem.save_context({"input": "I live in Leeds."}, {"output": "Leeds, noted."})
+    loaded = mem.load_memory_variables({"input": f"Where do I{odd} live?"})["history"]
+    assert "I live in Leeds." in loaded
+    mem.save_context({"input": f"Where do I{odd} live?"}, {"output": f"In Leeds{odd}."})
+    assert engine.records(namespace="ana")[-1].text.startswith("Human: Where do I")
+    assert mem.load_memory_variables({"input": "\x00 \x00"})["history"] == ""
 
 
 BLOCKS = [

@@ -19,7 +19,7 @@ from pydantic import BaseModel
 from oblivion_core import Oblivion, Policy
 from oblivion_core.testing import ManualClock, word_count
 from oblivion_langchain import OblivionMemoryMiddleware
-from oblivion_langchain._convert import latest_human
+from oblivion_langchain._convert import latest_human, mark_used
 from oblivion_langchain.middleware import DEFAULT_HEADER, SEPARATOR, STATE_KEY
 
 USER = {"configurable": {"user_id": "sam"}}
@@ -77,6 +77,29 @@ def test_memories_are_injected_as_one_system_message(seeded: Oblivion) -> None:
     assert "- Always give distances in kilometres, never miles." in block
     # The agent's own history is untouched: no memory text in the state's messages.
     assert not any(isinstance(m, SystemMessage) for m in result["messages"])
+
+
+def test_injection_keeps_the_system_message_fields(seeded: Oblivion) -> None:
+    """The agent's SystemMessage keeps its name, id, additional_kwargs (e.g. provider
+    cache options) and response_metadata when the memory block is added to it."""
+    prompt = SystemMessage(
+        content="You are a travel assistant.",
+        name="planner",
+        id="sys-1",
+        additional_kwargs={"cache": "keep-me"},
+        response_metadata={"origin": "prompt-library"},
+    )
+    agent, model = _agent(seeded, ["Porto."], system_prompt=prompt)  # type: ignore[arg-type]
+    _ask(agent, "Where does Ana live?")
+    sent = model.seen[0][0]
+    assert memory_block(model.seen[0]) is not None
+    assert (sent.name, sent.id, sent.additional_kwargs, sent.response_metadata) == (
+        "planner",
+        "sys-1",
+        {"cache": "keep-me"},
+        {"origin": "prompt-library"},
+    )
+    assert sent.content[0]["text"] == "You are a travel assistant."
 
 
 def test_without_a_system_prompt_the_block_is_the_system_message(seeded: Oblivion) -> None:
@@ -307,6 +330,28 @@ def test_an_overlong_turn_is_cut_not_crashed(engine: Oblivion) -> None:
     assert len(record.text) == 200 and record.text.endswith("[...]")
 
 
+@pytest.mark.parametrize("odd", ["\x00", "\ud800"])
+def test_a_nul_or_lone_surrogate_in_the_message_does_not_crash_the_run(
+    seeded: Oblivion, odd: str
+) -> None:
+    """A NUL or a lone surrogate (which the engine refuses) in the user's message is
+    cleaned out of the query and of the stored turn: the agent answers with memories."""
+    agent, model = _agent(seeded, ["She lives in Porto."])
+    result = _ask(agent, f"Where does Ana{odd} live?")
+    assert result["messages"][-1].content == "She lives in Porto."
+    block = memory_block(model.seen[0])
+    assert block is not None and "Ana lives in Porto" in block
+    assert seeded.records(namespace="sam")[-1].text.startswith("user: Where does Ana")
+
+
+def test_a_message_of_only_a_nul_recalls_nothing(seeded: Oblivion) -> None:
+    """A message that is blank once cleaned recalls nothing and injects nothing."""
+    agent, model = _agent(seeded, ["Hm?"])
+    result = _ask(agent, "\x00")
+    assert result["messages"][-1].content == "Hm?"
+    assert memory_block(model.seen[0]) is None
+
+
 def test_a_memory_forgotten_mid_turn_does_not_break_the_used_boost(seeded: Oblivion) -> None:
     """If a recalled memory is forgotten before the answer, the others are still boosted."""
     instruction, sister = (r.id for r in seeded.records(namespace="sam"))
@@ -314,7 +359,7 @@ def test_a_memory_forgotten_mid_turn_does_not_break_the_used_boost(seeded: Obliv
     memo = {"namespace": "sam", "recalled": [[sister, "Ana lives in Porto"], [instruction, "x"]]}
     seeded.forget(sister, namespace="sam")
     mw._record(memo, "", "Ana lives in Porto, yes.")
-    mw._mark_used([sister, instruction], "sam")
+    mark_used(seeded, [sister, instruction], "sam")
     assert "used" in _events(seeded, instruction)
 
 

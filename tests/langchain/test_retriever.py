@@ -190,6 +190,21 @@ async def test_an_empty_query_returns_nothing_and_boosts_nothing(
     assert {r.id: r.activation for r in filled.records()} == before
 
 
+@pytest.mark.parametrize("odd", ["\x00", "\ud800"])
+async def test_a_nul_or_lone_surrogate_in_the_query_is_searched_around(
+    filled: Oblivion, odd: str
+) -> None:
+    """A NUL or a lone surrogate (which the engine refuses) is cleaned out of the query
+    (sync and async: NULs as spaces, surrogates as "?"); a query left blank then (only
+    NULs) finds nothing and boosts nothing."""
+    retriever = OblivionRetriever(oblivion=filled, k=1)
+    for docs in (retriever.invoke(f"office{odd} moved"), await retriever.ainvoke(f"office{odd}")):
+        assert [d.page_content for d in docs] == ["The office moved to Leeds in March."]
+    before = {r.id: r.activation for r in filled.records()}
+    assert retriever.invoke("\x00") == [] and retriever.invoke(" \x00\n") == []
+    assert {r.id: r.activation for r in filled.records()} == before
+
+
 @pytest.mark.parametrize("query", [None, 42, b"office"])
 def test_a_query_that_is_not_a_string_fails_clearly(filled: Oblivion, query: object) -> None:
     """A non-string query is still rejected, naming the type."""

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import math
-from datetime import datetime
+import os
+import time
+from collections.abc import Iterator
+from datetime import datetime, timezone
 from typing import Any
 
 import pytest
@@ -203,6 +206,42 @@ def test_store_rejects_an_embed_function(engine: Oblivion) -> None:
         OblivionStore(engine, index={"dims": 3, "embed": lambda texts: [[0.0] * 3]})
 
 
+def test_index_fields_given_as_a_string_are_refused(engine: Oblivion) -> None:
+    """index={"fields": "text"} is refused like put(..., index="text"), not split into
+    the one-letter fields t, e, x, t (which would leave every item unsearchable)."""
+    with pytest.raises(ValueError, match=r"index\['fields'\] must be a list of field paths"):
+        OblivionStore(engine, index={"fields": "text"})  # type: ignore[typeddict-item]
+    assert OblivionStore(engine, index={"fields": ("text",)}).index_fields == ["text"]
+
+
+@pytest.fixture
+def tokyo_time() -> Iterator[None]:
+    """The process's local time zone set to Asia/Tokyo (UTC+9, no DST) for the test."""
+    saved = os.environ.get("TZ")
+    os.environ["TZ"] = "Asia/Tokyo"
+    time.tzset()
+    yield
+    if saved is None:
+        del os.environ["TZ"]
+    else:
+        os.environ["TZ"] = saved
+    time.tzset()
+
+
+@pytest.mark.usefixtures("tokyo_time")
+def test_a_naive_clock_is_read_as_local_time(engine: Oblivion) -> None:
+    """now= returning naive datetimes (datetime.now) gives local wall times: they are
+    converted to UTC as such, not labelled UTC (which would be 9 hours off in Tokyo)."""
+    naive = datetime(2025, 3, 1, 12, 0)
+    store = OblivionStore(engine, index={"fields": ["text"]}, now=lambda: naive)
+    store.put(NS, "tea", {"text": "I prefer green tea"})
+    item = store.get(NS, "tea")
+    assert item is not None
+    assert item.created_at == naive.astimezone(timezone.utc)
+    assert item.created_at == datetime(2025, 3, 1, 3, 0, tzinfo=timezone.utc)
+    assert item.updated_at == item.created_at
+
+
 # ==================================================================== search
 def _fill(store: OblivionStore) -> None:
     store.put(NS, "tea", {"text": "I prefer green tea in the morning", "kind": "drink", "n": 3})
@@ -275,6 +314,46 @@ def test_filtered_search_does_not_boost_filtered_out_items(
     hits = store.search(NS, query="green tea", filter={"kind": "car"})
     assert [h.key for h in hits] == ["car"]
     assert _recalls(engine, "tea") == 0
+
+
+def test_query_search_boosts_every_item_it_returns_among_neighbours(
+    store: OblivionStore, engine: Oblivion
+) -> None:
+    """Items written close together are each other's neighbour context in the engine's
+    recall, which interleaves them with the hits; a limit=2 search still boosts both
+    items it returns, and only those."""
+    texts = {
+        "k0": "the cat sleeps on the sofa",
+        "k1": "quarterly revenue grew by ten percent",
+        "k2": "the dog barks at the mailman",
+        "k3": "cats like to chase mice",
+        "k4": "stock prices fell sharply",
+        "k5": "my cat is called Tom",
+        "k6": "weather is rainy today",
+    }
+    for key, text in texts.items():  # the clock stands still: all within the window
+        store.put(NS, key, {"text": text})
+    ranking = engine.recall("cat", namespace=encode_namespace(NS), k=5, feedback=False)
+    assert any("context_for" in item.why for item in ranking)  # neighbours interleaved
+    before = {key: _activation(engine, NS, key) for key in texts}
+    hits = store.search(NS, query="cat", limit=2)
+    returned = [h.key for h in hits]
+    assert len(returned) == 2
+    for key in returned:
+        assert _activation(engine, NS, key) > before[key]
+    assert {k: _recalls(engine, k) for k in texts} == {k: int(k in returned) for k in texts}
+
+
+def test_a_filtered_or_offset_page_is_boosted_as_returned(
+    store: OblivionStore, engine: Oblivion
+) -> None:
+    """What a filter or an offset chose is what the caller saw: it gets the boost."""
+    _fill(store)
+    (car,) = store.search(NS, query="green tea", filter={"kind": "car"})
+    assert car.key == "car" and _recalls(engine, "car") == 1
+    top = store.search(NS, query="tea coffee drink", limit=1)[0].key
+    page = [h.key for h in store.search(NS, query="tea coffee drink", limit=1, offset=1)]
+    assert top not in page and all(_recalls(engine, k) == 1 for k in page)
 
 
 def test_feedback_false_searches_read_only(engine: Oblivion) -> None:
@@ -452,6 +531,86 @@ def test_emptied_namespaces_are_not_listed(tree: OblivionStore) -> None:
     """A namespace whose items were all deleted disappears from list_namespaces()."""
     tree.delete(("a", "c", "f"), "k")
     assert ("a", "c", "f") not in tree.list_namespaces()
+
+
+# ==================================================================== compression
+def _compressed(clock: ManualClock) -> tuple[Oblivion, OblivionStore, str]:
+    """A store over a compressing engine (the support-desk template) whose six decayed
+    items maintain() folded into one summary; returns the engine, the store and the
+    summary's id."""
+    engine = memory(clock=clock, policy="support-desk")
+    store = OblivionStore(engine, index={"fields": ["text"]})
+    for i in range(6):
+        store.put(NS, f"chat-{i}", {"text": f"lol ok chatting about the weather, round {i}"})
+    clock.advance(60 * DAY)
+    engine.maintain(namespace=encode_namespace(NS))
+    space = encode_namespace(NS)
+    (summary,) = (r for r in engine.records(namespace=space) if r.category == "summary")
+    assert {r.id for r in engine.records(namespace=space, tier="cold")} == {
+        f"chat-{i}" for i in range(6)
+    }
+    return engine, store, summary.id
+
+
+CHATS = {f"chat-{i}" for i in range(6)}
+
+
+def test_compressed_items_are_still_the_items_and_the_summary_is_not_one(
+    clock: ManualClock,
+) -> None:
+    """Compression is invisible to the store's users: a query search finds the cold
+    items themselves (with their values) and never the engine's summary; listing,
+    get() and list_namespaces() show only what was put."""
+    engine, store, summary = _compressed(clock)
+    hits = store.search(NS, query="chatting about the weather", limit=10)
+    assert {h.key for h in hits} == CHATS
+    assert all(h.value["text"].startswith("lol ok chatting") for h in hits)
+    assert {h.key for h in store.search(NS, limit=20)} == CHATS
+    item = store.get(NS, "chat-0")
+    assert item is not None and item.value == {"text": "lol ok chatting about the weather, round 0"}
+    assert store.get(NS, summary) is None
+    assert store.list_namespaces() == [NS]
+    # a memory written straight through the engine (not a summary) is still shown
+    note = engine.remember("a note about the weather", namespace=encode_namespace(NS)).id
+    assert note in {h.key for h in store.search(NS, query="weather note", limit=10)}
+    assert note in {h.key for h in store.search(NS, limit=20)}
+
+
+def test_a_relevant_active_summary_does_not_hide_the_cold_items(clock: ManualClock) -> None:
+    """A summary recalled often enough to be active closes the engine's archive gate
+    (the best active relevance is high); a query search still reaches the cold items
+    it stands for."""
+    policy = Policy.template("support-desk").replace(lexical_weight=0.0)  # cosine only
+    engine = memory(clock=clock, policy=policy)
+    store = OblivionStore(engine, index={"fields": ["text"]})
+    for i in range(6):
+        store.put(NS, f"chat-{i}", {"text": f"lol ok chatting about the weather, round {i}"})
+    clock.advance(60 * DAY)
+    space = encode_namespace(NS)
+    engine.maintain(namespace=space)
+    for i in range(40):
+        clock.advance(1_000)
+        store.put(NS, f"order-{i}", {"text": f"customer order number {i} shipped to city {i}"})
+    query = "chatting about the weather"
+    for _ in range(15):  # someone else's recalls lift the summary into the active tier
+        engine.recall(query, namespace=space, k=1)
+    (summary,) = (r for r in engine.records(namespace=space) if r.category == "summary")
+    assert summary.tier.label == "active"
+    gate = engine.recall(query, namespace=space, include_cold=True, k=5, feedback=False)
+    assert not gate.searched_archive and not set(gate.ids) & CHATS
+    assert {h.key for h in store.search(NS, query=query, limit=3)} <= CHATS
+
+
+def test_a_namespace_left_with_only_a_summary_holds_no_item(clock: ManualClock) -> None:
+    """Once every compressed item is deleted, the summary left behind is no item: the
+    namespace is empty to searches and is not listed."""
+    engine, store, _ = _compressed(clock)
+    for key in CHATS:
+        store.delete(NS, key)
+    assert engine.count(namespace=encode_namespace(NS)) == 1  # the summary
+    assert store.search(NS) == []
+    assert store.search(NS, query="chatting about the weather") == []
+    assert store.list_namespaces() == []
 
 
 # ==================================================================== bad input
