@@ -275,6 +275,23 @@ def _load() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
 
 
+#: CPU features that decide what a product or an embedding costs (machines of one kind differ)
+_FEATURES = ("avx2", "f16c", "avx512f", "avx512_bf16", "avx512_fp16", "amx_tile")
+
+
+def _cpu() -> dict[str, Any]:
+    """The CPU's model name and which of :data:`_FEATURES` it has (Linux; else empty)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return {}
+    fields = dict(
+        (k.strip(), v.strip()) for k, _, v in (ln.partition(":") for ln in text.splitlines()) if v
+    )
+    flags = set(fields.get("flags", "").split())
+    return {"model": fields.get("model name"), "features": [f for f in _FEATURES if f in flags]}
+
+
 def _raw_collection(path: Path) -> tuple[Any, Any]:
     """A raw Chroma collection configured like Oblivion's (cosine HNSW, no embedding fn)."""
     import chromadb
@@ -832,6 +849,7 @@ def run(cfg: Config) -> dict[str, Any]:
                 "processor": platform.processor() or platform.machine(),
                 "cpus": os.cpu_count(),
                 "OPENBLAS_CORETYPE": os.environ.get("OPENBLAS_CORETYPE"),
+                "cpu": _cpu(),
                 "loadavg_start": _load(),
             },
             "targets": TARGETS,
@@ -1019,12 +1037,19 @@ def render_table(results: dict[str, Any]) -> str:
         f"k={results['recall'][0]['k']}, {results['recall'][0]['queries']} queries per size, "
         f"query embedding included on both sides (all-MiniLM-L6-v2, fastembed "
         f"{v.get('fastembed')}); chromadb {v.get('chromadb')}, Python {v.get('python')}, "
-        f"{meta['machine']['cpus']} CPUs; load average {meta['machine']['loadavg_start']} at "
+        f"{meta['machine']['cpus']} CPUs{_features(meta['machine'])}; "
+        f"load average {meta['machine']['loadavg_start']} at "
         f"start, {meta.get('loadavg_end')} at end; total {meta['runtime_seconds'] / 60:.1f} min; "
         f"oblivion_core at {meta['git']['commit'][:7]}"
         f"{' (uncommitted changes)' if meta['git']['core_dirty'] else ''}."
     )
     return "\n".join(lines)
+
+
+def _features(machine: dict[str, Any]) -> str:
+    """`` (AVX2, AVX512F)``: the CPU features a run recorded (runs before: nothing)."""
+    found = (machine.get("cpu") or {}).get("features")
+    return f" ({', '.join(f.upper() for f in found)})" if found else ""
 
 
 def render_details(results: dict[str, Any]) -> str:
