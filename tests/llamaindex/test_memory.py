@@ -19,6 +19,7 @@ from oblivion_core import InvalidInputError, Oblivion
 from oblivion_core.testing import memory as new_engine
 from oblivion_core.testing import word_count
 from oblivion_llamaindex import OblivionMemory
+from oblivion_llamaindex._engine import text_refusal
 
 from ._helpers import assistant, context_tokens, user
 
@@ -509,3 +510,30 @@ def test_user_insertion_fits_the_limit(engine: Oblivion) -> None:
     assert len(messages) == 1 and messages[0].role.value == "user"
     assert "refund fact" in (messages[0].content or "")
     assert context_tokens(messages, word_count) <= 40
+
+
+@pytest.mark.parametrize(
+    ("message", "expected"),
+    [
+        (
+            "texts[3] has 40,000 characters, more than",
+            (3, "its text has 40,000 characters, more than"),
+        ),
+        (
+            "text contains a NUL character; remove it",
+            (0, "its text contains a NUL character; remove it"),
+        ),
+        (
+            "texts[0] is empty or whitespace; pass some text",
+            (0, "its text is empty or whitespace; pass some text"),
+        ),
+        ("texts must be a list of strings (use remember() for one)", None),
+        ("text must be a non-empty string", None),
+    ],
+)
+def test_only_the_engine_refusing_a_text_counts_as_a_refused_message(
+    message: str, expected: tuple[int, str] | None
+) -> None:
+    """A refusal of one text (what the adapters skip or name the message for) is told
+    apart from a caller's error about the batch itself, which is raised as it is."""
+    assert text_refusal(InvalidInputError(message)) == expected
