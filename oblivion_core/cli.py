@@ -6,6 +6,9 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
+
+from oblivion_core.errors import OblivionError, StorePathError
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -19,7 +22,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     stats.add_argument("path")
     stats.add_argument("--namespace", default=None)
     args = parser.parse_args(argv)
+    try:
+        return _run(args)
+    except OblivionError as exc:  # bad input or an unusable store: say what to change
+        print(f"oblivion {args.command}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
 
+
+def _run(args: argparse.Namespace) -> int:
     if args.command == "demo":
         from oblivion_core.demo import run_demo
 
@@ -29,7 +39,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"\n{len(missed)} recall(s) did not surface the newest fact: {missed}")
         return 0
     from oblivion_core.engine import Oblivion
+    from oblivion_core.state import StateDB
 
+    if not (Path(args.path) / StateDB.FILE).is_file():  # not a typo's fresh empty store
+        raise StorePathError(f"there is no Oblivion store at {args.path!r}; check the path")
     with Oblivion(args.path) as mem:
         json.dump(mem.stats(namespace=args.namespace), sys.stdout, indent=2, default=str)
         print()

@@ -362,21 +362,29 @@ class Oblivion:
             self.importance_scorer: ImportanceScorer = importance_scorer or HeuristicImportance()
             self.supersession_judge: SupersessionJudge | None = supersession_judge
             self.summarizer: Summarizer = summarizer or ExtractiveSummarizer()
+            passed_store = vector_store
             if vector_store is None:
                 if self.path is None:
                     vector_store = _ephemeral_store()
                 else:
                     vector_store = VectorStore.embedded(self.path / "chroma")
             self.store = vector_store
+            self._owns_store = passed_store is None
             if db_new and (held := vector_store.held()):
                 self._db.close(write=False)
                 for suffix in ("", "-wal", "-shm"):  # the new file this open made, not kept
                     Path(f"{db_file}{suffix}").unlink(missing_ok=True)
+                fresh = (
+                    "move the chroma/ folder aside too"
+                    if vector_store is not passed_store
+                    else "give this store its own prefix on the server "
+                    f"(VectorStore.server(..., prefix=...); this one's is {vector_store.prefix!r})"
+                    " or delete its collections there"
+                )
                 raise StoreCorruptError(
                     f"{db_file} is missing or empty, but the vector store holds {held:,} of "
                     "this store's memories: their activation database was lost or truncated. "
-                    "Restore it from a backup; to start over instead, move the chroma/ "
-                    "folder aside too"
+                    f"Restore it from a backup; to start over instead, {fresh}"
                 )
             self._dim: int | None = self._db.meta("dim")
             self._lex = LexicalIndex(self._db.seq_texts)
@@ -392,6 +400,8 @@ class Oblivion:
                 self._convert_legacy_times()
         except BaseException:
             self._db.close()
+            if getattr(self, "_owns_store", False):
+                self.store.close()
             raise
         self._closed = False
         self._close_failed = False
@@ -474,7 +484,11 @@ class Oblivion:
         atexit.unregister(self._at_exit)
         self._lock.stop()
         self._workers.shutdown(wait=True)
-        self._db.close(write=write)
+        try:
+            self._db.close(write=write)
+        finally:
+            if self._owns_store:  # one passed in is its owner's to close
+                self.store.close()
 
     def _background(self, fn: Callable[..., _T], *args: Any) -> Future[_T]:
         """Run ``fn(*args)`` on a worker thread (BM25 beside the query embedding), or

@@ -29,6 +29,9 @@ from oblivion_core.errors import InvalidInputError, OblivionError, StoreError, V
 from oblivion_core.typing import Vectors
 
 _UNSAFE = re.compile(r"[^a-zA-Z0-9_-]+")
+#: Longest prefix: Chroma names hold 512 characters, :func:`collection_name` up to 62.
+MAX_PREFIX = 450
+_PREFIX = re.compile(rf"[a-zA-Z0-9][a-zA-Z0-9._-]{{0,{MAX_PREFIX - 1}}}")
 
 
 def collection_name(namespace: str) -> str:
@@ -55,6 +58,12 @@ class VectorStore:
     def __init__(self, client: Any, *, prefix: str = "", documents: bool = True) -> None:
         if not isinstance(documents, bool):
             raise InvalidInputError(f"documents must be True or False, got {documents!r}")
+        if not isinstance(prefix, str) or (prefix and not _PREFIX.fullmatch(prefix)):
+            raise InvalidInputError(
+                f"prefix must be letters, digits, '.', '_' or '-', start with a letter or "
+                f"digit and be at most {MAX_PREFIX} characters (Chroma's rules for "
+                f"collection names), got {prefix!r:.80}"
+            )
         self.client = client
         self.prefix = prefix
         #: Store each memory's text as its Chroma document too (see the module doc).
@@ -132,6 +141,17 @@ class VectorStore:
                 raise self._error(exc, "open (or create) the collection", namespace) from exc
             self._collections[namespace] = col
         return col
+
+    def close(self) -> None:
+        """Release the Chroma client (``Client.close()``, chromadb 1.x): its files and the
+        process-wide system it shares with other clients of the same path, once the last
+        one closes. Without it, a store deleted and made again at the same path in one
+        process (a notebook re-running the demo) would reopen the old, cached system."""
+        self._collections.clear()
+        closer = getattr(self.client, "close", None)
+        if callable(closer):
+            with contextlib.suppress(Exception):  # releasing, not a reason to fail close()
+                closer()
 
     def drop(self, namespace: str) -> None:
         """Delete the whole collection of ``namespace``."""
@@ -215,14 +235,17 @@ class VectorStore:
         return out
 
     def held(self) -> int:
-        """Vectors in this store's collections (those under ``prefix`` that Oblivion
-        made), across namespaces; 0 if Chroma cannot list them."""
+        """Vectors in this store's collections across namespaces; 0 if Chroma cannot
+        list them. A collection is this store's when Oblivion made it for a namespace
+        and its name is exactly ``prefix`` + that namespace's name: another store whose
+        prefix merely starts with this one's (``app`` and ``app2-``) is not this one."""
         total = 0
         try:
             for col in self.client.list_collections():
                 name = getattr(col, "name", col)
                 meta = getattr(col, "metadata", None) or {}
-                if str(name).startswith(self.prefix) and "oblivion_namespace" in meta:
+                ns = meta.get("oblivion_namespace")
+                if isinstance(ns, str) and name == self.prefix + collection_name(ns):
                     total += int(col.count())
         except Exception:  # a check, not a requirement
             return 0

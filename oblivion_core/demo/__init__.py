@@ -9,9 +9,10 @@ activation of a handful of memories over time.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -48,17 +49,54 @@ class DemoResult:
     plot: Path | None = None
 
 
+#: The file that marks a store as the demo's own: only such a store is ever replaced.
+MARKER = "oblivion-demo.marker"
+
+
 def _fresh_dir(path: Path) -> None:
-    if path.exists():
-        if not (path / StateDB.FILE).exists():
-            if any(path.iterdir()):
-                raise InvalidInputError(
-                    f"{path} exists and is not an Oblivion store; pass --path to an empty or "
-                    "new directory"
-                )
-        else:
+    """Make ``path`` an empty directory for the demo's store.
+
+    Only a store an earlier demo made (it holds :data:`MARKER`) is deleted, and only
+    while no process has it open: any other folder with something in it, an Oblivion
+    store of the user's above all, is refused.
+    """
+    if path.exists() and not path.is_dir():
+        raise InvalidInputError(f"{path} is a file; pass --path to an empty or new directory")
+    if path.exists() and any(path.iterdir()):
+        if not (path / MARKER).exists():
+            what = "an Oblivion store" if (path / StateDB.FILE).exists() else "files"
+            raise InvalidInputError(
+                f"{path} holds {what} that the demo did not make, and the demo only replaces "
+                "its own stores; pass --path to an empty or new directory"
+            )
+        with _unused(path):
             shutil.rmtree(path)
     path.mkdir(parents=True, exist_ok=True)
+    (path / MARKER).write_text("made by `oblivion demo`, which replaces it on its next run\n")
+
+
+@contextlib.contextmanager
+def _unused(path: Path) -> Iterator[None]:
+    """Hold the store's lock (as an open Oblivion does) for the block; a store open in a
+    process is refused instead of deleted under it."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: an open store's files cannot be deleted anyway
+        yield
+        return
+    lock = path / StateDB.LOCK
+    if not lock.exists():
+        yield
+        return
+    with open(lock, "a+b") as handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise InvalidInputError(
+                f"the demo store at {path} is open in another process; close it, or pass "
+                "--path to an empty or new directory"
+            ) from None
+        yield
 
 
 def run_demo(
@@ -71,7 +109,8 @@ def run_demo(
     """Stream the shipped conversation through a fresh store at ``path``.
 
     Args:
-        path: Store directory; a previous demo store there is replaced.
+        path: Store directory: new, empty, or a store an earlier demo made (replaced);
+            anything else is refused.
         plot: PNG to write the activation plot to (default ``path/activation.png``;
             skipped when matplotlib is missing).
         embedder: Override the default local model (tests use a fast fake).

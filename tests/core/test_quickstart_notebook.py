@@ -8,6 +8,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from oblivion_core import InvalidInputError, ManualClock, Oblivion
 from oblivion_core.cli import main
 from oblivion_core.testing import HashEmbedder
 
@@ -42,12 +43,74 @@ def test_demo_surfaces_the_newest_fact_for_every_scripted_question(
     assert [r["query"] for r in result.recalls if not r["hit"]] == []
 
 
-def test_demo_refuses_to_replace_a_directory_that_is_not_a_store(tmp_path: Path) -> None:
-    """`oblivion demo --path` never deletes a folder that does not hold an Oblivion store."""
+def test_demo_refuses_to_replace_a_directory_that_is_not_a_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`oblivion demo --path` never deletes a folder that does not hold an Oblivion store:
+    it says why on stderr and exits with status 1 (no traceback)."""
     (tmp_path / "mine.txt").write_text("precious")
-    with pytest.raises(ValueError, match="not an Oblivion store"):
-        main(["demo", "--path", str(tmp_path)])
+    assert main(["demo", "--path", str(tmp_path)]) == 1
+    assert "files that the demo did not make" in capsys.readouterr().err
     assert (tmp_path / "mine.txt").read_text() == "precious"
+    assert main(["demo", "--path", str(tmp_path / "mine.txt")]) == 1
+    assert "is a file" in capsys.readouterr().err
+
+
+def _user_store(path: Path) -> None:
+    with Oblivion(path, clock=ManualClock(), embedder=HashEmbedder()) as mem:
+        mem.remember("my precious user memory", id="precious")
+
+
+def _intact(path: Path) -> bool:
+    with Oblivion(path, clock=ManualClock(), embedder=HashEmbedder()) as mem:
+        return mem.get("precious").text == "my precious user memory"
+
+
+def test_demo_never_replaces_a_store_it_did_not_make(tmp_path: Path) -> None:
+    """An Oblivion store of the user's at the demo's path is refused, not deleted (the
+    demo used to replace any folder holding an Oblivion store)."""
+    from oblivion_core.demo import run_demo
+
+    _user_store(tmp_path / "store")
+    with pytest.raises(InvalidInputError, match="holds an Oblivion store that the demo did not"):
+        run_demo(tmp_path / "store", embedder=HashEmbedder(), out=lambda _: None)
+    assert _intact(tmp_path / "store")
+
+
+def test_demo_replaces_its_own_store_unless_it_is_open(tmp_path: Path) -> None:
+    """A second demo run replaces the first one's store; while that store is open (here
+    or in another process) it is refused and left as it is."""
+    from oblivion_core.demo import run_demo
+
+    path = tmp_path / "store"
+    first = run_demo(path, embedder=HashEmbedder(), out=lambda _: None)
+    again = run_demo(path, embedder=HashEmbedder(), out=lambda _: None)
+    assert again.tier_sizes == first.tier_sizes
+    with Oblivion(path, embedder=HashEmbedder()) as mem:
+        count = mem.count()
+        with pytest.raises(InvalidInputError, match="open in another process"):
+            run_demo(path, embedder=HashEmbedder(), out=lambda _: None)
+        assert mem.count() == count and mem.recall("tea", k=1).ids
+
+
+def test_stats_command_errors_say_what_to_change(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`oblivion stats` on a path holding no store does not create one there; an unknown
+    namespace or a store open elsewhere is reported in one line, with status 1."""
+    missing = tmp_path / "typo"
+    assert main(["stats", str(missing)]) == 1
+    assert "there is no Oblivion store" in capsys.readouterr().err
+    assert not missing.exists()
+    _user_store(tmp_path / "store")
+    assert main(["stats", str(tmp_path / "store"), "--namespace", "nosuch"]) == 1
+    err = capsys.readouterr().err
+    assert "UnknownNamespaceError" in err and "Traceback" not in err
+    with Oblivion(tmp_path / "store", embedder=HashEmbedder()):
+        assert main(["stats", str(tmp_path / "store")]) == 1
+        assert "StoreLockedError" in capsys.readouterr().err
+    assert main(["stats", str(tmp_path / "store")]) == 0
+    assert '"memories": 1' in capsys.readouterr().out
 
 
 @pytest.mark.notebook

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from oblivion_core import ManualClock, Oblivion, Tier, VectorStore
+from oblivion_core import ManualClock, Oblivion, StoreCorruptError, Tier, VectorStore
 from oblivion_core.testing import HashEmbedder, word_count
 
 pytestmark = pytest.mark.server
@@ -75,3 +75,26 @@ def test_prefixes_keep_stores_apart(tmp_path: Path, chroma_server: tuple[str, in
     finally:
         a.close()
         b.close()
+
+
+def test_a_store_whose_prefix_starts_another_stores_is_its_own(
+    tmp_path: Path, chroma_server: tuple[str, int]
+) -> None:
+    """Stores are kept apart by prefix: a new store with prefix ``p`` opens beside a
+    store with prefix ``p2-`` that holds memories (it used to be refused as a store that
+    lost its activation database), while a new state folder on ``p2-`` itself is still
+    refused, with advice for a server (a prefix), not for a chroma/ folder."""
+    tag = uuid.uuid4().hex[:8]
+    clock = ManualClock()
+    other = _open(tmp_path / "other", chroma_server, f"{tag}2-", clock)
+    other.remember("a memory of the other store")
+    other.close()
+    mine = _open(tmp_path / "mine", chroma_server, tag, clock)
+    try:
+        assert mine.count() == 0
+        mine.remember("a memory of mine")
+        assert mine.store.count("default") == 1
+    finally:
+        mine.close()
+    with pytest.raises(StoreCorruptError, match="give this store its own prefix"):
+        _open(tmp_path / "lost", chroma_server, f"{tag}2-", clock)

@@ -168,3 +168,20 @@ def test_wraps_any_client() -> None:
     vs.add("ns", ["a"], _unit(1), ["a"])
     assert vs.count("ns") == 1
     vs.drop("ns")
+
+
+@pytest.mark.parametrize("prefix", ["my app/", "-lead", ".dot", "x" * 451, "ünï"])
+def test_a_prefix_chroma_cannot_name_collections_with_is_refused(prefix: str) -> None:
+    """A prefix Chroma would refuse in every collection name is refused at once, with
+    Chroma's rules, instead of failing each write later with advice about the disk."""
+    import chromadb
+
+    with pytest.raises(InvalidInputError, match="prefix must be letters, digits"):
+        VectorStore(chromadb.EphemeralClient(), prefix=prefix)
+
+
+@pytest.mark.parametrize("prefix", ["", "app", "app.v1_2-", "A" * 450])
+def test_prefixes_chroma_accepts_are_accepted(prefix: str) -> None:
+    import chromadb
+
+    assert VectorStore(chromadb.EphemeralClient(), prefix=prefix).prefix == prefix
