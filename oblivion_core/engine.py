@@ -981,23 +981,62 @@ class Oblivion:
     def _release_supersession(
         self, ns: str, space: _Space, memory_id: str, now: float, conn: Any
     ) -> None:
-        """``memory_id`` leaves every supersession it is part of (in memory and in the
-        caller's transaction): what it had made stale is current again, and it is."""
+        """``memory_id`` (being edited) leaves every supersession it is part of (in memory
+        and in the caller's transaction): it is current again, and what it had made stale
+        now waits on its own successor, as after a ``forget()`` of it (current again when
+        it had none: an edited middle of a chain must not make its oldest statement
+        current beside the newest)."""
         st = space.state
-        freed = [m for m, succ in st.superseded_by.items() if succ == memory_id]
+        after = st.superseded_by.get(memory_id)
+        if after is not None and (after not in st.index or after == memory_id):
+            after = None
+        changes: dict[str, str | None] = {
+            m: (after if after != m else None)
+            for m, succ in st.superseded_by.items()
+            if succ == memory_id
+        }
         if memory_id in st.superseded_by:
-            freed.append(memory_id)
-        if not freed:
+            changes[memory_id] = None
+        self._repoint(ns, st, changes, now, conn, f"{memory_id} was edited")
+
+    def _repoint(
+        self,
+        ns: str,
+        st: NamespaceState,
+        changes: Mapping[str, str | None],
+        now: float,
+        conn: Any,
+        reason: str,
+    ) -> None:
+        """Give each memory of ``changes`` a new successor (``None``: current again), in
+        memory and in the caller's transaction, journaled with its activation before and
+        after (a memory current again gets its importance floor back)."""
+        if not changes:
             return
-        for m in freed:
-            del st.superseded_by[m]
-            st.cols["superseded"][st.index[m]] = False
-        self._db.save_rows(conn, st, [st.index[m] for m in freed])
+        rows = np.fromiter((st.index[m] for m in changes), np.int64, len(changes))
+        before = self._activation(ns, st, now, rows)
+        for m, succ in changes.items():
+            if succ is None:
+                st.superseded_by.pop(m, None)
+                st.cols["superseded"][st.index[m]] = False
+            else:
+                st.superseded_by[m] = succ
+        after = self._activation(ns, st, now, rows)
+        self._db.save_rows(conn, st, rows.tolist())
         self._db.journal(
             conn,
             now,
             ns,
-            [(m, "unsupersede", None, None, {"reason": f"{memory_id} was edited"}) for m in freed],
+            [
+                (
+                    m,
+                    "unsupersede" if succ is None else "supersede",
+                    float(b),
+                    float(a),
+                    {"reason": reason} if succ is None else {"by": succ, "reason": reason},
+                )
+                for (m, succ), b, a in zip(changes.items(), before, after, strict=True)
+            ],
         )
 
     # ================================================================ recall
@@ -1337,7 +1376,7 @@ class Oblivion:
             i = st.index.get(m)
             if (
                 i is None
-                or m in st.superseded_by
+                or (m in st.superseded_by and self._chain_head(st, m) != m)
                 or st.cols["invalidated"][i]
                 or st.cols["tier"][i] == _COLD
                 or (active_only and m not in space.index)
@@ -2291,7 +2330,8 @@ class Oblivion:
                     for m in sims
                     if m in st.index
                     and (m != ids[k] if newest else int(st.cols["seq"][st.index[m]]) < own_seq)
-                    and m not in st.superseded_by
+                    # current: not superseded, or only by memories since invalidated
+                    and (m not in st.superseded_by or self._chain_head(st, m) == m)
                     and not st.cols["invalidated"][st.index[m]]
                 ]
             )
@@ -2421,6 +2461,7 @@ class Oblivion:
                     orphans = [
                         m for m, succ in st.superseded_by.items() if succ in gone and m not in gone
                     ]
+                    changes: dict[str, str | None] = {}
                     for m in orphans:
                         # the next statement of the chain that stays takes the deleted one's
                         # place; none (it was the newest): they are current again
@@ -2429,12 +2470,8 @@ class Oblivion:
                         while succ is not None and succ in gone and succ not in seen:
                             seen.add(succ)
                             succ = st.superseded_by.get(succ)
-                        if succ is None or succ in gone:
-                            del st.superseded_by[m]
-                            st.cols["superseded"][st.index[m]] = False
-                        else:
-                            st.superseded_by[m] = succ
-                    self._db.save_rows(conn, st, [st.index[m] for m in orphans])
+                        changes[m] = None if succ is None or succ in gone else succ
+                    self._repoint(ns, st, changes, now, conn, "its successor was forgotten")
                     self._db.delete_links(conn, ns, ids)
                     self._db.set_review(conn, ns, dict.fromkeys(ids))
                     self._db.delete(conn, ns, ids)

@@ -105,3 +105,67 @@ def test_an_invalidated_memory_is_never_reinforced(mem: Oblivion) -> None:
     assert mem.reinforce(["office"]) == [0.0]
     assert mem.get("office").activation == 0.0
     assert mem.get("dog").activation == pytest.approx(dog)
+
+
+def test_a_statement_whose_successor_was_invalidated_can_be_superseded_again(
+    mem: Oblivion,
+) -> None:
+    """Invalidating the newer statement makes the older one current; a later statement
+    of the same fact then supersedes the older one (it used to stay stale in name only,
+    never judged again, and came back beside the newest)."""
+    mem.remember("My favourite colour is blue.", id="blue")
+    mem.remember("My favourite colour is green now.", id="green")
+    mem.invalidate("green")
+    assert "blue" in mem.recall("What is my favourite colour?").ids
+    mem.remember("My favourite colour is red now.", id="red")
+    assert mem.get("blue").superseded_by == "red"
+    ids = mem.recall("What is my favourite colour?").ids
+    assert "red" in ids and "blue" not in ids
+
+
+def test_a_list_item_whose_removal_was_invalidated_is_on_the_list_again(mem: Oblivion) -> None:
+    """The removal of a list item being invalidated puts the item back among the list's
+    items (it used to come back as an ordinary hit only)."""
+    mem.remember("Add rice to the shopping list.", id="rice")
+    mem.remember("Add eggs to the shopping list.", id="eggs")
+    mem.remember("Remove eggs from the shopping list.", id="no-eggs")
+    assert mem.get("eggs").superseded_by == "no-eggs"
+    listed = lambda: {  # noqa: E731
+        it.id
+        for it in mem.recall("What is on my shopping list?")
+        if (it.why.get("relevance_signals") or {}).get("list_item")
+    }
+    assert "eggs" not in listed()
+    mem.invalidate("no-eggs")
+    assert {"rice", "eggs"} <= listed()
+
+
+def test_editing_the_middle_of_a_chain_keeps_the_oldest_hidden(mem: Oblivion) -> None:
+    """Like forgetting it: the oldest statement then waits on the newest (editing the
+    middle one used to make the oldest current beside the newest), and the move is
+    journaled."""
+    _colours(mem)
+    mem.edit("green", "The dentist appointment is on Monday.")
+    assert mem.get("blue").superseded_by == "red"
+    assert mem.get("green").superseded_by is None
+    ids = mem.recall("What is my favourite colour?").ids
+    assert "red" in ids and "blue" not in ids
+    moved = [e for e in mem.history("blue") if e.kind == "supersede"]
+    assert moved[-1].detail["by"] == "red"
+
+
+def test_forgetting_a_successor_journals_what_it_did_to_the_older_statements(
+    mem: Oblivion,
+) -> None:
+    """forget() of a newer statement re-points or frees the older ones; each change is
+    journaled with the activation before and after (the freed one gets its importance
+    floor back), as edit() does."""
+    _colours(mem)
+    mem.forget("green")  # blue now waits on red
+    moved = mem.history("blue")[-1]
+    assert (moved.kind, moved.detail["by"]) == ("supersede", "red")
+    mem.forget("red")  # blue is current again
+    freed = mem.history("blue")[-1]
+    assert freed.kind == "unsupersede"
+    assert freed.after == pytest.approx(mem.get("blue").activation)
+    assert freed.after >= freed.before
