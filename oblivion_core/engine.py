@@ -1507,9 +1507,12 @@ class Oblivion:
         best = float(np.maximum(rel, 0.0).max())
         scores = score(rel, act, imp, policy, best)
         pos = {m: j for j, m in enumerate(cids)}
+        capped: dict[str, str] = {}  # stale statement -> the successor it ranks below
         for m, head in heads.items():
-            if m in pos and head in pos:  # newest statement first, always
-                scores[pos[m]] = min(scores[pos[m]], scores[pos[head]] - 1e-6)
+            # newest statement first, always
+            if m in pos and head in pos and scores[pos[m]] > scores[pos[head]] - 1e-6:
+                scores[pos[m]] = scores[pos[head]] - 1e-6
+                capped[m] = head
         order = rank_order(scores, st.cols["seq"][rows])
         if listed:  # a list question: the list's current items come first
             first = np.fromiter((cids[j] in listed for j in order), bool, len(order))
@@ -1584,6 +1587,8 @@ class Oblivion:
             i = int(rows[j])
             tier = Tier(int(st.cols["tier"][i])) if mid not in boosts else boosts[mid]["from_tier"]
             extra: dict[str, Any] = {"boost": boosts.get(mid, {}).get("public")}
+            if mid in capped:
+                extra["ranked_below"] = capped[mid]
             found = signals.of(mid) if signals is not None else None
             if found is not None:
                 extra["relevance_signals"] = found
@@ -1667,6 +1672,12 @@ class Oblivion:
             extra=extra,
             share=share,
         )
+        if "ranked_below" in extra:  # a stale statement's score was capped (see above)
+            why["uncapped_score"], why["score"] = why["score"], score_value
+            why["explanation"] += (
+                f"; capped at {score_value:.3f}, just below its successor "
+                f"{extra['ranked_below']} (a stale statement ranks after the newer one)"
+            )
         if note:
             why["explanation"] += f"; {note}"
         return RecalledItem(
@@ -2231,8 +2242,9 @@ class Oblivion:
     def supersede(
         self, old_id: str, new_id: str, *, namespace: str | None = None, reason: str = "explicit"
     ) -> None:
-        """Mark ``old_id`` as superseded by ``new_id``: the older memory is kept, linked to
-        its successor and demoted; recall returns the successor in its place."""
+        """Mark ``old_id`` as superseded by ``new_id``: the older memory is kept, pointing
+        to its successor (``get(old_id).superseded_by``; this adds no association link,
+        see :meth:`link`) and demoted; recall returns the successor in its place."""
         ns = self._ns(namespace)
         reason = _check_reason(reason) or "explicit"
         if old_id == new_id:

@@ -169,3 +169,22 @@ def test_forgetting_a_successor_journals_what_it_did_to_the_older_statements(
     assert freed.kind == "unsupersede"
     assert freed.after == pytest.approx(mem.get("blue").activation)
     assert freed.after >= freed.before
+
+
+def test_a_stale_statement_ranked_below_its_successor_says_so(mem: Oblivion) -> None:
+    """With include_superseded=True a stale statement scoring higher than its successor
+    is capped just below it; its ``why`` gives that score (and the uncapped one), so the
+    explanations agree with the ranks."""
+    mem.remember("Project Falcon deadline is Friday.", id="old", importance=1.0)
+    mem.remember("Falcon: new date set.", id="new", importance=0.0)
+    mem.supersede("old", "new")
+    mem.confirm("old")  # more active and important than its successor: it would rank first
+    mem.confirm("old")
+    result = mem.recall("Project Falcon deadline is Friday", include_superseded=True)
+    assert result.ids[:2] == ["new", "old"]
+    new, old = result.items[:2]
+    assert old.why["ranked_below"] == "new"
+    assert old.why["score"] == pytest.approx(old.score) and old.score < new.score
+    assert old.why["uncapped_score"] > new.why["score"]
+    assert "just below its successor new" in old.why["explanation"]
+    assert all(it.why["score"] == pytest.approx(it.score) for it in result)
