@@ -881,8 +881,16 @@ class Oblivion:
             space.add_inactive(ids, vectors)
         for c in cats:
             space.usage.of(c).stored += 1
+        self._queue_usage(ns, space, now)
         space.writes_since_maintain += n
         return rows
+
+    def _queue_usage(self, ns: str, space: _Space, now: float) -> None:
+        """Queue the namespace's use counters (what adaptation learns from) for the next
+        batched write, as recall boosts are: a crash loses at most that window of them,
+        instead of every count since the last ``maintain()`` or ``close()``."""
+        self._db.defer(space.state, (), now, (), meta={f"usage:{ns}": space.usage.to_json})
+        self._lock.due(self._db.DEFER_SECONDS, self._hand_off)
 
     def edit(
         self,
@@ -1921,7 +1929,13 @@ class Oblivion:
             journal += moved
         # boosts and promotions are written in a batch (StateDB.defer), at the latest
         # StateDB.DEFER_SECONDS from now, even if no other call comes
-        self._db.defer(st, [st.ids[i] for i in touched], now, journal)
+        self._db.defer(
+            st,
+            [st.ids[i] for i in touched],
+            now,
+            journal,
+            meta={f"usage:{ns}": space.usage.to_json},
+        )
         self._lock.due(self._db.DEFER_SECONDS, self._hand_off)
 
     def _hand_off(self) -> None:
@@ -2110,6 +2124,8 @@ class Oblivion:
                     self._move_to_active(ns, space, restore, conn, now, f"{kind} boost")
                 self._db.save_rows(conn, st, touched)
                 self._db.journal(conn, now, ns, journal)
+                if kind == "used":  # the counts go with the signal
+                    self._db.set_meta(f"usage:{ns}", space.usage.to_json(), conn)
             return [float(a) for a in after]
 
     # ================================================================ associations

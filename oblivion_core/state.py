@@ -316,6 +316,8 @@ class StateDB:
         self._lock_fd: int | None = None
         self._deferred_rows: dict[int, tuple[NamespaceState, set[str]]] = {}
         self._deferred_events: list[tuple[float, float, str, list[JournalRow]]] = []
+        # meta key -> (namespace, its value now): read when the batch is taken (see defer)
+        self._deferred_meta: dict[str, tuple[str, Callable[[], Any]]] = {}
         self._deferred_count = 0
         self._deferred_since: float | None = None
         self._failed: list[_Batch] = []
@@ -325,7 +327,7 @@ class StateDB:
         self._reader_conn: sqlite3.Connection | None = None
         self._reader_lock = threading.Lock()
         self._inflight: Future[None] | None = None
-        self._inflight_batch: _Batch = ([], [])
+        self._inflight_batch: _Batch = ([], [], {})
         # (namespace, id) -> (text, metadata JSON): what recall shows, without a query
         # per recall for the memories that keep coming back (see :meth:`contents`)
         self._contents: OrderedDict[tuple[str, str], tuple[str, str]] = OrderedDict()
@@ -582,8 +584,13 @@ class StateDB:
         ids: Iterable[str],
         at: float,
         entries: Sequence[JournalRow],
+        meta: Mapping[str, Callable[[], Any]] | None = None,
     ) -> None:
         """Queue a row update and journal entries instead of committing them now.
+
+        ``meta``: meta rows of the namespace to write with them, each as a function
+        giving its value (JSON) when the batch is taken, e.g. the use counters
+        adaptation learns from.
 
         Queued updates go out with the next transaction, on :meth:`close`, or, once the
         oldest has waited :attr:`DEFER_SECONDS` (the engine's timer calls
@@ -596,6 +603,8 @@ class StateDB:
         """
         _, pending = self._deferred_rows.setdefault(id(st), (st, set()))
         pending.update(ids)
+        for key, value in (meta or {}).items():
+            self._deferred_meta[key] = (st.namespace, value)
         if entries:
             self._deferred_events.append((at, time.time(), st.namespace, list(entries)))
             self._deferred_count += len(entries)
@@ -611,7 +620,9 @@ class StateDB:
     @property
     def deferred(self) -> bool:
         """Whether queued updates wait to be handed to the writer."""
-        return bool(self._deferred_rows or self._deferred_events or self._failed)
+        return bool(
+            self._deferred_rows or self._deferred_events or self._deferred_meta or self._failed
+        )
 
     @property
     def writing(self) -> bool:
@@ -651,19 +662,24 @@ class StateDB:
         ns = st.namespace
         self._deferred_rows.pop(id(st), None)
         self._deferred_events = [e for e in self._deferred_events if e[2] != ns]
+        self._deferred_meta = {k: v for k, v in self._deferred_meta.items() if v[0] != ns}
         self._deferred_count = sum(len(e[3]) for e in self._deferred_events)
-        if not self._deferred_rows and not self._deferred_events:
+        if not self._deferred_rows and not self._deferred_events and not self._deferred_meta:
             self._deferred_since = None
         failed = [
-            ([r for r in rows if r[-2] != ns], [e for e in events if e[2] != ns])
-            for rows, events in self._failed
+            (
+                [r for r in rows if r[-2] != ns],
+                [e for e in events if e[2] != ns],
+                {k: v for k, v in metas.items() if v[0] != ns},
+            )
+            for rows, events, metas in self._failed
         ]
-        self._failed = [(rows, events) for rows, events in failed if rows or events]
+        self._failed = [batch for batch in failed if any(batch)]
 
     def flush(self) -> None:
         """Write deferred updates now (a no-op if none wait)."""
         self._settle()
-        if self._deferred_rows or self._deferred_events or self._failed:
+        if self.deferred:
             with self.transaction():
                 pass
 
@@ -671,19 +687,23 @@ class StateDB:
         """Take every queued update (rows as their current values) off the queue."""
         batches = self._failed
         self._failed = []
-        if self._deferred_rows or self._deferred_events:
+        if self._deferred_rows or self._deferred_events or self._deferred_meta:
             rows = [
                 value
                 for st, ids in self._deferred_rows.values()
                 for value in _row_values(st, [st.index[m] for m in ids if m in st.index])
             ]
+            metas = {k: (ns, json.dumps(get())) for k, (ns, get) in self._deferred_meta.items()}
             # journal entries are encoded by whoever writes the batch (the writer thread)
-            batches.append((rows, self._deferred_events))
-            self._deferred_rows, self._deferred_events = {}, []
+            batches.append((rows, self._deferred_events, metas))
+            self._deferred_rows, self._deferred_events, self._deferred_meta = {}, [], {}
             self._deferred_count, self._deferred_since = 0, None
         if not batches:
             return None
-        return [r for b in batches for r in b[0]], [e for b in batches for e in b[1]]
+        merged: dict[str, tuple[str, str]] = {}
+        for b in batches:  # a later value of a key wins
+            merged.update(b[2])
+        return [r for b in batches for r in b[0]], [e for b in batches for e in b[1]], merged
 
     def _settle(self) -> None:
         """Wait for the batch in flight; if it failed, queue it again (the next
@@ -695,7 +715,7 @@ class StateDB:
             inflight.result()
         except Exception:
             self._failed.append(self._inflight_batch)
-        self._inflight_batch = ([], [])
+        self._inflight_batch = ([], [], {})
 
     def _background_writer(self) -> ThreadPoolExecutor:
         if self._writer is None:
@@ -1233,7 +1253,12 @@ _INSERT_EVENT = (
 )
 #: Deferred writes: row updates as SQL parameters (values at hand-off time), and journal
 #: entries as queued by :meth:`StateDB.defer` (encoded when written).
-_Batch = tuple[list[tuple[Any, ...]], list[tuple[float, float, str, list[JournalRow]]]]
+#: Rows, journal entries by call, and meta rows (key -> (namespace, JSON value)).
+_Batch = tuple[
+    list[tuple[Any, ...]],
+    list[tuple[float, float, str, list[JournalRow]]],
+    dict[str, tuple[str, str]],
+]
 
 _NUMERIC_COLUMNS = (
     "importance",
@@ -1289,7 +1314,12 @@ _WRITE_CHUNK = 64
 
 
 def _write_batch(conn: sqlite3.Connection, batch: _Batch) -> None:
-    rows, events = batch
+    rows, events, metas = batch
+    conn.executemany(
+        "INSERT INTO meta(key, value) VALUES(?, ?) "
+        "ON CONFLICT(key) DO UPDATE SET value=excluded.value",
+        [(key, value) for key, (_, value) in metas.items()],
+    )
     for start in range(0, len(rows), _WRITE_CHUNK):
         conn.executemany(_UPDATE_ROW, rows[start : start + _WRITE_CHUNK])
     values = (

@@ -3,6 +3,7 @@ the store that was closed."""
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import os
@@ -747,3 +748,39 @@ def test_a_version_2_store_keeps_every_activation_and_decays_on(tmp_path: Path) 
     assert StateDB.LEGACY_TIMES not in meta
     assert "clock:default" in meta
     assert "d_ref" in columns and "t_ref" not in columns and "relevance" in columns
+
+
+def test_use_counts_survive_a_crash_once_their_batch_is_written(tmp_path: Path) -> None:
+    """The counters adaptation learns from (stored, recalled, used) go out with the
+    batched writes: a process that dies without close() once the batch window has passed
+    leaves them on disk (they used to be saved only by maintain() and close())."""
+    code = textwrap.dedent(
+        f"""
+        import json, os, time
+        from oblivion_core import Oblivion, ManualClock
+        from oblivion_core.testing import HashEmbedder, word_count
+        mem = Oblivion({str(tmp_path)!r}, clock=ManualClock(), embedder=HashEmbedder(),
+                       token_counter=word_count)
+        for i in range(4):
+            mem.remember(f"the build server number {{i}} runs nightly", category="fact")
+        for _ in range(3):
+            ids = mem.recall("build server nightly", k=2).ids
+        mem.mark_used(ids[:1])
+        time.sleep(3 * mem._db.DEFER_SECONDS)  # the timer hands the batch to the writer
+        mem._lock.settle()
+        mem._db._settle()
+        print(json.dumps(mem.stats()["categories"]["fact"]["window"]))
+        os._exit(0)  # no close(), no maintain()
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], check=True, timeout=120, capture_output=True, text=True
+    )
+    live = json.loads(out.stdout.split("\n")[-2])
+    mem = _open(tmp_path, ManualClock())
+    try:
+        usage = mem.stats()["categories"]["fact"]["window"]
+        assert usage == live
+        assert usage["stored"] == 4 and usage["recalled"] >= 6 and usage["used"] >= 1
+    finally:
+        mem.close()

@@ -177,7 +177,11 @@ def test_a_batch_larger_than_a_write_chunk_reaches_the_disk_whole(tmp_path: Path
     db.defer(st_, [f"m{k}" for k in range(n)], 1.0, entries)
     batch = db._snapshot()
     assert batch is not None
-    broken = (batch[0], [*batch[1], (2.0, 0.0, "ns", [("m0", "recall", 0.1, 0.2, {"x": {1}})])])
+    broken = (
+        batch[0],
+        [*batch[1], (2.0, 0.0, "ns", [("m0", "recall", 0.1, 0.2, {"x": {1}})])],
+        batch[2],
+    )
     with pytest.raises(TypeError):  # a set is not JSON: the last chunk fails
         db._write_apart(broken)
     assert [e for e in db.events("ns") if e.kind == "recall"] == []
