@@ -2307,13 +2307,10 @@ class Oblivion:
         """
         st = space.state
         judge = self.supersession_judge
-        rule = (
-            judge
-            if judge is not None
-            else LexicalSupersession(
-                policy.supersede_similarity, policy.supersede_fallback_similarity
-            )
+        offline = LexicalSupersession(
+            policy.supersede_similarity, policy.supersede_fallback_similarity
         )
+        rule = judge if judge is not None else offline
         pairs: list[tuple[str, str]] = []
         statements = [parse(text) for text in texts]
         judged = [
@@ -2368,8 +2365,17 @@ class Oblivion:
             if not older:
                 continue
             cands = [Candidate(m, old_texts[m], sims[m]) for m in older]
+            verdict = getattr(rule, "verdict", None)
             if isinstance(rule, LexicalSupersession):
                 chosen = rule.choose(texts[k], cands)
+            elif callable(verdict):
+                # a judge that may abstain (a model that gave no usable answer): those
+                # candidates go to the offline rule, together, as with no judge
+                answers = [(c, verdict(texts[k], c.text, c.similarity)) for c in cands]
+                chosen = [c.id for c, yes in answers if yes]
+                undecided = [c for c, yes in answers if yes is None]
+                if undecided:
+                    chosen += offline.choose(texts[k], undecided)
             else:
                 chosen = [c.id for c in cands if rule.supersedes(texts[k], c.text, c.similarity)]
             pairs.extend((old, ids[k]) for old in chosen)

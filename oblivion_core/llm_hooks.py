@@ -71,11 +71,12 @@ stale, so that OLD should no longer be used.
 Answer yes when both are about the same subject of the same person (the same speaker, \
 or the same named person) and NEW changes, corrects or withdraws what OLD says: a new \
 favourite, a moved date, a corrected name or number, an item taken off a list, a \
-preference or plan given up.
+preference or plan given up. Answer yes too when NEW states the same thing again \
+(a restatement): the newer statement is the one to keep.
 
-Answer no when they are about different subjects, or about different people, when NEW \
-only adds a fact that can be true together with OLD (for example "I went to Paris in \
-May" and then "I went to Rome in June": both stay true), or when NEW repeats OLD.
+Answer no when they are about different subjects, or about different people, or when \
+NEW only adds a fact that can be true together with OLD (for example "I went to Paris \
+in May" and then "I went to Rome in June": both stay true).
 
 A memory may start with its speaker ("user:", "Dana:") and may include the assistant's \
 reply; judge what the speaker states.
@@ -96,7 +97,23 @@ NEW memory:
 Does NEW make OLD stale? Answer yes or no."""
 
 _SCORE = re.compile(r"score\s*[:=]\s*\**\s*(\d{1,2}(?:\.\d+)?)\s*(?:/\s*10)?\b", re.I)
-_CATEGORY = re.compile(r"category\s*[:=]\s*\**\s*([A-Za-z][A-Za-z _-]*)", re.I)
+_CATEGORY = re.compile(r"category\s*[:=]\s*\**\s*([A-Za-z][A-Za-z0-9 _-]*)", re.I)
+# A summary reply's wrapping: a code fence, and a first line that only announces it
+_FENCE = re.compile(r"^```[\w-]*\s*\n(.*?)\n?```\s*$", re.S)
+_PREFACE = re.compile(r"^(?:sure|certainly|of course|okay|ok|here)\b[^\n]*:\s*\n", re.I)
+# A reply that declines instead of summarising
+_REFUSAL = re.compile(
+    r"^\W*(?:i'?m sorry|i am sorry|sorry,|i can(?:no|')t|i am unable|i'?m unable|i won'?t|"
+    r"as an ai\b)",
+    re.I,
+)
+
+
+def _category_key(name: str) -> str:
+    """A category name as compared with a model's answer: case, spaces and hyphens aside."""
+    return re.sub(r"[\s_-]+", "_", name.strip().lower())
+
+
 _THINKING = re.compile(r"<(think|thinking|reasoning)>.*?</\1>", re.I | re.S)
 # Leading markdown and punctuation (**, #, >, `, quotes, bullets), an optional
 # "answer:" label, then the verdict as a whole word.
@@ -174,7 +191,9 @@ class PromptedImportance:
     Args:
         complete: ``complete(system, user) -> str``, the model call.
         fallback: Scorer used when the model's answer cannot be used.
-        categories: Categories the model may choose from (non-empty names).
+        categories: Categories the model may choose from (non-empty names; default:
+            the built-in ones but ``summary``, which compression gives its summaries).
+            The answer is matched regardless of case, spaces, hyphens and underscores.
         cache_size: Texts whose replies are kept (>= 1).
         logger: Where warnings go (default: ``oblivion_core.llm_hooks``).
     """
@@ -184,12 +203,14 @@ class PromptedImportance:
         complete: Completer,
         *,
         fallback: ImportanceScorer | None = None,
-        categories: Sequence[str] = BUILTIN_CATEGORIES,
+        categories: Sequence[str] | None = None,
         cache_size: int = 256,
         logger: logging.Logger | None = None,
     ) -> None:
         self.complete = _check_completer(complete)
         self.cache_size = _check_positive_int("cache_size", cache_size)
+        if categories is None:  # "summary" is compression's own, never a new memory's
+            categories = tuple(c for c in BUILTIN_CATEGORIES if c != "summary")
         if (
             isinstance(categories, str)
             or not categories
@@ -200,6 +221,7 @@ class PromptedImportance:
             fallback if fallback is not None else HeuristicImportance()
         )
         self.categories = tuple(categories)
+        self._by_key = {_category_key(c): c for c in self.categories}
         self.logger = logger if logger is not None else _LOG
         self._cache: _LRU[str, tuple[float | None, str | None]] = _LRU(cache_size)
 
@@ -239,6 +261,7 @@ class PromptedImportance:
     def _parse(self, text: str, reply: str | None) -> tuple[float | None, str | None]:
         if reply is None:
             return None, None
+        reply = _THINKING.sub("", reply)  # a reasoning model's notes are not its answer
         score: float | None = None
         match = _SCORE.search(reply)
         if match is not None and 1 <= float(match.group(1)) <= 10:
@@ -251,10 +274,12 @@ class PromptedImportance:
             )
         category: str | None = None
         found = _CATEGORY.search(reply)
-        name = re.sub(r"[\s-]+", "_", found.group(1).strip().lower()) if found else ""
-        if name in self.categories:
-            category = name
-        else:
+        answer = found.group(1).strip() if found else ""
+        # the whole answer, else its first word ("category: fact score: 7" on one line)
+        category = self._by_key.get(_category_key(answer)) or self._by_key.get(
+            _category_key(answer.split()[0]) if answer else ""
+        )
+        if category is None:
             self.logger.warning(
                 "malformed category reply %r for %r; using the fallback category",
                 _short(reply, 200),
@@ -314,8 +339,8 @@ class PromptedSummarizer:
             raise InvalidInputError("summarize() needs at least one non-empty text")
         listing = "\n".join(f"- {t}" for t in texts)
         try:
-            reply = self.complete(SUMMARY_PROMPT.format(max_words=self.max_words), listing)
-            reply = reply.strip() if isinstance(reply, str) else ""
+            raw = self.complete(SUMMARY_PROMPT.format(max_words=self.max_words), listing)
+            reply = _summary_text(raw) if isinstance(raw, str) else ""
         except Exception:
             self.logger.warning(
                 "summary model call failed; using the fallback summarizer", exc_info=True
@@ -323,10 +348,28 @@ class PromptedSummarizer:
             reply = ""
         else:
             if not reply:
-                self.logger.warning("empty summary reply; using the fallback summarizer instead")
+                self.logger.warning(
+                    "summary reply %r is empty or declines; using the fallback summarizer",
+                    _short(str(raw), 200),
+                )
         if not reply:
             reply = self.fallback.summarize(texts).strip() or "; ".join(texts)
         return reply[: self.max_chars]
+
+
+def _summary_text(reply: str) -> str:
+    """The summary in a model's reply: without ``<think>`` notes, a code fence or a
+    "Sure, here is the summary:" line; ``""`` when the reply declines ("I'm sorry, I
+    can't ...") or holds nothing else, so the fallback summarises instead."""
+    text = _THINKING.sub("", reply).strip()
+    fenced = _FENCE.match(text)
+    if fenced:
+        text = fenced.group(1).strip()
+    text = _PREFACE.sub("", text, count=1).strip()
+    fenced = _FENCE.match(text)
+    if fenced:
+        text = fenced.group(1).strip()
+    return "" if _REFUSAL.match(text) else text
 
 
 def parse_verdict(reply: str) -> bool | None:
@@ -345,8 +388,11 @@ def parse_verdict(reply: str) -> bool | None:
 class PromptedSupersessionJudge:
     """A :class:`~oblivion_core.supersession.SupersessionJudge` that asks a language model.
 
-    The engine calls :meth:`supersedes` once for each older memory similar to a new one
-    (about a dozen candidates per write). Each call:
+    The engine asks once for each older memory that may be the same fact as a new one
+    (up to about three dozen candidates per write: the most similar recent and active
+    memories and the best BM25 matches; those below ``min_similarity`` cost no call).
+    It asks while it holds its lock, so a slow model delays the instance's other calls
+    for that long. Each question:
 
     1. answers no without asking when ``similarity < min_similarity`` (most candidates
        of a write are unrelated; this saves their calls);
@@ -357,8 +403,11 @@ class PromptedSupersessionJudge:
        with both texts) and reads the first word of the reply as yes or no
        (:func:`parse_verdict`);
     4. if the call raises or the reply is neither yes nor no, logs a warning and lets
-       ``fallback`` decide (default: the offline
-       :class:`~oblivion_core.supersession.LexicalSupersession` rule, pairwise).
+       ``fallback`` decide. Without one, the engine decides those pairs with its own
+       offline rule, as it would with no judge: the policy's thresholds, and all the
+       undecided candidates of a write together (:meth:`verdict` returns ``None`` for
+       them); :meth:`supersedes` called directly uses
+       :class:`~oblivion_core.supersession.LexicalSupersession` with its defaults.
 
     Two threads asking about the same new pair at once may both call the model.
 
@@ -405,6 +454,7 @@ class PromptedSupersessionJudge:
             )
         self.cache_size = _check_positive_int("cache_size", cache_size)
         self.min_similarity = float(min_similarity)
+        self._own_fallback = fallback is not None
         self.fallback: SupersessionJudge = (
             fallback if fallback is not None else LexicalSupersession()
         )
@@ -413,6 +463,20 @@ class PromptedSupersessionJudge:
 
     def supersedes(self, new: str, old: str, similarity: float) -> bool:
         """True if ``new`` makes ``old`` stale (see the class doc for the steps)."""
+        found = self.verdict(new, old, similarity)
+        if found is None:
+            return bool(self.fallback.supersedes(new, old, similarity))
+        return found
+
+    def verdict(self, new: str, old: str, similarity: float) -> bool | None:
+        """:meth:`supersedes`, but ``None`` where the model gave no usable answer and no
+        ``fallback`` was given: the engine then applies its own offline rule."""
+        found = self._ask(new, old, similarity)
+        if found is None and self._own_fallback:
+            return bool(self.fallback.supersedes(new, old, similarity))
+        return found
+
+    def _ask(self, new: str, old: str, similarity: float) -> bool | None:
         if similarity < self.min_similarity:
             return False
         cached = self._cache.get((new, old))
@@ -427,7 +491,7 @@ class PromptedSupersessionJudge:
                 _short(new),
                 exc_info=True,
             )
-            return bool(self.fallback.supersedes(new, old, similarity))
+            return None
         verdict = parse_verdict(reply) if isinstance(reply, str) else None
         if verdict is None:
             self.logger.warning(
@@ -437,7 +501,7 @@ class PromptedSupersessionJudge:
                 _short(old),
                 _short(new),
             )
-            return bool(self.fallback.supersedes(new, old, similarity))
+            return None
         self._cache.put((new, old), verdict)
         return verdict
 

@@ -24,7 +24,6 @@ from oblivion_core.llm_hooks import (
     PromptedSummarizer,
     PromptedSupersessionJudge,
 )
-from oblivion_core.records import BUILTIN_CATEGORIES
 from oblivion_core.supersession import SupersessionJudge
 from oblivion_core.typing import Completer, ImportanceScorer, Summarizer
 
@@ -65,7 +64,8 @@ class LLMImportanceScorer(PromptedImportance):
     Args:
         model: Any LangChain chat model.
         fallback: Scorer used when the model's answer cannot be used.
-        categories: Categories the model may choose from.
+        categories: Categories the model may choose from (default: the built-in ones but
+            ``summary``, which compression gives its summaries).
         cache_size: Texts whose replies are kept (>= 1).
     """
 
@@ -74,7 +74,7 @@ class LLMImportanceScorer(PromptedImportance):
         model: BaseChatModel,
         *,
         fallback: ImportanceScorer | None = None,
-        categories: Sequence[str] = BUILTIN_CATEGORIES,
+        categories: Sequence[str] | None = None,
         cache_size: int = 256,
     ) -> None:
         super().__init__(

@@ -315,3 +315,129 @@ def test_summarizer_falls_back_offline(
         summary = PromptedSummarizer(Scripted([reply])).summarize(texts)
     assert summary == ExtractiveSummarizer().summarize(texts)
     assert "fallback summarizer" in caplog.text
+
+
+# ==================================================================== model replies, round 2
+def test_a_reasoning_models_notes_are_not_read_as_its_importance_answer() -> None:
+    """``score:``/``category:`` inside a ``<think>`` block are the model's notes, not its
+    answer (they used to be read first)."""
+    reply = (
+        "<think>score: 1? category: small_talk? No, it is a standing rule.</think>\n"
+        "score: 9\ncategory: instruction"
+    )
+    scorer = PromptedImportance(Scripted([reply]))
+    assert scorer.score(TEXT) == pytest.approx(8 / 9)
+    assert scorer.categorize(TEXT) == "instruction"
+
+
+@pytest.mark.parametrize(
+    ("categories", "reply", "expected"),
+    [
+        (["Work", "Home"], "category: Work", "Work"),
+        (["Work", "Home"], "category: work", "Work"),
+        (["follow-up", "chore"], "category: follow-up", "follow-up"),
+        (["follow-up", "chore"], "category: Follow up", "follow-up"),
+        (["p1", "p2"], "category: p1", "p1"),
+        (["fact", "event"], "category: fact score: 7", "fact"),
+    ],
+)
+def test_custom_categories_are_matched_as_configured(
+    categories: list[str], reply: str, expected: str
+) -> None:
+    """Capitals, hyphens and digits in category names no longer make them unreachable:
+    the answer is matched regardless of case, spaces, hyphens and underscores, and the
+    configured name is stored."""
+    scorer = PromptedImportance(Scripted([f"score: 5\n{reply}"]), categories=categories)
+    assert scorer.categorize(TEXT) == expected
+
+
+def test_the_scorer_never_offers_compressions_summary_category() -> None:
+    """``summary`` is what compression calls its summaries; a new memory put there would
+    be neither a summary nor a memory of its own kind."""
+    complete = Scripted(["score: 5\ncategory: summary"])
+    scorer = PromptedImportance(complete)
+    assert scorer.categorize(TEXT) == HEURISTIC.categorize(TEXT)
+    offered = next(line for line in complete.calls[0][0].splitlines() if "category" in line)
+    assert "summary" not in offered and "small_talk" in offered
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        ("<think>They want a summary.</think>\nAna showed us Porto.", "Ana showed us Porto."),
+        ("Sure! Here is the summary:\n```\nAna showed us Porto.\n```", "Ana showed us Porto."),
+        ("```text\nAna showed us Porto.\n```", "Ana showed us Porto."),
+        ("I'm sorry, but I can't help with that request.", None),
+        ("<think>hmm</think>", None),
+    ],
+)
+def test_a_summary_reply_is_unwrapped_or_refused(reply: str, expected: str | None) -> None:
+    """Notes, fences and a preface line are not part of the summary; a refusal is no
+    summary at all and the offline one is written instead (both used to be stored as the
+    summary the originals were folded into)."""
+    texts = ["We met Ana in Porto.", "Ana showed us the Ribeira."]
+    summary = PromptedSummarizer(Scripted([reply])).summarize(texts)
+    assert summary == (
+        expected if expected is not None else ExtractiveSummarizer().summarize(texts)
+    )
+
+
+def test_the_judges_prompt_counts_a_restatement_as_superseding() -> None:
+    """As the offline rule and the README say: the newer statement of the same fact is
+    the one kept (the prompt used to tell the model to answer no)."""
+    assert "restatement" in SUPERSESSION_PROMPT
+    assert "when NEW repeats OLD" not in SUPERSESSION_PROMPT
+
+
+def test_a_failing_judge_leaves_the_pairs_to_the_engines_own_rule() -> None:
+    """With no fallback given, the pairs the model could not answer are judged by the
+    engine's offline rule under the policy in force: its thresholds, and all the
+    undecided candidates together (a correction with no parsable subject is only caught
+    that way), exactly as with no judge."""
+
+    def outcome(policy: Any, judge: bool, old_text: str, new_text: str) -> bool:
+        failing = PromptedSupersessionJudge(Scripted([TimeoutError("slow")] * 50))
+        engine = memory(policy=policy, supersession_judge=failing if judge else None)
+        try:
+            old = engine.remember(old_text)
+            engine.remember(new_text)
+            return engine.get(old.id).superseded_by is not None
+        finally:
+            engine.close()
+
+    from oblivion_core import Policy
+
+    strict = Policy.template("balanced").replace(
+        supersede_similarity=0.99, supersede_fallback_similarity=0.99
+    )
+    correction = (
+        "My sister lives in Leeds.",
+        "Actually, wait: sister lives in York, in Leeds was wrong",
+    )
+    for policy, (old_text, new_text) in [
+        (strict, (BLUE, GREEN)),
+        ("balanced", (BLUE, GREEN)),
+        ("balanced", correction),
+    ]:
+        assert outcome(policy, True, old_text, new_text) == outcome(
+            policy, False, old_text, new_text
+        )
+    assert outcome("balanced", True, *correction)
+    assert not outcome(strict, True, BLUE, GREEN)
+
+
+def test_the_judges_verdict_abstains_only_without_a_fallback() -> None:
+    """verdict() gives None for an unusable answer when no fallback was given (the
+    engine decides); supersedes() and a judge with a fallback always decide."""
+    down = [RuntimeError("down")] * 3
+    assert (
+        PromptedSupersessionJudge(Scripted(down), min_similarity=-1).verdict(GREEN, BLUE, 0.9)
+        is None
+    )
+    assert PromptedSupersessionJudge(Scripted(down), min_similarity=-1).supersedes(
+        GREEN, BLUE, 0.9
+    ) == LexicalSupersession().supersedes(GREEN, BLUE, 0.9)
+    always = PromptedSupersessionJudge(
+        Scripted(down), min_similarity=-1, fallback=LexicalSupersession(0.0, 0.0)
+    )
+    assert always.verdict(GREEN, BLUE, 0.9) is not None

@@ -219,3 +219,9 @@ def test_real_stack_judge_supersedes_the_old_colour(
         assert shown[shown.ids.index(blue.id)].why["superseded_by"] == green.id
     finally:
         mem.close()
+
+
+def test_the_scorer_offers_the_categories_a_memory_can_have() -> None:
+    """Compression's own ``summary`` category is not offered to the model."""
+    categories = LLMImportanceScorer(ScriptedLLM()).categories
+    assert "summary" not in categories and "instruction" in categories
