@@ -640,7 +640,9 @@ class Oblivion:
 
         Linking and stale-fact detection run after the memory is durable; if they fail
         (a custom judge raising, say) the failure is logged on the ``oblivion_core``
-        logger and the call still returns the stored memory.
+        logger and the call still returns the stored memory. A ``supersession_judge`` is
+        asked after the engine's lock is let go (a model may take seconds), so other
+        calls go on meanwhile and may briefly see the older memory still current.
         """
         return self.remember_many(
             [text],
@@ -748,6 +750,7 @@ class Oblivion:
                 raise
             # Stored and durable from here: what follows refines (links, stale facts,
             # tiers) and must not make the call fail, or a retry would find the ids taken.
+            stale: list[tuple[int, list[Candidate]]] = []
             try:
                 with self._consistent(ns):
                     if space.lists is not None:
@@ -757,9 +760,15 @@ class Oblivion:
                     sims = matvec(vectors, recent.T)
                     if policy.link_on_write:
                         self._auto_link(ns, space, policy, final_ids, recent_ids, sims, now)
-                    if policy.supersede if supersede is None else supersede:
+                    if not (policy.supersede if supersede is None else supersede):
+                        pass
+                    elif self.supersession_judge is None:  # the offline rule: here
                         self._detect_supersession(
                             ns, space, policy, final_ids, clean, vectors, recent_ids, sims, now
+                        )
+                    else:  # a judge may ask a model: after the lock is let go (below)
+                        stale = self._stale_candidates(
+                            ns, space, final_ids, clean, vectors, recent_ids, sims
                         )
             except Exception:
                 logger.exception(
@@ -781,7 +790,35 @@ class Oblivion:
                         "memories are stored, tiers are planned again on the next write",
                         ns,
                     )
+        if stale:
+            self._judge_outside_the_lock(ns, policy, final_ids, clean, stale)
         return records
+
+    def _judge_outside_the_lock(
+        self,
+        ns: str,
+        policy: Policy,
+        ids: list[str],
+        texts: list[str],
+        stale: list[tuple[int, list[Candidate]]],
+    ) -> None:
+        """Ask the supersession judge about a write's candidates without the engine's
+        lock (a model may take seconds per question, and every other call of the
+        instance would wait), then apply what still holds under it. Failures are logged:
+        the memories are stored either way."""
+        try:
+            pairs = self._judge_stale(policy, ids, texts, stale)
+            if pairs:
+                with self._lock:
+                    self._check_open()
+                    self._apply_stale(ns, self._space(ns), pairs, self._now(ns))
+        except Exception:
+            logger.exception(
+                "stale-fact detection failed after %d memories were stored in namespace "
+                "%r; they are stored, without it",
+                len(ids),
+                ns,
+            )
 
     def _store_new(
         self,
@@ -2298,20 +2335,37 @@ class Oblivion:
         newest: bool = False,
     ) -> None:
         """Let each new memory supersede the older memories it makes stale (``newest``:
-        every other memory counts as older, as for a text just edited).
+        every other memory counts as older, as for a text just edited): the candidates
+        (:meth:`_stale_candidates`), judged (:meth:`_judge_stale`), applied."""
+        found = self._stale_candidates(
+            ns, space, ids, texts, vectors, recent_ids, recent_sims, newest=newest
+        )
+        pairs = self._judge_stale(policy, ids, texts, found)
+        if pairs:
+            self._set_superseded(ns, space, pairs, now, "detected on write")
+
+    def _stale_candidates(
+        self,
+        ns: str,
+        space: _Space,
+        ids: list[str],
+        texts: list[str],
+        vectors: Vectors,
+        recent_ids: list[str],
+        recent_sims: Any,
+        *,
+        newest: bool = False,
+    ) -> list[tuple[int, list[Candidate]]]:
+        """The older memories each new text may make stale, by its place in ``texts``
+        (call under the engine's lock).
 
         Candidates: the most similar of the recent memories (``recent_sims``) and of the
-        whole active tier, and the best BM25 matches among all memories. Only texts that
-        state something (a subject, a list operation, a cue or a rejected value) are
-        judged by the offline rule.
+        whole active tier, and the best BM25 matches among all memories, those still
+        current. Only texts that state something (a subject, a list operation, a cue or
+        a rejected value) are judged by the offline rule.
         """
         st = space.state
         judge = self.supersession_judge
-        offline = LexicalSupersession(
-            policy.supersede_similarity, policy.supersede_fallback_similarity
-        )
-        rule = judge if judge is not None else offline
-        pairs: list[tuple[str, str]] = []
         statements = [parse(text) for text in texts]
         judged = [
             k
@@ -2361,11 +2415,29 @@ class Oblivion:
                 ]
             )
         old_texts = self._db.texts(ns, list({m: None for ms in older_of for m in ms}))
-        for k, sims, older in zip(judged, found_sims, older_of, strict=True):
-            if not older:
-                continue
-            cands = [Candidate(m, old_texts[m], sims[m]) for m in older]
-            verdict = getattr(rule, "verdict", None)
+        return [
+            (k, [Candidate(m, old_texts[m], sims[m]) for m in older])
+            for k, sims, older in zip(judged, found_sims, older_of, strict=True)
+            if older
+        ]
+
+    def _judge_stale(
+        self,
+        policy: Policy,
+        ids: list[str],
+        texts: list[str],
+        found: list[tuple[int, list[Candidate]]],
+    ) -> list[tuple[str, str]]:
+        """``(old, new)`` pairs: which candidates each new text makes stale. Reads no
+        engine state, so a judge that asks a model runs outside the engine's lock."""
+        judge = self.supersession_judge
+        offline = LexicalSupersession(
+            policy.supersede_similarity, policy.supersede_fallback_similarity
+        )
+        rule = judge if judge is not None else offline
+        verdict = getattr(rule, "verdict", None)
+        pairs: list[tuple[str, str]] = []
+        for k, cands in found:
             if isinstance(rule, LexicalSupersession):
                 chosen = rule.choose(texts[k], cands)
             elif callable(verdict):
@@ -2379,8 +2451,34 @@ class Oblivion:
             else:
                 chosen = [c.id for c in cands if rule.supersedes(texts[k], c.text, c.similarity)]
             pairs.extend((old, ids[k]) for old in chosen)
-        if pairs:
-            self._set_superseded(ns, space, pairs, now, "detected on write")
+        return pairs
+
+    def _apply_stale(
+        self, ns: str, space: _Space, pairs: list[tuple[str, str]], now: float
+    ) -> None:
+        """Apply pairs judged outside the lock (:meth:`_judge_stale`), those that still
+        hold: both memories there and valid, the older one still current, and no cycle
+        (a write, edit or forget may have come in between)."""
+        st = space.state
+        valid: list[tuple[str, str]] = []
+        for old, new in pairs:
+            if old not in st.index or new not in st.index:
+                continue
+            if st.cols["invalidated"][st.index[old]] or st.cols["invalidated"][st.index[new]]:
+                continue
+            if old in st.superseded_by and self._chain_head(st, old) != old:
+                continue  # superseded meanwhile by a valid memory
+            node, seen = new, {new}
+            while node in st.superseded_by and node != old:  # old on new's chain: a cycle
+                node = st.superseded_by[node]
+                if node in seen:
+                    break
+                seen.add(node)
+            if node == old:
+                continue
+            valid.append((old, new))
+        if valid:
+            self._set_superseded(ns, space, valid, now, "detected on write")
 
     def _set_superseded(
         self, ns: str, space: _Space, pairs: list[tuple[str, str]], now: float, reason: str

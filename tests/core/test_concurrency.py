@@ -241,3 +241,71 @@ def test_a_first_search_beside_a_write_that_rolls_back_indexes_none_of_it(
         assert mem._lex._spaces["fresh"].alive == 1
     finally:
         mem.close()
+
+
+class _WaitingJudge:
+    """A supersession judge whose first answer waits until ``go`` is set (a slow model);
+    it answers yes about the colour pair."""
+
+    def __init__(self) -> None:
+        self.asked = threading.Event()
+        self.go = threading.Event()
+        self.waited_out = False
+
+    def supersedes(self, new: str, old: str, similarity: float) -> bool:
+        self.asked.set()
+        self.waited_out = not self.go.wait(timeout=30)
+        return "colour" in new and "colour" in old
+
+
+def test_a_slow_supersession_judge_does_not_hold_up_other_calls(tmp_path: Path) -> None:
+    """The judge (a model, seconds per question) is asked without the engine's lock: a
+    recall on another thread completes while a write's judge is still thinking (it used
+    to wait for the whole judgement), and the verdict is applied once it comes."""
+    judge = _WaitingJudge()
+    mem = Oblivion(tmp_path, clock=ManualClock(), embedder=HashEmbedder(), supersession_judge=judge)
+    try:
+        mem.remember("My favourite colour is blue.", id="blue", supersede=False)
+        writer = threading.Thread(
+            target=lambda: mem.remember("My favourite colour is green now.", id="green")
+        )
+        writer.start()
+        assert judge.asked.wait(timeout=30)
+        got: list[list[str]] = []
+        reader = threading.Thread(target=lambda: got.append(mem.recall("colour").ids))
+        reader.start()
+        reader.join(timeout=20)
+        recalled_meanwhile = not reader.is_alive()
+        judge.go.set()
+        writer.join(timeout=30)
+        reader.join(timeout=30)
+        assert recalled_meanwhile and not judge.waited_out
+        assert set(got[0]) == {"blue", "green"}  # before the verdict: both current
+        assert mem.get("blue").superseded_by == "green"
+        assert mem.recall("favourite colour").ids[0] == "green"
+    finally:
+        judge.go.set()
+        mem.close()
+
+
+def test_a_verdict_that_no_longer_holds_is_not_applied(tmp_path: Path) -> None:
+    """What a judge decided outside the lock is checked again before it is applied: the
+    older memory forgotten meanwhile is left alone and nothing fails."""
+    judge = _WaitingJudge()
+    mem = Oblivion(tmp_path, clock=ManualClock(), embedder=HashEmbedder(), supersession_judge=judge)
+    try:
+        mem.remember("My favourite colour is blue.", id="blue", supersede=False)
+        writer = threading.Thread(
+            target=lambda: mem.remember("My favourite colour is green now.", id="green")
+        )
+        writer.start()
+        assert judge.asked.wait(timeout=30)
+        mem.forget("blue")  # while the judge thinks
+        judge.go.set()
+        writer.join(timeout=30)
+        assert mem.get("green").superseded_by is None
+        assert [r.id for r in mem.records()] == ["green"]
+        assert not [e for e in mem.history() if e.kind == "supersede"]
+    finally:
+        judge.go.set()
+        mem.close()
