@@ -3036,12 +3036,19 @@ class Oblivion:
             self._check_open()
             return sorted(self._known)
 
-    def count(self, *, namespace: str | None = None) -> int:
-        """Number of memories in a namespace."""
+    def count(self, *, namespace: str | None = None, category: str | None = None) -> int:
+        """Number of memories in a namespace (of one ``category``, if given)."""
         ns = self._ns(namespace)
+        if category is not None:
+            category = _check_category(category)
         with self._lock:
             self._check_open()
-            return self._space(ns).state.n
+            st = self._space(ns).state
+            if category is None:
+                return st.n
+            if category not in st.vocab:
+                return 0
+            return int(np.count_nonzero(st.col("cat") == st.cat_id(category)))
 
     def stats(self, *, namespace: str | None = None) -> dict[str, Any]:
         """Tier sizes, per-category activation and adapted parameters, policy and clock."""

@@ -409,10 +409,8 @@ class OblivionStore(BaseStore):
             labels = decode_namespace(space)
             if labels is None or labels[:n] != tuple(prefix):
                 continue
-            if self.oblivion.count(namespace=space) == 0:
-                continue
-            stats = self.oblivion.stats(namespace=space)
-            if stats["memories"] > stats["summaries"]:
+            summaries = self.oblivion.count(namespace=space, category="summary")
+            if self.oblivion.count(namespace=space) > summaries:
                 out.append((space, labels))
         return sorted(out, key=lambda s: s[1])
 

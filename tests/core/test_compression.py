@@ -83,6 +83,10 @@ def test_maintain_compresses_low_activation_groups(compressed: Any) -> None:
     assert all(mem.get(m).tier == Tier.COLD for m in originals)
     stats = mem.stats()
     assert (stats["cold"], stats["summaries"], stats["memories"]) == (4, 1, 6)
+    counts = [mem.count(category=c) for c in ("summary", "event", "instruction", "recipe")]
+    assert counts == [1, 4, 1, 0]
+    with pytest.raises(InvalidInputError, match="category"):
+        mem.count(category=" ")
 
 
 def test_cold_originals_are_only_recalled_when_asked(compressed: Any) -> None:
