@@ -760,13 +760,12 @@ class Oblivion:
                     sims = matvec(vectors, recent.T)
                     if policy.link_on_write:
                         self._auto_link(ns, space, policy, final_ids, recent_ids, sims, now)
-                    if not (policy.supersede if supersede is None else supersede):
-                        pass
-                    elif self.supersession_judge is None:  # the offline rule: here
+                    detect = policy.supersede if supersede is None else supersede
+                    if detect and self.supersession_judge is None:  # the offline rule: here
                         self._detect_supersession(
                             ns, space, policy, final_ids, clean, vectors, recent_ids, sims, now
                         )
-                    else:  # a judge may ask a model: after the lock is let go (below)
+                    elif detect:  # a judge may ask a model: after the lock is let go (below)
                         stale = self._stale_candidates(
                             ns, space, final_ids, clean, vectors, recent_ids, sims
                         )
