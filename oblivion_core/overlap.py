@@ -6,9 +6,10 @@ documented, so it is cheap, offline and explainable:
 
 * both texts are lower-cased and split into content words (letters/digits, stop words
   and words shorter than 3 characters dropped), and numbers are kept whole;
-* a memory counts as used when at least ``min_shared`` of its content words appear in
-  the answer **and** they make up at least ``min_fraction`` of the memory's content
-  words (so a long memory needs a proportionate echo, a short one an exact one).
+* a memory counts as used when at least ``min_shared`` of its content words (all of
+  them, for a memory with fewer) appear in the answer **and** they make up at least
+  ``min_fraction`` of the memory's content words (so a long memory needs a
+  proportionate echo, a short one an exact one).
 """
 
 from __future__ import annotations

@@ -151,8 +151,9 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
        * **used boost** — the recalled memories the answer drew on get the larger
          ``Oblivion.mark_used`` boost. "Drew on" is decided by
          :func:`oblivion_core.overlap.used_ids`: a memory counts as used when the answer
-         repeats at least two of its content words (lower-cased words of 3+ letters,
-         and numbers, minus stop words — ``user``/``assistant`` included) **and** those
+         repeats at least two of its content words, or all of a memory's that has
+         fewer (lower-cased words of 3+ letters, and numbers, minus stop words —
+         ``user``/``assistant`` included) **and** those
          make up at least a quarter of the memory's content words. Pass ``used_rule``
          to decide differently.
        * **remember the turn** — one memory per turn, ``"user: <message>\\nassistant:
