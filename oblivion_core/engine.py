@@ -807,10 +807,21 @@ class Oblivion:
         the memories are stored either way."""
         try:
             pairs = self._judge_stale(policy, ids, texts, stale)
-            if pairs:
-                with self._lock:
-                    self._check_open()
-                    self._apply_stale(ns, self._space(ns), pairs, self._now(ns))
+            if not pairs:
+                return
+            # what each verdict was about: a pair whose texts were edited since is dropped
+            said = {m: texts[k] for k, m in enumerate(ids)}
+            said.update((c.id, c.text) for _, cands in stale for c in cands)
+            with self._lock:
+                if self._closed:
+                    logger.warning(
+                        "Oblivion was closed while its supersession judge was answering: "
+                        "%d stale-fact verdict(s) in namespace %r were not applied",
+                        len(pairs),
+                        ns,
+                    )
+                    return
+                self._apply_stale(ns, self._space(ns), pairs, self._now(ns), said)
         except Exception:
             logger.exception(
                 "stale-fact detection failed after %d memories were stored in namespace "
@@ -1000,7 +1011,9 @@ class Oblivion:
                     space.lists.discard([memory_id])
                     space.lists.note([memory_id], [clean])
                 policy = self.policy_for(ns)
-                if policy.supersede if supersede is None else supersede:
+                detect = policy.supersede if supersede is None else supersede
+                # an invalidated memory is wrong whatever it says: it makes nothing stale
+                if detect and not st.cols["invalidated"][st.index[memory_id]]:
                     try:
                         with self._consistent(ns):
                             recent_ids, recent = space.index.recent(policy.link_window + 1)
@@ -2453,31 +2466,46 @@ class Oblivion:
         return pairs
 
     def _apply_stale(
-        self, ns: str, space: _Space, pairs: list[tuple[str, str]], now: float
+        self,
+        ns: str,
+        space: _Space,
+        pairs: list[tuple[str, str]],
+        now: float,
+        said: Mapping[str, str],
     ) -> None:
         """Apply pairs judged outside the lock (:meth:`_judge_stale`), those that still
-        hold: both memories there and valid, the older one still current, and no cycle
-        (a write, edit or forget may have come in between)."""
+        hold (a write, edit or forget may have come in between): both memories there,
+        valid and saying what they said when judged (``said``: id -> text), the older
+        one still current, and no cycle, counting the pairs applied before it."""
         st = space.state
-        valid: list[tuple[str, str]] = []
+        now_says = self._db.texts(ns, [m for m in said if m in st.index])
+        chosen: dict[str, str] = {}  # old -> new, as applied below
+
+        def successor(m: str) -> str | None:
+            return chosen.get(m, st.superseded_by.get(m))
+
         for old, new in pairs:
             if old not in st.index or new not in st.index:
                 continue
+            if any(now_says.get(m) != said.get(m) for m in (old, new)):
+                continue  # edited since: the verdict was about other words
             if st.cols["invalidated"][st.index[old]] or st.cols["invalidated"][st.index[new]]:
                 continue
             if old in st.superseded_by and self._chain_head(st, old) != old:
                 continue  # superseded meanwhile by a valid memory
-            node, seen = new, {new}
-            while node in st.superseded_by and node != old:  # old on new's chain: a cycle
-                node = st.superseded_by[node]
+            node: str | None = new
+            seen = {new}
+            while node is not None and node != old:  # old on new's chain: a cycle
+                node = successor(node)
                 if node in seen:
                     break
-                seen.add(node)
+                if node is not None:
+                    seen.add(node)
             if node == old:
                 continue
-            valid.append((old, new))
-        if valid:
-            self._set_superseded(ns, space, valid, now, "detected on write")
+            chosen[old] = new
+        if chosen:
+            self._set_superseded(ns, space, list(chosen.items()), now, "detected on write")
 
     def _set_superseded(
         self, ns: str, space: _Space, pairs: list[tuple[str, str]], now: float, reason: str

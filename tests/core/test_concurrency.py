@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import random
 import sqlite3
 import threading
@@ -309,3 +310,94 @@ def test_a_verdict_that_no_longer_holds_is_not_applied(tmp_path: Path) -> None:
     finally:
         judge.go.set()
         mem.close()
+
+
+class _TableJudge:
+    """Says yes to the ``(new, old)`` text pairs in ``yes``; the questions about the texts
+    in ``slow`` wait until ``go`` is set (a model still thinking)."""
+
+    def __init__(self, yes: set[tuple[str, str]], slow: set[str]) -> None:
+        self.yes, self.slow = yes, slow
+        self.asked = threading.Event()
+        self.go = threading.Event()
+
+    def supersedes(self, new: str, old: str, similarity: float) -> bool:
+        if new in self.slow:
+            self.asked.set()
+            self.go.wait(timeout=30)
+        return (new, old) in self.yes
+
+
+def _chains(mem: Oblivion) -> dict[str, str | None]:
+    return {r.id: r.superseded_by for r in mem.records()}
+
+
+def test_verdicts_applied_after_an_edit_never_close_a_cycle(tmp_path: Path) -> None:
+    """A batch judged outside the lock (X makes A stale, Y makes X stale) while an edit
+    of A makes Y stale: applying the batch must not close A -> X -> Y -> A, which would
+    hide the whole fact from recall for good (each pair used to be checked alone)."""
+    a, x, y, a2 = "alpha fact one", "xray fact two", "yankee fact three", "alpha fact edited"
+    judge = _TableJudge({(x, a), (y, x), (a2, y)}, slow={x, y})
+    mem = Oblivion(tmp_path, clock=ManualClock(), embedder=HashEmbedder(), supersession_judge=judge)
+    try:
+        mem.remember(a, id="A")
+        writer = threading.Thread(target=lambda: mem.remember_many([x, y], ids=["X", "Y"]))
+        writer.start()
+        assert judge.asked.wait(timeout=30)
+        mem.edit("A", a2)  # judged under the lock: Y -> A
+        judge.go.set()
+        writer.join(timeout=30)
+        chains = _chains(mem)
+        for start in chains:  # no cycle anywhere
+            node, seen = start, set()
+            while node is not None:
+                assert node not in seen, chains
+                seen.add(node)
+                node = chains[node]
+        assert mem.recall("fact").ids  # the fact is still recalled
+    finally:
+        judge.go.set()
+        mem.close()
+
+
+@pytest.mark.parametrize("edited", ["new", "old"])
+def test_a_verdict_about_words_edited_since_is_dropped(tmp_path: Path, edited: str) -> None:
+    """The judge's verdict was about the texts it was shown: when either memory is
+    edited while it thinks, the verdict is not applied (it used to hide the edited,
+    unrelated memory behind the other one)."""
+    old, new, other = "My favourite color is red", "My favourite color is blue", "I adopted Rex"
+    judge = _TableJudge({(new, old)}, slow={new})
+    mem = Oblivion(tmp_path, clock=ManualClock(), embedder=HashEmbedder(), supersession_judge=judge)
+    try:
+        mem.remember(old, id="old")
+        writer = threading.Thread(target=lambda: mem.remember(new, id="new"))
+        writer.start()
+        assert judge.asked.wait(timeout=30)
+        mem.edit(edited, other)
+        judge.go.set()
+        writer.join(timeout=30)
+        assert _chains(mem) == {"old": None, "new": None}
+    finally:
+        judge.go.set()
+        mem.close()
+
+
+def test_closing_while_the_judge_thinks_says_what_was_not_applied(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """close() does not wait for a judge still answering: its verdicts are not applied,
+    and a warning says so (it used to log a failure with a traceback)."""
+    judge = _WaitingJudge()
+    mem = Oblivion(tmp_path, clock=ManualClock(), embedder=HashEmbedder(), supersession_judge=judge)
+    mem.remember("My favourite colour is blue.", id="blue", supersede=False)
+    writer = threading.Thread(
+        target=lambda: mem.remember("My favourite colour is green now.", id="green")
+    )
+    writer.start()
+    assert judge.asked.wait(timeout=30)
+    mem.close()
+    with caplog.at_level(logging.WARNING, logger="oblivion_core"):
+        judge.go.set()
+        writer.join(timeout=30)
+    assert "closed while its supersession judge was answering" in caplog.text
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]

@@ -188,3 +188,14 @@ def test_a_stale_statement_ranked_below_its_successor_says_so(mem: Oblivion) -> 
     assert old.why["uncapped_score"] > new.why["score"]
     assert "just below its successor new" in old.why["explanation"]
     assert all(it.why["score"] == pytest.approx(it.score) for it in result)
+
+
+def test_editing_an_invalidated_memory_makes_nothing_stale(mem: Oblivion) -> None:
+    """An invalidated memory is wrong whatever it says now: editing it judges nothing
+    (it used to supersede the memory it restated, as "detected on write")."""
+    mem.remember("My favourite colour is blue.", id="blue")
+    mem.remember("I like hiking.", id="wrong")
+    mem.invalidate("wrong")
+    mem.edit("wrong", "My favourite colour is green now.")
+    assert mem.get("blue").superseded_by is None
+    assert "blue" in mem.recall("What is my favourite colour?").ids
