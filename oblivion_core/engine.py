@@ -824,8 +824,8 @@ class Oblivion:
                 self._apply_stale(ns, self._space(ns), pairs, self._now(ns), said)
         except Exception:
             logger.exception(
-                "stale-fact detection failed after %d memories were stored in namespace "
-                "%r; they are stored, without it",
+                "stale-fact detection failed after a write of %d memories in namespace %r; "
+                "the write stands, without it",
                 len(ids),
                 ns,
             )
@@ -954,7 +954,7 @@ class Oblivion:
         the memory leaves any supersession it was part of (an older statement it had
         made stale is current again, and it is no longer stale itself), then it is
         judged against every other memory as the newest one (``supersede``: as in
-        :meth:`remember`).
+        :meth:`remember`; a ``supersession_judge`` is asked after the lock is let go).
         """
         ns = self._ns(namespace)
         clean = _check_text(text, self.policy_for(ns).max_text_chars, "text") if text else None
@@ -964,6 +964,7 @@ class Oblivion:
         if supersede is not None:
             supersede = _check_flag(supersede, "supersede")
         vector = embed_texts(self.embedder, [clean], self._dim) if clean is not None else None
+        stale: list[tuple[int, list[Candidate]]] = []
         with self._lock:
             self._check_open()
             space = self._space(ns)
@@ -1018,22 +1019,20 @@ class Oblivion:
                         with self._consistent(ns):
                             recent_ids, recent = space.index.recent(policy.link_window + 1)
                             sims = matvec(vector, recent.T)
-                            self._detect_supersession(
-                                ns,
-                                space,
-                                policy,
-                                [memory_id],
-                                [clean],
-                                vector,
-                                recent_ids,
-                                sims,
-                                now,
-                                newest=True,
-                            )
+                            args = ([memory_id], [clean], vector, recent_ids, sims)
+                            if self.supersession_judge is None:  # the offline rule: here
+                                self._detect_supersession(
+                                    ns, space, policy, *args, now, newest=True
+                                )
+                            else:  # a judge may ask a model: after the lock (below)
+                                stale = self._stale_candidates(ns, space, *args, newest=True)
                     except Exception:
                         logger.exception("stale-fact detection failed after editing %r", memory_id)
             # by id: a failure above reloaded the namespace, and rows may have moved
-            return self._record(ns, self._space(ns).state.index[memory_id], now)
+            record = self._record(ns, self._space(ns).state.index[memory_id], now)
+        if stale and clean is not None:
+            self._judge_outside_the_lock(ns, self.policy_for(ns), [memory_id], [clean], stale)
+        return record
 
     def _release_supersession(
         self, ns: str, space: _Space, memory_id: str, now: float, conn: Any

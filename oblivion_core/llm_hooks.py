@@ -391,9 +391,9 @@ class PromptedSupersessionJudge:
     The engine asks once for each older memory that may be the same fact as a new one
     (up to about three dozen candidates per write: the most similar recent and active
     memories and the best BM25 matches; those below ``min_similarity`` cost no call).
-    After ``remember``/``remember_many`` it asks without holding the instance's lock
-    (other calls go on meanwhile; the verdicts are checked again before they apply);
-    ``edit()`` asks under it. Each question:
+    After ``remember``, ``remember_many`` and ``edit`` it asks without holding the
+    instance's lock (other calls go on meanwhile; the verdicts are checked again before
+    they apply). Each question:
 
     1. answers no without asking when ``similarity < min_similarity`` (most candidates
        of a write are unrelated; this saves their calls);

@@ -401,3 +401,29 @@ def test_closing_while_the_judge_thinks_says_what_was_not_applied(
         writer.join(timeout=30)
     assert "closed while its supersession judge was answering" in caplog.text
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+def test_an_edits_judge_is_asked_without_the_lock_too(tmp_path: Path) -> None:
+    """edit() judges its new text as remember() does: other calls go on while the judge
+    thinks (they used to wait for it), and the verdict applies afterwards."""
+    judge = _WaitingJudge()
+    mem = Oblivion(tmp_path, clock=ManualClock(), embedder=HashEmbedder(), supersession_judge=judge)
+    try:
+        mem.remember("My favourite colour is blue.", id="blue", supersede=False)
+        mem.remember("I went hiking today.", id="note", supersede=False)
+        editor = threading.Thread(
+            target=lambda: mem.edit("note", "My favourite colour is green now.")
+        )
+        editor.start()
+        assert judge.asked.wait(timeout=30)
+        reader = threading.Thread(target=lambda: mem.recall("colour"))
+        reader.start()
+        reader.join(timeout=20)
+        recalled_meanwhile = not reader.is_alive()
+        judge.go.set()
+        editor.join(timeout=30)
+        assert recalled_meanwhile and not judge.waited_out
+        assert mem.get("blue").superseded_by == "note"
+    finally:
+        judge.go.set()
+        mem.close()
