@@ -1998,19 +1998,35 @@ class Oblivion:
             self._lock.due(self._db.DEFER_SECONDS, self._hand_off)
 
     # ================================================================ feedback API
-    def mark_used(self, ids: Iterable[str], *, namespace: str | None = None) -> list[float]:
+    def mark_used(
+        self, ids: Iterable[str], *, namespace: str | None = None, skip_missing: bool = False
+    ) -> list[float]:
         """Give the larger "used" boost to memories the answer actually drew on.
 
         The boost is ``beta * relevance * confidence * used_gain`` (relevance from the
         memory's last recall, 1.0 if it was never recalled) and use slows its decay.
         Returns the new activations.
+
+        ``skip_missing``: boost those of ``ids`` still stored and skip the others
+        (forgotten since the answer was given, their namespace too), instead of
+        refusing the whole call with :class:`UnknownMemoryError`; the activations
+        returned are those of the memories boosted, in order.
         """
         ids = list(dict.fromkeys(_check_ids(ids)))  # one boost per memory
+        skip_missing = _check_flag(skip_missing, "skip_missing")
+        if skip_missing:
+            name = self.default_namespace if namespace is None else _check_namespace(namespace)
+            if name not in self._known:
+                return []
         ns = self._ns(namespace)
         with self._lock:
             self._check_open()
             space = self._space(ns)
             policy = self.policy_for(ns)
+            if skip_missing:
+                ids = [m for m in ids if m in space.state.index]
+                if not ids:
+                    return []
             rows = [self._row(space, m) for m in ids]
             now = self._now(ns)
             return self._bump(

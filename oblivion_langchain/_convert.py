@@ -6,7 +6,6 @@ the engine's records and the framework's objects.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import logging
@@ -19,7 +18,7 @@ from langchain_core.messages import BaseMessage, HumanMessage
 
 from oblivion_core import Oblivion
 from oblivion_core.budget import check_budget
-from oblivion_core.errors import InvalidInputError, UnknownMemoryError, UnknownNamespaceError
+from oblivion_core.errors import InvalidInputError
 from oblivion_core.recall import RecalledItem
 from oblivion_core.records import check_metadata
 
@@ -165,26 +164,6 @@ def appraise(engine: Oblivion, text: str) -> tuple[str, float]:
     """Category and importance of ``text`` from the engine's own importance scorer."""
     scorer = engine.importance_scorer
     return scorer.categorize(text), float(scorer.score(text))
-
-
-def mark_used(engine: Oblivion, ids: Sequence[str], namespace: str | None) -> None:
-    """Give the "used" boost to ``ids``, skipping any forgotten since they were recalled.
-
-    ``Oblivion.mark_used`` is all-or-nothing (an unknown id raises and boosts nothing),
-    so one memory removed meanwhile (by ``clear()``, another component, ``maintain()``)
-    would cost every other memory the answer drew on its boost: on an unknown id, the
-    ids are boosted one at a time. A namespace gone since has nothing left to boost.
-    """
-    if not ids:
-        return
-    try:
-        engine.mark_used(ids, namespace=namespace)
-    except UnknownNamespaceError:
-        return
-    except UnknownMemoryError:
-        for memory_id in ids:
-            with contextlib.suppress(UnknownMemoryError, UnknownNamespaceError):
-                engine.mark_used([memory_id], namespace=namespace)
 
 
 def forget_ids(engine: Oblivion, ids: Iterable[str], namespace: str | None) -> None:

@@ -19,7 +19,6 @@ from oblivion_langchain._convert import (
     clean_text,
     fit_text,
     forget_ids,
-    mark_used,
     positive_k,
     value_text,
 )
@@ -173,7 +172,9 @@ class OblivionMemory(BaseMemory):
         if answer:
             # A recalled memory may have been forgotten (e.g. by clear()) since the load:
             # the others still get their boost.
-            mark_used(self.oblivion, used_ids(answer, recalled), self.namespace)
+            self.oblivion.mark_used(
+                used_ids(answer, recalled), namespace=self.namespace, skip_missing=True
+            )
         if not user and not answer:
             return
         # appraised from the user's words; from the answer only when there are none

@@ -33,7 +33,6 @@ from oblivion_langchain._convert import (
     fit_text,
     latest_human,
     latest_summary,
-    mark_used,
     message_key,
     message_text,
     positive_k,
@@ -435,7 +434,9 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
         recalled = [(str(i), str(t)) for i, t in memo.get("recalled") or []]
         if answer and recalled:
             # one forgotten since the recall does not cost the others their boost
-            mark_used(self.oblivion, self.used_rule(answer, recalled), namespace)
+            self.oblivion.mark_used(
+                self.used_rule(answer, recalled), namespace=namespace, skip_missing=True
+            )
         if self.remember_turns and user:
             category, importance = appraise(self.oblivion, user)
             text = f"user: {user}\nassistant: {answer}" if answer else f"user: {user}"

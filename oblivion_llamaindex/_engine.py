@@ -104,27 +104,6 @@ def mark_used(
         ) from exc
 
 
-def mark_existing(oblivion: Oblivion, ids: list[str], namespace: str | None) -> list[str]:
-    """``mark_used`` for the ids that still exist (one may have been forgotten since it
-    was shown); returns the ids boosted."""
-    try:
-        oblivion.mark_used(ids, namespace=namespace)
-        return list(ids)
-    except UnknownNamespaceError:
-        return []
-    except UnknownMemoryError:
-        alive = []
-        for memory_id in ids:
-            try:
-                oblivion.get(memory_id, namespace=namespace)
-            except UnknownMemoryError:
-                continue
-            alive.append(memory_id)
-        if alive:
-            oblivion.mark_used(alive, namespace=namespace)
-        return alive
-
-
 #: How the engine refuses a text for what it says (``oblivion_core.engine._check_text``):
 #: ``texts[i]`` of a batch or ``text`` of one write, then "has N characters", "contains"
 #: (a NUL, a lone surrogate) or "is empty". Not "texts must be a list": a caller's bug.

@@ -38,7 +38,6 @@ from oblivion_llamaindex._convert import (
 )
 from oblivion_llamaindex._engine import (
     check_oblivion,
-    mark_existing,
     need_engine,
     open_oblivion,
     remember_each,
@@ -406,7 +405,7 @@ class OblivionMemory(BaseMemory):
                 if self.feedback:
                     used = used_ids(text, self._shown)
                     if used:
-                        mark_existing(self.oblivion, used, self.namespace)
+                        self.oblivion.mark_used(used, namespace=self.namespace, skip_missing=True)
                 self._shown = []
             if r in self.remember_roles and text.strip():
                 self._unsaved.append(message)

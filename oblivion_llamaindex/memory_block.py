@@ -32,7 +32,6 @@ from oblivion_llamaindex._convert import (
 )
 from oblivion_llamaindex._engine import (
     check_oblivion,
-    mark_existing,
     open_oblivion,
     remember_each,
     restore_private,
@@ -244,7 +243,7 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
         shown = self._shown.pop(key, [])
         used = used_ids(answer, shown)
         if used:
-            mark_existing(self.oblivion, used, self.namespace)
+            self.oblivion.mark_used(used, namespace=self.namespace, skip_missing=True)
 
     def _cache(self, text: str, items: list[RecalledItem]) -> None:
         if not text:

@@ -11,7 +11,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from oblivion_core import InvalidInputError, ManualClock, Oblivion, Policy, RecallResult, Tier
+from oblivion_core import (
+    InvalidInputError,
+    ManualClock,
+    Oblivion,
+    Policy,
+    RecallResult,
+    Tier,
+    UnknownMemoryError,
+)
 from oblivion_core.testing import HashEmbedder, word_count
 
 DAY = 86_400.0
@@ -181,6 +189,26 @@ def test_mark_used_without_a_recall_uses_full_relevance(mem: Oblivion, clock: Ma
     before = mem.get(rec.id).activation
     [after] = mem.mark_used(rec.id)
     assert after - before == pytest.approx(mem.policy.beta("fact") * mem.policy.used_gain)
+
+
+def test_mark_used_can_skip_memories_forgotten_since(mem: Oblivion) -> None:
+    """By default one unknown id refuses the whole call and boosts nothing;
+    ``skip_missing=True`` boosts the ids still stored, as one call with only them would,
+    and a namespace gone altogether boosts nothing."""
+    kept = mem.remember("The cat is called Miso", category="fact", importance=0.0).id
+    gone = mem.remember("The dog is called Rex", category="fact", importance=0.0).id
+    mem.forget(gone)
+    before = mem.get(kept).activation
+    with pytest.raises(UnknownMemoryError):
+        mem.mark_used([gone, kept])
+    assert mem.get(kept).activation == before
+    [after] = mem.mark_used([gone, kept], skip_missing=True)
+    assert after == mem.get(kept).activation > before
+    assert [e.kind for e in mem.history(kept)][-1] == "used"
+    assert mem.mark_used([gone], skip_missing=True) == []
+    assert mem.mark_used([kept], namespace="nowhere", skip_missing=True) == []
+    with pytest.raises(InvalidInputError, match="skip_missing"):
+        mem.mark_used([kept], skip_missing="yes")  # type: ignore[arg-type]
 
 
 def test_activation_breaks_relevance_ties(mem: Oblivion) -> None:

@@ -19,7 +19,7 @@ from pydantic import BaseModel
 from oblivion_core import Oblivion, Policy
 from oblivion_core.testing import ManualClock, word_count
 from oblivion_langchain import OblivionMemoryMiddleware
-from oblivion_langchain._convert import latest_human, mark_used
+from oblivion_langchain._convert import latest_human
 from oblivion_langchain.middleware import DEFAULT_HEADER, SEPARATOR, STATE_KEY
 
 USER = {"configurable": {"user_id": "sam"}}
@@ -359,7 +359,7 @@ def test_a_memory_forgotten_mid_turn_does_not_break_the_used_boost(seeded: Obliv
     memo = {"namespace": "sam", "recalled": [[sister, "Ana lives in Porto"], [instruction, "x"]]}
     seeded.forget(sister, namespace="sam")
     mw._record(memo, "", "Ana lives in Porto, yes.")
-    mark_used(seeded, [sister, instruction], "sam")
+    seeded.mark_used([sister, instruction], namespace="sam", skip_missing=True)
     assert "used" in _events(seeded, instruction)
 
 
