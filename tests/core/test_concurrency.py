@@ -259,19 +259,30 @@ class _WaitingJudge:
         return "colour" in new and "colour" in old
 
 
+def _judged(path: Path, judge: Any) -> Oblivion:
+    return Oblivion(path, clock=ManualClock(), embedder=HashEmbedder(), supersession_judge=judge)
+
+
+def _green_while_judged(mem: Oblivion, judge: _WaitingJudge) -> threading.Thread:
+    """Blue (judged by nobody), then green written on a thread; returns that thread once
+    the judge has been asked about green (it now waits for ``judge.go``)."""
+    mem.remember("My favourite colour is blue.", id="blue", supersede=False)
+    writer = threading.Thread(
+        target=lambda: mem.remember("My favourite colour is green now.", id="green")
+    )
+    writer.start()
+    assert judge.asked.wait(timeout=30)
+    return writer
+
+
 def test_a_slow_supersession_judge_does_not_hold_up_other_calls(tmp_path: Path) -> None:
     """The judge (a model, seconds per question) is asked without the engine's lock: a
     recall on another thread completes while a write's judge is still thinking (it used
     to wait for the whole judgement), and the verdict is applied once it comes."""
     judge = _WaitingJudge()
-    mem = Oblivion(tmp_path, clock=ManualClock(), embedder=HashEmbedder(), supersession_judge=judge)
+    mem = _judged(tmp_path, judge)
     try:
-        mem.remember("My favourite colour is blue.", id="blue", supersede=False)
-        writer = threading.Thread(
-            target=lambda: mem.remember("My favourite colour is green now.", id="green")
-        )
-        writer.start()
-        assert judge.asked.wait(timeout=30)
+        writer = _green_while_judged(mem, judge)
         got: list[list[str]] = []
         reader = threading.Thread(target=lambda: got.append(mem.recall("colour").ids))
         reader.start()
@@ -293,14 +304,9 @@ def test_a_verdict_that_no_longer_holds_is_not_applied(tmp_path: Path) -> None:
     """What a judge decided outside the lock is checked again before it is applied: the
     older memory forgotten meanwhile is left alone and nothing fails."""
     judge = _WaitingJudge()
-    mem = Oblivion(tmp_path, clock=ManualClock(), embedder=HashEmbedder(), supersession_judge=judge)
+    mem = _judged(tmp_path, judge)
     try:
-        mem.remember("My favourite colour is blue.", id="blue", supersede=False)
-        writer = threading.Thread(
-            target=lambda: mem.remember("My favourite colour is green now.", id="green")
-        )
-        writer.start()
-        assert judge.asked.wait(timeout=30)
+        writer = _green_while_judged(mem, judge)
         mem.forget("blue")  # while the judge thinks
         judge.go.set()
         writer.join(timeout=30)
@@ -338,7 +344,7 @@ def test_verdicts_applied_after_an_edit_never_close_a_cycle(tmp_path: Path) -> N
     hide the whole fact from recall for good (each pair used to be checked alone)."""
     a, x, y, a2 = "alpha fact one", "xray fact two", "yankee fact three", "alpha fact edited"
     judge = _TableJudge({(x, a), (y, x), (a2, y)}, slow={x, y})
-    mem = Oblivion(tmp_path, clock=ManualClock(), embedder=HashEmbedder(), supersession_judge=judge)
+    mem = _judged(tmp_path, judge)
     try:
         mem.remember(a, id="A")
         writer = threading.Thread(target=lambda: mem.remember_many([x, y], ids=["X", "Y"]))
@@ -367,7 +373,7 @@ def test_a_verdict_about_words_edited_since_is_dropped(tmp_path: Path, edited: s
     unrelated memory behind the other one)."""
     old, new, other = "My favourite color is red", "My favourite color is blue", "I adopted Rex"
     judge = _TableJudge({(new, old)}, slow={new})
-    mem = Oblivion(tmp_path, clock=ManualClock(), embedder=HashEmbedder(), supersession_judge=judge)
+    mem = _judged(tmp_path, judge)
     try:
         mem.remember(old, id="old")
         writer = threading.Thread(target=lambda: mem.remember(new, id="new"))
@@ -388,13 +394,8 @@ def test_closing_while_the_judge_thinks_says_what_was_not_applied(
     """close() does not wait for a judge still answering: its verdicts are not applied,
     and a warning says so (it used to log a failure with a traceback)."""
     judge = _WaitingJudge()
-    mem = Oblivion(tmp_path, clock=ManualClock(), embedder=HashEmbedder(), supersession_judge=judge)
-    mem.remember("My favourite colour is blue.", id="blue", supersede=False)
-    writer = threading.Thread(
-        target=lambda: mem.remember("My favourite colour is green now.", id="green")
-    )
-    writer.start()
-    assert judge.asked.wait(timeout=30)
+    mem = _judged(tmp_path, judge)
+    writer = _green_while_judged(mem, judge)
     mem.close()
     with caplog.at_level(logging.WARNING, logger="oblivion_core"):
         judge.go.set()
@@ -407,7 +408,7 @@ def test_an_edits_judge_is_asked_without_the_lock_too(tmp_path: Path) -> None:
     """edit() judges its new text as remember() does: other calls go on while the judge
     thinks (they used to wait for it), and the verdict applies afterwards."""
     judge = _WaitingJudge()
-    mem = Oblivion(tmp_path, clock=ManualClock(), embedder=HashEmbedder(), supersession_judge=judge)
+    mem = _judged(tmp_path, judge)
     try:
         mem.remember("My favourite colour is blue.", id="blue", supersede=False)
         mem.remember("I went hiking today.", id="note", supersede=False)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -389,15 +390,21 @@ def test_scores_a_rounding_error_outside_the_range_are_clipped(engine: Oblivion)
     assert (relevance["a"], relevance["b"]) == (1.0, -1.0)
 
 
+def _query_engine(texts: list[str], embed_model: Any, rerank: Any, *, top_k: int) -> Any:
+    """``texts`` as documents in a ``VectorStoreIndex``, queried through ``rerank`` (a
+    ``MockLLM`` answers), as a LlamaIndex user wires it."""
+    docs = [Document(text=t, id_=f"d{i}") for i, t in enumerate(texts)]
+    index = VectorStoreIndex.from_documents(docs, embed_model=embed_model)
+    return index.as_query_engine(
+        llm=MockLLM(), similarity_top_k=top_k, node_postprocessors=[rerank]
+    )
+
+
 def test_vector_store_index_cosines_are_accepted(engine: Oblivion) -> None:
     """The README pipeline: ``VectorStoreIndex`` with ``MockEmbedding(embed_dim=384)``
     scores every node 1.0000000000000002, which the postprocessor takes as 1.0."""
-    docs = [Document(text=t, id_=f"d{i}") for i, t in enumerate(FAQ[:2])]
-    index = VectorStoreIndex.from_documents(docs, embed_model=MockEmbedding(embed_dim=384))
     rerank = OblivionNodePostprocessor(oblivion=engine, top_n=3, token_budget=400)
-    query_engine = index.as_query_engine(
-        llm=MockLLM(), similarity_top_k=10, node_postprocessors=[rerank]
-    )
+    query_engine = _query_engine(FAQ[:2], MockEmbedding(embed_dim=384), rerank, top_k=10)
     response = query_engine.query("How long do refunds take?")
     assert len(response.source_nodes) == 2
     assert all(n.node.metadata["oblivion_relevance"] == 1.0 for n in response.source_nodes)
@@ -516,12 +523,8 @@ async def test_concurrent_calls_register_each_node_once(engine: Oblivion) -> Non
 # ---------------------------------------------------------------- inside LlamaIndex
 def test_query_engine_uses_the_postprocessor(engine: Oblivion) -> None:
     """``as_query_engine(node_postprocessors=[...])`` re-ranks and trims the sources."""
-    docs = [Document(text=t, id_=f"d{i}") for i, t in enumerate(FAQ)]
-    index = VectorStoreIndex.from_documents(docs, embed_model=HashEmbedding())
     rerank = OblivionNodePostprocessor(oblivion=engine, top_n=2)
-    query_engine = index.as_query_engine(
-        llm=MockLLM(), similarity_top_k=5, node_postprocessors=[rerank]
-    )
+    query_engine = _query_engine(FAQ, HashEmbedding(), rerank, top_k=5)
     response = query_engine.query("How many days do refunds take?")
     assert len(response.source_nodes) == 2
     assert "refund" in response.source_nodes[0].node.get_content().lower()
@@ -558,12 +561,8 @@ FAQ = [
 @pytest.mark.integration
 def test_real_query_engine_reranks_by_activation(real_engine: Oblivion, clock: ManualClock) -> None:
     """With equal retriever scores (MockEmbedding) the node the answers used rises to the top."""
-    docs = [Document(text=t, id_=f"d{i}") for i, t in enumerate(FAQ)]
-    index = VectorStoreIndex.from_documents(docs, embed_model=MockEmbedding(embed_dim=8))
     rerank = OblivionNodePostprocessor(oblivion=real_engine, top_n=3, token_budget=60)
-    query_engine = index.as_query_engine(
-        llm=MockLLM(), similarity_top_k=5, node_postprocessors=[rerank]
-    )
+    query_engine = _query_engine(FAQ, MockEmbedding(embed_dim=8), rerank, top_k=5)
     first = query_engine.query("When is support open?")
     assert len(first.source_nodes) == 3
     for hit in first.source_nodes:
