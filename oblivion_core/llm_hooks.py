@@ -361,11 +361,7 @@ def _summary_text(reply: str) -> str:
     """The summary in a model's reply: without ``<think>`` notes, a code fence or a
     "Sure, here is the summary:" line; ``""`` when the reply declines ("I'm sorry, I
     can't ...") or holds nothing else, so the fallback summarises instead."""
-    text = _THINKING.sub("", reply).strip()
-    fenced = _FENCE.match(text)
-    if fenced:
-        text = fenced.group(1).strip()
-    text = _PREFACE.sub("", text, count=1).strip()
+    text = _PREFACE.sub("", _THINKING.sub("", reply).strip(), count=1).strip()
     fenced = _FENCE.match(text)
     if fenced:
         text = fenced.group(1).strip()

@@ -298,6 +298,38 @@ def _cause(exc: sqlite3.Error) -> str | None:
     return next((cause for needle, cause in _CAUSE_BY_MESSAGE if needle in text), None)
 
 
+def take_store_lock(directory: Path, name: str) -> int | None:
+    """Take the exclusive lock an open store holds on ``directory / name`` (``flock``;
+    closing the returned descriptor lets go of it). ``None`` where there is no ``fcntl``
+    (Windows: SQLite's own locking is all there is).
+
+    Raises:
+        StorePathError: the lock file cannot be created.
+        StoreLockedError: the store is open in another instance (this or another process).
+    """
+    try:
+        import fcntl
+    except ImportError:
+        return None
+    try:
+        fd = os.open(directory / name, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise StorePathError(
+            f"cannot create the lock file {str(directory / name)!r}: {exc.strerror}; "
+            "make the store directory writable or open a store at a different path"
+        ) from exc
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        os.close(fd)
+        raise StoreLockedError(
+            f"the store at {str(directory)!r} is already open in another Oblivion instance "
+            "(this or another process). Share one Oblivion object between threads, or "
+            "give each process its own path"
+        ) from exc
+    return fd
+
+
 class StateDB:
     """SQLite persistence for :class:`NamespaceState` rows, metadata and the journal."""
 
@@ -455,27 +487,7 @@ class StateDB:
 
     # ---------------------------------------------------------------- process lock
     def _take_lock(self, directory: Path) -> None:
-        try:
-            import fcntl
-        except ImportError:  # Windows: SQLite's own locking is all we have
-            return
-        try:
-            fd = os.open(directory / self.LOCK, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as exc:
-            raise StorePathError(
-                f"cannot create the lock file {str(directory / self.LOCK)!r}: {exc.strerror}; "
-                "make the store directory writable or open a store at a different path"
-            ) from exc
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            os.close(fd)
-            raise StoreLockedError(
-                f"the store at {str(directory)!r} is already open in another Oblivion instance "
-                "(this or another process). Share one Oblivion object between threads, or "
-                "give each process its own path"
-            ) from exc
-        self._lock_fd = fd
+        self._lock_fd = take_store_lock(directory, self.LOCK)
 
     def _release_lock(self) -> None:
         if self._lock_fd is not None:

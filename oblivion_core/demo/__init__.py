@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -20,10 +21,10 @@ from typing import Any
 
 from oblivion_core.clock import ManualClock
 from oblivion_core.engine import Oblivion
-from oblivion_core.errors import InvalidInputError
+from oblivion_core.errors import InvalidInputError, StoreLockedError
 from oblivion_core.policy import Policy
 from oblivion_core.records import Tier
-from oblivion_core.state import StateDB
+from oblivion_core.state import StateDB, take_store_lock
 
 DAY = 86_400.0
 TURN_GAP = 30.0  # seconds between turns within a session
@@ -80,23 +81,17 @@ def _unused(path: Path) -> Iterator[None]:
     """Hold the store's lock (as an open Oblivion does) for the block; a store open in a
     process is refused instead of deleted under it."""
     try:
-        import fcntl
-    except ImportError:  # Windows: an open store's files cannot be deleted anyway
+        fd = take_store_lock(path, StateDB.LOCK)
+    except StoreLockedError:
+        raise InvalidInputError(
+            f"the demo store at {path} is open in another process; close it, or pass "
+            "--path to an empty or new directory"
+        ) from None
+    try:
         yield
-        return
-    lock = path / StateDB.LOCK
-    if not lock.exists():
-        yield
-        return
-    with open(lock, "a+b") as handle:
-        try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            raise InvalidInputError(
-                f"the demo store at {path} is open in another process; close it, or pass "
-                "--path to an empty or new directory"
-            ) from None
-        yield
+    finally:
+        if fd is not None:
+            os.close(fd)
 
 
 def run_demo(
