@@ -324,8 +324,10 @@ def test_sync_memory_api_works_with_the_block(engine: Oblivion) -> None:
 
 # ---------------------------------------------------------------- real stack
 @pytest.mark.integration
-def test_real_chat_through_memory_block(real_engine: Oblivion, clock: ManualClock) -> None:
-    """A chat engine over ``Memory`` + the block recalls an old instruction within its limit."""
+async def test_real_chat_through_memory_block(real_engine: Oblivion, clock: ManualClock) -> None:
+    """A chat engine over ``Memory`` + the block recalls an old instruction within its limit
+    (async, in the test's event loop: the sync calls left ``Memory``'s aiosqlite threads
+    writing to closed loops, an intermittent warning)."""
     block = OblivionMemoryBlock(oblivion=real_engine, token_limit=60)
     memory = Memory.from_defaults(
         session_id="alice",
@@ -355,9 +357,9 @@ def test_real_chat_through_memory_block(real_engine: Oblivion, clock: ManualCloc
     ]
     for turn in turns * 2:
         clock.advance(2 * HOUR)
-        chat.chat(turn)
+        await chat.achat(turn)
     clock.advance(DAY)
-    chat.chat("Which spelling should you use in your answers, color or colour?")
+    await chat.achat("Which spelling should you use in your answers, color or colour?")
     counter = real_engine.token_counter
     shown = 0
     for messages in seen:
