@@ -34,6 +34,12 @@ class TiktokenCounter:
                     self._enc = tiktoken.get_encoding(self.encoding_name)
         return self._enc
 
+    @property
+    def cache_key(self) -> str:
+        """Names these counts: a store keeps each text's count while it is opened with a
+        counter of the same ``cache_key`` (see :data:`~oblivion_core.typing.TokenCounter`)."""
+        return f"tiktoken:{self.encoding_name}"
+
     def __call__(self, text: str) -> int:
         """Return the number of tokens in ``text``."""
         return len(self._encoding().encode(text, disallowed_special=()))

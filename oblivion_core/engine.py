@@ -268,7 +268,9 @@ class Oblivion:
         embedder: ``None`` for the local all-MiniLM-L6-v2 (fastembed), any object with
             ``embed_documents``/``embed_query`` (e.g. LangChain ``Embeddings``), or a
             callable ``list[str] -> vectors``.
-        token_counter: ``None`` for tiktoken ``cl100k_base``, or any ``str -> int``.
+        token_counter: ``None`` for tiktoken ``cl100k_base``, or any ``str -> int``. Counts
+            are kept in the store for a counter with a ``cache_key`` string (the default
+            has one); others count each text again after a reopen.
         importance_scorer: Rates importance and infers categories at write time
             (default :class:`HeuristicImportance`).
         vector_store: A :class:`VectorStore` (e.g. ``VectorStore.server(...)`` for a
@@ -359,6 +361,8 @@ class Oblivion:
             self.clock: Clock = clock
             self.embedder: Embedder = resolve_embedder(embedder)
             self.token_counter: TokenCounter = resolve_token_counter(token_counter)
+            key = getattr(self.token_counter, "cache_key", None)
+            self._db.use_token_counter(key if isinstance(key, str) else None)
             self.importance_scorer: ImportanceScorer = importance_scorer or HeuristicImportance()
             self.supersession_judge: SupersessionJudge | None = supersession_judge
             self.summarizer: Summarizer = summarizer or ExtractiveSummarizer()
@@ -964,6 +968,8 @@ class Oblivion:
         if supersede is not None:
             supersede = _check_flag(supersede, "supersede")
         vector = embed_texts(self.embedder, [clean], self._dim) if clean is not None else None
+        # counted now, as remember() counts (held as count + 1)
+        counted = count_tokens(self.token_counter, clean) + 1 if clean is not None else 0
         stale: list[tuple[int, list[Candidate]]] = []
         with self._lock:
             self._check_open()
@@ -982,7 +988,9 @@ class Oblivion:
                     if meta is not None:
                         self._db.set_metadata(conn, ns, memory_id, meta)
                     if clean is not None and vector is not None:
-                        self._db.set_text(conn, ns, memory_id, clean, vector)
+                        # before any row is written: a row write keeps the count too
+                        st.cols["tokens"][i] = counted
+                        self._db.set_text(conn, ns, memory_id, clean, vector, counted - 1)
                         self._release_supersession(ns, space, memory_id, now, conn)
                     detail = {
                         "text_changed": clean is not None,
@@ -1005,7 +1013,6 @@ class Oblivion:
                         logger.exception("could not restore the text of %r in Chroma", memory_id)
                 raise
             if clean is not None and vector is not None:
-                st.cols["tokens"][i] = 0
                 space.set_vector(memory_id, vector)
                 self._lex.replace(ns, int(st.cols["seq"][i]), clean)
                 if space.lists is not None:  # what it adds to a list is what it says now

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from oblivion_core.budget import MAX_TOKENS
 from oblivion_core.decay_clock import DecayClock
 from oblivion_core.errors import (
     StoreCorruptError,
@@ -46,7 +47,7 @@ from oblivion_core.typing import Vectors
 #: 3: each memory keeps its category's decay clock reading ``d_ref`` instead of the time
 #: ``t_ref`` of its last event (see decay_clock.py); the journal is indexed by ``mkey``.
 #: 4: each memory keeps the relevance of its last recall (what ``mark_used`` boosts by).
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -72,6 +73,7 @@ CREATE TABLE IF NOT EXISTS memories (
     metadata TEXT NOT NULL DEFAULT '{}',
     seq INTEGER NOT NULL,
     relevance REAL NOT NULL DEFAULT 1.0,  -- of its last recall (1.0: never recalled)
+    tokens INTEGER,  -- its text's tokens by the meta row token_counter's counter (NULL: not kept)
     PRIMARY KEY (namespace, id)
 );
 CREATE TABLE IF NOT EXISTS vectors (  -- apart, so activation updates touch small pages
@@ -363,6 +365,8 @@ class StateDB:
         # (namespace, id) -> (text, metadata JSON): what recall shows, without a query
         # per recall for the memories that keep coming back (see :meth:`contents`)
         self._contents: OrderedDict[tuple[str, str], tuple[str, str]] = OrderedDict()
+        #: whether the ``tokens`` column is read and written (:meth:`use_token_counter`)
+        self.keep_tokens = False
         if directory is not None:
             self._take_lock(Path(directory))
         try:
@@ -497,6 +501,27 @@ class StateDB:
     #: Meta key set while ``d_ref`` still holds version-2 times (see :meth:`_migrate`).
     LEGACY_TIMES = "d_ref_holds_times"
 
+    #: Meta key naming the token counter whose counts the ``tokens`` column holds.
+    TOKEN_COUNTER = "token_counter"
+
+    def use_token_counter(self, key: str | None) -> None:
+        """Keep token counts in the ``tokens`` column for the counter named ``key``
+        (``None``: a counter without a ``cache_key``, whose counts are not kept).
+
+        A non-``NULL`` count is always one by the counter the meta row names: a store
+        opened with another named counter clears them first (they are counted again as
+        recall reaches them); one opened with an unnamed counter leaves them, unread, and
+        writes ``NULL`` for every row it writes.
+        """
+        self.keep_tokens = False
+        if key is None:
+            return
+        if self.meta(self.TOKEN_COUNTER) != key:
+            with self.transaction() as conn:
+                conn.execute("UPDATE memories SET tokens=NULL WHERE tokens IS NOT NULL")
+                self.set_meta(self.TOKEN_COUNTER, key, conn)
+        self.keep_tokens = True
+
     def _migrate(self) -> None:
         """Bring a version-1, -2 or -3 store to :data:`SCHEMA_VERSION` (a new one is already
         there), in one transaction.
@@ -508,10 +533,14 @@ class StateDB:
         Version 3 also keys the journal by :func:`memory_key` (see :data:`_INDEXES`).
         Version 4 keeps the relevance of each memory's last recall; older memories start
         at 1.0, as if never recalled (what :meth:`Oblivion.mark_used` assumed for them).
+        Version 5 keeps each text's token count (:meth:`use_token_counter`); older ones
+        start uncounted.
         """
         columns = {r[1] for r in self.conn.execute("PRAGMA table_info(memories)")}
         if "relevance" not in columns:  # versions 1-3: as if never recalled
             self.conn.execute("ALTER TABLE memories ADD COLUMN relevance REAL NOT NULL DEFAULT 1.0")
+        if "tokens" not in columns:  # versions 1-4: counted again as recall reaches them
+            self.conn.execute("ALTER TABLE memories ADD COLUMN tokens INTEGER")
         if "t_ref" in columns:
             self.set_meta(self.LEGACY_TIMES, True)
             self.conn.execute("ALTER TABLE memories RENAME COLUMN t_ref TO d_ref")
@@ -703,7 +732,9 @@ class StateDB:
             rows = [
                 value
                 for st, ids in self._deferred_rows.values()
-                for value in _row_values(st, [st.index[m] for m in ids if m in st.index])
+                for value in _row_values(
+                    st, [st.index[m] for m in ids if m in st.index], self.keep_tokens
+                )
             ]
             metas = {k: (ns, json.dumps(get())) for k, (ns, get) in self._deferred_meta.items()}
             # journal entries are encoded by whoever writes the batch (the writer thread)
@@ -828,9 +859,10 @@ class StateDB:
             cur = self.conn.execute(
                 "SELECT id, category, importance, confidence, created_at, last_accessed, "
                 "a_ref, d_ref, stability, relevance, access_count, tier, invalidated, "
-                "superseded_by, seq FROM memories WHERE namespace=? ORDER BY seq",
+                "superseded_by, seq, tokens FROM memories WHERE namespace=? ORDER BY seq",
                 (namespace,),
             )
+            keep = self.keep_tokens
             for r in cur:
                 if r[11] not in _TIERS:
                     raise self._damaged(
@@ -840,6 +872,9 @@ class StateDB:
                     )
                 values = dict(zip(_FLOAT_COLS, r[2:10], strict=True))
                 values.update(access_count=r[10], tier=r[11], invalidated=bool(r[12]))
+                tokens = r[15]
+                if keep and type(tokens) is int and 0 <= tokens < MAX_TOKENS:
+                    values["tokens"] = tokens + 1  # the column holds count + 1
                 st.append(r[0], r[1], values, r[14])
                 if r[13]:
                     st.superseded_by[r[0]] = r[13]
@@ -875,14 +910,15 @@ class StateDB:
                     st.superseded_by.get(mid),
                     json.dumps(dict(metadatas.get(mid, {}))),
                     int(c["seq"][i]),
+                    int(c["tokens"][i]) - 1 if self.keep_tokens and c["tokens"][i] > 0 else None,
                 )
             )
             blobs.append((st.namespace, mid, _blob(vec)))
         conn.executemany(
             "INSERT INTO memories(namespace, id, text, category, importance, confidence, "
             "created_at, last_accessed, a_ref, d_ref, stability, relevance, access_count, "
-            "tier, invalidated, superseded_by, metadata, seq) "
-            "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "tier, invalidated, superseded_by, metadata, seq, tokens) "
+            "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             data,
         )
         conn.executemany(
@@ -891,7 +927,7 @@ class StateDB:
 
     def save_rows(self, conn: sqlite3.Connection, st: NamespaceState, rows: Iterable[int]) -> None:
         """Write the mutable columns of ``rows`` back to SQLite."""
-        conn.executemany(_UPDATE_ROW, _row_values(st, rows))
+        conn.executemany(_UPDATE_ROW, _row_values(st, rows, self.keep_tokens))
 
     def save_activation(
         self, conn: sqlite3.Connection, st: NamespaceState, rows: Iterable[int]
@@ -1032,12 +1068,19 @@ class StateDB:
         return out
 
     def set_text(
-        self, conn: sqlite3.Connection, namespace: str, memory_id: str, text: str, vector: Vectors
+        self,
+        conn: sqlite3.Connection,
+        namespace: str,
+        memory_id: str,
+        text: str,
+        vector: Vectors,
+        tokens: int,
     ) -> None:
-        """Replace a memory's text and its vector."""
+        """Replace a memory's text, its vector and its token count."""
         self._uncache(namespace, [memory_id])
         conn.execute(
-            "UPDATE memories SET text=? WHERE namespace=? AND id=?", (text, namespace, memory_id)
+            "UPDATE memories SET text=?, tokens=? WHERE namespace=? AND id=?",
+            (text, tokens if self.keep_tokens else None, namespace, memory_id),
         )
         conn.execute(
             "INSERT OR REPLACE INTO vectors(namespace, id, vector) VALUES(?,?,?)",
@@ -1256,7 +1299,7 @@ def _blob(vector: Vectors) -> bytes:
 _UPDATE_ROW = (
     "UPDATE memories SET importance=?, confidence=?, last_accessed=?, a_ref=?, d_ref=?, "
     "stability=?, relevance=?, access_count=?, tier=?, invalidated=?, superseded_by=?, "
-    "category=? "
+    "category=?, tokens=? "
     "WHERE namespace=? AND id=?"
 )
 _INSERT_EVENT = (
@@ -1286,9 +1329,12 @@ _NUMERIC_COLUMNS = (
 )
 
 
-def _row_values(st: NamespaceState, rows: Iterable[int]) -> list[tuple[Any, ...]]:
+def _row_values(
+    st: NamespaceState, rows: Iterable[int], keep_tokens: bool
+) -> list[tuple[Any, ...]]:
     """``_UPDATE_ROW`` parameters of ``rows``, column by column (``tolist`` gives Python
-    numbers without a conversion per value)."""
+    numbers without a conversion per value). ``keep_tokens``: write the token counts
+    (else ``NULL``, see :meth:`StateDB.use_token_counter`)."""
     index = np.fromiter(rows, dtype=np.int64)
     if not len(index):
         return []
@@ -1297,7 +1343,12 @@ def _row_values(st: NamespaceState, rows: Iterable[int]) -> list[tuple[Any, ...]
     ids = [st.ids[i] for i in index.tolist()]
     superseded = [st.superseded_by.get(m) for m in ids]
     categories = [st.category(i) for i in index.tolist()]
-    return list(zip(*numeric, superseded, categories, [st.namespace] * len(ids), ids, strict=True))
+    if keep_tokens:  # the column holds count + 1; 0 is not counted
+        tokens = [t - 1 if t > 0 else None for t in st.cols["tokens"][index].tolist()]
+    else:
+        tokens = [None] * len(ids)
+    namespaces = [st.namespace] * len(ids)
+    return list(zip(*numeric, superseded, categories, tokens, namespaces, ids, strict=True))
 
 
 def _event_values(

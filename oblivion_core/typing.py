@@ -15,7 +15,10 @@ import numpy.typing as npt
 #: A float32 matrix of unit-length row vectors, shape ``(n, dim)``.
 Vectors = npt.NDArray[np.float32]
 
-#: Counts the tokens of a text, e.g. ``lambda s: len(enc.encode(s))``.
+#: Counts the tokens of a text, e.g. ``lambda s: len(enc.encode(s))``. A store keeps
+#: each text's count on disk only for a counter with a ``cache_key`` attribute (a string
+#: that names its counts: ``"tiktoken:cl100k_base"`` for the default); others are
+#: counted again after a reopen, as recall reaches each text.
 TokenCounter = Callable[[str], int]
 
 #: Asks a language model: ``complete(system, user)`` sends a system prompt and one user

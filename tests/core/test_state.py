@@ -239,7 +239,7 @@ def test_cached_contents_follow_every_change(tmp_path: Path) -> None:
     try:
         assert db.contents("ns", ["m0", "m1"]) == {"m0": ("t", {}), "m1": ("t", {})}
         with db.transaction() as conn:
-            db.set_text(conn, "ns", "m0", "new text", np.ones(2, dtype=np.float32))
+            db.set_text(conn, "ns", "m0", "new text", np.ones(2, dtype=np.float32), 2)
             db.set_metadata(conn, "ns", "m1", {"source": "chat"})
         assert db.contents("ns", ["m0", "m1"]) == {
             "m0": ("new text", {}),
@@ -294,20 +294,25 @@ def test_the_contents_cache_stays_within_its_bound(tmp_path: Path) -> None:
         max_size=20,
     ),
     picks=st.lists(st.integers(0, 19), max_size=20),
+    tokens=st.lists(st.integers(0, 9), min_size=20, max_size=20),
+    keep=st.booleans(),
 )
 def test_row_values_match_the_columns_one_by_one(
-    values: list[tuple[float, int, bool, int]], picks: list[int]
+    values: list[tuple[float, int, bool, int]], picks: list[int], tokens: list[int], keep: bool
 ) -> None:
-    """The column-at-a-time parameters equal a plain per-row read of every column."""
+    """The column-at-a-time parameters equal a plain per-row read of every column; token
+    counts (held as count + 1) are written as counts, uncounted ones and all of them
+    without ``keep_tokens`` as NULL."""
     from oblivion_core.state import _NUMERIC_COLUMNS, _row_values
 
     st_ = NamespaceState("ns")
     for k, (a, count, inval, tier) in enumerate(values):
         st_.append(f"m{k}", f"c{k % 3}", {"a_ref": a, "access_count": count, "tier": tier}, k)
         st_.col("invalidated")[k] = inval
+        st_.col("tokens")[k] = tokens[k]
     st_.superseded_by["m0"] = "m1"
     rows = [p for p in picks if p < len(values)]
-    got = _row_values(st_, rows)
+    got = _row_values(st_, rows, keep)
     assert len(got) == len(rows)
     for row, i in zip(got, rows, strict=True):
         expected = [st_.col(name)[i].item() for name in _NUMERIC_COLUMNS]
@@ -317,6 +322,7 @@ def test_row_values_match_the_columns_one_by_one(
         assert row[len(_NUMERIC_COLUMNS) :] == (
             st_.superseded_by.get(f"m{i}"),
             f"c{i % 3}",
+            tokens[i] - 1 if keep and tokens[i] > 0 else None,
             "ns",
             f"m{i}",
         )
