@@ -68,6 +68,11 @@ class Usage:
             u = self.categories[category] = CategoryUsage()
         return u
 
+    def peek(self, category: str) -> CategoryUsage:
+        """Counters of ``category`` to read, without adding it (a fresh, unlearned set
+        for one not counted yet): reading a rate must not make a category appear."""
+        return self.categories.get(category) or CategoryUsage()
+
     def to_json(self) -> dict[str, dict[str, float]]:
         """Serialisable form."""
         return {c: dict(vars(u)) for c, u in self.categories.items()}

@@ -54,7 +54,7 @@ from oblivion_core.importance import HeuristicImportance
 from oblivion_core.index import ActiveIndex, row_tops, untie
 from oblivion_core.lexical import LexicalIndex
 from oblivion_core.lists import ListIndex, list_question
-from oblivion_core.policy import Policy, resolve_policy
+from oblivion_core.policy import TEMPLATES, Policy, resolve_policy
 from oblivion_core.recall import (
     RecalledItem,
     RecallResult,
@@ -316,7 +316,8 @@ class Oblivion:
         # recall feedback runs after the recall returns (oblivion_core/write_behind.py)
         self._lock = EngineLock()
         self.default_namespace = _check_namespace(namespace)
-        self.path = Path(path) if path is not None else None
+        self.path = _store_path(path)
+        _check_hooks(importance_scorer, summarizer, supersession_judge, vector_store)
         if self.path is not None:
             _prepare_dir(self.path)
         db_file = None if self.path is None else self.path / StateDB.FILE
@@ -544,6 +545,10 @@ class Oblivion:
         if namespace is not None:
             namespace = _check_namespace(namespace)
         reason = _check_reason(reason)
+        if policy is None:  # resolve_policy() reads None as "balanced": not meant here
+            raise PolicyError(
+                f"set_policy needs a Policy or a template name {list(TEMPLATES)}, got None"
+            )
         new = resolve_policy(policy, clock=self._policy.clock)
         if new.clock != self._policy.clock:
             raise PolicyError(
@@ -863,8 +868,11 @@ class Oblivion:
         counted = [count_tokens(self.token_counter, t) + 1 for t in texts]
         seq0 = self._next_seq
         rows: list[int] = []
-        # everything from the first row in memory on is undone if anything fails (the
-        # decay clock's reading may write its meta row, and that may find SQLite locked)
+        # everything from the first row in memory on is undone if anything fails: the
+        # rows, a category they brought and its decay clock (read inside the transaction,
+        # so a clock piece it starts is written, or rolled back, with them)
+        vocab_before = len(st.vocab)
+        clock_before = (dict(st.clock.pieces), st.clock.dirty)
         try:
             for k in range(n):
                 values = {
@@ -880,9 +888,9 @@ class Oblivion:
                 }
                 rows.append(st.append(ids[k], cats[k], values, seq0 + k))
             st.cols["tokens"][rows] = counted
-            st.cols["d_ref"][rows] = self._clock_now(ns, st, now)[st.cols["cat"][rows]]
             self.store.add(ns, ids, vectors, texts, [{"category": c} for c in cats])
             with self._db.transaction(durable=True) as conn:
+                st.cols["d_ref"][rows] = self._clock_now(ns, st, now)[st.cols["cat"][rows]]
                 self._db.add_namespace(ns, conn)
                 self._db.insert(
                     conn,
@@ -917,6 +925,10 @@ class Oblivion:
         except BaseException:
             for mid in reversed(ids[: len(rows)]):
                 st.remove(mid)
+            st.drop_categories(vocab_before)
+            st.clock = DecayClock(clock_before[0])
+            st.clock.dirty = clock_before[1]
+            self._param_cache.pop(ns, None)
             try:
                 self.store.delete(ns, ids)
             except Exception:  # the write's own error is the one to report
@@ -964,6 +976,11 @@ class Oblivion:
         clean = _check_text(text, self.policy_for(ns).max_text_chars, "text") if text else None
         if text is not None and clean is None:
             raise InvalidInputError("text must be a non-empty string")
+        if text is None and metadata is None:
+            raise InvalidInputError(
+                f"edit({memory_id!r}) changes nothing: pass text= (a new text) and/or "
+                "metadata= (replacing the old)"
+            )
         meta = check_metadata(metadata) if metadata is not None else None
         if supersede is not None:
             supersede = _check_flag(supersede, "supersede")
@@ -3060,6 +3077,8 @@ class Oblivion:
             raise InvalidInputError(
                 f"older_than must be a finite number >= 0 (clock units), got {older_than!r}"
             )
+        if isinstance(kinds, Iterable) and not isinstance(kinds, str | bytes | Mapping):
+            kinds = list(kinds)  # a generator is read once, here
         if isinstance(kinds, str) or not kinds or not all(isinstance(k, str) and k for k in kinds):
             raise InvalidInputError(
                 f"kinds must be a non-empty list of journal kinds such as 'recall', got {kinds!r}"
@@ -3301,13 +3320,13 @@ class Oblivion:
             space = self._spaces.get(ns)
             usage = space.usage if space else None
         policy = self._policy_of(ns)
-        mult = multipliers(usage.of(category), policy, category)[0] if usage is not None else 1.0
+        mult = multipliers(usage.peek(category), policy, category)[0] if usage else 1.0
         return policy.half_life(category) * mult
 
     def _beta(self, ns: str, category: str) -> float:
         space = self._spaces.get(ns)
         policy = self._policy_of(ns)
-        mult = multipliers(space.usage.of(category), policy, category)[1] if space else 1.0
+        mult = multipliers(space.usage.peek(category), policy, category)[1] if space else 1.0
         return min(1.0, policy.beta(category) * mult)
 
     def _category_params(self, ns: str, st: NamespaceState, policy: Policy) -> _CategoryParams:
@@ -3317,7 +3336,7 @@ class Oblivion:
         space = self._spaces.get(ns)
         parts = []
         for c in st.vocab:
-            u = space.usage.of(c) if space is not None else None
+            u = space.usage.peek(c) if space is not None else None
             parts.append((c, u.half_life_mult, u.beta_mult) if u is not None else (c, 1.0, 1.0))
         key = tuple(parts)
         cached = self._param_cache.get(ns)
@@ -3555,6 +3574,70 @@ def _parallel(values: Sequence[Any] | None, n: int, name: str, default: Any = No
             f"{name} must be a list with one entry per text ({n}), got {len(values)} entries"
         )
     return list(values)
+
+
+def _store_path(path: object) -> Path | None:
+    """The store directory ``Oblivion(path)`` was given, checked (``None``: in memory)."""
+    if path is None:
+        return None
+    raw = os.fspath(path) if isinstance(path, str | os.PathLike) else None
+    if not isinstance(raw, str):
+        raise InvalidInputError(
+            f"path must be the store's directory as a str or os.PathLike (or None for a store "
+            f"in memory), got {type(path).__name__}"
+        )
+    if not raw.strip():
+        raise InvalidInputError(
+            "path is empty: pass the store's directory ('.' for the current one), or None "
+            "for a store in memory"
+        )
+    try:
+        os.fsencode(raw)
+        if "\x00" in raw:
+            raise ValueError("a NUL character")
+    except (UnicodeError, ValueError) as exc:
+        raise InvalidInputError(
+            f"path {raw!r} cannot name a directory ({exc}); pass another path"
+        ) from exc
+    return Path(raw)
+
+
+def _check_hooks(scorer: object, summarizer: object, judge: object, store: object) -> None:
+    """Refuse a hook that is not what ``Oblivion()`` expects, before anything is opened
+    (else it failed on first use, with an AttributeError)."""
+    wrong = [
+        (name, value, want)
+        for name, value, ok, want in (
+            (
+                "importance_scorer",
+                scorer,
+                isinstance(scorer, ImportanceScorer),
+                "an object with score(text) and categorize(text)",
+            ),
+            (
+                "summarizer",
+                summarizer,
+                isinstance(summarizer, Summarizer),
+                "an object with summarize(texts)",
+            ),
+            (
+                "supersession_judge",
+                judge,
+                callable(getattr(judge, "supersedes", None)),
+                "an object with supersedes(new, old, similarity)",
+            ),
+            (
+                "vector_store",
+                store,
+                isinstance(store, VectorStore),
+                "a VectorStore, e.g. VectorStore.server(host, port)",
+            ),
+        )
+        if value is not None and not ok
+    ]
+    if wrong:
+        name, value, want = wrong[0]
+        raise InvalidInputError(f"{name} must be {want} (or None), got {value!r}")
 
 
 def _prepare_dir(path: Path) -> None:

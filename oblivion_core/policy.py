@@ -78,6 +78,9 @@ _LN2 = math.log(2.0)
 # elapsed time up to this many clock units (~30 million years in seconds), also after
 # adaptation shortened the half-life to ``adapt_bounds[0]`` times it.
 _MAX_ELAPSED = 1e15
+#: Largest score or fusion weight: only their ratios matter (a score adds three terms
+#: of at most this times 1, far from overflowing).
+MAX_WEIGHT = 1e6
 _MIN_HALF_LIFE = _LN2 * _MAX_ELAPSED / sys.float_info.max  # ~3.9e-294
 
 
@@ -435,6 +438,20 @@ class Policy:
             self.dense_weight + self.lexical_weight > 0,
             "dense_weight + lexical_weight must be > 0 (one retrieval signal is needed)",
         )
+        for name in (
+            "dense_weight",
+            "lexical_weight",
+            "w_relevance",
+            "w_activation",
+            "w_importance",
+        ):
+            v = getattr(self, name)
+            # only their ratios matter; huge ones overflow into inf and nan scores
+            _require(
+                v <= MAX_WEIGHT,
+                f"{name} must be at most {MAX_WEIGHT:g} (weights are relative: scale them "
+                f"all down), got {v!r}",
+            )
         for name in (
             "adjacency_weight",
             "spread_fraction",

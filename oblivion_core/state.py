@@ -227,6 +227,13 @@ class NamespaceState:
             self._vocab_index[category] = k
         return k
 
+    def drop_categories(self, keep: int) -> None:
+        """Forget the categories added after the first ``keep`` (no row may use them:
+        a write that added them failed and its rows were removed)."""
+        for name in self.vocab[keep:]:
+            del self._vocab_index[name]
+        del self.vocab[keep:]
+
     def category(self, i: int) -> str:
         """Category name of row ``i``."""
         return self.vocab[int(self.cols["cat"][i])]

@@ -258,6 +258,16 @@ BAD_CALLS: list[Any] = [
     # ---- policy at run time
     ("unknown template", lambda m: m.set_policy("aggressive"), PolicyError, "balanced"),
     ("policy of wrong type", lambda m: m.set_policy(42), PolicyError, "Policy or a template"),
+    # set_policy(None) switched to "balanced" (the constructor's default)
+    ("policy None", lambda m: m.set_policy(None), PolicyError, "got None"),
+    (
+        "policy None of a namespace",
+        lambda m: m.set_policy(None, namespace="other"),
+        PolicyError,
+        "got None",
+    ),
+    # an edit() of nothing was journaled (and committed durably) as an edit
+    ("edit of nothing", lambda m: m.edit("rule"), InvalidInputError, "changes nothing"),
 ]
 
 
@@ -320,15 +330,27 @@ def test_thresholds_out_of_order(changes: dict[str, float], mentions: str) -> No
         ({"embedder": 42}, InvalidInputError, "embedder must"),
         ({"token_counter": "cl100k"}, InvalidInputError, "token_counter"),
         ({"namespace": ""}, InvalidInputError, "namespace"),
+        # these raised TypeError/ValueError/UnicodeEncodeError, made a store in the
+        # current directory (""), or failed on first use with an AttributeError
+        ({"path": 5}, InvalidInputError, "path must be the store's directory"),
+        ({"path": b"/tmp/x"}, InvalidInputError, "got bytes"),
+        ({"path": ""}, InvalidInputError, "path is empty"),
+        ({"path": "  "}, InvalidInputError, "path is empty"),
+        ({"path": "/tmp/a\x00b"}, InvalidInputError, "NUL"),
+        ({"path": "/tmp/\ud800"}, InvalidInputError, "cannot name a directory"),
+        ({"importance_scorer": 5}, InvalidInputError, "importance_scorer must be"),
+        ({"summarizer": "short"}, InvalidInputError, "summarizer must be"),
+        ({"supersession_judge": object()}, InvalidInputError, "supersession_judge must be"),
+        ({"vector_store": "x"}, InvalidInputError, "vector_store must be a VectorStore"),
     ],
 )
 def test_bad_constructor_arguments(
     kwargs: dict[str, Any], error: type[Exception], mentions: str
 ) -> None:
     """Bad arguments to Oblivion() raise at construction, naming the argument."""
-    kwargs = {"embedder": HashEmbedder(), "token_counter": word_count, **kwargs}
+    kwargs = {"path": None, "embedder": HashEmbedder(), "token_counter": word_count, **kwargs}
     with pytest.raises(error, match=re.escape(mentions)):
-        Oblivion(None, **kwargs)
+        Oblivion(**kwargs)
 
 
 @pytest.mark.parametrize("lexical_weight", [0.0, 0.3])

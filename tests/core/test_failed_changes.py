@@ -443,6 +443,47 @@ def test_a_change_refused_by_a_locked_database_keeps_earlier_boosts(
     _assert_reopened(tmp_path, boosted)
 
 
+@pytest.mark.parametrize("cause", ["locked", "chroma"])
+def test_a_refused_write_of_a_new_category_leaves_no_trace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cause: str
+) -> None:
+    """A remember() of a category the namespace never had, refused (SQLite locked by
+    another process, Chroma failing): the category is not in stats(), live or after a
+    reopen, and reads go on while the lock is held (its decay clock's new piece was
+    written outside the transaction, kept in memory as unwritten, and every read tried
+    to write it again)."""
+    monkeypatch.setattr(StateDB, "BUSY_TIMEOUT", 0.2)
+    mem = _open(tmp_path)
+    try:
+        mem.remember("The capital of France is Paris.", category="fact", id="f")
+        before = mem.stats()["categories"]
+        ext = _write_locked(tmp_path) if cause == "locked" else None
+        try:
+            if ext is None:
+                monkeypatch.setattr(mem.store, "add", _raise)
+            with pytest.raises(StoreLockedError if ext else Boom):
+                mem.remember("Buy milk tomorrow.", category="task", id="t")
+            assert mem.get("f").text == "The capital of France is Paris."
+            assert mem.recall("Paris", feedback=False).ids == ["f"]
+            assert mem.stats()["categories"] == before
+        finally:
+            if ext is not None:
+                ext.execute("ROLLBACK")
+                ext.close()
+        monkeypatch.undo()
+        mem.remember("Bob likes tea.", category="fact", id="b")
+        assert set(mem.stats()["categories"]) == {"fact"}
+    finally:
+        mem.close()
+    with _open(tmp_path) as again:
+        assert set(again.stats()["categories"]) == {"fact"}
+        assert again.count() == 2
+
+
+def _raise(*args: Any, **kwargs: Any) -> None:
+    raise Boom("injected")
+
+
 def test_the_background_writer_waits_only_busy_timeout(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -86,6 +86,17 @@ def test_other_namespaces_and_named_kinds(mem: Oblivion) -> None:
     assert [e.kind for e in mem.history(other, namespace="other")] == ["remember", "recall"]
 
 
+def test_kinds_may_be_any_iterable(mem: Oblivion) -> None:
+    """A generator of kinds prunes what the list would (it was used up by the check and
+    nothing was pruned)."""
+    ids = [mem.remember(t).id for t in ("tea at four", "the offsite in Lisbon")]
+    clock = mem.clock
+    assert isinstance(clock, ManualClock)
+    clock.advance(DAY)
+    assert mem.prune_journal(0, kinds=(k for k in ["remember"])) == len(ids)
+    assert [e.kind for i in ids for e in mem.history(i)] == []
+
+
 @pytest.mark.parametrize("bad", [-1.0, math.nan, math.inf, "5", True, None])
 def test_an_invalid_age_is_refused_and_nothing_is_dropped(mem: Oblivion, bad: Any) -> None:
     mem.remember("Dana likes green tea.")

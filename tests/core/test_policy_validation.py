@@ -109,6 +109,10 @@ def test_any_non_bool_for_a_bool_field_is_rejected(name: str, value: Any) -> Non
         ({"name": None}, "name"),
         ({"default_category": 3}, "default_category"),
         ({"journal_keep": 10**400}, "journal_keep"),
+        # accepted, and recall's scores overflowed into inf and nan
+        ({"w_relevance": 1e308, "w_activation": 1e308}, "w_relevance must be at most"),
+        ({"w_importance": 1e7}, "w_importance must be at most 1e+06"),
+        ({"lexical_weight": 1e300}, "lexical_weight must be at most"),
     ],
 )
 def test_malformed_values_raise_policy_error(changes: dict[str, Any], mentions: str) -> None:
