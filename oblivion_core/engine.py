@@ -855,9 +855,14 @@ class Oblivion:
         *,
         a_ref: list[float] | None = None,
         tier: Tier = Tier.ACTIVE,
+        also: Callable[[Any], None] | None = None,
     ) -> list[int]:
         """Write new memories to Chroma, SQLite, FTS and the in-memory state, atomically:
-        on any failure nothing of them remains. Returns their rows."""
+        on any failure nothing of them remains. Returns their rows.
+
+        ``also``: more writes of the same change, made in the same transaction (a caller
+        that changes other memories in memory must run inside :meth:`_consistent`).
+        """
         st = space.state
         n = len(ids)
         if self._dim is None:
@@ -922,6 +927,8 @@ class Oblivion:
                         for k in range(n)
                     ],
                 )
+                if also is not None:
+                    also(conn)
         except BaseException:
             for mid in reversed(ids[: len(rows)]):
                 st.remove(mid)
@@ -2627,7 +2634,16 @@ class Oblivion:
             i = self._row(space, memory_id)
             self._delete(ns, space, [i], self._now(ns), "forget() called")
 
-    def _delete(self, ns: str, space: _Space, rows: list[int], now: float, why: str) -> None:
+    def _delete(
+        self,
+        ns: str,
+        space: _Space,
+        rows: list[int],
+        now: float,
+        why: str,
+        also: Callable[[Any], None] | None = None,
+    ) -> None:
+        """Delete memories (``also``: more writes of the same change, in its transaction)."""
         with self._consistent(ns):
             st = space.state
             ids = [st.ids[i] for i in rows]
@@ -2682,6 +2698,8 @@ class Oblivion:
                             for m, a in zip(ids, acts, strict=True)
                         ],
                     )
+                    if also is not None:
+                        also(conn)
                     chroma_touched = True  # last: a failure before it leaves Chroma be
                     self.store.delete(ns, ids)
             except BaseException:
@@ -2899,6 +2917,9 @@ class Oblivion:
             summary = self.summarizer.summarize(texts)
             if summary is not None and not isinstance(summary, str):
                 raise TypeError(f"summarize() returned {type(summary).__name__}, not a str")
+            summary = (summary or "").strip()[: policy.max_text_chars]
+            if summary:  # a text remember() would take (no NUL, no lone surrogate)
+                summary = _check_text(summary, None, "the summary")
         except Exception:  # the group stays archived; maintain() goes on
             logger.exception(
                 "the summarizer failed on %d memories of namespace %r; they stay archived",
@@ -2906,36 +2927,22 @@ class Oblivion:
                 ns,
             )
             return None
-        summary = (summary or "").strip()
         if not summary:
             return None
-        summary = summary[: policy.max_text_chars]
         rows = [st.index[m] for m in live]
         acts = self._activation(ns, st, now, np.asarray(rows, dtype=np.int64))
         a0 = policy.compress_inherit * float(acts.max())
         vec = embed_texts(self.embedder, [summary], self._dim)
         sid = uuid.uuid4().hex
         tier = Tier.ACTIVE if a0 >= policy.archive_low else Tier.ARCHIVE
-        self._store_new(
-            ns,
-            space,
-            policy,
-            now,
-            [sid],
-            [summary],
-            vec,
-            ["summary"],
-            [float(st.cols["importance"][rows].max())],
-            [1.0],
-            [{"summary_of": live}],
-            a_ref=[a0],
-            tier=tier,
-        )
-        for r in rows:
-            st.cols["tier"][r] = Tier.COLD
-        space.deactivate(live)
-        space.summaries[sid] = live
-        with self._db.transaction() as conn:
+
+        def originals_to_cold(conn: Any) -> None:
+            # in the summary's transaction: a failure leaves neither (maintain() runs in
+            # _consistent, which reloads the originals' state)
+            for r in rows:
+                st.cols["tier"][r] = Tier.COLD
+            space.deactivate(live)
+            space.summaries[sid] = live
             self._db.save_rows(conn, st, rows)
             self._db.set_summary(conn, ns, sid, live)
             self._db.save_links(
@@ -2950,6 +2957,23 @@ class Oblivion:
                     for m, a in zip(live, acts, strict=True)
                 ],
             )
+
+        self._store_new(
+            ns,
+            space,
+            policy,
+            now,
+            [sid],
+            [summary],
+            vec,
+            ["summary"],
+            [float(st.cols["importance"][rows].max())],
+            [1.0],
+            [{"summary_of": live}],
+            a_ref=[a0],
+            tier=tier,
+            also=originals_to_cold,
+        )
         return sid
 
     def expand(self, summary_id: str, *, namespace: str | None = None) -> list[MemoryRecord]:
@@ -2980,15 +3004,19 @@ class Oblivion:
             space = self._space(ns)
             now = self._now(ns)
             with self._consistent(ns):
-                self._delete(ns, space, [space.state.index[summary_id]], now, "decompress() called")
-                # after the delete: it moves the last row into the summary's place
-                rows = [space.state.index[r.id] for r in originals]
-                with self._db.transaction() as conn:
+
+                def remembered(conn: Any) -> None:
+                    # in the delete's transaction: a failure leaves the summary in place
                     self._db.journal(
                         conn, now, ns, [(r.id, "decompress", None, None, {}) for r in originals]
                     )
                     space.uncompressed.update(r.id for r in originals)
                     self._db.set_meta(f"uncompressed:{ns}", sorted(space.uncompressed), conn)
+
+                row = space.state.index[summary_id]
+                self._delete(ns, space, [row], now, "decompress() called", also=remembered)
+                # after the delete: it moves the last row into the summary's place
+                rows = [space.state.index[r.id] for r in originals]
                 return self._records(ns, rows, now)
 
     def _move_to_active(

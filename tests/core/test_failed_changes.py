@@ -19,6 +19,7 @@ from oblivion_core import (
     ManualClock,
     Oblivion,
     Policy,
+    StoreError,
     StoreLockedError,
     Tier,
     TurnClock,
@@ -566,3 +567,85 @@ def test_a_batch_the_writer_could_not_write_is_retried_without_another_call(
     finally:
         ext.close()
         mem.close()
+
+
+def _compressing(path: Path) -> tuple[Oblivion, ManualClock]:
+    """A store whose next maintain() compresses four old small-talk memories."""
+    policy = Policy.template("balanced").replace(
+        compress_below=0.2,
+        compress_min_cluster=2,
+        compress_similarity=0.0,
+        active_share=None,
+        maintain_every=0,
+    )
+    clock = ManualClock()
+    mem = _open(path, clock, policy=policy)
+    texts = [f"small talk number {i} about the weather" for i in range(4)]
+    mem.remember_many(texts, categories=["small_talk"] * 4)
+    clock.advance(30 * DAY)
+    return mem, clock
+
+
+def _fail_once(monkeypatch: pytest.MonkeyPatch, target: Any, name: str, when: Any) -> None:
+    """``target.name`` raises a disk error the first time ``when(*args)`` holds."""
+    real = getattr(target, name)
+
+    def failing(*args: Any, **kwargs: Any) -> Any:
+        if when(*args):
+            monkeypatch.setattr(target, name, real)
+            raise sqlite3.OperationalError("disk I/O error")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(target, name, failing)
+
+
+def _summaries(mem: Oblivion) -> list[str]:
+    return [r.id for r in mem.records() if r.category == "summary"]
+
+
+def test_a_compression_that_fails_writes_no_summary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The originals' move to the cold tier failing (a disk error) leaves no summary:
+    it used to be committed on its own, a summary expand() did not know, and the next
+    maintain() wrote a second one of the same memories."""
+    mem, _ = _compressing(tmp_path)
+    try:
+        _fail_once(monkeypatch, mem._db, "set_summary", lambda *a: True)
+        with pytest.raises(StoreError):
+            mem.maintain()
+        assert _summaries(mem) == []
+        assert {r.tier for r in mem.records()} == {Tier.ARCHIVE}
+        mem.maintain()
+        (sid,) = _summaries(mem)
+        assert len(mem.expand(sid)) == 4
+    finally:
+        mem.close()
+    with _open(tmp_path, mem.clock) as again:
+        assert _summaries(again) == [sid]
+
+
+def test_a_decompression_that_fails_keeps_the_summary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Recording the originals as uncompressed failing (a disk error) leaves the summary
+    in place: it used to be deleted first, and the next maintain() compressed the
+    originals again."""
+    mem, _ = _compressing(tmp_path)
+    try:
+        mem.maintain()
+        (sid,) = _summaries(mem)
+        view = _view(mem)
+        _fail_once(monkeypatch, mem._db, "set_meta", lambda key, *a: key.startswith("uncomp"))
+        with pytest.raises(StoreError):
+            mem.decompress(sid)
+        assert _view(mem) == view
+        assert len(mem.expand(sid)) == 4
+        mem.decompress(sid)
+        mem.maintain()
+        assert _summaries(mem) == []
+    finally:
+        mem.close()
+    with _open(tmp_path, mem.clock) as again:
+        assert _summaries(again) == []
+        assert {r.tier for r in again.records()} == {Tier.ARCHIVE}
