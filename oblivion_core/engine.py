@@ -49,6 +49,7 @@ from oblivion_core.errors import (
     TextTooLongError,
     UnknownMemoryError,
     UnknownNamespaceError,
+    VectorStoreError,
 )
 from oblivion_core.importance import HeuristicImportance
 from oblivion_core.index import ActiveIndex, row_tops, untie
@@ -3269,6 +3270,8 @@ class Oblivion:
                 have = [m for m in active if m in vecs]
                 if have:
                     index.add(have, np.stack([vecs[m] for m in have]))
+            if st.n:
+                self._restore_lost_vectors(ns, st)
             usage = Usage.from_json(self._db.meta(f"usage:{ns}"))
             space = _Space(st, index, usage)
             space.writes_since_maintain = int(self._db.meta(f"writes:{ns}") or 0)
@@ -3285,6 +3288,50 @@ class Oblivion:
             # constructor) start new clock pieces now: the past decayed at the old rates
             self._clock_now(ns, st, self._now(ns))
         return space
+
+    def _restore_lost_vectors(self, ns: str, st: NamespaceState) -> None:
+        """Put back into the vector store the memories of ``ns`` it lost, from the
+        vectors SQLite keeps: a ``chroma/`` folder deleted or restored from an older
+        backup, a server's collection dropped, a crash between a delete's Chroma call and
+        its commit. Unchecked, recall through Chroma silently missed them.
+
+        Raises:
+            StoreCorruptError: some have no vector in SQLite (a version-1 store).
+        """
+        try:
+            if self.store.count(ns) >= st.n:  # one call: the usual case costs no more
+                return
+            held = self.store.ids(ns)
+        except VectorStoreError:  # a check: recall reports an unreachable server itself
+            logger.warning("could not check the vector store of namespace %r", ns, exc_info=True)
+            return
+        missing = [m for m in st.ids if m not in held]
+        if not missing:
+            return
+        vecs = self._db.vectors(ns, missing)
+        if len(vecs) < len(missing):
+            raise StoreCorruptError(
+                f"the vector store lacks {len(missing):,} of the {st.n:,} memories of "
+                f"namespace {ns!r}, and {len(missing) - len(vecs):,} of them have no vector "
+                "in the activation database to restore them from; restore the vector "
+                "store (the chroma/ folder, or the server's collections) from a backup"
+            )
+        logger.warning(
+            "the vector store lacked %d of the %d memories of namespace %r (its folder or "
+            "collection lost, or an older copy restored); putting them back from the "
+            "activation database",
+            len(missing),
+            st.n,
+            ns,
+        )
+        texts = self._db.texts(ns, missing)
+        self.store.add(
+            ns,
+            missing,
+            np.stack([vecs[m] for m in missing]),
+            [texts[m] for m in missing],
+            [{"category": st.category(st.index[m])} for m in missing],
+        )
 
     @staticmethod
     def _neighbours(st: NamespaceState, policy: Policy, memory_id: str) -> list[tuple[str, str]]:

@@ -234,6 +234,21 @@ class VectorStore:
             raise self._error(exc, f"get the vectors of {len(ids)} record(s)", namespace) from exc
         return out
 
+    def ids(self, namespace: str) -> set[str]:
+        """Every record id of ``namespace``'s collection."""
+        out: set[str] = set()
+        try:
+            col = self.collection(namespace)
+            while True:
+                res = col.get(include=[], limit=self.max_batch, offset=len(out))
+                if not res["ids"]:
+                    return out
+                out.update(res["ids"])
+        except OblivionError:
+            raise
+        except Exception as exc:
+            raise self._error(exc, "list the record ids", namespace) from exc
+
     def held(self) -> int:
         """Vectors in this store's collections across namespaces; 0 if Chroma cannot
         list them. A collection is this store's when Oblivion made it for a namespace

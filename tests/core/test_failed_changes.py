@@ -586,7 +586,7 @@ def _compressing(path: Path) -> tuple[Oblivion, ManualClock]:
     return mem, clock
 
 
-def _fail_once(monkeypatch: pytest.MonkeyPatch, target: Any, name: str, when: Any) -> None:
+def _disk_fails(monkeypatch: pytest.MonkeyPatch, target: Any, name: str, when: Any) -> None:
     """``target.name`` raises a disk error the first time ``when(*args)`` holds."""
     real = getattr(target, name)
 
@@ -611,7 +611,7 @@ def test_a_compression_that_fails_writes_no_summary(
     maintain() wrote a second one of the same memories."""
     mem, _ = _compressing(tmp_path)
     try:
-        _fail_once(monkeypatch, mem._db, "set_summary", lambda *a: True)
+        _disk_fails(monkeypatch, mem._db, "set_summary", lambda *a: True)
         with pytest.raises(StoreError):
             mem.maintain()
         assert _summaries(mem) == []
@@ -636,7 +636,7 @@ def test_a_decompression_that_fails_keeps_the_summary(
         mem.maintain()
         (sid,) = _summaries(mem)
         view = _view(mem)
-        _fail_once(monkeypatch, mem._db, "set_meta", lambda key, *a: key.startswith("uncomp"))
+        _disk_fails(monkeypatch, mem._db, "set_meta", lambda key, *a: key.startswith("uncomp"))
         with pytest.raises(StoreError):
             mem.decompress(sid)
         assert _view(mem) == view

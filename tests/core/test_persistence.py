@@ -784,3 +784,58 @@ def test_use_counts_survive_a_crash_once_their_batch_is_written(tmp_path: Path) 
         assert usage["stored"] == 4 and usage["recalled"] >= 6 and usage["used"] >= 1
     finally:
         mem.close()
+
+
+def _archived_pair(path: Path, clock: ManualClock) -> Oblivion:
+    """A store holding an archived memory "old" and an active "new"."""
+    mem = _open(path, clock, policy=Policy.template("balanced").replace(active_share=None))
+    mem.remember("The wifi password is hunter2", category="small_talk", id="old")
+    clock.advance(30 * DAY)
+    mem.remember("Remember to water the plants", category="instruction", id="new")
+    mem.maintain()
+    assert mem.get("old").tier == Tier.ARCHIVE
+    return mem
+
+
+@pytest.mark.parametrize("loss", ["folder", "one record"])
+def test_memories_the_vector_store_lost_are_put_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, loss: str
+) -> None:
+    """A chroma/ folder deleted (or restored from an older backup), or a record gone
+    from it (a crash between a delete's Chroma call and its commit): the store opened
+    silently and recall through Chroma no longer found those memories. They are put back
+    from the vectors SQLite keeps, with a warning."""
+    monkeypatch.setattr(Oblivion, "EXACT_ARCHIVE_ROWS", 0)  # the archive through Chroma
+    clock = ManualClock()
+    mem = _archived_pair(tmp_path, clock)
+    query = "the wifi password hunter2"
+    before = mem.recall(query, deep=True, feedback=False).ids
+    assert "old" in before
+    if loss == "one record":
+        mem.store.delete(mem.default_namespace, ["old"])
+    mem.close()
+    if loss == "folder":
+        import shutil
+
+        shutil.rmtree(tmp_path / "chroma")
+    with caplog.at_level(logging.WARNING), _open(tmp_path, clock) as again:
+        assert again.recall(query, deep=True, feedback=False).ids == before
+        assert again.store.count(again.default_namespace) == 2
+    assert "putting them back from the activation database" in caplog.text
+
+
+def test_lost_vectors_with_no_copy_in_sqlite_are_reported(tmp_path: Path) -> None:
+    """A memory neither Chroma nor SQLite holds a vector of (a version-1 store) cannot be
+    put back: the store says so instead of recalling without it."""
+    from oblivion_core import StoreCorruptError
+
+    clock = ManualClock()
+    mem = _archived_pair(tmp_path, clock)
+    mem.store.delete(mem.default_namespace, ["old"])
+    mem.close()
+    conn = sqlite3.connect(tmp_path / StateDB.FILE)
+    conn.execute("DELETE FROM vectors WHERE id='old'")
+    conn.commit()
+    conn.close()
+    with _open(tmp_path, clock) as again, pytest.raises(StoreCorruptError, match="backup"):
+        again.get("old")
