@@ -327,6 +327,7 @@ class Oblivion:
         db_new = db_file is not None and (not db_file.exists() or db_file.stat().st_size == 0)
         self._db = StateDB(self.path)
         try:
+            dim = self._db.parsed("dim", _stored_dim)  # checked before anything is written
             stored = self._db.meta("policy")
             switch_to: Policy | None = None  # another policy than the store was closed with
             if policy is None and stored is not None:
@@ -392,7 +393,7 @@ class Oblivion:
                     "this store's memories: their activation database was lost or truncated. "
                     f"Restore it from a backup; to start over instead, {fresh}"
                 )
-            self._dim: int | None = self._db.meta("dim")
+            self._dim: int | None = dim
             self._lex = LexicalIndex(self._db.seq_texts)
             # threads start on first use; neither kind of job waits on self._lock
             self._workers = ThreadPoolExecutor(2, thread_name_prefix="oblivion")
@@ -435,7 +436,7 @@ class Oblivion:
             for ns, category in pairs:
                 if ns not in clocks:
                     clocks[ns] = DecayClock()
-                    usages[ns] = Usage.from_json(self._db.meta(f"usage:{ns}"))
+                    usages[ns] = self._db.parsed(f"usage:{ns}", Usage.from_json)
                 rate = float(decay.half_life_to_rate(self._half_life(ns, category, usages[ns])))
                 clocks[ns].pieces[category] = (start, 0.0, rate)
                 rates.append((ns, category, rate))
@@ -3272,7 +3273,7 @@ class Oblivion:
                     index.add(have, np.stack([vecs[m] for m in have]))
             if st.n:
                 self._restore_lost_vectors(ns, st)
-            usage = Usage.from_json(self._db.meta(f"usage:{ns}"))
+            usage = self._db.parsed(f"usage:{ns}", Usage.from_json)
             space = _Space(st, index, usage)
             space.writes_since_maintain = int(self._db.meta(f"writes:{ns}") or 0)
             for a, b, w in self._db.links(ns):
@@ -3649,6 +3650,13 @@ def _parallel(values: Sequence[Any] | None, n: int, name: str, default: Any = No
             f"{name} must be a list with one entry per text ({n}), got {len(values)} entries"
         )
     return list(values)
+
+
+def _stored_dim(value: object) -> int | None:
+    """The vector dimension the meta table holds (``None`` before the first write)."""
+    if value is not None and (type(value) is not int or value <= 0):
+        raise ValueError(f"{value!r} is not a positive whole number")
+    return value
 
 
 def _store_path(path: object) -> Path | None:

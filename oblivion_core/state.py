@@ -374,6 +374,7 @@ class StateDB:
         self._contents: OrderedDict[tuple[str, str], tuple[str, str]] = OrderedDict()
         #: whether the ``tokens`` column is read and written (:meth:`use_token_counter`)
         self.keep_tokens = False
+        self._vector_bytes: int | None = None  # of a stored vector, once known (0: not yet)
         if directory is not None:
             self._take_lock(Path(directory))
         try:
@@ -807,6 +808,34 @@ class StateDB:
                 f"{what} is not valid JSON ({exc})", "fix that value with the sqlite3 tool"
             ) from exc
 
+    def parsed(self, key: str, parse: Callable[[Any], Any]) -> Any:
+        """``parse(meta(key))``; a value it cannot take (not what Oblivion wrote) is a
+        StoreCorruptError."""
+        value = self.meta(key)
+        try:
+            return parse(value)
+        except (TypeError, ValueError, AttributeError, KeyError, IndexError) as exc:
+            raise self._damaged(
+                f"meta value {key!r} is not what Oblivion wrote ({type(exc).__name__}: {exc})",
+                "fix that value with the sqlite3 tool",
+            ) from exc
+
+    def _vector(self, blob: Any, memory_id: str, namespace: str) -> Vectors:
+        """A stored vector, checked: float32 values, the store's dimension."""
+        if not self._vector_bytes:  # until the first write sets the dimension
+            dim = self.meta("dim")
+            self._vector_bytes = 4 * dim if type(dim) is int and dim > 0 else 0
+        size = len(blob) if isinstance(blob, bytes) else None
+        if size is None or not size or size % 4 or size != (self._vector_bytes or size):
+            raise self._damaged(
+                f"the stored vector of memory {memory_id!r} of namespace {namespace!r} is "
+                f"{'a ' + type(blob).__name__ if size is None else f'{size} bytes'}, not "
+                f"{self._vector_bytes or 'a multiple of 4'} bytes of float32",
+                "delete that row of the vectors table with the sqlite3 tool (the vector "
+                "store's copy is read instead)",
+            )
+        return np.frombuffer(blob, dtype=np.float32)
+
     # ---------------------------------------------------------------- meta
     def meta(self, key: str) -> Any:
         """A JSON value from the meta table, or ``None``."""
@@ -861,7 +890,7 @@ class StateDB:
     def load(self, namespace: str) -> NamespaceState:
         """Read every row of ``namespace`` into a fresh :class:`NamespaceState`."""
         st = NamespaceState(namespace)
-        st.clock = DecayClock.from_json(self.meta(f"clock:{namespace}"))
+        st.clock = self.parsed(f"clock:{namespace}", DecayClock.from_json)
         with self._translated():
             cur = self.conn.execute(
                 "SELECT id, category, importance, confidence, created_at, last_accessed, "
@@ -882,7 +911,14 @@ class StateDB:
                 tokens = r[15]
                 if keep and type(tokens) is int and 0 <= tokens < MAX_TOKENS:
                     values["tokens"] = tokens + 1  # the column holds count + 1
-                st.append(r[0], r[1], values, r[14])
+                try:
+                    st.append(r[0], r[1], values, r[14])
+                except (TypeError, ValueError, OverflowError) as exc:
+                    raise self._damaged(
+                        f"memory {r[0]!r} of namespace {namespace!r} holds a value that is "
+                        f"not a number ({exc})",
+                        "fix that row with the sqlite3 tool",
+                    ) from exc
                 if r[13]:
                     st.superseded_by[r[0]] = r[13]
                     st.cols["superseded"][st.n - 1] = True
@@ -1097,7 +1133,7 @@ class StateDB:
     def vectors(self, namespace: str, ids: Sequence[str]) -> dict[str, Vectors]:
         """Stored vectors by id (ids without one, e.g. from a version-1 store, are absent)."""
         return {
-            r[0]: np.frombuffer(r[1], dtype=np.float32)
+            r[0]: self._vector(r[1], r[0], namespace)
             for r in self._by_ids("id, vector", namespace, ids, table="vectors")
         }
 
@@ -1110,6 +1146,8 @@ class StateDB:
         kept = [(i, v) for i, v in rows if keep(i)]
         if not kept:
             return [], None
+        for i, v in kept:
+            self._vector(v, i, namespace)
         mat = np.frombuffer(b"".join(v for _, v in kept), dtype=np.float32)
         return [i for i, _ in kept], mat.reshape(len(kept), -1)
 

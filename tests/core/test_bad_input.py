@@ -656,8 +656,32 @@ def test_an_inferred_category_is_checked(fresh: Any, category: Any) -> None:
         ("UPDATE memories SET metadata='{oops' WHERE id='a'", "records", "metadata of memory 'a'"),
         ("UPDATE memories SET metadata='{oops' WHERE id='a'", "recall", "metadata of memory 'a'"),
         ("UPDATE events SET detail='{oops'", "history", "journal entry"),
+        # these escaped as ValueError, TypeError, AttributeError
+        ("UPDATE meta SET value='\"abc\"' WHERE key='dim'", None, "meta value 'dim'"),
+        ("UPDATE memories SET a_ref='abc' WHERE id='a'", "records", "not a number"),
+        (
+            "UPDATE vectors SET vector=x'0000' WHERE id='a'",
+            "records",
+            "stored vector of memory 'a'",
+        ),
+        ("UPDATE vectors SET vector=x'00000000' WHERE id='a'", "records", "4 bytes, not"),
+        ("UPDATE meta SET value='[1]' WHERE key LIKE 'usage:%'", "records", "meta value 'usage:"),
+        ("UPDATE meta SET value='{\"x\": 1}' WHERE key LIKE 'clock:%'", "records", "'clock:"),
     ],
-    ids=["policy", "schema", "tier", "metadata-records", "metadata-recall", "journal"],
+    ids=[
+        "policy",
+        "schema",
+        "tier",
+        "metadata-records",
+        "metadata-recall",
+        "journal",
+        "dim",
+        "a_ref",
+        "vector-bytes",
+        "vector-dim",
+        "usage",
+        "clock",
+    ],
 )
 def test_damaged_values_in_the_database_are_reported(
     tmp_path: Path, damage: str, then: str | None, mentions: str
