@@ -106,6 +106,7 @@ def _bulk_state(
     st.ids = list(ids)
     st.index = dict(zip(ids, range(n), strict=True))
     st.by_seq = dict(zip(cols["seq"].tolist(), ids, strict=True))
+    st.seqs = sorted(st.by_seq)
     return st
 
 

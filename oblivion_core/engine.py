@@ -103,7 +103,6 @@ logger = logging.getLogger("oblivion_core")
 _ACTIVE, _ARCHIVE, _COLD = int(Tier.ACTIVE), int(Tier.ARCHIVE), int(Tier.COLD)
 _SUPERSEDE_CANDIDATES = 12  # older memories judged per new statement (dense + lexical)
 _MAX_COMPRESS_BATCH = 2_000  # lowest-activation candidates clustered per maintain()
-_NEIGHBOUR_SCAN = 8  # sequence numbers scanned for a namespace's next/previous memory
 #: Per-category decay rates and recall betas, indexed like ``NamespaceState.vocab``.
 _CategoryParams = tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]
 MAX_NAMESPACE_CHARS = 256
@@ -1326,7 +1325,11 @@ class Oblivion:
         # neighbours): a lookup instead of reading their vectors back
         active_scores = space.index.scores(qvec)
         scored = [(space.index, active_scores)]
-        ids, sims = space.index.top(active_scores, pool)
+
+        def seqs(ids: list[str]) -> np.ndarray[Any, Any]:  # ties at the pool's edge
+            return st.cols["seq"][np.fromiter((st.index[m] for m in ids), np.int64, len(ids))]
+
+        ids, sims = space.index.top(active_scores, pool, seqs)
         cand: dict[str, float] = dict(zip(ids, sims.tolist(), strict=True))
         best = float(sims[0]) if len(sims) else -1.0
 
@@ -1343,7 +1346,7 @@ class Oblivion:
             if exact is not None:
                 archive_scores = exact.scores(qvec)
                 scored.append((exact, archive_scores))
-                found, found_sims = exact.top(archive_scores, pool)
+                found, found_sims = exact.top(archive_scores, pool, seqs)
                 archive = (found, found_sims.tolist())
             else:
                 archive = self.store.query(ns, qvec, n_ask)
@@ -1572,6 +1575,8 @@ class Oblivion:
                 continue
             if head != m and head in st.index and not st.cols["invalidated"][st.index[head]]:
                 heads[m] = head
+                if active_only and head not in space.index:
+                    continue  # deep=False: an archived successor stays there (m is stale)
                 if cand.get(head, -np.inf) < cand[m]:
                     cand[head] = cand[m]
                     if signals is not None:
@@ -1623,6 +1628,8 @@ class Oblivion:
                 extra_rel = self._cosines(ns, space, qvec, fresh, scored)
                 f_rows = np.fromiter((st.index[m] for m in fresh), np.int64, len(fresh))
                 f_rel = np.asarray([extra_rel.get(m, 0.0) for m in fresh], dtype=np.float64)
+                if signals is not None:  # recall's relevance is fused: theirs too (no BM25)
+                    f_rel = fuse(f_rel, np.zeros_like(f_rel), policy)
                 f_act = self._activation(ns, st, now, f_rows)
                 f_imp = st.cols["importance"][f_rows]
                 for m, r in zip(fresh, f_rel.tolist(), strict=True):
@@ -1708,7 +1715,7 @@ class Oblivion:
                 )
             )
         total = sum(t + per_item for t in tokens)
-        if policy.expand_links and items and len(items) < limit:
+        if policy.expand_links and successors and items and len(items) < limit:
             more, total = self._expansions(
                 ns, space, policy, now, items, cand, best, budget, total, limit - len(items)
             )
@@ -1762,11 +1769,12 @@ class Oblivion:
             share=share,
         )
         if "ranked_below" in extra:  # a stale statement's score was capped (see above)
-            why["uncapped_score"], why["score"] = why["score"], score_value
+            why["uncapped_score"] = why["score"]
             why["explanation"] += (
                 f"; capped at {score_value:.3f}, just below its successor "
                 f"{extra['ranked_below']} (a stale statement ranks after the newer one)"
             )
+        why["score"] = score_value  # the ranking's own value (explain() sums in another order)
         if note:
             why["explanation"] += f"; {note}"
         return RecalledItem(
@@ -3339,23 +3347,20 @@ class Oblivion:
         """The memories written just after and just before ``memory_id`` in its namespace,
         within the adjacency window, that recall may show (next first)."""
         i = st.index[memory_id]
-        seq = int(st.cols["seq"][i])
         t = float(st.cols["created_at"][i])
         out: list[tuple[str, str]] = []
-        for which, step in (("next", 1), ("previous", -1)):
-            for k in range(1, _NEIGHBOUR_SCAN + 1):
-                other = st.by_seq.get(seq + step * k)
-                if other is None:
-                    continue
-                j = st.index[other]
-                if (
-                    abs(float(st.cols["created_at"][j]) - t) <= policy.adjacency
-                    and not st.cols["invalidated"][j]
-                    and not st.cols["superseded"][j]
-                    and st.cols["tier"][j] != _COLD
-                ):
-                    out.append((which, other))
-                break
+        after, before = st.adjacent(int(st.cols["seq"][i]))
+        for which, other in (("next", after), ("previous", before)):
+            if other is None:
+                continue
+            j = st.index[other]
+            if (
+                abs(float(st.cols["created_at"][j]) - t) <= policy.adjacency
+                and not st.cols["invalidated"][j]
+                and not st.cols["superseded"][j]
+                and st.cols["tier"][j] != _COLD
+            ):
+                out.append((which, other))
         return out
 
     @staticmethod

@@ -12,7 +12,7 @@ thread (:mod:`oblivion_core.blas`): the fastest layout for a single query, 0.9 m
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -99,12 +99,33 @@ class ActiveIndex:
         return matvec(query.reshape(-1), self._cols[:, : len(self.ids)])
 
     def top(
-        self, scores: npt.NDArray[np.float32], k: int
+        self,
+        scores: npt.NDArray[np.float32],
+        k: int,
+        seqs: Callable[[list[str]], npt.NDArray[np.int64]] | None = None,
     ) -> tuple[list[str], npt.NDArray[np.float32]]:
-        """The ``k`` best of :meth:`scores`: ids and similarities, best first."""
+        """The ``k`` best of :meth:`scores`: ids and similarities, best first.
+
+        ``seqs`` (the memories' insertion numbers, by id): when more than ``k`` tie for
+        the last places (within :data:`NEAR_TIE`: the same text stored many times), the
+        newest of them are kept, as ranking orders ties; else the ones that happened to
+        sit first in the index, which a reopen changes.
+        """
         if not len(scores) or k <= 0:
             return [], np.zeros(0, dtype=np.float32)
-        return self._top(scores, k)
+        ids, values = self._top(scores, k)
+        if seqs is None or k >= len(scores):
+            return ids, values
+        edge = float(values[-1])
+        if np.count_nonzero(scores >= edge - NEAR_TIE) <= k:  # the usual case: one pass
+            return ids, values
+        near = np.flatnonzero(scores >= edge - NEAR_TIE)
+        above = near[scores[near] > edge + NEAR_TIE]
+        tied = near[scores[near] <= edge + NEAR_TIE]
+        newest = np.argsort(-seqs([self.ids[r] for r in tied.tolist()]), kind="stable")
+        chosen = np.concatenate([above, tied[newest[: k - len(above)]]])
+        chosen = chosen[np.argsort(-scores[chosen], kind="stable")]
+        return [self.ids[r] for r in chosen.tolist()], scores[chosen]
 
     def exact(self, query: Vectors, rows: Sequence[int]) -> npt.NDArray[np.float64]:
         """Cosine similarity of the memories at ``rows`` to a unit ``query``: the same

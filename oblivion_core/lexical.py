@@ -270,7 +270,8 @@ class _Namespace:
             cand, values = cand[keep], values[keep]
         top_slots, first = np.unique(cand, return_index=True)
         top_values = values[first]
-        order = np.lexsort((self.seqs[top_slots], -top_values))[:k]
+        # ties: the newest first, as ranking orders them
+        order = np.lexsort((-self.seqs[top_slots], -top_values))[:k]
         return [int(s) for s in self.seqs[top_slots[order]]], [float(v) for v in top_values[order]]
 
 

@@ -176,8 +176,9 @@ def explain(
     total = rel_c + act_c + imp_c
     where = "the archive" if tier == Tier.ARCHIVE else f"the {tier.label} tier"
     scaled = f" x {share:.2f} (relevance share)" if share != 1.0 else ""
+    shown = f"{relevance:.3f}" if relevance >= 0 else f"0 (clipped from {relevance:.3f})"
     sentence = (
-        f"ranked {rank} of {of}: relevance {relevance:.3f} x {policy.w_relevance:g} + "
+        f"ranked {rank} of {of}: relevance {shown} x {policy.w_relevance:g} + "
         f"(activation {activation:.3f} x {policy.w_activation:g} + importance "
         f"{importance:.2f} x {policy.w_importance:g}){scaled} = {total:.3f}; {category} "
         f"memory from {where}"

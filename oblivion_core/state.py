@@ -13,6 +13,7 @@ activation updates, never a ``remember()`` (those commit with ``synchronous=FULL
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import hashlib
 import itertools
@@ -188,6 +189,9 @@ class NamespaceState:
         self._vocab_index: dict[str, int] = {}
         self.superseded_by: dict[str, str] = {}
         self.by_seq: dict[int, str] = {}
+        #: every memory's ``seq``, ascending: its neighbours in this namespace (sequence
+        #: numbers are shared by all namespaces, so the next number may be another's)
+        self.seqs: list[int] = []
         #: the categories' decay clocks (``cols["d_ref"]`` holds their readings)
         self.clock = DecayClock()
         self._cap = 0
@@ -253,13 +257,31 @@ class NamespaceState:
         self.ids.append(memory_id)
         self.index[memory_id] = i
         self.by_seq[seq] = memory_id
+        if not self.seqs or seq > self.seqs[-1]:  # always, but for a hand-made state
+            self.seqs.append(seq)
+        else:
+            bisect.insort(self.seqs, seq)
         self.n += 1
         return i
+
+    def adjacent(self, seq: int) -> tuple[str | None, str | None]:
+        """The memories of this namespace written just after and just before the one
+        numbered ``seq`` (``None`` where there is none)."""
+        k = bisect.bisect_left(self.seqs, seq)
+        at = k < len(self.seqs) and self.seqs[k] == seq
+        after = k + 1 if at else k
+        nxt = self.by_seq[self.seqs[after]] if after < len(self.seqs) else None
+        prev = self.by_seq[self.seqs[k - 1]] if k > 0 else None
+        return nxt, prev
 
     def remove(self, memory_id: str) -> None:
         """Delete a row by swapping the last row into its place."""
         i = self.index.pop(memory_id)
-        self.by_seq.pop(int(self.cols["seq"][i]), None)
+        seq = int(self.cols["seq"][i])
+        self.by_seq.pop(seq, None)
+        k = bisect.bisect_left(self.seqs, seq)
+        if k < len(self.seqs) and self.seqs[k] == seq:
+            del self.seqs[k]
         last = self.n - 1
         if i != last:
             for arr in self.cols.values():

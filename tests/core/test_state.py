@@ -348,3 +348,32 @@ def test_the_journal_key_is_the_same_in_every_process() -> None:
     }
     assert outs == {str(state.memory_key("ns", "m-1"))}
     assert state.memory_key("ns", "m-1") != state.memory_key("ns2", "m-1")
+
+
+@given(
+    ops=st.lists(st.tuples(st.booleans(), st.integers(0, 30)), max_size=60),
+    probe=st.integers(0, 200),
+)
+def test_adjacent_finds_the_namespaces_own_neighbours(
+    ops: list[tuple[bool, int]], probe: int
+) -> None:
+    """``seqs`` stays the sorted numbers of the live memories through appends (numbers
+    grow, with gaps: other namespaces' writes) and deletes; ``adjacent`` gives the next
+    and previous of them, however far apart."""
+    st_ = NamespaceState("ns")
+    seq = 0
+    for add, gap in ops:
+        if add or not st_.ids:
+            seq += 1 + gap
+            st_.append(f"m{seq}", "fact", {}, seq)
+        else:
+            st_.remove(st_.ids[gap % len(st_.ids)])
+    live = sorted(st_.by_seq)
+    assert st_.seqs == live
+    for s in [*live, probe]:
+        after = [x for x in live if x > s]
+        before = [x for x in live if x < s]
+        assert st_.adjacent(s) == (
+            st_.by_seq[after[0]] if after else None,
+            st_.by_seq[before[-1]] if before else None,
+        )

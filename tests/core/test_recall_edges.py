@@ -1,0 +1,163 @@
+"""Recall at its edges: neighbours' relevance, ties at the candidate pool's edge, deep=False
+and successors, neighbours across namespaces, rerank's candidates, and ``why``'s numbers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from oblivion_core import ManualClock, Oblivion, Policy, Tier
+from oblivion_core.testing import HashEmbedder, memory, word_count
+
+DAY = 86_400.0
+DIM = 8
+
+
+def _unit(cosine: float, axis: int) -> Any:
+    """A unit vector at ``cosine`` to the query axis e0."""
+    v = np.zeros(DIM, np.float32)
+    v[0] = cosine
+    v[axis] = np.sqrt(1 - cosine * cosine)
+    return v
+
+
+class TableEmbedder:
+    """Vectors chosen per text."""
+
+    def __init__(self) -> None:
+        self.table: dict[str, Any] = {"query": _unit(1.0, 1)}
+
+    def embed_documents(self, texts: list[str]) -> Any:
+        return np.stack([self.table[t] for t in texts])
+
+    def embed_query(self, text: str) -> Any:
+        return self.table[text]
+
+
+def test_a_neighbour_is_scored_like_a_candidate_and_never_displaces_its_hit() -> None:
+    """A neighbour that was not a candidate had its raw cosine as relevance (no dense
+    weight), so with k=1 it outscored and replaced the very hit it was context for."""
+    clock = ManualClock()
+    emb = TableEmbedder()
+    policy = Policy.template().replace(maintain_every=0, link_on_write=False)
+    mem = memory(clock=clock, embedder=emb, policy=policy)
+    for i in range(55):  # more than candidate_pool, all at cosine 0.80
+        text = f"filler note number {i}"
+        emb.table[text] = _unit(0.80, 2 + i % 6)
+        mem.remember(text, category="fact", importance=0.5, supersede=False)
+        clock.advance(1000)
+    emb.table["the best answer"] = _unit(0.81, 1)
+    emb.table["the turn right after it"] = _unit(0.79, 1)
+    hit = mem.remember("the best answer", category="fact", importance=0.5, supersede=False).id
+    clock.advance(5)
+    after = mem.remember("the turn right after it", category="fact", importance=0.5).id
+    one = mem.recall("query", k=1, feedback=False)
+    assert one.ids == [hit]
+    shown = mem.recall("query", k=60, feedback=False)
+    assert shown.ids[:2] == [hit, after]  # context right behind its hit
+    as_context = shown[1]
+    as_candidate = next(i for i in mem.recall("query", k=100, feedback=False) if i.id == after)
+    assert as_context.why["context_for"] == hit
+    assert as_context.relevance == pytest.approx(as_candidate.relevance)
+    assert as_context.relevance == pytest.approx(0.7 * 0.79 / (0.7 + 0.3), abs=1e-6)
+
+
+@pytest.mark.parametrize("spaced", [False, True])
+def test_ties_beyond_the_candidate_pool_keep_the_newest(spaced: bool) -> None:
+    """Sixty equal memories, more than candidate_pool: the pools kept the oldest 50 (index
+    and seq order), so the newest never came back, even when they scored higher."""
+    clock = ManualClock()
+    policy = Policy.template().replace(maintain_every=0, expand_neighbours=0)
+    mem = memory(clock=clock, policy=policy)
+    if spaced:
+        ids = []
+        for _ in range(60):
+            ids.append(mem.remember("tea", category="fact", importance=0.5, supersede=False).id)
+            clock.advance(3600)
+    else:
+        recs = mem.remember_many(
+            ["tea"] * 60, categories=["fact"] * 60, importances=[0.5] * 60, supersede=False
+        )
+        ids = [r.id for r in recs]
+    got = mem.recall("tea", k=5, feedback=False).ids
+    assert got == ids[::-1][:5]
+
+
+def test_ties_at_the_pool_edge_survive_a_reopen(tmp_path: Path) -> None:
+    policy = Policy.template().replace(maintain_every=0, expand_neighbours=0)
+    kwargs: dict[str, Any] = {"embedder": HashEmbedder(), "token_counter": word_count}
+    with Oblivion(tmp_path, policy=policy, clock=ManualClock(), **kwargs) as mem:
+        ids = [r.id for r in mem.remember_many(["tea"] * 60, supersede=False)]
+        mem.maintain()
+        live = mem.recall("tea", k=5, feedback=False).ids
+    with Oblivion(tmp_path, clock=ManualClock(), **kwargs) as again:
+        assert again.recall("tea", k=5, feedback=False).ids == live == ids[::-1][:5]
+
+
+def test_deep_false_does_not_bring_an_archived_successor() -> None:
+    """An active superseded statement brought its archived successor into a deep=False
+    recall (tier archive, boosted with the archive's gain)."""
+    clock = ManualClock()
+    mem = memory(clock=clock, policy=Policy.template().replace(maintain_every=0))
+    old = mem.remember("The team meets in room Aurora on Mondays", category="event").id
+    new = mem.remember("The team now meets in room Borealis on Mondays", category="event").id
+    mem.supersede(old, new)
+    for i in range(3):
+        mem.remember(f"Always answer politely, rule {i}", category="instruction")
+    clock.advance(60 * DAY)
+    mem.maintain()
+    mem.confirm(old)  # back in the active tier; its successor stays archived
+    assert (mem.get(old).tier, mem.get(new).tier) == (Tier.ACTIVE, Tier.ARCHIVE)
+    res = mem.recall("where does the team meet on Mondays", deep=False, feedback=False)
+    assert all(item.tier == Tier.ACTIVE for item in res)
+    assert new not in res.ids and old not in res.ids  # the stale one stays hidden
+    deep = mem.recall("where does the team meet on Mondays", deep=True, feedback=False)
+    assert new in deep.ids and old not in deep.ids
+
+
+@pytest.mark.parametrize("elsewhere", [0, 8, 40])
+def test_the_next_turn_is_context_whatever_other_namespaces_wrote(elsewhere: int) -> None:
+    """Sequence numbers are shared by all namespaces: with 8 or more writes to another
+    namespace between two turns, the next turn was not found (the scan looked 8 ahead)."""
+    clock = ManualClock()
+    mem = memory(clock=clock, policy=Policy.template().replace(maintain_every=0))
+    question = mem.remember("What's the code name of the launch?", namespace="alice").id
+    clock.advance(5)
+    for i in range(elsewhere):
+        mem.remember(f"bob chat line {i}", namespace="bob")
+    clock.advance(5)
+    answer = mem.remember("It is Falcon, sign-off by Priya.", namespace="alice").id
+    for i in range(5):
+        clock.advance(3600)
+        mem.remember(f"unrelated note {i}", namespace="alice")
+    res = mem.recall("code name of the launch", namespace="alice", feedback=False)
+    context = [item.id for item in res if item.why.get("context_for") == question]
+    assert context == [answer]
+
+
+@pytest.mark.parametrize("kwargs", [{"k": 3}, {"token_budget": 40}])
+def test_rerank_returns_only_its_candidates_with_link_expansion_on(kwargs: Any) -> None:
+    mem = memory(policy=Policy.template().replace(expand_links=True))
+    a = mem.remember("The launch is code-named Falcon.").id
+    b = mem.remember("Falcon needs sign-off from Priya before the launch window opens.").id
+    c = mem.remember("Lunch was pasta today.").id
+    mem.link(a, c, 0.9)
+    res = mem.rerank("launch code name", [(a, 0.9), (b, 0.5)], feedback=False, **kwargs)
+    assert set(res.ids) <= {a, b} and a in res.ids
+    assert mem.recall("launch code name", k=3, feedback=False).ids  # recall still expands
+
+
+def test_why_adds_up_with_a_negative_relevance_and_matches_the_score() -> None:
+    """A relevance below 0 is clipped when scoring; the sentence showed it unclipped, so
+    its numbers did not add up. why["score"] is the item's score to the last bit."""
+    mem = memory()
+    mid = mem.remember("The office is in Berlin.", importance=0.5).id
+    (item,) = mem.rerank("office", [(mid, -0.5)], feedback=False)
+    assert "relevance 0 (clipped from -0.500)" in item.why["explanation"]
+    assert item.why["contributions"]["relevance"] == 0.0
+    res = mem.recall("office Berlin", k=10, feedback=False)
+    for it in [*res, item]:
+        assert it.why["score"] == it.score
