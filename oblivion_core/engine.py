@@ -1326,10 +1326,13 @@ class Oblivion:
         active_scores = space.index.scores(qvec)
         scored = [(space.index, active_scores)]
 
-        def seqs(ids: list[str]) -> np.ndarray[Any, Any]:  # ties at the pool's edge
-            return st.cols["seq"][np.fromiter((st.index[m] for m in ids), np.int64, len(ids))]
+        def seq_of(ids: list[str]) -> np.ndarray[Any, Any]:  # ties at the pool's edge
+            out: np.ndarray[Any, Any] = st.cols["seq"][
+                np.fromiter((st.index[m] for m in ids), np.int64, len(ids))
+            ]
+            return out
 
-        ids, sims = space.index.top(active_scores, pool, seqs)
+        ids, sims = space.index.top(active_scores, pool, seq_of)
         cand: dict[str, float] = dict(zip(ids, sims.tolist(), strict=True))
         best = float(sims[0]) if len(sims) else -1.0
 
@@ -1346,7 +1349,7 @@ class Oblivion:
             if exact is not None:
                 archive_scores = exact.scores(qvec)
                 scored.append((exact, archive_scores))
-                found, found_sims = exact.top(archive_scores, pool, seqs)
+                found, found_sims = exact.top(archive_scores, pool, seq_of)
                 archive = (found, found_sims.tolist())
             else:
                 archive = self.store.query(ns, qvec, n_ask)
