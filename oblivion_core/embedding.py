@@ -72,6 +72,9 @@ class FastEmbedEmbedder:
         self._counter_loaded = False
         self._window: int | None = None
         self._specials: int | None = None
+        # a word WordPiece reads as [UNK] whole (longer than its max_input_chars_per_word)
+        self._long_word: re.Pattern[str] | None = None
+        self._word_chars = 0
         self._lock = threading.Lock()
 
     def _load(self) -> Any:
@@ -119,8 +122,13 @@ class FastEmbedEmbedder:
                         counter = Tokenizer.from_str(serialized)
                         counter.no_truncation()
                         counter.no_padding()
-                        if _is_bert_style(json.loads(serialized)):
+                        config = json.loads(serialized)
+                        if _is_bert_style(config):
                             self._specials = len(counter.encode("").ids)
+                            most = config["model"].get("max_input_chars_per_word")
+                            if type(most) is int and most > 0:
+                                self._word_chars = most
+                                self._long_word = re.compile(rf"[^\W_]{{{most + 1},}}")
                         self._counter, self._window = counter, window
                     self._counter_loaded = True
         return self._counter
@@ -138,7 +146,20 @@ class FastEmbedEmbedder:
         counter = self._load_counter()
         if counter is None:
             raise EmbeddingError(f"fastembed does not expose the tokenizer of {self.model_name}")
-        return len(counter.encode(text).ids)
+        return len(counter.encode(self._readable(text)).ids)
+
+    def _readable(self, text: str) -> str:
+        """``text`` as the model reads it: a run of letters and digits longer than
+        WordPiece takes as one word (100 characters for all-MiniLM-L6-v2: hex, base64,
+        a long identifier) is one ``[UNK]`` to it, so every such text got the same
+        vector; the run is given to the model in pieces of that length instead."""
+        self._load_counter()
+        pattern, size = self._long_word, self._word_chars
+        if pattern is None or pattern.search(text) is None:
+            return text
+        return pattern.sub(
+            lambda m: " ".join(m[0][i : i + size] for i in range(0, len(m[0]), size)), text
+        )
 
     def _chunk_count(self, text: str) -> int:
         """:meth:`count_tokens`, or a bound of it inside the window, found without
@@ -153,7 +174,7 @@ class FastEmbedEmbedder:
                 return bound
         if counter is None:
             raise EmbeddingError(f"fastembed does not expose the tokenizer of {self.model_name}")
-        return len(counter.encode(text).ids)
+        return len(counter.encode(self._readable(text)).ids)
 
     @property
     def busy_cores(self) -> bool:
@@ -168,12 +189,13 @@ class FastEmbedEmbedder:
     def embed_documents(self, texts: list[str]) -> Vectors:
         """Embed texts for storage."""
         model = self._load()
-        return np.asarray(list(model.embed(texts, batch_size=self.batch_size)), dtype=np.float32)
+        readable = [self._readable(t) for t in texts]
+        return np.asarray(list(model.embed(readable, batch_size=self.batch_size)), dtype=np.float32)
 
     def embed_query(self, text: str) -> Vectors:
         """Embed one query."""
         model = self._load()
-        return np.asarray(next(iter(model.query_embed(text))), dtype=np.float32)
+        return np.asarray(next(iter(model.query_embed(self._readable(text)))), dtype=np.float32)
 
 
 def _is_bert_style(config: dict[str, Any]) -> bool:

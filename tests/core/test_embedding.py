@@ -192,3 +192,21 @@ def test_the_local_model_says_when_it_keeps_every_core_busy(
     assert FastEmbedEmbedder().busy_cores
     assert FastEmbedEmbedder(threads=4).busy_cores
     assert not FastEmbedEmbedder(threads=2).busy_cores
+
+
+def test_long_unspaced_runs_are_read_not_unknown(real_embedder: Any) -> None:
+    """A run of letters and digits over WordPiece's 100-character word limit (a key, a
+    hash, base64) was one [UNK] to the local model: every such text had the same vector,
+    and a 32,000-character one counted 3 tokens, so it was never chunked either."""
+    import hashlib
+
+    keys = [hashlib.sha512(bytes([i])).hexdigest() for i in range(3)]  # 128 characters
+    vecs = embed_texts(real_embedder, [f"the api key is {k}" for k in keys])
+    assert float(vecs[0] @ vecs[1]) < 0.99
+    unknown = embed_texts(real_embedder, ["the api key is [UNK]"])[0]
+    assert all(float(v @ unknown) < 0.99 for v in vecs)
+    query = embed_query(real_embedder, keys[1])
+    assert int(np.argmax(vecs @ query.reshape(-1))) == 1
+    assert real_embedder.count_tokens("f" * 32_000) > real_embedder.max_tokens
+    short = "word " * 20  # nothing to split: the same text, the same count
+    assert real_embedder._readable(short) == short
