@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -25,7 +26,13 @@ from typing import Any
 
 import numpy as np
 
-from oblivion_core.errors import InvalidInputError, OblivionError, StoreError, VectorStoreError
+from oblivion_core.errors import (
+    InvalidInputError,
+    OblivionError,
+    StoreError,
+    StorePathError,
+    VectorStoreError,
+)
 from oblivion_core.typing import Vectors
 
 _UNSAFE = re.compile(r"[^a-zA-Z0-9_-]+")
@@ -82,10 +89,30 @@ class VectorStore:
         """
         import chromadb
 
+        where = Path(path)
+        if where.exists() and not where.is_dir():
+            raise StorePathError(
+                f"the Chroma store's folder {str(where)!r} is a file; move it aside (or "
+                "restore the folder from a backup) and open the store again"
+            )
+        if where.is_dir() and not os.access(where, os.R_OK | os.W_OK | os.X_OK):
+            raise StorePathError(
+                f"the Chroma store's folder {str(where)!r} is not readable and writable; fix "
+                "its permissions (and those of the files in it)"
+            )
         try:
-            client = chromadb.PersistentClient(path=str(path), settings=_settings())
+            client = chromadb.PersistentClient(path=str(where), settings=_settings())
         except Exception as exc:
-            raise StoreError(f"could not open the Chroma store at {str(path)!r}: {exc}") from exc
+            if "readonly" in str(exc).replace(" ", "").lower():
+                raise StorePathError(
+                    f"the Chroma store under {str(where)!r} is read-only ({exc}); fix the "
+                    "permissions of its files"
+                ) from exc
+            raise VectorStoreError(
+                f"could not open the Chroma store at {str(where)!r} ({exc}); if it is "
+                "damaged, restore it from a backup, or move it aside: the memories are put "
+                "back from the activation database's vectors when the store is opened"
+            ) from exc
         return cls(client, documents=documents)
 
     @classmethod

@@ -405,6 +405,24 @@ def test_store_path_that_is_a_file(tmp_path: Path) -> None:
 
 
 @pytest.mark.integration
+def test_a_chroma_folder_that_is_a_file_says_what_to_do(tmp_path: Path) -> None:
+    """The bare StoreError with Chroma's own words; now StorePathError saying what to
+    change, and the activation database is not touched."""
+    with _open(tmp_path) as mem:
+        mem.remember("keep me")
+    shutil.rmtree(tmp_path / "chroma")
+    (tmp_path / "chroma").write_text("not a folder")
+    digest = _hash(tmp_path / "oblivion.sqlite3")
+    with pytest.raises(StorePathError, match="is a file; move it aside"):
+        _open(tmp_path)
+    assert _hash(tmp_path / "oblivion.sqlite3") == digest
+    (tmp_path / "chroma").unlink()  # moved aside: the memory is put back from SQLite
+    with _open(tmp_path) as mem:
+        assert [r.text for r in mem.records()] == ["keep me"]
+        assert mem.store.count(mem.default_namespace) == 1
+
+
+@pytest.mark.integration
 def test_corrupt_database_is_reported_and_left_untouched(tmp_path: Path) -> None:
     """Garbage in oblivion.sqlite3 raises StoreCorruptError and the file bytes are unchanged."""
     db = tmp_path / "oblivion.sqlite3"
