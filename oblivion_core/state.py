@@ -1286,9 +1286,11 @@ class StateDB:
         """Delete ``namespace``'s journal entries of ``kinds`` recorded before clock time
         ``before``, one transaction per :attr:`PRUNE_CHUNK` entries; yields each count.
 
-        Entries are numbered in the order they were written, which is their clock order
-        except for boosts queued a moment (:meth:`defer`): a binary search over the numbers
-        finds where ``before`` falls, so a prune reads only the entries before it.
+        Entries are numbered in the order they were written, which is the namespace's
+        clock order except for boosts queued a moment (:meth:`defer`): a binary search over
+        the namespace's numbers finds where ``before`` falls, so a prune reads only the
+        entries before it. (Only the namespace's own: on the turn clock each namespace
+        counts its own turns, so another's entries may be numbered later and timed lower.)
         """
         self.flush()
         with self._translated():
@@ -1299,9 +1301,13 @@ class StateDB:
             while lo < hi:
                 mid = (lo + hi) // 2
                 row = self.conn.execute(
-                    "SELECT seq, at FROM events WHERE seq >= ? ORDER BY seq LIMIT 1", (mid,)
+                    "SELECT seq, at FROM events WHERE seq >= ? AND namespace = ? "
+                    "ORDER BY seq LIMIT 1",
+                    (mid, namespace),
                 ).fetchone()
-                if row[1] < before:
+                if row is None:  # none of the namespace's from mid on
+                    hi = mid
+                elif row[1] < before:
                     lo = int(row[0]) + 1
                 else:
                     hi = mid

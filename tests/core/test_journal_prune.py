@@ -16,6 +16,7 @@ from oblivion_core import (
     Oblivion,
     Policy,
     PolicyError,
+    TurnClock,
     UnknownNamespaceError,
 )
 from oblivion_core.state import StateDB
@@ -204,3 +205,26 @@ def test_journal_keep_has_maintain_drop_old_boost_entries_a_chunk_at_a_time(
 def test_journal_keep_must_be_a_finite_age(bad: Any) -> None:
     with pytest.raises(PolicyError, match="journal_keep"):
         Policy.template("balanced").replace(journal_keep=bad)
+
+
+def test_turn_clock_namespaces_are_pruned_by_their_own_turns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On the turn clock each namespace counts its own turns, so another namespace's
+    entries may be numbered later yet timed higher: the search for where ``before``
+    falls went over every namespace's entries and stopped short, leaving old entries."""
+    monkeypatch.setattr(StateDB, "DEFER_EVENTS", 8)  # the search's margin: 16 of these
+    policy = Policy.template("balanced", clock="turns")
+    with Oblivion(tmp_path, policy=policy, embedder=HashEmbedder(), token_counter=word_count) as m:
+        m.remember("Sam likes green tea", namespace="b")
+        m.recall("green tea", namespace="b")
+        notes = [f"note {i} about the quarterly budget" for i in range(300)]
+        m.remember_many(notes, namespace="a", supersede=False)  # 300 turns of a's own
+        m.recall("green tea", namespace="b")
+        clock = m.clock
+        assert isinstance(clock, TurnClock)
+        clock.tick(200, namespace="b")  # b: turn 201; a: turn 300
+        old = [e for e in m.history(namespace="b") if e.kind in ("recall", "spread")]
+        assert len(old) == 2
+        assert m.prune_journal(older_than=100, namespace="b") == 2
+        assert [e for e in m.history(namespace="b") if e.kind in ("recall", "spread")] == []
