@@ -78,7 +78,7 @@ from oblivion_core.supersession import (
     parse,
     subject_query,
 )
-from oblivion_core.tiering import MaintenancePlan, PlanEntry, plan_tiers
+from oblivion_core.tiering import MaintenancePlan, PlanEntry, TierDecision, plan_tiers
 from oblivion_core.typing import (
     Clock,
     Embedder,
@@ -2777,18 +2777,29 @@ class Oblivion:
                     & (st.col("importance") < policy.protect_importance)
                     & (now - st.col("created_at") >= policy.forget_min_age)
                 )
-            decision = plan_tiers(
-                act,
-                st.col("tier"),
-                low=policy.archive_low,
-                high=policy.archive_high,
-                capacity=policy.active_target(st.n),
-                invalidated=st.col("invalidated"),
-                forget_enabled=policy.forget_enabled,
-                forget_below=policy.forget_below,
-                forgettable=forgettable,
-                order=st.col("seq"),
-            )
+
+            def plan(memories: int) -> TierDecision:
+                return plan_tiers(
+                    act,
+                    st.col("tier"),
+                    low=policy.archive_low,
+                    high=policy.archive_high,
+                    capacity=policy.active_target(memories),
+                    invalidated=st.col("invalidated"),
+                    forget_enabled=policy.forget_enabled,
+                    forget_below=policy.forget_below,
+                    forgettable=forgettable,
+                    order=st.col("seq"),
+                )
+
+            decision = plan(st.n)
+            groups = self._compression_groups(ns, space, policy, act, decision)
+            # the target is for the memories there will be: fewer by those forgotten, more
+            # by the summaries (else the next call, at no later time, moves some again)
+            will_hold = st.n - len(decision.forget) + len(groups)
+            if policy.active_target(will_hold) != policy.active_target(st.n):
+                decision = plan(will_hold)
+                groups = self._compression_groups(ns, space, policy, act, decision)
             entries: list[PlanEntry] = []
             for action, rows, why in (
                 ("archive", decision.archive, f"activation below {decision.low:.3f}"),
@@ -2800,7 +2811,6 @@ class Oblivion:
                     entries.append(
                         PlanEntry(st.ids[i], action, float(act[i]), st.category(i), reason)
                     )
-            groups = self._compression_groups(ns, space, policy, act, decision)
             for g, group in enumerate(groups):
                 for mid in group:
                     i = st.index[mid]

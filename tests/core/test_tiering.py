@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from oblivion_core import MaintenancePlan, ManualClock, Oblivion, PlanEntry, Policy, Tier
-from oblivion_core.testing import HashEmbedder
+from oblivion_core.testing import HashEmbedder, memory
 from oblivion_core.tiering import plan_tiers
 
 DAY = 86_400.0
@@ -597,3 +597,57 @@ def test_forgetting_when_enabled_spares_protected_memories(fresh: Any) -> None:
         assert plan.forgotten == [chat.id]
         assert {r.id for r in mem.records()} == {pref.id, vip.id}
         assert any(e.kind == "forget" for e in mem.history(chat.id))
+
+
+def _settled(mem: Oblivion) -> None:
+    """A second maintain() at the same time moves nothing and the target is kept."""
+    again = mem.maintain()
+    assert (again.archived, again.restored) == ([], [])
+    stats = mem.stats()
+    assert stats["active"] <= stats["active_target"]
+
+
+def test_the_active_target_is_for_the_memories_left_after_forgetting() -> None:
+    """maintain() sized the active tier for the count before it forgot: 16 memories, 8
+    forgotten, 4 left active where the target of 8 is 2, and the next call archived 2."""
+    policy = Policy.template("balanced").replace(
+        active_share=0.25,
+        active_share_min=0,
+        forget_enabled=True,
+        forget_below=0.05,
+        protected_categories=[],
+        half_lives={"fact": 1e6, "small_talk": 1.0},
+    )
+    clock = ManualClock()
+    mem = memory(clock=clock, policy=policy)
+    for w in "alpha bravo charlie delta echo foxtrot golf hotel".split():
+        mem.remember(f"{w} fact kept", category="fact", importance=0.5)
+        mem.remember(f"{w} chit chat", category="small_talk", importance=0.1)
+    clock.advance(100)
+    plan = mem.maintain()
+    assert len(plan.ids("forget")) == 8
+    assert mem.stats()["active"] == mem.stats()["active_target"] == 2
+    _settled(mem)
+
+
+def test_the_active_target_counts_the_summaries_written() -> None:
+    """Compression adds a summary, raising the target: the next maintain() restored a
+    memory the first had archived, at the same activation."""
+    policy = Policy.template("balanced").replace(
+        active_share=0.25,
+        active_share_min=0,
+        compress_below=0.2,
+        compress_similarity=0.99,
+        adapt=False,
+        half_lives={"fact": 1e6, "small_talk": 1.0, "summary": 1e6},
+    )
+    clock = ManualClock()
+    mem = memory(clock=clock, policy=policy)
+    for text in ("hello there", "nice weather today", "how are you"):
+        mem.remember(text, category="small_talk", importance=0.1)
+    clock.advance(1000)
+    for i, w in enumerate("alpha bravo charlie delta echo".split()):
+        mem.remember(f"{w} fact number {i}", category="fact", importance=0.2 + 0.1 * i)
+        clock.advance(1000)
+    assert mem.maintain().ids("compress")
+    _settled(mem)
