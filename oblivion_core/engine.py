@@ -2833,8 +2833,9 @@ class Oblivion:
                             st.cols["tier"][i] = Tier.ARCHIVE
                             space.usage.of(st.category(i)).archived += 1
                         self._db.save_rows(conn, st, decision.archive.tolist())
-                    if restore_ids:
-                        self._move_to_active(ns, space, restore_ids, conn, now, "maintain")
+                    if restore_ids:  # journaled there, once
+                        why = f"activation above {decision.high:.3f}"
+                        self._move_to_active(ns, space, restore_ids, conn, now, why)
                     self._db.journal(
                         conn,
                         now,
@@ -2842,7 +2843,8 @@ class Oblivion:
                         [
                             (e.id, e.action, e.activation, e.activation, {"reason": e.reason})
                             for e in entries
-                            if e.action not in ("forget", "compress")  # journaled as done
+                            # the others are journaled as done
+                            if e.action not in ("forget", "compress", "restore")
                         ],
                     )
                     adapted = adapt(space.usage, policy)

@@ -651,3 +651,19 @@ def test_the_active_target_counts_the_summaries_written() -> None:
         clock.advance(1000)
     assert mem.maintain().ids("compress")
     _settled(mem)
+
+
+def test_a_restore_by_maintain_is_journaled_once() -> None:
+    """It was journaled twice: by the move ('maintain') and by the plan's entry."""
+    policy = Policy.template("balanced").replace(active_share=None, half_lives={"fact": 10.0})
+    clock = ManualClock()
+    mem = memory(clock=clock, policy=policy)
+    mid = mem.remember("the launch is code-named bluebird", category="fact", importance=0.2).id
+    clock.advance(100)
+    assert mem.maintain().archived == [mid]
+    mem.set_policy(policy.replace(archive_low=0.6, archive_high=0.9))
+    mem.confirm(mid)  # above the usual band, inside this one: stays archived
+    mem.set_policy(policy)
+    assert mem.maintain().restored == [mid]
+    restores = [e for e in mem.history(mid) if e.kind == "restore"]
+    assert [e.detail["reason"] for e in restores] == ["activation above 0.400"]
