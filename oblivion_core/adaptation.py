@@ -109,7 +109,8 @@ def adapt(usage: Usage, policy: Policy) -> dict[str, dict[str, float]]:
     for cat, u in usage.categories.items():
         if u.events < policy.adapt_min_events:
             continue
-        hl, beta = multipliers(u, policy, cat)
+        was = multipliers(u, policy, cat)  # in force: the learned ones within bounds
+        hl, beta = was
         if u.recalled and u.archive_hits / u.recalled > ARCHIVE_HIT_RATE:
             hl *= 1 + step
         elif u.archived and not u.recalled and not u.used and in_use:
@@ -120,8 +121,13 @@ def adapt(usage: Usage, policy: Policy) -> dict[str, dict[str, float]]:
             beta *= 1 - step
         hl = min(max(hl, lo), hi)
         beta = min(max(beta, lo), hi, 1.0 / policy.beta(cat))
-        if (hl, beta) != (u.half_life_mult, u.beta_mult):
-            u.half_life_mult, u.beta_mult = hl, beta
+        if (hl, beta) != was:
+            # a value that did not move keeps what was learned (a policy with narrower
+            # bounds clamps it; widened again, the learned value returns)
+            if hl != was[0]:
+                u.half_life_mult = hl
+            if beta != was[1]:
+                u.beta_mult = beta
             changed[cat] = {
                 "half_life": policy.half_life(cat) * hl,
                 "beta": policy.beta(cat) * beta,

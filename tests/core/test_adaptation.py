@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from oblivion_core import ManualClock, Oblivion, Policy, Tier
-from oblivion_core.adaptation import CategoryUsage, Usage, adapt
+from oblivion_core.adaptation import CategoryUsage, Usage, adapt, multipliers
 from oblivion_core.testing import HashEmbedder, word_count
 
 DAY = 86_400.0
@@ -381,3 +381,23 @@ def test_a_store_reopened_with_other_half_lives_decays_on_from_where_it_was(
         assert mem.get(rec.id).activation == pytest.approx(expected / 2, rel=1e-9)
     finally:
         mem.close()
+
+
+def test_adapting_under_narrower_bounds_keeps_what_was_learned() -> None:
+    """Under bounds that clamp a learned multiplier, a window that cannot move it was
+    reported as an adaptation and wrote the clamped value over the learned one, so
+    widening the bounds again did not bring it back."""
+    usage = _usage(stored=4, recalled=6, used=6)
+    usage.of("fact").beta_mult = 1.77
+    narrow = POLICY.replace(adapt_bounds=(1.0, 1.0), adapt_min_events=2)
+    assert adapt(usage, narrow) == {}
+    assert usage.of("fact").beta_mult == 1.77
+    wide = POLICY.replace(adapt_min_events=2)
+    assert multipliers(usage.of("fact"), wide, "fact")[1] == 1.77
+    usage.of("fact").recalled, usage.of("fact").used = 6, 0  # never used: beta falls
+    assert adapt(usage, wide) == {
+        "fact": {
+            "half_life": POLICY.half_life("fact"),
+            "beta": pytest.approx(POLICY.beta("fact") * 1.77 * 0.9),
+        }
+    }
