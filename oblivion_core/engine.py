@@ -3304,9 +3304,14 @@ class Oblivion:
             space.review = self._db.review(ns)
             space.summaries = self._db.summaries(ns)
             space.uncompressed = set(self._db.meta(f"uncompressed:{ns}") or [])
-            if st.n:
-                last = int(np.argmax(st.col("seq")))
-                space.last_write = (st.ids[last], float(st.cols["created_at"][last]))
+            # the turn written last, for the next one's adjacency link (as the live instance
+            # has it: a summary that compression wrote is not a turn)
+            for seq in reversed(st.seqs):
+                last = st.by_seq[seq]
+                if last not in space.summaries:
+                    when = float(st.cols["created_at"][st.index[last]])
+                    space.last_write = (last, when)
+                    break
             self._spaces[ns] = space
             # rates that changed while the store was closed (another policy passed to the
             # constructor) start new clock pieces now: the past decayed at the old rates

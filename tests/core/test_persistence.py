@@ -839,3 +839,29 @@ def test_lost_vectors_with_no_copy_in_sqlite_are_reported(tmp_path: Path) -> Non
     conn.close()
     with _open(tmp_path, clock) as again, pytest.raises(StoreCorruptError, match="backup"):
         again.get("old")
+
+
+@pytest.mark.parametrize("reopen", [False, True])
+def test_a_summary_is_not_the_turn_before_after_a_reopen(tmp_path: Path, reopen: bool) -> None:
+    """A reopened store took the newest memory, a summary compression wrote, as the
+    turn just before the next write and linked them; the live instance does not."""
+    policy = Policy.template("balanced").replace(
+        compress_below=0.2, active_share=None, half_lives={"event": 10.0, "fact": 1e9}
+    )
+    clock = ManualClock()
+    mem = _open(tmp_path, clock, policy=policy)
+    for t in ("the budget meeting started", "the budget meeting went on", "it ended"):
+        mem.remember(t, category="event", importance=0.1)
+    clock.advance(10_000)
+    assert mem.maintain().ids("compress")
+    if reopen:
+        mem.close()
+        mem = _open(tmp_path, clock)
+    try:
+        new = mem.remember("Sam's flight lands at nine", category="fact").id
+        assert mem.links(new) == {}
+        clock.advance(5)
+        after = mem.remember("It is flight BA 117", category="fact").id
+        assert mem.links(after) == {new: pytest.approx(policy.adjacency_weight)}
+    finally:
+        mem.close()
