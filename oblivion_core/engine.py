@@ -559,7 +559,12 @@ class Oblivion:
             )
         with self._lock:
             self._check_open()
-            targets = [namespace] if namespace is not None else list(self._known)
+            # the default applies to the namespaces without a policy of their own
+            targets = (
+                [namespace]
+                if namespace is not None
+                else [ns for ns in self._known if ns not in self._ns_policy]
+            )
             known = [ns for ns in targets if ns in self._known]
             saved = (self._policy, dict(self._ns_policy), set(self._known))
             # what earlier calls queued is written first (as in _consistent): the reload
@@ -568,7 +573,7 @@ class Oblivion:
             try:
                 for ns in known:
                     before = self._policy_of(ns)
-                    after = new if namespace is not None or ns not in self._ns_policy else before
+                    after = new
                     if (before.floor_fraction, before.stability_sigma) != (
                         after.floor_fraction,
                         after.stability_sigma,

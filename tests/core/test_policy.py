@@ -254,6 +254,23 @@ def test_global_set_policy_is_visible_in_history(mem: Oblivion) -> None:
     assert "policy" in kinds
 
 
+def test_a_default_switch_is_not_journaled_where_a_namespace_keeps_its_own(
+    mem: Oblivion,
+) -> None:
+    """set_policy() of the default journaled a switch (from the default's old name) in
+    every namespace, also one that keeps its own policy and did not switch."""
+    mem.remember("a fact", namespace="n2")
+    mem.remember("another fact", namespace="n3")
+    mem.set_policy("research-assistant", namespace="n2")
+    mem.set_policy("support-desk")
+    assert mem.policy_for("n2").name == "research-assistant"
+    switches = {
+        ns: [e.detail["to"] for e in mem.history(namespace=ns) if e.kind == "policy"]
+        for ns in ("n2", "n3")
+    }
+    assert switches == {"n2": ["research-assistant"], "n3": ["support-desk"]}
+
+
 def test_set_policy_keeps_activation_continuous(mem: Oblivion, clock: ManualClock) -> None:
     """Switching policy does not change any activation at the moment of the switch."""
     rec = mem.remember("the backup runs on Sundays", category="fact", importance=0.2)
