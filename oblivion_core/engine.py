@@ -2813,6 +2813,9 @@ class Oblivion:
             ):
                 for i in rows:
                     reason = "invalidated" if st.cols["invalidated"][i] else why
+                    if action == "archive" and reason == why and act[i] >= decision.low:
+                        # tied at the cut of a full active tier: the newer of them stay
+                        reason = f"activation {act[i]:.3f} tied at the full tier's cut"
                     entries.append(
                         PlanEntry(st.ids[i], action, float(act[i]), st.category(i), reason)
                     )

@@ -667,3 +667,16 @@ def test_a_restore_by_maintain_is_journaled_once() -> None:
     assert mem.maintain().restored == [mid]
     restores = [e for e in mem.history(mid) if e.kind == "restore"]
     assert [e.detail["reason"] for e in restores] == ["activation above 0.400"]
+
+
+def test_memories_archived_at_the_cut_say_so() -> None:
+    """A batch shares one activation; a full active tier keeps the newest of them. The
+    others were archived "activation below 0.750" at exactly 0.750."""
+    mem = memory(policy=Policy.template("balanced").replace(active_share_min=0, maintain_every=0))
+    mem.remember_many([f"note number {i}" for i in range(20)], importances=[0.5] * 20)
+    plan = mem.maintain()
+    archived = [e for e in plan.entries if e.action == "archive"]
+    assert len(archived) == 15
+    for e in archived:
+        assert e.activation >= plan.low
+        assert e.reason == f"activation {e.activation:.3f} tied at the full tier's cut"
