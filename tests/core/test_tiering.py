@@ -620,7 +620,7 @@ def test_the_active_target_is_for_the_memories_left_after_forgetting() -> None:
     )
     clock = ManualClock()
     mem = memory(clock=clock, policy=policy)
-    for w in "alpha bravo charlie delta echo foxtrot golf hotel".split():
+    for w in ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"]:
         mem.remember(f"{w} fact kept", category="fact", importance=0.5)
         mem.remember(f"{w} chit chat", category="small_talk", importance=0.1)
     clock.advance(100)
@@ -646,7 +646,7 @@ def test_the_active_target_counts_the_summaries_written() -> None:
     for text in ("hello there", "nice weather today", "how are you"):
         mem.remember(text, category="small_talk", importance=0.1)
     clock.advance(1000)
-    for i, w in enumerate("alpha bravo charlie delta echo".split()):
+    for i, w in enumerate(["alpha", "bravo", "charlie", "delta", "echo"]):
         mem.remember(f"{w} fact number {i}", category="fact", importance=0.2 + 0.1 * i)
         clock.advance(1000)
     assert mem.maintain().ids("compress")
