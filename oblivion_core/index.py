@@ -177,10 +177,10 @@ class ActiveIndex:
         ids = self.ids
         return [ids[i] for i in top.tolist()], sims[top]
 
-    def recent(self, n: int) -> tuple[list[str], Vectors]:
-        """The last ``n`` memories added (roughly the most recent) and their vectors,
-        one per row (a view)."""
-        size = len(self.ids)
+    def recent(self, n: int, skip: int = 0) -> tuple[list[str], Vectors]:
+        """The last ``n`` memories added (roughly the most recent) before the last
+        ``skip`` ones, and their vectors, one per row (a view)."""
+        size = max(len(self.ids) - skip, 0)
         start = max(size - n, 0)
         return self.ids[start:size], self._cols[:, start:size].T
 
