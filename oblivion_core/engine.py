@@ -2746,17 +2746,7 @@ class Oblivion:
         """Put memories SQLite still holds back into Chroma (a delete whose transaction
         failed); logged, not raised, if that fails too."""
         try:
-            vecs = self._db.vectors(ns, ids)
-            have = [m for m in ids if m in vecs]
-            if have:
-                texts = self._db.texts(ns, have)
-                self.store.add(
-                    ns,
-                    have,
-                    np.stack([vecs[m] for m in have]),
-                    [texts[m] for m in have],
-                    [{"category": st.category(st.index[m])} for m in have],
-                )
+            self._put_back(ns, st, ids)
         except Exception:
             logger.exception("could not put %d memories back into Chroma", len(ids))
 
@@ -3356,14 +3346,6 @@ class Oblivion:
         missing = [m for m in st.ids if m not in held]
         if not missing:
             return
-        vecs = self._db.vectors(ns, missing)
-        if len(vecs) < len(missing):
-            raise StoreCorruptError(
-                f"the vector store lacks {len(missing):,} of the {st.n:,} memories of "
-                f"namespace {ns!r}, and {len(missing) - len(vecs):,} of them have no vector "
-                "in the activation database to restore them from; restore the vector "
-                "store (the chroma/ folder, or the server's collections) from a backup"
-            )
         logger.warning(
             "the vector store lacked %d of the %d memories of namespace %r (its folder or "
             "collection lost, or an older copy restored); putting them back from the "
@@ -3372,14 +3354,31 @@ class Oblivion:
             st.n,
             ns,
         )
-        texts = self._db.texts(ns, missing)
-        self.store.add(
-            ns,
-            missing,
-            np.stack([vecs[m] for m in missing]),
-            [texts[m] for m in missing],
-            [{"category": st.category(st.index[m])} for m in missing],
-        )
+        lost = self._put_back(ns, st, missing)
+        if lost:
+            raise StoreCorruptError(
+                f"the vector store lacked {len(missing):,} of the {st.n:,} memories of "
+                f"namespace {ns!r}, and {len(lost):,} of them have no vector in the "
+                "activation database to restore them from (the others were put back); "
+                "restore the vector store (the chroma/ folder, or the server's collections) "
+                "from a backup"
+            )
+
+    def _put_back(self, ns: str, st: NamespaceState, ids: list[str]) -> list[str]:
+        """Add memories SQLite holds to the vector store again, from the vectors SQLite
+        keeps; returns those without a stored vector (left out)."""
+        vecs = self._db.vectors(ns, ids)
+        have = [m for m in ids if m in vecs]
+        if have:
+            texts = self._db.texts(ns, have)
+            self.store.add(
+                ns,
+                have,
+                np.stack([vecs[m] for m in have]),
+                [texts[m] for m in have],
+                [{"category": st.category(st.index[m])} for m in have],
+            )
+        return [m for m in ids if m not in vecs]
 
     @staticmethod
     def _neighbours(st: NamespaceState, policy: Policy, memory_id: str) -> list[tuple[str, str]]:
