@@ -72,9 +72,11 @@ class FastEmbedEmbedder:
         self._counter_loaded = False
         self._window: int | None = None
         self._specials: int | None = None
-        # a word WordPiece reads as [UNK] whole (longer than its max_input_chars_per_word)
-        self._long_word: re.Pattern[str] | None = None
+        # words WordPiece reads as one [UNK] (over its max_input_chars_per_word once
+        # normalised): a run without spaces long enough to be one is looked at
+        self._long_run: re.Pattern[str] | None = None
         self._word_chars = 0
+        self._unk: int | None = None
         self._lock = threading.Lock()
 
     def _load(self) -> Any:
@@ -126,9 +128,12 @@ class FastEmbedEmbedder:
                         if _is_bert_style(config):
                             self._specials = len(counter.encode("").ids)
                             most = config["model"].get("max_input_chars_per_word")
-                            if type(most) is int and most > 0:
-                                self._word_chars = most
-                                self._long_word = re.compile(rf"[^\W_]{{{most + 1},}}")
+                            unk = counter.token_to_id(str(config["model"].get("unk_token")))
+                            if type(most) is int and most > 0 and unk is not None:
+                                self._word_chars, self._unk = most, unk
+                                # normalising may triple a word (Hangul into its letters)
+                                shortest = most // 3 + 1
+                                self._long_run = re.compile(rf"\S{{{shortest},}}")
                         self._counter, self._window = counter, window
                     self._counter_loaded = True
         return self._counter
@@ -149,17 +154,37 @@ class FastEmbedEmbedder:
         return len(counter.encode(self._readable(text)).ids)
 
     def _readable(self, text: str) -> str:
-        """``text`` as the model reads it: a run of letters and digits longer than
-        WordPiece takes as one word (100 characters for all-MiniLM-L6-v2: hex, base64,
-        a long identifier) is one ``[UNK]`` to it, so every such text got the same
-        vector; the run is given to the model in pieces of that length instead."""
-        self._load_counter()
-        pattern, size = self._long_word, self._word_chars
-        if pattern is None or pattern.search(text) is None:
+        """``text`` as the model reads it: WordPiece reads a word longer than its limit
+        (100 characters for all-MiniLM-L6-v2, once normalised: hex, base64, a long
+        identifier, Thai or Hangul written without spaces) as one ``[UNK]``, so every such
+        text got the same vector, and a long one was never chunked. Each such word is
+        given to the model in pieces, halved until none is ``[UNK]`` (at most four
+        rounds); a text without one is returned unchanged."""
+        counter = self._load_counter()
+        pattern, unk = self._long_run, self._unk
+        if counter is None or pattern is None or unk is None or pattern.search(text) is None:
             return text
-        return pattern.sub(
-            lambda m: " ".join(m[0][i : i + size] for i in range(0, len(m[0]), size)), text
-        )
+        piece = self._word_chars
+        for _ in range(4):
+            piece = max(piece // 2, 1)
+            enc = counter.encode(text)
+            spans = [
+                (a, b)
+                for i, (a, b) in zip(enc.ids, enc.offsets, strict=True)
+                if i == unk and b - a > piece
+            ]
+            if not spans:
+                break
+            parts, last = [], 0
+            for a, b in spans:
+                run = text[a:b]
+                parts += [
+                    text[last:a],
+                    " ".join(run[i : i + piece] for i in range(0, len(run), piece)),
+                ]
+                last = b
+            text = "".join([*parts, text[last:]])
+        return text
 
     def _chunk_count(self, text: str) -> int:
         """:meth:`count_tokens`, or a bound of it inside the window, found without

@@ -2741,6 +2741,8 @@ class Oblivion:
                 st.remove(m)
                 space.graph.remove_node(m)
                 space.review.pop(m, None)
+            if space.last_write is not None and space.last_write[0] in gone:
+                space.last_write = self._last_turn(space)  # as a reopened store finds it
 
     def _restore_in_chroma(self, ns: str, st: NamespaceState, ids: list[str]) -> None:
         """Put memories SQLite still holds back into Chroma (a delete whose transaction
@@ -3313,14 +3315,7 @@ class Oblivion:
             space.review = self._db.review(ns)
             space.summaries = self._db.summaries(ns)
             space.uncompressed = set(self._db.meta(f"uncompressed:{ns}") or [])
-            # the turn written last, for the next one's adjacency link (as the live instance
-            # has it: a summary that compression wrote is not a turn)
-            for seq in reversed(st.seqs):
-                last = st.by_seq[seq]
-                if last not in space.summaries:
-                    when = float(st.cols["created_at"][st.index[last]])
-                    space.last_write = (last, when)
-                    break
+            space.last_write = self._last_turn(space)
             self._spaces[ns] = space
             # rates that changed while the store was closed (another policy passed to the
             # constructor) start new clock pieces now: the past decayed at the old rates
@@ -3379,6 +3374,17 @@ class Oblivion:
                 [{"category": st.category(st.index[m])} for m in have],
             )
         return [m for m in ids if m not in vecs]
+
+    @staticmethod
+    def _last_turn(space: _Space) -> tuple[str, float] | None:
+        """The memory written last and when, for the next write's adjacency link: a
+        summary compression wrote is not a turn (as the live instance has it)."""
+        st = space.state
+        for seq in reversed(st.seqs):
+            last = st.by_seq.get(seq)  # None: a deleted one's number (NamespaceState.seqs)
+            if last is not None and last not in space.summaries:
+                return last, float(st.cols["created_at"][st.index[last]])
+        return None
 
     @staticmethod
     def _neighbours(st: NamespaceState, policy: Policy, memory_id: str) -> list[tuple[str, str]]:

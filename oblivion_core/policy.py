@@ -84,6 +84,20 @@ MAX_WEIGHT = 1e6
 _MIN_HALF_LIFE = _LN2 * _MAX_ELAPSED / sys.float_info.max  # ~3.9e-294
 
 
+#: The fusion weights (normalised by their sum): only their ratio matters.
+_FUSION_WEIGHTS = ("dense_weight", "lexical_weight")
+
+
+def _plain(value: Any) -> float:
+    """``value`` as a float if it is a real number (not a bool), else 0."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return 0.0
+    try:
+        return float(value)
+    except OverflowError:  # an int beyond float's range
+        return math.inf
+
+
 def _frozen(mapping: Mapping[str, float]) -> Mapping[str, float]:
     return MappingProxyType(dict(mapping))
 
@@ -341,7 +355,16 @@ class Policy:
                 f"returns), got {type(data).__name__} {data!r}"
             )
         fields = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in fields})
+        values = {k: v for k, v in data.items() if k in fields}
+        # a policy saved before MAX_WEIGHT: its weights scaled down (only their ratios
+        # matter), so the store it came from still opens and ranks as it did
+        for group in (("w_relevance", "w_activation", "w_importance"), _FUSION_WEIGHTS):
+            top = max((_plain(values.get(k)) for k in group), default=0.0)
+            if MAX_WEIGHT < top < math.inf:
+                for k in group:
+                    if _plain(values.get(k)) > 0:
+                        values[k] = values[k] * (MAX_WEIGHT / top)
+        return cls(**values)
 
     # ------------------------------------------------------------------ validation
     def _validate(self) -> None:

@@ -210,3 +210,11 @@ def test_long_unspaced_runs_are_read_not_unknown(real_embedder: Any) -> None:
     assert real_embedder.count_tokens("f" * 32_000) > real_embedder.max_tokens
     short = "word " * 20  # nothing to split: the same text, the same count
     assert real_embedder._readable(short) == short
+    # a word over the limit once normalised (Hangul splits into its letters) is split too;
+    # Chinese, which WordPiece splits by character anyway, is left as it is
+    counter = real_embedder._load_counter()
+    hangul = "가나다라마바사아자차카타파하" * 11  # 154 syllables, no space
+    assert counter.encode(hangul).tokens.count("[UNK]") == 1
+    assert "[UNK]" not in counter.encode(real_embedder._readable(hangul)).tokens
+    mixed = "我们的Prometheus项目使用Kubernetes部署到生产环境中并且每天都会自动备份数据库" * 3
+    assert real_embedder._readable(mixed) == mixed

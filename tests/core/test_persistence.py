@@ -865,3 +865,24 @@ def test_a_summary_is_not_the_turn_before_after_a_reopen(tmp_path: Path, reopen:
         assert mem.links(after) == {new: pytest.approx(policy.adjacency_weight)}
     finally:
         mem.close()
+
+
+@pytest.mark.parametrize("reopen", [False, True])
+def test_after_the_last_turn_is_forgotten_the_one_before_is_the_turn_before(
+    tmp_path: Path, reopen: bool
+) -> None:
+    """The live instance kept the forgotten turn as "the turn before" (and so linked the
+    next write to nothing); a reopened store linked it to the turn before that."""
+    clock = ManualClock()
+    mem = _open(tmp_path, clock)
+    mem.remember("first turn about cats", id="A")
+    mem.remember("second turn about dogs", id="B")
+    mem.forget("B")
+    if reopen:
+        mem.close()
+        mem = _open(tmp_path, clock)
+    try:
+        mem.remember("third turn about birds", id="C")
+        assert mem.links("C") == {"A": pytest.approx(mem.policy.adjacency_weight)}
+    finally:
+        mem.close()

@@ -274,3 +274,36 @@ def test_any_valid_policy_round_trips_through_json(policy: Policy) -> None:
     assert json.loads(json.dumps(data)) == data
     assert Policy.from_dict(json.loads(json.dumps(data))) == policy
     assert dataclasses.replace(policy) == policy
+
+
+def test_a_saved_policy_with_weights_over_the_limit_is_scaled_down() -> None:
+    """A store saved before weights were capped at 1e6 would no longer open (its stored
+    policy refused); the weights are scaled down together, so the ranking is the same."""
+    saved = Policy().to_dict() | {"w_relevance": 2e6, "w_activation": 3.0, "w_importance": 0.0}
+    saved |= {"dense_weight": 4e6, "lexical_weight": 1e6}
+    policy = Policy.from_dict(saved)
+    assert (policy.w_relevance, policy.w_activation, policy.w_importance) == (1e6, 1.5, 0.0)
+    assert (policy.dense_weight, policy.lexical_weight) == (1e6, 2.5e5)
+    with pytest.raises(PolicyError, match="w_relevance must be at most"):
+        Policy(w_relevance=2e6)  # a new one is still refused
+
+
+def test_a_store_saved_with_such_weights_opens(tmp_path: Any) -> None:
+    import sqlite3
+
+    from oblivion_core import Oblivion
+    from oblivion_core.testing import HashEmbedder, word_count
+
+    with Oblivion(tmp_path, embedder=HashEmbedder(), token_counter=word_count) as mem:
+        mem.remember("the office is in Berlin")
+        mem.set_policy("support-desk", namespace="desk")
+    conn = sqlite3.connect(tmp_path / "oblivion.sqlite3")
+    saved = Policy().to_dict() | {"w_relevance": 2e6}
+    conn.execute("UPDATE meta SET value=? WHERE key='policy'", (json.dumps(saved),))
+    conn.execute("UPDATE namespaces SET policy=? WHERE namespace='desk'", (json.dumps(saved),))
+    conn.commit()
+    conn.close()
+    with Oblivion(tmp_path, embedder=HashEmbedder(), token_counter=word_count) as mem:
+        assert mem.policy.w_relevance == 1e6
+        assert mem.policy_for("desk").w_relevance == 1e6
+        assert mem.recall("office").ids
