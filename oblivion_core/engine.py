@@ -3322,25 +3322,51 @@ class Oblivion:
             self._clock_now(ns, st, self._now(ns))
         return space
 
-    def _restore_lost_vectors(self, ns: str, st: NamespaceState) -> None:
+    def repair_vector_store(self, *, namespace: str | None = None) -> dict[str, int]:
+        """Make the vector store hold exactly the namespace's memories: those it lacks
+        are put back from the vectors SQLite keeps, records of no memory are removed.
+
+        A namespace is checked by its record count when first used (the lost ones are put
+        back then); this compares every id (about 1 s per 100k memories), for when the
+        counts may agree by chance: a ``chroma/`` backup restored over a store that has
+        since forgotten as many memories as it wrote, crashes on both sides.
+
+        Returns:
+            ``{"put_back": ..., "removed": ...}``, counts of records.
+        """
+        ns = self._ns(namespace)
+        with self._lock:
+            self._check_open()
+            st = self._space(ns).state
+            held = self.store.ids(ns)
+            put_back = self._restore_lost_vectors(ns, st, held)
+            orphans = [m for m in held if m not in st.index]
+            self.store.delete(ns, orphans)
+            return {"put_back": put_back, "removed": len(orphans)}
+
+    def _restore_lost_vectors(
+        self, ns: str, st: NamespaceState, held: set[str] | None = None
+    ) -> int:
         """Put back into the vector store the memories of ``ns`` it lost, from the
         vectors SQLite keeps: a ``chroma/`` folder deleted or restored from an older
         backup, a server's collection dropped, a crash between a delete's Chroma call and
-        its commit. Unchecked, recall through Chroma silently missed them.
+        its commit. Unchecked, recall through Chroma silently missed them. ``held``: the
+        vector store's ids (else its count is compared first). Returns how many.
 
         Raises:
             StoreCorruptError: some have no vector in SQLite (a version-1 store).
         """
-        try:
-            if self.store.count(ns) >= st.n:  # one call: the usual case costs no more
-                return
-            held = self.store.ids(ns)
-        except VectorStoreError:  # a check: recall reports an unreachable server itself
-            logger.warning("could not check the vector store of namespace %r", ns, exc_info=True)
-            return
+        if held is None:
+            try:
+                if self.store.count(ns) >= st.n:  # one call: the usual case costs no more
+                    return 0
+                held = self.store.ids(ns)
+            except VectorStoreError:  # a check: recall reports an unreachable server
+                logger.warning("could not check the vector store of %r", ns, exc_info=True)
+                return 0
         missing = [m for m in st.ids if m not in held]
         if not missing:
-            return
+            return 0
         logger.warning(
             "the vector store lacked %d of the %d memories of namespace %r (its folder or "
             "collection lost, or an older copy restored); putting them back from the "
@@ -3358,6 +3384,7 @@ class Oblivion:
                 "restore the vector store (the chroma/ folder, or the server's collections) "
                 "from a backup"
             )
+        return len(missing)
 
     def _put_back(self, ns: str, st: NamespaceState, ids: list[str]) -> list[str]:
         """Add memories SQLite holds to the vector store again, from the vectors SQLite

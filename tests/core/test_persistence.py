@@ -886,3 +886,22 @@ def test_after_the_last_turn_is_forgotten_the_one_before_is_the_turn_before(
         assert mem.links("C") == {"A": pytest.approx(mem.policy.adjacency_weight)}
     finally:
         mem.close()
+
+
+def test_repair_vector_store_when_the_counts_agree_by_chance(tmp_path: Path) -> None:
+    """A record of no memory (a crash inside a write) and a memory without a record (a
+    crash inside a forget): the counts agree, so the check on load sees nothing and
+    recall through Chroma misses the memory; repair_vector_store() compares the ids."""
+    clock = ManualClock()
+    mem = _archived_pair(tmp_path, clock)
+    ns = mem.default_namespace
+    try:
+        vec = mem.store.vectors(ns, ["old"])["old"]
+        mem.store.add(ns, ["half"], vec.reshape(1, -1), ["half written"], [{"category": "fact"}])
+        mem.store.delete(ns, ["old"])
+        assert mem.store.count(ns) == mem.count()
+        assert mem.repair_vector_store() == {"put_back": 1, "removed": 1}
+        assert mem.store.ids(ns) == {"old", "new"}
+        assert mem.repair_vector_store() == {"put_back": 0, "removed": 0}
+    finally:
+        mem.close()
