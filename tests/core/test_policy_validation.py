@@ -109,10 +109,6 @@ def test_any_non_bool_for_a_bool_field_is_rejected(name: str, value: Any) -> Non
         ({"name": None}, "name"),
         ({"default_category": 3}, "default_category"),
         ({"journal_keep": 10**400}, "journal_keep"),
-        # accepted, and recall's scores overflowed into inf and nan
-        ({"w_relevance": 1e308, "w_activation": 1e308}, "w_relevance must be at most"),
-        ({"w_importance": 1e7}, "w_importance must be at most 1e+06"),
-        ({"lexical_weight": 1e300}, "lexical_weight must be at most"),
     ],
 )
 def test_malformed_values_raise_policy_error(changes: dict[str, Any], mentions: str) -> None:
@@ -274,6 +270,22 @@ def test_any_valid_policy_round_trips_through_json(policy: Policy) -> None:
     assert json.loads(json.dumps(data)) == data
     assert Policy.from_dict(json.loads(json.dumps(data))) == policy
     assert dataclasses.replace(policy) == policy
+
+
+@pytest.mark.parametrize(
+    ("changes", "mentions"),
+    [
+        ({"w_relevance": 1e308, "w_activation": 1e308}, "w_relevance must be at most"),
+        ({"w_importance": 1e7}, "w_importance must be at most 1e+06"),
+        ({"lexical_weight": 1e300}, "lexical_weight must be at most"),
+    ],
+)
+def test_weights_over_the_limit_are_refused(changes: dict[str, Any], mentions: str) -> None:
+    """They were accepted, and recall's scores overflowed into inf and nan (a saved
+    policy is scaled down instead: below)."""
+    for build in (BUILDERS["constructor"], BUILDERS["replace"]):
+        with pytest.raises(PolicyError, match=mentions):
+            build(**changes)
 
 
 def test_a_saved_policy_with_weights_over_the_limit_is_scaled_down() -> None:
