@@ -276,7 +276,7 @@ def test_any_valid_policy_round_trips_through_json(policy: Policy) -> None:
     ("changes", "mentions"),
     [
         ({"w_relevance": 1e308, "w_activation": 1e308}, "w_relevance must be at most"),
-        ({"w_importance": 1e7}, "w_importance must be at most 1e+06"),
+        ({"w_importance": 1e7}, r"w_importance must be at most 1e\+06"),
         ({"lexical_weight": 1e300}, "lexical_weight must be at most"),
     ],
 )
