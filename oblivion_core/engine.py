@@ -2882,7 +2882,9 @@ class Oblivion:
                     ]
                 if policy.journal_keep is not None:
                     # one chunk per call: maintain() runs inside remember() and must not stall
-                    chunks = self._db.prune_events(ns, now - policy.journal_keep, _BOOST_KINDS)
+                    chunks = self._db.prune_events(
+                        ns, now - policy.journal_keep, _BOOST_KINDS, own_clock=self._own_clock
+                    )
                     next(chunks, None)
                     chunks.close()
             return MaintenancePlan(
@@ -3152,7 +3154,9 @@ class Oblivion:
             self._check_open()
             self._space(ns)  # raises for an unknown namespace
             before = float(self._now(ns)) - float(older_than)
-            chunks = self._db.prune_events(ns, before, list(dict.fromkeys(kinds)))
+            chunks = self._db.prune_events(
+                ns, before, list(dict.fromkeys(kinds)), own_clock=self._own_clock
+            )
         total = 0
         while True:
             with self._lock:  # one chunk at a time: recalls and writes go on in between
@@ -3401,6 +3405,12 @@ class Oblivion:
                 [{"category": st.category(st.index[m])} for m in have],
             )
         return [m for m in ids if m not in vecs]
+
+    @property
+    def _own_clock(self) -> bool:
+        """Whether each namespace counts its own time (a :class:`TurnClock` decaying the
+        turns policy): their journal times are then not comparable."""
+        return isinstance(self.clock, TurnClock) and self._policy.clock == "turns"
 
     @staticmethod
     def _last_turn(space: _Space) -> tuple[str, float] | None:

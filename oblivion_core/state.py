@@ -1297,7 +1297,7 @@ class StateDB:
     PRUNE_CHUNK = 5_000
 
     def prune_events(
-        self, namespace: str, before: float, kinds: Sequence[str]
+        self, namespace: str, before: float, kinds: Sequence[str], *, own_clock: bool = False
     ) -> Generator[int, None, None]:
         """Delete ``namespace``'s journal entries of ``kinds`` recorded before clock time
         ``before``, one transaction per :attr:`PRUNE_CHUNK` entries; yields each count.
@@ -1305,8 +1305,10 @@ class StateDB:
         Entries are numbered in the order they were written, which is the namespace's
         clock order except for boosts queued a moment (:meth:`defer`): a binary search over
         the namespace's numbers finds where ``before`` falls, so a prune reads only the
-        entries before it. (Only the namespace's own: on the turn clock each namespace
-        counts its own turns, so another's entries may be numbered later and timed lower.)
+        entries before it. ``own_clock``: each namespace counts its own time (the turn
+        clock), so another's entries may be numbered later and timed lower: the search
+        then goes over the namespace's own entries, reading past the others' (without
+        it, one row per step).
         """
         self.flush()
         with self._translated():
@@ -1317,9 +1319,9 @@ class StateDB:
             while lo < hi:
                 mid = (lo + hi) // 2
                 row = self.conn.execute(
-                    "SELECT seq, at FROM events WHERE seq >= ? AND namespace = ? "
+                    "SELECT seq, at FROM events WHERE seq >= ? AND (namespace = ? OR ?) "
                     "ORDER BY seq LIMIT 1",
-                    (mid, namespace),
+                    (mid, namespace, not own_clock),
                 ).fetchone()
                 if row is None:  # none of the namespace's from mid on
                     hi = mid
