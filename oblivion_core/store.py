@@ -20,9 +20,9 @@ import contextlib
 import hashlib
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -34,6 +34,14 @@ from oblivion_core.errors import (
     VectorStoreError,
 )
 from oblivion_core.typing import Vectors
+
+_T = TypeVar("_T")
+
+
+def _collection_gone(exc: Exception) -> bool:
+    """Whether Chroma says the collection no longer exists (deleted since opened)."""
+    return type(exc).__name__ == "NotFoundError" or "does not exist" in str(exc)
+
 
 _UNSAFE = re.compile(r"[^a-zA-Z0-9_-]+")
 #: Longest prefix: Chroma names hold 512 characters, :func:`collection_name` up to 62.
@@ -187,6 +195,24 @@ class VectorStore:
             self.client.delete_collection(self.prefix + collection_name(namespace))
 
     # ---------------------------------------------------------------- writes
+    def _on(self, namespace: str, action: str, call: Callable[[Any], _T]) -> _T:
+        """``call(collection)``, with Chroma's errors as :class:`VectorStoreError`. A
+        collection deleted on the server (or in the folder) since this store opened it
+        is made again and the call tried once more: a cached handle of a dropped
+        collection failed every later call until the store was reopened."""
+        for attempt in (0, 1):
+            col = self.collection(namespace)
+            try:
+                return call(col)
+            except OblivionError:
+                raise
+            except Exception as exc:
+                if attempt == 0 and _collection_gone(exc):
+                    self._collections.pop(namespace, None)
+                    continue
+                raise self._error(exc, action, namespace) from exc
+        raise AssertionError("unreachable")  # pragma: no cover
+
     def add(
         self,
         namespace: str,
@@ -198,8 +224,8 @@ class VectorStore:
         """Add (or overwrite) records; batched to the client's maximum batch size.
         ``texts`` are stored as documents only when :attr:`documents` is on."""
         metas = [dict(m) or None for m in metadatas] if metadatas is not None else None
-        try:
-            col = self.collection(namespace)
+
+        def upsert(col: Any) -> None:  # an upsert: trying it again is harmless
             for start in range(0, len(ids), self.max_batch):
                 end = start + self.max_batch
                 col.upsert(
@@ -208,22 +234,18 @@ class VectorStore:
                     documents=list(texts[start:end]) if self.documents else None,
                     metadatas=metas[start:end] if metas is not None else None,
                 )
-        except OblivionError:
-            raise
-        except Exception as exc:
-            raise self._error(exc, f"add {len(ids)} record(s)", namespace) from exc
+
+        self._on(namespace, f"add {len(ids)} record(s)", upsert)
 
     def delete(self, namespace: str, ids: Sequence[str]) -> None:
         """Delete records by id (unknown ids are ignored)."""
+
+        def delete(col: Any) -> None:
+            for start in range(0, len(ids), self.max_batch):
+                col.delete(ids=list(ids[start : start + self.max_batch]))
+
         if ids:
-            try:
-                col = self.collection(namespace)
-                for start in range(0, len(ids), self.max_batch):
-                    col.delete(ids=list(ids[start : start + self.max_batch]))
-            except OblivionError:
-                raise
-            except Exception as exc:
-                raise self._error(exc, f"delete {len(ids)} record(s)", namespace) from exc
+            self._on(namespace, f"delete {len(ids)} record(s)", delete)
 
     # ---------------------------------------------------------------- reads
     def query(self, namespace: str, vector: Vectors, n: int) -> tuple[list[str], list[float]]:
@@ -234,47 +256,42 @@ class VectorStore:
         """
         if n <= 0:
             return [], []
-        try:
-            res = self.collection(namespace).query(
+        res = self._on(
+            namespace,
+            "query",
+            lambda col: col.query(
                 query_embeddings=vector.reshape(1, -1), n_results=n, include=["distances"]
-            )
-        except OblivionError:
-            raise
-        except Exception as exc:
-            raise self._error(exc, "query", namespace) from exc
+            ),
+        )
         ids = list(res["ids"][0])
         sims = [1.0 - float(d) for d in res["distances"][0]]
         return ids, sims
 
     def vectors(self, namespace: str, ids: Sequence[str]) -> dict[str, Vectors]:
         """Stored vectors by id (missing ids are absent from the result)."""
-        out: dict[str, Vectors] = {}
-        try:
-            col = self.collection(namespace)
+
+        def get(col: Any) -> dict[str, Vectors]:
+            out: dict[str, Vectors] = {}
             for start in range(0, len(ids), self.max_batch):
                 res = col.get(ids=list(ids[start : start + self.max_batch]), include=["embeddings"])
                 for i, vec in zip(res["ids"], res["embeddings"], strict=True):
                     out[i] = np.asarray(vec, dtype=np.float32)
-        except OblivionError:
-            raise
-        except Exception as exc:
-            raise self._error(exc, f"get the vectors of {len(ids)} record(s)", namespace) from exc
-        return out
+            return out
+
+        return self._on(namespace, f"get the vectors of {len(ids)} record(s)", get)
 
     def ids(self, namespace: str) -> set[str]:
         """Every record id of ``namespace``'s collection."""
-        out: set[str] = set()
-        try:
-            col = self.collection(namespace)
+
+        def every(col: Any) -> set[str]:
+            out: set[str] = set()
             while True:
                 res = col.get(include=[], limit=self.max_batch, offset=len(out))
                 if not res["ids"]:
                     return out
                 out.update(res["ids"])
-        except OblivionError:
-            raise
-        except Exception as exc:
-            raise self._error(exc, "list the record ids", namespace) from exc
+
+        return self._on(namespace, "list the record ids", every)
 
     def held(self) -> int:
         """Vectors in this store's collections across namespaces; 0 if Chroma cannot
@@ -295,9 +312,4 @@ class VectorStore:
 
     def count(self, namespace: str) -> int:
         """Number of records in the collection of ``namespace``."""
-        try:
-            return int(self.collection(namespace).count())
-        except OblivionError:
-            raise
-        except Exception as exc:
-            raise self._error(exc, "count the records", namespace) from exc
+        return int(self._on(namespace, "count the records", lambda col: col.count()))

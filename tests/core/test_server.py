@@ -98,3 +98,26 @@ def test_a_store_whose_prefix_starts_another_stores_is_its_own(
         mine.close()
     with pytest.raises(StoreCorruptError, match="give this store its own prefix"):
         _open(tmp_path / "lost", chroma_server, f"{tag}2-", clock)
+
+
+def test_a_collection_dropped_on_the_server_is_made_again(
+    tmp_path: Path, chroma_server: tuple[str, int]
+) -> None:
+    """The store kept its handle of a collection dropped on the server, and every later
+    write, deep recall and repair failed with NotFoundError until it was reopened."""
+    import chromadb
+
+    prefix = f"t{uuid.uuid4().hex[:8]}-"
+    clock = ManualClock()
+    mem = _open(tmp_path / "state", chroma_server, prefix, clock)
+    try:
+        ids = [r.id for r in mem.remember_many([f"note {i} about the budget" for i in range(5)])]
+        other = chromadb.HttpClient(host=chroma_server[0], port=chroma_server[1])
+        (name,) = [c.name for c in other.list_collections() if c.name.startswith(prefix)]
+        other.delete_collection(name)
+        new = mem.remember("the offsite is in Lisbon").id
+        assert mem.repair_vector_store() == {"put_back": 5, "removed": 0}
+        assert mem.store.ids(mem.default_namespace) == {*ids, new}
+        assert mem.recall("Lisbon offsite", deep=True).ids[0] == new
+    finally:
+        mem.close()
