@@ -3333,7 +3333,8 @@ class Oblivion:
         A namespace is checked by its record count when first used (the lost ones are put
         back then); this compares every id (about 1 s per 100k memories), for when the
         counts may agree by chance: a ``chroma/`` backup restored over a store that has
-        since forgotten as many memories as it wrote, crashes on both sides.
+        since forgotten as many memories as it wrote, crashes on both sides. Other calls
+        on this instance wait meanwhile.
 
         Returns:
             ``{"put_back": ..., "removed": ...}``, counts of records.
