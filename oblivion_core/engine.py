@@ -786,13 +786,9 @@ class Oblivion:
                         sims = matvec(vecs_b, recent.T)
                         if policy.link_on_write:
                             self._auto_link(ns, space, policy, ids_b, recent_ids, sims, now)
-                        if detect and self.supersession_judge is None:  # the offline rule
-                            self._detect_supersession(
+                        if detect:  # with a judge: asked after the lock is let go (below)
+                            found = self._detect_supersession(
                                 ns, space, policy, ids_b, texts_b, vecs_b, recent_ids, sims, now
-                            )
-                        elif detect:  # a judge may ask a model: after the lock is let go
-                            found = self._stale_candidates(
-                                ns, space, ids_b, texts_b, vecs_b, recent_ids, sims
                             )
                             stale.extend((s + k, cands) for k, cands in found)
             except Exception:
@@ -1067,13 +1063,18 @@ class Oblivion:
                         with self._consistent(ns):
                             recent_ids, recent = space.index.recent(policy.link_window + 1)
                             sims = matvec(vector, recent.T)
-                            args = ([memory_id], [clean], vector, recent_ids, sims)
-                            if self.supersession_judge is None:  # the offline rule: here
-                                self._detect_supersession(
-                                    ns, space, policy, *args, now, newest=True
-                                )
-                            else:  # a judge may ask a model: after the lock (below)
-                                stale = self._stale_candidates(ns, space, *args, newest=True)
+                            stale = self._detect_supersession(
+                                ns,
+                                space,
+                                policy,
+                                [memory_id],
+                                [clean],
+                                vector,
+                                recent_ids,
+                                sims,
+                                now,
+                                newest=True,
+                            )
                     except Exception:
                         logger.exception("stale-fact detection failed after editing %r", memory_id)
             # by id: a failure above reloaded the namespace, and rows may have moved
@@ -1487,7 +1488,7 @@ class Oblivion:
             i = st.index.get(m)
             if (
                 i is None
-                or (m in st.superseded_by and self._chain_head(st, m) != m)
+                or self._chain_head(st, m) != m  # superseded by a valid memory
                 or st.cols["invalidated"][i]
                 or st.cols["tier"][i] == _COLD
                 or (active_only and m not in space.index)
@@ -2396,11 +2397,7 @@ class Oblivion:
             self._row(space, new_id)
             # old_id's own successor is replaced, so the pair makes a cycle exactly when
             # old_id is anywhere on new_id's chain (not only at its end)
-            head, seen = new_id, set()
-            while head != old_id and head in space.state.superseded_by and head not in seen:
-                seen.add(head)
-                head = space.state.superseded_by[head]
-            if head == old_id:
+            if _on_chain(space.state.superseded_by.get, new_id, old_id):
                 raise InvalidInputError(
                     f"{new_id!r} is already superseded (directly or not) by {old_id!r}; "
                     "superseding it back would make a cycle"
@@ -2420,16 +2417,21 @@ class Oblivion:
         now: float,
         *,
         newest: bool = False,
-    ) -> None:
+    ) -> list[tuple[int, list[Candidate]]]:
         """Let each new memory supersede the older memories it makes stale (``newest``:
         every other memory counts as older, as for a text just edited): the candidates
-        (:meth:`_stale_candidates`), judged (:meth:`_judge_stale`), applied."""
+        (:meth:`_stale_candidates`), judged (:meth:`_judge_stale`), applied; returns
+        ``[]``. With a ``supersession_judge`` (a model may take seconds) the candidates
+        are returned instead, for :meth:`_judge_outside_the_lock` once the lock is let go."""
         found = self._stale_candidates(
             ns, space, ids, texts, vectors, recent_ids, recent_sims, newest=newest
         )
+        if self.supersession_judge is not None:
+            return found
         pairs = self._judge_stale(policy, ids, texts, found)
         if pairs:
             self._set_superseded(ns, space, pairs, now, "detected on write")
+        return []
 
     def _stale_candidates(
         self,
@@ -2497,7 +2499,7 @@ class Oblivion:
                     if m in st.index
                     and (m != ids[k] if newest else int(st.cols["seq"][st.index[m]]) < own_seq)
                     # current: not superseded, or only by memories since invalidated
-                    and (m not in st.superseded_by or self._chain_head(st, m) == m)
+                    and self._chain_head(st, m) == m
                     and not st.cols["invalidated"][st.index[m]]
                 ]
             )
@@ -2566,17 +2568,9 @@ class Oblivion:
                 continue  # edited since: the verdict was about other words
             if st.cols["invalidated"][st.index[old]] or st.cols["invalidated"][st.index[new]]:
                 continue
-            if old in st.superseded_by and self._chain_head(st, old) != old:
+            if self._chain_head(st, old) != old:
                 continue  # superseded meanwhile by a valid memory
-            node: str | None = new
-            seen = {new}
-            while node is not None and node != old:  # old on new's chain: a cycle
-                node = successor(node)
-                if node in seen:
-                    break
-                if node is not None:
-                    seen.add(node)
-            if node == old:
+            if _on_chain(successor, new, old):  # a cycle
                 continue
             chosen[old] = new
         if chosen:
@@ -3739,6 +3733,19 @@ def _parallel(values: Sequence[Any] | None, n: int, name: str, default: Any = No
     return list(values)
 
 
+def _on_chain(successor: Callable[[str], str | None], start: str, target: str) -> bool:
+    """Whether ``target`` is on the supersession chain from ``start`` (``start`` itself
+    included), following ``successor`` (cycle-safe)."""
+    node: str | None = start
+    seen: set[str] = set()
+    while node is not None and node not in seen:
+        if node == target:
+            return True
+        seen.add(node)
+        node = successor(node)
+    return False
+
+
 def _stored_dim(value: object) -> int | None:
     """The vector dimension the meta table holds (``None`` before the first write)."""
     if value is not None and (type(value) is not int or value <= 0):
@@ -3775,39 +3782,34 @@ def _store_path(path: object) -> Path | None:
 def _check_hooks(scorer: object, summarizer: object, judge: object, store: object) -> None:
     """Refuse a hook that is not what ``Oblivion()`` expects, before anything is opened
     (else it failed on first use, with an AttributeError)."""
-    wrong = [
-        (name, value, want)
-        for name, value, ok, want in (
-            (
-                "importance_scorer",
-                scorer,
-                isinstance(scorer, ImportanceScorer),
-                "an object with score(text) and categorize(text)",
-            ),
-            (
-                "summarizer",
-                summarizer,
-                isinstance(summarizer, Summarizer),
-                "an object with summarize(texts)",
-            ),
-            (
-                "supersession_judge",
-                judge,
-                callable(getattr(judge, "supersedes", None)),
-                "an object with supersedes(new, old, similarity)",
-            ),
-            (
-                "vector_store",
-                store,
-                isinstance(store, VectorStore),
-                "a VectorStore, e.g. VectorStore.server(host, port)",
-            ),
-        )
-        if value is not None and not ok
-    ]
-    if wrong:
-        name, value, want = wrong[0]
-        raise InvalidInputError(f"{name} must be {want} (or None), got {value!r}")
+    for name, value, ok, want in (
+        (
+            "importance_scorer",
+            scorer,
+            isinstance(scorer, ImportanceScorer),
+            "an object with score(text) and categorize(text)",
+        ),
+        (
+            "summarizer",
+            summarizer,
+            isinstance(summarizer, Summarizer),
+            "an object with summarize(texts)",
+        ),
+        (
+            "supersession_judge",
+            judge,
+            callable(getattr(judge, "supersedes", None)),
+            "an object with supersedes(new, old, similarity)",
+        ),
+        (
+            "vector_store",
+            store,
+            isinstance(store, VectorStore),
+            "a VectorStore, e.g. VectorStore.server(host, port)",
+        ),
+    ):
+        if value is not None and not ok:
+            raise InvalidInputError(f"{name} must be {want} (or None), got {value!r}")
 
 
 def _prepare_dir(path: Path) -> None:
