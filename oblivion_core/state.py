@@ -275,7 +275,7 @@ class NamespaceState:
         """The memories of this namespace written just after and just before the one
         numbered ``seq`` (``None`` where there is none)."""
         seqs, by_seq = self.seqs, self.by_seq
-        k = bisect.bisect_right(self.seqs, seq)
+        k = bisect.bisect_right(seqs, seq)
         nxt = None
         for q in itertools.islice(seqs, k, None):  # past dead numbers (see seqs)
             if q in by_seq:
@@ -891,11 +891,7 @@ class StateDB:
     def set_meta(self, key: str, value: Any, conn: sqlite3.Connection | None = None) -> None:
         """Store a JSON value in the meta table."""
         with self._translated():
-            (conn or self.conn).execute(
-                "INSERT INTO meta(key, value) VALUES(?, ?) "
-                "ON CONFLICT(key) DO UPDATE SET value=excluded.value",
-                (key, json.dumps(value)),
-            )
+            (conn or self.conn).execute(_UPSERT_META, (key, json.dumps(value)))
 
     # ---------------------------------------------------------------- namespaces
     def namespaces(self) -> dict[str, str | None]:
@@ -973,9 +969,11 @@ class StateDB:
     ) -> None:
         """Insert the given rows of ``st`` (new memories) with their text, metadata and
         vector (``vectors[k]`` for the k-th row)."""
+        rows = list(rows)
+        tokens = _stored_tokens(st, rows, self.keep_tokens)
         data = []
         blobs = []
-        for i, vec in zip(rows, vectors, strict=True):
+        for i, vec, n_tokens in zip(rows, vectors, tokens, strict=True):
             mid = st.ids[i]
             c = st.cols
             data.append(
@@ -991,7 +989,7 @@ class StateDB:
                     st.superseded_by.get(mid),
                     json.dumps(dict(metadatas.get(mid, {}))),
                     int(c["seq"][i]),
-                    int(c["tokens"][i]) - 1 if self.keep_tokens and c["tokens"][i] > 0 else None,
+                    n_tokens,
                 )
             )
             blobs.append((st.namespace, mid, _blob(vec)))
@@ -1393,6 +1391,9 @@ _UPDATE_ROW = (
     "category=?, tokens=? "
     "WHERE namespace=? AND id=?"
 )
+_UPSERT_META = (
+    "INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value"
+)
 _INSERT_EVENT = (
     "INSERT INTO events(at, wall, namespace, memory_id, kind, before, after, detail, mkey) "
     "VALUES(?,?,?,?,?,?,?,?,?)"
@@ -1434,12 +1435,20 @@ def _row_values(
     ids = [st.ids[i] for i in index.tolist()]
     superseded = [st.superseded_by.get(m) for m in ids]
     categories = [st.category(i) for i in index.tolist()]
-    if keep_tokens:  # the column holds count + 1; 0 is not counted
-        tokens = [t - 1 if t > 0 else None for t in st.cols["tokens"][index].tolist()]
-    else:
-        tokens = [None] * len(ids)
+    tokens = _stored_tokens(st, index, keep_tokens)
     namespaces = [st.namespace] * len(ids)
     return list(zip(*numeric, superseded, categories, tokens, namespaces, ids, strict=True))
+
+
+def _stored_tokens(
+    st: NamespaceState, rows: Sequence[int] | npt.NDArray[np.int64], keep: bool
+) -> list[int | None]:
+    """The ``tokens`` column's values for ``rows``: each count (held in memory as count
+    + 1, 0 for not counted) or ``NULL``, always ``NULL`` unless counts are kept
+    (:meth:`StateDB.use_token_counter`)."""
+    if not keep:
+        return [None] * len(rows)
+    return [t - 1 if t > 0 else None for t in st.cols["tokens"][rows].tolist()]
 
 
 def _event_values(
@@ -1469,11 +1478,7 @@ _WRITE_CHUNK = 64
 
 def _write_batch(conn: sqlite3.Connection, batch: _Batch) -> None:
     rows, events, metas = batch
-    conn.executemany(
-        "INSERT INTO meta(key, value) VALUES(?, ?) "
-        "ON CONFLICT(key) DO UPDATE SET value=excluded.value",
-        [(key, value) for key, (_, value) in metas.items()],
-    )
+    conn.executemany(_UPSERT_META, [(key, value) for key, (_, value) in metas.items()])
     for start in range(0, len(rows), _WRITE_CHUNK):
         conn.executemany(_UPDATE_ROW, rows[start : start + _WRITE_CHUNK])
     values = (
