@@ -192,14 +192,12 @@ class FastEmbedEmbedder:
         ``b`` tokens besides the special ones (each piece covers at least one normalised
         character, and normalising no character yields more characters than it has bytes;
         checked for every code point), so a short text needs no tokenizer pass."""
-        counter = self._load_counter()
+        self._load_counter()  # sets _specials and _window
         if self._specials is not None and self._window is not None:
             bound = len(text.encode("utf-8", "surrogatepass")) + self._specials
             if bound <= self._window:
                 return bound
-        if counter is None:
-            raise EmbeddingError(f"fastembed does not expose the tokenizer of {self.model_name}")
-        return len(counter.encode(self._readable(text)).ids)
+        return self.count_tokens(text)
 
     @property
     def busy_cores(self) -> bool:
