@@ -44,6 +44,7 @@ from oblivion_core.embedding import embed_query, embed_texts, resolve_embedder
 from oblivion_core.errors import (
     InvalidInputError,
     PolicyError,
+    StoreConflictError,
     StoreCorruptError,
     StorePathError,
     TextTooLongError,
@@ -378,6 +379,10 @@ class Oblivion:
                     vector_store = VectorStore.embedded(self.path / "chroma")
             self.store = vector_store
             self._owns_store = passed_store is None
+            vector_store.bind(
+                self._db.store_id(), "(in memory)" if self.path is None else str(self.path)
+            )
+            self._bound = True
             if db_new and (held := vector_store.held()):
                 self._db.close(write=False)
                 for suffix in ("", "-wal", "-shm"):  # the new file this open made, not kept
@@ -410,6 +415,8 @@ class Oblivion:
             self._db.close()
             if getattr(self, "_owns_store", False):
                 self.store.close()
+            elif getattr(self, "_bound", False):
+                self.store.unbind()
             raise
         self._closed = False
         self._close_failed = False
@@ -497,6 +504,8 @@ class Oblivion:
         finally:
             if self._owns_store:  # one passed in is its owner's to close
                 self.store.close()
+            else:  # free to serve another Oblivion store
+                self.store.unbind()
 
     def _background(self, fn: Callable[..., _T], *args: Any) -> Future[_T]:
         """Run ``fn(*args)`` on a worker thread (BM25 beside the query embedding), or
@@ -951,6 +960,8 @@ class Oblivion:
             self._param_cache.pop(ns, None)
             try:
                 self.store.delete(ns, ids)
+            except StoreConflictError:  # another store's collection: nothing went there
+                pass
             except Exception:  # the write's own error is the one to report
                 logger.exception("could not remove %d unwritten memories from Chroma", n)
             raise

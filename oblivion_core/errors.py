@@ -54,6 +54,11 @@ class StoreLockedError(StoreError):
     """Another process holds a write lock on the activation database."""
 
 
+class StoreConflictError(StoreError):
+    """The vector store's collection for a namespace belongs to another Oblivion store
+    (two stores given one prefix on a Chroma server, or one ``VectorStore`` object)."""
+
+
 class VectorStoreError(StoreError):
     """The vector store (Chroma) failed to add, delete or search records of a namespace."""
 

@@ -19,9 +19,11 @@ import hashlib
 import itertools
 import json
 import os
+import re
 import sqlite3
 import threading
 import time
+import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -893,6 +895,15 @@ class StateDB:
         with self._translated():
             (conn or self.conn).execute(_UPSERT_META, (key, json.dumps(value)))
 
+    def store_id(self) -> str:
+        """This store's id, made on first use: the vector store's collections record it as
+        their owner (:meth:`VectorStore.bind`)."""
+        found: str | None = self.parsed("store_id", _store_id)
+        if found is None:
+            found = uuid.uuid4().hex
+            self.set_meta("store_id", found)
+        return found
+
     # ---------------------------------------------------------------- namespaces
     def namespaces(self) -> dict[str, str | None]:
         """Namespace -> stored policy JSON (or ``None``)."""
@@ -1488,3 +1499,10 @@ def _write_batch(conn: sqlite3.Connection, batch: _Batch) -> None:
     )
     while chunk := list(itertools.islice(values, _WRITE_CHUNK)):
         conn.executemany(_INSERT_EVENT, chunk)
+
+
+def _store_id(value: object) -> str | None:
+    """The store id the meta table holds (``None`` before one is made)."""
+    if value is not None and not (isinstance(value, str) and re.fullmatch(r"[0-9a-f]{32}", value)):
+        raise ValueError(f"{value!r} is not 32 hexadecimal digits")
+    return value

@@ -29,6 +29,7 @@ import numpy as np
 from oblivion_core.errors import (
     InvalidInputError,
     OblivionError,
+    StoreConflictError,
     StoreError,
     StorePathError,
     VectorStoreError,
@@ -84,6 +85,10 @@ class VectorStore:
         #: Store each memory's text as its Chroma document too (see the module doc).
         self.documents = documents
         self._collections: dict[str, Any] = {}
+        #: The Oblivion store whose collections these are (:meth:`bind`); ``None`` claims
+        #: and checks nothing.
+        self.owner: str | None = None
+        self._owner_label = ""
         try:
             self.max_batch = int(client.get_max_batch_size())
         except Exception:
@@ -161,21 +166,77 @@ class VectorStore:
         )
 
     # ---------------------------------------------------------------- collections
+    def bind(self, owner: str, label: str) -> None:
+        """Claim this store's collections for the Oblivion store ``owner`` (its id, kept in
+        its activation database; ``label`` names it in errors: its state folder).
+
+        Each collection records its owner in its metadata (``oblivion_store``): one made
+        by another Oblivion store and holding records is refused with
+        :class:`StoreConflictError` instead of shared. Two stores given one prefix on a
+        server would otherwise read, and delete from, each other's records
+        (:meth:`Oblivion.repair_vector_store` removes records of no memory of its own).
+        A collection without an owner (written before owners were recorded) or an empty
+        one is claimed.
+        """
+        if self.owner is not None and self.owner != owner:
+            raise StoreConflictError(
+                f"this VectorStore already serves the Oblivion store whose state is "
+                f"{self._owner_label!r}, not {label!r}: two stores sharing one would share its "
+                "collections. Give each Oblivion "
+                "store its own VectorStore (on a server, each with its own prefix=...)"
+            )
+        self.owner, self._owner_label = owner, label
+
+    def unbind(self) -> None:
+        """Forget the owner :meth:`bind` set (its Oblivion store closed), and the
+        collections opened for it."""
+        self.owner, self._owner_label = None, ""
+        self._collections.clear()
+
     def collection(self, namespace: str) -> Any:
         """The collection of ``namespace``, created on first use (cosine space)."""
         col = self._collections.get(namespace)
         if col is None:
+            meta: dict[str, Any] = {"oblivion_namespace": namespace}
+            if self.owner is not None:
+                meta |= {"oblivion_store": self.owner, "oblivion_state": self._owner_label}
             try:
                 col = self.client.get_or_create_collection(
                     self.prefix + collection_name(namespace),
                     embedding_function=None,
                     configuration={"hnsw": {"space": "cosine"}},
-                    metadata={"oblivion_namespace": namespace},
+                    metadata=meta,
                 )
+                self._claim(col, namespace)
+            except OblivionError:
+                raise
             except Exception as exc:
                 raise self._error(exc, "open (or create) the collection", namespace) from exc
             self._collections[namespace] = col
         return col
+
+    def _claim(self, col: Any, namespace: str) -> None:
+        """Record this store as ``col``'s owner, or refuse a collection another one holds
+        records in (see :meth:`bind`)."""
+        if self.owner is None:
+            return
+        meta = dict(getattr(col, "metadata", None) or {})
+        found = meta.get("oblivion_store")
+        if found == self.owner:
+            return
+        if found is not None and int(col.count()) > 0:
+            raise StoreConflictError(
+                f"the collection {col.name!r} (namespace {namespace!r}) holds "
+                f"{int(col.count()):,} records of another Oblivion store (whose state is "
+                f"{meta.get('oblivion_state', '?')!r}), not of this one (whose state is "
+                f"{self._owner_label!r}). On a Chroma server, give each store its own "
+                f"prefix (VectorStore.server(..., prefix=...); this one's is "
+                f"{self.prefix!r}); if that store's state is gone for good, delete the "
+                "collection"
+            )
+        col.modify(
+            metadata=meta | {"oblivion_store": self.owner, "oblivion_state": self._owner_label}
+        )
 
     def close(self) -> None:
         """Release the Chroma client (``Client.close()``, chromadb 1.x): its files and the

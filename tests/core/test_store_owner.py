@@ -1,0 +1,145 @@
+"""Each collection records the Oblivion store that owns it: two stores pointed at one
+vector store (one prefix on a server, one chroma folder, one VectorStore object) are
+refused instead of reading, and deleting from, each other's records."""
+
+from __future__ import annotations
+
+import sqlite3
+import uuid
+from pathlib import Path
+
+import pytest
+
+from oblivion_core import (
+    ManualClock,
+    Oblivion,
+    StoreConflictError,
+    StoreCorruptError,
+    VectorStore,
+)
+from oblivion_core.store import collection_name
+from oblivion_core.testing import HashEmbedder, word_count
+
+
+def _open(path: Path, store: VectorStore) -> Oblivion:
+    return Oblivion(
+        path,
+        vector_store=store,
+        clock=ManualClock(),
+        embedder=HashEmbedder(),
+        token_counter=word_count,
+    )
+
+
+def test_a_second_store_on_the_same_collections_is_refused_and_harms_nothing(
+    tmp_path: Path,
+) -> None:
+    """Both stores open while empty; the first to write owns the namespace's collection.
+    The second's write is refused (its own state unchanged), and the first's repair finds
+    nothing foreign to delete."""
+    shared = tmp_path / "chroma"
+    a = _open(tmp_path / "a", VectorStore.embedded(shared))
+    b = _open(tmp_path / "b", VectorStore.embedded(shared))
+    try:
+        kept = a.remember("the deploy key lives in the vault", id="a1")
+        with pytest.raises(StoreConflictError, match=r"another Oblivion store.*own\s+prefix"):
+            b.remember("the office opens at nine", id="b1")
+        assert b.count() == 0
+        assert b.records() == []
+        assert a.repair_vector_store() == {"put_back": 0, "removed": 0}
+        assert a.store.ids("default") == {kept.id}
+        assert a.recall("deploy key", k=1).ids == [kept.id]
+        # another namespace is free: b may use it
+        other = b.remember("the office opens at nine", namespace="office")
+        assert b.recall("office opens", namespace="office", k=1).ids == [other.id]
+    finally:
+        a.close()
+        b.close()
+
+
+def test_one_vector_store_object_serves_one_oblivion_store_at_a_time(tmp_path: Path) -> None:
+    """Passing one VectorStore to two open stores is refused at open; once the first
+    closes, it may serve another."""
+    store = VectorStore.embedded(tmp_path / "chroma")
+    a = _open(tmp_path / "a", store)
+    with pytest.raises(StoreConflictError, match="its own VectorStore"):
+        _open(tmp_path / "b", store)  # refused while a holds nothing yet, too
+    a.remember("alpha fact", id="x")
+    with pytest.raises(StoreConflictError, match="its own VectorStore"):
+        _open(tmp_path / "b", store)
+    assert a.get("x").text == "alpha fact"  # the refused opens changed nothing
+    assert a.recall("alpha fact", k=1).ids == ["x"]
+    a.close()
+    again = _open(tmp_path / "a", store)  # the same store again: its own collections
+    try:
+        assert again.recall("alpha fact", k=1).ids == ["x"]
+    finally:
+        again.close()
+
+
+def test_collections_without_an_owner_are_claimed_on_first_use(tmp_path: Path) -> None:
+    """A collection written before owners were recorded is taken over, not refused."""
+    store = VectorStore.embedded(tmp_path / "chroma")
+    mem = _open(tmp_path / "s", store)
+    mem.remember("an old memory", id="old")
+    col = store.collection("default")
+    col.modify(metadata={"oblivion_namespace": "default"})  # as an older version wrote it
+    mem.close()
+    mem = _open(tmp_path / "s", store)
+    try:
+        assert mem.recall("an old memory", k=1).ids == ["old"]
+        mem.remember("a new memory", id="new")
+        found = store.client.get_collection(collection_name("default")).metadata
+        assert found["oblivion_store"] == mem._db.store_id()
+        assert found["oblivion_state"] == str(tmp_path / "s")
+    finally:
+        mem.close()
+
+
+def test_an_empty_collection_of_another_store_is_claimed(tmp_path: Path) -> None:
+    """Nothing is at stake in a collection without records (e.g. its store's state was
+    deleted after forgetting everything): it is taken over."""
+    shared = tmp_path / "chroma"
+    a = _open(tmp_path / "a", VectorStore.embedded(shared))
+    a.forget(a.remember("temporary", id="t").id)
+    a.close()
+    b = _open(tmp_path / "b", VectorStore.embedded(shared))
+    try:
+        b.remember("mine now", id="m")
+        assert b.recall("mine now", k=1).ids == ["m"]
+    finally:
+        b.close()
+
+
+def test_the_store_id_survives_reopen_and_a_damaged_one_is_named(tmp_path: Path) -> None:
+    store = VectorStore.embedded(tmp_path / "chroma")
+    mem = _open(tmp_path / "s", store)
+    first = mem._db.store_id()
+    mem.close()
+    mem = _open(tmp_path / "s", store)
+    assert mem._db.store_id() == first
+    mem.close()
+    with sqlite3.connect(tmp_path / "s" / "oblivion.sqlite3") as conn:
+        conn.execute("UPDATE meta SET value='42' WHERE key='store_id'")
+    with pytest.raises(StoreCorruptError, match="store_id"):
+        _open(tmp_path / "s", store)
+
+
+@pytest.mark.server
+def test_two_stores_given_one_prefix_on_a_server(
+    tmp_path: Path, chroma_server: tuple[str, int]
+) -> None:
+    """The documented pitfall, now caught: one prefix for two stores on a server."""
+    host, port = chroma_server
+    prefix = "shared-" + uuid.uuid4().hex[:6]
+    a = _open(tmp_path / "a", VectorStore.server(host, port, prefix=prefix))
+    b = _open(tmp_path / "b", VectorStore.server(host, port, prefix=prefix))
+    try:
+        a.remember("secret of app a", id="s")
+        with pytest.raises(StoreConflictError, match=prefix):
+            b.remember("note of app b", id="n")
+        assert a.repair_vector_store() == {"put_back": 0, "removed": 0}
+        assert a.store.count("default") == 1
+    finally:
+        a.close()
+        b.close()
