@@ -716,17 +716,35 @@ _NEGATED_TRIGGERS = (
     "left",
     "moved",
 )
+#: A month beside a day number ("14 March", "March 14th", "14 Mar"); alone, "may" and the
+#: abbreviations are words.
+_MONTH = (
+    r"(?:january|february|march|april|may|june|july|august|september|october|november|"
+    r"december|jan|feb|mar|apr|jun|jul|aug|sept|sep|oct|nov|dec)"
+)
 #: Amounts, times and days: what a changed budget, appointment or date is stated in.
 _QUANTITY = re.compile(
     r"(?P<money>[£$€]\s?\d[\d,.]*\s?(?:k|m|bn|million|thousand)?\b"
     r"|\b\d[\d,.]*\s?(?:k|m|bn)?\s?(?:pounds|dollars|euros|quid|bucks)\b)"
     r"|(?P<time>\b\d{1,2}(?:[:.]\d{2})?\s?(?:am|pm|a\.m\.|p\.m\.)|\b\d{1,2}:\d{2}\b)"
     r"|(?P<day>\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b)"
-    r"|(?P<date>\b\d{1,2}(?:st|nd|rd|th)\b|\b(?:january|february|march|april|june|july|"
+    r"|(?P<date>\b\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?" + _MONTH + r"\b"
+    r"|\b" + _MONTH + r"\s+(?:the\s+)?\d{1,2}(?:st|nd|rd|th)?\b"
+    r"|\b\d{1,2}(?:st|nd|rd|th)\b|\b(?:january|february|march|april|june|july|"
     r"august|september|october|november|december)\b)",
     re.I,
 )
-_QUANTITY_TRIGGERS = ("0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "day", "ber", "ary")
+_QUANTITY_TRIGGERS = (
+    *"0123456789",
+    "day",
+    "ber",
+    "ary",
+    "march",
+    "april",
+    "june",
+    "july",
+    "august",
+)
 
 
 def _quantities(lower: str) -> frozenset[tuple[str, str]]:
@@ -734,11 +752,19 @@ def _quantities(lower: str) -> frozenset[tuple[str, str]]:
     if not _has(lower, _QUANTITY_TRIGGERS):
         return frozenset()
     return frozenset(
-        (kind, re.sub(r"[\s,]", "", value))
+        (kind, _date(value) if kind == "date" else re.sub(r"[\s,]", "", value))
         for m in _QUANTITY.finditer(lower)
         for kind, value in m.groupdict().items()
         if value
     )
+
+
+def _date(value: str) -> str:
+    """One spelling per date: "14th of March", "March 14" and "14 mar" are "14 mar"."""
+    day = re.search(r"\d+", value)
+    month = re.search(r"[a-z]{3,}", re.sub(r"\d+(?:st|nd|rd|th)?|\b(?:of|the)\b", " ", value))
+    parts = ([str(int(day.group()))] if day else []) + ([month.group()[:3]] if month else [])
+    return " ".join(parts)
 
 
 def _changed_quantity(new: frozenset[tuple[str, str]], old: frozenset[tuple[str, str]]) -> bool:

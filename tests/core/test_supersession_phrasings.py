@@ -316,3 +316,25 @@ def test_the_noun_update_is_not_a_correction(new: str) -> None:
     ]
     cands = [Candidate(f"o{k}", old, 0.7) for k, old in enumerate(olds)]
     assert LexicalSupersession().choose(new, cands) == []
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        ("14th March for the launch.", "The launch is now 28th March.", True),
+        ("14 March for the launch.", "The launch is now 28 March.", True),  # the demo's text
+        ("March 14 for the launch.", "The launch is now March 28.", True),
+        ("The 14th of March for the launch.", "The launch is now the 28th of March.", True),
+        ("Launch on 14 Mar.", "The launch is now 28 Mar.", True),
+        ("Launch on 3 May.", "The launch is now 10 May.", True),
+        ("The launch is in March.", "The launch is now in June.", True),
+        # one date, spelled two ways: not a change
+        ("14 March for the launch.", "The launch is still March 14th.", False),
+        ("Launch on 14 Mar.", "The launch is on the 14th of March.", False),
+    ],
+)
+def test_a_changed_date_in_any_spelling(old: str, new: str, expected: bool) -> None:
+    """Rule 6 compares dates by day and month however they are written: "14 March" and
+    "28 March" used to read as the same date (only "14th" counted as a day)."""
+    chosen = LexicalSupersession().choose(new, [Candidate("old", old, 0.7)])
+    assert (chosen == ["old"]) is expected
