@@ -47,7 +47,7 @@ def _collection_gone(exc: Exception) -> bool:
 _UNSAFE = re.compile(r"[^a-zA-Z0-9_-]+")
 #: Longest prefix: Chroma names hold 512 characters, :func:`collection_name` up to 62.
 MAX_PREFIX = 450
-_PREFIX = re.compile(rf"[a-zA-Z0-9][a-zA-Z0-9._-]{{0,{MAX_PREFIX - 1}}}")
+_PREFIX = re.compile(rf"(?!.*\.\.)[a-zA-Z0-9][a-zA-Z0-9._-]{{0,{MAX_PREFIX - 1}}}")
 
 
 def collection_name(namespace: str) -> str:
@@ -76,8 +76,9 @@ class VectorStore:
             raise InvalidInputError(f"documents must be True or False, got {documents!r}")
         if not isinstance(prefix, str) or (prefix and not _PREFIX.fullmatch(prefix)):
             raise InvalidInputError(
-                f"prefix must be letters, digits, '.', '_' or '-', start with a letter or "
-                f"digit and be at most {MAX_PREFIX} characters (Chroma's rules for "
+                f"prefix must be letters, digits, '.', '_' or '-' (no two dots in a row), "
+                f"start with a letter or digit and be at most {MAX_PREFIX} characters "
+                "(Chroma's rules for "
                 f"collection names), got {prefix!r:.80}"
             )
         self.client = client

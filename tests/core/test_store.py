@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from oblivion_core import InvalidInputError, StoreError, VectorStore
@@ -170,7 +170,9 @@ def test_wraps_any_client() -> None:
     vs.drop("ns")
 
 
-@pytest.mark.parametrize("prefix", ["my app/", "-lead", ".dot", "x" * 451, "ünï"])
+@pytest.mark.parametrize(
+    "prefix", ["my app/", "-lead", ".dot", "x" * 451, "ünï", "team..bot", "a.."]
+)
 def test_a_prefix_chroma_cannot_name_collections_with_is_refused(prefix: str) -> None:
     """A prefix Chroma would refuse in every collection name is refused at once, with
     Chroma's rules, instead of failing each write later with advice about the disk."""
@@ -185,3 +187,26 @@ def test_prefixes_chroma_accepts_are_accepted(prefix: str) -> None:
     import chromadb
 
     assert VectorStore(chromadb.EphemeralClient(), prefix=prefix).prefix == prefix
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.text(alphabet="aZ9._-/ é", max_size=12))
+@example("a..b")
+def test_a_prefix_is_accepted_exactly_when_chroma_takes_its_collection_names(prefix: str) -> None:
+    """The prefix rule is Chroma's: "a..b" used to pass and fail every write later."""
+    import chromadb
+
+    client = chromadb.EphemeralClient()
+    name = prefix + collection_name("ns")
+    try:
+        client.get_or_create_collection(name, embedding_function=None)
+        chroma_takes = True
+        client.delete_collection(name)
+    except Exception:
+        chroma_takes = False
+    try:
+        VectorStore(client, prefix=prefix)
+        accepted = True
+    except InvalidInputError:
+        accepted = False
+    assert accepted == chroma_takes
