@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar, cast
 
 import numpy as np
 
@@ -364,6 +364,10 @@ class Oblivion:
             if not isinstance(clock, Clock):
                 raise InvalidInputError(f"clock must have a now() method, got {clock!r}")
             self.clock: Clock = clock
+            self._turns_read: set[str] = set()
+            self._turns_saved: dict[str, str] = {}
+            if isinstance(clock, TurnClock):
+                self._db.carry_meta = self._turn_rows
             self.embedder: Embedder = resolve_embedder(embedder)
             self.token_counter: TokenCounter = resolve_token_counter(token_counter)
             key = getattr(self.token_counter, "cache_key", None)
@@ -3269,8 +3273,30 @@ class Oblivion:
         """The time of namespace ``ns``: on a :class:`TurnClock`, its own interactions
         (plus the ticks every namespace shares); on any other clock, the clock's time."""
         clock = self.clock
-        now = clock.now(ns) if isinstance(clock, TurnClock) else clock.now()
+        if isinstance(clock, TurnClock):
+            self._turns_read.add(ns)  # the next write saves its count (_turn_rows)
+            now = clock.now(ns)
+        else:
+            now = clock.now()
         return _finite(now, "the clock's now()", "a finite number (check the clock you passed)")
+
+    def _turn_rows(self) -> dict[str, str]:
+        """The turn counts of the namespaces whose time was read since the last write,
+        where they changed (``StateDB.carry_meta``): a change computed at a ticked time
+        (``maintain()`` after ``clock.tick()``) used to be saved without that tick, which
+        only ``close()`` and writes saved, so a killed process reopened with its clock
+        behind its own state."""
+        if not self._turns_read:
+            return {}
+        clock = cast(TurnClock, self.clock)
+        rows = {"turn": clock.shared} | {f"turn:{ns}": clock.own(ns) for ns in self._turns_read}
+        self._turns_read.clear()
+        out: dict[str, str] = {}
+        for key, value in rows.items():
+            encoded = json.dumps(value)
+            if self._turns_saved.get(key) != encoded:
+                self._turns_saved[key] = out[key] = encoded
+        return out
 
     @contextmanager
     def _consistent(self, ns: str, *, write_queued: bool = True) -> Iterator[None]:

@@ -399,6 +399,10 @@ class StateDB:
         self._deferred_events: list[tuple[float, float, str, list[JournalRow]]] = []
         # meta key -> (namespace, its value now): read when the batch is taken (see defer)
         self._deferred_meta: dict[str, tuple[str, Callable[[], Any]]] = {}
+        #: Meta rows (key -> JSON) every write carries when it has any, taken as it starts
+        #: (the engine's turn counts: a change computed at a time is never on disk
+        #: without that time).
+        self.carry_meta: Callable[[], dict[str, str]] | None = None
         self._deferred_count = 0
         self._deferred_since: float | None = None
         self._failed: list[_Batch] = []
@@ -645,16 +649,21 @@ class StateDB:
                 self._restore_sync()
             raise self._error(exc) from exc
         queued: _Batch | None = None
+        late: dict[str, tuple[str, str]] = {}
         try:
             queued = self._snapshot()
             if queued is not None:
                 _write_batch(conn, queued)
             yield conn
+            late = self._carried()  # e.g. a clock read inside this transaction
+            conn.executemany(_UPSERT_META, [(key, value) for key, (_, value) in late.items()])
             conn.execute("COMMIT")
         except BaseException as exc:
             self._rollback()
             if queued is not None:  # still owed: the next write retries it
                 self._failed.append(queued)
+            if late:
+                self._failed.append(([], [], late))
             if isinstance(exc, sqlite3.Error):
                 raise self._error(exc) from exc
             raise
@@ -776,7 +785,8 @@ class StateDB:
         """Take every queued update (rows as their current values) off the queue."""
         batches = self._failed
         self._failed = []
-        if self._deferred_rows or self._deferred_events or self._deferred_meta:
+        carried = self._carried()
+        if carried or self._deferred_rows or self._deferred_events or self._deferred_meta:
             rows = [
                 value
                 for st, ids in self._deferred_rows.values()
@@ -785,6 +795,7 @@ class StateDB:
                 )
             ]
             metas = {k: (ns, json.dumps(get())) for k, (ns, get) in self._deferred_meta.items()}
+            metas |= carried
             # journal entries are encoded by whoever writes the batch (the writer thread)
             batches.append((rows, self._deferred_events, metas))
             self._deferred_rows, self._deferred_events, self._deferred_meta = {}, [], {}
@@ -795,6 +806,13 @@ class StateDB:
         for b in batches:  # a later value of a key wins
             merged.update(b[2])
         return [r for b in batches for r in b[0]], [e for b in batches for e in b[1]], merged
+
+    def _carried(self) -> dict[str, tuple[str, str]]:
+        """The :attr:`carry_meta` rows, as a batch's meta rows (of no namespace: a
+        namespace's failed change does not drop them)."""
+        if self.carry_meta is None:
+            return {}
+        return {key: ("", value) for key, value in self.carry_meta().items()}
 
     def _settle(self) -> None:
         """Wait for the batch in flight; if it failed, queue it again (the next

@@ -4,6 +4,9 @@ embedded Chroma + SQLite in tmp_path, so the counts survive a reopen)."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -71,3 +74,46 @@ def test_a_store_written_with_one_shared_count_keeps_its_times(tmp_path: Path) -
     assert again.clock.now("bob") == 6.0
     assert again.get(rec.id, namespace="bob").as_of == 6.0
     again.close()
+
+
+_KILLED_AFTER = """
+import json, os, sys
+from oblivion_core import Oblivion, Policy
+from oblivion_core.testing import HashEmbedder, word_count
+mem = Oblivion(sys.argv[1], policy=Policy.template("balanced", clock="turns"),
+               embedder=HashEmbedder(), token_counter=word_count)
+mem.remember("The office moved to Leeds in March", category="fact", importance=0.4,
+             namespace="A", id="y")
+mem.remember("Lunch is at noon on Fridays", category="fact", namespace="A", id="z")
+mem.clock.tick(1200)  # every namespace
+getattr(mem, sys.argv[2])(*json.loads(sys.argv[3]), namespace="A")
+print(mem.clock.now("A"), mem.get("y", namespace="A").activation, flush=True)
+os._exit(0)  # killed: no close(), no atexit
+"""
+
+
+@pytest.mark.parametrize(
+    "call", [["maintain"], ["confirm", "z"], ["mark_used", "z"], ["invalidate", "z"]]
+)
+def test_a_change_computed_after_a_tick_is_saved_with_that_tick(
+    tmp_path: Path, call: list[str]
+) -> None:
+    """The counts used to be saved only by close() and remember(): a process killed
+    after maintain()/confirm()/... reopened with its clock 1,200 turns behind the state
+    those calls committed (an archived memory back at its old activation, journal times
+    in the future)."""
+    args = [call[1:]] if call[0] == "mark_used" else call[1:]  # mark_used takes a list
+    out = subprocess.run(
+        [sys.executable, "-c", _KILLED_AFTER, str(tmp_path), call[0], json.dumps(args)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    live_now, live_activation = map(float, out.stdout.split())
+    mem = _open(tmp_path)
+    try:
+        assert mem.clock.now("A") == live_now == 1202.0
+        assert mem.get("y", namespace="A").activation == pytest.approx(live_activation)
+        assert max(e.at for e in mem.history(namespace="A")) <= live_now
+    finally:
+        mem.close()
