@@ -2246,8 +2246,12 @@ class Oblivion:
             for i, b, a in zip(rows, before, after_valid, strict=True):
                 self._set_activation(st, i, float(a), now, stability)
                 mid = st.ids[i]
+                usage = space.usage.of(st.category(i))
                 if kind == "used":
-                    space.usage.of(st.category(i)).used += 1
+                    usage.used += 1
+                elif kind == "recall":  # reinforce(): counted as recall's feedback counts
+                    usage.recalled += 1
+                    usage.archive_hits += int(st.cols["tier"][i] == Tier.ARCHIVE)
                 if (
                     st.cols["tier"][i] == Tier.ARCHIVE
                     and a > policy.archive_high
@@ -2264,7 +2268,7 @@ class Oblivion:
                     self._move_to_active(ns, space, restore, conn, now, f"{kind} boost")
                 self._db.save_rows(conn, st, touched)
                 self._db.journal(conn, now, ns, journal)
-                if kind == "used":  # the counts go with the signal
+                if kind in ("used", "recall"):  # the counts go with the signal
                     self._db.set_meta(f"usage:{ns}", space.usage.to_json(), conn)
             return [float(a) for a in after]
 

@@ -401,3 +401,42 @@ def test_adapting_under_narrower_bounds_keeps_what_was_learned() -> None:
             "beta": pytest.approx(POLICY.beta("fact") * 1.77 * 0.9),
         }
     }
+
+
+def test_reinforce_counts_as_the_recall_it_stands_for(tmp_path: Path) -> None:
+    """reinforce() gives a recall's boost, so adaptation counts it as one: recalls and
+    archive hits (they stayed 0, so a caller that picks results itself never moved beta
+    or a half-life), also after a reopen."""
+    clock = ManualClock()
+    policy = Policy.template("balanced").replace(
+        adapt_min_events=5, maintain_every=0, active_share=None
+    )
+
+    def open_() -> Oblivion:
+        return Oblivion(
+            tmp_path, policy=policy, clock=clock, embedder=HashEmbedder(), token_counter=word_count
+        )
+
+    mem = open_()
+    ids = [
+        mem.remember(f"ticket {i} is about the printer on floor {i}", category="fact").id
+        for i in range(6)
+    ]
+    clock.advance(60 * 86_400)
+    mem.maintain()
+    assert {mem.get(m).tier for m in ids} == {Tier.ARCHIVE}
+    beta = mem.stats()["categories"]["fact"]["beta"]
+    for m in ids:  # a filtered search picked each itself, and the answer used it
+        mem.reinforce([m], relevances=[0.9])
+        mem.mark_used([m])
+    window = mem.stats()["categories"]["fact"]["window"]
+    assert (window["recalled"], window["archive_hits"], window["used"]) == (6, 6, 6)
+    mem.close()
+    mem = open_()
+    try:
+        again = mem.stats()["categories"]["fact"]["window"]
+        assert (again["recalled"], again["archive_hits"]) == (6, 6)
+        assert "fact" in mem.maintain().adapted
+        assert mem.stats()["categories"]["fact"]["beta"] > beta  # every recall was used
+    finally:
+        mem.close()
