@@ -2333,9 +2333,10 @@ class Oblivion:
             seq = st.cols["seq"]
             own = seq[[st.index[m] for m in ids]]
             theirs = seq[[st.index[m] for m in recent_ids]]
-            # only earlier memories at or above the threshold qualify; the best few of
-            # each row, without sorting whole rows
-            ok = (theirs[None, :] < own[:, None]) & (sims >= policy.link_similarity)
+            # only earlier memories at or above the threshold qualify, and a link needs a
+            # positive weight (a threshold <= 0 let dissimilar ones in as 0.0 links); the
+            # best few of each row, without sorting whole rows
+            ok = (theirs[None, :] < own[:, None]) & (sims >= policy.link_similarity) & (sims > 0)
             masked = np.where(ok, sims, -np.inf)
             tops = row_tops(masked, policy.link_neighbours)
             for k, (mid, best) in enumerate(zip(ids, tops, strict=True)):

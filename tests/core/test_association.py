@@ -7,13 +7,14 @@ import re
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from oblivion_core import InvalidInputError, ManualClock, Oblivion, Policy, UnknownMemoryError
 from oblivion_core.association import LinkGraph, spread
-from oblivion_core.testing import HashEmbedder, word_count
+from oblivion_core.testing import HashEmbedder, memory, word_count
 
 DAY = 86_400.0
 
@@ -340,3 +341,26 @@ def test_a_big_batch_does_not_hold_its_whole_similarity_matrix() -> None:
         tracemalloc.stop()
     assert peak < 100e6
     assert mem.count() == 3000
+
+
+@pytest.mark.parametrize("threshold", [0.0, -1.0])
+def test_a_threshold_at_or_below_zero_never_stores_a_zero_weight_link(threshold: float) -> None:
+    """link_similarity may be any cosine; two memories pointing apart used to get a link
+    of weight 0.0 (their negative similarity clamped), which link() itself refuses."""
+
+    class Opposite:
+        def embed_documents(self, texts: list[str]) -> np.ndarray:
+            return np.stack([self.embed_query(t) for t in texts])
+
+        def embed_query(self, text: str) -> np.ndarray:
+            v = np.array([1.0 if "up" in text else -1.0, 0.3, 0.0], dtype=np.float32)
+            return v / np.linalg.norm(v)
+
+    policy = Policy.template().replace(link_similarity=threshold, adjacency_weight=0.0)
+    mem = memory(embedder=Opposite(), policy=policy)
+    a = mem.remember("going up the hill", category="fact").id
+    mem.remember("going down the hill", category="fact")
+    mem.remember_many(["down again", "and down once more"], categories=["fact", "fact"])
+    c = mem.remember("up we go again", category="fact").id
+    assert mem.links(a) == {c: pytest.approx(1.0)}
+    assert all(0 < w <= 1 for m in mem.records() for w in mem.links(m.id).values())
