@@ -18,7 +18,7 @@ import os
 import uuid
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
@@ -783,8 +783,6 @@ class Oblivion:
             stale: list[tuple[int, list[Candidate]]] = []
             try:
                 with self._consistent(ns):
-                    if space.lists is not None:
-                        space.lists.note(final_ids, clean)
                     detect = policy.supersede if supersede is None else supersede
                     # a block at a time (the similarities of a block to the memories before
                     # it: their n x (window + n) matrix took 1.5 GB and 5 s at n = 10,000)
@@ -973,6 +971,8 @@ class Oblivion:
         self._known.add(ns)
         self._db.cache_written(ns, ids, texts, metas)
         self._lex.add(ns, [seq0 + k for k in range(n)], texts)
+        if space.lists is not None:  # a summary too, as the index built on reopen has it
+            space.lists.note(ids, texts)
         if tier == Tier.ACTIVE:
             space.activate(ids, vectors)
         else:
@@ -1653,7 +1653,7 @@ class Oblivion:
             for hit in hits:
                 if hit in listed:
                     continue  # a list item stands alone: its neighbours are other talk
-                for which, mid in self._neighbours(st, policy, hit):
+                for which, mid in self._neighbours(st, policy, hit, space.summaries):
                     if active_only and mid not in space.index:
                         continue
                     if mid not in hits and mid not in context_of:
@@ -2642,11 +2642,15 @@ class Oblivion:
                 journal: list[JournalRow] = [(memory_id, "invalidate", before, 0.0, detail)]
                 rows = [i]
                 flags: dict[str, str | None] = {memory_id: None}
+                # a wrong summary says nothing of its originals: they come back to the
+                # archive instead (and are not compressed again), unflagged
+                originals = dict.fromkeys(space.summaries.get(memory_id, []), memory_id)
                 near = [
                     m
                     for m, w in space.graph.neighbours(memory_id).items()
                     if w >= policy.invalidate_link_weight
                     and m in st.index
+                    and m not in originals
                     and not st.cols["invalidated"][st.index[m]]
                 ]
                 if near:
@@ -2667,6 +2671,12 @@ class Oblivion:
                     self._db.save_rows(conn, st, rows)
                     self._db.set_review(conn, ns, flags)
                     self._db.journal(conn, now, ns, journal)
+                    if originals:
+                        self._free_originals(
+                            ns, space, originals, conn, now, "its summary was invalidated"
+                        )
+                        space.uncompressed.update(originals)
+                        self._db.set_meta(f"uncompressed:{ns}", sorted(space.uncompressed), conn)
 
     def forget(self, memory_id: str, *, namespace: str | None = None) -> None:
         """Delete a memory for good (text, vector and state). The journal keeps the event."""
@@ -2696,15 +2706,12 @@ class Oblivion:
             if space.lists is not None:
                 space.lists.discard(gone)
             # Originals of a deleted summary go back to the archive: nothing is lost silently.
-            freed = [o for m in ids for o in space.summaries.get(m, []) if o not in gone]
+            freed = {o: m for m in ids for o in space.summaries.get(m, []) if o not in gone}
             chroma_touched = False
             try:
                 with self._db.transaction() as conn:
                     if freed:
-                        frows = [st.index[o] for o in freed if o in st.index]
-                        for r in frows:
-                            st.cols["tier"][r] = Tier.ARCHIVE
-                        self._db.save_rows(conn, st, frows)
+                        self._free_originals(ns, space, freed, conn, now, why)
                     if space.uncompressed & gone:
                         space.uncompressed -= gone
                         self._db.set_meta(f"uncompressed:{ns}", sorted(space.uncompressed), conn)
@@ -2980,6 +2987,12 @@ class Oblivion:
             )
             return None
         if not summary:
+            logger.warning(
+                "the summarizer returned no text for %d memories of namespace %r; they stay "
+                "archived",
+                len(live),
+                ns,
+            )
             return None
         rows = [st.index[m] for m in live]
         acts = self._activation(ns, st, now, np.asarray(rows, dtype=np.int64))
@@ -3058,10 +3071,8 @@ class Oblivion:
             with self._consistent(ns):
 
                 def remembered(conn: Any) -> None:
-                    # in the delete's transaction: a failure leaves the summary in place
-                    self._db.journal(
-                        conn, now, ns, [(r.id, "decompress", None, None, {}) for r in originals]
-                    )
+                    # in the delete's transaction (which journals the originals' move): a
+                    # failure leaves the summary in place
                     space.uncompressed.update(r.id for r in originals)
                     self._db.set_meta(f"uncompressed:{ns}", sorted(space.uncompressed), conn)
 
@@ -3070,6 +3081,24 @@ class Oblivion:
                 # after the delete: it moves the last row into the summary's place
                 rows = [space.state.index[r.id] for r in originals]
                 return self._records(ns, rows, now)
+
+    def _free_originals(
+        self, ns: str, space: _Space, freed: Mapping[str, str], conn: Any, now: float, reason: str
+    ) -> None:
+        """Move cold originals (id -> their summary's id) back to the archive, journaled
+        as ``decompress``: their summary was deleted, decompressed or invalidated."""
+        st = space.state
+        moved = [o for o in freed if o in st.index and st.cols["tier"][st.index[o]] == _COLD]
+        rows = [st.index[o] for o in moved]
+        for r in rows:
+            st.cols["tier"][r] = Tier.ARCHIVE
+        self._db.save_rows(conn, st, rows)
+        self._db.journal(
+            conn,
+            now,
+            ns,
+            [(o, "decompress", None, None, {"summary": freed[o], "reason": reason}) for o in moved],
+        )
 
     def _move_to_active(
         self, ns: str, space: _Space, ids: list[str], conn: Any, now: float, reason: str
@@ -3461,13 +3490,18 @@ class Oblivion:
         return None
 
     @staticmethod
-    def _neighbours(st: NamespaceState, policy: Policy, memory_id: str) -> list[tuple[str, str]]:
+    def _neighbours(
+        st: NamespaceState, policy: Policy, memory_id: str, summaries: Container[str]
+    ) -> list[tuple[str, str]]:
         """The memories written just after and just before ``memory_id`` in its namespace,
-        within the adjacency window, that recall may show (next first)."""
+        within the adjacency window, that recall may show (next first). A summary is no
+        turn of the conversation: it has none, and is none (``summaries``)."""
+        if memory_id in summaries:
+            return []
         i = st.index[memory_id]
         t = float(st.cols["created_at"][i])
         out: list[tuple[str, str]] = []
-        after, before = st.adjacent(int(st.cols["seq"][i]))
+        after, before = st.adjacent(int(st.cols["seq"][i]), summaries)
         for which, other in (("next", after), ("previous", before)):
             if other is None:
                 continue

@@ -25,7 +25,15 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import (
+    Callable,
+    Container,
+    Generator,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -273,22 +281,24 @@ class NamespaceState:
         self.n += 1
         return i
 
-    def adjacent(self, seq: int) -> tuple[str | None, str | None]:
+    def adjacent(self, seq: int, skip: Container[str] = ()) -> tuple[str | None, str | None]:
         """The memories of this namespace written just after and just before the one
-        numbered ``seq`` (``None`` where there is none)."""
+        numbered ``seq`` (``None`` where there is none), passing over those in ``skip``."""
         seqs, by_seq = self.seqs, self.by_seq
         k = bisect.bisect_right(seqs, seq)
         nxt = None
         for q in itertools.islice(seqs, k, None):  # past dead numbers (see seqs)
-            if q in by_seq:
-                nxt = by_seq[q]
+            m = by_seq.get(q)
+            if m is not None and m not in skip:
+                nxt = m
                 break
         prev = None
         k = bisect.bisect_left(seqs, seq)
         while k > 0:
             k -= 1
-            if seqs[k] in by_seq:
-                prev = by_seq[seqs[k]]
+            m = by_seq.get(seqs[k])
+            if m is not None and m not in skip:
+                prev = m
                 break
         return nxt, prev
 
@@ -1283,7 +1293,9 @@ class StateDB:
         )
         out: dict[str, list[str]] = {}
         for sid, oid in rows:
-            out.setdefault(sid, []).append(oid)
+            originals = out.setdefault(sid, [])
+            if oid != _NO_ORIGINALS:
+                originals.append(oid)
         return out
 
     def set_summary(
@@ -1293,15 +1305,16 @@ class StateDB:
         summary_id: str,
         originals: Sequence[str] | None,
     ) -> None:
-        """Record (or with ``None`` remove) which originals a summary stands for."""
+        """Record (or with ``None`` remove) which originals a summary stands for. A
+        summary whose originals were all forgotten stays a summary (of none)."""
         conn.execute(
             "DELETE FROM summaries WHERE namespace=? AND summary_id=?", (namespace, summary_id)
         )
-        if originals:
+        if originals is not None:
             conn.executemany(
                 "INSERT INTO summaries(namespace, summary_id, original_id, position) "
                 "VALUES(?,?,?,?)",
-                [(namespace, summary_id, o, k) for k, o in enumerate(originals)],
+                [(namespace, summary_id, o, k) for k, o in enumerate(originals or [_NO_ORIGINALS])],
             )
 
     # ---------------------------------------------------------------- journal
@@ -1517,6 +1530,10 @@ def _write_batch(conn: sqlite3.Connection, batch: _Batch) -> None:
     )
     while chunk := list(itertools.islice(values, _WRITE_CHUNK)):
         conn.executemany(_INSERT_EVENT, chunk)
+
+
+#: The one row of a summary whose originals were all forgotten (no memory id is empty).
+_NO_ORIGINALS = ""
 
 
 def _store_id(value: object) -> str | None:

@@ -348,6 +348,8 @@ def test_a_summarizer_that_fails_leaves_the_group_archived(
         assert mem.stats()["summaries"] == 0
     if isinstance(summarizer, _Raising) or summarizer.value not in (None, ""):
         assert "the summarizer failed on 4 memories" in caplog.text
+    else:  # nothing used to be logged for a summary of no text
+        assert "the summarizer returned no text for 4 memories" in caplog.text
 
 
 def test_forgetting_spares_summaries(fresh: Any) -> None:
@@ -397,3 +399,126 @@ def test_decompressed_originals_stay_uncompressed(tmp_path: Path) -> None:
         assert all(mem.get(r.id).tier == Tier.ARCHIVE for r in recs)
         mem.forget(recs[0].id)
         assert mem._db.meta("uncompressed:default") == sorted(r.id for r in recs[1:])
+
+
+def _persisted(tmp_path: Path, clock: ManualClock) -> Any:
+    def open_() -> Oblivion:
+        return Oblivion(
+            tmp_path, policy=POLICY, clock=clock, embedder=HashEmbedder(), token_counter=word_count
+        )
+
+    return open_
+
+
+def _compress_meeting(mem: Oblivion, clock: ManualClock) -> tuple[list[str], str]:
+    recs = mem.remember_many(MEETING, categories=["event"] * 4, importances=[0.0] * 4)
+    mem.remember("Always answer in British English", category="instruction")
+    clock.advance(60 * DAY)
+    mem.maintain()
+    (summary,) = [r for r in mem.records() if r.category == "summary"]
+    return [r.id for r in recs], summary.id
+
+
+def test_a_summary_whose_originals_were_all_forgotten_stays_one_after_a_reopen(
+    tmp_path: Path,
+) -> None:
+    """The live instance kept it a summary (of none) while a reopened one read a plain
+    memory: expand() raised there, stats() counted no summary."""
+    clock = ManualClock()
+    open_ = _persisted(tmp_path, clock)
+    with open_() as mem:
+        originals, sid = _compress_meeting(mem, clock)
+        for m in originals:
+            mem.forget(m)
+        live = (mem.expand(sid), mem.stats()["summaries"])
+    with open_() as mem:
+        assert (mem.expand(sid), mem.stats()["summaries"]) == live == ([], 1)
+
+
+def test_forgetting_a_summary_journals_its_originals_coming_back(tmp_path: Path) -> None:
+    """forget(summary) moves the originals from cold to the archive, and their history
+    says so (it ended at "compress"), as decompress()'s does, once each."""
+    clock = ManualClock()
+    with _persisted(tmp_path, clock)() as mem:
+        originals, sid = _compress_meeting(mem, clock)
+        mem.forget(sid)
+        for m in originals:
+            assert mem.get(m).tier == Tier.ARCHIVE
+            last = mem.history(m)[-1]
+            assert (last.kind, last.detail["summary"]) == ("decompress", sid)
+        _, sid2 = _compress_meeting(mem, clock)  # a new group, compressed and undone
+        n = len(mem.expand(sid2))  # both groups: the first came back to the archive
+        mem.decompress(sid2)
+        undone = [
+            e for e in mem.history() if e.kind == "decompress" and e.detail["summary"] == sid2
+        ]
+        assert len(undone) == len({e.memory_id for e in undone}) == n == 8
+
+
+def test_invalidating_a_summary_brings_its_originals_back(tmp_path: Path) -> None:
+    """A summary marked wrong says nothing of the memories it stood for: they return to
+    the archive, recallable, unflagged, and are not compressed again (they stayed cold,
+    out of recall, for good)."""
+    clock = ManualClock()
+    open_ = _persisted(tmp_path, clock)
+    with open_() as mem:
+        originals, sid = _compress_meeting(mem, clock)
+        mem.invalidate(sid, reason="the summary garbled the budget")
+        assert [mem.get(m).tier for m in originals] == [Tier.ARCHIVE] * 4
+        assert not mem.stats()["flagged_for_review"]
+        hit = mem.recall("travel budget frozen", deep=True, k=1)
+        assert hit.ids == [originals[0]]
+        clock.advance(60 * DAY)
+        assert mem.maintain().ids("compress") == []
+    with open_() as mem:
+        clock.advance(DAY)
+        assert mem.maintain().ids("compress") == []
+        assert [mem.get(m).tier for m in originals] == [Tier.ARCHIVE] * 4
+        assert mem.get(sid).invalidated
+
+
+def test_a_summary_is_no_turn_of_the_conversation(tmp_path: Path) -> None:
+    """maintain() writes a summary with the next sequence number; recall showed it as
+    "the turn written just after" the memory written before it (pushing out a hit), and
+    a summary hit brought the memories numbered around it."""
+    clock = ManualClock()
+    with _persisted(tmp_path, clock)() as mem:
+        mem.remember_many(MEETING, categories=["event"] * 4, importances=[0.0] * 4)
+        mem.remember("Always answer in British English", category="instruction")
+        clock.advance(60 * DAY)
+        dentist = mem.remember("My dentist appointment is on Tuesday at 3pm", category="event")
+        mem.maintain()  # the summary: written just after the dentist, in the same minute
+        (sid,) = [r.id for r in mem.records() if r.category == "summary"]
+        clock.advance(10)
+        after = mem.remember("The dentist is on Harley Street", category="fact")
+        for k in (1, 2, 5):
+            got = mem.recall("dentist appointment Tuesday", k=k, feedback=False)
+            assert got.ids[0] == dentist.id
+            assert not [i for i in got if i.id == sid and i.why.get("context_for")]
+        assert after.id in got.ids
+        hit = mem.recall("budget meeting travel marketing hiring cloud", k=3)
+        assert hit.ids[0] == sid
+        assert not [i for i in hit if i.why.get("context_for") == sid]
+
+
+def test_a_summary_that_adds_to_a_list_is_one_live_and_after_a_reopen(tmp_path: Path) -> None:
+    """A summary's text counts for lists as the index built on reopen reads it; the live
+    instance did not note it, so the same list question ranked differently."""
+    clock = ManualClock()
+    open_ = _persisted(tmp_path, clock)
+    shopping = [
+        "Add oat milk to my shopping list.",
+        "Add oat milk and bread to my shopping list please.",
+        "Put oat milk on my shopping list too.",
+    ]
+    with open_() as mem:
+        mem.recall("What is on my shopping list?", feedback=False)  # builds the list index
+        mem.remember_many(shopping, categories=["task"] * 3, importances=[0.0] * 3)
+        mem.remember("Always answer in British English", category="instruction")
+        clock.advance(60 * DAY)
+        mem.maintain()
+        live = mem.recall("What is on my shopping list?", feedback=False)
+        live_view = [(i.id, i.why["relevance_signals"].get("list_item")) for i in live]
+    with open_() as mem:
+        again = mem.recall("What is on my shopping list?", feedback=False)
+        assert [(i.id, i.why["relevance_signals"].get("list_item")) for i in again] == live_view
