@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from oblivion_core.errors import OblivionError, StorePathError
+from oblivion_core.errors import (
+    InvalidInputError,
+    OblivionError,
+    StoreCorruptError,
+    StorePathError,
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -17,16 +23,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="stream the shipped conversation and explain the memory")
     demo.add_argument("--path", default="oblivion-demo", help="store directory (replaced)")
-    demo.add_argument("--plot", default=None, help="PNG for the activation plot")
+    demo.add_argument(
+        "--plot",
+        default=None,
+        help="file for the activation plot (default PATH/activation.png): any format "
+        "matplotlib writes (.png, .svg, .pdf...); a name without a suffix gets .png, an "
+        "existing directory gets activation.png inside it",
+    )
     stats = sub.add_parser("stats", help="print stats() of a store as JSON")
     stats.add_argument("path")
     stats.add_argument("--namespace", default=None)
+    stats.add_argument(
+        "--server",
+        default=None,
+        metavar="HOST:PORT",
+        help="the Chroma server holding the store's vectors (default: PATH/chroma)",
+    )
+    stats.add_argument("--prefix", default=None, help="the store's prefix on that server")
     args = parser.parse_args(argv)
     try:
-        return _run(args)
+        status = _run(args)
+        sys.stdout.flush()  # a closed pipe (`oblivion stats PATH | head`) fails here
     except OblivionError as exc:  # bad input or an unusable store: say what to change
         print(f"oblivion {args.command}: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
+    except BrokenPipeError:  # as Python's docs advise: no second failure at exit
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    return status
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -40,12 +64,44 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     from oblivion_core.engine import Oblivion
     from oblivion_core.state import StateDB
+    from oblivion_core.store import VectorStore
 
-    if not (Path(args.path) / StateDB.FILE).is_file():  # not a typo's fresh empty store
+    # read-only: refuse whatever Oblivion() would make or repair in PATH
+    path = Path(args.path)
+    db = path / StateDB.FILE
+    if not db.is_file():  # not a typo's fresh empty store
         raise StorePathError(f"there is no Oblivion store at {args.path!r}; check the path")
-    with Oblivion(args.path) as mem:
-        json.dump(mem.stats(namespace=args.namespace), sys.stdout, indent=2, default=str)
-        print()
+    if db.stat().st_size == 0:
+        raise StoreCorruptError(
+            f"{db} is empty: the store's activation database was lost or truncated; "
+            "restore it from a backup"
+        )
+    store = None
+    if args.server is not None:
+        host, _, port = args.server.rpartition(":")
+        if not host or not port.isdigit():
+            raise InvalidInputError(
+                f"pass --server as HOST:PORT (e.g. localhost:8000), not {args.server!r}"
+            )
+        store = VectorStore.server(host, int(port), prefix=args.prefix or "")
+    elif args.prefix is not None:
+        raise InvalidInputError(
+            "--prefix is a prefix on a Chroma server: pass --server HOST:PORT too"
+        )
+    elif not (path / "chroma").exists():
+        raise StorePathError(
+            f"the store's vectors are not in {path / 'chroma'}, so they may be on a Chroma "
+            "server: pass --server HOST:PORT (and --prefix P if the store has one). If that "
+            "folder was lost, open the store with Oblivion(path) once: it puts the vectors "
+            "back from the activation database"
+        )
+    try:
+        with Oblivion(path, vector_store=store) as mem:
+            json.dump(mem.stats(namespace=args.namespace), sys.stdout, indent=2, default=str)
+            print()
+    finally:
+        if store is not None:
+            store.close()
     return 0
 
 

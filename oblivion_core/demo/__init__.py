@@ -21,7 +21,7 @@ from typing import Any
 
 from oblivion_core.clock import ManualClock
 from oblivion_core.engine import Oblivion
-from oblivion_core.errors import InvalidInputError, StoreLockedError
+from oblivion_core.errors import InvalidInputError, StoreLockedError, StorePathError
 from oblivion_core.policy import Policy
 from oblivion_core.records import Tier
 from oblivion_core.state import StateDB, take_store_lock
@@ -61,19 +61,25 @@ def _fresh_dir(path: Path) -> None:
     while no process has it open: any other folder with something in it, an Oblivion
     store of the user's above all, is refused.
     """
-    if path.exists() and not path.is_dir():
-        raise InvalidInputError(f"{path} is a file; pass --path to an empty or new directory")
-    if path.exists() and any(path.iterdir()):
-        if not (path / MARKER).exists():
-            what = "an Oblivion store" if (path / StateDB.FILE).exists() else "files"
-            raise InvalidInputError(
-                f"{path} holds {what} that the demo did not make, and the demo only replaces "
-                "its own stores; pass --path to an empty or new directory"
-            )
-        with _unused(path):
-            shutil.rmtree(path)
-    path.mkdir(parents=True, exist_ok=True)
-    (path / MARKER).write_text("made by `oblivion demo`, which replaces it on its next run\n")
+    try:
+        if path.exists() and not path.is_dir():
+            raise InvalidInputError(f"{path} is a file; pass --path to an empty or new directory")
+        if path.exists() and any(path.iterdir()):
+            if not (path / MARKER).exists():
+                what = "an Oblivion store" if (path / StateDB.FILE).exists() else "files"
+                raise InvalidInputError(
+                    f"{path} holds {what} that the demo did not make, and the demo only "
+                    "replaces its own stores; pass --path to an empty or new directory"
+                )
+            with _unused(path):
+                shutil.rmtree(path)
+        path.mkdir(parents=True, exist_ok=True)
+        (path / MARKER).write_text("made by `oblivion demo`, which replaces it on its next run\n")
+    except OSError as exc:
+        raise StorePathError(
+            f"cannot make the demo's store at {path}: {exc.strerror or exc}; pass --path to "
+            "an empty or new directory you can write to"
+        ) from exc
 
 
 @contextlib.contextmanager
@@ -106,13 +112,16 @@ def run_demo(
     Args:
         path: Store directory: new, empty, or a store an earlier demo made (replaced);
             anything else is refused.
-        plot: PNG to write the activation plot to (default ``path/activation.png``;
-            skipped when matplotlib is missing).
+        plot: File to write the activation plot to (default ``path/activation.png``;
+            skipped when matplotlib is missing): an existing directory gets
+            ``activation.png`` inside it, a name without a suffix ``.png``; any other
+            suffix must be a format matplotlib writes. Checked before the demo runs.
         embedder: Override the default local model (tests use a fast fake).
         out: Where the narration goes.
     """
     conv = load_conversation()
     root = Path(path)
+    target = _plot_target(plot) if plot else root / "activation.png"
     _fresh_dir(root)
     clock = ManualClock(0.0)
     policy = Policy.template("balanced").replace(maintain_every=0)
@@ -172,7 +181,7 @@ def run_demo(
             f"{final['archive']} archived ({len(archived_small_talk)} of them small talk); "
             "nothing was deleted."
         )
-    result.plot = _plot(result, Path(plot) if plot else root / "activation.png", out)
+    result.plot = _plot(result, target, out)
     return result
 
 
@@ -209,6 +218,39 @@ def _sample_until(
             res.traces[label] = [float("nan")] * (longest - len(values)) + values
 
 
+def _plot_target(plot: str | Path) -> Path:
+    """The file the plot goes to (see :func:`run_demo`), refused before the demo runs
+    when matplotlib cannot write its format or its folder cannot be made."""
+    target = Path(plot)
+    if target.is_dir() or str(plot).endswith(("/", os.sep)):
+        target /= "activation.png"
+    elif not target.suffix:
+        target = target.with_name(target.name + ".png")
+    try:
+        from matplotlib.figure import Figure
+    except ImportError:
+        return target  # the plot is skipped
+    formats = Figure().canvas.get_supported_filetypes()
+    if target.suffix[1:].lower() not in formats:
+        raise InvalidInputError(
+            f"matplotlib cannot write a {target.suffix!r} file; pass --plot a name ending in "
+            + ", ".join(f".{f}" for f in sorted(formats))
+        )
+    folder = target.parent  # or the nearest folder above it that exists, to make it in
+    try:
+        while not folder.exists():
+            folder = folder.parent
+        usable = folder.is_dir() and os.access(folder, os.W_OK | os.X_OK)
+    except OSError:
+        usable = False
+    if not usable:
+        raise InvalidInputError(
+            f"cannot write the plot to {target}: {folder} is not a folder you can write in; "
+            "pass --plot a file in a folder you can write to"
+        )
+    return target
+
+
 def _plot(res: DemoResult, target: Path, out: Callable[[str], None]) -> Path | None:
     try:  # a bare Figure: no pyplot, so the caller's backend (e.g. a notebook's) is untouched
         from matplotlib.figure import Figure
@@ -228,7 +270,13 @@ def _plot(res: DemoResult, target: Path, out: Callable[[str], None]) -> Path | N
     ax.set_title("Activation over three weeks (boosts on recall; decay per category)")
     ax.legend(fontsize=7, loc="upper right")
     fig.tight_layout()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(target, dpi=110)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(target, dpi=110, format=target.suffix[1:].lower())
+    except OSError as exc:
+        raise InvalidInputError(
+            f"cannot write the plot to {target}: {exc.strerror or exc}; pass --plot a file "
+            "in a folder you can write to"
+        ) from exc
     out(f"Activation plot written to {target}")
     return target

@@ -1,0 +1,159 @@
+"""The `oblivion` command line: what `demo --plot` writes and reports, one-line errors for
+unusable paths, and `stats`, which reads a store without making or repairing anything."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import chromadb
+import pytest
+
+import oblivion_core
+from oblivion_core import Oblivion, VectorStore
+from oblivion_core.cli import main
+from oblivion_core.state import StateDB
+from oblivion_core.testing import HashEmbedder, word_count
+
+
+def _store(path: Path, vector_store: VectorStore | None = None, n: int = 3) -> None:
+    with Oblivion(
+        path, vector_store=vector_store, embedder=HashEmbedder(), token_counter=word_count
+    ) as mem:
+        mem.remember_many([f"memory number {i}" for i in range(n)])
+
+
+def _elsewhere(tmp_path: Path) -> VectorStore:
+    """A store's vectors outside its folder (a Chroma server, simulated on disk)."""
+    return VectorStore(chromadb.PersistentClient(path=str(tmp_path / "server")), prefix="app")
+
+
+def test_demo_plot_without_a_suffix_reports_the_png_written(tmp_path: Path) -> None:
+    """`--plot NAME` writes NAME.png, and that is the path reported and returned."""
+    from oblivion_core.demo import run_demo
+
+    lines: list[str] = []
+    result = run_demo(
+        tmp_path / "store", plot=tmp_path / "act", embedder=HashEmbedder(), out=lines.append
+    )
+    assert result.plot == tmp_path / "act.png" and result.plot.is_file()
+    assert lines[-1] == f"Activation plot written to {tmp_path / 'act.png'}"
+    assert not (tmp_path / "act").exists()
+
+
+def test_demo_plot_into_an_existing_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`oblivion demo --plot DIR` (the real model) writes DIR/activation.png, not DIR.png."""
+    (tmp_path / "plots").mkdir()
+    assert main(["demo", "--path", str(tmp_path / "store"), "--plot", str(tmp_path / "plots")]) == 0
+    assert (tmp_path / "plots" / "activation.png").is_file()
+    assert f"written to {tmp_path / 'plots' / 'activation.png'}" in capsys.readouterr().out
+    assert not (tmp_path / "plots.png").exists()
+
+
+@pytest.mark.parametrize(
+    ("path", "plot", "error", "advice"),
+    [
+        ("afile/store", None, "StorePathError", "pass --path to"),
+        ("/proc/oblivion-demo", None, "StorePathError", "pass --path to"),
+        ("store", "p.xyz", "InvalidInputError", ".png"),
+        ("store", "afile/p.png", "InvalidInputError", "pass --plot a file in a folder"),
+    ],
+)
+def test_demo_refuses_an_unusable_path_or_plot_in_one_line_before_running(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    path: str,
+    plot: str | None,
+    error: str,
+    advice: str,
+) -> None:
+    """A store path or a plot target that cannot be written is reported in one line (status
+    1) before the demo streams anything: no store is made, nothing is printed."""
+    (tmp_path / "afile").write_text("x")
+    argv = ["demo", "--path", str(tmp_path / path)]
+    assert main(argv + (["--plot", str(tmp_path / plot)] if plot else [])) == 1
+    captured = capsys.readouterr()
+    assert captured.err.startswith(f"oblivion demo: {error}: ") and advice in captured.err
+    assert captured.err.count("\n") == 1 and captured.out == ""
+    assert not (tmp_path / "store").exists()
+
+
+@pytest.mark.parametrize("vectors", ["chroma folder", "elsewhere"])
+def test_stats_refuses_an_empty_activation_database(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], vectors: str
+) -> None:
+    """A truncated oblivion.sqlite3 is refused (restore it from a backup), neither given a
+    fresh schema nor deleted."""
+    state = tmp_path / "state"
+    _store(state, None if vectors == "chroma folder" else _elsewhere(tmp_path))
+    (state / StateDB.FILE).write_bytes(b"")
+    before = sorted(os.listdir(state))
+    assert main(["stats", str(state)]) == 1
+    assert (state / StateDB.FILE).stat().st_size == 0
+    assert sorted(os.listdir(state)) == before
+    err = capsys.readouterr().err
+    assert "StoreCorruptError" in err and "restore it from a backup" in err
+
+
+def test_stats_refuses_a_store_whose_vectors_are_not_in_its_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without --server, a store with no chroma/ folder is refused (its vectors may be on a
+    server) instead of opened with a new embedded Chroma that every vector is copied into."""
+    state = tmp_path / "state"
+    _store(state, _elsewhere(tmp_path))
+    before = sorted(os.listdir(state))
+    assert main(["stats", str(state)]) == 1
+    err = capsys.readouterr().err
+    assert "StorePathError" in err and "pass --server HOST:PORT" in err
+    assert sorted(os.listdir(state)) == before
+
+
+def test_stats_server_options_are_checked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A malformed --server, or --prefix without --server, is one line with status 1."""
+    _store(tmp_path / "state")
+    for extra, message in [
+        (["--server", "localhost"], "pass --server as HOST:PORT"),
+        (["--prefix", "app"], "pass --server HOST:PORT too"),
+    ]:
+        assert main(["stats", str(tmp_path / "state"), *extra]) == 1
+        assert message in capsys.readouterr().err
+
+
+@pytest.mark.server
+def test_stats_reads_a_store_on_a_chroma_server(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], chroma_server: tuple[str, int]
+) -> None:
+    """`oblivion stats PATH --server HOST:PORT --prefix P` reads the store whose vectors
+    are on that server, and makes no chroma/ folder in PATH."""
+    host, port = chroma_server
+    prefix = "cli-" + uuid.uuid4().hex[:8]
+    state = tmp_path / "state"
+    _store(state, VectorStore.server(host, port, prefix=prefix), n=4)
+    before = sorted(os.listdir(state))
+    assert main(["stats", str(state), "--server", f"{host}:{port}", "--prefix", prefix]) == 0
+    assert '"memories": 4' in capsys.readouterr().out
+    assert sorted(os.listdir(state)) == before
+
+
+def test_stats_into_a_closed_pipe_exits_quietly(tmp_path: Path) -> None:
+    """`oblivion stats PATH | head` whose reader is gone: no BrokenPipeError traceback."""
+    _store(tmp_path / "state")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "oblivion_core.cli", "stats", str(tmp_path / "state")],
+        cwd=Path(oblivion_core.__file__).parents[1],  # this checkout's oblivion_core
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # the reader exits before the command writes
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 1
+    assert "BrokenPipeError" not in err and "Traceback" not in err
