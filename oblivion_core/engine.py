@@ -175,6 +175,9 @@ class _Space:
         # a whole array (at worst a step behind; recall checks its hits against ``index``)
         self.active_seqs = np.zeros(0, dtype=bool)
         self._mark(index.ids, True)
+        #: Counts memories entering ``index``: a BM25 search outside the lock over the
+        #: tier as it stood then is redone when any entered since.
+        self.entered = 0
         self.archive: ActiveIndex | None = None  # built on the first archive search
         self.archive_limit = 0  # size above which ``archive`` is dropped
         self.archive_dropped = False  # it outgrew its limit once (rebuilt at 3/4 of it)
@@ -207,6 +210,7 @@ class _Space:
         """Memories enter the active tier (new, restored or promoted)."""
         self.index.add(ids, vectors)
         self._mark(ids, True)
+        self.entered += len(ids)
         if self.archive is not None:
             self.archive.remove(ids)
 
@@ -1213,16 +1217,22 @@ class Oblivion:
         # namespace not loaded yet is searched under the lock, once it is
         allow: np.ndarray[Any, Any] | None = None
         lexical_now = policy.lexical_weight > 0
+        entered: int | None = None  # deep=False: the active tier BM25 ranked (_Space.entered)
         if deep is False:
             loaded = self._spaces.get(ns)
             lexical_now = lexical_now and loaded is not None
-            allow = loaded.active_seqs if loaded is not None else None
+            if loaded is not None:
+                allow, entered = loaded.active_seqs, loaded.entered
         beside = lexical_now and not getattr(self.embedder, "busy_cores", False)
         lexical = self._background(self._lex.search, ns, q, pool, allow) if beside else None
         qvec = embed_query(self.embedder, q, self._dim)
-        bm25 = lexical.result() if lexical is not None else None
-        if bm25 is None and lexical_now:  # outside the engine's lock
-            bm25 = self._lex.search(ns, q, pool, allow)
+        try:
+            bm25 = lexical.result() if lexical is not None else None
+            if bm25 is None and lexical_now:  # outside the engine's lock
+                bm25 = self._lex.search(ns, q, pool, allow)
+        except Exception:
+            self._check_open()  # closed meanwhile: say so, not how the read failed
+            raise
         with self._lock:
             self._check_open()
             return self._recall(
@@ -1237,6 +1247,7 @@ class Oblivion:
                 feedback,
                 include_superseded,
                 bm25,
+                entered,
             )
 
     def rerank(
@@ -1335,10 +1346,17 @@ class Oblivion:
         feedback: bool,
         include_superseded: bool = False,
         bm25: tuple[list[int], list[float]] | None = None,
+        entered: int | None = None,
     ) -> RecallResult:
-        """``bm25``: the lexical search's result, if it already ran (see :meth:`recall`)."""
+        """``bm25``: the lexical search's result, if it already ran (see :meth:`recall`);
+        for ``deep=False``, over the active tier as it stood when ``space.entered`` was
+        ``entered``."""
         policy = self.policy_for(ns)
         space = self._space(ns)
+        if deep is False and entered != space.entered:
+            # memories entered the tier since (another call's promotions, or this
+            # caller's previous recall's, applied as the lock was taken): ranked again
+            bm25 = None
         st = space.state
         limit = k if k is not None else policy.default_k
         pool = max(policy.candidate_pool, limit)
@@ -3047,15 +3065,7 @@ class Oblivion:
         with self._lock:
             self._check_open()
             space = self._space(ns)
-            self._row(space, summary_id)
-            originals = space.summaries.get(summary_id)
-            if originals is None:
-                raise InvalidInputError(
-                    f"memory {summary_id!r} is not a summary; expand() takes the id of a memory "
-                    "that compression wrote (category 'summary', metadata['summary_of'])"
-                )
-            rows = [space.state.index[m] for m in originals if m in space.state.index]
-            return self._records(ns, rows, self._now(ns))
+            return self._records(ns, self._originals(space, summary_id), self._now(ns))
 
     def decompress(self, summary_id: str, *, namespace: str | None = None) -> list[MemoryRecord]:
         """Undo a compression: the originals return to the archive, the summary is deleted,
@@ -3063,24 +3073,37 @@ class Oblivion:
 
         Returns the originals.
         """
-        originals = self.expand(summary_id, namespace=namespace)
         ns = self._ns(namespace)
-        with self._lock:
+        with self._lock:  # one hold: the summary checked is the summary deleted
+            self._check_open()
             space = self._space(ns)
+            st = space.state
+            originals = [st.ids[i] for i in self._originals(space, summary_id)]
             now = self._now(ns)
             with self._consistent(ns):
 
                 def remembered(conn: Any) -> None:
                     # in the delete's transaction (which journals the originals' move): a
                     # failure leaves the summary in place
-                    space.uncompressed.update(r.id for r in originals)
+                    space.uncompressed.update(originals)
                     self._db.set_meta(f"uncompressed:{ns}", sorted(space.uncompressed), conn)
 
-                row = space.state.index[summary_id]
+                row = st.index[summary_id]
                 self._delete(ns, space, [row], now, "decompress() called", also=remembered)
                 # after the delete: it moves the last row into the summary's place
-                rows = [space.state.index[r.id] for r in originals]
-                return self._records(ns, rows, now)
+                return self._records(ns, [st.index[m] for m in originals], now)
+
+    def _originals(self, space: _Space, summary_id: str) -> list[int]:
+        """The rows of the originals summary ``summary_id`` stands for, in their order."""
+        self._row(space, summary_id)
+        originals = space.summaries.get(summary_id)
+        if originals is None:
+            raise InvalidInputError(
+                f"memory {summary_id!r} is not a summary; expand() and decompress() take the id "
+                "of a memory that compression wrote (category 'summary', "
+                "metadata['summary_of'])"
+            )
+        return [space.state.index[m] for m in originals if m in space.state.index]
 
     def _free_originals(
         self, ns: str, space: _Space, freed: Mapping[str, str], conn: Any, now: float, reason: str

@@ -24,6 +24,7 @@ import sqlite3
 import threading
 import time
 import uuid
+import weakref
 from collections import OrderedDict
 from collections.abc import (
     Callable,
@@ -405,6 +406,7 @@ class StateDB:
     def __init__(self, directory: str | Path | None) -> None:
         self.path = Path(directory) / self.FILE if directory is not None else None
         self._lock_fd: int | None = None
+        self._closed = False
         self._deferred_rows: dict[int, tuple[NamespaceState, set[str]]] = {}
         self._deferred_events: list[tuple[float, float, str, list[JournalRow]]] = []
         # meta key -> (namespace, its value now): read when the batch is taken (see defer)
@@ -554,10 +556,14 @@ class StateDB:
     # ---------------------------------------------------------------- process lock
     def _take_lock(self, directory: Path) -> None:
         self._lock_fd = take_store_lock(directory, self.LOCK)
+        if self._lock_fd is not None:
+            # an instance dropped without close() and collected lets go of it too (it
+            # held the store for the rest of the process)
+            self._unlock = weakref.finalize(self, os.close, self._lock_fd)
 
     def _release_lock(self) -> None:
         if self._lock_fd is not None:
-            os.close(self._lock_fd)  # closing the descriptor drops the flock
+            self._unlock()  # closing the descriptor drops the flock (once)
             self._lock_fd = None
 
     #: Meta key set while ``d_ref`` still holds version-2 times (see :meth:`_migrate`).
@@ -634,6 +640,7 @@ class StateDB:
                 if self._writer_conn is not None:
                     self._writer_conn.close()
                 with self._reader_lock:
+                    self._closed = True  # no reader is opened after this
                     if self._reader_conn is not None:
                         self._reader_conn.close()
                 self.conn.close()
@@ -1086,6 +1093,8 @@ class StateDB:
         if self.path is None:  # an in-memory database has one connection
             return [(int(r[0]), str(r[1])) for r in self._read(sql, (namespace,))]
         with self._reader_lock, self._translated():
+            if self._closed:
+                raise StoreError(f"{self.path} was closed")
             if self._reader_conn is None:
                 self._reader_conn = sqlite3.connect(
                     str(self.path),

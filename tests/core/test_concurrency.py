@@ -428,3 +428,146 @@ def test_an_edits_judge_is_asked_without_the_lock_too(tmp_path: Path) -> None:
     finally:
         judge.go.set()
         mem.close()
+
+
+_MEETING = [
+    "In the budget meeting we agreed the travel budget is frozen.",
+    "The budget meeting moved the marketing budget to next quarter.",
+    "At the budget meeting Priya asked for a hiring budget review.",
+    "The budget meeting ended with a plan to cut the cloud budget.",
+]
+
+
+def _race_decompress(path: Path) -> None:
+    """Compress four notes, then let two threads decompress the summary at once."""
+    from oblivion_core import Tier, UnknownMemoryError
+
+    policy = Policy().replace(compress_below=0.1, maintain_every=0, adapt=False, supersede=False)
+    clock = ManualClock()
+    mem = Oblivion(
+        path, clock=clock, embedder=HashEmbedder(), token_counter=word_count, policy=policy
+    )
+    try:
+        recs = mem.remember_many(_MEETING, categories=["event"] * 4, importances=[0.0] * 4)
+        mem.remember("Always answer in British English", category="instruction")
+        clock.advance(60 * 86_400)
+        mem.maintain()
+        (sid,) = [r.id for r in mem.records() if r.category == "summary"]
+        start = threading.Barrier(2)
+        results: list[object] = []
+
+        def undo() -> None:
+            start.wait()
+            try:
+                results.append([r.id for r in mem.decompress(sid)])
+            except Exception as exc:
+                results.append(exc)
+
+        threads = [threading.Thread(target=undo) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        won = [r for r in results if isinstance(r, list)]
+        lost = [r for r in results if not isinstance(r, list)]
+        assert won == [[r.id for r in recs]]
+        assert len(lost) == 1 and isinstance(lost[0], UnknownMemoryError), lost
+        assert [mem.get(r.id).tier for r in recs] == [Tier.ARCHIVE] * 4
+    finally:
+        mem.close()
+
+
+def test_decompress_checks_and_deletes_in_one_hold(tmp_path: Path) -> None:
+    """Two threads decompressing one summary: one gets the originals back, the other an
+    UnknownMemoryError (a raw KeyError came from between its check and its delete, at
+    times after the summary was already deleted)."""
+    for round_ in range(25):
+        _race_decompress(tmp_path / str(round_))
+
+
+class _SlowQuery(HashEmbedder):
+    """Reports busy cores like the local model (BM25 then runs in line, outside the
+    lock), and holds a query embedding until told."""
+
+    busy_cores = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.hold, self.inside, self.go = threading.Event(), threading.Event(), threading.Event()
+
+    def embed_query(self, text: str) -> Any:
+        if self.hold.is_set():
+            self.inside.set()
+            self.go.wait(10)
+        return super().embed_query(text)
+
+
+@pytest.mark.parametrize("reader_open", [True, False])
+def test_close_during_a_recalls_embedding_says_closed_and_leaves_nothing_open(
+    tmp_path: Path, reader_open: bool
+) -> None:
+    """A namespace's first search reads its texts from SQLite outside the lock: closed
+    meanwhile, the call failed with "SQLite failed ... closed database", or opened a new
+    connection to the closed store and kept it."""
+    from oblivion_core import InvalidInputError
+
+    embedder = _SlowQuery()
+
+    def open_() -> Oblivion:
+        return Oblivion(tmp_path, clock=ManualClock(), embedder=embedder, token_counter=word_count)
+
+    with open_() as mem:
+        mem.remember("the boiler service is booked for March", namespace="x")
+        mem.remember("the piano teacher is paid", namespace="y")
+    mem = open_()  # reopened: each namespace's BM25 index is built on its first search
+    if reader_open:
+        mem.recall("piano", namespace="y")
+    embedder.hold.set()
+    raised: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            mem.recall("boiler service", namespace="x")
+        except BaseException as exc:  # what it raised is the point
+            raised.append(exc)
+
+    worker = threading.Thread(target=call)
+    worker.start()
+    assert embedder.inside.wait(10)
+    mem.close()
+    embedder.go.set()
+    worker.join(30)
+    assert len(raised) == 1 and isinstance(raised[0], InvalidInputError), raised
+    assert "closed" in str(raised[0])
+    assert mem._db._reader_conn is None or _is_closed(mem._db._reader_conn)
+
+
+def _is_closed(conn: sqlite3.Connection) -> bool:
+    try:
+        conn.execute("SELECT 1")
+    except sqlite3.ProgrammingError:
+        return True
+    return False
+
+
+def test_an_instance_dropped_without_close_lets_go_of_the_store(tmp_path: Path) -> None:
+    """Collected without close(), an instance held the store's lock file for the rest of
+    the process: every later Oblivion(path) was refused as "already open"."""
+    import gc
+    import time
+    import weakref
+
+    def use_and_drop() -> weakref.ref[Oblivion]:
+        mem = _open(tmp_path, ManualClock())
+        mem.remember("the garden hose is in the shed", id="hose")
+        mem.recall("garden hose")
+        return weakref.ref(mem)
+
+    gone = use_and_drop()
+    deadline = time.monotonic() + 20  # its timer holds it until the boosts are handed off
+    while gone() is not None and time.monotonic() < deadline:
+        gc.collect()
+        time.sleep(0.05)
+    assert gone() is None
+    with _open(tmp_path, ManualClock()) as again:
+        assert again.get("hose").access_count == 1

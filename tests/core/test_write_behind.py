@@ -470,3 +470,35 @@ def test_recall_feedback_survives_a_timer_that_cannot_start(
         assert [e.kind for e in reopened.history("g")] == ["remember", "recall"]
     finally:
         reopened.close()
+
+
+def test_a_deep_false_recall_sees_the_promotion_a_queued_feedback_makes() -> None:
+    """recall(deep=False) ranked BM25 over the active tier as it stood before taking the
+    lock, which applies the previous recall's feedback: a memory that feedback promoted
+    got no lexical score, unlike with the feedback applied first."""
+    from oblivion_core.testing import memory
+
+    policy = Policy.template("balanced").replace(maintain_every=0, adapt=False, supersede=False)
+
+    def run(write_behind: bool) -> list[tuple[str, float, Any]]:
+        clock = ManualClock()
+        mem = memory(clock=clock, policy=policy)
+        try:
+            mem.WRITE_BEHIND = write_behind
+            if write_behind:
+                mem._lock.stop()  # the worker has not run yet: the next call applies it
+            mem.remember("the boiler service is booked for March", category="fact", importance=0.2)
+            for i in range(5):
+                mem.remember(f"unrelated note number {i} about the garden", importance=0.9)
+            clock.advance(60 * DAY)
+            mem.maintain()
+            for _ in range(3):  # the third deep recall promotes the boiler note
+                mem.recall("boiler service booked March", k=3, deep=True)
+            got = mem.recall("boiler service booked March", k=3, deep=False)
+            return [(i.text, i.score, i.why["relevance_signals"].get("lexical")) for i in got]
+        finally:
+            mem.close()
+
+    first, behind = run(False), run(True)
+    assert first[0][0] == "the boiler service is booked for March" and first[0][2]
+    assert behind == first
