@@ -330,7 +330,8 @@ class Oblivion:
         db_file = None if self.path is None else self.path / StateDB.FILE
         # no activation database yet (or an empty file): the vector store should hold none
         # of this store's memories either
-        db_new = db_file is not None and (not db_file.exists() or db_file.stat().st_size == 0)
+        db_existed = db_file is not None and db_file.exists()
+        db_new = db_file is not None and (not db_existed or db_file.stat().st_size == 0)
         self._db = StateDB(self.path)
         try:
             dim = self._db.parsed("dim", _stored_dim)  # checked before anything is written
@@ -393,8 +394,12 @@ class Oblivion:
             self._bound = True
             if db_new and (held := vector_store.held()):
                 self._db.close(write=False)
-                for suffix in ("", "-wal", "-shm"):  # the new file this open made, not kept
+                for suffix in ("-wal", "-shm"):  # what this open made is not kept
                     Path(f"{db_file}{suffix}").unlink(missing_ok=True)
+                if db_existed:  # the user's empty file stays as it was
+                    Path(f"{db_file}").write_bytes(b"")
+                else:
+                    Path(f"{db_file}").unlink(missing_ok=True)
                 fresh = (
                     "move the chroma/ folder aside too"
                     if vector_store is not passed_store

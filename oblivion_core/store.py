@@ -1,7 +1,7 @@
 """Chroma access: texts, vectors and static metadata, one collection per namespace.
 
 The store never decides tiers and holds no activation: per-recall boosts would cost a
-Chroma metadata write each (see DESIGN.md), so activation lives in :mod:`state`.
+Chroma metadata write each (README, "How it works"), so activation lives in :mod:`state`.
 Queries use no ``where`` filter (10-30x slower); tier filtering happens in process.
 
 Recall reads texts from the state database, never from Chroma. Chroma keeps them too, as
@@ -226,6 +226,14 @@ class VectorStore:
         if found == self.owner:
             return
         if found is not None and int(col.count()) > 0:
+            if meta.get("oblivion_state") == self._owner_label:
+                raise StoreConflictError(
+                    f"the collection {col.name!r} (namespace {namespace!r}) holds "
+                    f"{int(col.count()):,} records written by this store's state folder "
+                    f"{self._owner_label!r} under another activation database: that database "
+                    "was replaced (lost, truncated or made again) since. Restore it from a "
+                    "backup; to start over instead, delete the collection"
+                )
             raise StoreConflictError(
                 f"the collection {col.name!r} (namespace {namespace!r}) holds "
                 f"{int(col.count()):,} records of another Oblivion store (whose state is "

@@ -794,6 +794,8 @@ def test_a_lost_activation_database_is_not_started_over(tmp_path: Path, how: str
     for _ in range(2):  # the failed open did not create a database that would pass next time
         with pytest.raises(StoreCorruptError, match="holds 2 of this store's memories"):
             _open(tmp_path)
+        # and left the user's file as it found it (a truncated one was deleted)
+        assert db.exists() == (how == "truncated") and (not db.exists() or not db.stat().st_size)
     shutil.copyfile(backup, db)
     with _open(tmp_path) as mem:
         assert sorted(r.id for r in mem.records()) == ["a", "b"]

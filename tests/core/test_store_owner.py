@@ -143,3 +143,28 @@ def test_two_stores_given_one_prefix_on_a_server(
     finally:
         a.close()
         b.close()
+
+
+def test_a_replaced_activation_database_is_named_as_such(tmp_path: Path) -> None:
+    """The collection's owner is this very state folder under another database: the
+    error says the database was replaced (restore it), not that another store owns it."""
+    store = VectorStore.embedded(tmp_path / "chroma")
+    mem = _open(tmp_path / "s", store)
+    mem.remember("kept in chroma", id="k", namespace="notes")
+    mem.remember("another", id="o")
+    mem.close()
+    db = tmp_path / "s" / "oblivion.sqlite3"
+    db.unlink()
+    for suffix in ("-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    with pytest.raises(StoreCorruptError, match="missing or empty"):
+        _open(tmp_path / "s", store)  # caught at open: the chroma folder holds memories
+    # a prefix-scoped check cannot see every such case; the collection check names it
+    fresh = _open(tmp_path / "s", VectorStore.embedded(tmp_path / "other"))
+    fresh.close()
+    mem = _open(tmp_path / "s", store)
+    try:
+        with pytest.raises(StoreConflictError, match="database was replaced"):
+            mem.remember("new", namespace="notes")
+    finally:
+        mem.close()
