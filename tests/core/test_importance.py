@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from oblivion_core import HeuristicImportance
@@ -54,6 +54,195 @@ def test_scores_are_in_unit_interval_for_any_text(text: str) -> None:
     """Any text scores within [0, 1] and gets a non-empty category."""
     assert 0.0 <= scorer.score(text) <= 1.0
     assert scorer.categorize(text)
+
+
+BASE = {"instruction": 0.9, "preference": 0.75, "task": 0.6, "event": 0.5, "fact": 0.4}
+BASE["small_talk"] = 0.1
+
+
+@pytest.mark.parametrize(
+    ("text", "category"),
+    [
+        ("Great, my new address is 12 Baker Street in London.", "fact"),
+        ("Ok so the server password rotates every 90 days.", "fact"),
+        ("Thanks! My account number is 55-1234 at Barclays.", "fact"),
+        ("Hi there, the gate code is 4417.", "fact"),
+        ("Cool. My sister Anna lives in Porto.", "fact"),
+        ("Hello! How are you? My flat is on the third floor.", "fact"),
+        ("Thanks so much! I prefer aisle seats.", "preference"),
+        ("Nice, remind me to call the bank.", "task"),
+        ("user: Thanks! My passport expires in 2031.", "fact"),
+    ],
+)
+def test_a_greeting_before_content_is_classified_by_the_content(text: str, category: str) -> None:
+    """A greeting or thanks opening a turn does not file the content after it as small talk."""
+    assert scorer.categorize(text) == category
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I'm vegetarian.",
+        "Allergic to peanuts.",
+        "Vegan since 2019.",
+        "Lactose intolerant.",
+        "My birthday's tomorrow!",
+        "I'm a nurse.",
+        "Left-handed.",
+        "Caroline: I'm vegetarian.",
+    ],
+)
+def test_short_turns_with_content_are_not_small_talk(text: str) -> None:
+    """Shortness alone does not make a turn small talk: a fact about the user is content."""
+    assert scorer.categorize(text) != "small_talk"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "Hi!",
+        "Thanks so much!",
+        "ok cool",
+        "Great, thanks!",
+        "Lovely weather today!",
+        "How are you?",
+        "haha nice",
+        "thanks a lot",
+        "Hello again!",
+        "Good night!",
+        "Bye, see you!",
+        "It's raining again, the weather is awful.",
+        "Hey Mel! Good to see you!",
+        "Thanks, Anna!",
+        "Caroline: Thanks, that's so kind!",
+        "Wow, that's awesome! Thank you so much!",
+        "Sounds good to me 😊",
+        "Ha, fair enough.",
+    ],
+)
+def test_real_small_talk_stays_small_talk(text: str) -> None:
+    """Greetings, thanks, weather and content-free reactions remain small talk."""
+    assert scorer.categorize(text) == "small_talk"
+    assert scorer.score(text) <= 0.1 + 0.05  # + a name addressed ("Mel", "Anna")
+
+
+@pytest.mark.parametrize(
+    ("text", "importance"),
+    [
+        ("Great, my new address is 12 Baker Street in London.", 0.4 + 0.05 + 0.05),
+        ("Allergic to peanuts.", 0.4),
+        # a number, but no date: no month name or abbreviation here
+        ("we need 2 separate rooms for the workshop", 0.45),
+        ("the farmers market 12 stalls were full", 0.45),
+        ("she has written 3 novels about sailing", 0.45),
+        ("order 4 decks of cards for the club", 0.45),
+        ("the junebug 5 and the mayor 2 arrived", 0.45),
+        ("the marathon 10 runners were late", 0.45),
+        # dates: day number and month name or abbreviation, either order
+        ("the launch is on 14 march", 0.5),
+        ("the launch is on 14 mar", 0.5),
+        ("the launch is on the 3rd of may", 0.5),
+        ("the launch is on march 14th", 0.5),
+        ("the launch is on sept 9", 0.5),
+        ("the launch is on 9 sep.", 0.5),
+        ("the launch is on 2025-03-14", 0.5),
+        ("the launch is on friday", 0.45),  # a weekday, no number
+    ],
+)
+def test_date_detail_needs_a_month_name(text: str, importance: float) -> None:
+    """The date detail needs a month name or its abbreviation, not any word starting so."""
+    assert scorer.score(text) == pytest.approx(importance)
+
+
+OPENERS = [
+    "Hi",
+    "Hey",
+    "Hello",
+    "Hi there",
+    "Thanks",
+    "Thank you",
+    "Thanks so much",
+    "Ok",
+    "Okay",
+    "Ok so",
+    "Cool",
+    "Nice",
+    "Great",
+    "Lol",
+    "Haha",
+    "Good morning",
+]
+CONTENT = [
+    "my new address is 12 Baker Street in London.",
+    "the server password rotates every 90 days.",
+    "My account number is 55-1234 at Barclays.",
+    "I'm vegetarian.",
+    "Allergic to peanuts.",
+    "I prefer window seats on flights.",
+    "We had a meeting with the landlord yesterday.",
+]
+WORDS = st.lists(st.from_regex(r"[a-z]{2,9}", fullmatch=True), min_size=1, max_size=8)
+
+
+@given(
+    st.sampled_from(OPENERS),
+    st.sampled_from([", ", "! ", ". ", " - ", "... ", " "]),
+    st.one_of(st.sampled_from(CONTENT), WORDS.map(" ".join)),
+)
+def test_a_greeting_never_turns_content_into_small_talk(
+    opener: str, separator: str, content: str
+) -> None:
+    """Prefixing a turn that is not small talk with a greeting keeps its category."""
+    assume(scorer.categorize(content) != "small_talk")
+    assert scorer.categorize(f"{opener}{separator}{content}") == scorer.categorize(content)
+
+
+MONTHS = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
+MONTH_NAMES = [
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+]
+
+
+@given(
+    st.sampled_from(MONTHS),
+    st.from_regex(r"[a-z]{1,8}", fullmatch=True),
+    st.integers(1, 31),
+    st.booleans(),
+)
+def test_words_merely_starting_like_a_month_are_no_date(
+    prefix: str, rest: str, day: int, number_first: bool
+) -> None:
+    """'2 separate', 'market 12', '3 novels': a number, not a date (one detail, not two)."""
+    word = prefix + rest
+    assume(word not in MONTH_NAMES and word not in {"sept", "june", "july"})
+    text = f"{day} {word}" if number_first else f"{word} {day}"
+    assert scorer.score(text) == pytest.approx(BASE[scorer.categorize(text)] + 0.05)
+
+
+@given(
+    st.sampled_from(MONTH_NAMES + MONTHS + ["sept"]),
+    st.integers(1, 31),
+    st.sampled_from(["", "st", "th"]),
+    st.booleans(),
+)
+def test_month_names_and_abbreviations_next_to_a_day_are_dates(
+    month: str, day: int, suffix: str, day_first: bool
+) -> None:
+    """'14 March', '3rd of may', 'Sept 9', '9 sep.': a date and a number (two details)."""
+    text = f"{day}{suffix} {month}" if day_first else f"{month} {day}{suffix}"
+    assert scorer.score(text) == pytest.approx(BASE[scorer.categorize(text)] + 0.10)
 
 
 def test_satisfies_the_protocol() -> None:
