@@ -767,6 +767,37 @@ def _date(value: str) -> str:
     return " ".join(parts)
 
 
+def _quantity_words(quantities: frozenset[tuple[str, str]]) -> set[str]:
+    """The words the amounts, times and dates are written in ("14 mar": "14", "mar",
+    "march"): a shared date is not the shared word rule 6 needs."""
+    out = {v for _, v in quantities}
+    for kind, value in quantities:
+        if kind == "date":
+            for part in value.split():
+                out |= {part, *_MONTH_NAMES.get(part, ())}
+    return out
+
+
+#: Each month's spellings by the three letters :func:`_date` keeps.
+_MONTH_NAMES = {
+    name[:3]: (name,) + (("sept",) if name == "september" else ())
+    for name in (
+        "january",
+        "february",
+        "march",
+        "april",
+        "may",
+        "june",
+        "july",
+        "august",
+        "september",
+        "october",
+        "november",
+        "december",
+    )
+}
+
+
 def _changed_quantity(new: frozenset[tuple[str, str]], old: frozenset[tuple[str, str]]) -> bool:
     """The new text states a different amount/time/day/date of a kind the old one has."""
     for kind in {k for k, _ in new}:
@@ -1246,7 +1277,7 @@ class LexicalSupersession:
                 and (n.cue or n.subject.endswith("|moved"))
                 and c.similarity >= self.fallback_similarity
                 and _changed_quantity(n.quantities, o.quantities)
-                and (n.words & o.words) - {v for _, v in n.quantities | o.quantities}
+                and (n.words & o.words) - _quantity_words(n.quantities | o.quantities)
             ):  # rule 6: "the Heron budget is £30k now" after "we've been given £80k for Heron"
                 chosen.append(c.id)
                 continue

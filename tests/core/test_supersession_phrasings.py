@@ -338,3 +338,18 @@ def test_a_changed_date_in_any_spelling(old: str, new: str, expected: bool) -> N
     "28 March" used to read as the same date (only "14th" counted as a day)."""
     chosen = LexicalSupersession().choose(new, [Candidate("old", old, 0.7)])
     assert (chosen == ["old"]) is expected
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("Dinner on 14th March.", "The launch is now 28th March."),
+        ("Release candidate on 14 March.", "The launch is now 28 March."),
+        ("Dinner with Priya on March 3rd.", "The launch is now March 10th."),
+        ("Flights booked for 3 Sept.", "The launch is now 10 September."),
+    ],
+)
+def test_a_shared_month_is_not_the_shared_word_a_date_change_needs(old: str, new: str) -> None:
+    """Two dated statements about different things share only their month: no update
+    (once "14 March" was one date value, the month counted as a shared word)."""
+    assert LexicalSupersession().choose(new, [Candidate("old", old, 0.65)]) == []
