@@ -388,18 +388,22 @@ class Oblivion:
                     vector_store = VectorStore.embedded(self.path / "chroma")
             self.store = vector_store
             self._owns_store = passed_store is None
+            store_id = self._db.store_id()
             vector_store.bind(
-                self._db.store_id(), "(in memory)" if self.path is None else str(self.path)
+                store_id, f"(in memory, {store_id[:8]})" if self.path is None else str(self.path)
             )
             self._bound = True
-            if db_new and (held := vector_store.held()):
+            held = vector_store.held() if db_new else {}
+            others = {o: n for o, n in held.items() if o is not None and o != str(self.path)}
+            if others:  # a new store on another's prefix (or chroma/ folder)
                 self._db.close(write=False)
-                for suffix in ("-wal", "-shm"):  # what this open made is not kept
-                    Path(f"{db_file}{suffix}").unlink(missing_ok=True)
-                if db_existed:  # the user's empty file stays as it was
-                    Path(f"{db_file}").write_bytes(b"")
-                else:
-                    Path(f"{db_file}").unlink(missing_ok=True)
+                _drop_new_db(db_file, db_existed)
+                other, n = next(iter(others.items()))
+                raise vector_store.conflict(f"the vector store ({n:,} records here)", other)
+            if held:
+                held_n = sum(held.values())
+                self._db.close(write=False)
+                _drop_new_db(db_file, db_existed)
                 fresh = (
                     "move the chroma/ folder aside too"
                     if vector_store is not passed_store
@@ -408,7 +412,7 @@ class Oblivion:
                     " or delete its collections there"
                 )
                 raise StoreCorruptError(
-                    f"{db_file} is missing or empty, but the vector store holds {held:,} of "
+                    f"{db_file} is missing or empty, but the vector store holds {held_n:,} of "
                     "this store's memories: their activation database was lost or truncated. "
                     f"Restore it from a backup; to start over instead, {fresh}"
                 )
@@ -3848,6 +3852,18 @@ def _on_chain(successor: Callable[[str], str | None], start: str, target: str) -
         seen.add(node)
         node = successor(node)
     return False
+
+
+def _drop_new_db(db_file: Path | None, existed: bool) -> None:
+    """Undo what a refused open wrote: its new database (a user's empty file stays, empty)."""
+    if db_file is None:
+        return
+    for suffix in ("-wal", "-shm"):
+        Path(f"{db_file}{suffix}").unlink(missing_ok=True)
+    if existed:
+        db_file.write_bytes(b"")
+    else:
+        db_file.unlink(missing_ok=True)
 
 
 def _stored_dim(value: object) -> int | None:

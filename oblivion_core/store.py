@@ -225,8 +225,10 @@ class VectorStore:
         found = meta.get("oblivion_store")
         if found == self.owner:
             return
-        if found is not None and int(col.count()) > 0:
-            if meta.get("oblivion_state") == self._owner_label:
+        mine = meta.get("oblivion_state") == self._owner_label
+        if found is not None and (int(col.count()) > 0 or not mine):
+            # another store's, even empty: it may be open, writing through its own handle
+            if mine:
                 raise StoreConflictError(
                     f"the collection {col.name!r} (namespace {namespace!r}) holds "
                     f"{int(col.count()):,} records written by this store's state folder "
@@ -234,14 +236,10 @@ class VectorStore:
                     "was replaced (lost, truncated or made again) since. Restore it from a "
                     "backup; to start over instead, delete the collection"
                 )
-            raise StoreConflictError(
-                f"the collection {col.name!r} (namespace {namespace!r}) holds "
-                f"{int(col.count()):,} records of another Oblivion store (whose state is "
-                f"{meta.get('oblivion_state', '?')!r}), not of this one (whose state is "
-                f"{self._owner_label!r}). On a Chroma server, give each store its own "
-                f"prefix (VectorStore.server(..., prefix=...); this one's is "
-                f"{self.prefix!r}); if that store's state is gone for good, delete the "
-                "collection"
+            raise self.conflict(
+                f"the collection {col.name!r} (namespace {namespace!r}, "
+                f"{int(col.count()):,} records)",
+                meta.get("oblivion_state", "?"),
             )
         col.modify(
             metadata=meta | {"oblivion_store": self.owner, "oblivion_state": self._owner_label}
@@ -363,22 +361,37 @@ class VectorStore:
 
         return self._on(namespace, "list the record ids", every)
 
-    def held(self) -> int:
-        """Vectors in this store's collections across namespaces; 0 if Chroma cannot
-        list them. A collection is this store's when Oblivion made it for a namespace
-        and its name is exactly ``prefix`` + that namespace's name: another store whose
-        prefix merely starts with this one's (``app`` and ``app2-``) is not this one."""
-        total = 0
+    def conflict(self, what: str, other: object) -> StoreConflictError:
+        """The error for ``what`` belonging to the Oblivion store whose state is ``other``."""
+        return StoreConflictError(
+            f"{what} belongs to another Oblivion store (whose state is {other!r}), not to "
+            f"this one (whose state is {self._owner_label!r}). On a Chroma server, give each "
+            f"store its own prefix (VectorStore.server(..., prefix=...); this one's is "
+            f"{self.prefix!r}); if that store's state is gone for good, delete its "
+            "collections"
+        )
+
+    def held(self) -> dict[str | None, int]:
+        """Vectors in this prefix's collections across namespaces, by the state folder of
+        the Oblivion store that owns each collection (``None``: written before owners were
+        recorded); empty if Chroma cannot list them. A collection is this prefix's when
+        Oblivion made it for a namespace and its name is exactly ``prefix`` + that
+        namespace's name: another store whose prefix merely starts with this one's
+        (``app`` and ``app2-``) is not this one."""
+        held: dict[str | None, int] = {}
         try:
             for col in self.client.list_collections():
                 name = getattr(col, "name", col)
                 meta = getattr(col, "metadata", None) or {}
                 ns = meta.get("oblivion_namespace")
                 if isinstance(ns, str) and name == self.prefix + collection_name(ns):
-                    total += int(col.count())
+                    n = int(col.count())
+                    if n:
+                        owner = meta.get("oblivion_state") if "oblivion_store" in meta else None
+                        held[owner] = held.get(owner, 0) + n
         except Exception:  # a check, not a requirement
-            return 0
-        return total
+            return {}
+        return held
 
     def count(self, namespace: str) -> int:
         """Number of records in the collection of ``namespace``."""

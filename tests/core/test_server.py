@@ -7,7 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from oblivion_core import ManualClock, Oblivion, StoreCorruptError, Tier, VectorStore
+from oblivion_core import (
+    ManualClock,
+    Oblivion,
+    StoreConflictError,
+    Tier,
+    VectorStore,
+)
 from oblivion_core.testing import HashEmbedder, word_count
 
 pytestmark = pytest.mark.server
@@ -83,7 +89,8 @@ def test_a_store_whose_prefix_starts_another_stores_is_its_own(
     """Stores are kept apart by prefix: a new store with prefix ``p`` opens beside a
     store with prefix ``p2-`` that holds memories (it used to be refused as a store that
     lost its activation database), while a new state folder on ``p2-`` itself is still
-    refused, with advice for a server (a prefix), not for a chroma/ folder."""
+    refused, naming the store that owns it, with advice for a server (a prefix), not for
+    a chroma/ folder."""
     tag = uuid.uuid4().hex[:8]
     clock = ManualClock()
     other = _open(tmp_path / "other", chroma_server, f"{tag}2-", clock)
@@ -96,7 +103,7 @@ def test_a_store_whose_prefix_starts_another_stores_is_its_own(
         assert mine.store.count("default") == 1
     finally:
         mine.close()
-    with pytest.raises(StoreCorruptError, match="give this store its own prefix"):
+    with pytest.raises(StoreConflictError, match=r"other'\).*give each store its own prefix"):
         _open(tmp_path / "lost", chroma_server, f"{tag}2-", clock)
 
 

@@ -96,19 +96,41 @@ def test_collections_without_an_owner_are_claimed_on_first_use(tmp_path: Path) -
         mem.close()
 
 
-def test_an_empty_collection_of_another_store_is_claimed(tmp_path: Path) -> None:
-    """Nothing is at stake in a collection without records (e.g. its store's state was
-    deleted after forgetting everything): it is taken over."""
+def test_an_empty_collection_of_another_store_is_not_taken(tmp_path: Path) -> None:
+    """Its store may be open, writing through its own handle: an empty collection is no
+    free one (taken over, the two stores shared it again). Its own state folder under a
+    new database takes it: nothing is at stake."""
     shared = tmp_path / "chroma"
     a = _open(tmp_path / "a", VectorStore.embedded(shared))
     a.forget(a.remember("temporary", id="t").id)
-    a.close()
     b = _open(tmp_path / "b", VectorStore.embedded(shared))
     try:
-        b.remember("mine now", id="m")
-        assert b.recall("mine now", k=1).ids == ["m"]
+        with pytest.raises(StoreConflictError, match="belongs to another Oblivion store"):
+            b.remember("mine now", id="m")
+        a.remember("still a's", id="a1")
+        assert a.repair_vector_store() == {"put_back": 0, "removed": 0}
+        assert a.store.ids("default") == {"a1"}
     finally:
+        a.close()
         b.close()
+    db = tmp_path / "a" / "oblivion.sqlite3"
+    with _open(tmp_path / "a", VectorStore.embedded(shared)) as again:
+        again.forget("a1")
+    db.unlink()
+    with _open(tmp_path / "a", VectorStore.embedded(shared)) as fresh:
+        fresh.remember("a new start", id="n")
+        assert fresh.recall("a new start", k=1).ids == ["n"]
+
+
+def test_a_new_store_on_another_stores_prefix_is_named_as_such(tmp_path: Path) -> None:
+    """Opening a new store where another one's collections hold records says whose they
+    are (StoreConflictError), not that this store's database was lost."""
+    shared = tmp_path / "chroma"
+    with _open(tmp_path / "a", VectorStore.embedded(shared)) as a:
+        a.remember("a's memory", id="a1")
+    with pytest.raises(StoreConflictError, match=r"belongs to another Oblivion store.*/a'"):
+        _open(tmp_path / "b", VectorStore.embedded(shared))
+    assert not (tmp_path / "b" / "oblivion.sqlite3").exists()
 
 
 def test_the_store_id_survives_reopen_and_a_damaged_one_is_named(tmp_path: Path) -> None:
