@@ -790,6 +790,11 @@ class Oblivion:
             except BaseException:
                 if turns is not None and ticked:  # nothing was stored: no interaction
                     turns.rewind(n, namespace=ns)
+                    # the failed write's batch (retried later) holds the ticked count:
+                    # the next write carries the count as it is now, after it
+                    self._turns_read.add(ns)
+                    self._turns_saved.pop("turn", None)
+                    self._turns_saved.pop(f"turn:{ns}", None)
                 raise
             # Stored and durable from here: what follows refines (links, stale facts,
             # tiers) and must not make the call fail, or a retry would find the ids taken.

@@ -117,3 +117,45 @@ def test_a_change_computed_after_a_tick_is_saved_with_that_tick(
         assert max(e.at for e in mem.history(namespace="A")) <= live_now
     finally:
         mem.close()
+
+
+_FAILED_WRITE = """
+import json, os, sqlite3, sys
+from oblivion_core import Oblivion, Policy
+from oblivion_core.testing import HashEmbedder, word_count
+mem = Oblivion(sys.argv[1], policy=Policy.template("balanced", clock="turns"),
+               embedder=HashEmbedder(), token_counter=word_count)
+mem.remember("first fact in default")
+mem.remember("first fact in b", namespace="b")
+journal = mem._db.journal
+def disk_error(*args, **kwargs):
+    mem._db.journal = journal
+    raise sqlite3.OperationalError("disk I/O error")
+mem._db.journal = disk_error
+try:
+    mem.remember("this write fails")
+except Exception:
+    pass
+mem.remember("second fact in b", namespace="b")
+print(json.dumps([mem.clock.now("default"), mem.clock.now("b")]), flush=True)
+os._exit(0)  # killed: no close()
+"""
+
+
+def test_a_failed_writes_tick_is_not_saved_by_the_next_write(tmp_path: Path) -> None:
+    """The failed remember() rewinds its tick; the count its transaction carried was
+    queued again with it and saved by the next write (of another namespace), so a
+    reopened store ran one turn ahead of the live one."""
+    out = subprocess.run(
+        [sys.executable, "-c", _FAILED_WRITE, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    live = json.loads(out.stdout)
+    assert live == [1.0, 2.0]
+    mem = _open(tmp_path)
+    try:
+        assert [mem.clock.now("default"), mem.clock.now("b")] == live
+    finally:
+        mem.close()
