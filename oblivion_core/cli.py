@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from oblivion_core.errors import (
-    InvalidInputError,
     OblivionError,
     StoreCorruptError,
     StorePathError,
@@ -33,13 +32,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     stats = sub.add_parser("stats", help="print stats() of a store as JSON")
     stats.add_argument("path")
     stats.add_argument("--namespace", default=None)
-    stats.add_argument(
-        "--server",
-        default=None,
-        metavar="HOST:PORT",
-        help="the Chroma server holding the store's vectors (default: PATH/chroma)",
-    )
-    stats.add_argument("--prefix", default=None, help="the store's prefix on that server")
     args = parser.parse_args(argv)
     try:
         status = _run(args)
@@ -62,11 +54,9 @@ def _run(args: argparse.Namespace) -> int:
         if missed:
             print(f"\n{len(missed)} recall(s) did not surface the newest fact: {missed}")
         return 0
-    from oblivion_core.engine import Oblivion
+    from oblivion_core.engine import Oblivion, _ephemeral_store
     from oblivion_core.state import StateDB
-    from oblivion_core.store import VectorStore
 
-    # read-only: refuse whatever Oblivion() would make or repair in PATH
     path = Path(args.path)
     db = path / StateDB.FILE
     if not db.is_file():  # not a typo's fresh empty store
@@ -76,32 +66,16 @@ def _run(args: argparse.Namespace) -> int:
             f"{db} is empty: the store's activation database was lost or truncated; "
             "restore it from a backup"
         )
-    store = None
-    if args.server is not None:
-        host, _, port = args.server.rpartition(":")
-        if not host or not port.isdigit():
-            raise InvalidInputError(
-                f"pass --server as HOST:PORT (e.g. localhost:8000), not {args.server!r}"
-            )
-        store = VectorStore.server(host, int(port), prefix=args.prefix or "")
-    elif args.prefix is not None:
-        raise InvalidInputError(
-            "--prefix is a prefix on a Chroma server: pass --server HOST:PORT too"
-        )
-    elif not (path / "chroma").exists():
-        raise StorePathError(
-            f"the store's vectors are not in {path / 'chroma'}, so they may be on a Chroma "
-            "server: pass --server HOST:PORT (and --prefix P if the store has one). If that "
-            "folder was lost, open the store with Oblivion(path) once: it puts the vectors "
-            "back from the activation database"
-        )
+    # the counts come from the activation database alone: the vector store (a chroma/
+    # folder, a server) is not opened, so nothing is made or put back in it
+    store = _ephemeral_store()
     try:
         with Oblivion(path, vector_store=store) as mem:
+            mem.REPAIR_ON_LOAD = False
             json.dump(mem.stats(namespace=args.namespace), sys.stdout, indent=2, default=str)
             print()
     finally:
-        if store is not None:
-            store.close()
+        store.close()
     return 0
 
 

@@ -306,6 +306,11 @@ class Oblivion:
     #: ``False`` applies it before the recall returns.
     WRITE_BEHIND = True
 
+    #: Put back, when a namespace is first used, the memories whose vectors the vector
+    #: store lost (a deleted ``chroma/`` folder, a dropped collection); ``False`` reads
+    #: only (``oblivion stats`` changes nothing in the store it inspects).
+    REPAIR_ON_LOAD = True
+
     def __init__(
         self,
         path: str | os.PathLike[str] | None = None,
@@ -3411,7 +3416,7 @@ class Oblivion:
                 have = [m for m in active if m in vecs]
                 if have:
                     index.add(have, np.stack([vecs[m] for m in have]))
-            if st.n:
+            if st.n and self.REPAIR_ON_LOAD:
                 self._restore_lost_vectors(ns, st)
             usage = self._db.parsed(f"usage:{ns}", Usage.from_json)
             space = _Space(st, index, usage)

@@ -224,13 +224,14 @@ def _plot_target(plot: str | Path) -> Path:
     target = Path(plot)
     if target.is_dir() or str(plot).endswith(("/", os.sep)):
         target /= "activation.png"
-    elif not target.suffix:
-        target = target.with_name(target.name + ".png")
+    elif not target.suffix:  # "act" or "act.": act.png
+        target = target.with_name(target.name.rstrip(".") + ".png")
     try:
         from matplotlib.figure import Figure
     except ImportError:
         return target  # the plot is skipped
-    formats = Figure().canvas.get_supported_filetypes()
+    # pgf needs a LaTeX installation: it would fail only after the demo ran
+    formats = {k: v for k, v in Figure().canvas.get_supported_filetypes().items() if k != "pgf"}
     if target.suffix[1:].lower() not in formats:
         raise InvalidInputError(
             f"matplotlib cannot write a {target.suffix!r} file; pass --plot a name ending in "
@@ -273,10 +274,11 @@ def _plot(res: DemoResult, target: Path, out: Callable[[str], None]) -> Path | N
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(target, dpi=110, format=target.suffix[1:].lower())
-    except OSError as exc:
+    except Exception as exc:  # a folder, a format's own tools: one line, not a traceback
         raise InvalidInputError(
-            f"cannot write the plot to {target}: {exc.strerror or exc}; pass --plot a file "
-            "in a folder you can write to"
+            f"cannot write the plot to {target}: "
+            f"{getattr(exc, 'strerror', None) or exc}; pass --plot a .png file in a folder "
+            "you can write to"
         ) from exc
     out(f"Activation plot written to {target}")
     return target
