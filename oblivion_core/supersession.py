@@ -897,14 +897,20 @@ _STATE_WORDS = frozenset(["new", "current", "latest", "present"])
 
 
 def _subject_words(subject: str) -> str:
-    """The normalised subject, in order, with head-noun synonyms mapped."""
-    words = [
-        _norm_word(w)
-        for w in re.findall(r"[a-z][\w'\-]*", subject.lower())
-        if (w in content_words(w) or w == "name") and w not in _STATE_WORDS
-    ]
-    if words:
-        words[-1] = _HEAD_SYNONYMS.get(words[-1], words[-1])
+    """The normalised subject, in order, with head-noun synonyms mapped. Numbers and
+    letters that name one of several ("office 2", "locker 3", "room A") are kept: the
+    password of office 2 is not the password of office 5."""
+    words: list[str] = []
+    for k, token in enumerate(re.findall(r"[A-Za-z0-9][\w'\-]*", subject)):
+        if any(c.isdigit() for c in token) or (k and len(token) == 1 and token not in "aI"):
+            words.append("#" + token.lower())
+            continue
+        w = token.lower()
+        if w[0].isalpha() and (w in content_words(w) or w == "name") and w not in _STATE_WORDS:
+            words.append(_norm_word(w))
+    nouns = [k for k, w in enumerate(words) if not w.startswith("#")]
+    if nouns:
+        words[nouns[-1]] = _HEAD_SYNONYMS.get(words[nouns[-1]], words[nouns[-1]])
     return " ".join(words) or subject.lower().strip()
 
 

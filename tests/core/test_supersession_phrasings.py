@@ -353,3 +353,26 @@ def test_a_shared_month_is_not_the_shared_word_a_date_change_needs(old: str, new
     """Two dated statements about different things share only their month: no update
     (once "14 March" was one date value, the month counted as a shared word)."""
     assert LexicalSupersession().choose(new, [Candidate("old", old, 0.65)]) == []
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        ("The wifi password for office 2 is abc.", "The wifi password for office 5 is xyz.", False),
+        ("The locker 3 code is 1234.", "The locker 4 code is 9876.", False),
+        ("The meeting in room A is at 10.", "The meeting in room B is at 3.", False),
+        ("Plan b is the train.", "Plan c is the bus.", False),
+        # the same numbered one, restated: still an update
+        (
+            "The wifi password for office 2 is abc.",
+            "The wifi password for office 2 is now xyz.",
+            True,
+        ),
+        ("The locker 3 code is 1234.", "The locker 3 code is 9876 now.", True),
+    ],
+)
+def test_a_number_or_letter_names_one_of_several(old: str, new: str, expected: bool) -> None:
+    """Numbers and letters were dropped from the subject, so office 5's password
+    superseded office 2's (through the LangGraph store, office 2's was then never found)."""
+    chosen = LexicalSupersession().choose(new, [Candidate("old", old, 0.8)])
+    assert (chosen == ["old"]) is expected
