@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
+from langgraph.constants import TAG_NOSTREAM
 
 from oblivion_core.errors import InvalidInputError
 from oblivion_core.llm_hooks import (
@@ -30,13 +32,31 @@ from oblivion_core.typing import Completer, ImportanceScorer, Summarizer
 logger = logging.getLogger("oblivion_langchain")
 
 
+def _internal_metadata() -> dict[str, Any]:
+    """LangChain's marker of a middleware's internal model call (langchain >= 1.1), which
+    also keeps it out of an agent run's message log; empty where it does not exist."""
+    try:
+        from langchain.agents.middleware.internal_call_transformer import (
+            internal_call_metadata,
+        )
+    except ImportError:
+        return {}
+    return dict(internal_call_metadata())
+
+
 def _completer(model: BaseChatModel) -> Completer:
     """``complete(system, user)`` over a chat model (refuses anything else)."""
     if not isinstance(model, BaseChatModel):
         raise InvalidInputError(f"model must be a LangChain BaseChatModel, got {model!r}")
 
     def complete(system: str, user: str) -> str:
-        reply = model.invoke([SystemMessage(content=system), HumanMessage(content=user)])
+        # an internal call: inside an agent's run it inherits the run's callbacks, and
+        # its reply would be streamed as if the assistant said it (as LangChain's own
+        # SummarizationMiddleware marks its calls)
+        reply = model.invoke(
+            [SystemMessage(content=system), HumanMessage(content=user)],
+            config={"tags": [TAG_NOSTREAM], "metadata": _internal_metadata()},
+        )
         return reply.text
 
     return complete

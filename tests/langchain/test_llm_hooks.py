@@ -291,3 +291,49 @@ def test_the_scorer_offers_the_categories_a_memory_can_have() -> None:
     """Compression's own ``summary`` category is not offered to the model."""
     categories = LLMImportanceScorer(ScriptedChatModel([])).categories
     assert "summary" not in categories and "instruction" in categories
+
+
+def test_the_hooks_model_calls_are_not_streamed_as_the_assistants_words() -> None:
+    """Inside an agent's run the hooks' calls inherited the run's callbacks, so
+    stream_mode="messages" (what chat UIs render) streamed the scorer's "score: 9" and the
+    judge's "yes" from the middleware's node as if the assistant said them."""
+    import asyncio
+
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel
+    from langchain_core.messages import AIMessage
+
+    from oblivion_langchain import OblivionMemoryMiddleware
+
+    class Model(GenericFakeChatModel):
+        def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+            return self
+
+    hooks = FakeListChatModel(responses=["yes\nscore: 9\ncategory: preference"])
+    mem = memory(
+        importance_scorer=LLMImportanceScorer(hooks),
+        supersession_judge=LLMSupersessionJudge(hooks),
+    )
+    replies = iter([AIMessage("Noted."), AIMessage("Got it."), AIMessage("Leeds, noted.")])
+    agent = create_agent(
+        Model(messages=replies), tools=[], middleware=[OblivionMemoryMiddleware(mem)]
+    )
+    config: Any = {"configurable": {"user_id": "sam"}}
+    streamed: list[tuple[str, Any]] = []
+    for text in ("My favourite colour is blue.", "My favourite colour is green now."):
+        for chunk, meta in agent.stream(
+            {"messages": [{"role": "user", "content": text}]}, config, stream_mode="messages"
+        ):
+            streamed.append((meta.get("langgraph_node"), chunk.content))
+
+    async def astream() -> None:
+        async for chunk, meta in agent.astream(
+            {"messages": [{"role": "user", "content": "I live in Leeds."}]},
+            config,
+            stream_mode="messages",
+        ):
+            streamed.append((meta.get("langgraph_node"), chunk.content))
+
+    asyncio.run(astream())
+    assert {node for node, _ in streamed} == {"model"}
+    assert "".join(c for _, c in streamed if isinstance(c, str)) == "Noted.Got it.Leeds, noted."
+    assert mem.count(namespace="sam") >= 3  # the hooks did run: the turns were scored
