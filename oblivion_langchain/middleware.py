@@ -24,8 +24,9 @@ from pydantic import BaseModel
 
 from oblivion_core import Oblivion, Policy
 from oblivion_core.budget import render
-from oblivion_core.errors import InvalidInputError, UnknownNamespaceError
+from oblivion_core.errors import InvalidInputError, PolicyError, UnknownNamespaceError
 from oblivion_core.overlap import used_ids
+from oblivion_core.policy import resolve_policy
 from oblivion_langchain._convert import (
     appraise,
     budget,
@@ -233,6 +234,13 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
             )
         if policy is not None and not isinstance(policy, Policy | str):
             raise InvalidInputError(f"policy must be a Policy or a template name, got {policy!r}")
+        if policy is not None:  # refused now, not after a run's model call
+            clock = oblivion.policy.clock
+            if resolve_policy(policy, clock=clock).clock != clock:
+                raise PolicyError(
+                    f"the store decays on the {clock!r} clock; pass a policy with "
+                    f"clock={clock!r} (e.g. Policy.template(name, clock={clock!r}))"
+                )
         self.oblivion = oblivion
         self.token_budget = budget(token_budget)
         self.k = positive_k(k)
