@@ -1021,8 +1021,12 @@ class Oblivion:
         metadata: Mapping[str, Any] | None = None,
         namespace: str | None = None,
         supersede: bool | None = None,
+        category: str | None = None,
+        importance: float | None = None,
     ) -> MemoryRecord:
-        """Change a memory's text (re-embedded) and/or replace its metadata.
+        """Change a memory's text (re-embedded), replace its metadata, and/or give it
+        another ``category`` (it decays at that category's rate from now on) or
+        ``importance`` (its floor from now on).
 
         Its activation is kept; the change is journaled. A new text is a new statement:
         the memory leaves any supersession it was part of (an older statement it had
@@ -1034,12 +1038,14 @@ class Oblivion:
         clean = _check_text(text, self.policy_for(ns).max_text_chars, "text") if text else None
         if text is not None and clean is None:
             raise InvalidInputError("text must be a non-empty string")
-        if text is None and metadata is None:
+        if text is None and metadata is None and category is None and importance is None:
             raise InvalidInputError(
-                f"edit({memory_id!r}) changes nothing: pass text= (a new text) and/or "
-                "metadata= (replacing the old)"
+                f"edit({memory_id!r}) changes nothing: pass text= (a new text), metadata= "
+                "(replacing the old), category= and/or importance="
             )
         meta = check_metadata(metadata) if metadata is not None else None
+        cat = _check_category(category) if category is not None else None
+        imp = _check_unit(importance, "importance") if importance is not None else None
         if supersede is not None:
             supersede = _check_flag(supersede, "supersede")
         vector = embed_texts(self.embedder, [clean], self._dim) if clean is not None else None
@@ -1057,20 +1063,39 @@ class Oblivion:
                 old_vec = self._vectors(ns, space, [memory_id]).get(memory_id)
                 if old_vec is not None:
                     old = (self._db.texts(ns, [memory_id])[memory_id], old_vec)
+            old_category = st.category(i)
+            recategorised = cat is not None and cat != old_category
+            if recategorised and old is None:  # Chroma's record names its category
+                old_vec = self._vectors(ns, space, [memory_id]).get(memory_id)
+                if old_vec is not None:
+                    old = (self._db.texts(ns, [memory_id])[memory_id], old_vec)
             chroma_changed = False
             try:
                 with self._consistent(ns), self._db.transaction(durable=True) as conn:
                     if meta is not None:
                         self._db.set_metadata(conn, ns, memory_id, meta)
+                    if cat is not None or imp is not None:
+                        # the activation now, then decay under the new category and floor
+                        a_now = float(self._activation(ns, st, now, np.asarray([i]))[0])
+                        if cat is not None:
+                            st.cols["cat"][i] = st.cat_id(cat)
+                        if imp is not None:
+                            st.cols["importance"][i] = imp
+                        self._set_activation(st, i, a_now, now, 0.0, count_access=False)
+                        self._db.save_rows(conn, st, [i])
                     if clean is not None and vector is not None:
                         # before any row is written: a row write keeps the count too
                         st.cols["tokens"][i] = counted
                         self._db.set_text(conn, ns, memory_id, clean, vector, counted - 1)
                         self._release_supersession(ns, space, memory_id, now, conn)
-                    detail = {
+                    detail: dict[str, Any] = {
                         "text_changed": clean is not None,
                         "metadata_changed": meta is not None,
                     }
+                    if cat is not None:
+                        detail["category"] = cat
+                    if imp is not None:
+                        detail["importance"] = imp
                     self._db.journal(conn, now, ns, [(memory_id, "edit", None, None, detail)])
                     if clean is not None and vector is not None:
                         # last, so a failure before it leaves Chroma as it was
@@ -1078,11 +1103,16 @@ class Oblivion:
                         self.store.add(
                             ns, [memory_id], vector, [clean], [{"category": st.category(i)}]
                         )
+                    elif recategorised and old is not None:
+                        chroma_changed = True
+                        self.store.add(
+                            ns, [memory_id], old[1], [old[0]], [{"category": st.category(i)}]
+                        )
             except BaseException:
                 if chroma_changed and old is not None:  # the commit failed after Chroma
                     try:
                         self.store.add(
-                            ns, [memory_id], old[1], [old[0]], [{"category": st.category(i)}]
+                            ns, [memory_id], old[1], [old[0]], [{"category": old_category}]
                         )
                     except Exception:
                         logger.exception("could not restore the text of %r in Chroma", memory_id)

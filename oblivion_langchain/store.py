@@ -33,6 +33,7 @@ from oblivion_core.errors import InvalidInputError, UnknownMemoryError, UnknownN
 from oblivion_core.recall import RecalledItem
 from oblivion_core.records import MemoryRecord
 from oblivion_langchain._convert import (
+    appraise,
     check_filter,
     check_value,
     clean_text,
@@ -389,12 +390,17 @@ class OblivionStore(BaseStore):
         # A new text (or a switch between indexed and unindexed, even with the same
         # text) is a new statement: the engine releases the supersessions it was part of.
         restated = put.text != existing.text or put.indexed != old.get("indexed", True)
+        # ... and appraised as remember() appraises a new one: "ok thanks!" overwritten by
+        # an allergy must not keep small talk's half-life and importance
+        category, importance = appraise(self.oblivion, put.text) if restated else (None, None)
         self.oblivion.edit(
             memory_id,
             put.text if restated else None,
             metadata={META_KEY: meta},
             namespace=put.space,
             supersede=supersede,
+            category=category,
+            importance=importance,
         )
 
     def _spaces(self, prefix: Sequence[str]) -> list[tuple[str, tuple[str, ...]]]:

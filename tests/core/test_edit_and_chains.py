@@ -5,9 +5,12 @@ is never reinforced."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from oblivion_core import Oblivion
+from oblivion_core import InvalidInputError, ManualClock, Oblivion
+from oblivion_core.testing import HashEmbedder, word_count
 
 
 def _colours(mem: Oblivion) -> None:
@@ -199,3 +202,40 @@ def test_editing_an_invalidated_memory_makes_nothing_stale(mem: Oblivion) -> Non
     mem.edit("wrong", "My favourite colour is green now.")
     assert mem.get("blue").superseded_by is None
     assert "blue" in mem.recall("What is my favourite colour?").ids
+
+
+def test_edit_gives_another_category_and_importance_from_now_on(tmp_path: Path) -> None:
+    """edit(category=, importance=) keeps the activation, then the memory decays at the
+    new category's rate with the new floor, in the journal, Chroma's record and after a
+    reopen; a failed change leaves the old ones."""
+    clock = ManualClock()
+
+    def open_() -> Oblivion:
+        return Oblivion(tmp_path, clock=clock, embedder=HashEmbedder(), token_counter=word_count)
+
+    with open_() as mem:
+        m = mem.remember("ok thanks!", category="small_talk", importance=0.1)
+        clock.advance(3600)
+        before = mem.get(m.id).activation
+        rec = mem.edit(m.id, category="instruction", importance=0.9)
+        assert (rec.category, rec.importance) == ("instruction", 0.9)
+        assert rec.activation == pytest.approx(before)
+        assert mem.history(m.id)[-1].detail == {
+            "text_changed": False,
+            "metadata_changed": False,
+            "category": "instruction",
+            "importance": 0.9,
+        }
+        col = mem.store.collection("default")
+        assert col.get(ids=[m.id])["metadatas"][0]["category"] == "instruction"
+        clock.advance(5 * 86_400)  # ten of small talk's half-lives, a fraction of an instruction's
+        live = mem.get(m.id).activation
+        assert live > 0.8 * before
+        with pytest.raises(InvalidInputError, match="importance"):
+            mem.edit(m.id, importance=1.5)
+        with pytest.raises(InvalidInputError, match="changes nothing"):
+            mem.edit(m.id)
+    with open_() as mem:
+        again = mem.get(m.id)
+        assert (again.category, again.importance) == ("instruction", 0.9)
+        assert again.activation == pytest.approx(live)

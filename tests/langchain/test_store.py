@@ -848,3 +848,26 @@ async def test_real_stack_store_async(real_engine: Oblivion) -> None:
     hits = await store.asearch(NS, query="When do backups happen?")
     assert hits[0].key == "k"
     assert (await store.aget(NS, "k")).value == {"text": "Backups run at midnight"}  # type: ignore[union-attr]
+
+
+def test_a_restated_value_is_appraised_as_a_new_one(engine: Oblivion, clock: ManualClock) -> None:
+    """A key first written with small talk and overwritten with an instruction kept small
+    talk's category and importance: it decayed in hours and was archived within a day."""
+    store = OblivionStore(engine, index={"fields": ["text"]})
+    space = encode_namespace(NS)
+    store.put(NS, "profile", {"text": "ok thanks!"})
+    assert engine.get("profile", namespace=space).category == "small_talk"
+    allergy = "The user is allergic to peanuts; never suggest dishes with nuts."
+    store.put(NS, "profile", {"text": allergy})
+    store.put(("elsewhere",), "profile", {"text": allergy})  # the same value, put new
+    restated = engine.get("profile", namespace=space)
+    fresh = engine.get("profile", namespace=encode_namespace(("elsewhere",)))
+    assert (restated.category, restated.importance) == (fresh.category, fresh.importance)
+    assert restated.category != "small_talk"
+    clock.advance(DAY)
+    engine.maintain(namespace=space)
+    assert engine.get("profile", namespace=space).tier.label == "active"
+    edits = [e for e in engine.history("profile", namespace=space) if e.kind == "edit"]
+    assert edits[-1].detail["category"] == restated.category
+    store.put(NS, "profile", {"text": allergy})  # the same text again: nothing re-appraised
+    assert "category" not in engine.history("profile", namespace=space)[-1].detail
