@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import numbers
 from collections.abc import Iterable, Mapping, Sequence
@@ -15,6 +14,7 @@ from pydantic import AfterValidator, BeforeValidator
 from oblivion_core.budget import check_budget, check_k
 from oblivion_core.errors import InvalidInputError
 from oblivion_core.recall import RecalledItem
+from oblivion_core.records import check_metadata
 
 #: Node metadata keys the adapters add. They are excluded from what the LLM and the
 #: embedding model see, so explanations never leak into prompts.
@@ -142,14 +142,21 @@ def node_score(nws: NodeWithScore) -> float | None:
 
 
 def json_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
-    """The JSON-serialisable entries of a node's metadata (others are dropped)."""
+    """The entries of a node's metadata the engine can store (others are dropped).
+
+    Each entry is judged by the engine's own check
+    (:func:`oblivion_core.records.check_metadata`): kept when it is JSON without NaN,
+    with string keys at every level and nested no deeper than the engine allows. So no
+    node's metadata can make a write fail (a reader's ``{"page_map": {1: "..."}}``
+    is dropped, not refused), and the ``oblivion_*`` keys the adapters add are left out.
+    """
     out: dict[str, Any] = {}
     for key, value in metadata.items():
         if not isinstance(key, str) or key in OBLIVION_KEYS:
             continue
         try:
-            json.dumps(value, allow_nan=False)
-        except (TypeError, ValueError):
+            check_metadata({key: value})
+        except InvalidInputError:
             continue
         out[key] = value
     return out

@@ -139,12 +139,18 @@ def remember_each(
     category: str | None,
     importance: float | None,
     namespace: str | None,
+    stored_at: list[int] | None = None,
 ) -> tuple[list[str], list[tuple[int, InvalidInputError, str]]]:
     """Remember ``texts`` in one engine write; if the engine refuses one of them for its
     text (``remember_many`` is all or nothing), remember the others one at a time.
 
-    Chat messages are not retried by anyone once a write fails, so one over-long paste
-    must not cost the messages written with it.
+    A refused text would be refused again on any retry, so one over-long paste must
+    not cost the messages written with it.
+
+    Args:
+        stored_at: When given, the index of each text is appended to it once the text
+            is stored, as it happens: when the call raises, the texts not listed were
+            not stored and may be written again.
 
     Returns:
         The new memory ids, and ``(index, error, why)`` for each refused text.
@@ -153,6 +159,7 @@ def remember_each(
         Any error that is not about one text (store, embedder, settings).
     """
     n = len(texts)
+    done = stored_at if stored_at is not None else []
     try:
         records = oblivion.remember_many(
             texts,
@@ -161,6 +168,7 @@ def remember_each(
             metadatas=metadatas,
             namespace=namespace,
         )
+        done.extend(range(n))
         return [r.id for r in records], []
     except InvalidInputError as exc:
         refusal = text_refusal(exc)
@@ -186,4 +194,5 @@ def remember_each(
             refused.append((i, exc, refusal[1]))
             continue
         stored.append(record.id)
+        done.append(i)
     return stored, refused

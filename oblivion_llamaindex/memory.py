@@ -77,8 +77,11 @@ class OblivionMemory(BaseMemory):
     to the engine right after the next ``get`` recalls (so it does not recall itself)
     or at the next ``put``/``flush``; a text the engine refuses (e.g. longer than
     ``policy.max_text_chars``) raises there once, naming the message, and stays in the
-    short-term history only. Raised from ``put``, ``put_messages``, ``set`` or ``reset``,
-    that error comes after the call did its own work: no later message is lost to it.
+    short-term history only. When the write fails otherwise (the embedder times out,
+    the store is busy), that error is raised and the messages not stored stay queued:
+    the next ``put``/``get``/``flush`` writes them. Raised from ``put``,
+    ``put_messages``, ``set`` or ``reset``, either error comes after the call did its
+    own work: no message is lost to it.
     When the assistant's answer is put, the memories it echoes
     (:func:`oblivion_core.overlap.used_ids`) get the larger "used" boost. Repeated
     ``get`` calls for the same user message (agents call it several times per turn)
@@ -370,10 +373,12 @@ class OblivionMemory(BaseMemory):
         Raises:
             InvalidInputError: the engine refused the message put before this one (see
                 the class doc); this message was appended all the same.
+            OblivionError: writing the waiting messages failed (e.g. the embedder timed
+                out); this message was appended all the same, and the waiting ones stay
+                queued for the next ``put``/``get``/``flush``.
         """
-        refused = self._put(message)
-        if refused is not None:
-            raise refused
+        _check_message(message)
+        self._put([message])
 
     def put_messages(self, messages: list[ChatMessage]) -> None:
         """Append several messages, as :meth:`put` does one by one.
@@ -381,37 +386,57 @@ class OblivionMemory(BaseMemory):
         Raises:
             InvalidInputError: the engine refused one of them; raised once all of them
                 are appended, so a refused message never costs the ones after it.
+            OblivionError: as for :meth:`put`, raised once all of them are appended.
         """
         messages = list(messages)
         for message in messages:  # checked first: a bad item appends nothing
             _check_message(message)
-        first = None
-        for message in messages:
-            refused = self._put(message)
-            first = first or refused
-        if first is not None:
-            raise first
+        self._put(messages)
 
-    def _put(self, message: ChatMessage) -> InvalidInputError | None:
-        """:meth:`put`, returning the refusal of the previous message instead of raising
-        it, so that this message is never lost to it."""
-        _check_message(message)
+    def _put(self, messages: list[ChatMessage]) -> None:
+        """Append ``messages`` (the call's own work, done first), then write the messages
+        waiting before the last one; the first error is raised once all are appended."""
+        if not messages:
+            return
+        errors: list[Exception] = []
         with self._lock:
-            refused = self._save()
-            self.chat_store.add_message(self.chat_store_key, message)
-            r = role(message)
-            text = message_text(message)
-            if r == "assistant" and text.strip() and self._shown:
-                if self.feedback:
-                    used = used_ids(text, self._shown)
-                    if used:
+            queued = False
+            for message in messages:
+                queued, used = self._append(message)
+                if used:
+                    try:
                         self.oblivion.mark_used(used, namespace=self.namespace, skip_missing=True)
-                self._shown = []
-            if r in self.remember_roles and text.strip():
-                self._unsaved.append(message)
-            if r == "user":
-                self._last_query = None
-        return refused
+                    except Exception as exc:  # the messages after it are appended all the same
+                        errors.append(exc)
+            # The newest message waits for the next get (so it does not recall itself).
+            try:
+                refused = self._save(len(self._unsaved) - (1 if queued else 0))
+            except Exception as exc:
+                errors.append(exc)
+            else:
+                if refused is not None:
+                    errors.append(refused)
+        if errors:
+            raise errors[0]
+
+    def _append(self, message: ChatMessage) -> tuple[bool, list[str]]:
+        """Add ``message`` to the history and, if its role is remembered, to the write
+        queue; return whether it was queued and the ids its text uses (the "used" boost
+        due, when it is an assistant answer)."""
+        self.chat_store.add_message(self.chat_store_key, message)
+        r = role(message)
+        text = message_text(message)
+        used: list[str] = []
+        if r == "assistant" and text.strip() and self._shown:
+            if self.feedback:
+                used = used_ids(text, self._shown)
+            self._shown = []
+        queued = r in self.remember_roles and bool(text.strip())
+        if queued:
+            self._unsaved.append(message)
+        if r == "user":
+            self._last_query = None
+        return queued, used
 
     def flush(self) -> None:
         """Write messages still waiting for the engine (see the class doc)."""
@@ -423,24 +448,37 @@ class OblivionMemory(BaseMemory):
         if refused is not None:
             raise refused
 
-    def _save(self) -> InvalidInputError | None:
-        """Write the waiting messages; return the engine's refusal of one, if any.
+    def _save(self, count: int | None = None) -> InvalidInputError | None:
+        """Write the waiting messages (the ``count`` oldest; ``None``: all); return the
+        engine's refusal of one, if any.
 
-        They are taken off the queue before writing: a message the engine refuses (e.g.
-        longer than policy.max_text_chars) is reported once and stays in the short-term
-        history only, instead of blocking every later write; the others are written.
+        A message leaves the queue once the engine has dealt with it: stored, or refused
+        for its text (e.g. longer than policy.max_text_chars), which is reported once
+        and leaves the message in the short-term history only, instead of blocking every
+        later write. When the write fails otherwise (the embedder timed out, the store
+        is busy), that error is raised and the messages not stored stay queued, first in
+        line for the next write (a refused one is then refused, and reported, there).
         """
-        if not self._unsaved:
+        pending = self._unsaved[:count] if count is not None else list(self._unsaved)
+        if not pending:
             return None
-        pending, self._unsaved = self._unsaved, []
-        _, refused = remember_each(
-            self.oblivion,
-            [message_text(m) for m in pending],
-            [{"role": role(m), "chat_store_key": self.chat_store_key} for m in pending],
-            category=self.category,
-            importance=self.importance,
-            namespace=self.namespace,
-        )
+        stored: list[int] = []
+        try:
+            _, refused = remember_each(
+                self.oblivion,
+                [message_text(m) for m in pending],
+                [{"role": role(m), "chat_store_key": self.chat_store_key} for m in pending],
+                category=self.category,
+                importance=self.importance,
+                namespace=self.namespace,
+                stored_at=stored,
+            )
+        except BaseException:
+            written = set(stored)
+            waiting = [m for i, m in enumerate(pending) if i not in written]
+            self._unsaved = waiting + self._unsaved[len(pending) :]
+            raise
+        del self._unsaved[: len(pending)]
         if not refused:
             return None
         index, exc, why = refused[0]
@@ -455,23 +493,24 @@ class OblivionMemory(BaseMemory):
 
     def set(self, messages: list[ChatMessage]) -> None:
         """Replace the short-term history (long-term memories are kept, nothing new is
-        remembered)."""
+        remembered). Messages still waiting for the engine are written after."""
         with self._lock:
-            refused = self._save()
             self.chat_store.set_messages(self.chat_store_key, list(messages))
             self._shown = []
             self._last_query = None
+            refused = self._save()
         if refused is not None:
             raise refused
 
     def reset(self) -> None:
-        """Clear the short-term history; long-term memories stay in the engine."""
+        """Clear the short-term history; long-term memories stay in the engine.
+        Messages still waiting for the engine are written after."""
         with self._lock:
-            refused = self._save()
             self.chat_store.delete_messages(self.chat_store_key)
             self._shown = []
             self._last = None
             self._last_query = None
+            refused = self._save()
         if refused is not None:
             raise refused
 

@@ -41,6 +41,8 @@ logger = logging.getLogger("oblivion_llamaindex")
 
 #: Rendered blocks remembered for :meth:`OblivionMemoryBlock.atruncate`.
 _RENDER_CACHE = 32
+#: Turns remembered per session as already boosted.
+_TURNS_KEPT = 4
 
 
 class OblivionMemoryBlock(BaseMemoryBlock[str]):
@@ -56,8 +58,11 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
       messages and returns it as a bulleted list that fits ``token_limit`` tokens as a
       whole (counted by the engine's token counter). Recall boosts what it returns,
       once per turn: agents call ``aget`` several times per turn, and only the turn's
-      first call boosts (a turn is the latest user message, told apart from a repeat of
-      it by the message before it).
+      first call boosts. A turn is the latest user message, told apart from a repeat of
+      it by the message before it; a copy of it that an agent appends as ``input``
+      after its tool calls (only tool calls and results between) is the same turn, and
+      the last few turns of each session are remembered, so a call returning to an
+      earlier view of the turn does not boost again.
       When a later ``aget`` sees the assistant's answer to that turn, the memories the
       answer echoes (:func:`oblivion_core.overlap.used_ids`) get the larger "used" boost.
     * ``atruncate`` (called by ``Memory`` when the whole context is over its limit, for
@@ -130,7 +135,7 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
     _rendered: OrderedDict[str, list[RecalledItem]] = PrivateAttr(default_factory=OrderedDict)
     _shown: dict[str, list[tuple[str, str]]] = PrivateAttr(default_factory=dict)
     _answered: dict[str, str] = PrivateAttr(default_factory=dict)
-    _turns: dict[str, tuple[str, str]] = PrivateAttr(default_factory=dict)
+    _turns: dict[str, list[tuple[str, str]]] = PrivateAttr(default_factory=dict)
 
     def __init__(self, oblivion: Oblivion, **data: Any) -> None:
         checked = check_oblivion(oblivion, "OblivionMemoryBlock")
@@ -209,7 +214,10 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
                 return ""
             # Agents call aget several times per turn: only the turn's first recall boosts.
             turn = _turn(messages)
-            boost = self.feedback and self._turns.get(key) != turn
+            seen = self._turns.get(key)
+            if not isinstance(seen, list):  # new session (or one pickled as one turn)
+                seen = self._turns[key] = []
+            boost = self.feedback and turn not in seen
             try:
                 result = engine.recall(
                     query,
@@ -223,7 +231,8 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
                 self._shown[key] = []
                 return ""
             if boost:
-                self._turns[key] = turn
+                seen.append(turn)
+                del seen[:-_TURNS_KEPT]
             visible = {message_text(m) for m in messages}
             items = [it for it in result if it.text not in visible]
             text, n = render(
@@ -343,9 +352,37 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
 
 def _turn(messages: Sequence[ChatMessage]) -> tuple[str, str]:
     """What identifies the current turn: the latest user message's text and the text of
-    the message before it (so a user repeating themselves next turn is a new turn)."""
-    for i in range(len(messages) - 1, -1, -1):
-        if role(messages[i]) == "user":
-            before = message_text(messages[i - 1]) if i > 0 else ""
-            return message_text(messages[i]), before
-    return "", ""
+    the message before it (so a user repeating themselves next turn is a new turn).
+
+    A last user message repeating the latest user message before it, with only tool
+    calls and tool results in between, is the agent's copy of the turn's input
+    (``Memory.aget(input=...)`` appends one after each round of tool calls), not a
+    new message: the turn is the original's. An answer in between makes it a new turn.
+    """
+    users = [i for i, m in enumerate(messages) if role(m) == "user"]
+    if not users:
+        return "", ""
+    i = users[-1]
+    if len(users) > 1 and i == len(messages) - 1:
+        j = users[-2]
+        if message_text(messages[j]) == message_text(messages[i]) and all(
+            _tool_step(m) for m in messages[j + 1 : i]
+        ):
+            i = j
+    before = message_text(messages[i - 1]) if i > 0 else ""
+    return message_text(messages[i]), before
+
+
+def _tool_step(message: ChatMessage) -> bool:
+    """Whether ``message`` is part of an agent's tool use, not an answer: a tool result,
+    or an assistant message calling tools (or with no text)."""
+    r = role(message)
+    if r in ("tool", "function"):
+        return True
+    if r != "assistant":
+        return False
+    if message.additional_kwargs.get("tool_calls"):
+        return True
+    if any(getattr(b, "block_type", None) == "tool_call" for b in message.blocks):
+        return True
+    return not message_text(message).strip()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import threading
 from collections.abc import Iterable
 from typing import Any, Literal
 
@@ -111,7 +110,6 @@ class OblivionNodePostprocessor(BaseNodePostprocessor):
     )
 
     _oblivion: Oblivion | None = PrivateAttr(default=None)
-    _lock: Any = PrivateAttr(default_factory=threading.Lock)
 
     def __init__(self, oblivion: Oblivion, **data: Any) -> None:
         checked = check_oblivion(oblivion, "OblivionNodePostprocessor")
@@ -202,8 +200,7 @@ class OblivionNodePostprocessor(BaseNodePostprocessor):
             text = node_text(nws.node)
             score = node_score(nws) if self.relevance == "score" else None
             unique.setdefault(nws.node.node_id, (nws, text, score))
-        with self._lock:  # concurrent calls must not register the same new node twice
-            self._register({node_id: (nws, text) for node_id, (nws, text, _) in unique.items()})
+        self._register({node_id: (nws, text) for node_id, (nws, text, _) in unique.items()})
         result = self.oblivion.rerank(
             query,
             [(node_id, score) for node_id, (_, _, score) in unique.items()],
@@ -220,22 +217,16 @@ class OblivionNodePostprocessor(BaseNodePostprocessor):
         Nodes are documents, not statements made over time: the order a retriever
         lists them in says nothing about which is newer, so they are not judged for
         stale-fact supersession.
+
+        Other callers may register the same nodes at the same time (postprocessors
+        sharing the engine, one per request, or this one from several threads); no lock
+        is held across the engine's calls. The engine refuses, all or nothing, an id it
+        already holds, so a refused batch is looked up again and the nodes still
+        unknown are registered (a node registered meanwhile with other text is edited).
         """
         engine = self.oblivion
-        new: list[str] = []
-        changed: list[str] = []
-        for node_id, (_, text) in nodes.items():
-            try:
-                record = engine.get(node_id, namespace=self.namespace)
-            except UnknownNamespaceError:
-                new = list(nodes)
-                break
-            except UnknownMemoryError:
-                new.append(node_id)
-                continue
-            if record.text != text:
-                changed.append(node_id)
-        if new:  # all or nothing, before any edit
+        new, changed = self._unknown(nodes)
+        while new:
             try:
                 engine.remember_many(
                     [nodes[i][1] for i in new],
@@ -246,7 +237,13 @@ class OblivionNodePostprocessor(BaseNodePostprocessor):
                     namespace=self.namespace,
                     supersede=False,
                 )
+                break
             except InvalidInputError as exc:
+                still_new, changed_since = self._unknown({i: nodes[i] for i in new})
+                if len(still_new) < len(new):  # registered meanwhile by another caller
+                    new = still_new
+                    changed.extend(changed_since)
+                    continue
                 named = _refused(exc, new, "Nothing was stored.")
                 if named is None:
                     raise
@@ -259,6 +256,24 @@ class OblivionNodePostprocessor(BaseNodePostprocessor):
                 if named is None:
                     raise
                 raise named from exc
+
+    def _unknown(self, nodes: dict[str, tuple[NodeWithScore, str]]) -> tuple[list[str], list[str]]:
+        """``(new, changed)``: ids of the nodes the engine does not hold, and of those it
+        holds with another text."""
+        engine = self.oblivion
+        new: list[str] = []
+        changed: list[str] = []
+        for node_id, (_, text) in nodes.items():
+            try:
+                record = engine.get(node_id, namespace=self.namespace)
+            except UnknownNamespaceError:
+                return list(nodes), []
+            except UnknownMemoryError:
+                new.append(node_id)
+                continue
+            if record.text != text:
+                changed.append(node_id)
+        return new, changed
 
     # ------------------------------------------------------------------ feedback
     def mark_used(self, node_ids: Iterable[str]) -> list[float]:

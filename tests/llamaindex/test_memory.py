@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -15,9 +16,9 @@ from llama_index.core.llms.mock import MockFunctionCallingLLM
 from llama_index.core.memory.memory import InsertMethod
 from llama_index.core.storage.chat_store import SimpleChatStore
 
-from oblivion_core import InvalidInputError, Oblivion
+from oblivion_core import EmbeddingError, InvalidInputError, Oblivion
+from oblivion_core.testing import HashEmbedder, ManualClock, word_count
 from oblivion_core.testing import memory as new_engine
-from oblivion_core.testing import word_count
 from oblivion_llamaindex import OblivionMemory
 from oblivion_llamaindex._engine import text_refusal
 
@@ -362,6 +363,108 @@ def test_put_messages_with_a_refused_message_keeps_the_rest(engine: Oblivion) ->
     assert [m.content for m in memory.get_all()] == [too_long, "ok", turns[2].content]
     memory.flush()
     memory.flush()
+    assert [r.text for r in engine.records()] == ["My sister Anna lives in Porto."]
+
+
+class FlakyEmbedder(HashEmbedder):
+    """Times out (as an embedding API may) once, on the next write holding ``fail_on``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fail_on: str | None = None
+
+    def embed_documents(self, texts: list[str]) -> Any:
+        if self.fail_on is not None and self.fail_on in texts:
+            self.fail_on = None
+            raise TimeoutError("embedding API timed out")
+        return super().embed_documents(texts)
+
+
+@pytest.fixture
+def flaky(clock: ManualClock) -> Iterator[tuple[Oblivion, FlakyEmbedder]]:
+    """An in-memory engine whose embedder can be made to time out once."""
+    embedder = FlakyEmbedder()
+    engine = new_engine(clock=clock, embedder=embedder)
+    yield engine, embedder
+    engine.close()
+
+
+def test_a_failed_write_loses_no_message(flaky: tuple[Oblivion, FlakyEmbedder]) -> None:
+    """An engine error while ``put`` (or ``get``) writes the waiting message (the
+    embedder times out) is raised after ``put`` appended its own message; the waiting
+    messages stay queued and the next write stores them, once each."""
+    engine, embedder = flaky
+    memory = make(engine, namespace="alice", remember_roles=("user", "assistant"))
+    memory.put(user("My sister Anna lives in Porto."))
+    memory.get()  # the user message is written here
+    memory.put(assistant("Porto is lovely in spring."))  # waits for the next write
+    embedder.fail_on = "Porto is lovely in spring."
+    with pytest.raises(EmbeddingError, match="timed out"):
+        memory.put(user("I am vegetarian."))
+    assert [m.content for m in memory.get_all()] == [
+        "My sister Anna lives in Porto.",
+        "Porto is lovely in spring.",
+        "I am vegetarian.",
+    ]
+    embedder.fail_on = "Porto is lovely in spring."  # get's write fails too: still queued
+    with pytest.raises(EmbeddingError, match="timed out"):
+        memory.get()
+    assert [r.text for r in engine.records(namespace="alice")] == ["My sister Anna lives in Porto."]
+    memory.get()
+    memory.flush()
+    assert sorted(r.text for r in engine.records(namespace="alice")) == [
+        "I am vegetarian.",
+        "My sister Anna lives in Porto.",
+        "Porto is lovely in spring.",
+    ]
+
+
+def test_a_failed_write_in_put_messages_keeps_every_message(
+    flaky: tuple[Oblivion, FlakyEmbedder],
+) -> None:
+    """``put_messages`` whose write fails part-way (after a refused text sent it one
+    message at a time) appends every message, keeps only the unstored ones queued, and
+    the next write stores them once and reports the refused one."""
+    engine, embedder = flaky
+    memory = make(engine)
+    too_long = "x" * (engine.policy.max_text_chars + 1)
+    turns = [
+        user(too_long),
+        user("My sister Anna lives in Porto."),
+        user("I am vegetarian."),
+        assistant("Noted."),
+    ]
+    embedder.fail_on = "I am vegetarian."
+    with pytest.raises(EmbeddingError, match="timed out"):
+        memory.put_messages(turns)
+    assert [m.content for m in memory.get_all()] == [m.content for m in turns]
+    assert [r.text for r in engine.records()] == ["My sister Anna lives in Porto."]
+    with pytest.raises(InvalidInputError, match="max_text_chars"):
+        memory.flush()
+    memory.flush()
+    assert sorted(r.text for r in engine.records()) == [
+        "I am vegetarian.",
+        "My sister Anna lives in Porto.",
+    ]
+
+
+def test_set_and_reset_do_their_work_before_a_failed_write(
+    flaky: tuple[Oblivion, FlakyEmbedder],
+) -> None:
+    """``set``/``reset`` replace the history even when writing the waiting message
+    fails; the message stays queued and is stored by the next write."""
+    engine, embedder = flaky
+    memory = make(engine)
+    memory.put(user("My sister Anna lives in Porto."))
+    embedder.fail_on = "My sister Anna lives in Porto."
+    with pytest.raises(EmbeddingError):
+        memory.set([user("hello")])
+    assert [m.content for m in memory.get_all()] == ["hello"]
+    embedder.fail_on = "My sister Anna lives in Porto."
+    with pytest.raises(EmbeddingError):
+        memory.reset()
+    assert memory.get_all() == []
+    memory.reset()
     assert [r.text for r in engine.records()] == ["My sister Anna lives in Porto."]
 
 

@@ -6,9 +6,13 @@ import logging
 import pickle
 
 import pytest
+from llama_index.core.agent.workflow import FunctionAgent
+from llama_index.core.base.llms.types import ChatMessage, ToolCallBlock
 from llama_index.core.chat_engine import SimpleChatEngine
 from llama_index.core.llms import MockLLM
+from llama_index.core.llms.mock import MockFunctionCallingLLM
 from llama_index.core.memory import Memory
+from llama_index.core.tools import FunctionTool
 
 from oblivion_core import InvalidInputError, Oblivion
 from oblivion_core.testing import ManualClock, word_count
@@ -180,6 +184,63 @@ async def test_repeated_gets_in_one_turn_boost_once(engine: Oblivion) -> None:
     await memory.aput(user("Which city is Anna in?"))
     await memory.aget()
     assert engine.get("anna").access_count == 3
+
+
+def weather(city: str = "Porto") -> str:
+    """Weather in a city."""
+    return "sunny"
+
+
+async def test_agent_turn_with_tool_calls_boosts_once(engine: Oblivion) -> None:
+    """A ``FunctionAgent`` turn with a tool call gets the block three times (the agent's
+    ``aget(input=...)`` after the tool call appends a copy of the user message) and
+    boosts once; the user asking the same again is a new turn, boosted again."""
+    block = block_for(engine, namespace="alice", token_limit=200)
+    await block.aput([user("Anna lives in Porto by the river")])
+    anna = engine.records(namespace="alice")[0].id
+    memory = Memory.from_defaults(session_id="alice", token_limit=4000, memory_blocks=[block])
+    agent = FunctionAgent(tools=[FunctionTool.from_defaults(weather)], llm=MockFunctionCallingLLM())
+    question = "Where does Anna live and what is the weather there?"
+
+    def boosts() -> int:
+        return sum(e.kind == "recall" for e in engine.history(anna, namespace="alice"))
+
+    await agent.run(user_msg=question, memory=memory)
+    assert boosts() == 1
+    await agent.run(user_msg=question, memory=memory)
+    assert boosts() == 2
+    assert engine.get(anna, namespace="alice").access_count == 2
+
+
+async def test_a_copy_of_the_user_message_after_tool_calls_is_the_same_turn(
+    engine: Oblivion,
+) -> None:
+    """The user message repeated after tool calls and their results (a hand-off between
+    agents) is the turn's input again; repeated after an answer it is a new turn."""
+    engine.remember("Alice's sister Anna lives in Porto.", id="anna")
+    block = block_for(engine)
+    earlier = [user("hi"), assistant("Hello!")]
+    question = user("Where does Anna live?")
+    call = ChatMessage(
+        role="assistant",
+        blocks=[ToolCallBlock(tool_call_id="1", tool_name="handoff", tool_kwargs={})],
+    )
+    result = ChatMessage(role="tool", content="Handed off.")
+    answer = assistant("Anna lives in Porto.")
+    views = [
+        [*earlier, question],
+        [*earlier, question, call, result, question],
+        [*earlier, question, call, result, answer],
+    ]
+
+    def boosts() -> int:
+        return sum(e.kind == "recall" for e in engine.history("anna"))
+
+    for messages in views:
+        assert "Porto" in await block.aget(messages, session_id="s")
+    assert boosts() == 1
+    await block.aget([*earlier, question, call, result, answer, question], session_id="s")
+    assert boosts() == 2
 
 
 # ---------------------------------------------------------------- truncation

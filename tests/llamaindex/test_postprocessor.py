@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import itertools
 import math
+import threading
 from typing import Any
 
 import numpy as np
@@ -23,7 +26,9 @@ from oblivion_core import (
     UnknownMemoryError,
     UnknownNamespaceError,
 )
-from oblivion_core.testing import ManualClock
+from oblivion_core.records import MAX_METADATA_DEPTH
+from oblivion_core.testing import HashEmbedder, ManualClock
+from oblivion_core.testing import memory as new_engine
 from oblivion_llamaindex import OblivionNodePostprocessor
 from oblivion_llamaindex._convert import OBLIVION_KEYS
 
@@ -86,6 +91,39 @@ def test_unserialisable_node_metadata_is_dropped_not_fatal(engine: Oblivion) -> 
     nws = node("a", "refunds take five days", 0.9, page=3, bad=math.nan, obj=object())
     rerank.postprocess_nodes([nws], query_str=QUERY)
     assert engine.get("a").metadata == {"page": 3}
+
+
+def test_metadata_the_engine_refuses_is_dropped_not_fatal(engine: Oblivion) -> None:
+    """Node metadata JSON encodes but the engine refuses (a reader's page map keyed by
+    int, nesting deeper than ``MAX_METADATA_DEPTH``) is left out; rerank never fails on
+    it, and every entry the engine accepts is kept."""
+    too_deep: object = "leaf"
+    for _ in range(MAX_METADATA_DEPTH + 1):
+        too_deep = [too_deep]
+    deepest: object = "leaf"
+    for _ in range(MAX_METADATA_DEPTH - 1):
+        deepest = [deepest]
+    rerank = OblivionNodePostprocessor(oblivion=engine, top_n=2)
+    nodes = [
+        node("a", "refunds take five days", 0.8, file_name="faq.md"),
+        node(
+            "b",
+            "refunds need the original receipt",
+            0.6,
+            file_name="faq.md",
+            page_map={1: "Refunds"},
+            outline=too_deep,
+            pages={"1": "Refunds"},
+            tree=deepest,
+        ),
+    ]
+    out = rerank.postprocess_nodes(nodes, query_str=QUERY)
+    assert sorted(ids(out)) == ["a", "b"]
+    assert engine.get("b").metadata == {
+        "file_name": "faq.md",
+        "pages": {"1": "Refunds"},
+        "tree": deepest,
+    }
 
 
 def test_namespace_keeps_nodes_apart(engine: Oblivion) -> None:
@@ -518,6 +556,78 @@ async def test_concurrent_calls_register_each_node_once(engine: Oblivion) -> Non
     )
     assert all(len(r) == 5 for r in results)
     assert engine.count() == 5
+
+
+def test_postprocessors_sharing_an_engine_register_a_node_once(clock: ManualClock) -> None:
+    """Two postprocessors on one engine (one per request) rerank the same unseen node
+    at once (the embedder holds each write until both have found the node missing):
+    both succeed and the node is registered once."""
+    both_looked_up = threading.Barrier(2, timeout=10)
+    writes = itertools.count()
+
+    class MeetingEmbedder(HashEmbedder):
+        def embed_documents(self, texts: list[str]) -> Any:
+            if next(writes) < 2:  # the two callers' first writes meet here
+                with contextlib.suppress(threading.BrokenBarrierError):
+                    both_looked_up.wait()
+            return super().embed_documents(texts)
+
+    shared = new_engine(clock=clock, embedder=MeetingEmbedder())
+    results: list[list[str]] = []
+    errors: list[BaseException] = []
+
+    def request() -> None:
+        rerank = OblivionNodePostprocessor(oblivion=shared, top_n=3)
+        try:
+            out = rerank.postprocess_nodes(
+                [node("doc-1", "refunds take five working days", 0.8)], query_str=QUERY
+            )
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+        else:
+            results.append(ids(out))
+
+    try:
+        threads = [threading.Thread(target=request) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=30)
+        assert not errors, errors
+        assert results == [["doc-1"], ["doc-1"]]
+        assert shared.count() == 1
+        assert shared.get("doc-1").access_count == 2
+    finally:
+        shared.close()
+
+
+def test_node_registered_meanwhile_is_not_registered_again(clock: ManualClock) -> None:
+    """A node another caller registers between the lookup and the write (here: during
+    the write's embedding) is left to that registration, edited to this node's text if
+    it differs; the other new nodes of the batch are registered."""
+    shared: Oblivion
+    interrupted: list[bool] = []
+
+    class InterruptingEmbedder(HashEmbedder):
+        def embed_documents(self, texts: list[str]) -> Any:
+            if "refunds take five days" in texts and not interrupted:
+                interrupted.append(True)  # someone else gets there first
+                shared.remember("refunds take 5 days", id="a", supersede=False)
+            return super().embed_documents(texts)
+
+    shared = new_engine(clock=clock, embedder=InterruptingEmbedder())
+    try:
+        rerank = OblivionNodePostprocessor(oblivion=shared)
+        out = rerank.postprocess_nodes(
+            [node("a", "refunds take five days", 0.9), node("b", "free shipping", 0.2)],
+            query_str=QUERY,
+        )
+        assert sorted(ids(out)) == ["a", "b"]
+        assert shared.count() == 2
+        assert shared.get("a").text == "refunds take five days"
+        assert shared.get("b").text == "free shipping"
+    finally:
+        shared.close()
 
 
 # ---------------------------------------------------------------- inside LlamaIndex
