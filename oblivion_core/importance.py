@@ -1,7 +1,7 @@
 """Write-time appraisal: how important a new memory is, and what category it is.
 
 :class:`HeuristicImportance` is the offline default. It is a documented set of lexical
-cues, not a model:
+cues, not a model. Small talk is tried first, the other rules in the order listed:
 
 * **instructions** ("always", "never", "don't", "make sure", "from now on", "remember
   to", "please ... every") -> category ``instruction``, importance 0.9;
@@ -11,13 +11,30 @@ cues, not a model:
   "need to", "add ... to the list") -> ``task``, 0.6;
 * **events** (meetings, trips, "yesterday", "tomorrow", "last week") -> ``event``, 0.5;
 * **small talk** (greetings, thanks, weather, "how are you", very short turns with no
-  content) -> ``small_talk``, 0.1: every sentence of the turn is chit-chat, that is it
-  mentions the weather, "how are you", "see you", "lovely day" or "nice weekend", or it
-  is made only of social and filler words ("hi", "thanks so much", "ok cool", "haha
-  nice", "sounds good") plus at most names addressed ("Hey Mel!", "thanks, Anna") and a
-  speaker label ("Caroline: ..."). A greeting before content does not make the turn small
-  talk ("Thanks! My account number is 55-1234" is a fact), nor does shortness ("I'm
-  vegetarian.", "Allergic to peanuts.");
+  content) -> ``small_talk``, 0.1: every sentence of the turn is chit-chat. A sentence is
+  read in three steps. (1) Its social phrases are taken out ("good morning", "how's it
+  going", "see you later", "talk soon", "happy birthday", "merry christmas", "nice to meet
+  you", "sleep well", "will do", "same here", "good point", "sounds good", "no worries",
+  "thanks for the help", ...). (2) Names addressed are dropped, but only right after a
+  greeting, thanks or reaction word or a phrase ("Hey Mel!", "Thanks, Anna!", "Good to
+  see you, Mel!", "Cheers mate!") or after a chit-chat clause that has a subject ("That's
+  awesome, Mel!"); never after a bare answer word ("Sure, Tokyo.", "Definitely, Rust!"
+  keep their answer). (3) What is left must be social words only: a small list of
+  greetings, thanks, acknowledgements, reactions and praise ("hi", "thanks", "ok",
+  "cool", "lol", "wow", "great", "yes", "no", "sure") and the function words around them
+  ("so", "much", "the", "you", "that's"); emoji and emoticons (":)", "<3") are no
+  words. Content verbs and nouns are never social ("I can't do the morning.", "I got a
+  new one today."). Words of time and address ("today", "tonight", "there", "everyone")
+  pass only next to a phrase ("How are you today?"), weather words only in a sentence
+  about the weather ("It's raining again, the weather is awful."; "The weather in Lisbon
+  is 30 degrees in July." is a fact), and "Morning!", "Later!", "Enjoy!" or "Same!"
+  only on their own. A speaker label opening a line is dropped when it is a role
+  ("user:", "assistant:") or up to three capitalised words that are no field label
+  ("Caroline:", "A:"; "Status: ok" keeps "Status"). A greeting before content does not
+  make the turn small talk ("Thanks! My account number is 55-1234" is a fact), nor does
+  shortness ("I'm vegetarian.", "Done.", "Yes, Thursday works."). A turn of chit-chat
+  only is small talk whatever cue of the other rules it holds ("Nice meeting you!", "See
+  you tomorrow!", "Never mind.");
 * anything else -> ``fact``, 0.4.
 
 Then +0.05 for each kind of specific detail present (a capitalised name mid-sentence,
@@ -74,42 +91,209 @@ _RULES: tuple[tuple[str, float, re.Pattern[str]], ...] = (
     ),
 )
 
-# Small talk. A sentence is chit-chat if it has one of these cues anywhere ...
-_CHITCHAT = re.compile(
-    r"\b(how are you|the weather|lovely day|nice weekend|see you|(?:lovely|nice|great|"
-    r"beautiful|gorgeous|glorious|awful|terrible|horrible|grim|miserable|crazy|what|this) "
-    r"weather)\b",
+
+def _words(text: str) -> frozenset[str]:
+    """A word list written as a text block."""
+    return frozenset(text.split())
+
+
+# Small talk. Each sentence of a turn, its speaker label aside, is read on its own. Its
+# social phrases are taken out first; what is left may hold only social words, and, next
+# to a phrase, words of time or address ("How are you today?", "Thanks again, all!").
+_YOU = r"(?:you all|you both|you guys|you|u|ya|y'all|everyone)"
+_NICE = r"(?:good|nice|great|lovely|wonderful|fantastic|fun|safe|relaxing|restful|awesome)"
+_PERIOD = r"(?:day|night|evening|morning|afternoon|weekend|week|time|one|holiday|holidays|trip)"
+_PHRASES = (  # taken out in this order: a longer phrase before one it starts with
+    # thanks
+    r"(?:thanks|thank you|thank u|ty) (?:so much |very much |a lot )?for (?:asking|sharing|"
+    r"everything|that|this|letting me know|the chat|being there(?: for me)?|having my back|"
+    r"all (?:the|your) (?:help|support|advice)|"
+    r"(?:the|your) (?:help|advice|tip|tips|info|information|update|reminder|heads up|chat|talk|"
+    r"support|kind words|suggestion|recommendation|offer|invite|time|compliment|reply|"
+    r"response|patience|understanding|concern))",
+    rf"thank {_YOU}|many thanks|thanks (?:a lot|a bunch|a ton|a million|heaps|loads|again|"
+    r"anyway)",
+    r"(?:much |really |greatly )?appreciated|(?:i |we )?(?:really |truly )?appreciate (?:it|"
+    r"that|you|this|(?:your|the) (?:help|support|friendship|kind words|encouragement|advice))",
+    # a fine day, and wishes for one (before "good day")
+    rf"(?:have|had|having|enjoy) (?:a|an|the) {_NICE} {_PERIOD}|have fun",
+    r"(?:what|such) a (?:lovely|beautiful|gorgeous|glorious|nice|great|perfect) day",
+    rf"(?:a )?(?:lovely|beautiful|gorgeous|glorious|perfect|{_NICE}) (?:day|weekend)"
+    r"(?: (?:today|out|outside|so far))?",
+    r"keep (?:it up|going|at it|(?:up )?the good work|doing what you love)",  # before "good work"
+    # greetings, how-are-yous and their answers
+    rf"(?:nice|good|great|lovely|glad|happy|pleased|a pleasure) (?:to|2) (?:meet|see|hear from|"
+    rf"chat with|talk to|talk with|catch up with) {_YOU}(?: (?:too|again|all|both))?",
+    rf"(?:it was |it's |was )?(?:nice|good|great|lovely|fun|awesome) (?:meeting|seeing|talking|"
+    rf"chatting|catching up|hearing from)(?: (?:to|with) {_YOU}| {_YOU})?",
+    r"(?:nice|good|great|lovely|fun|awesome) to (?:chat|talk|catch up)(?: again)?",
+    r"(?:good|nice|great|glad|happy|sorry|sad) to (?:know|hear)(?: (?:that|it|this))?",
+    r"good (?:morning|afternoon|evening|night|nite|day)|(?:hi|hey|hello|howdy) there",
+    rf"how (?:are|r) (?:{_YOU}|things)(?: (?:doing|going|keeping|holding up|feeling|been))?",
+    r"how(?:'s| is| has| was) (?:it|everything|life|things|your (?:day|week|weekend|evening|"
+    r"morning|night|family)|the (?:family|day|week|weekend))(?: (?:going|been))?",
+    r"how(?: have|'ve) you been|how you been|how (?:you|ya) doing|how do you do",
+    r"what(?: have|'ve)? you been up to|what are you up to|enough about me",
+    r"(?:how|what) about you|and you|what's (?:up|new|good|happening|going on)(?: with you)?",
+    r"whassup|wassup|wasup|anything new|long time no (?:see|talk|chat)",
+    rf"(?:i )?(?:hope|trust) (?:you're|you are|{_YOU} are|all is|everything is|things are|"
+    r"you're doing|you are doing|it's|everything's) (?:well|good|ok|okay|fine|going well)",
+    r"(?:i )?hope (?:this|that|it) helps|(?:glad|happy) (?:it|that) helped",
+    r"(?:glad|happy) to help|(?:glad|happy) (?:i|we) could help",
+    r"(?:i )?hope (?:you|u) (?:enjoy|like|liked|enjoyed) it|(?:glad|happy) (?:you|u) "
+    r"(?:had fun|liked it|like it|enjoyed it|enjoy it)",
+    r"(?:i )?just wanted to say (?:hi|hello|hey|thanks)",
+    r"feel free to reach out(?: anytime| any time)?",
+    r"i'm (?:always )?here for you|you rock|that's the spirit",
+    # farewells and wishes
+    rf"see {_YOU}(?: (?:later|soon|then|around|tomorrow|next time|next week|there|again))?",
+    rf"(?:i'll |we'll )?(?:talk|speak|chat) (?:to {_YOU} )?(?:soon|later|tomorrow|again)",
+    rf"catch {_YOU} (?:later|soon|around)|take care(?: of yourself)?|take it easy",
+    r"bye for now|bye bye|until next time|till next time|later then",
+    r"(?:let's |we should )?catch up (?:soon|later|again)",
+    r"enjoy (?:it|yourself|yourselves|your (?:day|evening|weekend|meal|week|holiday|break)|"
+    r"the (?:rest of (?:your|the) (?:day|week|weekend)|day|evening|weekend|show))",
+    r"sleep (?:well|tight)|sweet dreams|night night|rest well|stay (?:safe|well|warm|cool|dry)",
+    r"let me know if (?:you|u) (?:want|need) (?:a hand|any help|anything)(?: with anything)?",
+    r"keep in touch|keep me posted|let me know|welcome back",
+    r"happy (?:birthday|bday|b-day|anniversary|holidays|new year|easter|thanksgiving|hanukkah|"
+    r"diwali|eid|halloween|christmas|friday|weekend|mother's day|father's day|valentine's"
+    r"(?: day)?)(?: to you)?",
+    r"merry (?:christmas|xmas|x-mas)|season's greetings",
+    r"good luck(?: with (?:that|it|everything))?|best of luck|best wishes|all the best",
+    r"fingers crossed|break a leg|get well soon|feel better(?: soon)?|bless you|god bless",
+    r"well done|(?:good|great|nice) (?:job|work|one|try|call|idea|point)|way to go|you did it",
+    r"(?:fair|valid|excellent|interesting) point|(?:i'm )?(?:so )?proud of (?:you|u)",
+    r"(?:miss|love) (?:you|u|ya)(?: too)?|hugs|xoxo",
+    r"(?:you|we)(?:'ve)? got this|hang in there",
+    r"(?:i )?can't wait(?: to (?:hear|see|read) (?:it|about it|more|them|that)| to catch up)?",
+    # acknowledgements and reactions
+    r"will do|can do|sure thing|you bet|sounds (?:good|great|fine|perfect|lovely|fun|amazing|"
+    r"awesome|cool|nice|interesting|like a plan|like fun|about right)|(?:it's )?a deal",
+    r"(?:that's|it's) (?:just )?how it goes|worth a (?:try|shot)(?:, at least)?|that's a classic",
+    r"(?:that |it )?makes sense|that tracks|fair enough|same here|same to you|same for me",
+    r"me too|me neither|you too|likewise|ditto",
+    r"no (?:worries|worry|problem|problemo|probs|prob|biggie|big deal|stress|sweat|rush)",
+    r"not a problem|you're (?:most |very )?welcome|(?:my|the|a) pleasure|anytime|any time",
+    r"of course|for sure|for real|got it|i guess(?: so)?|i think so|i agree|i get it",
+    r"(?:i )?hope so|(?:i'm )?not sure|no idea|who knows",
+    r"(?:i see|i know|you know|i understand)(?![ \t]+(?-i:[A-Z]))",  # not "I know Anna."
+    rf"(?:that's|you're|so|very|how|too) (?:kind|sweet|thoughtful)(?: of {_YOU})?|kind of {_YOU}",
+    r"(?:that's|it's|all) (?:ok|okay|fine|alright|all right|good)|all right|my bad|oh well",
+    r"(?:i'm |i am )?(?:doing|been) (?:well|good|great|fine|ok|okay|alright)|can't complain",
+    r"not (?:too |so |that )?bad|(?:not|nothing) (?:much|really)(?: (?:new|here))?",
+    r"looks (?:good|great|fine|amazing|awesome|lovely|nice|perfect|fun)",
+    r"too bad|what a (?:shame|pity)|(?:that's )?a (?:shame|pity)|here you go|there you go",
+    r"(?:oh )?my (?:god|gosh|goodness)|oh no|oh dear|no way|good grief",
+    r"isn't it|wasn't it|aren't they|don't you think",  # tag questions
+    r"never mind|nevermind|don't worry(?: about it)?|don't mention it",
+    r"no need to (?:apologise|apologize|worry)",
+)
+_PHRASE = tuple(re.compile(rf"\b(?:{p})\b", re.I) for p in _PHRASES)
+# Every word a phrase may hold, in pieces split at apostrophes ("how's": "how", "s"): a
+# sentence with any other word, uncapitalised (no name), is content without more ado.
+_PHRASE_PIECES = frozenset(re.findall(r"[a-z0-9]+", " ".join(_PHRASES)))
+_MARK = "\x1f"  # where a social phrase stood: a name may be addressed right after it
+# Words that are never content on their own: greetings, thanks, acknowledgements,
+# reactions and praise ...
+_INTERJECTIONS = _words(
+    """
+    hi hii hiii hey heyy heya hello hiya howdy yo sup bye byee goodbye goodnight gn cya ttyl
+    thanks thank thx ty tysm thanx thnx cheers ok okay okey k kk alright yes yeah yea yep yup
+    ya yah no nope nah sure right true correct indeed exactly agreed absolutely definitely
+    totally certainly noted gotcha understood fine fair cool sweet neat wow whoa woah omg oh
+    ohh ooh ah ahh aha aw aww awww ha hah haha hahaha hahahaha heh hehe lol lmao rofl xd yay
+    woohoo hooray oops whoops hmm hm hmmm huh uh um umm er erm meh eh phew ugh nice great
+    awesome amazing wonderful fantastic brilliant excellent perfect lovely beautiful gorgeous
+    stunning cute adorable impressive incredible interesting inspiring fun funny good glad
+    happy congrats congratulations sorry welcome please super fab fabulous terrific splendid
+    understandable np
+    """
+)
+# ... and the function words around them.
+_SOCIAL = _INTERJECTIONS | _words(
+    """
+    a an the so too very much really just and but or of to for with you your you're yours u
+    ur that that's this it it's is was are were be been am i i'm me my we all again also
+    such quite pretty how what what's as well still though
+    """
+)
+# Words of time and address: no content next to a social phrase ("How are you today?"),
+# content on their own ("I'm going back today.", "The morning.").
+_CONTEXT = _words(
+    """
+    today tonight morning afternoon evening night weekend week day days lately recently these
+    now then later soon anyway there here everyone everybody both guys folks back
+    """
+)
+# A sentence that mentions the weather may describe it ("It's raining again, the weather
+# is awful."); "The weather in Lisbon is 30 degrees in July." has content still.
+_WEATHER = re.compile(
+    r"\b(?:weather|rain|raining|rainy|snow|snowing|snowy|sunny|sunshine|windy|foggy|stormy|"
+    r"humid|muggy|drizzle|drizzly|freezing|chilly|cold|hot|warm|cloudy)\b",
     re.I,
 )
-# ... or if, without its speaker label and the names it addresses, it is made only of
-# these words: greetings, thanks, acknowledgements, reactions and the words around them.
-_FILLER_WORDS = """
-    a about absolutely afternoon again agree agreed ah aha ahh all alright also am amazing
-    an and any anything anytime anyway appreciate appreciated are as aw awesome aww back bad
-    be beautiful been bit brilliant but bye can can't cannot cant care catch chat chatting
-    cheers congrats congratulations cool correct course cute day dear definitely did do
-    doing done eh else enough evening everyone exactly excellent fab fabulous fair fantastic
-    fine folks for fun funny get glad go going gonna good goodbye goodnight gorgeous got
-    gotcha great guess guys ha haha hahaha hahahaha happy have hear heh hehe hello help hey
-    hi hiya hm hmm hmmm hooray hope how how's hows huh i i'm im impressive incredible indeed
-    inspiring interesting is isn't it it's its just k keep kind kk know later let's lmao lol
-    lot lots love lovely luck makes me mean meh morning much my nah neat new nice night no
-    nope not noted now np of oh ok okay omg one ooh oops or perfect please pleasure pretty
-    problem proud quite really right rofl same say see sense so sorry sound sounds stunning
-    super sure sweet take talk thank thanks thanx that that's thats the there these thing
-    this those thx to today too totally tracks true ty uh um umm understand understandable
-    understood up very wait was way we welcome well were what what's whoa woah wonderful
-    worries would wow xd ya yay yea yeah yep yes yo you you're your yup
-"""
-_FILLER = frozenset(_FILLER_WORDS.split())
-_SPEAKER = re.compile(r"^[ \t]*[^\W\d_][\w'’-]*(?:[ \t][^\W\d_][\w'’-]*)?:(?:[ \t]+|$)", re.M)
-_VOCATIVE = re.compile(
-    r"(,|\b(?i:hi|hey|hello|hiya|yo|thanks|thank you|thx|bye|goodbye|morning|evening|night|"
-    r"congrats|congratulations|dear|cheers|welcome|sorry))\s*([A-Z][a-z'’]+)"
-    r"(?=\s*(?:[^\w\s]|$))"
+_WEATHER_WORDS = _CONTEXT | _words(
+    """
+    weather rain raining rainy rained snow snowing snowy sun sunny sunshine wind windy fog
+    foggy storm stormy humid muggy drizzle drizzly freezing chilly cold hot warm cool mild
+    wet dry grey gray cloudy pouring down outside out getting has have had miserable awful
+    terrible horrible grim glorious crazy weird bit little lot such
+    """
 )
+# Said alone, with at most interjections around, these are small talk ("Morning!",
+# "Enjoy!", "Haha same"); in a sentence they are content ("The morning.", "Same as before").
+_ALONE = _words("morning evening afternoon night nite later laters enjoy same likewise ditto deal")
+# A speaker label opening a line: a role ("user:", "assistant:") or a name of up to three
+# capitalised words ("Caroline:", "Dr. Jane Smith:", "A:"), but not a field label such as
+# "Status:", "Note:" or "Answer:" (listed below), a weekday or a month: those are content.
+_SPEAKER = re.compile(
+    r"^[ \t]*(?:(?i:user|assistant|system|human|ai|bot|agent|customer|client|me|you|"
+    r"speaker(?:[ \t]*\d+)?)|(?P<name>[A-Z][\w'.-]*(?:[ \t][A-Z][\w'.-]*){0,2}))[ \t]*:"
+    r"(?:[ \t]+|$)",
+    re.M,
+)
+_LABEL_WORDS = _words(
+    """
+    status note notes nb ps fyi re edit update updates news info answer question reply
+    response result results reason summary reminder todo task tasks tip warning important
+    caution date time when where who what why how location place address name email phone
+    number password code subject topic title goal goals plan decision outcome verdict score
+    total price cost budget eta deadline due fact facts memory context source diet allergy
+    allergies preference preferences order booking ticket issue bug fix error example step
+    problem solution conclusion description comment feedback rating age birthday occupation
+    job role hobby hobbies favorite favourite meeting event agenda weather mood idea
+    detail details size colour color version progress correction today tomorrow tonight
+    yesterday
+    """
+)
+# A name addressed, dropped as no content: right after a greeting, thanks or reaction word
+# or a social phrase ("Hey Mel!", "Thanks, Anna!", "Good to see you, Mel!", "Cheers mate!"),
+# and after a comma that ends a chit-chat clause of its own ("That's awesome, Mel!"), never
+# after a bare answer ("Sure, Tokyo.", "Definitely, Rust!" keep their answer).
+_ADDRESS_WORDS = _words(
+    "all everyone everybody guys folks mate mates buddy pal dude bro man friend friends y'all "
+    "love dear darling team fam"
+)
+_NAME_WORD = r"(?!I')[A-Z](?:[^\W\d_]|')+"  # not "I'm"
+_ADDRESSEE = (
+    rf"(?P<name>{_NAME_WORD}(?:[ \t]{_NAME_WORD})?|(?i:{'|'.join(sorted(_ADDRESS_WORDS))}))"
+    r"(?=[ \t]*(?:[^\w\s]|$))"
+)
+_VOCATIVE = re.compile(
+    rf"(?P<cue>{_MARK}|\b(?i:hi|hey|heya|hello|hiya|howdy|yo|thanks|thank|thx|ty|cheers|bye|"
+    r"goodbye|night|morning|evening|afternoon|congrats|congratulations|dear|sorry|welcome|wow|"
+    rf"whoa|woah|aw+|omg|yay))[ \t]*,?[ \t]*{_ADDRESSEE}"
+)
+_CLAUSE_NAME = re.compile(
+    rf"^(?P<clause>.*\b(?i:that's|it's|that|this|you|you're|i'm|how|what)\b[^,]*),[ \t]*"
+    rf"{_ADDRESSEE}"
+)
+# The words a chit-chat sentence may hold besides its phrases and capitalised names.
+_POSSIBLE = _SOCIAL | _WEATHER_WORDS | _ALONE | _ADDRESS_WORDS
+_EMOTICON = re.compile(r"(?<!\S)[:;=][-']?[()\[\]DPpOo3/\\|*]+(?=[\s.,!?]|$)|<3+")  # ":)", "<3"
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|[;\n]+")
-_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
+_WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
 
 _NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]{2,}\b")
 _MONTH = (
@@ -146,22 +330,61 @@ class HeuristicImportance:
 
 @functools.lru_cache(maxsize=4096)  # a write asks for the category, then the score
 def _first_rule(stripped: str) -> tuple[str, float]:
+    turn = _EMOTICON.sub("", _SPEAKER.sub(_drop_speaker, stripped.replace("’", "'")))
+    if all(_is_chitchat(s) for s in _SENTENCE.split(turn)):
+        return "small_talk", 0.1
     for category, importance, pattern in _RULES:
         if pattern.search(stripped):
             return category, importance
-    if all(_is_chitchat(s) for s in _SENTENCE.split(_SPEAKER.sub("", stripped))):
-        return "small_talk", 0.1
     return "fact", 0.4
 
 
 def _is_chitchat(sentence: str) -> bool:
-    """Whether one sentence has no content: a small-talk cue, or filler words only."""
-    if _CHITCHAT.search(sentence):
-        return True
+    """Whether one sentence has no content: social phrases, social words and names
+    addressed only (and words of time or address next to a phrase, weather words in a
+    sentence about the weather)."""
+    weather = _WEATHER.search(sentence) is not None
+    for word in _WORD.findall(sentence):
+        lower = word.lower()
+        if not (word[0].isupper() or lower in _POSSIBLE or _phrase_word(lower)):
+            return False
+    phrases = 0
+    for pattern in _PHRASE:
+        sentence, n = pattern.subn(f" {_MARK}", sentence)
+        phrases += n
     sentence = _VOCATIVE.sub(_drop_name, sentence)
-    return all(w in _FILLER for w in _WORD.findall(sentence.lower().replace("’", "'")))
+    sentence = _CLAUSE_NAME.sub(_drop_name, sentence)
+    words = _WORD.findall(sentence.lower())
+    allowed = _WEATHER_WORDS if weather else _CONTEXT if phrases else frozenset()
+    rest = [w for w in words if w not in _SOCIAL and w not in allowed]
+    if not rest:
+        return True
+    return (
+        len(rest) == 1
+        and rest[0] in _ALONE
+        and all(w in _INTERJECTIONS for w in words if w != rest[0])
+    )
+
+
+def _phrase_word(word: str) -> bool:
+    """Whether a social phrase may hold the word (its pieces, split at apostrophes)."""
+    return all(piece in _PHRASE_PIECES for piece in word.split("'"))
+
+
+def _drop_speaker(match: re.Match[str]) -> str:
+    """A speaker label is no content; a field label ("Status:") or a date is."""
+    name = match.group("name")
+    if name is None:
+        return ""
+    words = name.lower().replace(".", " ").split()
+    if any(w in _LABEL_WORDS or _CALENDAR_WORD.fullmatch(w) for w in words):
+        return match.group(0)
+    return ""
 
 
 def _drop_name(match: re.Match[str]) -> str:
-    """A name addressed ("Hey Mel", ", Anna!") is no content; a weekday or month is."""
-    return match.group(0) if _CALENDAR_WORD.fullmatch(match.group(2)) else match.group(1) or ""
+    """A name addressed ("Hey Mel", "Thanks, Anna!") is no content; a weekday or month is."""
+    name = match.group("name")
+    if name is not None and _CALENDAR_WORD.fullmatch(name):
+        return match.group(0)
+    return match.group("cue") if "cue" in match.groupdict() else match.group("clause")

@@ -7,6 +7,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from oblivion_core import HeuristicImportance
+from oblivion_core.importance import _PHRASES
 from oblivion_core.typing import ImportanceScorer
 
 scorer = HeuristicImportance()
@@ -90,6 +91,36 @@ def test_a_greeting_before_content_is_classified_by_the_content(text: str, categ
         "I'm a nurse.",
         "Left-handed.",
         "Caroline: I'm vegetarian.",
+        # content words are no filler, whatever their length
+        "I can't do the morning.",
+        "I'm going back today.",
+        "I got a new one today.",
+        "Done.",
+        "Tomorrow at 9.",
+        "The morning.",
+        "Today!",
+        "Everyone.",
+        "Thanks, done.",
+        "Congrats on the new job!",
+        # short answers: the answer after an acknowledgement is no name addressed
+        "Sure, Tokyo.",
+        "Definitely, Rust!",
+        "Yes, Thursday works.",
+        "No, the blue one.",
+        "Oh yes, Paris!",
+        "Great, today then.",
+        "Thanks, Tuesday!",
+        "Hi, I'm Anna.",
+        "I know Anna.",
+        # a field label is no speaker
+        "Status: done.",
+        "Status: ok",
+        "Answer: yes",
+        # a farewell or the weather around content
+        "See you at 9 at the station.",
+        "The weather in Lisbon is 30 degrees in July.",
+        "It's sunny in Lisbon.",
+        "It's Tokyo, isn't it?",
     ],
 )
 def test_short_turns_with_content_are_not_small_talk(text: str) -> None:
@@ -119,6 +150,48 @@ def test_short_turns_with_content_are_not_small_talk(text: str) -> None:
         "Wow, that's awesome! Thank you so much!",
         "Sounds good to me 😊",
         "Ha, fair enough.",
+        # wishes, farewells and acknowledgements
+        "Happy birthday!",
+        "Merry Christmas!",
+        "Talk soon!",
+        "Sleep well",
+        "Will do.",
+        "Same here.",
+        "Good point.",
+        "Enjoy!",
+        "Nice to meet you.",
+        "Cheers mate!",
+        "Good to know.",
+        "No worries!",
+        "Doing well, thanks!",
+        "Haha same",
+        "Take care and talk to you soon.",
+        "Thanks for the help today!",
+        "Good morning! How are you today?",
+        "It's so hot today!",
+        # names addressed after a greeting, a phrase or a chit-chat clause
+        "Good to see you, Mel!",
+        "Merry Christmas, Anna!",
+        "Good morning everyone!",
+        "That's awesome, Mel!",
+        "Wow, that's awesome, Mel!",
+        "Happy birthday Mel!",
+        "Thanks for the invite Joanna!",
+        "Hey Zoë!",
+        # emoticons are no words; a chit-chat turn is small talk whatever other cue it holds
+        "Thanks :)",
+        "Thanks for the kind words <3",
+        "Nice meeting you!",
+        "See you tomorrow!",
+        "Never mind.",
+        "Lovely day, isn't it?",
+        # speaker labels: a role or a name
+        "user: thanks!",
+        "assistant: Sounds good!",
+        "Speaker 2: ok",
+        "A: ok",
+        "Dr. Jane Smith: Hello!",
+        "Caroline: Hey Mel! Good to see you!\nMelanie: Hi Caroline! How are you?",
     ],
 )
 def test_real_small_talk_stays_small_talk(text: str) -> None:
@@ -187,15 +260,91 @@ WORDS = st.lists(st.from_regex(r"[a-z]{2,9}", fullmatch=True), min_size=1, max_s
 
 @given(
     st.sampled_from(OPENERS),
-    st.sampled_from([", ", "! ", ". ", " - ", "... ", " "]),
+    st.sampled_from(["! ", ". ", "... ", "? "]),
     st.one_of(st.sampled_from(CONTENT), WORDS.map(" ".join)),
 )
 def test_a_greeting_never_turns_content_into_small_talk(
     opener: str, separator: str, content: str
 ) -> None:
-    """Prefixing a turn that is not small talk with a greeting keeps its category."""
+    """A greeting sentence before a turn that is not small talk keeps its category."""
     assume(scorer.categorize(content) != "small_talk")
     assert scorer.categorize(f"{opener}{separator}{content}") == scorer.categorize(content)
+
+
+@given(
+    st.sampled_from(OPENERS),
+    st.sampled_from([", ", " - ", " "]),
+    st.one_of(
+        st.sampled_from(CONTENT),
+        st.tuples(WORDS, st.integers(0, 9999)).map(lambda t: " ".join([*t[0], str(t[1])])),
+    ),
+)
+def test_a_greeting_in_the_same_sentence_never_turns_content_into_small_talk(
+    opener: str, separator: str, content: str
+) -> None:
+    """A greeting run into content ("Ok so the password ...") keeps the content's category.
+
+    The content here is a statement or holds a number: arbitrary words may finish a
+    social phrase ("Nice" + "to meet you", "Thanks" + "for everything") and be small talk.
+    """
+    assume(scorer.categorize(content) != "small_talk")
+    assert scorer.categorize(f"{opener}{separator}{content}") == scorer.categorize(content)
+
+
+CHITCHAT = [
+    "Hi!",
+    "Hey Mel!",
+    "Thanks so much!",
+    "How are you?",
+    "Good to see you!",
+    "Happy birthday!",
+    "Talk soon!",
+    "Sounds good.",
+    "Haha nice",
+    "Lovely weather!",
+    "Cheers mate!",
+    "You're welcome.",
+    "Same here.",
+]
+
+
+@given(
+    st.lists(st.sampled_from(CHITCHAT), min_size=1, max_size=4),
+    st.sampled_from(["", "Caroline: ", "user: ", "assistant: "]),
+)
+def test_chit_chat_sentences_together_are_small_talk(sentences: list[str], label: str) -> None:
+    """Any run of chit-chat sentences, with or without a speaker label, is small talk."""
+    assert scorer.categorize(label + " ".join(sentences)) == "small_talk"
+
+
+@given(
+    st.lists(st.sampled_from(CHITCHAT), min_size=1, max_size=3),
+    st.one_of(st.sampled_from(CONTENT), WORDS.map(lambda w: " ".join(w).capitalize() + ".")),
+    st.booleans(),
+)
+def test_one_sentence_with_content_makes_the_turn_content(
+    chitchat: list[str], content: str, content_first: bool
+) -> None:
+    """Chit-chat before or after a sentence with content leaves the content's category."""
+    assume(scorer.categorize(content) != "small_talk")
+    parts = [content, *chitchat] if content_first else [*chitchat, content]
+    assert scorer.categorize(" ".join(parts)) == scorer.categorize(content)
+
+
+@given(st.sampled_from(CHITCHAT), st.integers(0, 99999), st.integers(0, 10))
+def test_a_number_is_content(sentence: str, number: int, position: int) -> None:
+    """A number anywhere in chit-chat ("Thanks 42!") is content: not small talk."""
+    words = sentence.split(" ")
+    words.insert(position % (len(words) + 1), str(number))
+    assert scorer.categorize(" ".join(words)) != "small_talk"
+
+
+@given(st.sampled_from(_PHRASES).flatmap(lambda p: st.from_regex(p, fullmatch=True)))
+def test_every_social_phrase_is_small_talk_on_its_own(phrase: str) -> None:
+    """Each listed phrase, in any of its forms, is small talk by itself, whatever cue of
+    another rule it holds ("nice meeting you", "see you tomorrow", "never mind")."""
+    assert scorer.categorize(phrase) == "small_talk"
+    assert scorer.categorize(phrase.capitalize() + "!") == "small_talk"
 
 
 MONTHS = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]

@@ -540,8 +540,8 @@ def _compressed(clock: ManualClock) -> tuple[Oblivion, OblivionStore, str]:
     summary's id."""
     engine = memory(clock=clock, policy="support-desk")
     store = OblivionStore(engine, index={"fields": ["text"]})
-    for i in range(6):
-        store.put(NS, f"chat-{i}", {"text": f"lol ok chatting about the weather, round {i}"})
+    for i, text in enumerate(CHAT_TEXTS):
+        store.put(NS, f"chat-{i}", {"text": text})
     clock.advance(60 * DAY)
     engine.maintain(namespace=encode_namespace(NS))
     space = encode_namespace(NS)
@@ -552,6 +552,11 @@ def _compressed(clock: ManualClock) -> tuple[Oblivion, OblivionStore, str]:
     return engine, store, summary.id
 
 
+# small talk (nothing but chit-chat, no number): what compression folds first
+CHAT_TEXTS = [
+    f"{opener}, lovely weather today"
+    for opener in ("lol ok", "haha ok", "lol nice", "haha cool", "lol yes", "haha wow")
+]
 CHATS = {f"chat-{i}" for i in range(6)}
 
 
@@ -562,12 +567,12 @@ def test_compressed_items_are_still_the_items_and_the_summary_is_not_one(
     items themselves (with their values) and never the engine's summary; listing,
     get() and list_namespaces() show only what was put."""
     engine, store, summary = _compressed(clock)
-    hits = store.search(NS, query="chatting about the weather", limit=10)
+    hits = store.search(NS, query="lovely weather today", limit=10)
     assert {h.key for h in hits} == CHATS
-    assert all(h.value["text"].startswith("lol ok chatting") for h in hits)
+    assert all(h.value["text"] in CHAT_TEXTS for h in hits)
     assert {h.key for h in store.search(NS, limit=20)} == CHATS
     item = store.get(NS, "chat-0")
-    assert item is not None and item.value == {"text": "lol ok chatting about the weather, round 0"}
+    assert item is not None and item.value == {"text": CHAT_TEXTS[0]}
     assert store.get(NS, summary) is None
     assert store.list_namespaces() == [NS]
     # a memory written straight through the engine (not a summary) is still shown
@@ -583,15 +588,15 @@ def test_a_relevant_active_summary_does_not_hide_the_cold_items(clock: ManualClo
     policy = Policy.template("support-desk").replace(lexical_weight=0.0)  # cosine only
     engine = memory(clock=clock, policy=policy)
     store = OblivionStore(engine, index={"fields": ["text"]})
-    for i in range(6):
-        store.put(NS, f"chat-{i}", {"text": f"lol ok chatting about the weather, round {i}"})
+    for i, text in enumerate(CHAT_TEXTS):
+        store.put(NS, f"chat-{i}", {"text": text})
     clock.advance(60 * DAY)
     space = encode_namespace(NS)
     engine.maintain(namespace=space)
     for i in range(40):
         clock.advance(1_000)
         store.put(NS, f"order-{i}", {"text": f"customer order number {i} shipped to city {i}"})
-    query = "chatting about the weather"
+    query = "lovely weather today"
     for _ in range(15):  # someone else's recalls lift the summary into the active tier
         engine.recall(query, namespace=space, k=1)
     (summary,) = (r for r in engine.records(namespace=space) if r.category == "summary")
@@ -609,7 +614,7 @@ def test_a_namespace_left_with_only_a_summary_holds_no_item(clock: ManualClock) 
         store.delete(NS, key)
     assert engine.count(namespace=encode_namespace(NS)) == 1  # the summary
     assert store.search(NS) == []
-    assert store.search(NS, query="chatting about the weather") == []
+    assert store.search(NS, query="lovely weather today") == []
     assert store.list_namespaces() == []
 
 
