@@ -1058,14 +1058,10 @@ class Oblivion:
             st = space.state
             i = self._row(space, memory_id)
             now = self._now(ns)
-            old: tuple[str, Vectors] | None = None
-            if clean is not None:
-                old_vec = self._vectors(ns, space, [memory_id]).get(memory_id)
-                if old_vec is not None:
-                    old = (self._db.texts(ns, [memory_id])[memory_id], old_vec)
             old_category = st.category(i)
             recategorised = cat is not None and cat != old_category
-            if recategorised and old is None:  # Chroma's record names its category
+            old: tuple[str, Vectors] | None = None  # Chroma's record, to put back on failure
+            if clean is not None or recategorised:  # (it names the category too)
                 old_vec = self._vectors(ns, space, [memory_id]).get(memory_id)
                 if old_vec is not None:
                     old = (self._db.texts(ns, [memory_id])[memory_id], old_vec)

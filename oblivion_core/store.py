@@ -176,15 +176,16 @@ class VectorStore:
         :class:`StoreConflictError` instead of shared. Two stores given one prefix on a
         server would otherwise read, and delete from, each other's records
         (:meth:`Oblivion.repair_vector_store` removes records of no memory of its own).
-        A collection without an owner (written before owners were recorded) or an empty
-        one is claimed.
+        A collection without an owner (written before owners were recorded) is claimed, and
+        so is an empty one of the same state folder (its database made again); another
+        store's is refused even empty: that store may be open, writing through its handle.
         """
         if self.owner is not None and self.owner != owner:
             raise StoreConflictError(
                 f"this VectorStore already serves the Oblivion store whose state is "
                 f"{self._owner_label!r}, not {label!r}: two stores sharing one would share its "
-                "collections. Give each Oblivion "
-                "store its own VectorStore (on a server, each with its own prefix=...)"
+                "collections. Give each Oblivion store its own VectorStore (on a server, each "
+                "with its own prefix=...)"
             )
         self.owner, self._owner_label = owner, label
 
