@@ -954,9 +954,7 @@ class Oblivion:
                 )
                 if self._db.meta("dim") is None:
                     self._db.set_meta("dim", self._dim, conn)
-                if isinstance(self.clock, TurnClock):
-                    self._db.set_meta("turn", self.clock.shared, conn)
-                    self._db.set_meta(f"turn:{ns}", self.clock.own(ns), conn)
+                # the turn counts go with it, as with every write (StateDB.carry_meta);
                 # maintain_every counts on across a reopen
                 self._db.set_meta(f"writes:{ns}", space.writes_since_maintain + n, conn)
                 self._db.journal(
