@@ -716,12 +716,40 @@ _NEGATED_TRIGGERS = (
     "left",
     "moved",
 )
+_MONTHS = (
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+)
+#: Their abbreviations ("may" has none).
+_MONTH_ABBREVIATIONS = (
+    "jan",
+    "feb",
+    "mar",
+    "apr",
+    "jun",
+    "jul",
+    "aug",
+    "sept",
+    "sep",
+    "oct",
+    "nov",
+    "dec",
+)
+#: Each month's spellings by the three letters :func:`_date` keeps.
+_MONTH_NAMES = {m[:3]: (m,) + (("sept",) if m == "september" else ()) for m in _MONTHS}
 #: A month beside a day number ("14 March", "March 14th", "14 Mar"); alone, "may" and the
 #: abbreviations are words.
-_MONTH = (
-    r"(?:january|february|march|april|may|june|july|august|september|october|november|"
-    r"december|jan|feb|mar|apr|jun|jul|aug|sept|sep|oct|nov|dec)"
-)
+_MONTH = "(?:" + "|".join(_MONTHS + _MONTH_ABBREVIATIONS) + ")"
 #: Amounts, times and days: what a changed budget, appointment or date is stated in.
 _QUANTITY = re.compile(
     r"(?P<money>[£$€]\s?\d[\d,.]*\s?(?:k|m|bn|million|thousand)?\b"
@@ -730,8 +758,7 @@ _QUANTITY = re.compile(
     r"|(?P<day>\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b)"
     r"|(?P<date>\b\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?" + _MONTH + r"\b"
     r"|\b" + _MONTH + r"\s+(?:the\s+)?\d{1,2}(?:st|nd|rd|th)?\b"
-    r"|\b\d{1,2}(?:st|nd|rd|th)\b|\b(?:january|february|march|april|june|july|"
-    r"august|september|october|november|december)\b)",
+    r"|\b\d{1,2}(?:st|nd|rd|th)\b|\b(?:" + "|".join(m for m in _MONTHS if m != "may") + r")\b)",
     re.I,
 )
 _QUANTITY_TRIGGERS = (
@@ -776,26 +803,6 @@ def _quantity_words(quantities: frozenset[tuple[str, str]]) -> set[str]:
             for part in value.split():
                 out |= {part, *_MONTH_NAMES.get(part, ())}
     return out
-
-
-#: Each month's spellings by the three letters :func:`_date` keeps.
-_MONTH_NAMES = {
-    name[:3]: (name,) + (("sept",) if name == "september" else ())
-    for name in (
-        "january",
-        "february",
-        "march",
-        "april",
-        "may",
-        "june",
-        "july",
-        "august",
-        "september",
-        "october",
-        "november",
-        "december",
-    )
-}
 
 
 def _changed_quantity(new: frozenset[tuple[str, str]], old: frozenset[tuple[str, str]]) -> bool:
