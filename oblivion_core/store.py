@@ -227,19 +227,19 @@ class VectorStore:
         if found == self.owner:
             return
         mine = meta.get("oblivion_state") == self._owner_label
-        if found is not None and (int(col.count()) > 0 or not mine):
+        held = int(col.count()) if found is not None else 0
+        if found is not None and (held > 0 or not mine):
             # another store's, even empty: it may be open, writing through its own handle
             if mine:
                 raise StoreConflictError(
                     f"the collection {col.name!r} (namespace {namespace!r}) holds "
-                    f"{int(col.count()):,} records written by this store's state folder "
+                    f"{held:,} records written by this store's state folder "
                     f"{self._owner_label!r} under another activation database: that database "
                     "was replaced (lost, truncated or made again) since. Restore it from a "
                     "backup; to start over instead, delete the collection"
                 )
             raise self.conflict(
-                f"the collection {col.name!r} (namespace {namespace!r}, "
-                f"{int(col.count()):,} records)",
+                f"the collection {col.name!r} (namespace {namespace!r}, {held:,} records)",
                 meta.get("oblivion_state", "?"),
             )
         col.modify(
