@@ -15,6 +15,7 @@ import logging
 import math
 import numbers
 import os
+import socket
 import uuid
 import weakref
 from collections import OrderedDict
@@ -394,12 +395,11 @@ class Oblivion:
             self.store = vector_store
             self._owns_store = passed_store is None
             store_id = self._db.store_id()
-            vector_store.bind(
-                store_id, f"(in memory, {store_id[:8]})" if self.path is None else str(self.path)
-            )
+            label = _owner_label(self.path, store_id, shared=passed_store is not None)
+            vector_store.bind(store_id, label)
             self._bound = True
             held = vector_store.held() if db_new else {}
-            others = {o: n for o, n in held.items() if o is not None and o != str(self.path)}
+            others = {o: n for o, n in held.items() if o is not None and o != label}
             if others:  # a new store on another's prefix (or chroma/ folder)
                 self._db.close(write=False)
                 _drop_new_db(db_file, db_existed)
@@ -1445,7 +1445,10 @@ class Oblivion:
                 found, found_sims = exact.top(archive_scores, pool, seq_of)
                 archive = (found, found_sims.tolist())
             else:
+                self._refill(ns, st)
                 archive = self.store.query(ns, qvec, n_ask)
+                if self._refill(ns, st):  # its collection vanished meanwhile: made again
+                    archive = self.store.query(ns, qvec, n_ask)
 
         lexical: dict[str, float] = {}
         if policy.lexical_weight > 0:
@@ -3475,6 +3478,7 @@ class Oblivion:
             self._check_open()
             st = self._space(ns).state
             held = self.store.ids(ns)
+            self.store.unchecked.discard(ns)
             put_back = self._restore_lost_vectors(ns, st, held)
             orphans = [m for m in held if m not in st.index]
             self.store.delete(ns, orphans)
@@ -3499,6 +3503,7 @@ class Oblivion:
                 held = self.store.ids(ns)
             except VectorStoreError:  # a check: recall reports an unreachable server
                 logger.warning("could not check the vector store of %r", ns, exc_info=True)
+                self.store.unchecked.add(ns)  # checked again before it is next queried
                 return 0
         missing = [m for m in st.ids if m not in held]
         if not missing:
@@ -3521,6 +3526,17 @@ class Oblivion:
                 "from a backup"
             )
         return len(missing)
+
+    def _refill(self, ns: str, st: NamespaceState) -> int:
+        """Put back what the collection of ``ns`` lacks if the vector store doubts it holds
+        every record (:attr:`VectorStore.unchecked`: made again after a server lost its
+        data while this instance was open, or not countable when ``ns`` was loaded).
+        Without it, recall through Chroma missed every archived memory until a reopen.
+        Returns how many were put back."""
+        if ns not in self.store.unchecked:
+            return 0
+        self.store.unchecked.discard(ns)
+        return self._restore_lost_vectors(ns, st)
 
     def _put_back(self, ns: str, st: NamespaceState, ids: list[str]) -> list[str]:
         """Add memories SQLite holds to the vector store again, from the vectors SQLite
@@ -3905,6 +3921,19 @@ def _stored_dim(value: object) -> int | None:
     if value is not None and (type(value) is not int or value <= 0):
         raise ValueError(f"{value!r} is not a positive whole number")
     return value
+
+
+def _owner_label(path: Path | None, store_id: str, *, shared: bool) -> str:
+    """How the vector store's collections name the Oblivion store that owns them (and
+    tell its database made again from another store's): its state folder, absolute, and
+    for a vector store given to it (a Chroma server's prefix, a folder of its own) the
+    host too. Two apps each opening ``"./state"`` (or two containers each with a
+    ``/data/state``) on one server prefix are two stores, not one whose database was
+    lost."""
+    if path is None:
+        return f"(in memory, {store_id[:8]})"
+    folder = str(path.resolve())
+    return f"{socket.gethostname()}:{folder}" if shared else folder
 
 
 def _store_path(path: object) -> Path | None:

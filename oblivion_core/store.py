@@ -90,6 +90,10 @@ class VectorStore:
         #: and checks nothing.
         self.owner: str | None = None
         self._owner_label = ""
+        #: Namespaces whose collection may lack records: made again after it vanished
+        #: (a server that lost its data), or not countable when first used. The engine
+        #: puts their records back before it next queries one (:meth:`Oblivion._refill`).
+        self.unchecked: set[str] = set()
         try:
             self.max_batch = int(client.get_max_batch_size())
         except Exception:
@@ -169,7 +173,8 @@ class VectorStore:
     # ---------------------------------------------------------------- collections
     def bind(self, owner: str, label: str) -> None:
         """Claim this store's collections for the Oblivion store ``owner`` (its id, kept in
-        its activation database; ``label`` names it in errors: its state folder).
+        its activation database; ``label`` names it in errors: its absolute state folder,
+        with the host for a vector store the Oblivion store was given).
 
         Each collection records its owner in its metadata (``oblivion_store``): one made
         by another Oblivion store and holding records is refused with
@@ -177,7 +182,7 @@ class VectorStore:
         server would otherwise read, and delete from, each other's records
         (:meth:`Oblivion.repair_vector_store` removes records of no memory of its own).
         A collection without an owner (written before owners were recorded) is claimed, and
-        so is an empty one of the same state folder (its database made again); another
+        so is an empty one of the same label (its database made again); another
         store's is refused even empty: that store may be open, writing through its handle.
         """
         if self.owner is not None and self.owner != owner:
@@ -194,6 +199,7 @@ class VectorStore:
         collections opened for it."""
         self.owner, self._owner_label = None, ""
         self._collections.clear()
+        self.unchecked.clear()  # the next store checks each namespace when first used
 
     def collection(self, namespace: str) -> Any:
         """The collection of ``namespace``, created on first use (cosine space)."""
@@ -224,11 +230,11 @@ class VectorStore:
             return
         meta = dict(getattr(col, "metadata", None) or {})
         found = meta.get("oblivion_store")
-        if found == self.owner:
+        if found == self.owner and meta.get("oblivion_state") == self._owner_label:
             return
         mine = meta.get("oblivion_state") == self._owner_label
-        held = int(col.count()) if found is not None else 0
-        if found is not None and (held > 0 or not mine):
+        held = int(col.count()) if found not in (None, self.owner) else 0
+        if found not in (None, self.owner) and (held > 0 or not mine):
             # another store's, even empty: it may be open, writing through its own handle
             if mine:
                 raise StoreConflictError(
@@ -260,6 +266,7 @@ class VectorStore:
     def drop(self, namespace: str) -> None:
         """Delete the whole collection of ``namespace``."""
         self._collections.pop(namespace, None)
+        self.unchecked.discard(namespace)
         with contextlib.suppress(Exception):  # already absent
             self.client.delete_collection(self.prefix + collection_name(namespace))
 
@@ -278,6 +285,7 @@ class VectorStore:
             except Exception as exc:
                 if attempt == 0 and _collection_gone(exc):
                     self._collections.pop(namespace, None)
+                    self.unchecked.add(namespace)  # made again, empty
                     continue
                 raise self._error(exc, action, namespace) from exc
         raise AssertionError("unreachable")  # pragma: no cover

@@ -824,6 +824,33 @@ def test_memories_the_vector_store_lost_are_put_back(
     assert "putting them back from the activation database" in caplog.text
 
 
+def test_a_namespace_that_could_not_be_checked_at_load_is_checked_before_its_query(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The vector store could not be counted when the namespace was loaded (a server
+    down for a moment): it was taken as checked, and recall through Chroma missed a
+    memory it lacked for the rest of the process."""
+    from oblivion_core import VectorStoreError
+
+    monkeypatch.setattr(Oblivion, "EXACT_ARCHIVE_ROWS", 0)  # the archive through Chroma
+    clock = ManualClock()
+    mem = _archived_pair(tmp_path, clock)
+    mem.store.delete(mem.default_namespace, ["old"])
+    mem.close()
+    with _open(tmp_path, clock) as again:
+        count = again.store.count
+
+        def down(ns: str) -> int:
+            raise VectorStoreError("the server is down")
+
+        monkeypatch.setattr(again.store, "count", down)
+        assert again.get("new").text == "Remember to water the plants"  # loads it
+        monkeypatch.setattr(again.store, "count", count)
+        found = again.recall("the wifi password hunter2", deep=True, feedback=False)
+        assert "old" in found.ids
+        assert again.store.ids(again.default_namespace) == {"old", "new"}
+
+
 def test_lost_vectors_with_no_copy_in_sqlite_are_reported(tmp_path: Path) -> None:
     """A memory neither Chroma nor SQLite holds a vector of (a version-1 store) cannot be
     put back: the store says so instead of recalling without it."""

@@ -107,6 +107,36 @@ def test_a_store_whose_prefix_starts_another_stores_is_its_own(
         _open(tmp_path / "lost", chroma_server, f"{tag}2-", clock)
 
 
+@pytest.mark.parametrize("first", ["remember", "recall"])
+def test_a_collection_the_server_lost_is_refilled_before_recall_reads_it(
+    tmp_path: Path, chroma_server: tuple[str, int], first: str
+) -> None:
+    """The server lost its data while the store was open: the collection made again was
+    empty, and recall through Chroma missed every archived memory until a reopen."""
+    import chromadb
+
+    prefix = f"t{uuid.uuid4().hex[:8]}-"
+    clock = ManualClock()
+    mem = _open(tmp_path / "state", chroma_server, prefix, clock)
+    mem.EXACT_ARCHIVE_ROWS = 0  # an archive past the in-memory size: searched on the server
+    try:
+        old = mem.remember("the spare key is under the blue flower pot", category="small_talk")
+        mem.remember_many([f"note {i} about the quarterly budget" for i in range(5)])
+        clock.advance(10 * DAY)
+        assert old.id in mem.maintain().archived
+        other = chromadb.HttpClient(host=chroma_server[0], port=chroma_server[1])
+        (name,) = [c.name for c in other.list_collections() if c.name.startswith(prefix)]
+        other.delete_collection(name)
+        if first == "remember":
+            mem.remember("the offsite is in Lisbon")
+        found = mem.recall("where is the spare key", deep=True, k=1, feedback=False)
+        assert found.ids == [old.id]
+        assert mem.store.count(mem.default_namespace) == mem.count()
+        assert mem.repair_vector_store() == {"put_back": 0, "removed": 0}
+    finally:
+        mem.close()
+
+
 def test_a_collection_dropped_on_the_server_is_made_again(
     tmp_path: Path, chroma_server: tuple[str, int]
 ) -> None:

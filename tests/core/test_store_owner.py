@@ -4,6 +4,8 @@ refused instead of reading, and deleting from, each other's records."""
 
 from __future__ import annotations
 
+import shutil
+import socket
 import sqlite3
 import uuid
 from pathlib import Path
@@ -57,6 +59,58 @@ def test_a_second_store_on_the_same_collections_is_refused_and_harms_nothing(
         b.close()
 
 
+def test_two_apps_each_opening_the_same_relative_path_are_two_stores(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two apps in their own folders, each with ``Oblivion("./state", ...)`` on one shared
+    vector store: the second is refused as another store (not told that its database was
+    lost, and advised to delete the first's collections), and never writes into the
+    first's collection, even while that one is empty."""
+    shared = tmp_path / "chroma"
+    for app in ("app1", "app2"):
+        (tmp_path / app).mkdir()
+    monkeypatch.chdir(tmp_path / "app1")
+    first = _open(Path("state"), VectorStore.embedded(shared))
+    gone = first.remember("a note of app1, forgotten again")
+    first.forget(gone.id)  # its collection is empty now, and first still open
+    monkeypatch.chdir(tmp_path / "app2")
+    second = _open(Path("state"), VectorStore.embedded(shared))
+    try:
+        with pytest.raises(StoreConflictError, match="another Oblivion store"):
+            second.remember("a note of app2")
+        assert second.count() == 0
+        kept = first.remember("a note of app1")
+        assert first.repair_vector_store() == {"put_back": 0, "removed": 0}
+        assert first.store.ids("default") == {kept.id}
+    finally:
+        first.close()
+        second.close()
+    monkeypatch.chdir(tmp_path / "app2")
+    shutil.rmtree("state")
+    with pytest.raises(StoreConflictError, match="app1"):  # a new store there, at open
+        _open(Path("state"), VectorStore.embedded(shared))
+
+
+def test_a_moved_store_records_its_new_folder(tmp_path: Path) -> None:
+    """A store whose folder moved keeps its collections (its id), and they name the new
+    folder: its database lost there later is told as such, not as another store's."""
+    store = VectorStore.embedded(tmp_path / "chroma")
+    mem = _open(tmp_path / "s", store)
+    mem.remember("kept across the move", id="k")
+    mem.close()
+    (tmp_path / "s").rename(tmp_path / "t")
+    mem = _open(tmp_path / "t", store)
+    try:
+        assert mem.recall("kept across the move", k=1).ids == ["k"]
+        found = store.client.get_collection(collection_name("default")).metadata
+        assert found["oblivion_state"].endswith(str((tmp_path / "t").resolve()))
+    finally:
+        mem.close()
+    (tmp_path / "t" / "oblivion.sqlite3").unlink()
+    with pytest.raises(StoreCorruptError, match="missing or empty"):
+        _open(tmp_path / "t", store)
+
+
 def test_one_vector_store_object_serves_one_oblivion_store_at_a_time(tmp_path: Path) -> None:
     """Passing one VectorStore to two open stores is refused at open; once the first
     closes, it may serve another."""
@@ -91,7 +145,7 @@ def test_collections_without_an_owner_are_claimed_on_first_use(tmp_path: Path) -
         mem.remember("a new memory", id="new")
         found = store.client.get_collection(collection_name("default")).metadata
         assert found["oblivion_store"] == mem._db.store_id()
-        assert found["oblivion_state"] == str(tmp_path / "s")
+        assert found["oblivion_state"] == f"{socket.gethostname()}:{(tmp_path / 's').resolve()}"
     finally:
         mem.close()
 
