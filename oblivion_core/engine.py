@@ -100,6 +100,7 @@ _SIGNALS = {
     "research-assistant": ("research", "study", "analysis", "literature"),
 }
 _T = TypeVar("_T")
+_K = TypeVar("_K")
 logger = logging.getLogger("oblivion_core")
 # plain ints for hot loops (an IntEnum member lookup costs about a microsecond)
 _ACTIVE, _ARCHIVE, _COLD = int(Tier.ACTIVE), int(Tier.ARCHIVE), int(Tier.COLD)
@@ -1437,18 +1438,30 @@ class Oblivion:
                 reason = f"only {len(ids)} active memories for k={limit}"
             elif best < policy.archive_gate and st.n > len(space.index):
                 reason = f"best active relevance {best:.3f} < gate {policy.archive_gate:.3f}"
+
+        def hidden(mids: Sequence[str | None]) -> np.ndarray[Any, Any]:
+            """Which of ``mids`` this recall cannot show (invalidated, cold, unknown)."""
+            return self._hidden(st, mids, include_invalidated, include_cold)
+
         if reason is not None:
             exact = self._exact_archive(ns, space)
             if exact is not None:
                 archive_scores = exact.scores(qvec)
                 scored.append((exact, archive_scores))
-                found, found_sims = exact.top(archive_scores, pool, seq_of)
-                archive = (found, found_sims.tolist())
+
+                def exact_top(n: int) -> tuple[list[str], list[float]]:
+                    found, found_sims = exact.top(archive_scores, n, seq_of)
+                    return found, found_sims.tolist()
+
+                archive = _visible_top(exact_top, pool, hidden, len(exact))
             else:
                 self._refill(ns, st)
                 archive = self.store.query(ns, qvec, n_ask)
                 if self._refill(ns, st):  # its collection vanished meanwhile: made again
                     archive = self.store.query(ns, qvec, n_ask)
+                archive = _visible_top(
+                    lambda n: self.store.query(ns, qvec, n), n_ask, hidden, st.n, archive
+                )
 
         lexical: dict[str, float] = {}
         if policy.lexical_weight > 0:
@@ -1457,6 +1470,14 @@ class Oblivion:
                 bm25 = self._lex.search(ns, query, pool, allow)
             seqs, values = bm25
             by_seq = st.by_seq
+            if deep is not False:  # over the whole namespace: hidden ones take no places
+                seqs, values = _visible_top(
+                    lambda n: self._lex.search(ns, query, n, None),
+                    pool,
+                    lambda found: hidden([by_seq.get(seq) for seq in found]),
+                    st.n,
+                    (seqs, values),
+                )
             for seq, value in zip(seqs, values, strict=True):
                 hit = by_seq.get(seq)
                 # deep=False: BM25 ranked the active tier only, as it stood before the
@@ -1477,10 +1498,12 @@ class Oblivion:
             untie(qvec, [index for index, _ in scored], cand)
         ids_all = list(cand)
         dense = cand
+        raw_bm25 = np.fromiter((lexical.get(m, 0.0) for m in ids_all), np.float64, len(ids_all))
+        # BM25 is scaled by the best of the memories this recall may show: one kept out
+        # (invalidated, cold) set the scale of the others' relevance
+        lexical_top = float(raw_bm25[~hidden(ids_all)].max(initial=0.0)) if lexical else 0.0
         fused = fuse(
-            np.fromiter(dense.values(), np.float64, len(dense)),
-            np.fromiter((lexical.get(m, 0.0) for m in ids_all), np.float64, len(ids_all)),
-            policy,
+            np.fromiter(dense.values(), np.float64, len(dense)), raw_bm25, policy, lexical_top
         )
         cand = dict(zip(ids_all, fused.tolist(), strict=True))
         which = list_question(query)
@@ -1491,7 +1514,7 @@ class Oblivion:
             for m in listed:
                 if cand.get(m, -np.inf) < top:
                     cand[m] = top
-        signals = Signals(dense, lexical, listed)
+        signals = Signals(dense, lexical, listed, lexical_top=lexical_top)
 
         return self._score_and_pack(
             query,
@@ -1513,6 +1536,27 @@ class Oblivion:
             listed=listed,
             scored=scored,
         )
+
+    @staticmethod
+    def _hidden(
+        st: NamespaceState,
+        mids: Sequence[str | None],
+        include_invalidated: bool,
+        include_cold: bool,
+    ) -> np.ndarray[Any, Any]:
+        """Which of ``mids`` a recall with these flags cannot show: invalidated, cold
+        (as :meth:`_score_and_pack` drops them), or no memory of ``st``."""
+        index = st.index
+        rows = np.fromiter(
+            (index.get(m, -1) if m is not None else -1 for m in mids), np.int64, len(mids)
+        )
+        out: np.ndarray[Any, Any] = rows < 0
+        known = np.maximum(rows, 0)
+        if not include_invalidated:
+            out |= st.cols["invalidated"][known]
+        if not include_cold:
+            out |= st.cols["tier"][known] == _COLD
+        return out
 
     def _exact_archive(self, ns: str, space: _Space) -> ActiveIndex | None:
         """The in-memory index of the namespace's memories outside the active tier, built
@@ -3921,6 +3965,35 @@ def _stored_dim(value: object) -> int | None:
     if value is not None and (type(value) is not int or value <= 0):
         raise ValueError(f"{value!r} is not a positive whole number")
     return value
+
+
+def _visible_top(
+    search: Callable[[int], tuple[list[_K], list[float]]],
+    n: int,
+    hidden: Callable[[list[_K]], np.ndarray[Any, Any]],
+    most: int,
+    first: tuple[list[_K], list[float]] | None = None,
+) -> tuple[list[_K], list[float]]:
+    """``search(n)``'s best ``n`` (best first), where memories the recall cannot show
+    take no places: ``search`` is asked for more until ``n`` of its results are
+    visible, or it has none left (``most``: how many it can return at all). Hidden ones
+    ranked among those kept stay in (a stale statement brings its successor along).
+
+    Sixty invalidated near-duplicates of a question filled a top 50, and recall did not
+    find the one valid memory that answered it."""
+    ids, values = first if first is not None else search(n)
+    asked = n
+    mask = hidden(ids)
+    n_hidden = int(np.count_nonzero(mask))
+    while n_hidden and len(ids) >= asked < most and len(ids) - n_hidden < n:
+        asked = min(most, asked + 2 * n_hidden)
+        ids, values = search(asked)
+        mask = hidden(ids)
+        n_hidden = int(np.count_nonzero(mask))
+    if len(ids) - n_hidden <= n:
+        return list(ids), list(values)
+    cut = int(np.flatnonzero(~mask)[n - 1]) + 1  # just after the n-th visible one
+    return list(ids[:cut]), list(values[:cut])
 
 
 def _owner_label(path: Path | None, store_id: str, *, shared: bool) -> str:

@@ -74,6 +74,8 @@ class Signals:
     lexical: Mapping[str, float]
     listed: frozenset[str] = frozenset()
     inherited: dict[str, str] = field(default_factory=dict)
+    #: The BM25 score the lexical ones were divided by (the best a shown candidate had).
+    lexical_top: float = 0.0
 
     def inherit(self, head: str, stale: str) -> None:
         """``head`` ranks with the relevance of ``stale``, a statement it superseded."""
@@ -84,7 +86,11 @@ class Signals:
         source = self.inherited.get(memory_id, memory_id)
         out: dict[str, Any] = {}
         if source in self.dense:
-            out = {"dense": self.dense[source], "lexical": self.lexical.get(source, 0.0)}
+            out = {
+                "dense": self.dense[source],
+                "lexical": self.lexical.get(source, 0.0),
+                "lexical_max": self.lexical_top,
+            }
         if source in self.listed:
             out["list_item"] = 1.0
         if source != memory_id:
@@ -92,14 +98,16 @@ class Signals:
         return out or None
 
 
-def fuse(dense: F64, lexical: F64, policy: Policy) -> F64:
+def fuse(dense: F64, lexical: F64, policy: Policy, top: float | None = None) -> F64:
     """Hybrid relevance in ``[0, 1]`` from cosine similarity and raw BM25 scores.
 
-    ``dense_weight * max(cosine, 0) + lexical_weight * bm25 / max(bm25)``, divided by the
-    weights' sum; a candidate the lexical search did not return has BM25 0.
+    ``dense_weight * max(cosine, 0) + lexical_weight * min(bm25 / top, 1)``, divided by
+    the weights' sum; ``top`` is ``max(bm25)`` unless given (recall gives the best of the
+    candidates it may show). A candidate the lexical search did not return has BM25 0.
     """
-    top = float(lexical.max()) if lexical.size else 0.0
-    lex_norm = lexical / top if top > 0 else np.zeros_like(lexical)
+    if top is None:
+        top = float(lexical.max()) if lexical.size else 0.0
+    lex_norm = np.minimum(lexical / top, 1.0) if top > 0 else np.zeros_like(lexical)
     total = policy.dense_weight + policy.lexical_weight
     fused: F64 = (
         policy.dense_weight * np.maximum(dense, 0.0) + policy.lexical_weight * lex_norm

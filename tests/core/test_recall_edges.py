@@ -161,3 +161,92 @@ def test_why_adds_up_with_a_negative_relevance_and_matches_the_score() -> None:
     res = mem.recall("office Berlin", k=10, feedback=False)
     for it in [*res, item]:
         assert it.why["score"] == it.score
+
+
+def _crowded(drop: str, *, chroma: bool) -> tuple[Oblivion, str]:
+    """A valid archived fact among 120 near-duplicates that recall must not show (more
+    than the candidate pool, and than Chroma is asked for)."""
+    clock = ManualClock()
+    policy = Policy.template("balanced").replace(
+        maintain_every=0, compress_below=0.1 if drop == "compress" else None, supersede=False
+    )
+    mem = memory(clock=clock, policy=policy)
+    if chroma:
+        mem.EXACT_ARCHIVE_ROWS = 0
+    keep = mem.remember(
+        "the spare key for the garage is under the blue flower pot",
+        category="fact",
+        importance=0.6 if drop == "compress" else 0.0,
+    )
+    wrong = []
+    for i in range(120):
+        clock.advance(600)
+        wrong.append(
+            mem.remember(
+                f"the spare key for the garage is under the doormat number {i}",
+                category="small_talk" if drop == "compress" else "fact",
+                importance=0.0,
+            ).id
+        )
+    for i in range(10):
+        mem.remember(f"Always reply politely, rule {i}", category="instruction")
+    if drop == "invalidate":
+        for w in wrong:
+            mem.invalidate(w)
+    clock.advance(60 * DAY)
+    plan = mem.maintain()
+    if drop == "compress":
+        assert set(wrong) <= set(plan.ids("compress"))
+    assert mem.get(keep.id).tier == Tier.ARCHIVE
+    return mem, keep.id
+
+
+@pytest.mark.parametrize("chroma", [False, True], ids=["in-memory archive", "chroma"])
+@pytest.mark.parametrize("drop", ["invalidate", "compress"])
+def test_memories_kept_out_of_recall_do_not_crowd_out_a_valid_one(drop: str, chroma: bool) -> None:
+    """Invalidated memories, and the cold originals of a summary, filled the top of the
+    archive search and of BM25, and were dropped only after: the one valid memory that
+    answered was never found, though forgetting them instead found it."""
+    mem, keep = _crowded(drop, chroma=chroma)
+    try:
+        found = mem.recall("where is the spare key for the garage", deep=True, k=8)
+        assert keep in found.ids
+        assert all(mem.get(m).tier != Tier.COLD for m in found.ids)
+        assert not any(mem.get(m).invalidated for m in found.ids)
+        shown = mem.recall(
+            "where is the spare key for the garage",
+            deep=True,
+            k=8,
+            include_cold=True,
+            include_invalidated=True,
+            feedback=False,
+        )
+        # asked for, the near-duplicates come back
+        assert any(mem.get(m).invalidated or mem.get(m).tier == Tier.COLD for m in shown.ids)
+    finally:
+        mem.close()
+
+
+def test_a_memory_kept_out_of_recall_does_not_set_the_bm25_scale() -> None:
+    """An invalidated memory with the best BM25 divided everyone else's: the same store
+    with it forgotten instead ranked with other relevances, and why's signals (dense,
+    lexical) could not reproduce the relevance shown."""
+    out = {}
+    for drop in ("invalidate", "forget"):
+        mem = memory(clock=ManualClock())
+        anna = mem.remember("Anna lives in Porto since last spring", category="fact").id
+        for i in range(30):
+            mem.remember(f"filler note number {i} about the weekly chores", category="fact")
+        spam = mem.remember("Porto Porto Porto Porto Porto Porto Porto", category="fact").id
+        getattr(mem, drop)(spam)
+        (item,) = [i for i in mem.recall("Porto", k=5, feedback=False) if i.id == anna]
+        sig = item.why["relevance_signals"]
+        policy = mem.policy
+        again = (
+            policy.dense_weight * max(sig["dense"], 0.0)
+            + policy.lexical_weight * sig["lexical"] / sig["lexical_max"]
+        ) / (policy.dense_weight + policy.lexical_weight)
+        assert item.relevance == pytest.approx(again)
+        out[drop] = (item.relevance, item.score)
+        mem.close()
+    assert out["invalidate"] == pytest.approx(out["forget"])

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from oblivion_core import Policy
@@ -155,3 +156,33 @@ def test_interleave_puts_context_behind_its_hit_and_keeps_the_rest_in_order(
     assert {got[p]: hit for p, hit in hit_at.items()} == {
         c: hit for hit, ctxs in after.items() for c in ctxs
     }
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(st.floats(-1, 1), st.booleans()), max_size=60),
+    st.integers(1, 20),
+)
+def test_visible_top_is_the_best_n_of_what_recall_may_show(
+    rows: list[tuple[float, bool]], n: int
+) -> None:
+    """Hidden results (invalidated, cold) take no places: the visible ones returned are
+    exactly the best ``n`` visible ones of the whole list, in order, and every hidden one
+    returned ranks above the last of them."""
+    from oblivion_core.engine import _visible_top
+
+    order = sorted(range(len(rows)), key=lambda i: -rows[i][0])
+    hidden_of = {i: rows[i][1] for i in order}
+
+    def search(k: int) -> tuple[list[int], list[float]]:
+        top = order[:k]
+        return top, [rows[i][0] for i in top]
+
+    def hidden(ids: list[int]) -> Any:
+        return np.asarray([hidden_of[i] for i in ids], dtype=bool)
+
+    ids, values = _visible_top(search, n, hidden, len(rows))
+    visible = [i for i in ids if not hidden_of[i]]
+    assert visible == [i for i in order if not hidden_of[i]][:n]
+    assert values == [rows[i][0] for i in ids]
+    assert ids == order[: len(ids)]
