@@ -72,7 +72,7 @@ from oblivion_core.recall import (
 )
 from oblivion_core.records import MemoryRecord, Tier, check_metadata
 from oblivion_core.state import Event, JournalRow, NamespaceState, StateDB
-from oblivion_core.store import VectorStore
+from oblivion_core.store import VectorStore, directory_path
 from oblivion_core.supersession import (
     Candidate,
     LexicalSupersession,
@@ -342,24 +342,24 @@ class Oblivion:
         self._db = StateDB(self.path)
         try:
             dim = self._db.parsed("dim", _stored_dim)  # checked before anything is written
-            stored = self._db.meta("policy")
+            stored: Policy | None = self._db.parsed("policy", _stored_policy)
             switch_to: Policy | None = None  # another policy than the store was closed with
             if policy is None and stored is not None:
-                self._policy = Policy.from_dict(stored)
+                self._policy = stored
             else:
                 # a template name keeps the clock the store was written with
-                self._policy = resolve_policy(policy, clock=stored["clock"] if stored else None)
-                if stored is not None and self._policy.clock != stored["clock"]:
+                self._policy = resolve_policy(policy, clock=stored.clock if stored else None)
+                if stored is not None and self._policy.clock != stored.clock:
                     raise PolicyError(
-                        f"this store decays on the {stored['clock']!r} clock but the policy uses "
-                        f"{self._policy.clock!r}; pass a policy with clock={stored['clock']!r}"
+                        f"this store decays on the {stored.clock!r} clock but the policy uses "
+                        f"{self._policy.clock!r}; pass a policy with clock={stored.clock!r}"
                     )
-                if stored is not None and self._policy != Policy.from_dict(stored):
+                if stored is not None and self._policy != stored:
                     # switched below, as set_policy() would: the past decays as it did
-                    switch_to, self._policy = self._policy, Policy.from_dict(stored)
+                    switch_to, self._policy = self._policy, stored
             self._db.set_meta("policy", self._policy.to_dict())
             self._ns_policy: dict[str, Policy] = {
-                ns: Policy.from_dict(json.loads(p))
+                ns: self._db.checked(p, f"the policy of namespace {ns!r}", _stored_policy)
                 for ns, p in self._db.namespaces().items()
                 if p is not None
             }
@@ -3491,12 +3491,12 @@ class Oblivion:
                 self._restore_lost_vectors(ns, st)
             usage = self._db.parsed(f"usage:{ns}", Usage.from_json)
             space = _Space(st, index, usage)
-            space.writes_since_maintain = int(self._db.meta(f"writes:{ns}") or 0)
+            space.writes_since_maintain = self._db.parsed(f"writes:{ns}", _stored_count)
             for a, b, w in self._db.links(ns):
                 space.graph.add(a, b, w)
             space.review = self._db.review(ns)
             space.summaries = self._db.summaries(ns)
-            space.uncompressed = set(self._db.meta(f"uncompressed:{ns}") or [])
+            space.uncompressed = self._db.parsed(f"uncompressed:{ns}", _stored_ids)
             space.last_write = self._last_turn(space)
             self._spaces[ns] = space
             # rates that changed while the store was closed (another policy passed to the
@@ -3967,6 +3967,33 @@ def _stored_dim(value: object) -> int | None:
     return value
 
 
+def _stored_policy(value: object) -> Policy | None:
+    """A policy the database holds (``None``: none saved yet)."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise TypeError(f"a policy is a JSON object, not {type(value).__name__}")
+    return Policy.from_dict(value)
+
+
+def _stored_count(value: object) -> int:
+    """A count the meta table holds (absent: 0)."""
+    if value is None:
+        return 0
+    if type(value) is not int or value < 0:
+        raise ValueError(f"{value!r} is not a count")
+    return value
+
+
+def _stored_ids(value: object) -> set[str]:
+    """A list of memory ids the meta table holds (absent: none)."""
+    if value is None:
+        return set()
+    if not isinstance(value, list) or not all(isinstance(m, str) for m in value):
+        raise TypeError(f"{value!r:.60} is not a list of ids")
+    return set(value)
+
+
 def _visible_top(
     search: Callable[[int], tuple[list[_K], list[float]]],
     n: int,
@@ -4013,26 +4040,7 @@ def _store_path(path: object) -> Path | None:
     """The store directory ``Oblivion(path)`` was given, checked (``None``: in memory)."""
     if path is None:
         return None
-    raw = os.fspath(path) if isinstance(path, str | os.PathLike) else None
-    if not isinstance(raw, str):
-        raise InvalidInputError(
-            f"path must be the store's directory as a str or os.PathLike (or None for a store "
-            f"in memory), got {type(path).__name__}"
-        )
-    if not raw.strip():
-        raise InvalidInputError(
-            "path is empty: pass the store's directory ('.' for the current one), or None "
-            "for a store in memory"
-        )
-    try:
-        os.fsencode(raw)
-        if "\x00" in raw:
-            raise ValueError("a NUL character")
-    except (UnicodeError, ValueError) as exc:
-        raise InvalidInputError(
-            f"path {raw!r} cannot name a directory ({exc}); pass another path"
-        ) from exc
-    return Path(raw)
+    return directory_path(path, "path", "the store's directory", ", or None for a store in memory")
 
 
 def _check_hooks(scorer: object, summarizer: object, judge: object, store: object) -> None:

@@ -18,6 +18,7 @@ import contextlib
 import hashlib
 import itertools
 import json
+import math
 import os
 import re
 import sqlite3
@@ -358,9 +359,38 @@ def _cause(exc: sqlite3.Error) -> str | None:
     return next((cause for needle, cause in _CAUSE_BY_MESSAGE if needle in text), None)
 
 
+#: Lock descriptors this process holds (:func:`take_store_lock`). An ``flock`` lasts while
+#: any copy of its descriptor is open, so a child forked while a store was open (a
+#: multiprocessing pool, a pre-forking server) kept it locked after ``close()``, until the
+#: child exited; the child's copies are let go of at the fork.
+_HELD_LOCKS: set[int] = set()
+
+
+def _let_go_of_locks_in_child() -> None:
+    """After a fork, in the child: drop its copies of the parent's lock descriptors. The
+    numbers stay taken (by ``/dev/null``), so the inherited object closing its own later
+    closes nothing else."""
+    for fd in list(_HELD_LOCKS):
+        with contextlib.suppress(OSError):
+            null = os.open(os.devnull, os.O_RDONLY)
+            os.dup2(null, fd)
+            os.close(null)
+    _HELD_LOCKS.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_let_go_of_locks_in_child)
+
+
+def _close_lock(fd: int) -> None:
+    """Close a lock descriptor :func:`take_store_lock` returned (letting go of it)."""
+    _HELD_LOCKS.discard(fd)
+    os.close(fd)
+
+
 def take_store_lock(directory: Path, name: str) -> int | None:
     """Take the exclusive lock an open store holds on ``directory / name`` (``flock``;
-    closing the returned descriptor lets go of it). ``None`` where there is no ``fcntl``
+    :func:`_close_lock` lets go of it). ``None`` where there is no ``fcntl``
     (Windows: SQLite's own locking is all there is).
 
     Raises:
@@ -387,6 +417,7 @@ def take_store_lock(directory: Path, name: str) -> int | None:
             "(this or another process). Share one Oblivion object between threads, or "
             "give each process its own path"
         ) from exc
+    _HELD_LOCKS.add(fd)
     return fd
 
 
@@ -559,7 +590,7 @@ class StateDB:
         if self._lock_fd is not None:
             # an instance dropped without close() and collected lets go of it too (it
             # held the store for the rest of the process)
-            self._unlock = weakref.finalize(self, os.close, self._lock_fd)
+            self._unlock = weakref.finalize(self, _close_lock, self._lock_fd)
 
     def _release_lock(self) -> None:
         if self._lock_fd is not None:
@@ -886,12 +917,19 @@ class StateDB:
     def parsed(self, key: str, parse: Callable[[Any], Any]) -> Any:
         """``parse(meta(key))``; a value it cannot take (not what Oblivion wrote) is a
         StoreCorruptError."""
-        value = self.meta(key)
+        return self._parse(self.meta(key), f"meta value {key!r}", parse)
+
+    def checked(self, text: Any, what: str, parse: Callable[[Any], Any]) -> Any:
+        """``parse`` of the JSON ``text`` read from another table than meta (``what``
+        names it); damaged, it is a StoreCorruptError."""
+        return self._parse(self._loads(text, what), what, parse)
+
+    def _parse(self, value: Any, what: str, parse: Callable[[Any], Any]) -> Any:
         try:
             return parse(value)
         except (TypeError, ValueError, AttributeError, KeyError, IndexError) as exc:
             raise self._damaged(
-                f"meta value {key!r} is not what Oblivion wrote ({type(exc).__name__}: {exc})",
+                f"{what} is not what Oblivion wrote ({type(exc).__name__}: {exc})",
                 "fix that value with the sqlite3 tool",
             ) from exc
 
@@ -1255,7 +1293,16 @@ class StateDB:
     def links(self, namespace: str) -> list[tuple[str, str, float]]:
         """Every link ``(a, b, weight)`` of a namespace (each stored once, ``a < b``)."""
         rows = self._read("SELECT a, b, weight FROM links WHERE namespace=?", (namespace,))
-        return [(r[0], r[1], float(r[2])) for r in rows]
+        out = []
+        for a, b, weight in rows:
+            if not isinstance(weight, int | float) or not math.isfinite(weight) or weight < 0:
+                raise self._damaged(
+                    f"the link {a!r} - {b!r} of namespace {namespace!r} has weight {weight!r}, "
+                    "not a number >= 0",
+                    "delete that row of the links table with the sqlite3 tool",
+                )
+            out.append((a, b, float(weight)))
+        return out
 
     def save_links(
         self, conn: sqlite3.Connection, namespace: str, links: Iterable[tuple[str, str, float, str]]

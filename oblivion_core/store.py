@@ -50,6 +50,31 @@ MAX_PREFIX = 450
 _PREFIX = re.compile(rf"(?!.*\.\.)[a-zA-Z0-9][a-zA-Z0-9._-]{{0,{MAX_PREFIX - 1}}}")
 
 
+def directory_path(path: object, name: str, what: str, alternative: str = "") -> Path:
+    """``path``, a directory the user gave as argument ``name``, checked: a str or
+    os.PathLike that can name one (``what``: the directory it is, for the message;
+    ``alternative``: what else the argument may be). An empty one made a store in the
+    current directory."""
+    raw = os.fspath(path) if isinstance(path, str | os.PathLike) else None
+    if not isinstance(raw, str):
+        raise InvalidInputError(
+            f"{name} must be {what} as a str or os.PathLike{alternative}, got {type(path).__name__}"
+        )
+    if not raw.strip():
+        raise InvalidInputError(
+            f"{name} is empty: pass {what} ('.' for the current one){alternative}"
+        )
+    try:
+        os.fsencode(raw)
+        if "\x00" in raw:
+            raise ValueError("a NUL character")
+    except (UnicodeError, ValueError) as exc:
+        raise InvalidInputError(
+            f"{name} {raw!r} cannot name a directory ({exc}); pass another path"
+        ) from exc
+    return Path(raw)
+
+
 def collection_name(namespace: str) -> str:
     """A valid, stable Chroma collection name for any namespace string."""
     digest = hashlib.sha1(namespace.encode("utf-8")).hexdigest()[:12]
@@ -107,7 +132,7 @@ class VectorStore:
         """
         import chromadb
 
-        where = Path(path)
+        where = directory_path(path, "path", "the Chroma store's folder")
         if where.exists() and not where.is_dir():
             raise StorePathError(
                 f"the Chroma store's folder {str(where)!r} is a file; move it aside (or "

@@ -30,6 +30,7 @@ from oblivion_core import (
     TextTooLongError,
     UnknownMemoryError,
     UnknownNamespaceError,
+    VectorStore,
 )
 from oblivion_core.testing import HashEmbedder, memory, word_count
 
@@ -351,6 +352,29 @@ def test_bad_constructor_arguments(
     kwargs = {"path": None, "embedder": HashEmbedder(), "token_counter": word_count, **kwargs}
     with pytest.raises(error, match=re.escape(mentions)):
         Oblivion(**kwargs)
+
+
+@pytest.mark.parametrize(
+    ("path", "mentions"),
+    [
+        ("", "path is empty"),
+        ("   ", "path is empty"),
+        (5, "got int"),
+        (None, "got NoneType"),
+        (b"/tmp/x", "got bytes"),
+        ("/tmp/a\x00b", "NUL"),
+    ],
+)
+def test_bad_paths_of_an_embedded_vector_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, path: Any, mentions: str
+) -> None:
+    """VectorStore.embedded took them unchecked: "" made a Chroma store in the current
+    directory, "   " a folder named with spaces, others raised a raw TypeError or a
+    "restore it from a backup"."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InvalidInputError, match=re.escape(mentions)):
+        VectorStore.embedded(path)
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize("lexical_weight", [0.0, 0.3])
@@ -728,6 +752,57 @@ def test_damaged_values_in_the_database_are_reported(
                 mem.close()
     if then is None:  # refused on open: not touched
         assert _hash(tmp_path / "oblivion.sqlite3") == digest
+
+
+@pytest.mark.parametrize(
+    ("damage", "policy", "mentions"),
+    [
+        ("UPDATE namespaces SET policy='{oops' WHERE namespace='alice'", None, "'alice'"),
+        ("UPDATE namespaces SET policy='{\"cap\": 5}' WHERE namespace='alice'", None, "'alice'"),
+        ("UPDATE meta SET value='{\"cap\": 5}' WHERE key='policy'", "balanced", "'policy'"),
+        ("UPDATE meta SET value='\"balanced\"' WHERE key='policy'", "balanced", "'policy'"),
+        ("UPDATE meta SET value='\"x\"' WHERE key='writes:default'", None, "'writes:default'"),
+        ("INSERT OR REPLACE INTO meta VALUES('uncompressed:default', '5')", None, "uncompressed"),
+        ("UPDATE links SET weight='abc'", None, "link 'a' - 'b'"),
+    ],
+    ids=[
+        "ns-policy-json",
+        "ns-policy-value",
+        "policy-value",
+        "policy-type",
+        "writes",
+        "cold",
+        "link",
+    ],
+)
+def test_more_damaged_values_are_reported_not_blamed_on_the_caller(
+    tmp_path: Path, damage: str, policy: str | None, mentions: str
+) -> None:
+    """A namespace's saved policy, the store's policy read beside the one passed, the
+    maintain counter, the uncompressed list and link weights escaped as raw
+    JSONDecodeError / ValueError / TypeError / KeyError, or as a PolicyError blaming a
+    valid policy the caller passed."""
+    with _open(tmp_path) as mem:
+        mem.remember_many(["alpha fact about cats", "beta fact"], ids=["a", "b"])
+        mem.link("a", "b", 0.9)
+        mem.remember("alice likes tea", namespace="alice")
+        mem.set_policy("support-desk", namespace="alice")
+    conn = sqlite3.connect(tmp_path / "oblivion.sqlite3")
+    conn.execute(damage)
+    conn.commit()
+    conn.close()
+    with pytest.raises(StoreCorruptError, match=re.escape(mentions)):
+        mem = Oblivion(
+            tmp_path,
+            clock=ManualClock(),
+            embedder=HashEmbedder(),
+            token_counter=word_count,
+            policy=policy,
+        )
+        try:
+            mem.records()
+        finally:
+            mem.close()
 
 
 @pytest.mark.parametrize(

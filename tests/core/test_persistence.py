@@ -607,6 +607,48 @@ def test_a_forked_child_does_not_write_the_parents_queued_updates(tmp_path: Path
         mem.close()
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_child_forked_while_the_store_was_open_does_not_keep_it_locked(
+    tmp_path: Path,
+) -> None:
+    """The child inherited the store's lock descriptor: after the parent's close() the
+    store stayed locked (StoreLockedError, "open in another instance") until the child
+    exited. The child's copy goes at the fork; the parent holds the lock until close()."""
+    code = textwrap.dedent(
+        f"""
+        import os, sys
+        from oblivion_core import ManualClock, Oblivion, StoreLockedError
+        from oblivion_core.testing import HashEmbedder, word_count
+
+        def opened():
+            return Oblivion({str(tmp_path)!r}, clock=ManualClock(), embedder=HashEmbedder(),
+                            token_counter=word_count)
+
+        mem = opened()
+        mem.remember("the garden hose is in the shed", id="g")
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # a worker that never touches the store, alive until told
+            os.close(write)
+            os.read(read, 1)
+            os._exit(0)
+        os.close(read)
+        try:
+            opened()
+            raise SystemExit("a second instance opened while the first was open")
+        except StoreLockedError:
+            pass
+        mem.close()
+        again = opened()  # the child still runs
+        assert again.get("g").text == "the garden hose is in the shed"
+        again.close()
+        os.write(write, b"x")
+        os.waitpid(pid, 0)
+        """
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
 def test_updates_handed_off_while_no_thread_can_start_are_written_later(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
