@@ -3882,9 +3882,11 @@ def _check_text(text: object, max_chars: int | None, name: str) -> str:
 
 
 def _check_category(category: object, name: str = "category") -> str:
+    """``category`` as a plain str: ``Category.INSTRUCTION`` is ``"instruction"`` (its
+    ``str()`` was ``"Category.INSTRUCTION"``, a category no policy knows)."""
     if not isinstance(category, str) or not category.strip():
         raise InvalidInputError(f"{name} must be a non-empty string, got {category!r:.60}")
-    return _check_utf8(category, name)
+    return _check_utf8(str.__str__(category), name)
 
 
 def _finite(value: object, name: str, want: str) -> float:

@@ -7,6 +7,7 @@ interactions for ``clock="turns"``. Templates give both.
 from __future__ import annotations
 
 import dataclasses
+import fractions
 import math
 import numbers
 import sys
@@ -117,8 +118,12 @@ class Policy:
         half_lives: Category -> half-life in clock units (> 0, and at least ~4e-294 /
             ``adapt_bounds[0]`` so the decay rate stays finite). Unknown categories use
             ``half_lives[default_category]``.
-        betas: Category -> recall boost size β in ``(0, 1]``.
-        default_category: Category used when none is given and none is inferred.
+        betas: Category -> recall boost size β in ``(0, 1]``. Unknown categories use
+            ``betas[default_category]``.
+        default_category: The category whose half-life and β apply to a category this
+            policy does not list. It does not name memories: one written without a
+            category gets the importance scorer's (``HeuristicImportance``: ``"fact"``
+            when no rule matches), which decays as ``default_category`` unless listed.
         used_gain: Boost multiplier for a memory the answer actually used (``mark_used``).
         archive_gain: Boost multiplier for a memory recalled from the archive.
         confirm_boost: Activation added by ``confirm()``.
@@ -334,8 +339,20 @@ class Policy:
         """Target active-tier size for a namespace of ``memories`` (``None`` = unbounded)."""
         targets = [] if self.active_capacity is None else [self.active_capacity]
         if self.active_share is not None:
-            targets.append(max(self.active_share_min, math.ceil(self.active_share * memories)))
+            # the share as written ("0.07"): 0.07 * 100 is 7.000000000000001 in floats
+            share = fractions.Fraction(repr(self.active_share))
+            targets.append(max(self.active_share_min, math.ceil(share * memories)))
         return min(targets) if targets else None
+
+    def __hash__(self) -> int:
+        """Equal policies hash equal: a policy can key a dict or a cache (the generated
+        hash failed on the read-only mappings)."""
+        return hash(
+            tuple(
+                tuple(sorted(v.items())) if isinstance(v, Mapping) else v
+                for v in (getattr(self, f.name) for f in dataclasses.fields(self))
+            )
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable view of every field."""
@@ -376,6 +393,7 @@ class Policy:
         for name in ("name", "default_category"):
             v = getattr(self, name)
             _require(isinstance(v, str), f"{name} must be a str, got {_shown(v)}")
+            object.__setattr__(self, name, str.__str__(v))  # Category.FACT -> "fact"
         for name in _BOOL_FIELDS:
             v = getattr(self, name)
             _require(isinstance(v, bool), f"{name} must be True or False, got {_shown(v)}")
@@ -623,7 +641,7 @@ def _category_numbers(name: str, v: object, what: str, example: str) -> dict[str
             isinstance(cat, str) and cat != "",
             f"{name} must map category names (non-empty str) to {what}, got key {cat!r}",
         )
-        out[typing.cast(str, cat)] = _real(f"{name}[{cat!r}]", x)
+        out[str.__str__(typing.cast(str, cat))] = _real(f"{name}[{cat!r}]", x)
     return out
 
 
@@ -646,7 +664,7 @@ def _category_names(v: object) -> tuple[str, ...]:
             f"protected_categories entries must be non-empty category names (str), got {c!r} "
             f"in {list(names)!r}",
         )
-    return typing.cast(tuple[str, ...], names)
+    return tuple(str.__str__(typing.cast(str, c)) for c in names)
 
 
 def _pair(name: str, v: object) -> tuple[float, float]:

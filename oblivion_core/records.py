@@ -44,6 +44,10 @@ class Category(str, enum.Enum):
     SMALL_TALK = "small_talk"
     SUMMARY = "summary"
 
+    def __str__(self) -> str:
+        """The category's name (``"instruction"``), as the engine stores it."""
+        return str(self.value)
+
 
 #: Category names in a fixed order; index positions are used by the columnar state.
 BUILTIN_CATEGORIES: tuple[str, ...] = tuple(c.value for c in Category)

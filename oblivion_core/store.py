@@ -192,7 +192,9 @@ class VectorStore:
             f"{self.prefix + collection_name(namespace)!r}, namespace {namespace!r}): "
             f"{type(exc).__name__}: {exc}. Check that the disk holding the Chroma store has "
             "free space and is writable (or, for a Chroma server, that it is running and "
-            "reachable), then retry"
+            "reachable), then retry. If it keeps failing, the Chroma store may be damaged: "
+            "move it aside (or drop the collection on the server) and open the Oblivion "
+            "store again; it puts the memories back from its activation database"
         )
 
     # ---------------------------------------------------------------- collections

@@ -3,6 +3,7 @@ token budgets (in-memory engine: ManualClock, HashEmbedder, word-count tokens)."
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from oblivion_core import (
     Tier,
     UnknownMemoryError,
 )
-from oblivion_core.testing import HashEmbedder, word_count
+from oblivion_core.testing import HashEmbedder, memory, word_count
 
 DAY = 86_400.0
 QUIET = Policy.template("balanced").replace(maintain_every=0, adapt=False)
@@ -704,3 +705,38 @@ def test_a_neighbour_never_crowds_out_a_strong_hit_in_a_tight_budget(
         else:
             assert tight.ids[:2] == [old, reply]
             assert new not in tight.ids
+
+
+@pytest.mark.parametrize("how", ["remember", "remember_many", "edit", "scorer"])
+def test_a_category_given_as_the_enum_is_stored_by_its_name(how: str) -> None:
+    """str(Category.INSTRUCTION) is "Category.INSTRUCTION" (a (str, Enum)): remember()
+    stored that, a category no policy knows, so an instruction decayed at the default
+    rate and was forgotten though instructions are protected."""
+    from oblivion_core import Category
+    from oblivion_core.importance import HeuristicImportance
+
+    class EnumScorer(HeuristicImportance):
+        def categorize(self, text: str) -> str:
+            return Category.INSTRUCTION
+
+    clock = ManualClock()
+    policy = Policy.template("balanced").replace(forget_enabled=True, forget_below=0.05)
+    mem = memory(clock=clock, policy=policy, importance_scorer=EnumScorer())
+    text = "Always answer in British English"
+    if how == "remember":
+        rid = mem.remember(text, category=Category.INSTRUCTION, importance=0.0).id
+    elif how == "remember_many":
+        (rec,) = mem.remember_many([text], categories=[Category.INSTRUCTION], importances=[0.0])
+        rid = rec.id
+    elif how == "edit":
+        rid = mem.remember(text, category="fact", importance=0.0).id
+        mem.edit(rid, category=Category.INSTRUCTION)
+    else:
+        rid = mem.remember(text, importance=0.0).id
+    record = mem.get(rid)
+    assert type(record.category) is str and record.category == "instruction"
+    assert record.decay_rate == pytest.approx(math.log(2) / policy.half_life("instruction"))
+    clock.advance(400 * 86_400)
+    assert rid not in mem.maintain().ids("forget")
+    assert "Category.INSTRUCTION" not in mem.stats()["categories"]
+    mem.close()

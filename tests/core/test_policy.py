@@ -8,7 +8,7 @@ import math
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from oblivion_core import TEMPLATES, ManualClock, Oblivion, Policy, PolicyError
@@ -335,3 +335,42 @@ def test_use_template_for_picks_a_template_from_a_signal_and_journals_it(
     events = [e for e in mem.history(namespace="s1") if e.kind == "policy"]
     assert events[-1].detail["to"] == template
     assert signal in events[-1].detail["reason"]
+
+
+@given(st.integers(1, 999), st.integers(0, 5000))
+@example(70, 100)
+def test_the_active_share_target_is_the_exact_ceiling_of_the_share_as_written(
+    thousandths: int, memories: int
+) -> None:
+    """0.07 * 100 is 7.000000000000001 in floats: the target was 8, not 7."""
+    share = thousandths / 1000
+    policy = Policy(active_share=share, active_share_min=1)
+    exact = -(-thousandths * memories // 1000)  # ceil(thousandths * memories / 1000)
+    assert policy.active_target(memories) == max(1, exact)
+
+
+def test_equal_policies_hash_equal() -> None:
+    """A policy can key a dict or a cache (hash() raised TypeError on its mappings)."""
+    a, b = Policy.template("balanced"), Policy.from_dict(Policy().to_dict())
+    assert a == b and hash(a) == hash(b)
+    cache = {a: "balanced", Policy.template("support-desk"): "support"}
+    assert cache[b] == "balanced" and len(cache) == 2
+
+
+def test_categories_given_as_the_category_enum_are_their_names() -> None:
+    """Category.FACT hashes as "FACT", not "fact": a policy keyed by the enum did not find
+    the memories' categories, nor protect them."""
+    from oblivion_core import Category
+
+    policy = Policy(
+        half_lives={Category.FACT: 100.0, "note": 5.0},
+        betas={Category.FACT: 0.1, "note": 0.2},
+        default_category=Category.FACT,
+        protected_categories=[Category.INSTRUCTION],
+    )
+    assert set(policy.half_lives) == {"fact", "note"}
+    assert all(type(c) is str for c in [*policy.half_lives, *policy.betas])
+    assert type(policy.default_category) is str and policy.default_category == "fact"
+    assert policy.protected_categories == ("instruction",)
+    assert type(policy.protected_categories[0]) is str
+    assert Policy.from_dict(json.loads(json.dumps(policy.to_dict()))) == policy
