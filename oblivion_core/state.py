@@ -135,8 +135,12 @@ CREATE TABLE IF NOT EXISTS summaries (
 #: text: the text index made every journal entry cost 25-28 us of writer time once the
 #: journal held 100k entries (and more as it grows), the integer one 9 us; no index at all
 #: 3 us, but then a memory's history scans the whole journal.
+#: Links are found by either end: ``links_by_b`` serves the second (the primary key the
+#: first). Without it, each deleted memory's links were found by reading all of its
+#: namespace's: clear() of 4,000 memories took 2.4 s, 1.8 s of it here (quadratic).
 _INDEXES = """
 CREATE INDEX IF NOT EXISTS events_by_key ON events (mkey);
+CREATE INDEX IF NOT EXISTS links_by_b ON links (namespace, b);
 """
 
 
@@ -1315,11 +1319,10 @@ class StateDB:
         )
 
     def delete_links(self, conn: sqlite3.Connection, namespace: str, ids: Sequence[str]) -> None:
-        """Remove every link touching ``ids``."""
-        conn.executemany(
-            "DELETE FROM links WHERE namespace=? AND (a=? OR b=?)",
-            [(namespace, i, i) for i in ids],
-        )
+        """Remove every link touching ``ids`` (each end through its own index)."""
+        rows = [(namespace, i) for i in ids]
+        conn.executemany("DELETE FROM links WHERE namespace=? AND a=?", rows)
+        conn.executemany("DELETE FROM links WHERE namespace=? AND b=?", rows)
 
     def review(self, namespace: str) -> dict[str, str]:
         """Memories flagged for review, with the reason."""
