@@ -6,6 +6,7 @@ product everywhere else.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -286,8 +287,11 @@ def normalize(vectors: Any, expected: int, dim: int | None = None) -> Vectors:
     """
     try:
         arr = np.asarray(vectors, dtype=np.float32)
-    except (TypeError, ValueError) as exc:
-        raise EmbeddingError(f"embedder returned something that is not a matrix: {exc}") from exc
+    except Exception as exc:  # a tensor that needs grad, an int beyond float range, ...
+        raise EmbeddingError(
+            f"embedder returned something that is not a matrix of numbers "
+            f"({type(exc).__name__}: {exc})"
+        ) from exc
     if arr.ndim == 1:
         arr = arr[None, :]
     if arr.ndim != 2 or arr.shape[0] != expected:
@@ -295,6 +299,8 @@ def normalize(vectors: Any, expected: int, dim: int | None = None) -> Vectors:
             f"embedder returned shape {arr.shape} for {expected} text(s); "
             f"expected ({expected}, dim)"
         )
+    if arr.shape[1] == 0:
+        raise EmbeddingError("embedder returned empty vectors (0 dimensions)")
     if dim is not None and arr.shape[1] != dim:
         raise EmbeddingError(
             f"embedder returned {arr.shape[1]}-d vectors but this store holds {dim}-d vectors; "
@@ -302,10 +308,13 @@ def normalize(vectors: Any, expected: int, dim: int | None = None) -> Vectors:
         )
     if not np.all(np.isfinite(arr)):
         raise EmbeddingError("embedder returned NaN or infinite values")
-    norms = np.linalg.norm(arr, axis=1, keepdims=True)
+    # in float64: squares of float32 values above ~1.8e19 overflowed (every row became 0)
+    # and below ~1e-23 underflowed (taken as all-zero)
+    wide = arr.astype(np.float64)
+    norms = np.linalg.norm(wide, axis=1, keepdims=True)
     if np.any(norms == 0):
         raise EmbeddingError("embedder returned an all-zero vector")
-    out: Vectors = (arr / norms).astype(np.float32)
+    out: Vectors = (wide / norms).astype(np.float32)
     return out
 
 
@@ -414,7 +423,26 @@ def _split_to_fit(piece: str, fits: Callable[[str], bool]) -> list[str]:
         spanned, i = j - i, j + 1
         if i < len(words):
             start = words[i][0]
-    return out
+    return _even_tail(piece, out, fits)
+
+
+def _even_tail(piece: str, slices: list[str], fits: Callable[[str], bool]) -> list[str]:
+    """The greedy cut's last slice can be a few words: its vector would weigh as much as
+    a whole window's in the mean. The last two slices are cut again at the word boundary
+    nearest their middle when both halves fit."""
+    if len(slices) < 2 or 2 * len(slices[-1]) >= len(slices[-2]):
+        return slices
+    start = piece.find(slices[-2], sum(len(s) for s in slices[:-2]))
+    tail = piece[start : piece.find(slices[-1], start + len(slices[-2])) + len(slices[-1])]
+    middle = len(tail) // 2
+    gaps = [m.start() for m in re.finditer(r"\s+", tail)]
+    if not gaps:
+        return slices  # one unspaced run: its cut between characters stays
+    cut = min(gaps, key=lambda g: abs(g - middle))
+    first, second = tail[:cut].rstrip(), tail[cut:].lstrip()
+    if first and second and fits(first) and fits(second) and len(second) > len(slices[-1]):
+        return [*slices[:-2], first, second]
+    return slices
 
 
 def chunks(
@@ -427,7 +455,9 @@ def chunks(
     """Split a text into pieces the embedding model reads whole (one piece if it fits).
 
     First, as always, a text of more than ``words`` whitespace-separated words is split
-    into runs of ``words`` words joined by single spaces. Then any piece over the window
+    into as few runs of at most ``words`` words as it takes, of equal length (151 words
+    are two runs of 76 and 75, not 150 and a one-word tail), joined by single spaces.
+    Then any piece over the window
     is cut further, at word boundaries where possible and between characters inside a
     word that is over the window on its own (a long unspaced run: Chinese or Japanese
     text, hex, a URL, base64). Nothing of the text is dropped but whitespace.
@@ -449,8 +479,10 @@ def chunks(
     parts = text.split()
     if len(parts) <= words:
         pieces = [text]
-    else:
-        pieces = [" ".join(parts[i : i + words]) for i in range(0, len(parts), words)]
+    else:  # as few runs as fit, of equal length (within a word): no one-word tail
+        n, k = len(parts), -(-len(parts) // words)
+        bounds = [i * n // k for i in range(k + 1)]
+        pieces = [" ".join(parts[a:b]) for a, b in itertools.pairwise(bounds)]
     out: list[str] = []
     for piece in pieces:
         out.extend([piece] if fits(piece) else _split_to_fit(piece, fits))
@@ -473,7 +505,8 @@ def _token_window(embedder: Embedder) -> tuple[TokenCounter, int] | None:
 
 def embed_texts(embedder: Embedder, texts: Sequence[str], dim: int | None = None) -> Vectors:
     """Embed stored texts; a text longer than the model window is embedded as the
-    normalised mean of its chunks' vectors, so all of it counts in retrieval.
+    normalised mean of its chunks' vectors (chunks of about equal length), so all of it
+    counts in retrieval.
 
     Chunks come from :func:`chunks`: measured with the embedder's own tokenizer when it
     has ``count_tokens(text) -> int`` and ``max_tokens: int`` (special tokens included,

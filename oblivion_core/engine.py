@@ -43,6 +43,7 @@ from oblivion_core.compression import ExtractiveSummarizer, clusters
 from oblivion_core.decay_clock import DecayClock
 from oblivion_core.embedding import embed_query, embed_texts, resolve_embedder
 from oblivion_core.errors import (
+    EmbeddingError,
     InvalidInputError,
     PolicyError,
     StoreConflictError,
@@ -3102,10 +3103,19 @@ class Oblivion:
                 ns,
             )
             return None
+        try:
+            vec = embed_texts(self.embedder, [summary], self._dim)
+        except EmbeddingError:  # as a summarizer's failure: the group stays archived
+            logger.exception(
+                "the embedder failed on the summary of %d memories of namespace %r; they "
+                "stay archived",
+                len(live),
+                ns,
+            )
+            return None
         rows = [st.index[m] for m in live]
         acts = self._activation(ns, st, now, np.asarray(rows, dtype=np.int64))
         a0 = policy.compress_inherit * float(acts.max())
-        vec = embed_texts(self.embedder, [summary], self._dim)
         sid = uuid.uuid4().hex
         tier = Tier.ACTIVE if a0 >= policy.archive_low else Tier.ARCHIVE
 

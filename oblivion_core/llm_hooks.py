@@ -38,7 +38,7 @@ import math
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from typing import Generic, TypeVar
 
 from oblivion_core.compression import ExtractiveSummarizer
@@ -96,15 +96,23 @@ NEW memory:
 
 Does NEW make OLD stale? Answer yes or no."""
 
-_SCORE = re.compile(r"score\s*[:=]\s*\**\s*(\d{1,2}(?:\.\d+)?)\s*(?:/\s*10)?\b", re.I)
-_CATEGORY = re.compile(r"category\s*[:=]\s*\**\s*([A-Za-z][A-Za-z0-9 _-]*)", re.I)
+# a value may come in bold, quotes or backticks ("score: `9`", 'category: "instruction"')
+_SCORE = re.compile(
+    r"score\s*[:=]\s*[*`\"'“‘]*\s*(\d{1,2}(?:\.\d+)?)\s*[*`\"'”’]*\s*(?:/\s*10)?\b", re.I
+)
+_CATEGORY = re.compile(r"category\s*[:=]\s*[*`\"'“‘]*\s*([A-Za-z][A-Za-z0-9 _-]*)", re.I)
 # A summary reply's wrapping: a code fence, and a first line that only announces it
 _FENCE = re.compile(r"^```[\w-]*\s*\n(.*?)\n?```\s*$", re.S)
 _PREFACE = re.compile(r"^(?:sure|certainly|of course|okay|ok|here)\b[^\n]*:\s*\n", re.I)
-# A reply that declines instead of summarising
+# A reply that declines instead of summarising: an apology, or "I can't" about the task
+# itself ("I can't help with that"), in straight or curly apostrophes; a first-person
+# summary ("I can't eat gluten, won't fly on weekends") is not one
 _REFUSAL = re.compile(
-    r"^\W*(?:i'?m sorry|i am sorry|sorry,|i can(?:no|')t|i am unable|i'?m unable|i won'?t|"
-    r"as an ai\b)",
+    r"^\W*(?:(?:(?:i['’]?m|i am)\s+(?:so\s+|really\s+)?sorry|sorry|i\s+apologi[sz]e)"
+    r"(?:[,.!]|\s+but\b)|as an ai\b|(?:unfortunately,?\s+)?"
+    r"(?:i\s+(?:can(?:no|['’])?t|won['’]?t|will not|am unable to|['’]m unable to)|"
+    r"i['’]?m\s+(?:not able|unable)\s+to)\s+(?:help|assist|do that|do this|comply|"
+    r"provide|summari[sz]e|complete|fulfil+|create|write|process)\b)",
     re.I,
 )
 
@@ -211,6 +219,8 @@ class PromptedImportance:
         self.cache_size = _check_positive_int("cache_size", cache_size)
         if categories is None:  # "summary" is compression's own, never a new memory's
             categories = tuple(c for c in BUILTIN_CATEGORIES if c != "summary")
+        elif isinstance(categories, Iterable) and not isinstance(categories, str | bytes):
+            categories = tuple(categories)  # an iterator is read once, here
         if (
             isinstance(categories, str)
             or not categories

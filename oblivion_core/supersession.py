@@ -40,8 +40,12 @@ It first parses a text into a :class:`Statement`:
     Leeds", "my partner works as a nurse", "the board meeting has been set for the
     18th", "the airline has moved my flight to Thursday", "my daughter turned eleven".
     The verb class is part of the key (lives / works / is; "works as" is "is"; "moved
-    to" matches "is" and "lives"). Subjects about one occasion ("my plan for the
-    evening", "lunch today") are *episodic*;
+    to" matches "is" and "lives"), and so is the kind of value an "is" states: a day,
+    date or time; an amount (an age "turned" too); a place or origin by its preposition
+    ("in", "from"); an adjective's complement ("allergic to"); else a state ("a blue
+    Golf", "vegetarian"). "My flight is on Tuesday" and "my flight is from Gatwick" are
+    both true. Subjects about one occasion ("my plan for the evening", "lunch today")
+    are *episodic*;
   - a "she"/"he"/"they" that follows a person named with "my" in the same text is that
     person ("Update on my sister: she lives in Leeds now"); a discourse clause before
     "X is my favourite Y" is not part of the value ("If you ever need to know, ...");
@@ -54,7 +58,11 @@ It first parses a text into a :class:`Statement`:
   "instead", "switched", "changed my mind", "change of heart/plan", "these days",
   "nowadays", "now", "turns out", "after all", "got it wrong", "misremembered".
 
-Questions ("what's my favourite drink these days?") state no fact. A new statement
+Questions ("what's my favourite drink these days?", "remind me, what's my favourite
+wine? ..."), another's words ("Tom told me: ...", quoted speech), embedded clauses
+("find out if my favourite restaurant is open") and suppositions ("worst case: ...")
+state no fact of the speaker's; "too", "also", "as well" add a value ("I'm allergic to
+shellfish too") rather than replace one; "was" is the past. A new statement
 supersedes an older memory of the same speaker (a named speaker never supersedes
 another's memory) when:
 
@@ -64,7 +72,9 @@ another's memory) when:
    fact per owner, needs 0.15 less; names need none: a person has one name); an
    episodic subject needs a strong cue ("change of plan:"); a noun-less preference
    matches the single most similar favourite of its owner;
-2. the new one removes a list item the older one added (or re-adds one it removed);
+2. the new one removes a list item the older one added (or re-adds one it removed): the
+   same item, one's words within the other's ("the milk" / "oat milk", not "almond
+   milk" / "oat milk");
 3. the new one rejects the older one's value ("I've gone off tea", "it's Alex, not
    Sam"), or carries a correction cue and a negation and names the older value; or its
    subject's head noun and its rejected value both appear in an older text the rule
@@ -395,7 +405,7 @@ _OWNER = r"(?P<owner>my|our|[A-Z][a-z]+'s)"
 _PREF = r"(?:favou?rite|fave|fav|preferred|go-to|go to|usual)"
 _IS = (
     r"(?:is|are|'s|has become|has changed to|would be|is now|now is|these days is|"
-    r"at the moment is|has to be|must be|was|"
+    r"at the moment is|has to be|must be|"
     r"has changed(?: again)?[.!;:,]?\s+(?:it's|it is|now it's))"
 )
 _FAV_A = re.compile(
@@ -991,7 +1001,8 @@ _PERSON = (
     r"doctor|dentist|coach|mentor|lead|in-laws?)"
 )
 _TOPIC = re.compile(
-    r"(?P<head>\b(?P<topic>(?:my|our)\s+(?:[a-z\-]+\s+)?" + _PERSON + r")\b[^.!?:;]{0,60}"
+    r"(?P<head>\b(?P<topic>(?:my|our)\s+(?:[a-z\-]+\s+)?" + _PERSON + r")\b(?!['’]s\b)"
+    r"[^.!?:;]{0,60}"
     r"[.!?:;]\s+)(?:she|he|they)\b",
     re.I,
 )
@@ -1007,20 +1018,161 @@ def _resolve_pronouns(body: str) -> str:
     return _TOPIC.sub(lambda m: m.group("head") + m.group("topic").lower(), body)
 
 
+#: Words before a statement that make it someone else's, a question or a supposition:
+#: "Tom told me: my favourite drink is coffee", "find out if my favourite restaurant is
+#: open", "worst case: the budget is £20k".
+_NOT_STATED = re.compile(
+    r"\b(?:if|whether|ask|asked|asking|check|checking|see|wonder|wondering|find out|"
+    r"what|what's|which|who|where|when|why|how|worst case|best case|hypothetically|"
+    r"suppose|supposing|imagine|in theory|plan b|"
+    # another's words; "I'd say", "as I said", "I think" are the speaker's own
+    r"(?<!\bi )(?<!\bi'd )(?<!\bwe )(?:told|tells|said|says|wrote|writes|texted|thinks?|"
+    r"thought|reckons?|claims?|claimed))\b(?:\s+(?:me|us|him|her|them|you))?\W*$",
+    re.I,
+)
+#: A question's start ("what's my ...?", "remind me, which ...?").
+_QUESTION = re.compile(
+    r"(?:^|(?<=[.!?])\s+)(?:(?:remind me|tell me|quick question|so|and|but|ok|okay|hey|hi)"
+    r"\W+)*(?:what|what's|which|who|who's|whose|where|where's|when|when's|why|how|is|are|"
+    r"am|was|were|do|does|did|can|could|will|would|should|have|has|any idea)\b[^.!?]*\?",
+    re.I,
+)
+#: "I'm allergic to shellfish too", "our office is also in Berlin": one more value, not
+#: a new one.
+_ADDITIVE = re.compile(r"\b(?:too|as well|also|in addition|additionally|another)\b", re.I)
+#: Quoted speech is someone's words, not a statement of the speaker's.
+_QUOTED = re.compile(r'"[^"]*"|“[^”]*”')
+_PREPOSITIONS = frozenset(
+    [
+        "in",
+        "at",
+        "on",
+        "from",
+        "to",
+        "with",
+        "by",
+        "near",
+        "under",
+        "for",
+        "off",
+        "out",
+        "inside",
+        "outside",
+        "behind",
+        "above",
+        "below",
+        "into",
+        "onto",
+        "over",
+        "across",
+        "beside",
+        "between",
+        "of",
+    ]
+)
+_NUMBER_WORDS = frozenset(
+    [
+        "one",
+        "two",
+        "three",
+        "four",
+        "five",
+        "six",
+        "seven",
+        "eight",
+        "nine",
+        "ten",
+        "eleven",
+        "twelve",
+        "thirteen",
+        "fourteen",
+        "fifteen",
+        "sixteen",
+        "seventeen",
+        "eighteen",
+        "nineteen",
+        "twenty",
+        "thirty",
+        "forty",
+        "fifty",
+        "sixty",
+        "seventy",
+        "eighty",
+        "ninety",
+        "hundred",
+        "thousand",
+        "half",
+    ]
+)
+_WHEN = re.compile(
+    r"\b(?:today|tomorrow|tonight|yesterday|noon|midday|midnight|next|weekend|morning|"
+    r"afternoon|evening)\b",
+    re.I,
+)
+
+
+def _value_kind(text: str, verb: str = "") -> str:
+    """What a copula's value says, so that two values of one subject compete only when
+    they answer the same question: ``amount`` (a number: "ten", "40k"; any age "turned"
+    gives), ``when`` (a day, date or time), the preposition it starts with (``in``,
+    ``from``...: a place, an origin), ``adj:<word>`` ("allergic to ..."), else ``state``
+    ("a blue Golf", "vegetarian"). "My flight is on Tuesday" and "my flight is from
+    Gatwick" are both true."""
+    clause = _CLAUSE_END.split(text.strip(), maxsplit=1)[0].lower()
+    clause = re.sub(r"^(?:now|actually|still|currently|as)\s+", "", clause)
+    words = re.findall(r"[£$€]?[\w'\-]+(?:[.,]\d+)*", clause)
+    approx = ("about", "around", "roughly", "nearly", "almost", "over", "under")
+    number = len(words) > 1 and (words[1][:1] in "£$€0123456789" or words[1] in _NUMBER_WORDS)
+    if number and words[0] in approx:
+        words = words[1:]
+    first = words[0] if words else ""
+    if verb.endswith("turned") or first in _NUMBER_WORDS:
+        return "amount"
+    if {kind for kind, _ in _quantities(clause)} & {"time", "day", "date"}:
+        return "when"
+    if _WHEN.search(clause):
+        return "when"
+    if first[:1] in tuple("£$€0123456789"):
+        return "amount"
+    if first in _PREPOSITIONS:
+        return first
+    if len(words) > 1 and words[1] in _PREPOSITIONS and first not in _DETERMINERS:
+        return f"adj:{first}"
+    return "state"
+
+
+_DETERMINERS = frozenset(
+    ["a", "an", "the", "my", "our", "his", "her", "their", "your", "its", "this", "that", "some"]
+)
+
+
+def _stated(clean: str, start: int) -> bool:
+    """Whether a statement found at ``start`` of ``clean`` is the speaker's own."""
+    return _NOT_STATED.search(clean[:start]) is None
+
+
 def _subject_value(
     sentences: list[str], lower: str, speaker: str | None, timely: bool
 ) -> tuple[str, frozenset[str], bool] | None:
     """``(subject key, value, episodic)`` of the first subject = value statement."""
     fav = _has(lower, ("favo", "fave", "fav ", "preferred", "go-to", "go to", "usual"))
-    tails = [s.split(": ", 1)[1] for s in sentences if ": " in s[:80]]
+    tails = [
+        part
+        for s in sentences
+        if ": " in s[:80]
+        for label, part in [s.split(": ", 1)]
+        if _NOT_STATED.search(label + ":") is None  # "Tom told me: ...", "Worst case: ..."
+    ]
     for sentence in [*sentences, *tails]:
-        clean = _strip_label(sentence)
-        if clean.endswith("?") and "? " not in clean:
+        clean = _strip_label(_QUESTION.sub(" ", sentence) if "?" in sentence else sentence)
+        if not clean or (clean.endswith("?") and "? " not in clean):
             continue  # a question states no fact
+        if _ADDITIVE.search(clean):
+            continue  # one more value ("allergic to shellfish too"), not a new one
         if fav or "choice" in lower or " best" in lower or " most" in lower:
             for pattern in (_FAV_A, _FAV_C, _FAV_B, _FAV_OF_CHOICE, _FAV_BEST):
                 fm = pattern.search(clean)
-                if fm:
+                if fm and _stated(clean, fm.start()):
                     subj = _subject_words(fm.group("subj"))
                     if set(subj.split()) <= _VALUE_FILLER:
                         subj = "*"  # "matcha is my go-to now"
@@ -1032,7 +1184,7 @@ def _subject_value(
                         owner = fm.groupdict().get("owner") or "my"
                         return f"{_owner(owner, speaker)}|favourite {subj}", value, False
             nm = _FAV_NOUNLESS.search(clean) if fav else None
-            if nm:
+            if nm and _stated(clean, nm.start()):
                 value = _value(nm.group("val") or nm.group("val2"))
                 if value:
                     return f"{_owner('my', speaker)}|favourite *", value, False
@@ -1042,13 +1194,15 @@ def _subject_value(
             pm = pattern.search(clean)
             if not pm or (needs_time and not timely and not pm.groupdict().get("more")):
                 continue
+            if not _stated(clean, pm.start()):
+                continue
             cat = pm.groupdict().get("cat")
             value = _value(pm.group("val"))
             if value:
                 subj = _VERB_CATEGORY[cat.lower()] if cat else "*"
                 return f"{_owner('my', speaker)}|favourite {subj}", value, False
         sm = _SELF.search(clean) if first_person else None
-        if sm:
+        if sm and _stated(clean, sm.start()):
             rel = (sm.group("rel") or sm.group("rel2")).lower()
             value = _value(sm.group("val") or sm.group("val2"))
             if value:
@@ -1063,6 +1217,8 @@ def _subject_value(
                     verb = "be"  # "works as a chef" says what they are
                 if cm.re is _MOVED:
                     verb = "moved"
+                if verb in ("be", "moved"):  # which question the value answers
+                    verb = f"{verb}:{_value_kind(cm.group('val'), cm.group('verb').lower())}"
                 episodic = bool(set(subj.split()) & _EPISODIC)
                 if " and " in cm.group("subj"):
                     continue
@@ -1102,11 +1258,12 @@ def parse(text: str) -> Statement:
         if nm:
             value = frozenset({nm.group("val").lower()})
             return Statement(subject=f"@{speaker or ''}|name", value=value, **base)  # type: ignore[arg-type]
-    first = re.split(r"(?<=[.!?])\s+", _resolve_pronouns(body))
+    own = _QUOTED.sub(" ", body) if '"' in body or "“" in body else body  # not quoted words
+    first = re.split(r"(?<=[.!?])\s+", _resolve_pronouns(own))
     # clauses after ", so" / "; ": "Marcus is moving teams, so my new manager is Priya"
     first += [c for part in first for c in _CLAUSES.split(part)[1:] if c]
     timely = bool(_NOW.search(body)) if _has(lower, _NOW_TRIGGERS) else False
-    found = _subject_value([*first, body] if len(first) > 1 else first, lower, speaker, timely)
+    found = _subject_value([*first, own] if len(first) > 1 else first, lower, speaker, timely)
     if not found and negated and "it" in lower:
         im = _ITS.search(body)
         value = _value(im.group("val")) - negated if im else frozenset()
@@ -1172,7 +1329,12 @@ def _subject_relation(a: str, b: str) -> str:
     a_words, b_words = a_subj.split("|")[0].split(), b_subj.split("|")[0].split()
     if a_words == b_words and "|" in a_subj and "|" in b_subj:  # copula: compare verb classes
         verbs = {a_subj.rpartition("|")[2], b_subj.rpartition("|")[2]}
-        return "same" if "moved" in verbs and verbs <= {"moved", "be", "live"} else "different"
+        classes = {v.partition(":")[0] for v in verbs}
+        if "moved" not in classes or not classes <= {"moved", "be", "live"}:
+            return "different"
+        # moved to a day is a day's change, moved to a place a place's
+        kinds = {v.partition(":")[2] for v in verbs} - {""}
+        return "same" if len(kinds) <= 1 or kinds <= {"in", "at", "state"} else "different"
     if a_words[:1] != ["favourite"] or b_words[:1] != ["favourite"]:
         return "different"
     if "*" in (a_words[-1], b_words[-1]):
@@ -1240,7 +1402,10 @@ class LexicalSupersession:
                 continue
             if n.op and o.op:
                 same_list = n.list_name is None or o.list_name in (None, n.list_name)
-                if same_list and n.op != o.op and n.items & o.items:
+                # the same item ("milk" / "the milk"), not one sharing a word with it
+                # ("almond milk" / "oat milk")
+                same_item = n.items <= o.items or o.items <= n.items
+                if same_list and n.op != o.op and n.items and o.items and same_item:
                     chosen.append(c.id)
                 continue
             relation = _subject_relation(n.subject, o.subject) if n.subject and o.subject else None
@@ -1287,7 +1452,7 @@ class LexicalSupersession:
                 n.subject
                 and not o.subject
                 and not o.op
-                and (n.cue or n.subject.endswith("|moved"))
+                and (n.cue or n.subject.rpartition("|")[2].startswith("moved"))
                 and c.similarity >= self.fallback_similarity
                 and _changed_quantity(n.quantities, o.quantities)
                 and (n.words & o.words) - _quantity_words(n.quantities | o.quantities)

@@ -352,6 +352,33 @@ def test_a_summarizer_that_fails_leaves_the_group_archived(
         assert "the summarizer returned no text for 4 memories" in caplog.text
 
 
+def test_an_embedder_failing_on_the_summary_leaves_the_group_archived(
+    fresh: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """maintain() raised EmbeddingError after committing its archive moves, without a
+    plan, and skipped the rest of its work; now it goes on as for a failed summarizer."""
+
+    class NoSummaries(HashEmbedder):
+        def embed_documents(self, texts: list[str]) -> Any:
+            if any(t.startswith("SUMMARY") for t in texts):
+                raise RuntimeError("the embedding service is down")
+            return super().embed_documents(texts)
+
+    clock = ManualClock()
+    with fresh(
+        clock=clock, policy=POLICY, embedder=NoSummaries(), summarizer=_Returning("SUMMARY x")
+    ) as mem:
+        recs = mem.remember_many(MEETING, categories=["event"] * 4, importances=[0.0] * 4)
+        mem.remember("Always answer in British English", category="instruction")
+        clock.advance(60 * DAY)
+        plan = mem.maintain()
+        assert plan.ids("compress") == []
+        assert sorted(plan.ids("archive")) == sorted(r.id for r in recs)
+        assert all(mem.get(r.id).tier == Tier.ARCHIVE for r in recs)
+        assert mem.stats()["summaries"] == 0
+    assert "the embedder failed on the summary of 4 memories" in caplog.text
+
+
 def test_forgetting_spares_summaries(fresh: Any) -> None:
     """With forgetting on, a summary born below forget_below stays, its originals stay
     cold: deleting it brought them back to the archive, the next maintain() wrote a new

@@ -218,3 +218,42 @@ def test_long_unspaced_runs_are_read_not_unknown(real_embedder: Any) -> None:
     assert "[UNK]" not in counter.encode(real_embedder._readable(hangul)).tokens
     mixed = "我们的Prometheus项目使用Kubernetes部署到生产环境中并且每天都会自动备份数据库" * 3
     assert real_embedder._readable(mixed) == mixed
+
+
+@pytest.mark.parametrize("scale", [3e19, 1e-23])
+def test_very_large_or_small_vectors_are_normalised_not_zeroed(scale: float) -> None:
+    """Squares of float32 values overflowed (a stored all-zero vector, no error) or
+    underflowed (refused as all-zero)."""
+    from oblivion_core.embedding import normalize
+
+    out = normalize([[3 * scale, 4 * scale]], 1)
+    assert out[0].tolist() == pytest.approx([0.6, 0.8])
+
+
+@pytest.mark.parametrize(
+    ("returned", "mentions"),
+    [
+        ([[]], "0 dimensions"),
+        ([], "0 dimensions"),
+        ([[10**400, 1]], "not a matrix of numbers"),
+    ],
+)
+def test_odd_embedder_output_is_an_embedding_error(returned: Any, mentions: str) -> None:
+    """An empty vector was "an all-zero vector"; an int beyond float range escaped as a
+    raw OverflowError."""
+    from oblivion_core.embedding import normalize
+
+    with pytest.raises(EmbeddingError, match=mentions):
+        normalize(returned, 1)
+
+
+def test_an_output_numpy_cannot_convert_is_an_embedding_error() -> None:
+    """A tensor that still needs grad raises RuntimeError when numpy converts it."""
+    from oblivion_core.embedding import normalize
+
+    class NeedsGrad:
+        def __array__(self, *args: Any, **kwargs: Any) -> Any:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad")
+
+    with pytest.raises(EmbeddingError, match="requires grad"):
+        normalize(NeedsGrad(), 1)

@@ -262,6 +262,8 @@ def test_the_engine_consults_the_judge() -> None:
         ("**score:** 4\n**category:** fact", 3 / 9, "fact"),
         ("score: 11\ncategory: fact", None, "fact"),
         ("score: 6\ncategory: gossip", 5 / 9, None),
+        ('score: "9"\ncategory: "instruction"', 8 / 9, "instruction"),
+        ("score: `9`\ncategory: `instruction`", 8 / 9, "instruction"),
         ("It is quite important, maybe.", None, None),
     ],
 )
@@ -286,6 +288,14 @@ def test_one_importance_call_serves_score_and_category() -> None:
         scorer.score(TEXT)
         scorer.categorize(TEXT)
         assert len(complete.calls) == 1
+
+
+def test_categories_given_as_an_iterator_are_kept() -> None:
+    """The check read a generator to the end and kept nothing: every answer fell back."""
+    complete = Scripted(["score: 5\ncategory: work"])
+    scorer = PromptedImportance(complete, categories=(c for c in ["work", "home"]))
+    assert scorer.categories == ("work", "home")
+    assert scorer.categorize("Ship the release notes.") == "work"
 
 
 def test_importance_prompt_lists_the_categories() -> None:
@@ -369,6 +379,16 @@ def test_the_scorer_never_offers_compressions_summary_category() -> None:
         ("```text\nAna showed us Porto.\n```", "Ana showed us Porto."),
         ("I'm sorry, but I can't help with that request.", None),
         ("<think>hmm</think>", None),
+        # curly apostrophes, apologies: refusals too (they were stored as the summary)
+        ("I’m sorry, but I can’t help with that.", None),
+        ("I can’t summarise these memories.", None),
+        ("I apologize, but I cannot assist with that request.", None),
+        # a first-person summary is not a refusal (it was replaced by the offline one)
+        (
+            "I can't eat gluten, won't fly on weekends.",
+            "I can't eat gluten, won't fly on weekends.",
+        ),
+        ("I won't fly on weekends; tea, not coffee.", "I won't fly on weekends; tea, not coffee."),
     ],
 )
 def test_a_summary_reply_is_unwrapped_or_refused(reply: str, expected: str | None) -> None:

@@ -376,3 +376,83 @@ def test_a_number_or_letter_names_one_of_several(old: str, new: str, expected: b
     superseded office 2's (through the LangGraph store, office 2's was then never found)."""
     chosen = LexicalSupersession().choose(new, [Candidate("old", old, 0.8)])
     assert (chosen == ["old"]) is expected
+
+
+#: Still-true memories a newer one marked stale (review of false supersessions).
+STILL_TRUE = [
+    # another attribute of the same subject: the value answers another question
+    ("My daughter is allergic to peanuts.", "My daughter is vegetarian."),
+    ("My flight is on Tuesday.", "My flight is from Gatwick."),
+    ("The meeting is on Thursday at 3pm.", "The meeting is in Room 4."),
+    ("My car is a blue Golf.", "My car is in the garage."),
+    ("My daughter is ten.", "My daughter is at school until 3pm."),
+    # one more value, not a new one
+    ("I'm allergic to peanuts.", "I'm allergic to shellfish too."),
+    ("I'm allergic to peanuts.", "I'm allergic to shellfish as well."),
+    ("My son is allergic to eggs.", "My son is also allergic to milk."),
+    ("Our office is in London.", "Our office is also in Berlin."),
+    # a question, a question inside a request
+    (TEA, "What's my favourite drink? I keep forgetting."),
+    (
+        "My favourite wine is Rioja.",
+        "Remind me, what's my favourite wine? Planning the dinner menu.",
+    ),
+    (
+        "My favourite restaurant is Dishoom.",
+        "Find out if my favourite restaurant is open on Sunday.",
+    ),
+    # someone else's words, a supposition, another person
+    (TEA, "Tom told me: my favourite drink is coffee."),
+    (TEA, 'My brother always says "my favourite drink is coffee".'),
+    ("The budget is £40k.", "Worst case: the budget is £20k."),
+    ("My sister lives in Leeds.", "I met my sister's friend Jo yesterday. She lives in York now."),
+    # the past
+    ("My favourite band is Radiohead.", "My favourite band was Oasis when I was a teenager."),
+    ("My favourite city is Lisbon.", "My favourite city was Paris until I visited Lisbon."),
+]
+
+
+@pytest.mark.parametrize(("old", "new"), STILL_TRUE)
+def test_a_still_true_memory_is_not_superseded(old: str, new: str) -> None:
+    """Each of these hid the older memory from recall, though it is still true."""
+    assert rule.supersedes(new, old, similarity=0.9) is False
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("Add oat milk to the shopping list.", "Remove the almond milk from the shopping list."),
+        ("Add red onions to the shopping list.", "Take the red peppers off the shopping list."),
+        ("Add chicken thighs to the shopping list.", "We don't need chicken stock any more."),
+    ],
+)
+def test_removing_an_item_leaves_another_that_shares_a_word(old: str, new: str) -> None:
+    """A removal undid any addition sharing one word with it ("milk")."""
+    assert rule.supersedes(new, old, similarity=0.9) is False
+    undo = "Remove the oat milk from the shopping list."  # the same item: caught
+    assert rule.supersedes(undo, old, similarity=0.9) is ("oat milk" in old)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("My flight is on Tuesday.", "My flight is on Thursday now."),
+        ("The meeting is at 3pm.", "Actually the meeting is at 4pm."),
+        ("My car is in the garage.", "My car is in the car park now."),
+        ("My car is a blue Golf.", "My car is a red Polo now."),
+        ("The budget is about £40k.", "The budget is £30k now."),
+        ("My daughter is ten.", "My daughter turned eleven on Saturday."),
+        ("My flight is on Tuesday.", "The airline has moved my flight to Thursday."),
+        ("My sister lives in Leeds.", "My sister moved to York."),
+        # the speaker's own words, though they sound reported
+        (
+            "Rugby has always been my favourite sport.",
+            "These days I'd say my favourite sport is climbing.",
+        ),
+        (TEA, "As I said, my favourite drink is coffee now."),
+        (TEA, "I think my favourite drink is coffee now."),
+    ],
+)
+def test_the_same_attribute_changed_is_still_caught(old: str, new: str) -> None:
+    """The value kinds that keep other attributes apart still let a change through."""
+    assert rule.supersedes(new, old, similarity=0.9) is True
