@@ -256,7 +256,14 @@ def check_filter(filter: object) -> dict[str, Any] | None:
     if not isinstance(filter, Mapping):
         raise InvalidInputError(f"filter must be a dict or None, got {type(filter).__name__}")
 
-    def walk(node: Mapping[str, Any]) -> None:
+    def walk(node: Any) -> None:
+        # lists are matched element by element (matches()): their dicts are conditions too
+        if isinstance(node, list | tuple):
+            for element in node:
+                walk(element)
+            return
+        if not isinstance(node, Mapping):
+            return
         # a dict with any "$" key is a set of operators: every key must be one
         operators = any(isinstance(k, str) and k.startswith("$") for k in node)
         for key, cond in node.items():
@@ -267,8 +274,7 @@ def check_filter(filter: object) -> dict[str, Any] | None:
                     f"unsupported filter operator {key!r}; use one of {list(_OPERATORS)} "
                     "(a dict holding an operator holds only operators)"
                 )
-            if isinstance(cond, Mapping):
-                walk(cond)
+            walk(cond)
 
     walk(filter)
     return dict(filter)

@@ -96,7 +96,11 @@ class OblivionStore(BaseStore):
     * ``get`` reads one item; it does not boost it.
     * ``search(prefix, query=...)`` is ``Oblivion.recall`` in each namespace under the
       prefix, merged by the engine's score (relevance + activation + importance), then
-      ``filter``, ``offset`` and ``limit`` as LangGraph documents them.
+      ``filter``, ``offset`` and ``limit`` as LangGraph documents them. Each namespace's
+      scores are its own recall's: BM25 and the activation share are relative to that
+      namespace's best match, so across namespaces the order is by how well each item
+      answers within its namespace (an item alone in its namespace with a weak match
+      can rank above a better match that has stronger neighbours).
       ``SearchItem.score`` is that score. Exactly the items returned get the recall
       boost (through ``Oblivion.rerank``), on a filtered or offset page too; items
       skipped and the neighbour context the engine's recall adds get none.
@@ -170,8 +174,12 @@ class OblivionStore(BaseStore):
         oblivion: The engine holding the items.
         index: LangGraph's index config; only ``fields`` is used (the engine embeds with
             its own embedder, so ``embed`` is rejected and ``dims`` ignored).
-        deep: Passed to ``recall``: ``True`` always searches the archive, ``None`` lets
-            the engine's gate decide.
+        deep: Passed to ``recall`` by a query search. ``True`` (the default) searches
+            every item, archived ones too, as LangGraph's stores do, so ``offset``/
+            ``limit`` pages tile one ranking. ``None`` lets the engine's gate decide
+            (faster while the active tier answers; the gate also opens when fewer active
+            items than ``offset + limit`` match, so later pages may come from a wider
+            ranking than the first). ``False`` searches the active tier only.
         feedback: Give the items a query search returns the recall boost (default).
         now: Clock for ``created_at``/``updated_at`` (default: UTC wall time); a naive
             datetime is read as local time, as Python does, and stored in UTC.
@@ -184,7 +192,7 @@ class OblivionStore(BaseStore):
         oblivion: Oblivion,
         *,
         index: IndexConfig | None = None,
-        deep: bool | None = None,
+        deep: bool | None = True,
         feedback: bool = True,
         now: Callable[[], datetime] | None = None,
     ) -> None:

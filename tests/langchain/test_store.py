@@ -16,7 +16,7 @@ from langchain.tools import ToolRuntime, tool
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.store.base import GetOp, InvalidNamespaceError, ListNamespacesOp, PutOp, SearchOp
 
-from oblivion_core import Oblivion, Policy
+from oblivion_core import InvalidInputError, Oblivion, Policy
 from oblivion_core.testing import ManualClock, memory
 from oblivion_langchain import OblivionStore
 from oblivion_langchain._convert import encode_namespace
@@ -876,3 +876,43 @@ def test_a_restated_value_is_appraised_as_a_new_one(engine: Oblivion, clock: Man
     assert edits[-1].detail["category"] == restated.category
     store.put(NS, "profile", {"text": allergy})  # the same text again: nothing re-appraised
     assert "category" not in engine.history("profile", namespace=space)[-1].detail
+
+
+def test_pages_tile_one_ranking_when_archived_items_match_best() -> None:
+    """The archive gate opened once a page's offset + limit passed the active items: a
+    late page came from a wider ranking, repeated items earlier pages had shown, and the
+    best matches (archived) were on no page at all."""
+    clock = ManualClock()
+    engine = memory(clock=clock, policy=Policy(lexical_weight=0.0))  # cosine only
+    # no boosts between the page calls: near-ties would trade places
+    store = OblivionStore(engine, index={"fields": ["text"]}, feedback=False)
+    for i in range(4):
+        store.put(NS, f"old{i}", {"text": "green tea leaves"})
+    clock.advance(90 * DAY)
+    engine.maintain(namespace=encode_namespace(NS))  # the old items go to the archive
+    for i in range(20):
+        text = "green tea leaves x" if i < 8 else f"unrelated topic number {i} about cars"
+        store.put(NS, f"new{i}", {"text": text})
+        clock.advance(60)
+    query = "green tea leaves"
+    full = [h.key for h in store.search(NS, query=query, limit=24)]
+    pages = [
+        h.key for off in range(0, 24, 4) for h in store.search(NS, query=query, limit=4, offset=off)
+    ]
+    assert pages == full
+    assert set(full[:4]) == {f"old{i}" for i in range(4)}
+
+
+def test_an_unknown_operator_inside_a_list_filter_changes_nothing(store: OblivionStore) -> None:
+    """Validation did not look inside lists: the batch's earlier ops ran, then it raised
+    (or, with no stored list that long, matched nothing silently)."""
+    store.put(NS, "keep", {"text": "keep me", "tags": ["a"]})
+    ops = [
+        PutOp(NS, "keep", None),
+        PutOp(NS, "new", {"text": "a new item"}),
+        SearchOp(NS, filter={"tags": [{"$regex": "x"}]}),
+    ]
+    with pytest.raises(InvalidInputError, match=r"\$regex"):
+        store.batch(ops)
+    assert store.get(NS, "keep") is not None
+    assert store.get(NS, "new") is None
