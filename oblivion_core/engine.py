@@ -2156,6 +2156,7 @@ class Oblivion:
             journal.append((mid, "recall", a0, a1, {"relevance": relevance}))
             seeds[mid] = a1 - a0
         touched += self._spread(ns, space, policy, seeds, now, journal)
+        restore = self._room_for(ns, space, policy, now, restore)
         if restore:
             rows_, moved = self._promote(ns, space, restore, "recalled from the archive")
             touched += rows_
@@ -2372,6 +2373,7 @@ class Oblivion:
                 st.ids[i]: float(a - b) for i, b, a in zip(rows, before, after_valid, strict=True)
             }
             touched = rows + self._spread(ns, space, policy, seeds, now, journal)
+            restore = self._room_for(ns, space, policy, now, restore)
             with self._db.transaction() as conn:
                 if restore:
                     self._move_to_active(ns, space, restore, conn, now, f"{kind} boost")
@@ -3229,6 +3231,31 @@ class Oblivion:
         rows, journal = self._promote(ns, space, ids, reason)
         self._db.save_rows(conn, space.state, rows)
         self._db.journal(conn, now, ns, journal)
+
+    def _room_for(
+        self, ns: str, space: _Space, policy: Policy, now: float, ids: list[str]
+    ) -> list[str]:
+        """Which of ``ids`` (archived memories a boost lifted above ``archive_high``) the
+        active tier takes: all while it is below its target; over it, one whose
+        activation beats the least activated active memory by the band's width, as
+        :meth:`maintain` ranks them. A promotion that did not cost the next
+        ``maintain()`` one of the two again, and the next recall brought it back: two
+        memories at the cut swapped tiers on every recall and maintain."""
+        st = space.state
+        target = policy.active_target(st.n)
+        room = len(ids) if target is None else target - len(space.index)
+        if room >= len(ids):
+            return ids
+        acts = self._activation(ns, st, now, np.asarray([st.index[m] for m in ids], np.int64))
+        active = np.flatnonzero(st.col("tier") == _ACTIVE)
+        floor = float(self._activation(ns, st, now, active).min()) if len(active) else -1.0
+        width = policy.archive_high - policy.archive_low
+        out: list[str] = []
+        for j in np.argsort(-acts, kind="stable").tolist():
+            if room > 0 or acts[j] - width > floor:
+                out.append(ids[j])
+                room -= 1
+        return out
 
     def _promote(
         self, ns: str, space: _Space, ids: list[str], reason: str

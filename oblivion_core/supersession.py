@@ -1324,6 +1324,10 @@ def _subject_relation(a: str, b: str) -> str:
     b_owner, _, b_subj = b.partition("|")
     if not _owners_match(a_owner, b_owner):
         return "different"
+    if a_subj == b_subj == "favourite *":
+        # "I prefer green tea" / "I prefer meetings before noon": two noun-less
+        # preferences may be about anything; only the most similar one may match
+        return "maybe"
     if a_subj == b_subj:
         return "different" if a_subj == "?" else "same"
     a_words, b_words = a_subj.split("|")[0].split(), b_subj.split("|")[0].split()
@@ -1378,7 +1382,10 @@ class LexicalSupersession:
         min_similarity: Embedding similarity an older memory needs before a subject =
             value statement can supersede it (rules 1, 3 and 5).
         fallback_similarity: Similarity the subject-less fallback (rule 4) and a
-            noun-less preference matched with another noun-less one need.
+            noun-less preference matched with another noun-less one need ("I prefer
+            meetings before noon" leaves "I prefer green tea in the afternoon"), unless
+            the new one rejects a value ("I no longer like navy best; it's crimson"
+            after "... it's teal": a change of favourite, as a named preference's).
     """
 
     def __init__(self, min_similarity: float = 0.45, fallback_similarity: float = 0.6) -> None:
@@ -1413,9 +1420,20 @@ class LexicalSupersession:
             # a named preference ("favourite food") is one fact per owner however it is
             # phrased, so it needs less similarity than a copula ("the budget is ...")
             preference = relation == "same" and "|favourite " in (n.subject or "")
+            # "I no longer like navy best; it's crimson" after "... it's teal": a change
+            # of favourite between two noun-less ones, as a named preference's
+            nounless_change = (
+                relation == "maybe"
+                and bool(n.negated)
+                and (n.subject or "").endswith("*")
+                and (o.subject or "").endswith("*")
+            )
             if c.similarity < self.min_similarity and not (
                 (name and o.subject == n.subject)
-                or (preference and c.similarity >= self.min_similarity - _PREFERENCE_SLACK)
+                or (
+                    (preference or nounless_change)
+                    and c.similarity >= self.min_similarity - _PREFERENCE_SLACK
+                )
             ):
                 continue
             if n.subject and o.subject:
@@ -1430,7 +1448,9 @@ class LexicalSupersession:
                     chosen.append(c.id)  # rule 3: the new one names and rejects it
                 elif relation == "maybe" and (changed or restated):
                     both_nounless = n.subject.endswith("*") and o.subject.endswith("*")
-                    if not both_nounless or c.similarity >= self.fallback_similarity:
+                    if nounless_change:
+                        chosen.append(c.id)
+                    elif not both_nounless or c.similarity >= self.fallback_similarity:
                         maybe.append((c.similarity, c.id))
                 elif (
                     relation == "different"

@@ -456,3 +456,16 @@ def test_removing_an_item_leaves_another_that_shares_a_word(old: str, new: str) 
 def test_the_same_attribute_changed_is_still_caught(old: str, new: str) -> None:
     """The value kinds that keep other attributes apart still let a change through."""
     assert rule.supersedes(new, old, similarity=0.9) is True
+
+
+def test_two_nounless_preferences_need_the_fallback_similarity() -> None:
+    """Both are "favourite *": they were one fact per owner at a cosine of 0.30, so
+    "I prefer meetings before noon" hid "I prefer green tea in the afternoon"."""
+    tea = "user: I prefer green tea to coffee in the afternoon."
+    meetings = "user: I prefer meetings scheduled before noon."
+    assert rule.choose(meetings, [Candidate("tea", tea, 0.47)]) == []
+    assert rule.choose(meetings, [Candidate("tea", tea, 0.65)]) == ["tea"]
+    # a new one that rejects a value is a change of favourite, as a named one's
+    teal = "user: I no longer like orange best; it's teal."
+    crimson = "user: I no longer like navy best; it's crimson."
+    assert rule.choose(crimson, [Candidate("teal", teal, 0.44)]) == ["teal"]

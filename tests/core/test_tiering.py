@@ -3,6 +3,7 @@ same rules applied by the engine's maintain()."""
 
 from __future__ import annotations
 
+import itertools
 import math
 from pathlib import Path
 from typing import Any
@@ -680,3 +681,29 @@ def test_memories_archived_at_the_cut_say_so() -> None:
     for e in archived:
         assert e.activation >= plan.low
         assert e.reason == f"activation {e.activation:.3f} tied at the full tier's cut"
+
+
+def test_a_recall_does_not_swap_two_memories_at_a_full_tiers_cut() -> None:
+    """An archive hit boosted above archive_high was promoted though the tier was full:
+    the next maintain() archived one of the two again, the next recall brought it back
+    (10 tier changes in 6 recall + maintain cycles)."""
+    clock = ManualClock()
+    policy = Policy.template("balanced").replace(
+        active_capacity=1, active_share=None, maintain_every=0
+    )
+    mem = memory(clock=clock, policy=policy)
+    # both start at the cap: neither beats the other by the band's width
+    a = mem.remember("the garden gate is painted green", category="fact", importance=0.9).id
+    clock.advance(60)
+    b = mem.remember("the garage door is painted blue", category="fact", importance=0.9).id
+    mem.maintain()
+    tiers = []
+    for q in ("garden gate green", "garage door blue") * 3:
+        clock.advance(60)
+        mem.recall(q, k=1, deep=True)
+        mem.maintain()
+        tiers.append((mem.get(a).tier, mem.get(b).tier))
+    changes = sum(x != y for x, y in itertools.pairwise(tiers))
+    assert changes == 0, tiers
+    assert len(mem.records(tier="active")) == 1
+    mem.close()
