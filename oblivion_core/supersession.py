@@ -1040,69 +1040,23 @@ _QUESTION = re.compile(
 #: "I'm allergic to shellfish too", "our office is also in Berlin": one more value, not
 #: a new one.
 _ADDITIVE = re.compile(r"\b(?:too|as well|also|in addition|additionally|another)\b", re.I)
+
+
+def _word_set(words: str) -> frozenset[str]:
+    """A set of words written as one string ("in at on ...")."""
+    return frozenset(words.split())
+
+
 #: Quoted speech is someone's words, not a statement of the speaker's.
 _QUOTED = re.compile(r'"[^"]*"|“[^”]*”')
-_PREPOSITIONS = frozenset(
-    [
-        "in",
-        "at",
-        "on",
-        "from",
-        "to",
-        "with",
-        "by",
-        "near",
-        "under",
-        "for",
-        "off",
-        "out",
-        "inside",
-        "outside",
-        "behind",
-        "above",
-        "below",
-        "into",
-        "onto",
-        "over",
-        "across",
-        "beside",
-        "between",
-        "of",
-    ]
+_PREPOSITIONS = _word_set(
+    "in at on from to with by near under for off out inside outside behind above "
+    "below into onto over across beside between of"
 )
-_NUMBER_WORDS = frozenset(
-    [
-        "one",
-        "two",
-        "three",
-        "four",
-        "five",
-        "six",
-        "seven",
-        "eight",
-        "nine",
-        "ten",
-        "eleven",
-        "twelve",
-        "thirteen",
-        "fourteen",
-        "fifteen",
-        "sixteen",
-        "seventeen",
-        "eighteen",
-        "nineteen",
-        "twenty",
-        "thirty",
-        "forty",
-        "fifty",
-        "sixty",
-        "seventy",
-        "eighty",
-        "ninety",
-        "hundred",
-        "thousand",
-        "half",
-    ]
+_NUMBER_WORDS = _word_set(
+    "one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+    "fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty "
+    "seventy eighty ninety hundred thousand half"
 )
 _WHEN = re.compile(
     r"\b(?:today|tomorrow|tonight|yesterday|noon|midday|midnight|next|weekend|morning|"
@@ -1141,9 +1095,7 @@ def _value_kind(text: str, verb: str = "") -> str:
     return "state"
 
 
-_DETERMINERS = frozenset(
-    ["a", "an", "the", "my", "our", "his", "her", "their", "your", "its", "this", "that", "some"]
-)
+_DETERMINERS = _word_set("a an the my our his her their your its this that some")
 
 
 def _stated(clean: str, start: int) -> bool:
