@@ -151,13 +151,17 @@ def clean_text(text: str | None) -> str:
     return cleaned if cleaned.strip() else ""
 
 
+#: Put by :func:`fit_text` at the end of a cut text.
+CUT_MARKER = " [...]"
+
+
 def fit_text(text: str, limit: int) -> str:
-    """``text`` cut to ``limit`` characters (with a marker) so the engine accepts it."""
+    """``text`` cut to ``limit`` characters (with a marker) so the engine accepts it:
+    ``text[:limit - len(CUT_MARKER)] + CUT_MARKER``."""
     if len(text) <= limit:
         return text
-    marker = " [...]"
     logger.warning("a turn of %d characters was cut to %d to fit max_text_chars", len(text), limit)
-    return text[: max(limit - len(marker), 0)] + marker
+    return text[: max(limit - len(CUT_MARKER), 0)] + CUT_MARKER
 
 
 def appraise(engine: Oblivion, text: str) -> tuple[str, float]:
@@ -167,7 +171,11 @@ def appraise(engine: Oblivion, text: str) -> tuple[str, float]:
 
 
 def forget_ids(engine: Oblivion, ids: Iterable[str], namespace: str | None) -> None:
-    """Forget each id in turn (the engine has no bulk delete)."""
+    """Forget each id in turn, one ``Oblivion.forget`` each.
+
+    For a few ids only: the engine's bulk delete is ``Oblivion.clear(namespace=...)``,
+    which removes a whole namespace in one transaction; use it when that is what is meant.
+    """
     for memory_id in ids:
         engine.forget(memory_id, namespace=namespace)
 

@@ -7,18 +7,18 @@ from typing import Any
 from langchain_classic.base_memory import BaseMemory
 from langchain_classic.memory.utils import get_prompt_input_key
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
-from pydantic import PrivateAttr, field_validator
+from pydantic import ConfigDict, PrivateAttr, field_validator
 
 from oblivion_core import Oblivion
 from oblivion_core.budget import render
 from oblivion_core.errors import InvalidInputError, UnknownNamespaceError
 from oblivion_core.overlap import used_ids
 from oblivion_langchain._convert import (
+    CUT_MARKER,
     appraise,
     budget,
     clean_text,
     fit_text,
-    forget_ids,
     positive_k,
     value_text,
 )
@@ -36,15 +36,18 @@ class OblivionMemory(BaseMemory):
       block (``"- Human: ...\\n  AI: ..."`` lines, best first, whole block within the
       budget) or, with ``return_messages=True``, messages: a ``HumanMessage`` and an
       ``AIMessage`` per recalled turn (none for a side saved empty; a memory not saved
-      by this class becomes one ``SystemMessage``), best first, their memory texts
-      within the budget.
+      by this class, or whose text no longer holds the turn saved with it, becomes one
+      ``SystemMessage`` of its text), best first, their memory texts within the budget.
     * ``save_context(inputs, outputs)`` remembers the turn as one memory
       ``"Human: <input>\\nAI: <output>"`` (category and importance appraised from the
       input by the engine's scorer; messages and content-block lists count as their
-      text; an empty side is left out, and a turn with nothing said is not stored),
-      and gives the "used" boost to the memories the last load recalled that the
-      output drew on (:func:`oblivion_core.overlap.used_ids`).
-    * ``clear()`` forgets every memory of the namespace.
+      text; an empty side is left out, and a turn with nothing said is not stored; a
+      turn longer than the policy's ``max_text_chars`` is stored cut, ending in
+      ``" [...]"``, and its messages are the sides as cut), and gives the "used"
+      boost to the memories the last load recalled that the output drew on
+      (:func:`oblivion_core.overlap.used_ids`).
+    * ``clear()`` forgets every memory of the namespace (``Oblivion.clear``): give the
+      memory a namespace of its own.
 
     Async variants (``aload_memory_variables``, ``asave_context``, ``aclear``) run the
     same in a worker thread.
@@ -76,6 +79,9 @@ class OblivionMemory(BaseMemory):
         human_prefix / ai_prefix: Labels of the two sides in stored turns.
         header: Optional first line of the text block.
     """
+
+    # BaseMemory's config plus extra="forbid": a misspelt field is an error, not dropped
+    model_config = ConfigDict(**{**BaseMemory.model_config, "extra": "forbid"})
 
     oblivion: Oblivion
     namespace: str | None = None
@@ -146,7 +152,14 @@ class OblivionMemory(BaseMemory):
         out: list[BaseMessage] = []
         for item in items:
             turn = item.metadata.get("oblivion_turn")
-            if isinstance(turn, dict) and "input" in turn and "output" in turn:
+            if (
+                isinstance(turn, dict)
+                and "input" in turn
+                and "output" in turn
+                # a side the stored text does not hold (saved uncut by an older version,
+                # or the memory was edited since): rebuilt from the stored text instead
+                and all(str(turn[key]) in item.text for key in ("input", "output"))
+            ):
                 # a side saved empty gives no message (providers refuse empty messages)
                 if turn["input"]:
                     out.append(HumanMessage(content=str(turn["input"])))
@@ -179,31 +192,45 @@ class OblivionMemory(BaseMemory):
             return
         # appraised from the user's words; from the answer only when there are none
         category, importance = appraise(self.oblivion, user or answer)
-        text = "\n".join(
-            f"{prefix}: {said}"
-            for prefix, said in ((self.human_prefix, user), (self.ai_prefix, answer))
-            if said
-        )
+        sides = {"input": (self.human_prefix, user), "output": (self.ai_prefix, answer)}
+        text = "\n".join(f"{prefix}: {said}" for prefix, said in sides.values() if said)
         try:
             limit = self.oblivion.policy_for(self.namespace).max_text_chars
         except UnknownNamespaceError:
             limit = self.oblivion.policy.max_text_chars
+        stored = fit_text(text, limit)
+        turn = {"input": user, "output": answer}
+        if stored != text:
+            # Cut to max_text_chars: each side is kept as far as the stored text shows
+            # it, so the messages rebuilt from the turn cost what recall packed.
+            keep, at = len(stored) - len(CUT_MARKER), 0
+            for key, (prefix, said) in sides.items():
+                if not said:
+                    continue
+                begin = at + len(prefix) + 2
+                end = begin + len(said)
+                if keep <= begin:
+                    turn[key] = ""
+                elif keep < end:
+                    turn[key] = said[: keep - begin] + CUT_MARKER
+                at = end + 1
         self.oblivion.remember(
-            fit_text(text, limit),
+            stored,
             category=category,
             importance=importance,
-            metadata={"oblivion_turn": {"input": user, "output": answer}},
+            metadata={"oblivion_turn": turn},
             namespace=self.namespace,
         )
 
     def clear(self) -> None:
-        """Forget every memory in this namespace (a namespace never written is a no-op)."""
+        """Forget every memory in this namespace with the engine's
+        ``Oblivion.clear(namespace=...)`` (a namespace never written is a no-op)."""
         self._last_recalled = []
         try:
-            records = self.oblivion.records(namespace=self.namespace)
+            # the namespace is this memory's: the engine's bulk delete, one transaction
+            self.oblivion.clear(namespace=self.namespace)
         except UnknownNamespaceError:
             return
-        forget_ids(self.oblivion, [r.id for r in records], self.namespace)
 
     # ---------------------------------------------------------------- keys
     def _input_key(self, inputs: dict[str, Any]) -> str:

@@ -126,6 +126,23 @@ def _structured_text(response: Any) -> str:
     return json.dumps(data, ensure_ascii=False, default=str)
 
 
+def _with_block(system: SystemMessage, block: str) -> SystemMessage:
+    """A copy of ``system`` with the memory block appended to its content, as it is.
+
+    A string prompt stays a string (``prompt + SEPARATOR + block``); a list of content
+    blocks gets one more ``{"type": "text", "text": SEPARATOR + block}``, the others left
+    exactly as they are (provider-native blocks, cache points and image ids included).
+    The copy keeps the message's name, id, additional_kwargs (provider options such as
+    prompt caching) and response_metadata; ``system`` itself is not changed.
+    """
+    content = system.content
+    if isinstance(content, str):
+        new: str | list[str | dict[Any, Any]] = content + SEPARATOR + block if content else block
+    else:
+        new = [*content, {"type": "text", "text": SEPARATOR + block}]
+    return system.model_copy(update={"content": new})
+
+
 class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
     """Decaying long-term memory for a ``create_agent`` agent.
 
@@ -142,10 +159,13 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
        in place of old history is not a user message: it is never the query nor the
        recorded turn, even when it replaces the user's message in the middle of a turn.
     2. ``wrap_model_call``: send that block to the model as part of the one system
-       message: appended to the agent's system prompt as its own text block (after a
-       blank line; its name, id and other fields are kept), or as the whole system
-       message when the agent has none. The agent state's messages are not changed,
-       so memories never pile up in the history.
+       message: appended to the agent's system prompt after a blank line — a string
+       prompt stays one string, a prompt of content blocks gets the block as one more
+       text block, its other blocks, name, id and other fields unchanged — or as the
+       whole system message when the agent has none. A system prompt given as the
+       first message of the conversation (no ``system_prompt=``) gets the block the
+       same way. The agent state's messages are not changed, so memories never pile
+       up in the history.
     3. ``after_model``, once the model gives its final answer (no tool calls):
 
        * **used boost** — the recalled memories the answer drew on get the larger
@@ -423,17 +443,16 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
         context = memo.get("context") if memo is not None else None
         if not context:
             return request
-        if request.system_message is None:
-            system = SystemMessage(content=context)
-        else:
-            blocks: list[Any] = [
-                *request.system_message.content_blocks,
-                {"type": "text", "text": SEPARATOR + context},
-            ]
-            # a copy, so the agent's name, id, additional_kwargs (provider options such
-            # as prompt caching) and response_metadata reach the model unchanged
-            system = request.system_message.model_copy(update={"content": blocks})
-        return request.override(system_message=system)
+        if request.system_message is not None:
+            return request.override(system_message=_with_block(request.system_message, context))
+        messages = request.messages
+        if messages and isinstance(messages[0], SystemMessage):
+            # The agent's instructions are the first message of the state (no
+            # system_prompt= given): the block joins that one rather than adding a second
+            # system message. A copy in a new list: the state is not changed, so blocks
+            # never accumulate from one turn to the next.
+            return request.override(messages=[_with_block(messages[0], context), *messages[1:]])
+        return request.override(system_message=SystemMessage(content=context))
 
     def _record(self, memo: Mapping[str, Any], user: str, answer: str) -> None:
         namespace = memo.get("namespace")

@@ -13,7 +13,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever, LangSmithRetrieverParams
 from langchain_core.runnables.config import run_in_executor
-from pydantic import field_validator
+from pydantic import ConfigDict, field_validator
 
 from oblivion_core import Oblivion, Policy
 from oblivion_core.errors import InvalidInputError, UnknownNamespaceError
@@ -86,7 +86,14 @@ class OblivionRetriever(BaseRetriever):
         deep: ``True`` always searches the archive, ``False`` never, ``None`` lets the
             engine's gate decide.
         feedback: Give the returned memories the recall boost (default). ``False`` reads only.
+
+    An unknown field (``search_kwargs=...``, a misspelling) is refused when the retriever
+    is built, as an unknown ``invoke()`` argument is when it is called.
     """
+
+    # BaseRetriever's config plus extra="forbid": a misspelt or foreign field (e.g.
+    # search_kwargs={"k": 1}) is an error, not silently dropped.
+    model_config = ConfigDict(**{**BaseRetriever.model_config, "extra": "forbid"})
 
     oblivion: Oblivion
     namespace: str | None = None
@@ -157,8 +164,11 @@ class OblivionRetriever(BaseRetriever):
         namespace: str | None = None,
         deep: bool | None = None,
         feedback: bool | None = None,
+        verbose: Any = None,
+        run_id: Any = None,
         **unknown: Any,
     ) -> list[Document]:
+        # verbose and run_id are BaseRetriever.invoke's own arguments, used there
         if unknown:
             raise InvalidInputError(
                 f"unknown retriever argument(s) {sorted(unknown)}; use k, token_budget, "

@@ -122,12 +122,17 @@ class ScriptedChatModel(GenericFakeChatModel):
 
 
 def memory_block(messages: Sequence[BaseMessage]) -> str | None:
-    """The text block the middleware injected into a call's system message, if any."""
+    """The text block the middleware injected into a call's system message, if any
+    (``SEPARATOR`` included when it follows the agent's prompt)."""
     if not messages or not isinstance(messages[0], SystemMessage):
         return None
     content = messages[0].content
-    blocks = [content] if isinstance(content, str) else content
-    for block in blocks:
+    if isinstance(content, str):  # a string prompt stays a string: the block ends it
+        if content.startswith(DEFAULT_HEADER):
+            return content
+        at = content.find(SEPARATOR + DEFAULT_HEADER)
+        return content[at:] if at >= 0 else None
+    for block in content:
         text = block if isinstance(block, str) else block.get("text", "")
         if text.lstrip("\n").startswith(DEFAULT_HEADER):
             return text

@@ -105,9 +105,10 @@ agent = create_agent(
 
 
 def injected(prompt):
-    \"\"\"The memory block the middleware appended to the system message, if any.\"\"\"
-    content = prompt[0].content  # the system prompt, plus the memory block when there is one
-    return content[-1]["text"].strip() if isinstance(content, list) else None
+    \"\"\"The memory block the middleware appended to the system prompt, if any.\"\"\"
+    content = prompt[0].content  # the system prompt (a string), then the memory block
+    _, _, block = content.partition("\\n\\n")  # the middleware puts a blank line before it
+    return block or None
 """
 
 RUN_MD = """\

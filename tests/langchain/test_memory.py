@@ -10,8 +10,8 @@ from langchain_classic.chains import ConversationChain
 from langchain_core.language_models.fake import FakeListLLM
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
-from oblivion_core import Oblivion
-from oblivion_core.testing import ManualClock, word_count
+from oblivion_core import Oblivion, Policy
+from oblivion_core.testing import ManualClock, memory, word_count
 from oblivion_langchain import OblivionMemory
 
 DAY = 86_400.0
@@ -76,6 +76,58 @@ def test_return_messages_gives_human_and_ai_messages(mem: OblivionMemory, engine
     messages = mem.load_memory_variables({"input": "Where do I live?"})["history"]
     assert messages[:2] == [HumanMessage("I live in Leeds."), AIMessage("Leeds, noted.")]
     assert SystemMessage("Ana is allergic to nuts.") in messages
+
+
+@pytest.mark.parametrize("long_side", ["input", "output"])
+def test_a_cut_turn_loads_as_messages_within_the_budget(clock: ManualClock, long_side: str) -> None:
+    """A turn longer than max_text_chars is stored cut, and the messages rebuilt from it
+    are the sides as cut: they cost what recall packed, within token_budget (they used
+    to be rebuilt from the uncut turn, many times the budget)."""
+    engine = memory(policy=Policy(max_text_chars=400), clock=clock)
+    try:
+        mem = OblivionMemory(
+            oblivion=engine, namespace="ana", token_budget=100, return_messages=True
+        )
+        long = "My vegetarian recipes: " + " ".join(f"step{i} chop onions" for i in range(300))
+        short = "Noted your vegetarian recipes."
+        said = (
+            {"input": long, "output": short}
+            if long_side == "input"
+            else {
+                "input": short,
+                "output": long,
+            }
+        )
+        mem.save_context({"input": said["input"]}, {"output": said["output"]})
+        (stored,) = engine.records(namespace="ana")
+        assert len(stored.text) <= 400 and stored.text.endswith(" [...]")
+        messages = mem.load_memory_variables({"input": "vegetarian recipes"})["history"]
+        assert sum(word_count(m.content) for m in messages) <= 100
+        texts = [m.content for m in messages]
+        assert all(t in stored.text for t in texts)
+        if long_side == "input":  # the answer fell beyond the cut: no AI message
+            assert [type(m) for m in messages] == [HumanMessage]
+        else:
+            assert [type(m) for m in messages] == [HumanMessage, AIMessage]
+            assert texts[0] == short
+        assert texts[-1].startswith(long[:100]) and texts[-1].endswith(" [...]")
+    finally:
+        engine.close()
+
+
+def test_a_turn_its_text_no_longer_holds_loads_as_its_text(
+    mem: OblivionMemory, engine: Oblivion
+) -> None:
+    """A memory whose saved turn is not in its text (saved uncut by an older version,
+    or edited since) comes back as one SystemMessage of its text, not the old sides."""
+    text = "Human: my recipes: step0 [...]"
+    engine.remember(
+        text,
+        metadata={"oblivion_turn": {"input": "my recipes: " + "step " * 200, "output": "ok"}},
+        namespace="ana",
+    )
+    mem.return_messages = True
+    assert mem.load_memory_variables({"input": "recipes"})["history"] == [SystemMessage(text)]
 
 
 def test_save_context_gives_the_used_boost_to_what_the_answer_drew_on(
@@ -206,6 +258,31 @@ def test_clear_forgets_the_namespace_only(mem: OblivionMemory, engine: Oblivion)
     OblivionMemory(oblivion=engine, namespace="never").clear()
 
 
+def test_clear_uses_the_engines_bulk_clear(
+    mem: OblivionMemory, engine: Oblivion, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """clear() is one Oblivion.clear(namespace=...), not a forget() per memory (which
+    took seconds for a few hundred turns on disk)."""
+    for i in range(5):
+        mem.save_context({"input": f"fact {i} about trains"}, {"output": "ok"})
+    cleared: list[str | None] = []
+    real_clear = engine.clear
+
+    def spy_clear(*, namespace: str | None = None) -> int:
+        cleared.append(namespace)
+        return real_clear(namespace=namespace)
+
+    def no_forget(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("clear() must not forget memories one by one")
+
+    monkeypatch.setattr(engine, "clear", spy_clear)
+    monkeypatch.setattr(engine, "forget", no_forget)
+    mem.clear()
+    assert cleared == ["ana"]
+    assert engine.count(namespace="ana") == 0
+    OblivionMemory(oblivion=engine, namespace="never").clear()  # still a no-op
+
+
 @pytest.mark.parametrize(
     ("kwargs", "inputs", "outputs", "match"),
     [
@@ -233,6 +310,13 @@ def test_ambiguous_keys_fail_clearly(
 def test_bad_settings_fail_clearly(engine: Oblivion, kwargs: dict[str, Any]) -> None:
     """A negative budget or k < 1 is refused."""
     with pytest.raises(ValueError, match=r"token_budget|k must"):
+        OblivionMemory(oblivion=engine, **kwargs)
+
+
+@pytest.mark.parametrize("kwargs", [{"tokenbudget": 10}, {"top_k": 1}, {"ai_prefx": "Bot"}])
+def test_unknown_fields_are_refused(engine: Oblivion, kwargs: dict[str, Any]) -> None:
+    """A misspelt or foreign field is an error, not silently ignored."""
+    with pytest.raises(ValueError, match="Extra inputs are not permitted"):
         OblivionMemory(oblivion=engine, **kwargs)
 
 

@@ -70,8 +70,6 @@ def test_memories_are_injected_as_one_system_message(seeded: Oblivion) -> None:
     sent = model.seen[0]
     assert isinstance(sent[0], SystemMessage)
     assert sum(isinstance(m, SystemMessage) for m in sent) == 1
-    blocks = sent[0].content
-    assert isinstance(blocks, list) and blocks[0]["text"] == "You are a travel assistant."
     block = memory_block(sent)
     assert block is not None and block.startswith(SEPARATOR + DEFAULT_HEADER)
     assert "- Always give distances in kilometres, never miles." in block
@@ -99,7 +97,82 @@ def test_injection_keeps_the_system_message_fields(seeded: Oblivion) -> None:
         {"cache": "keep-me"},
         {"origin": "prompt-library"},
     )
-    assert sent.content[0]["text"] == "You are a travel assistant."
+    assert sent.content.startswith("You are a travel assistant." + SEPARATOR + DEFAULT_HEADER)
+
+
+def test_a_string_system_prompt_stays_one_string(seeded: Oblivion) -> None:
+    """A plain-string prompt gets the block after a blank line and stays a string (it
+    used to become a list of content blocks); the next call starts from the prompt again."""
+    agent, model = _agent(seeded, ["Porto.", "Yes."])
+    _ask(agent, "Where does Ana live?")
+    _ask(agent, "Does Ana live in Porto?")
+    for call in model.seen:
+        content = call[0].content
+        assert isinstance(content, str)
+        prompt, sep, block = content.partition(SEPARATOR)
+        assert (prompt, sep) == ("You are a travel assistant.", SEPARATOR)
+        assert block.startswith(DEFAULT_HEADER) and block.count(DEFAULT_HEADER) == 1
+
+
+def test_a_content_block_prompt_reaches_the_model_unchanged(seeded: Oblivion) -> None:
+    """A prompt of content blocks (provider-native ones included) gets one more text
+    block; its own blocks reach the model exactly as configured, on every call (they
+    used to be rebuilt from the normalised content_blocks view: a cachePoint became
+    non_standard, an image_url got a new random id each call)."""
+    blocks: list[Any] = [
+        {"type": "text", "text": "You are a travel assistant."},
+        {
+            "type": "document",
+            "source": {"type": "text", "media_type": "text/plain", "data": "House rules"},
+        },
+        {"type": "image_url", "image_url": {"url": "https://example.com/map.png"}},
+        {"cachePoint": {"type": "default"}},
+        "a bare string block",
+    ]
+    prompt = SystemMessage(content=[dict(b) if isinstance(b, dict) else b for b in blocks])
+    agent, model = _agent(
+        seeded,
+        ["Porto.", "Yes."],
+        system_prompt=prompt,  # type: ignore[arg-type]
+    )
+    _ask(agent, "Where does Ana live?")
+    _ask(agent, "Does Ana live in Porto?")
+    for call in model.seen:
+        content = call[0].content
+        assert content[: len(blocks)] == blocks
+        assert len(content) == len(blocks) + 1
+        extra = content[-1]
+        assert set(extra) == {"type", "text"} and extra["type"] == "text"
+        assert extra["text"].startswith(SEPARATOR + DEFAULT_HEADER)
+    assert prompt.content == blocks  # the agent's own message is not changed
+
+
+def test_a_system_message_in_the_state_gets_the_block(seeded: Oblivion) -> None:
+    """Without system_prompt=, a conversation that starts with a system message gets
+    the block in that message, not in a second system message before it; the state
+    keeps the message as it was, so blocks do not pile up across turns."""
+    model = ScriptedChatModel(["Porto.", "Yes."])
+    agent = create_agent(
+        model,
+        tools=[],
+        middleware=[OblivionMemoryMiddleware(seeded)],
+        checkpointer=InMemorySaver(),
+    )
+    config = {"configurable": {"thread_id": "t", "user_id": "sam"}}
+    first = {"role": "system", "content": "You are a travel assistant."}
+    agent.invoke({"messages": [first, {"role": "user", "content": "Where does Ana live?"}]}, config)
+    result = agent.invoke(
+        {"messages": [{"role": "user", "content": "Does Ana live in Porto?"}]}, config
+    )
+    for call in model.seen:
+        assert [type(m) for m in call[:2]] == [SystemMessage, HumanMessage]
+        assert sum(isinstance(m, SystemMessage) for m in call) == 1
+        content = call[0].content
+        assert isinstance(content, str)
+        assert content.startswith("You are a travel assistant." + SEPARATOR + DEFAULT_HEADER)
+        assert content.count(DEFAULT_HEADER) == 1
+    # the state's system message is the agent's, untouched
+    assert result["messages"][0].content == "You are a travel assistant."
 
 
 def test_without_a_system_prompt_the_block_is_the_system_message(seeded: Oblivion) -> None:

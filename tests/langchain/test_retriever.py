@@ -164,6 +164,28 @@ def test_bad_settings_fail_clearly(engine: Oblivion, kwargs: dict[str, object]) 
 
 
 @pytest.mark.parametrize(
+    "kwargs",
+    [{"search_kwargs": {"k": 1}}, {"tokens_budget": 3}, {"top_k": 1}, {"name_space": "ana"}],
+)
+def test_unknown_fields_are_refused(filled: Oblivion, kwargs: dict[str, object]) -> None:
+    """A misspelt or foreign field (LangChain's usual search_kwargs) is an error, not
+    silently ignored (the retriever then returned every match, unbudgeted)."""
+    with pytest.raises(ValueError, match="Extra inputs are not permitted"):
+        OblivionRetriever(oblivion=filled, **kwargs)
+    # BaseRetriever's own fields are still accepted
+    retriever = OblivionRetriever(oblivion=filled, k=1, tags=["memory"], metadata={"app": "x"})
+    assert len(retriever.invoke("office")) == 1
+
+
+async def test_the_arguments_base_retriever_reads_are_accepted(filled: Oblivion) -> None:
+    """invoke(q, verbose=True) and ainvoke(q, verbose=True): BaseRetriever reads verbose
+    itself, so it is not an unknown retriever argument."""
+    retriever = OblivionRetriever(oblivion=filled, k=2)
+    assert len(retriever.invoke("office", verbose=True)) == 2
+    assert len(await retriever.ainvoke("office", verbose=False)) == 2
+
+
+@pytest.mark.parametrize(
     ("kwargs", "match"),
     [({"token_budget": -5}, "token_budget"), ({"k": 0}, "k must"), ({"topk": 3}, "unknown")],
 )
