@@ -15,13 +15,14 @@ from llama_index.core.bridge.pydantic import (
     Field,
     PrivateAttr,
     SerializeAsAny,
+    field_serializer,
 )
 from llama_index.core.llms.llm import LLM
 from llama_index.core.memory.memory import InsertMethod
 from llama_index.core.memory.types import DEFAULT_CHAT_STORE_KEY, BaseMemory
 from llama_index.core.storage.chat_store import BaseChatStore, SimpleChatStore
 
-from oblivion_core.budget import render
+from oblivion_core.budget import pack, render
 from oblivion_core.engine import Oblivion
 from oblivion_core.errors import InvalidInputError, UnknownNamespaceError
 from oblivion_core.overlap import used_ids
@@ -40,6 +41,7 @@ from oblivion_llamaindex._engine import (
     check_oblivion,
     need_engine,
     open_oblivion,
+    reinforce_shown,
     remember_each,
     renamed,
     restore_private,
@@ -82,10 +84,14 @@ class OblivionMemory(BaseMemory):
     the next ``put``/``get``/``flush`` writes them. Raised from ``put``,
     ``put_messages``, ``set`` or ``reset``, either error comes after the call did its
     own work: no message is lost to it.
-    When the assistant's answer is put, the memories it echoes
+    A memory whose text is still visible among the recent turns is not listed again,
+    and does not take the place of another: when the recall returns such repeats, it
+    is asked once more, for as many more memories (a second query embedding). The
+    memories listed get the recall boost (those hidden as visible turns do not); when
+    the assistant's answer is put, the memories it echoes
     (:func:`oblivion_core.overlap.used_ids`) get the larger "used" boost. Repeated
     ``get`` calls for the same user message (agents call it several times per turn)
-    reuse one recall, so a turn boosts its memories once.
+    reuse one recall, and boost each memory once: when it is first listed.
 
     ``set`` and ``reset`` change the short-term history only; long-term memories stay
     in the engine (delete them with ``Oblivion.forget``).
@@ -114,7 +120,7 @@ class OblivionMemory(BaseMemory):
         category: Category for remembered messages (``None``: inferred per text).
         importance: Importance for remembered messages (``None``: scored per text).
         deep: Archive search: ``True`` always, ``False`` never, ``None`` engine's gate.
-        feedback: Boost recalled memories and give "used" boosts.
+        feedback: Boost the memories listed and give "used" boosts.
         memory_header: First line of the recalled-memories block.
         insert_method: ``InsertMethod.SYSTEM`` puts the memories in a system message
             before the turns; ``InsertMethod.USER`` prepends them to (a copy of) the
@@ -142,7 +148,7 @@ class OblivionMemory(BaseMemory):
         default=None, ge=0.0, le=1.0, description="Importance (None: scored)."
     )
     deep: bool | None = Field(default=None, description="Archive search override.")
-    feedback: bool = Field(default=True, description="Boost recalled and used memories.")
+    feedback: bool = Field(default=True, description="Boost listed and used memories.")
     memory_header: str = Field(default=DEFAULT_HEADER, description="Memory block header.")
     insert_method: InsertMethod = Field(
         default=InsertMethod.SYSTEM,
@@ -157,6 +163,14 @@ class OblivionMemory(BaseMemory):
     _shown: list[tuple[str, str]] = PrivateAttr(default_factory=list)
     _last: RecallResult | None = PrivateAttr(default=None)
     _last_query: str | None = PrivateAttr(default=None)
+    _boosted: set[str] = PrivateAttr(default_factory=set)
+    _limits: tuple[int, int, int] = PrivateAttr(default=(0, 1, 0))
+
+    @field_serializer("insert_method")
+    def _insert_method_value(self, value: InsertMethod) -> str:
+        """Serialised as its value (``"system"``/``"user"``), so ``to_json`` works and
+        ``from_json``/``from_dict`` read it back."""
+        return value.value
 
     def __init__(self, oblivion: Oblivion, **data: Any) -> None:
         checked = check_oblivion(oblivion, "OblivionMemory")
@@ -246,7 +260,11 @@ class OblivionMemory(BaseMemory):
 
     @property
     def last_recall(self) -> RecallResult | None:
-        """The recall behind the latest ``get`` (items with their ``why``), if any."""
+        """The recall behind the latest ``get`` (items with their ``why``), if any.
+
+        It reads only (its items' ``why["boost"]`` is ``None``; the listed ones are
+        boosted after) and may hold more than ``k`` items: those repeating a visible
+        turn, which ``get`` does not list, and as many others in their places."""
         return self._last
 
     # ------------------------------------------------------------------ reading
@@ -282,29 +300,40 @@ class OblivionMemory(BaseMemory):
                 return history[-1:]
             budget = min(math.floor(available * self.memory_token_ratio), room)
             query = self._query(input, history)
-            items = self._recall(query, budget) if query and budget > 0 else []
+            # Turns visible without any memory block (the widest window): a memory
+            # repeating one of them is not listed, so it must not take a memory's place.
+            widest = _newest(history, costs, available)
+            pool = self._recall(query, budget, widest) if query and budget > 0 else []
             self._flush()
-            n = len(items)
+            hidden: set[str] = set()
             while True:
-                block, n = render(
-                    [it.text for it in items[:n]],
-                    counter=counter,
-                    budget=budget,
-                    header=self.memory_header,
-                )
-                out, window = self._compose(history, costs, available, block)
-                # A turn still visible in the window need not be listed as a memory too.
-                visible = {message_text(m) for m in window}
-                if any(it.text in visible for it in items[:n]):
-                    items = [it for it in items if it.text not in visible]
-                    n = len(items)
-                    continue
-                # Count what is really sent; joining texts can cost a token more than
-                # the parts, so drop the lowest-ranked memory until it fits.
-                if n == 0 or sum(int(counter(message_text(m))) for m in out) <= available:
+                items = self._pick(pool, hidden)
+                n = len(items)
+                while True:
+                    block, n = render(
+                        [it.text for it in items[:n]],
+                        counter=counter,
+                        budget=budget,
+                        header=self.memory_header,
+                    )
+                    out, window = self._compose(history, costs, available, block)
+                    # A turn still visible in the window need not be listed as a memory
+                    # too; the next memories down take its place.
+                    visible = {message_text(m) for m in window}
+                    repeated = {it.text for it in items[:n] if it.text in visible}
+                    if repeated:
+                        hidden |= repeated
+                        break
+                    # Count what is really sent; joining texts can cost a token more than
+                    # the parts, so drop the lowest-ranked memory until it fits.
+                    if n == 0 or sum(int(counter(message_text(m))) for m in out) <= available:
+                        break
+                    n -= 1
+                if not repeated:
                     break
-                n -= 1
-            self._shown = [(it.id, it.text) for it in items[:n]]
+            shown = items[:n]
+            self._shown = [(it.id, it.text) for it in shown]
+            self._reinforce(shown)
             return out
 
     def _query(self, input: str | ChatMessage | None, history: list[ChatMessage]) -> str:
@@ -317,27 +346,70 @@ class OblivionMemory(BaseMemory):
                 return message_text(message).strip()
         return ""
 
-    def _recall(self, query: str, budget: int) -> list[RecalledItem]:
-        """Memories for ``query`` within ``budget`` tokens (one recall per user message)."""
+    def _recall(self, query: str, budget: int, widest: Sequence[ChatMessage]) -> list[RecalledItem]:
+        """Memories for ``query`` within ``budget`` tokens (one recall per user message).
+
+        The recall reads only (``feedback=False``): :meth:`_reinforce` boosts what is
+        shown. Memories repeating a message of ``widest`` (the turns visible without a
+        memory block) are not listed, so they must not take the places of others: when
+        the recall returns some, it is asked once more, for that many more memories
+        (and their tokens on top of the budget). :meth:`_pick` then keeps ``k`` within
+        ``budget``.
+        """
         engine = self.oblivion
         if self._last_query is None or query != self._last_query:
             header = int(engine.token_counter(self.memory_header)) if self.memory_header else 0
             self._last = None
+            self._boosted = set()
             if budget - header <= 0:
                 return []
+            visible = {message_text(m) for m in widest}
             try:
-                self._last = engine.recall(
-                    query,
-                    token_budget=budget - header,
-                    k=self.k,
-                    namespace=self.namespace,
-                    deep=self.deep,
-                    feedback=self.feedback,
-                )
+                policy = engine.policy_for(self.namespace)
+                k = self.k if self.k is not None else policy.default_k
+                self._limits = (budget - header, k, policy.per_item_tokens)
+                self._last = self._read(query, budget - header, k)
+                repeats = [it for it in self._last if it.text in visible]
+                if repeats:
+                    extra = sum(it.tokens + policy.per_item_tokens for it in repeats)
+                    self._last = self._read(query, budget - header + extra, k + len(repeats))
             except UnknownNamespaceError:
                 self._last = None
             self._last_query = query
         return list(self._last) if self._last is not None else []
+
+    def _read(self, query: str, budget: int, k: int) -> RecallResult:
+        """A recall that boosts nothing (:meth:`_reinforce` boosts what is shown)."""
+        return self.oblivion.recall(
+            query,
+            token_budget=budget,
+            k=k,
+            namespace=self.namespace,
+            deep=self.deep,
+            feedback=False,
+        )
+
+    def _pick(self, pool: list[RecalledItem], hidden: set[str]) -> list[RecalledItem]:
+        """The memories of ``pool`` whose text is not in ``hidden``, best first: at most
+        ``k`` of them, within the memory budget as the recall packs them (an item that
+        does not fit is skipped, smaller ones after it may still fit)."""
+        items = [it for it in pool if it.text not in hidden]
+        if not items:
+            return []
+        room, k, per_item = self._limits
+        chosen = pack([it.tokens + per_item for it in items], room, k, per_item)
+        return [items[i] for i in chosen]
+
+    def _reinforce(self, shown: list[RecalledItem]) -> None:
+        """Give the memories shown the boost of the recall (which read only), once per
+        user message: a memory first shown by a later ``get`` of the turn (the window
+        changed) is boosted then."""
+        if not self.feedback:
+            return
+        fresh = [it for it in shown if it.id not in self._boosted]
+        if fresh:
+            self._boosted.update(it.id for it in fresh)
+            reinforce_shown(self.oblivion, fresh, self.namespace)
 
     def _compose(
         self, history: list[ChatMessage], costs: list[int], available: int, block: str

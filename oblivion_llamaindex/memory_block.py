@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import os
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -33,6 +35,7 @@ from oblivion_llamaindex._convert import (
 from oblivion_llamaindex._engine import (
     check_oblivion,
     open_oblivion,
+    reinforce_shown,
     remember_each,
     restore_private,
 )
@@ -53,16 +56,23 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
       with ``role`` and ``session_id`` as metadata; the category is inferred from the
       text unless ``category`` is set. A message the engine refuses (e.g. longer than
       ``policy.max_text_chars``) is skipped with a logged warning, not raised: ``Memory``
-      has already archived the batch, and the others are still remembered.
+      has already archived the batch, and the others are still remembered. When the
+      write fails otherwise (the embedder times out), the error is raised and the
+      messages not stored stay queued in the block; the next ``aput`` (or
+      :meth:`flush`) writes them.
     * ``aget`` recalls what is relevant to the latest ``retrieval_context_window``
       messages and returns it as a bulleted list that fits ``token_limit`` tokens as a
-      whole (counted by the engine's token counter). Recall boosts what it returns,
-      once per turn: agents call ``aget`` several times per turn, and only the turn's
-      first call boosts. A turn is the latest user message, told apart from a repeat of
-      it by the message before it; a copy of it that an agent appends as ``input``
-      after its tool calls (only tool calls and results between) is the same turn, and
-      the last few turns of each session are remembered, so a call returning to an
-      earlier view of the turn does not boost again.
+      whole (counted by the engine's token counter), leaving out memories whose text is
+      one of the messages given (still on screen). The memories listed get the recall
+      boost, once per turn: agents call ``aget`` several times per turn, and a memory
+      is boosted by the turn's first call that lists it. A turn is the latest user
+      message, told apart from a repeat of it by the messages around it: ``Memory``
+      only appends messages and flushes the oldest out, so a view with more messages
+      before it, or other ones, is a new turn, while the same turn after its earlier
+      messages were flushed (the user message too) is not. A copy of it that an agent
+      appends as ``input`` after its tool calls (only tool calls and results between)
+      is the same turn, and the last few turns of each session are remembered, so a
+      call returning to an earlier view of the turn does not boost again.
       When a later ``aget`` sees the assistant's answer to that turn, the memories the
       answer echoes (:func:`oblivion_core.overlap.used_ids`) get the larger "used" boost.
     * ``atruncate`` (called by ``Memory`` when the whole context is over its limit, for
@@ -100,7 +110,7 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
         category: Category for remembered messages (``None``: inferred per text).
         importance: Importance for remembered messages (``None``: scored per text).
         deep: Archive search: ``True`` always, ``False`` never, ``None`` engine's gate.
-        feedback: Boost recalled memories and give "used" boosts.
+        feedback: Boost the memories listed and give "used" boosts.
         priority: ``Memory``'s truncation priority (0 never truncates this block).
     """
 
@@ -128,14 +138,15 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
         default=None, ge=0.0, le=1.0, description="Importance (None: scored)."
     )
     deep: bool | None = Field(default=None, description="Archive search override.")
-    feedback: bool = Field(default=True, description="Boost recalled and used memories.")
+    feedback: bool = Field(default=True, description="Boost listed and used memories.")
 
     _oblivion: Oblivion | None = PrivateAttr(default=None)
     _lock: Any = PrivateAttr(default_factory=threading.RLock)
     _rendered: OrderedDict[str, list[RecalledItem]] = PrivateAttr(default_factory=OrderedDict)
     _shown: dict[str, list[tuple[str, str]]] = PrivateAttr(default_factory=dict)
     _answered: dict[str, str] = PrivateAttr(default_factory=dict)
-    _turns: dict[str, list[tuple[str, str]]] = PrivateAttr(default_factory=dict)
+    _turns: dict[str, list[_Turn]] = PrivateAttr(default_factory=dict)
+    _unsaved: list[tuple[str, dict[str, Any]]] = PrivateAttr(default_factory=list)
 
     def __init__(self, oblivion: Oblivion, **data: Any) -> None:
         checked = check_oblivion(oblivion, "OblivionMemoryBlock")
@@ -212,12 +223,12 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
             if not query.strip() or self.token_limit == 0:
                 self._shown[key] = []
                 return ""
-            # Agents call aget several times per turn: only the turn's first recall boosts.
-            turn = _turn(messages)
+            # Agents call aget several times per turn: a memory is boosted once per turn,
+            # by the first call that shows it.
             seen = self._turns.get(key)
             if not isinstance(seen, list):  # new session (or one pickled as one turn)
                 seen = self._turns[key] = []
-            boost = self.feedback and turn not in seen
+            turn = _current_turn(messages, seen)
             try:
                 result = engine.recall(
                     query,
@@ -225,20 +236,22 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
                     k=self.k,
                     namespace=self.namespace,
                     deep=self.deep,
-                    feedback=boost,
+                    feedback=False,
                 )
             except UnknownNamespaceError:
                 self._shown[key] = []
                 return ""
-            if boost:
-                seen.append(turn)
-                del seen[:-_TURNS_KEPT]
             visible = {message_text(m) for m in messages}
             items = [it for it in result if it.text not in visible]
             text, n = render(
                 [it.text for it in items], counter=engine.token_counter, budget=self.token_limit
             )
             shown = items[:n]
+            if self.feedback:
+                fresh = [it for it in shown if it.id not in turn.boosted]
+                if fresh:
+                    turn.boosted.update(it.id for it in fresh)
+                    reinforce_shown(engine, fresh, self.namespace)
             self._shown[key] = [(it.id, it.text) for it in shown]
             self._cache(text, shown)
             return text
@@ -312,11 +325,16 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
         archived the batch and never retries it, so raising would lose every message
         of it. The others are stored (one engine write when none is refused).
 
+        When the write fails otherwise (the embedder times out, the store is busy), that
+        error is raised and the messages not stored stay queued in the block: the next
+        ``aput``/``remember_messages`` or :meth:`flush` writes them first, once each
+        (``Memory`` archives a flushed batch before handing it over and never sends it
+        again).
+
         Returns:
-            The new memory ids.
+            The new memory ids (of messages queued by an earlier failed write too).
         """
-        kept: list[ChatMessage] = []
-        metadatas: list[dict[str, Any]] = []
+        batch: list[tuple[str, dict[str, Any]]] = []
         for message in messages:
             r = role(message)
             text = message_text(message)
@@ -326,23 +344,52 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
             session = message.additional_kwargs.get("session_id")
             if isinstance(session, str):
                 meta["session_id"] = session
-            kept.append(message)
-            metadatas.append(meta)
-        if not kept:
+            batch.append((text, meta))
+        with self._lock:
+            self._unsaved.extend(batch)
+            return self._save()
+
+    async def aflush(self) -> list[str]:
+        """Asynchronous :meth:`flush`."""
+        return await asyncio.to_thread(self.flush)
+
+    def flush(self) -> list[str]:
+        """Write the messages still queued after a failed write (see
+        :meth:`remember_messages`); returns the new memory ids.
+
+        Raises:
+            OblivionError: the write failed again; the messages stay queued.
+        """
+        with self._lock:
+            return self._save()
+
+    def _save(self) -> list[str]:
+        """Write the queued messages; those not stored stay queued when the write raises."""
+        pending = list(self._unsaved)
+        if not pending:
             return []
-        stored, refused = remember_each(
-            self.oblivion,
-            [message_text(m) for m in kept],
-            metadatas,
-            category=self.category,
-            importance=self.importance,
-            namespace=self.namespace,
-        )
+        stored_at: list[int] = []
+        try:
+            stored, refused = remember_each(
+                self.oblivion,
+                [text for text, _ in pending],
+                [meta for _, meta in pending],
+                category=self.category,
+                importance=self.importance,
+                namespace=self.namespace,
+                stored_at=stored_at,
+            )
+        except BaseException:
+            written = set(stored_at)
+            waiting = [p for i, p in enumerate(pending) if i not in written]
+            self._unsaved = waiting + self._unsaved[len(pending) :]
+            raise
+        del self._unsaved[: len(pending)]
         for index, _, why in refused:
-            text = message_text(kept[index])
+            text, meta = pending[index]
             logger.warning(
                 "OblivionMemoryBlock: a %s message (%r%s) was not remembered: %s",
-                role(kept[index]),
+                meta["role"],
                 text[:40],
                 "..." if len(text) > 40 else "",
                 why,
@@ -350,9 +397,58 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
         return stored
 
 
-def _turn(messages: Sequence[ChatMessage]) -> tuple[str, str]:
-    """What identifies the current turn: the latest user message's text and the text of
-    the message before it (so a user repeating themselves next turn is a new turn).
+#: Messages before and after a turn's user message kept to recognise the turn.
+_CONTEXT_KEPT = 8
+
+
+@dataclass
+class _Turn:
+    """A turn seen by ``aget``: its user message's text, how many messages came before
+    it and fingerprints of the last of them and of the first messages after it (the
+    agent's copy of the input left out), and the memories boosted in it."""
+
+    text: str
+    before_count: int
+    before: tuple[bytes, ...]
+    after: tuple[bytes, ...]
+    boosted: set[str] = field(default_factory=set)
+
+    def same(self, other: _Turn) -> bool:
+        """Whether ``other`` is a later view of this turn. ``Memory`` only appends
+        messages and flushes the oldest out, so a later view has no more messages
+        before the user message, those it has end the ones seen, and the messages after
+        it agree with the ones seen as far as both go."""
+        if other.text != self.text or other.before_count > self.before_count:
+            return False
+        m = min(other.before_count, len(self.before), len(other.before))
+        if m and other.before[-m:] != self.before[-m:]:
+            return False
+        m = min(len(self.after), len(other.after))
+        return other.after[:m] == self.after[:m]
+
+
+def _current_turn(messages: Sequence[ChatMessage], seen: list[_Turn]) -> _Turn:
+    """The turn ``messages`` show: one of ``seen`` (the session's latest turns) when it
+    is a view of it, else a new turn appended to ``seen`` (the last few kept). A view
+    without a user message (``Memory`` flushed it) continues the latest turn."""
+    turn = _turn(messages)
+    if turn is None:
+        if seen and isinstance(seen[-1], _Turn):
+            return seen[-1]
+        turn = _Turn("", 0, (), ())
+    for old in reversed(seen):
+        if isinstance(old, _Turn) and old.same(turn):
+            if len(turn.after) > len(old.after):
+                old.after = turn.after
+            return old
+    seen.append(turn)
+    del seen[:-_TURNS_KEPT]
+    return turn
+
+
+def _turn(messages: Sequence[ChatMessage]) -> _Turn | None:
+    """The current turn: the latest user message (its text and the messages around it);
+    ``None`` without a user message.
 
     A last user message repeating the latest user message before it, with only tool
     calls and tool results in between, is the agent's copy of the turn's input
@@ -361,16 +457,27 @@ def _turn(messages: Sequence[ChatMessage]) -> tuple[str, str]:
     """
     users = [i for i, m in enumerate(messages) if role(m) == "user"]
     if not users:
-        return "", ""
+        return None
     i = users[-1]
+    end = len(messages)
     if len(users) > 1 and i == len(messages) - 1:
         j = users[-2]
         if message_text(messages[j]) == message_text(messages[i]) and all(
             _tool_step(m) for m in messages[j + 1 : i]
         ):
-            i = j
-    before = message_text(messages[i - 1]) if i > 0 else ""
-    return message_text(messages[i]), before
+            i, end = j, i
+    return _Turn(
+        message_text(messages[i]),
+        i,
+        tuple(_fingerprint(m) for m in messages[max(i - _CONTEXT_KEPT, 0) : i]),
+        tuple(_fingerprint(m) for m in messages[i + 1 : min(end, i + 1 + _CONTEXT_KEPT)]),
+    )
+
+
+def _fingerprint(message: ChatMessage) -> bytes:
+    """A short digest of a message's role and text (stable across processes)."""
+    data = f"{role(message)}\0{message_text(message)}".encode("utf-8", "surrogatepass")
+    return hashlib.blake2b(data, digest_size=8).digest()
 
 
 def _tool_step(message: ChatMessage) -> bool:

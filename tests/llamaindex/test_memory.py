@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -138,6 +139,49 @@ def test_memories_still_in_the_window_are_not_repeated(engine: Oblivion) -> None
     messages = memory.get()
     assert "Refunds take five days." not in system_text(messages)
     assert next(m.content for m in messages[-3:]) == "Refunds take five days."
+
+
+def test_a_memory_hidden_as_a_visible_turn_gets_no_recall_boost(clock: ManualClock) -> None:
+    """Only the memories listed are boosted: one left out because its turn is still
+    visible gets no recall boost, and a listed one gets exactly the boost a recall
+    with feedback would have given it."""
+    engines = [new_engine(clock=clock), new_engine(clock=clock)]
+    for e in engines:
+        e.remember("Refund desks open at nine.", id="nine")
+    engine, twin = engines
+    memory = make(engine, token_limit=200)
+    memory.put(user("Refunds take five days."))
+    memory.put(assistant("ok"))
+    five = engine.records()[-1].id
+    memory.put(user("and refunds for gifts?"))
+    system = system_text(memory.get())
+    assert "Refunds take five days." not in system and "nine" in system
+    assert [e.kind for e in engine.history(five)].count("recall") == 0
+    twin.remember("Refunds take five days.")  # the same memories, recalled with feedback
+    twin.recall("and refunds for gifts?")
+    assert engine.get("nine").activation == pytest.approx(twin.get("nine").activation)
+    assert engine.get("nine").access_count == twin.get("nine").access_count == 1
+    for e in engines:
+        e.close()
+
+
+def test_visible_turns_do_not_take_the_places_of_older_memories(
+    engine: Oblivion, clock: ManualClock
+) -> None:
+    """Memories repeating turns still visible are not listed, and the recall asks for
+    more so they leave ``k`` places to the others: an older memory ranked below them
+    is listed."""
+    engine.remember("The Porto apartment rent is 900 euros per month", namespace="alice")
+    clock.advance(3600)
+    memory = make(engine, namespace="alice", token_limit=1000, k=2)
+    for i in range(3):
+        memory.put(user(f"question {i} about the Porto apartment rent"))
+        memory.get()
+        memory.put(assistant("Let me think."))
+        clock.advance(60)
+    memory.put(user("remind me: Porto apartment rent"))
+    system = system_text(memory.get())
+    assert system.splitlines()[1:] == ["- The Porto apartment rent is 900 euros per month"]
 
 
 def test_repeated_get_for_one_message_recalls_once(engine: Oblivion) -> None:
@@ -500,6 +544,20 @@ def test_from_dict_rebuilds_the_memory_around_a_given_engine(engine: Oblivion) -
     assert again.oblivion is engine
     again.put(user("my sister lives in Porto"))
     assert [m.content for m in again.get_all()] == ["my sister lives in Porto"]
+
+
+def test_to_json_and_from_json_round_trip(engine: Oblivion) -> None:
+    """``to_json`` (BaseComponent's serialisation) works, ``insert_method`` included,
+    and ``from_json(..., oblivion=...)`` gives the settings back."""
+    original = make(engine, namespace="alice", token_limit=321, insert_method=InsertMethod.USER)
+    data = json.loads(original.to_json())
+    assert data["insert_method"] == "user" and data["class_name"] == "OblivionMemory"
+    again = OblivionMemory.from_json(original.to_json(), oblivion=engine)
+    assert again.insert_method is InsertMethod.USER
+    assert (again.namespace, again.token_limit) == ("alice", 321)
+    assert OblivionMemory.from_dict(original.to_dict(), oblivion=engine).insert_method is (
+        InsertMethod.USER
+    )
 
 
 def test_an_unpickled_memory_says_to_construct_it_with_an_engine(engine: Oblivion) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import pickle
+from typing import Any
 
 import pytest
 from llama_index.core.agent.workflow import FunctionAgent
@@ -14,8 +15,9 @@ from llama_index.core.llms.mock import MockFunctionCallingLLM
 from llama_index.core.memory import Memory
 from llama_index.core.tools import FunctionTool
 
-from oblivion_core import InvalidInputError, Oblivion
-from oblivion_core.testing import ManualClock, word_count
+from oblivion_core import EmbeddingError, InvalidInputError, Oblivion
+from oblivion_core.testing import HashEmbedder, ManualClock, word_count
+from oblivion_core.testing import memory as new_engine
 from oblivion_llamaindex import OblivionMemoryBlock
 
 from ._helpers import DAY, HOUR, assistant, user
@@ -95,6 +97,53 @@ async def test_refused_message_does_not_cost_the_rest_of_the_batch(
     assert "'lorem ipsum" in caplog.text and "max_text_chars" in caplog.text
 
 
+class FlakyEmbedder(HashEmbedder):
+    """Times out (as an embedding API may) once, on the next write holding ``fail_on``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fail_on: str | None = None
+
+    def embed_documents(self, texts: list[str]) -> Any:
+        if self.fail_on is not None and self.fail_on in texts:
+            self.fail_on = None
+            raise TimeoutError("embedding API timed out")
+        return super().embed_documents(texts)
+
+
+async def test_a_failed_write_keeps_the_batch_for_the_next_put(clock: ManualClock) -> None:
+    """``Memory`` archives a flushed batch before handing it over and never resends it:
+    when the write fails (the embedder times out), the error is raised and the batch
+    stays queued in the block; the next ``aput`` writes it first, once each, and
+    ``flush`` writes what is still queued."""
+    embedder = FlakyEmbedder()
+    engine = new_engine(clock=clock, embedder=embedder)
+    block = block_for(engine)
+    embedder.fail_on = "My sister Anna lives in Porto."
+    with pytest.raises(EmbeddingError, match="timed out"):
+        await block.aput(
+            [user("My sister Anna lives in Porto."), assistant("Nice."), user("I am vegan.")],
+            from_short_term_memory=True,
+            session_id="s1",
+        )
+    assert engine.records() == []
+    await block.aput([user("What should I cook?")], session_id="s1")
+    records = engine.records()
+    assert [r.text for r in records] == [
+        "My sister Anna lives in Porto.",
+        "I am vegan.",
+        "What should I cook?",
+    ]
+    assert all(r.metadata == {"role": "user", "session_id": "s1"} for r in records)
+    embedder.fail_on = "Refunds take five days."
+    with pytest.raises(EmbeddingError):
+        await block.aput([user("Refunds take five days.")])
+    assert block.flush() == [engine.records()[-1].id]
+    assert block.flush() == []
+    assert [r.text for r in engine.records()][-1] == "Refunds take five days."
+    engine.close()
+
+
 # ---------------------------------------------------------------- reading
 async def test_aget_recalls_what_the_latest_message_is_about(engine: Oblivion) -> None:
     """The block lists the memories relevant to the latest message, best first."""
@@ -126,6 +175,27 @@ async def test_aget_skips_memories_still_in_the_conversation(engine: Oblivion) -
     await block.aput([user("Refunds take five days."), user("Refund desks open at nine.")])
     content = await block.aget([user("Refunds take five days."), user("refunds")])
     assert "five days" not in content and "nine" in content
+
+
+async def test_a_memory_hidden_as_a_visible_message_gets_no_recall_boost(
+    engine: Oblivion,
+) -> None:
+    """Only the memories listed are boosted: one left out because its text is still
+    among the messages gets no recall boost, and a listed one gets exactly the boost
+    a recall with feedback would have given it."""
+    engine.remember("Refunds take five days.", id="five")
+    engine.remember("Refund desks open at nine.", id="nine")
+    twin = new_engine(clock=ManualClock(0.0))
+    twin.remember("Refunds take five days.", id="five")
+    twin.remember("Refund desks open at nine.", id="nine")
+    block = block_for(engine)
+    content = await block.aget([user("Refunds take five days."), user("refunds")], session_id="s")
+    assert "five days" not in content and "nine" in content
+    assert [e.memory_id for e in engine.history() if e.kind == "recall"] == ["nine"]
+    twin.recall("refunds", token_budget=block.token_limit)
+    assert engine.get("nine").activation == pytest.approx(twin.get("nine").activation)
+    assert engine.get("nine").access_count == twin.get("nine").access_count == 1
+    twin.close()
 
 
 async def test_context_window_widens_the_query(engine: Oblivion) -> None:
@@ -240,6 +310,41 @@ async def test_a_copy_of_the_user_message_after_tool_calls_is_the_same_turn(
         assert "Porto" in await block.aget(messages, session_id="s")
     assert boosts() == 1
     await block.aget([*earlier, question, call, result, answer, question], session_id="s")
+    assert boosts() == 2
+
+
+async def test_a_turn_whose_earlier_messages_memory_flushes_mid_turn_boosts_once(
+    engine: Oblivion,
+) -> None:
+    """``Memory`` may flush the previous turn out of its queue in the middle of a turn
+    (a long tool result): the views of the turn that follow are still that turn, while
+    the user asking the same again after an answer is a new one."""
+    engine.remember("Alice's sister Anna lives in Porto.", id="anna")
+    block = block_for(engine)
+    question = user("Is Anna in Porto?")
+    call = ChatMessage(
+        role="assistant",
+        blocks=[ToolCallBlock(tool_call_id="1", tool_name="lookup", tool_kwargs={})],
+    )
+    result = ChatMessage(role="tool", content="river report " * 25)
+    answer = assistant("Yes, Anna lives in Porto.")
+    earlier = [user("hello, where does Anna live?"), assistant("In Porto.")]
+    views = [
+        [*earlier, question],
+        [question, call, result, question],  # the earlier turn was flushed
+        [question, call, result, answer],
+        [result, answer],
+    ]
+
+    def boosts() -> int:
+        return sum(e.kind == "recall" for e in engine.history("anna"))
+
+    for messages in views:
+        assert "Porto" in await block.aget(messages, session_id="s")
+    assert boosts() == 1
+    await block.aget([question, call, result, answer, question], session_id="s")
+    assert boosts() == 2
+    await block.aget([answer, question], session_id="s")  # flushed again: same turn
     assert boosts() == 2
 
 
