@@ -432,8 +432,15 @@ def _even_tail(piece: str, slices: list[str], fits: Callable[[str], bool]) -> li
     nearest their middle when both halves fit."""
     if len(slices) < 2 or 2 * len(slices[-1]) >= len(slices[-2]):
         return slices
-    start = piece.find(slices[-2], sum(len(s) for s in slices[:-2]))
-    tail = piece[start : piece.find(slices[-1], start + len(slices[-2])) + len(slices[-1])]
+    # where each slice sits: found in order, each after the one before (a slice starts
+    # at the first non-space after its predecessor, so the first match from there is it)
+    at = 0
+    starts = []
+    for piece_slice in slices:
+        at = piece.index(piece_slice, at)
+        starts.append(at)
+        at += len(piece_slice)
+    tail = piece[starts[-2] : starts[-1] + len(slices[-1])]
     middle = len(tail) // 2
     gaps = [m.start() for m in re.finditer(r"\s+", tail)]
     if not gaps:

@@ -386,15 +386,17 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_let_go_of_locks_in_child)
 
 
-def _close_lock(fd: int) -> None:
-    """Close a lock descriptor :func:`take_store_lock` returned (letting go of it)."""
+def release_store_lock(fd: int) -> None:
+    """Let go of a lock :func:`take_store_lock` returned (close its descriptor). A plain
+    ``os.close`` left the number among the held ones, so a forked child would then
+    replace whatever file reused it with ``/dev/null``."""
     _HELD_LOCKS.discard(fd)
     os.close(fd)
 
 
 def take_store_lock(directory: Path, name: str) -> int | None:
     """Take the exclusive lock an open store holds on ``directory / name`` (``flock``;
-    :func:`_close_lock` lets go of it). ``None`` where there is no ``fcntl``
+    then :func:`release_store_lock`). ``None`` where there is no ``fcntl``
     (Windows: SQLite's own locking is all there is).
 
     Raises:
@@ -594,7 +596,7 @@ class StateDB:
         if self._lock_fd is not None:
             # an instance dropped without close() and collected lets go of it too (it
             # held the store for the rest of the process)
-            self._unlock = weakref.finalize(self, _close_lock, self._lock_fd)
+            self._unlock = weakref.finalize(self, release_store_lock, self._lock_fd)
 
     def _release_lock(self) -> None:
         if self._lock_fd is not None:

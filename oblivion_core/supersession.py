@@ -1039,7 +1039,10 @@ _QUESTION = re.compile(
 )
 #: "I'm allergic to shellfish too", "our office is also in Berlin": one more value, not
 #: a new one.
-_ADDITIVE = re.compile(r"\b(?:too|as well|also|in addition|additionally|another)\b", re.I)
+_ADDITIVE = re.compile(r"\b(?:too|as well|also)\b", re.I)
+
+
+_AMOUNT = re.compile(r"[£$€]?\d[\d,.]*(?:k|m|bn|%)?", re.I)
 
 
 def _word_set(words: str) -> frozenset[str]:
@@ -1080,14 +1083,14 @@ def _value_kind(text: str, verb: str = "") -> str:
     if number and words[0] in approx:
         words = words[1:]
     first = words[0] if words else ""
-    if verb.endswith("turned") or first in _NUMBER_WORDS:
-        return "amount"
+    if verb.endswith("turned") or first.split("-")[0] in _NUMBER_WORDS:
+        return "amount"  # "ten", "twenty-five thousand"
     if {kind for kind, _ in _quantities(clause)} & {"time", "day", "date"}:
         return "when"
     if _WHEN.search(clause):
         return "when"
-    if first[:1] in tuple("£$€0123456789"):
-        return "amount"
+    if _AMOUNT.fullmatch(first):
+        return "amount"  # "40k", "£1,600", "3.5m"; not "7tulips" (a password, say)
     if first in _PREPOSITIONS:
         return first
     if len(words) > 1 and words[1] in _PREPOSITIONS and first not in _DETERMINERS:
@@ -1119,8 +1122,10 @@ def _subject_value(
         clean = _strip_label(_QUESTION.sub(" ", sentence) if "?" in sentence else sentence)
         if not clean or (clean.endswith("?") and "? " not in clean):
             continue  # a question states no fact
-        if _ADDITIVE.search(clean):
-            continue  # one more value ("allergic to shellfish too"), not a new one
+        if _ADDITIVE.search(_CLAUSE_END.split(clean, maxsplit=1)[0]):
+            # one more value ("allergic to shellfish too"), not a new one; "also" in a
+            # later clause ("Priya, who also leads design") says nothing of this one
+            continue
         if fav or "choice" in lower or " best" in lower or " most" in lower:
             for pattern in (_FAV_A, _FAV_C, _FAV_B, _FAV_OF_CHOICE, _FAV_BEST):
                 fm = pattern.search(clean)

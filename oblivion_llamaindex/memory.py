@@ -169,7 +169,10 @@ class OblivionMemory(BaseMemory):
     @field_serializer("insert_method")
     def _insert_method_value(self, value: InsertMethod) -> str:
         """Serialised as its value (``"system"``/``"user"``), so ``to_json`` works and
-        ``from_json``/``from_dict`` read it back."""
+        ``from_json``/``from_dict`` read it back. Once the chat store holds messages,
+        ``to_json``/``to_dict`` fail inside LlamaIndex's own message serialiser with
+        llama-index-core 0.14.25 and pydantic 2.14 (``ChatMemoryBuffer`` fails the same
+        way); the engine's memories are on disk either way."""
         return value.value
 
     def __init__(self, oblivion: Oblivion, **data: Any) -> None:

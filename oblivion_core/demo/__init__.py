@@ -24,7 +24,7 @@ from oblivion_core.engine import Oblivion
 from oblivion_core.errors import InvalidInputError, StoreLockedError, StorePathError
 from oblivion_core.policy import Policy
 from oblivion_core.records import Tier
-from oblivion_core.state import StateDB, take_store_lock
+from oblivion_core.state import StateDB, release_store_lock, take_store_lock
 
 DAY = 86_400.0
 TURN_GAP = 30.0  # seconds between turns within a session
@@ -97,7 +97,7 @@ def _unused(path: Path) -> Iterator[None]:
         yield
     finally:
         if fd is not None:
-            os.close(fd)
+            release_store_lock(fd)
 
 
 def run_demo(

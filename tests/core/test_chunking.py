@@ -260,3 +260,11 @@ def test_short_texts_embed_exactly_as_before(real_embedder: FastEmbedEmbedder) -
         assert chunks(text, count_tokens=real_embedder._chunk_count, max_tokens=512) == [text]
     direct = normalize(real_embedder.embed_documents(texts), len(texts))
     assert np.array_equal(embed_texts(real_embedder, texts), direct)
+
+
+@pytest.mark.parametrize("text", ["p p p p p p p x x x x x q", " ".join(["00"] * 44 + ["ff"])])
+def test_evening_the_tail_repeats_no_words(text: str) -> None:
+    """The tail's re-cut found its slice by searching the text from a wrong offset: in
+    repeating text it started early, and words came out twice (13 words in, 14 out)."""
+    got = chunks(text, words=1000, count_tokens=lambda p: len(p.split()), max_tokens=4)
+    assert " ".join(got).split() == text.split()

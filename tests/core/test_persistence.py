@@ -649,6 +649,18 @@ def test_a_child_forked_while_the_store_was_open_does_not_keep_it_locked(
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
 
 
+def test_the_demo_lets_go_of_the_store_lock_it_takes(tmp_path: Path) -> None:
+    """The demo's check released its lock with a plain os.close: the number stayed among
+    the held locks, and a forked child replaced whatever file reused it with /dev/null."""
+    from oblivion_core import state
+    from oblivion_core.demo import _unused
+
+    held = set(state._HELD_LOCKS)
+    with _unused(tmp_path):
+        assert len(state._HELD_LOCKS) == len(held) + 1
+    assert held == state._HELD_LOCKS
+
+
 def test_updates_handed_off_while_no_thread_can_start_are_written_later(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

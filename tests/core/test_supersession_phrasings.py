@@ -451,6 +451,11 @@ def test_removing_an_item_leaves_another_that_shares_a_word(old: str, new: str) 
         ),
         (TEA, "As I said, my favourite drink is coffee now."),
         (TEA, "I think my favourite drink is coffee now."),
+        # "also"/"another" in a later clause, a hyphenated number, a password with digits
+        ("My manager is Sam.", "My manager is now Priya, who also leads design."),
+        (TEA, "My favourite drink is coffee now, I have another cup every morning."),
+        ("My budget is 20k.", "My budget is now twenty-five thousand."),
+        ("My wifi password is sunflower.", "My wifi password is now 7tulips."),
     ],
 )
 def test_the_same_attribute_changed_is_still_caught(old: str, new: str) -> None:
