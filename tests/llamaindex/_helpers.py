@@ -90,3 +90,17 @@ class HashEmbedding(BaseEmbedding):
 
     async def _aget_query_embedding(self, query: str) -> list[float]:
         return self._get_query_embedding(query)
+
+
+class FlakyEmbedder(HashEmbedder):
+    """Times out (as an embedding API may) once, on the next write holding ``fail_on``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fail_on: str | None = None
+
+    def embed_documents(self, texts: list[str]) -> Any:
+        if self.fail_on is not None and self.fail_on in texts:
+            self.fail_on = None
+            raise TimeoutError("embedding API timed out")
+        return super().embed_documents(texts)

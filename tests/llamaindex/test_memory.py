@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
-from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -18,12 +17,12 @@ from llama_index.core.memory.memory import InsertMethod
 from llama_index.core.storage.chat_store import SimpleChatStore
 
 from oblivion_core import EmbeddingError, InvalidInputError, Oblivion
-from oblivion_core.testing import HashEmbedder, ManualClock, word_count
+from oblivion_core.testing import ManualClock, word_count
 from oblivion_core.testing import memory as new_engine
 from oblivion_llamaindex import OblivionMemory
 from oblivion_llamaindex._engine import text_refusal
 
-from ._helpers import assistant, context_tokens, user
+from ._helpers import FlakyEmbedder, assistant, context_tokens, user
 
 
 def make(engine: Oblivion, **fields: object) -> OblivionMemory:
@@ -408,20 +407,6 @@ def test_put_messages_with_a_refused_message_keeps_the_rest(engine: Oblivion) ->
     memory.flush()
     memory.flush()
     assert [r.text for r in engine.records()] == ["My sister Anna lives in Porto."]
-
-
-class FlakyEmbedder(HashEmbedder):
-    """Times out (as an embedding API may) once, on the next write holding ``fail_on``."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.fail_on: str | None = None
-
-    def embed_documents(self, texts: list[str]) -> Any:
-        if self.fail_on is not None and self.fail_on in texts:
-            self.fail_on = None
-            raise TimeoutError("embedding API timed out")
-        return super().embed_documents(texts)
 
 
 @pytest.fixture

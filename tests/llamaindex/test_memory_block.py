@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import pickle
-from typing import Any
 
 import pytest
 from llama_index.core.agent.workflow import FunctionAgent
@@ -16,11 +15,11 @@ from llama_index.core.memory import Memory
 from llama_index.core.tools import FunctionTool
 
 from oblivion_core import EmbeddingError, InvalidInputError, Oblivion
-from oblivion_core.testing import HashEmbedder, ManualClock, word_count
+from oblivion_core.testing import ManualClock, word_count
 from oblivion_core.testing import memory as new_engine
 from oblivion_llamaindex import OblivionMemoryBlock
 
-from ._helpers import DAY, HOUR, assistant, user
+from ._helpers import DAY, HOUR, FlakyEmbedder, assistant, user
 
 
 def block_for(engine: Oblivion, **fields: object) -> OblivionMemoryBlock:
@@ -95,20 +94,6 @@ async def test_refused_message_does_not_cost_the_rest_of_the_batch(
         "My sister Anna lives in Porto.",
     ]
     assert "'lorem ipsum" in caplog.text and "max_text_chars" in caplog.text
-
-
-class FlakyEmbedder(HashEmbedder):
-    """Times out (as an embedding API may) once, on the next write holding ``fail_on``."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.fail_on: str | None = None
-
-    def embed_documents(self, texts: list[str]) -> Any:
-        if self.fail_on is not None and self.fail_on in texts:
-            self.fail_on = None
-            raise TimeoutError("embedding API timed out")
-        return super().embed_documents(texts)
 
 
 async def test_a_failed_write_keeps_the_batch_for_the_next_put(clock: ManualClock) -> None:
