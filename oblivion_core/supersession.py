@@ -1042,9 +1042,6 @@ _QUESTION = re.compile(
 _ADDITIVE = re.compile(r"\b(?:too|as well|also)\b", re.I)
 
 
-_AMOUNT = re.compile(r"[£$€]?\d[\d,.]*(?:k|m|bn|%)?", re.I)
-
-
 def _word_set(words: str) -> frozenset[str]:
     """A set of words written as one string ("in at on ...")."""
     return frozenset(words.split())
@@ -1061,6 +1058,9 @@ _NUMBER_WORDS = _word_set(
     "fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty "
     "seventy eighty ninety hundred thousand half"
 )
+_DETERMINERS = _word_set("a an the my our his her their your its this that some")
+#: A value that is a number: "40k", "£1,600", "3.5m" (not "7tulips").
+_AMOUNT = re.compile(r"[£$€]?\d[\d,.]*(?:k|m|bn|%)?", re.I)
 _WHEN = re.compile(
     r"\b(?:today|tomorrow|tonight|yesterday|noon|midday|midnight|next|weekend|morning|"
     r"afternoon|evening)\b",
@@ -1096,9 +1096,6 @@ def _value_kind(text: str, verb: str = "") -> str:
     if len(words) > 1 and words[1] in _PREPOSITIONS and first not in _DETERMINERS:
         return f"adj:{first}"
     return "state"
-
-
-_DETERMINERS = _word_set("a an the my our his her their your its this that some")
 
 
 def _stated(clean: str, start: int) -> bool:
