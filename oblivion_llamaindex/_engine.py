@@ -5,8 +5,8 @@ from __future__ import annotations
 import copy
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import BaseModel
@@ -155,6 +155,54 @@ def renamed(exc: InvalidInputError, message: str) -> InvalidInputError:
     new = type(exc)(message)
     new.__cause__ = exc
     return new
+
+
+_Q = TypeVar("_Q")
+
+
+def remember_queued(
+    oblivion: Oblivion,
+    queue: list[_Q],
+    count: int | None,
+    text_of: Callable[[_Q], str],
+    metadata_of: Callable[[_Q], Mapping[str, Any]],
+    *,
+    category: str | None,
+    importance: float | None,
+    namespace: str | None,
+) -> tuple[list[_Q], list[str], list[tuple[int, InvalidInputError, str]]] | None:
+    """Write the ``count`` oldest entries of ``queue`` (``None``: all) with
+    :func:`remember_each`; ``None`` when nothing waits.
+
+    An entry leaves the queue once the engine has dealt with it: stored, or refused for
+    its text. When the write fails otherwise (the embedder timed out, the store is busy),
+    the error is raised and the entries not stored stay queued, first in line for the
+    next write.
+
+    Returns:
+        The entries written, the new memory ids and :func:`remember_each`'s refusals
+        (indices into the entries written).
+    """
+    pending = queue[:count] if count is not None else list(queue)
+    if not pending:
+        return None
+    stored_at: list[int] = []
+    try:
+        stored, refused = remember_each(
+            oblivion,
+            [text_of(entry) for entry in pending],
+            [metadata_of(entry) for entry in pending],
+            category=category,
+            importance=importance,
+            namespace=namespace,
+            stored_at=stored_at,
+        )
+    except BaseException:
+        written = set(stored_at)
+        queue[: len(pending)] = [e for i, e in enumerate(pending) if i not in written]
+        raise
+    del queue[: len(pending)]
+    return pending, stored, refused
 
 
 def remember_each(

@@ -42,7 +42,7 @@ from oblivion_llamaindex._engine import (
     need_engine,
     open_oblivion,
     reinforce_shown,
-    remember_each,
+    remember_queued,
     renamed,
     restore_private,
 )
@@ -534,26 +534,19 @@ class OblivionMemory(BaseMemory):
         is busy), that error is raised and the messages not stored stay queued, first in
         line for the next write (a refused one is then refused, and reported, there).
         """
-        pending = self._unsaved[:count] if count is not None else list(self._unsaved)
-        if not pending:
+        done = remember_queued(
+            self.oblivion,
+            self._unsaved,
+            count,
+            message_text,
+            lambda m: {"role": role(m), "chat_store_key": self.chat_store_key},
+            category=self.category,
+            importance=self.importance,
+            namespace=self.namespace,
+        )
+        if done is None:
             return None
-        stored: list[int] = []
-        try:
-            _, refused = remember_each(
-                self.oblivion,
-                [message_text(m) for m in pending],
-                [{"role": role(m), "chat_store_key": self.chat_store_key} for m in pending],
-                category=self.category,
-                importance=self.importance,
-                namespace=self.namespace,
-                stored_at=stored,
-            )
-        except BaseException:
-            written = set(stored)
-            waiting = [m for i, m in enumerate(pending) if i not in written]
-            self._unsaved = waiting + self._unsaved[len(pending) :]
-            raise
-        del self._unsaved[: len(pending)]
+        pending, _, refused = done
         if not refused:
             return None
         index, exc, why = refused[0]

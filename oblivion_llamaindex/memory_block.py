@@ -36,7 +36,7 @@ from oblivion_llamaindex._engine import (
     check_oblivion,
     open_oblivion,
     reinforce_shown,
-    remember_each,
+    remember_queued,
     restore_private,
 )
 
@@ -365,26 +365,19 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
 
     def _save(self) -> list[str]:
         """Write the queued messages; those not stored stay queued when the write raises."""
-        pending = list(self._unsaved)
-        if not pending:
+        done = remember_queued(
+            self.oblivion,
+            self._unsaved,
+            None,
+            lambda entry: entry[0],
+            lambda entry: entry[1],
+            category=self.category,
+            importance=self.importance,
+            namespace=self.namespace,
+        )
+        if done is None:
             return []
-        stored_at: list[int] = []
-        try:
-            stored, refused = remember_each(
-                self.oblivion,
-                [text for text, _ in pending],
-                [meta for _, meta in pending],
-                category=self.category,
-                importance=self.importance,
-                namespace=self.namespace,
-                stored_at=stored_at,
-            )
-        except BaseException:
-            written = set(stored_at)
-            waiting = [p for i, p in enumerate(pending) if i not in written]
-            self._unsaved = waiting + self._unsaved[len(pending) :]
-            raise
-        del self._unsaved[: len(pending)]
+        pending, stored, refused = done
         for index, _, why in refused:
             text, meta = pending[index]
             logger.warning(
