@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
@@ -168,16 +168,6 @@ def appraise(engine: Oblivion, text: str) -> tuple[str, float]:
     """Category and importance of ``text`` from the engine's own importance scorer."""
     scorer = engine.importance_scorer
     return scorer.categorize(text), float(scorer.score(text))
-
-
-def forget_ids(engine: Oblivion, ids: Iterable[str], namespace: str | None) -> None:
-    """Forget each id in turn, one ``Oblivion.forget`` each.
-
-    For a few ids only: the engine's bulk delete is ``Oblivion.clear(namespace=...)``,
-    which removes a whole namespace in one transaction; use it when that is what is meant.
-    """
-    for memory_id in ids:
-        engine.forget(memory_id, namespace=namespace)
 
 
 # ------------------------------------------------------------------ LangGraph store
