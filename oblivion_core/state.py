@@ -396,7 +396,7 @@ def release_store_lock(fd: int) -> None:
 
 def take_store_lock(directory: Path, name: str) -> int | None:
     """Take the exclusive lock an open store holds on ``directory / name`` (``flock``;
-    then :func:`release_store_lock`). ``None`` where there is no ``fcntl``
+    :func:`release_store_lock` lets go of it). ``None`` where there is no ``fcntl``
     (Windows: SQLite's own locking is all there is).
 
     Raises:
