@@ -3244,7 +3244,7 @@ class Oblivion:
         st = space.state
         target = policy.active_target(st.n)
         room = len(ids) if target is None else target - len(space.index)
-        if room >= len(ids):
+        if not ids or room >= len(ids):  # nothing to rank: the floor is not read
             return ids
         acts = self._activation(ns, st, now, np.asarray([st.index[m] for m in ids], np.int64))
         active = np.flatnonzero(st.col("tier") == _ACTIVE)

@@ -707,3 +707,34 @@ def test_a_recall_does_not_swap_two_memories_at_a_full_tiers_cut() -> None:
     assert changes == 0, tiers
     assert len(mem.records(tier="active")) == 1
     mem.close()
+
+
+def test_a_recall_with_nothing_to_promote_reads_no_other_activation(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With the active tier over its target, every recall's feedback read the
+    activation of every active memory (the floor a promotion must beat) even with no
+    archive hit to promote: 0.9 ms of each recall's feedback at 100k memories. Only
+    the candidates' activations are read then."""
+    clock = ManualClock()
+    policy = Policy.template("balanced").replace(
+        active_capacity=5, active_share=None, maintain_every=0
+    )
+    mem = memory(clock=clock, policy=policy.replace(active_capacity=None))
+    first = mem.remember_many([f"note number {i} about the garden" for i in range(200)])[0]
+    mem.set_policy(policy)  # 200 active memories for a target of 5, until maintain()
+    assert len(mem.records(tier="active")) == 200
+    sizes: list[int] = []
+    real = Oblivion._activation
+
+    def counted(self: Oblivion, ns: str, st: Any, now: float, rows: Any = None) -> Any:
+        out = real(self, ns, st, now, rows)
+        sizes.append(len(out))
+        return out
+
+    monkeypatch.setattr(Oblivion, "_activation", counted)
+    clock.advance(60)
+    mem.recall("garden note", k=2, deep=False)
+    mem.get(first.id)  # the queued feedback has run
+    assert sizes and max(sizes) < 200, sizes  # the candidates (dense and BM25), never the tier
+    mem.close()
