@@ -548,16 +548,20 @@ def test_exit_is_not_held_up_by_a_daemon_thread_stuck_inside_a_call(tmp_path: Pa
         mem = Oblivion({str(tmp_path)!r}, clock=ManualClock(), embedder=HashEmbedder(),
                        token_counter=word_count)
         mem.remember("the garden hose is in the shed", id="g")
-        hang = threading.Event()
+        hang, started, held = threading.Event(), threading.Event(), threading.Event()
 
         def stuck():
+            started.set()
             with mem._lock:  # a call that never returns (a hung remote tokenizer, say)
+                held.set()
                 hang.wait()
 
         with mem._lock:  # as a recall does: queue its feedback, then release
             threading.Thread(target=stuck, daemon=True).start()
+            started.wait(30)
             time.sleep(0.3)  # the stuck call now waits for the lock, ahead of the worker
             mem._lock.later(lambda: None)
+        held.wait(30)  # on a loaded machine it may come after the worker, but it comes
         print("main ends", flush=True)
         """
     )
