@@ -36,11 +36,12 @@ from oblivion_core.importance import HeuristicImportance
 from oblivion_core.policy import TEMPLATES, Policy
 from oblivion_core.recall import RecalledItem, RecallResult
 from oblivion_core.records import Category, MemoryRecord, Tier
-from oblivion_core.state import Event
+from oblivion_core.state import EVENT_KINDS, Event
 from oblivion_core.store import VectorStore
 from oblivion_core.tiering import MaintenancePlan, PlanEntry
 
 __all__ = [
+    "EVENT_KINDS",
     "TEMPLATES",
     "Category",
     "EmbeddingError",

@@ -72,7 +72,7 @@ from oblivion_core.recall import (
     score,
 )
 from oblivion_core.records import MemoryRecord, Tier, check_metadata
-from oblivion_core.state import Event, JournalRow, NamespaceState, StateDB
+from oblivion_core.state import EVENT_KINDS, Event, JournalRow, NamespaceState, StateDB
 from oblivion_core.store import VectorStore, directory_path
 from oblivion_core.supersession import (
     Candidate,
@@ -3328,7 +3328,8 @@ class Oblivion:
 
         Raises:
             InvalidInputError: ``older_than`` is negative or not a finite number, or
-                ``kinds`` is empty or holds a non-string.
+                ``kinds`` is empty or holds anything but a kind of
+                :data:`~oblivion_core.EVENT_KINDS`.
             UnknownNamespaceError: the namespace does not exist.
         """
         older_than = _finite(older_than, "older_than", "a number of clock units >= 0")
@@ -3341,6 +3342,12 @@ class Oblivion:
         if isinstance(kinds, str) or not kinds or not all(isinstance(k, str) and k for k in kinds):
             raise InvalidInputError(
                 f"kinds must be a non-empty list of journal kinds such as 'recall', got {kinds!r}"
+            )
+        unknown = [k for k in kinds if k not in EVENT_KINDS]
+        if unknown:  # a typo deleted nothing, silently
+            raise InvalidInputError(
+                f"unknown journal kinds {unknown}: kinds are {', '.join(EVENT_KINDS)} "
+                "(oblivion_core.EVENT_KINDS)"
             )
         ns = self._ns(namespace)
         with self._lock:

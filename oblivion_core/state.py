@@ -40,6 +40,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -173,9 +174,35 @@ _FLOAT_COLS = (
 F64 = npt.NDArray[np.float64]
 
 
+#: Every :attr:`Event.kind` the engine records, and what it marks.
+EVENT_KINDS: Mapping[str, str] = MappingProxyType(
+    {
+        "remember": "a memory was written",
+        "recall": "a recall returned it (or reinforce() boosted it)",
+        "spread": "a recalled memory's boost spread to it along a link",
+        "used": "mark_used(): the answer used it",
+        "confirm": "confirm()",
+        "link": "link() to another memory",
+        "edit": "edit() of its text, category, importance or confidence",
+        "supersede": "a newer memory superseded it",
+        "unsupersede": "its successor went (forgotten, invalidated, edited), it counts again",
+        "invalidate": "invalidate()",
+        "review": "lowered and flagged for review: a memory linked to it was invalidated",
+        "forget": "deleted (forget(), clear(), or maintain() with forgetting on)",
+        "archive": "moved to the archive tier",
+        "restore": "moved back to the active tier",
+        "compress": "summarised: it turned cold behind a summary memory",
+        "decompress": "back from cold to the archive: its summary went or was decompressed",
+        "adapt": "maintain() changed learned decay rates or gains (no memory)",
+        "policy": "the namespace's policy changed (no memory)",
+    }
+)
+
+
 @dataclass(frozen=True)
 class Event:
-    """One recorded activation change (or other state change) of a memory."""
+    """One recorded activation change (or other state change) of a memory (``kind``:
+    one of :data:`EVENT_KINDS`)."""
 
     seq: int
     at: float

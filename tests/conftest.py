@@ -28,6 +28,26 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "oblivion"))
 DAY = 86_400.0
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _journal_kinds_are_listed() -> Iterator[None]:
+    """Every journal entry any test writes has a kind of ``EVENT_KINDS``, the list
+    ``prune_journal(kinds=...)`` checks names against: a kind added without it fails the
+    suite instead of being refused to users who name it."""
+    from oblivion_core import state
+
+    write = state._event_values
+
+    def checked(at: float, wall: float, namespace: str, entries: Any) -> Any:
+        entries = list(entries)
+        unlisted = {e[1] for e in entries} - set(state.EVENT_KINDS)
+        assert not unlisted, f"journal kinds missing from EVENT_KINDS: {unlisted}"
+        return write(at, wall, namespace, entries)
+
+    state._event_values = checked
+    yield
+    state._event_values = write
+
+
 @pytest.fixture
 def clock() -> ManualClock:
     """A manual clock at t=0 (seconds for wall-clock policies)."""

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from oblivion_core import (
+    EVENT_KINDS,
     InvalidInputError,
     ManualClock,
     Oblivion,
@@ -112,6 +113,25 @@ def test_an_invalid_age_is_refused_and_nothing_is_dropped(mem: Oblivion, bad: An
 def test_invalid_kinds_are_refused(mem: Oblivion, kinds: Any) -> None:
     with pytest.raises(InvalidInputError, match="kinds"):
         mem.prune_journal(0, kinds=kinds)
+
+
+def test_an_unknown_kind_is_refused_and_nothing_is_dropped(mem: Oblivion) -> None:
+    """A typo ("recal") deleted nothing and said nothing; the error names the kinds."""
+    mem.remember("Dana likes green tea.")
+    mem.recall("tea")
+    count = len(mem.history())
+    with pytest.raises(InvalidInputError, match=r"unknown journal kinds \['recal'\].*spread"):
+        mem.prune_journal(0, kinds=["recall", "recal"])
+    assert len(mem.history()) == count
+
+
+def test_every_kind_can_be_named(mem: Oblivion, clock: ManualClock) -> None:
+    mem.remember("Dana likes green tea.")
+    mem.recall("tea")
+    clock.advance(DAY)
+    count = len(mem.history())
+    assert mem.prune_journal(0, kinds=list(EVENT_KINDS)) == count > 0
+    assert mem.history() == []
 
 
 def test_an_unknown_namespace_is_refused(mem: Oblivion) -> None:
