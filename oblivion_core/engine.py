@@ -769,6 +769,13 @@ class Oblivion:
         with self._lock:
             self._check_open()
             space = self._space(ns, create=True)
+            # the policy as it is now: a set_policy() may have landed while the texts were
+            # embedded (its automatic maintain, links, supersession, caps apply)
+            current = self._policy_of(ns)
+            if current is not policy:
+                policy = current
+                for i, text in enumerate(clean):
+                    _check_text(text, policy.max_text_chars, f"texts[{i}]")
             clash = [i for i in final_ids if i in space.state.index]
             if clash:
                 raise InvalidInputError(
@@ -1269,6 +1276,7 @@ class Oblivion:
             if loaded is not None:
                 allow, entered = loaded.active_seqs, loaded.entered
         beside = lexical_now and not getattr(self.embedder, "busy_cores", False)
+        lexical_seen = self._lex.changes(ns)  # before the search: a change after it counts
         lexical = self._background(self._lex.search, ns, q, pool, allow) if beside else None
         qvec = embed_query(self.embedder, q, self._dim)
         try:
@@ -1280,6 +1288,10 @@ class Oblivion:
             raise
         with self._lock:
             self._check_open()
+            if self._lex.changes(ns) != lexical_seen:
+                # a write or edit landed since BM25 ran (outside the lock): its scores are
+                # of texts that changed; ranked again under the lock
+                bm25 = None
             return self._recall(
                 q,
                 qvec,

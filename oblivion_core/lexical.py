@@ -283,6 +283,15 @@ class LexicalIndex:
         self._spaces: dict[str, _Namespace] = {}
         # its own lock: a search may run on a worker thread, beside the engine's lock
         self._lock = threading.Lock()
+        self._changes: dict[str, int] = {}  # per namespace, kept across drop()
+
+    def changes(self, namespace: str) -> int:
+        """How many times ``namespace``'s documents changed (adds, deletes, drops): a
+        search run outside the caller's lock is stale once this moved."""
+        return self._changes.get(namespace, 0)
+
+    def _changed(self, namespace: str) -> None:
+        self._changes[namespace] = self._changes.get(namespace, 0) + 1
 
     def _space(self, namespace: str) -> _Namespace:
         space = self._spaces.get(namespace)
@@ -298,6 +307,7 @@ class LexicalIndex:
     def add(self, namespace: str, seqs: Sequence[int], texts: Sequence[str]) -> None:
         """Index texts under their sequence numbers (call once they are stored)."""
         with self._lock:
+            self._changed(namespace)
             space = self._spaces.get(namespace)
             if space is not None:  # an index not built yet reads them when it is
                 space.add(seqs, texts)
@@ -305,6 +315,7 @@ class LexicalIndex:
     def delete(self, namespace: str, seqs: Sequence[int]) -> None:
         """Remove documents by sequence number (absent ones are ignored)."""
         with self._lock:
+            self._changed(namespace)
             space = self._spaces.get(namespace)
             if space is not None:
                 space.delete(seqs)
@@ -316,6 +327,7 @@ class LexicalIndex:
     def drop(self, namespace: str) -> None:
         """Forget a namespace's index."""
         with self._lock:
+            self._changed(namespace)
             self._spaces.pop(namespace, None)
 
     def search(

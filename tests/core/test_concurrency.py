@@ -571,3 +571,91 @@ def test_an_instance_dropped_without_close_lets_go_of_the_store(tmp_path: Path) 
     assert gone() is None
     with _open(tmp_path, ManualClock()) as again:
         assert again.get("hose").access_count == 1
+
+
+class _Gated(HashEmbedder):
+    """An embedder whose ``gate`` method (``embed_query`` or ``embed_documents``) waits
+    on ``hold`` when it is set: a slow model, so another thread's call lands while a call
+    embeds outside the engine's lock."""
+
+    def __init__(self, gate: str) -> None:
+        super().__init__()
+        self.gate = gate
+        self.hold: threading.Event | None = None
+        self.entered = threading.Event()
+
+    def _wait(self, method: str) -> None:
+        if self.hold is not None and method == self.gate:
+            self.entered.set()
+            self.hold.wait(10)
+
+    def embed_query(self, text: str) -> list[float]:
+        self._wait("embed_query")
+        return super().embed_query(text)
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        self._wait("embed_documents")
+        return super().embed_documents(texts)
+
+
+def test_a_recall_beside_an_edit_ranks_the_edited_text() -> None:
+    """BM25 runs outside the engine's lock (beside the query's embedding); an edit that
+    landed meanwhile left the recall with the old text's scores: "Paris" matched the
+    text now about Berlin (lexical 1.78, score 0.52 against 0.23 once settled). A change
+    of the lexical index since the search now has it run again under the lock."""
+    from oblivion_core.testing import memory
+
+    emb = _Gated("embed_query")
+    mem = memory(embedder=emb, policy=Policy().replace(supersede=False, maintain_every=0))
+    target = mem.remember("My favourite city is Paris and I visit it often")
+    for i in range(10):
+        mem.remember(f"Unrelated note number {i} on gardening and tomatoes")
+    searched = threading.Event()
+    search = mem._lex.search
+
+    def watched(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return search(*args, **kwargs)
+        finally:
+            searched.set()
+
+    mem._lex.search = watched  # type: ignore[method-assign]
+    emb.hold = threading.Event()
+    out: list[Any] = []
+    t = threading.Thread(target=lambda: out.append(mem.recall("Paris", k=3, deep=True)))
+    t.start()
+    assert searched.wait(10)  # BM25 ran; the query's embedding still waits
+    mem.edit(target.id, "My favourite city is Berlin and I visit it often")
+    emb.hold.set()
+    t.join()
+    emb.hold = None
+    settled = {it.id: it.score for it in mem.recall("Paris", k=3, deep=True, feedback=False)}
+    item = next(it for it in out[0] if it.id == target.id)
+    assert item.why["relevance_signals"]["lexical"] == 0.0
+    assert item.score == pytest.approx(settled[target.id], abs=0.01)
+    mem.close()
+
+
+def test_a_remember_beside_set_policy_follows_the_new_policy() -> None:
+    """remember() read the policy before it embedded (outside the lock) and used that
+    copy after: a set_policy() landing meanwhile (maintain_every 1 -> 0, capacity
+    100 -> 2) got an automatic maintain() nobody asked for, planned with the new
+    capacity: 9 of 11 memories archived. Neither order of the two calls does that."""
+    from oblivion_core.testing import memory
+
+    old = Policy().replace(maintain_every=1, active_capacity=100, supersede=False, adapt=False)
+    emb = _Gated("embed_documents")
+    mem = memory(embedder=emb, policy=old)
+    for i in range(10):
+        mem.remember(f"note {i} about the garden")
+    emb.hold = threading.Event()
+    t = threading.Thread(target=mem.remember, args=("the new note",))
+    t.start()
+    assert emb.entered.wait(10)  # embedding, outside the lock
+    mem.set_policy(old.replace(maintain_every=0, active_capacity=2))
+    emb.hold.set()
+    t.join()
+    emb.hold = None
+    stats = mem.stats()
+    assert stats["memories"] == 11 and stats["active"] == 11
+    mem.close()
