@@ -1238,7 +1238,7 @@ class Oblivion:
             k: Maximum number of items (default ``policy.default_k``).
             namespace: Where to search.
             deep: ``True`` always searches the archive; ``False`` never; ``None`` lets
-                the gate decide (best active relevance below ``policy.archive_gate``, or
+                the gate decide (best active cosine below ``policy.archive_gate``, or
                 fewer than ``k`` active hits).
             include_invalidated: Also return invalidated memories.
             include_cold: Also search cold memories (originals of summaries).
@@ -1450,7 +1450,7 @@ class Oblivion:
             if len(ids) < limit and st.n > len(space.index):
                 reason = f"only {len(ids)} active memories for k={limit}"
             elif best < policy.archive_gate and st.n > len(space.index):
-                reason = f"best active relevance {best:.3f} < gate {policy.archive_gate:.3f}"
+                reason = f"best active cosine {best:.3f} < gate {policy.archive_gate:.3f}"
 
         def hidden(mids: Sequence[str | None]) -> np.ndarray[Any, Any]:
             """Which of ``mids`` this recall cannot show (invalidated, cold, unknown)."""
@@ -2747,6 +2747,8 @@ class Oblivion:
         Memories linked to it at least ``policy.invalidate_link_weight`` strongly lose
         activation too (times ``policy.invalidate_link_factor``; never raised) and are
         flagged for review (``stats()["flagged_for_review"]`` and their ``why``).
+        Invalidating a memory that already is changes nothing (a retry does not lower its
+        neighbours again).
         """
         reason = _check_reason(reason)
         ns = self._ns(namespace)
@@ -2756,6 +2758,8 @@ class Oblivion:
             policy = self.policy_for(ns)
             st = space.state
             i = self._row(space, memory_id)
+            if st.cols["invalidated"][i]:
+                return
             now = self._now(ns)
             with self._consistent(ns):
                 before = float(self._activation(ns, st, now, np.asarray([i]))[0])

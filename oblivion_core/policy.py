@@ -156,8 +156,9 @@ class Policy:
             ``Oblivion.prune_journal`` does. ``None`` (the default) keeps the journal whole.
         protected_categories: Never forgotten (a list or tuple of names, not a string).
         protect_importance: Memories at or above this importance are never forgotten.
-        archive_gate: Recall also searches the archive when the best active relevance is
-            below this (cosine similarity), or fewer than ``k`` active hits exist.
+        archive_gate: Recall also searches the archive when the best active memory's
+            cosine similarity to the query is below this, or fewer than ``k`` active
+            hits exist.
         default_k: Items returned when no ``k`` is given.
         candidate_pool: Candidates fetched per tier before scoring.
         dense_weight / lexical_weight: Fusion of the two relevance signals:

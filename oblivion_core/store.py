@@ -30,7 +30,6 @@ from oblivion_core.errors import (
     InvalidInputError,
     OblivionError,
     StoreConflictError,
-    StoreError,
     StorePathError,
     VectorStoreError,
 )
@@ -179,9 +178,10 @@ class VectorStore:
             client = chromadb.HttpClient(host=host, port=port, ssl=ssl, settings=_settings())
             client.heartbeat()
         except Exception as exc:
-            raise StoreError(
-                f"could not reach the Chroma server at {host}:{port}: {exc}. "
-                "Is `chroma run` running there?"
+            said = str(exc).rstrip(" .?!")
+            raise VectorStoreError(
+                f"could not reach the Chroma server at {host}:{port} ({said}); start it "
+                f"(`chroma run --port {port}`) or pass the host and port it listens on"
             ) from exc
         return cls(client, prefix=prefix, documents=documents)
 

@@ -221,6 +221,20 @@ def test_invalidate_lowers_and_flags_strongly_linked_memories(
     assert "flagged_for_review" in item.why
 
 
+def test_invalidating_again_changes_nothing(mem: Oblivion) -> None:
+    """A retry (a second click on "wrong") halved the linked memory again each time and
+    journaled another review: three calls left it at an eighth."""
+    wrong = mem.remember("the launch is code-named Apollo", category="fact")
+    near = mem.remember("Apollo needs sign-off from Dana", category="fact")
+    mem.link(wrong.id, near.id, 1.0)
+    mem.invalidate(wrong.id)
+    once, entries = mem.get(near.id).activation, len(mem.history())
+    mem.invalidate(wrong.id)
+    mem.invalidate(wrong.id, reason="still wrong")
+    assert mem.get(near.id).activation == once
+    assert len(mem.history()) == entries
+
+
 def test_forget_removes_links(mem: Oblivion) -> None:
     """Forgetting a memory removes every link that touched it."""
     a = mem.remember("apples and pears in the basket")

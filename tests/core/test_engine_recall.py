@@ -405,6 +405,18 @@ def test_deep_recall_finds_archived_memories(archived: tuple[Oblivion, str]) -> 
     assert "archive searched because deep=True" in result[0].why["explanation"]
 
 
+def test_the_gate_reason_names_the_cosine_it_compared(archived: tuple[Oblivion, str]) -> None:
+    """The gate compares the best active cosine; the reason called it "relevance", and an
+    item's fused relevance (0.671) then read above the "best active relevance" (0.529)
+    of the same sentence."""
+    mem, _ = archived
+    mem.set_policy(mem.policy.replace(archive_gate=0.99))
+    query = "sunny weather Lisbon"
+    best = float(mem._spaces["default"].index.scores(mem.embedder.embed_query(query)).max())
+    result = mem.recall(query, k=1, deep=None)
+    assert result.archive_reason == f"best active cosine {best:.3f} < gate 0.990"
+
+
 def test_deep_false_never_returns_archived_memories(archived: tuple[Oblivion, str]) -> None:
     """deep=False searches only the active tier, even when an archived text matches."""
     mem, chat = archived

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from oblivion_core import InvalidInputError, StoreError, VectorStore
+from oblivion_core import InvalidInputError, VectorStore, VectorStoreError
 from oblivion_core.store import collection_name
 
 
@@ -155,9 +155,12 @@ def test_collection_names_are_valid_and_distinct(namespace: str) -> None:
 
 
 def test_unreachable_server_says_what_to_do() -> None:
-    """Connecting to a port where no Chroma server runs raises StoreError with a hint."""
-    with pytest.raises(StoreError, match="chroma run"):
+    """Connecting to a port where no Chroma server runs raises VectorStoreError (as the
+    same outage does once the store is in use; it was a plain StoreError) with a hint,
+    and no doubled punctuation from Chroma's own message."""
+    with pytest.raises(VectorStoreError, match=r"chroma run --port 1") as caught:
         VectorStore.server("localhost", 1)
+    assert "?." not in str(caught.value)
 
 
 def test_wraps_any_client() -> None:

@@ -583,7 +583,7 @@ def test_compressed_items_are_still_the_items_and_the_summary_is_not_one(
 
 def test_a_relevant_active_summary_does_not_hide_the_cold_items(clock: ManualClock) -> None:
     """A summary recalled often enough to be active closes the engine's archive gate
-    (the best active relevance is high); a query search still reaches the cold items
+    (the best active cosine is high); a query search still reaches the cold items
     it stands for."""
     policy = Policy.template("support-desk").replace(lexical_weight=0.0)  # cosine only
     engine = memory(clock=clock, policy=policy)
