@@ -1065,6 +1065,9 @@ class Oblivion:
             st = space.state
             i = self._row(space, memory_id)
             now = self._now(ns)
+            if clean is not None:  # a summary's original: the summary keeps the old text
+                self._drop_summaries_of(ns, space, memory_id, now, "an original was edited")
+                i = self._row(space, memory_id)  # a delete moves rows
             old_category = st.category(i)
             recategorised = cat is not None and cat != old_category
             old: tuple[str, Vectors] | None = None  # Chroma's record, to put back on failure
@@ -2644,6 +2647,8 @@ class Oblivion:
                     # current: not superseded, or only by memories since invalidated
                     and self._chain_head(st, m) == m
                     and not st.cols["invalidated"][st.index[m]]
+                    # a summary states several facts: one restated would hide the others
+                    and m not in space.summaries
                 ]
             )
         old_texts = self._db.texts(ns, list({m: None for ms in older_of for m in ms}))
@@ -2806,13 +2811,30 @@ class Oblivion:
                         self._db.set_meta(f"uncompressed:{ns}", sorted(space.uncompressed), conn)
 
     def forget(self, memory_id: str, *, namespace: str | None = None) -> None:
-        """Delete a memory for good (text, vector and state). The journal keeps the event."""
+        """Delete a memory for good (text, vector and state). The journal keeps the event.
+
+        An original of a summary takes the summary with it (the summary says what it
+        said); the summary's other originals go back to the archive, to be compressed
+        again without it.
+        """
         ns = self._ns(namespace)
         with self._lock:
             self._check_open()
             space = self._space(ns)
-            i = self._row(space, memory_id)
-            self._delete(ns, space, [i], self._now(ns), "forget() called")
+            self._row(space, memory_id)
+            now = self._now(ns)
+            self._drop_summaries_of(ns, space, memory_id, now, "an original was forgotten")
+            self._delete(ns, space, [self._row(space, memory_id)], now, "forget() called")
+
+    def _drop_summaries_of(
+        self, ns: str, space: _Space, memory_id: str, now: float, why: str
+    ) -> None:
+        """Delete the summaries ``memory_id`` is an original of (their originals go back to
+        the archive): its text changes or goes, and theirs would keep the old one."""
+        st = space.state
+        sids = [s for s, originals in space.summaries.items() if memory_id in originals]
+        if sids:
+            self._delete(ns, space, [st.index[s] for s in sids if s in st.index], now, why)
 
     def _delete(
         self,
@@ -3065,6 +3087,9 @@ class Oblivion:
         )
         if "summary" in st.vocab:
             ok &= st.col("cat") != st.cat_id("summary")
+        # the current statement of a fact that changed stays recallable as itself: cold,
+        # its older statement would count as current again (_chain_head)
+        ok[[st.index[m] for m in set(st.superseded_by.values()) if m in st.index]] = False
         ok[decision.forget] = False
         ok[[st.index[m] for m in space.uncompressed if m in st.index]] = False
         rows = np.flatnonzero(ok)
@@ -3704,7 +3729,8 @@ class Oblivion:
     @staticmethod
     def _chain_head(st: NamespaceState, memory_id: str) -> str:
         """The newest valid memory of a supersession chain (cycle-safe): successors that
-        were invalidated or deleted do not count, so the fact stays recallable."""
+        were invalidated or deleted, or are cold (behind a summary), do not count, so the
+        fact stays recallable."""
         seen = {memory_id}
         head = node = memory_id
         while node in st.superseded_by:
@@ -3713,7 +3739,8 @@ class Oblivion:
                 break
             seen.add(nxt)
             node = nxt
-            if not st.cols["invalidated"][st.index[node]]:
+            j = st.index[node]
+            if not st.cols["invalidated"][j] and st.cols["tier"][j] != _COLD:
                 head = node
         return head
 

@@ -120,16 +120,26 @@ def test_decompress_undoes_the_compression(compressed: Any) -> None:
 
 
 def test_decompress_returns_the_originals_whatever_their_rows(compressed: Any) -> None:
-    """Deleting the summary moves the last row into its place; when that row is an
-    original, decompress() still returns each original once, by its own id (it used
-    to read rows taken before the delete: IndexError)."""
+    """Deletes move the last row into the hole; decompress() returns each original once,
+    by its own id, whatever rows moved before it (it used to read rows taken before
+    its own delete: IndexError). Forgetting an original drops its summary now, so the
+    arrangement that showed it (an original last, the summary below it) needs a
+    summary moved by hand."""
     mem, originals, summaries, _, rule = compressed
-    mem.forget(originals[0])  # the summary (last row) takes the first row's place
-    mem.forget(rule)  # now an original is the last row
-    back = mem.decompress(summaries[0].id)
-    assert [r.id for r in back] == originals[1:]
-    assert [r.text for r in back] == MEETING[1:]
-    assert [r.tier for r in back] == [Tier.ARCHIVE] * 3
+    mem.forget(rule)  # the summary (last row) takes its place
+    st = mem._spaces["default"].state
+    sid = summaries[0].id
+    # swap the summary with the first original, as forgetting that original once did
+    a, b = st.index[originals[0]], st.index[sid]
+    for arr in st.cols.values():
+        arr[[a, b]] = arr[[b, a]]
+    st.ids[a], st.ids[b] = st.ids[b], st.ids[a]
+    st.index[sid], st.index[originals[0]] = a, b
+    assert st.ids[-1] == originals[0]
+    back = mem.decompress(sid)
+    assert [r.id for r in back] == originals
+    assert [r.text for r in back] == MEETING
+    assert [r.tier for r in back] == [Tier.ARCHIVE] * 4
 
 
 def test_compression_dry_run_changes_nothing(fresh: Any, snapshot: Any) -> None:
@@ -446,20 +456,43 @@ def _compress_meeting(mem: Oblivion, clock: ManualClock) -> tuple[list[str], str
     return [r.id for r in recs], summary.id
 
 
-def test_a_summary_whose_originals_were_all_forgotten_stays_one_after_a_reopen(
-    tmp_path: Path,
-) -> None:
-    """The live instance kept it a summary (of none) while a reopened one read a plain
-    memory: expand() raised there, stats() counted no summary."""
+def test_forgetting_an_original_drops_its_summary(tmp_path: Path) -> None:
+    """forget() of a compressed original deleted it but left its text in the summary:
+    recall still returned it word for word, and metadata['summary_of'] named it. The
+    summary now goes with it; the other originals are back in the archive (to be
+    compressed again without it), live and after a reopen."""
     clock = ManualClock()
     open_ = _persisted(tmp_path, clock)
     with open_() as mem:
         originals, sid = _compress_meeting(mem, clock)
-        for m in originals:
-            mem.forget(m)
-        live = (mem.expand(sid), mem.stats()["summaries"])
+        mem.forget(originals[1])
+        assert sid not in {r.id for r in mem.records()}
+        assert [e.kind for e in mem.history(sid)][-1] == "forget"
+        hits = mem.recall(
+            "marketing budget next quarter", deep=True, include_cold=True, feedback=False
+        )
+        assert all("marketing" not in t for t in hits.texts)
+        rest = [originals[0], *originals[2:]]
+        live = [(r.id, r.tier) for r in mem.records()]
+        assert {m: t for m, t in live if m in rest} == dict.fromkeys(rest, Tier.ARCHIVE)
+        assert mem.maintain().ids("compress") == rest  # compressed again, without it
     with open_() as mem:
-        assert (mem.expand(sid), mem.stats()["summaries"]) == live == ([], 1)
+        (summary,) = [r for r in mem.records() if r.category == "summary"]
+        assert summary.metadata["summary_of"] == rest
+        assert "marketing" not in summary.text
+
+
+def test_editing_an_original_drops_its_summary(tmp_path: Path) -> None:
+    """A new text for a compressed original: its summary still said the old one (and a
+    cold memory stating something new is recalled by no one). The summary goes, the
+    originals are back in the archive, the edited one with its new text."""
+    clock = ManualClock()
+    with _persisted(tmp_path, clock)() as mem:
+        originals, sid = _compress_meeting(mem, clock)
+        mem.edit(originals[0], "In the budget meeting we agreed the travel budget is doubled.")
+        assert sid not in {r.id for r in mem.records()}
+        assert {mem.get(m).tier for m in originals} == {Tier.ARCHIVE}
+        assert "doubled" in mem.recall("travel budget", deep=True).texts[0]
 
 
 def test_forgetting_a_summary_journals_its_originals_coming_back(tmp_path: Path) -> None:
@@ -549,3 +582,53 @@ def test_a_summary_that_adds_to_a_list_is_one_live_and_after_a_reopen(tmp_path: 
     with open_() as mem:
         again = mem.recall("What is on my shopping list?", feedback=False)
         assert [(i.id, i.why["relevance_signals"].get("list_item")) for i in again] == live_view
+
+
+def test_restating_one_fact_of_a_summary_leaves_its_other_facts(fresh: Any) -> None:
+    """A summary states several facts; "my favourite colour is blue now" superseded the
+    whole summary, and the food fact folded into it was recalled no more (the same
+    memories uncompressed kept it)."""
+    clock = ManualClock()
+    policy = POLICY.replace(supersede=True, compress_min_cluster=2, compress_similarity=0.2)
+    with fresh(clock=clock, policy=policy) as mem:
+        for text in (
+            "My favourite colour is green.",
+            "The plumber comes on Monday to fix the kitchen sink.",
+            "My favourite food is pizza with green olives.",
+        ):
+            mem.remember(text, category="event", importance=0.1)
+            clock.advance(3600)
+        clock.advance(80 * DAY)
+        mem.maintain()
+        (summary,) = [r for r in mem.records() if r.category == "summary"]
+        assert "pizza" in summary.text
+        mem.remember("My favourite colour is blue now.", category="fact")
+        assert mem.get(summary.id).superseded_by is None
+        hits = mem.recall("What is my favourite food?", k=3, deep=True).texts
+        assert any("pizza" in t for t in hits)
+
+
+def test_a_cold_successor_leaves_the_older_statement_recallable(compressed: Any) -> None:
+    """A successor behind a summary is recalled by no one: the older statement it
+    replaced was hidden as well, and the fact vanished. A cold successor counts as
+    none, as an invalidated one does."""
+    mem, originals, _, _, _ = compressed
+    older = mem.remember("The travel budget is open for the team offsite.", category="fact")
+    mem.supersede(older.id, originals[0])  # a cold original is its successor
+    assert mem.get(originals[0]).tier == Tier.COLD
+    assert older.id in mem.recall("travel budget offsite", deep=True).ids
+
+
+def test_a_memory_that_made_another_stale_is_not_compressed(fresh: Any) -> None:
+    """Compressed, the current statement of a changed fact would turn cold (and count as
+    none, above): it stays archived and recallable as itself."""
+    clock = ManualClock()
+    with fresh(clock=clock, policy=POLICY) as mem:
+        recs = mem.remember_many(MEETING, categories=["event"] * 4, importances=[0.0] * 4)
+        old = mem.remember("The travel budget was open.", category="event", importance=0.0)
+        mem.supersede(old.id, recs[0].id)
+        clock.advance(60 * DAY)
+        compressed = mem.maintain().ids("compress")
+        assert recs[0].id not in compressed and old.id not in compressed
+        assert [r.id for r in recs[1:]] == compressed
+        assert mem.get(recs[0].id).tier == Tier.ARCHIVE

@@ -13,6 +13,7 @@ import oblivion_core
 from oblivion_core import errors, testing
 
 EXPECTED_ALL = [
+    "EVENT_KINDS",
     "TEMPLATES",
     "Category",
     "EmbeddingError",
