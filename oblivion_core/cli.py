@@ -12,6 +12,7 @@ from pathlib import Path
 from oblivion_core.errors import (
     OblivionError,
     StoreCorruptError,
+    StoreLockedError,
     StorePathError,
 )
 
@@ -29,9 +30,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "matplotlib writes (.png, .svg, .pdf...); a name without a suffix gets .png, an "
         "existing directory gets activation.png inside it",
     )
-    stats = sub.add_parser("stats", help="print stats() of a store as JSON")
+    stats = sub.add_parser(
+        "stats", help="print stats() of every namespace of a store (or of one) as JSON"
+    )
     stats.add_argument("path")
-    stats.add_argument("--namespace", default=None)
+    stats.add_argument("--namespace", default=None, help="only this namespace's stats()")
     args = parser.parse_args(argv)
     try:
         status = _run(args)
@@ -70,9 +73,21 @@ def _run(args: argparse.Namespace) -> int:
     # folder, a server) is not opened, so nothing is made or put back in it
     store = _ephemeral_store()
     try:
-        with Oblivion(path, vector_store=store) as mem:
+        try:
+            mem = Oblivion(path, vector_store=store)
+        except StoreLockedError as exc:
+            raise StoreLockedError(
+                f"the store at {args.path!r} is open in a running process (an app or "
+                "notebook using it); `oblivion stats` reads it once that process closed it "
+                "(Oblivion.close() or exit), or print mem.stats() from that process"
+            ) from exc
+        with mem:
             mem.REPAIR_ON_LOAD = False
-            json.dump(mem.stats(namespace=args.namespace), sys.stdout, indent=2, default=str)
+            if args.namespace is not None:
+                out = mem.stats(namespace=args.namespace)
+            else:  # every namespace: the memories may all be in per-user ones
+                out = {ns: mem.stats(namespace=ns) for ns in mem.namespaces()}
+            json.dump(out, sys.stdout, indent=2, default=str)
             print()
     finally:
         store.close()

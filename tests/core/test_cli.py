@@ -165,3 +165,35 @@ def test_stats_into_a_closed_pipe_exits_quietly(tmp_path: Path) -> None:
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 1
     assert "BrokenPipeError" not in err and "Traceback" not in err
+
+
+def test_stats_shows_every_namespace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Memories kept per user (the middleware's namespaces): stats printed the default
+    namespace's zeros, with no hint of the others. Without --namespace it prints each
+    namespace's; with it, that one's."""
+    import json
+
+    state = tmp_path / "state"
+    with Oblivion(state, embedder=HashEmbedder(), token_counter=word_count) as mem:
+        mem.remember_many(["Sam likes tea", "Sam lives in Leeds"], namespace="sam")
+    assert main(["stats", str(state)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert set(out) == {"default", "sam"}
+    assert (out["default"]["memories"], out["sam"]["memories"]) == (0, 2)
+    assert main(["stats", str(state), "--namespace", "sam"]) == 0
+    assert json.loads(capsys.readouterr().out)["memories"] == 2
+
+
+def test_stats_of_a_store_open_elsewhere_says_to_close_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The lock error told a shell user to share one object between threads; it says
+    what the command needs instead, and the running instance is untouched."""
+    state = tmp_path / "state"
+    with Oblivion(state, embedder=HashEmbedder(), token_counter=word_count) as mem:
+        mem.remember("kept while stats is refused")
+        assert main(["stats", str(state)]) == 1
+        err = capsys.readouterr().err
+        assert "StoreLockedError" in err and "open in a running process" in err
+        assert "between threads" not in err
+        assert mem.count() == 1
