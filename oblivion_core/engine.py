@@ -680,7 +680,9 @@ class Oblivion:
                 the chunk vectors) and stored whole.
             category: Decides the half-life; inferred by the importance scorer if omitted.
             importance: In ``[0, 1]``; scored at write time if omitted.
-            confidence: In ``[0, 1]``; scales every boost this memory gets.
+            confidence: In ``[0, 1]``; scales the boosts of recall, use and reinforce()
+                (what retrieval says about it). confirm() (your own word) and spreading
+                from a linked memory are not scaled.
             metadata: JSON-serialisable user data, returned with the memory.
             namespace: Isolated memory space (created on first write).
             id: Your own id (unique in the namespace); a UUID by default.
@@ -2413,6 +2415,7 @@ class Oblivion:
         weight = _finite(weight, "link weight", "a number in (0, 1]")
         if not 0 < weight <= 1:
             raise InvalidInputError(f"link weight must be in (0, 1], got {weight!r}")
+        a, b = _check_id(a), _check_id(b)
         if a == b:
             raise InvalidInputError(f"cannot link memory {a!r} to itself; pass two different ids")
         with self._lock:
@@ -2425,8 +2428,14 @@ class Oblivion:
                 with self._db.transaction() as conn:
                     w = space.graph.add(a, b, float(weight))
                     self._db.save_links(conn, ns, [(a, b, w, "explicit")])
-                    self._db.journal(
-                        conn, now, ns, [(a, "link", None, None, {"to": b, "weight": w})]
+                    self._db.journal(  # under both ends: history(b) shows it too
+                        conn,
+                        now,
+                        ns,
+                        [
+                            (a, "link", None, None, {"to": b, "weight": w}),
+                            (b, "link", None, None, {"to": a, "weight": w}),
+                        ],
                     )
                 return w
 

@@ -63,7 +63,8 @@ class MemoryRecord:
         text: The remembered text (full, never truncated).
         category: Decides the half-life (see :class:`~oblivion_core.policy.Policy`).
         importance: In ``[0, 1]``; raises initial activation and the decay floor.
-        confidence: In ``[0, 1]``; scales every boost.
+        confidence: In ``[0, 1]``; scales the boosts of recall, use and reinforce()
+            (not confirm() or spreading).
         created_at: Clock time of the write (seconds or turns, per the policy's clock).
         last_accessed: Clock time of the last activation event.
         access_count: How many times it was recalled, used or confirmed.

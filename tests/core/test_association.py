@@ -134,6 +134,15 @@ def test_explicit_link(mem: Oblivion, clock: ManualClock) -> None:
     assert mem.link(b.id, a.id, 0.3) == 0.8
     assert mem.links(a.id) == {b.id: 0.8}
     assert mem.history(a.id)[-1].kind == "link"
+    # under both ends (history(b) did not show it): "every recorded change of one memory"
+    last = mem.history(b.id)[-1]
+    assert (last.kind, last.detail) == ("link", {"to": a.id, "weight": 0.8})
+
+
+def test_link_checks_its_ids_first(mem: Oblivion) -> None:
+    """link(None, None) said it cannot link memory None to itself."""
+    with pytest.raises(InvalidInputError, match="ids must be non-empty strings"):
+        mem.link(None, None)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
