@@ -131,12 +131,12 @@ def test_explicit_link(mem: Oblivion, clock: ManualClock) -> None:
     clock.advance(1_000.0)
     b = mem.remember("quantum physics lecture notes")
     assert mem.link(a.id, b.id, 0.8) == 0.8
-    assert mem.link(b.id, a.id, 0.3) == 0.8
-    assert mem.links(a.id) == {b.id: 0.8}
-    assert mem.history(a.id)[-1].kind == "link"
     # under both ends (history(b) did not show it): "every recorded change of one memory"
     last = mem.history(b.id)[-1]
     assert (last.kind, last.detail) == ("link", {"to": a.id, "weight": 0.8})
+    assert mem.link(b.id, a.id, 0.3) == 0.8
+    assert mem.links(a.id) == {b.id: 0.8}
+    assert mem.history(a.id)[-1].kind == "link"
 
 
 def test_link_checks_its_ids_first(mem: Oblivion) -> None:
