@@ -2050,7 +2050,9 @@ class Oblivion:
                     tokens=t,
                     metadata=contents[mid][1],
                     archive_reason=None,
-                    extra={"expanded_from": source, "link_weight": w},
+                    # context a link brought along: shown, not boosted (as the RecalledItem
+                    # doc says, why["boost"] holds the boost it received: none)
+                    extra={"expanded_from": source, "link_weight": w, "boost": None},
                     note=f"added as context: linked to {source} (weight {w:.2f})",
                 )
             )

@@ -277,6 +277,8 @@ def test_link_expansion_brings_archived_context_within_budget(fresh: Any) -> Non
         extra = result[1].why
         assert extra["expanded_from"] == hit.id
         assert "added as context" in extra["explanation"]
+        assert extra["boost"] is None  # shown, not boosted (the key was missing)
+        assert result[0].why["boost"] is not None
         assert len(mem.recall("alpha bravo charlie", deep=False, token_budget=7)) == 1
 
 
