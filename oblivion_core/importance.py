@@ -3,13 +3,23 @@
 :class:`HeuristicImportance` is the offline default. It is a documented set of lexical
 cues, not a model. Small talk is tried first, the other rules in the order listed:
 
-* **instructions** ("always", "never", "don't", "make sure", "from now on", "remember
-  to", "please ... every") -> category ``instruction``, importance 0.9;
+* **instructions** ("always", "never", "don't" opening a clause or after "you": "Never
+  share my number.", "When you book, never pick Ryanair"; inside a statement they
+  describe: "I never learned to swim" is a fact), imperatives of standing rules ("Use
+  metric units.", "Reply in Spanish.", "Be concise.", "Avoid ...", "Keep your answers
+  short"), "make sure", "from now on", "remember to", "you should", "please ... every"
+  -> category ``instruction``, importance 0.9; a greeting before the turn ("Hi - use
+  metric units") does not hide its opening;
 * **stated preferences** ("I prefer", "I like", "I love", "I hate", "my favourite",
-  "call me") -> ``preference``, 0.75;
-* **tasks and commitments** ("remind me", "I will", "I'll", "deadline", "due", "todo",
-  "need to", "add ... to the list") -> ``task``, 0.6;
-* **events** (meetings, trips, "yesterday", "tomorrow", "last week") -> ``event``, 0.5;
+  "call me", habits of one's own: "I never drink coffee", "I always take the train")
+  -> ``preference``, 0.75;
+* **tasks and commitments** ("remind me", "I will", "I'll", "deadline", "due" (not "due
+  to"), "todo", "need to", "add ... to the list") -> ``task``, 0.6;
+* **events** (meetings, trips, flights, appointments, "yesterday", "tomorrow", "last
+  week") -> ``event``, 0.5;
+* **what must never be lost** (allergies, medication and doses, diabetes, asthma,
+  pregnancy, blood type, "do not resuscitate", emergency contacts, passport and account
+  numbers) -> ``fact``, 0.8: above ``Policy.protect_importance``, never forgotten;
 * **small talk** (greetings, thanks, weather, "how are you", very short turns with no
   content) -> ``small_talk``, 0.1: every sentence of the turn is chit-chat. A sentence is
   read in three steps. (1) Its social phrases are taken out ("good morning", "how's it
@@ -30,12 +40,15 @@ cues, not a model. Small talk is tried first, the other rules in the order liste
   is 30 degrees in July." is a fact), and "Morning!", "Later!", "Enjoy!" or "Same!"
   only on their own. A speaker label opening a line is dropped when it is a role
   ("user:", "assistant:") or up to three capitalised words that are no field label
-  ("Caroline:", "A:"; "Status: ok" keeps "Status"). A greeting before content does not
+  ("Caroline:", "A:"; "Status: ok" keeps "Status", and a label holding a yes or no is a
+  record: "Diabetic: yes"). A greeting before content does not
   make the turn small talk ("Thanks! My account number is 55-1234" is a fact), nor does
   shortness ("I'm vegetarian.", "Done.", "Yes, Thursday works."). A turn of chit-chat
   only is small talk whatever cue of the other rules it holds ("Nice meeting you!", "See
   you tomorrow!", "Never mind.");
 * anything else -> ``fact``, 0.4.
+
+The cues are English: a turn in another language is a fact unless it holds one.
 
 Then +0.05 for each kind of specific detail present (a capitalised name mid-sentence,
 a date or weekday or month, a number), up to +0.15, capped at 1.0. A date is a
@@ -52,14 +65,32 @@ from __future__ import annotations
 import functools
 import re
 
+# "always", "never", "don't" make an instruction where they open a clause (an
+# imperative: "Never share my number.", "Please always cc Ann", "When you book, never pick
+# Ryanair") or follow "you"; inside a statement they describe ("I never learned to swim",
+# "My brother always calls on Sundays", "I don't have a car" are facts).
+_OPENS = r"(?:^|(?<=[.!?;:,(\n]))[ \t]*(?:(?:please|and|but|so|also|then)[ \t]+)?"
+# Imperatives of standing rules ("Use metric units.", "Reply in Spanish.", "Be concise.",
+# "Avoid meetings on Fridays."); an errand ("Book a table", "Buy milk") is no rule.
+_RULE_VERBS = (
+    r"use|reply|respond|answer (?:in|with|only|briefly|in)|write (?:in|with|like|only)|speak|"
+    r"talk to me|be|avoid|keep (?:it|them|things|(?:your |my )?(?:answers|replies|responses|"
+    r"messages|emails))|stick to|"
+    r"refrain|default to|format|address me|cc|copy me|prefer"
+)
 _RULES: tuple[tuple[str, float, re.Pattern[str]], ...] = (
     (
         "instruction",
         0.9,
         re.compile(
-            r"\b(always|never|do not|don't|dont|make sure|from now on|remember to|"
-            r"you must|you should|be sure to|every time|whenever you|stop (?:using|doing))\b",
-            re.I,
+            rf"{_OPENS}(?:always|never|do not|don't|dont)\b|"
+            rf"{_OPENS}(?:only[ \t]+)?(?:{_RULE_VERBS})\b|"
+            r"\b(?:you|you'll|you will|you'd|you should|you must)[ \t]+(?:always|never)\b|"
+            r"\bi (?:always|never|don't|do not) want (?:you|it|them|replies|answers)\b|"
+            r"\b(?:make sure|from now on|remember to|you must|you should|be sure to|"
+            r"every time|whenever you|stop (?:using|doing))\b|"
+            r"\bplease\b[^.!?\n]{0,60}\bevery\b",
+            re.I | re.M,
         ),
     ),
     (
@@ -67,7 +98,10 @@ _RULES: tuple[tuple[str, float, re.Pattern[str]], ...] = (
         0.75,
         re.compile(
             r"\b(i (?:really )?(?:prefer|like|love|hate|dislike|enjoy|can't stand)|"
-            r"my fav(?:ou)?rite|call me|i'd rather|i would rather)\b",
+            r"my fav(?:ou)?rite|call me|i'd rather|i would rather|"
+            # habits of one's own ("I never drink coffee", "I always take the train")
+            r"i (?:always|never|usually|don't|do not|won't|can't|cannot|no longer) "
+            r"(?:eat|drink|fly|drive|smoke|travel|take|use|work|wake|sleep))\b",
             re.I,
         ),
     ),
@@ -75,7 +109,7 @@ _RULES: tuple[tuple[str, float, re.Pattern[str]], ...] = (
         "task",
         0.6,
         re.compile(
-            r"\b(remind me|i will|i'll|deadline|due (?:on|by)|to-?do|need to|have to|"
+            r"\b(remind me|i will|i'll|deadline|due(?![ \t]+to\b)|to-?do|need to|have to|"
             r"(?:add|put|remove|take) .{1,40}(?:on|to|off|from) (?:the|my) .{0,20}list)\b",
             re.I,
         ),
@@ -84,8 +118,21 @@ _RULES: tuple[tuple[str, float, re.Pattern[str]], ...] = (
         "event",
         0.5,
         re.compile(
-            r"\b(meeting|trip|flight|appointment|yesterday|tomorrow|tonight|last (?:week|"
+            r"\b((?:meeting|trip|flight|appointment)s?|yesterday|tomorrow|tonight|last (?:week|"
             r"month|year|night)|next (?:week|month|year)|went to|going to)\b",
+            re.I,
+        ),
+    ),
+    (
+        # what must never be lost: health and safety, identity and account numbers
+        "fact",
+        0.8,
+        re.compile(
+            r"\b(allerg(?:y|ies|ic)|anaphyla\w*|epi-?pens?|asthma\w*|diabet\w*|insulin|"
+            r"epilep\w*|seizures?|pacemaker|blood (?:type|group)|pregnan\w*|"
+            r"medications?|medicines?|prescri(?:bed|ption)\w*|\d+ ?mg|dosage|"
+            r"do not resuscitate|dnr|emergency contact|next of kin|passport|account (?:number|no)|"
+            r"sort code|iban|social security|national insurance|routing number)\b",
             re.I,
         ),
     ),
@@ -104,6 +151,17 @@ _YOU = r"(?:you all|you both|you guys|you|u|ya|y'all|everyone)"
 _NICE = r"(?:good|nice|great|lovely|wonderful|fantastic|fun|safe|relaxing|restful|awesome)"
 _PERIOD = r"(?:day|night|evening|morning|afternoon|weekend|week|time|one|holiday|holidays|trip)"
 _PHRASES = (  # taken out in this order: a longer phrase before one it starts with
+    # answers and fillers that hold a cue of another rule ("I don't know.", "I love it!")
+    r"(?:i )?(?:don't|do not|dont) know|i (?:don't|do not) (?:get it|think so)|i have to say",
+    r"i (?:really )?(?:love|like) (?:it|that|this|them)",
+    r"(?:always )?(?:happy|glad) to help|always a pleasure|never better",
+    r"let me (?:think|check|see)|brb|gtg|one sec(?:ond)?|"
+    r"(?:just|hang on|hold on|wait) a (?:sec|second|moment|minute)",
+    r"(?:i'll |i will )?(?:think about it|let (?:you|u) know|be right back|check)",
+    r"(?:good|great) question|i'm back",
+    r"(?:enjoy|have a (?:safe|good|nice|great)) (?:your )?(?:trip|flight|journey)|"
+    r"how was (?:your|the) (?:trip|flight|journey)",
+    r"make sure (?:you|to)(?: have (?:fun|a good time))?|you should",
     # thanks
     r"(?:thanks|thank you|thank u|ty) (?:so much |very much |a lot )?for (?:asking|sharing|"
     r"everything|that|this|letting me know|the chat|being there(?: for me)?|having my back|"
@@ -243,7 +301,9 @@ _WEATHER_WORDS = _CONTEXT | _words(
 )
 # Said alone, with at most interjections around, these are small talk ("Morning!",
 # "Enjoy!", "Haha same"); in a sentence they are content ("The morning.", "Same as before").
-_ALONE = _words("morning evening afternoon night nite later laters enjoy same likewise ditto deal")
+_ALONE = _words(
+    "morning evening afternoon night nite later laters enjoy same likewise ditto deal never"
+)
 # A speaker label opening a line: a role ("user:", "assistant:") or a name of up to three
 # capitalised words ("Caroline:", "Dr. Jane Smith:", "A:"), but not a field label such as
 # "Status:", "Note:" or "Answer:" (listed below), a weekday or a month: those are content.
@@ -310,6 +370,16 @@ _CALENDAR_WORD = re.compile(rf"{_MONTH}|{_WEEKDAY}", re.I)
 _NUMBER = re.compile(r"\d")
 
 
+# Greetings, thanks and reactions opening a turn (not "I", "we": "I never learned to swim"
+# opens with no imperative).
+_GREETING_LEAD = re.compile(
+    r"^(?:[\W_]*\b(?:"
+    + "|".join(sorted(_INTERJECTIONS | _words("there so much you a lot again morning evening")))
+    + r")\b)+[\W_]*",
+    re.I,
+)
+
+
 class HeuristicImportance:
     """The offline default :class:`~oblivion_core.typing.ImportanceScorer`."""
 
@@ -333,8 +403,11 @@ def _first_rule(stripped: str) -> tuple[str, float]:
     turn = _EMOTICON.sub("", _SPEAKER.sub(_drop_speaker, stripped.replace("’", "'")))
     if all(_is_chitchat(s) for s in _SENTENCE.split(turn)):
         return "small_talk", 0.1
+    # a greeting run into the turn ("Hi - use metric units", "Ok so never call me") does
+    # not hide that it opens with an imperative
+    body = _GREETING_LEAD.sub("", stripped)
     for category, importance, pattern in _RULES:
-        if pattern.search(stripped):
+        if pattern.search(stripped) or (body is not stripped and pattern.search(body)):
             return category, importance
     return "fact", 0.4
 
@@ -372,14 +445,21 @@ def _phrase_word(word: str) -> bool:
 
 
 def _drop_speaker(match: re.Match[str]) -> str:
-    """A speaker label is no content; a field label ("Status:") or a date is."""
+    """A speaker label is no content; a field label ("Status:"), a date, or a label
+    holding a yes or no ("Diabetic: yes", "Smoker: no": a record, not a speaker) is."""
     name = match.group("name")
     if name is None:
         return ""
     words = name.lower().replace(".", " ").split()
     if any(w in _LABEL_WORDS or _CALENDAR_WORD.fullmatch(w) for w in words):
         return match.group(0)
+    value = match.string[match.end() :].split("\n", 1)[0].strip(" \t.!").lower()
+    if value in _FIELD_VALUES:
+        return match.group(0)
     return ""
+
+
+_FIELD_VALUES = _words("yes no y n true false none n/a na positive negative unknown")
 
 
 def _drop_name(match: re.Match[str]) -> str:

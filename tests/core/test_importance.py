@@ -204,7 +204,7 @@ def test_real_small_talk_stays_small_talk(text: str) -> None:
     ("text", "importance"),
     [
         ("Great, my new address is 12 Baker Street in London.", 0.4 + 0.05 + 0.05),
-        ("Allergic to peanuts.", 0.4),
+        ("Aligned to the grid.", 0.4),
         # a number, but no date: no month name or abbreviation here
         ("we need 2 separate rooms for the workshop", 0.45),
         ("the farmers market 12 stalls were full", 0.45),
@@ -397,3 +397,88 @@ def test_month_names_and_abbreviations_next_to_a_day_are_dates(
 def test_satisfies_the_protocol() -> None:
     """HeuristicImportance is an ImportanceScorer."""
     assert isinstance(scorer, ImportanceScorer)
+
+
+@pytest.mark.parametrize(
+    ("text", "category"),
+    [
+        # "always", "never", "don't" inside a statement describe: no instruction
+        ("I never learned to swim.", "fact"),
+        ("My brother always calls on Sundays.", "fact"),
+        ("The bus to work is always late.", "fact"),
+        ("I don't have a car.", "fact"),
+        ("Melanie: My kids never let me sleep in on weekends.", "fact"),
+        # ... opening a clause, or after "you", they instruct
+        ("Never share my phone number.", "instruction"),
+        ("Please always cc Ann on invoices.", "instruction"),
+        ("When you book flights, never pick the red-eye.", "instruction"),
+        ("You should always double-check the dates.", "instruction"),
+        ("Hi - never call me before nine.", "instruction"),
+        # imperatives of standing rules, and the documented "please ... every"
+        ("Use metric units.", "instruction"),
+        ("Reply in Spanish.", "instruction"),
+        ("Be concise.", "instruction"),
+        ("Avoid scheduling anything on Fridays.", "instruction"),
+        ("Keep your answers short.", "instruction"),
+        ("Please send me a summary every Friday.", "instruction"),
+        # habits of one's own are preferences (they were instructions by "never")
+        ("I never drink coffee after noon.", "preference"),
+        ("I always take the train to work.", "preference"),
+        # "due" without "on"/"by" (not "due to"), plural events
+        ("The report is due Friday.", "task"),
+        ("The match was cancelled due to rain.", "fact"),
+        ("The team meetings moved to Thursdays.", "event"),
+        ("Both flights to Oslo were cancelled.", "event"),
+        # a label holding a yes or no is a record, not a speaker's chit-chat
+        ("Smoker: no", "fact"),
+        ("Payment received: yes", "fact"),
+    ],
+)
+def test_cues_need_the_right_place(text: str, category: str) -> None:
+    """A cue word anywhere made an instruction ("I never learned to swim" decayed at the
+    instruction's half-life, never archived); imperatives, "please ... every" (in the
+    doc), "due Friday" and plural meetings were missed; "Diabetic: yes" was read as a
+    speaker saying "yes", small talk forgotten in days."""
+    assert scorer.categorize(text) == category
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I'm allergic to penicillin.",
+        "I take 5mg of warfarin every evening.",
+        "My blood type is O negative.",
+        "Emergency contact: my brother Tom.",
+        "Diabetic: yes",
+        "My passport number is X1234567.",
+    ],
+)
+def test_what_must_never_be_lost_is_protected(text: str) -> None:
+    """Allergies, medication, account numbers scored 0.4 like trivia: archived in a month
+    and unprotected. They are facts of importance 0.8 or more (above the default
+    protect_importance, 0.7: never forgotten)."""
+    from oblivion_core import Policy
+
+    assert scorer.categorize(text) == "fact"
+    assert scorer.score(text) >= 0.8 > Policy().protect_importance
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I don't know.",
+        "Hmm, I don't think so.",
+        "I love it!",
+        "Oh I like that, thanks!",
+        "Always happy to help!",
+        "No, never.",
+        "Let me check.",
+        "I'll let you know.",
+        "Enjoy your trip!",
+        "brb",
+    ],
+)
+def test_chit_chat_with_a_cue_is_small_talk(text: str) -> None:
+    """Answers and fillers that hold another rule's cue were instructions or preferences
+    (importance 0.9 / 0.75, protected: "I don't know." stayed active for a year)."""
+    assert scorer.categorize(text) == "small_talk"
