@@ -1067,11 +1067,12 @@ class Oblivion:
             st = space.state
             i = self._row(space, memory_id)
             now = self._now(ns)
-            if clean is not None:  # a summary's original: the summary keeps the old text
-                self._drop_summaries_of(ns, space, memory_id, now, "an original was edited")
-                i = self._row(space, memory_id)  # a delete moves rows
             old_category = st.category(i)
             recategorised = cat is not None and cat != old_category
+            # a summary's original with a new text: the summary keeps saying the old one
+            sids = self._summaries_of(space, memory_id) if clean is not None else []
+            if sids and self._db.texts(ns, [memory_id]).get(memory_id) == clean:
+                sids = []
             old: tuple[str, Vectors] | None = None  # Chroma's record, to put back on failure
             if clean is not None or recategorised:  # (it names the category too)
                 old_vec = self._vectors(ns, space, [memory_id]).get(memory_id)
@@ -1131,6 +1132,18 @@ class Oblivion:
                 if space.lists is not None:  # what it adds to a list is what it says now
                     space.lists.discard([memory_id])
                     space.lists.note([memory_id], [clean])
+                if sids:  # after the edit: one that fails leaves the summary as it was
+                    try:
+                        rows = [st.index[m] for m in sids if m in st.index]
+                        self._delete(ns, space, rows, now, "an original was edited")
+                    except Exception:
+                        logger.exception(
+                            "the summaries %s of the edited %r could not be dropped; they "
+                            "keep its old text until forget() or decompress() of them",
+                            sids,
+                            memory_id,
+                        )
+                    space, st = self._space(ns), self._space(ns).state  # reloaded on failure
                 policy = self.policy_for(ns)
                 detect = policy.supersede if supersede is None else supersede
                 # an invalidated memory is wrong whatever it says: it makes nothing stale
@@ -1729,7 +1742,7 @@ class Oblivion:
         cand = dict(cand)
         heads: dict[str, str] = {}
         for m in [m for m in cand if m in st.superseded_by]:
-            head = self._chain_head(st, m)
+            head = self._chain_head(st, m, include_cold)
             if not successors:
                 if head != m and head in cand:
                     heads[m] = head
@@ -2832,20 +2845,27 @@ class Oblivion:
         with self._lock:
             self._check_open()
             space = self._space(ns)
-            self._row(space, memory_id)
-            now = self._now(ns)
-            self._drop_summaries_of(ns, space, memory_id, now, "an original was forgotten")
-            self._delete(ns, space, [self._row(space, memory_id)], now, "forget() called")
+            i = self._row(space, memory_id)
+            # in the same transaction: a failure leaves both
+            sids = self._summaries_of(space, memory_id)
+            self._delete(
+                ns,
+                space,
+                [i, *(space.state.index[s] for s in sids)],
+                self._now(ns),
+                "forget() called",
+                reasons=dict.fromkeys(sids, "an original was forgotten"),
+            )
 
-    def _drop_summaries_of(
-        self, ns: str, space: _Space, memory_id: str, now: float, why: str
-    ) -> None:
-        """Delete the summaries ``memory_id`` is an original of (their originals go back to
-        the archive): its text changes or goes, and theirs would keep the old one."""
-        st = space.state
-        sids = [s for s, originals in space.summaries.items() if memory_id in originals]
-        if sids:
-            self._delete(ns, space, [st.index[s] for s in sids if s in st.index], now, why)
+    @staticmethod
+    def _summaries_of(space: _Space, memory_id: str) -> list[str]:
+        """The summaries ``memory_id`` is an original of: its text changes or goes, and
+        theirs would keep the old one."""
+        return [
+            s
+            for s, originals in space.summaries.items()
+            if memory_id in originals and s in space.state.index
+        ]
 
     def _delete(
         self,
@@ -2855,8 +2875,11 @@ class Oblivion:
         now: float,
         why: str,
         also: Callable[[Any], None] | None = None,
+        *,
+        reasons: Mapping[str, str] | None = None,
     ) -> None:
-        """Delete memories (``also``: more writes of the same change, in its transaction)."""
+        """Delete memories (``also``: more writes of the same change, in its transaction;
+        ``reasons``: journal reasons of some of them, instead of ``why``)."""
         with self._consistent(ns):
             st = space.state
             ids = [st.ids[i] for i in rows]
@@ -2904,7 +2927,7 @@ class Oblivion:
                         now,
                         ns,
                         [
-                            (m, "forget", float(a), None, {"reason": why})
+                            (m, "forget", float(a), None, {"reason": (reasons or {}).get(m, why)})
                             for m, a in zip(ids, acts, strict=True)
                         ],
                     )
@@ -3738,10 +3761,10 @@ class Oblivion:
         return out
 
     @staticmethod
-    def _chain_head(st: NamespaceState, memory_id: str) -> str:
+    def _chain_head(st: NamespaceState, memory_id: str, cold: bool = False) -> str:
         """The newest valid memory of a supersession chain (cycle-safe): successors that
-        were invalidated or deleted, or are cold (behind a summary), do not count, so the
-        fact stays recallable."""
+        were invalidated or deleted, or are cold (behind a summary) unless ``cold`` (a
+        recall that shows cold memories), do not count, so the fact stays recallable."""
         seen = {memory_id}
         head = node = memory_id
         while node in st.superseded_by:
@@ -3751,7 +3774,7 @@ class Oblivion:
             seen.add(nxt)
             node = nxt
             j = st.index[node]
-            if not st.cols["invalidated"][j] and st.cols["tier"][j] != _COLD:
+            if not st.cols["invalidated"][j] and (cold or st.cols["tier"][j] != _COLD):
                 head = node
         return head
 

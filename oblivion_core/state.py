@@ -185,10 +185,11 @@ EVENT_KINDS: Mapping[str, str] = MappingProxyType(
         "link": "link() to another memory",
         "edit": "edit() of its text, category, importance or confidence",
         "supersede": "a newer memory superseded it",
-        "unsupersede": "its successor went (forgotten, invalidated, edited), it counts again",
+        "unsupersede": "its successor was forgotten or edited: it counts again",
         "invalidate": "invalidate()",
         "review": "lowered and flagged for review: a memory linked to it was invalidated",
-        "forget": "deleted (forget(), clear(), or maintain() with forgetting on)",
+        "forget": "deleted: forget(), clear(), maintain() with forgetting on, or a summary "
+        "decompressed or whose original was forgotten or edited",
         "archive": "moved to the archive tier",
         "restore": "moved back to the active tier",
         "compress": "summarised: it turned cold behind a summary memory",

@@ -632,3 +632,74 @@ def test_a_memory_that_made_another_stale_is_not_compressed(fresh: Any) -> None:
         assert recs[0].id not in compressed and old.id not in compressed
         assert [r.id for r in recs[1:]] == compressed
         assert mem.get(recs[0].id).tier == Tier.ARCHIVE
+
+
+def test_an_edit_of_an_original_that_fails_keeps_its_summary(tmp_path: Path) -> None:
+    """The summary was dropped (and committed) before the edit's own transaction: an
+    edit that then failed had decompressed the group all the same."""
+    from oblivion_core import VectorStoreError
+
+    clock = ManualClock()
+    open_ = _persisted(tmp_path, clock)
+    with open_() as mem:
+        originals, _ = _compress_meeting(mem, clock)
+        before = sorted((r.id, r.tier, r.text) for r in mem.records())
+        real = mem.store.add
+
+        def down(*args: Any, **kwargs: Any) -> None:
+            raise VectorStoreError("chroma is down")
+
+        mem.store.add = down  # type: ignore[method-assign]
+        with pytest.raises(VectorStoreError):
+            mem.edit(originals[0], "The budget meeting reopened the travel budget.")
+        mem.store.add = real  # type: ignore[method-assign]
+        assert sorted((r.id, r.tier, r.text) for r in mem.records()) == before
+    with open_() as mem:
+        assert sorted((r.id, r.tier, r.text) for r in mem.records()) == before
+
+
+def test_an_edit_of_an_original_to_the_same_text_keeps_its_summary(compressed: Any) -> None:
+    """The summary still says what the original says (the LangGraph store re-puts an
+    item's text when only its index flag changes)."""
+    mem, originals, summaries, _, _ = compressed
+    mem.edit(originals[0], MEETING[0])
+    assert mem.get(summaries[0].id).category == "summary"
+    assert mem.get(originals[0]).tier == Tier.COLD
+
+
+def test_a_cold_successor_stands_in_when_cold_memories_are_shown(compressed: Any) -> None:
+    """With include_cold=True the cold successor is shown, so it replaces the statement it
+    superseded (both were shown)."""
+    mem, originals, _, _, _ = compressed
+    older = mem.remember("The budget meeting said the travel budget is open.", category="event")
+    mem.supersede(older.id, originals[0])
+    shown = mem.recall("travel budget meeting frozen", include_cold=True, feedback=False).ids
+    assert originals[0] in shown and older.id not in shown
+    assert older.id in mem.recall("travel budget meeting frozen", feedback=False).ids
+
+
+def test_a_forget_of_an_original_that_fails_keeps_its_summary(tmp_path: Path) -> None:
+    """The summary went in one transaction and the original in a second: one delete now,
+    so a failure leaves both."""
+    from oblivion_core import VectorStoreError
+
+    clock = ManualClock()
+    with _persisted(tmp_path, clock)() as mem:
+        originals, sid = _compress_meeting(mem, clock)
+        before = sorted((r.id, r.tier) for r in mem.records())
+
+        real = mem.store.delete
+
+        def down(namespace: str, ids: list[str]) -> None:  # fails on the original only
+            if originals[1] in ids:
+                raise VectorStoreError("chroma is down")
+            real(namespace, ids)
+
+        mem.store.delete = down  # type: ignore[method-assign]
+        with pytest.raises(VectorStoreError):
+            mem.forget(originals[1])
+        mem.store.delete = real  # type: ignore[method-assign]
+        assert sorted((r.id, r.tier) for r in mem.records()) == before
+        mem.forget(originals[1])
+        assert sid not in {r.id for r in mem.records()}
+        assert mem.history(sid)[-1].detail["reason"] == "an original was forgotten"
