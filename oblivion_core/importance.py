@@ -5,21 +5,24 @@ cues, not a model. Small talk is tried first, the other rules in the order liste
 
 * **instructions** ("always", "never", "don't" opening a clause or after "you": "Never
   share my number.", "When you book, never pick Ryanair"; inside a statement they
-  describe: "I never learned to swim" is a fact), imperatives of standing rules ("Use
-  metric units.", "Reply in Spanish.", "Be concise.", "Avoid ...", "Keep your answers
-  short"), "make sure", "from now on", "remember to", "you should", "please ... every"
-  -> category ``instruction``, importance 0.9; a greeting before the turn ("Hi - use
-  metric units") does not hide its opening;
+  describe: "I never learned to swim" is a fact; "never mind", "don't worry" and "don't
+  forget" (an errand) are none), imperatives of standing rules ("Use metric units.",
+  "Reply in Spanish.", "Be concise.", "Avoid ...", "Keep your answers short", "Stop
+  ...ing"), "I'd like you to", "address me as", "make sure", "from now on", "remember
+  to", "you should", "please ... every" -> category ``instruction``, importance 0.9; a
+  greeting before the turn ("Hi - use metric units") does not hide its opening;
 * **stated preferences** ("I prefer", "I like", "I love", "I hate", "my favourite",
   "call me", habits of one's own: "I never drink coffee", "I always take the train")
   -> ``preference``, 0.75;
-* **tasks and commitments** ("remind me", "I will", "I'll", "deadline", "due" (not "due
-  to"), "todo", "need to", "add ... to the list") -> ``task``, 0.6;
+* **tasks and commitments** ("remind me", "don't forget", "I will", "I'll", "deadline",
+  "due" (not "due to"), "todo", "need to", "add ... to the list") -> ``task``, 0.6;
 * **events** (meetings, trips, flights, appointments, "yesterday", "tomorrow", "last
   week") -> ``event``, 0.5;
 * **what must never be lost** (allergies, medication and doses, diabetes, asthma,
-  pregnancy, blood type, "do not resuscitate", emergency contacts, passport and account
-  numbers) -> ``fact``, 0.8: above ``Policy.protect_importance``, never forgotten;
+  coeliac disease, pregnancy, blood type, "do not resuscitate", emergency contacts,
+  passport, licence and account numbers) -> importance at least 0.8 whatever the
+  category above (``fact`` if none): above ``Policy.protect_importance``, never
+  forgotten;
 * **small talk** (greetings, thanks, weather, "how are you", very short turns with no
   content) -> ``small_talk``, 0.1: every sentence of the turn is chit-chat. A sentence is
   read in three steps. (1) Its social phrases are taken out ("good morning", "how's it
@@ -83,7 +86,13 @@ _RULES: tuple[tuple[str, float, re.Pattern[str]], ...] = (
         "instruction",
         0.9,
         re.compile(
-            rf"{_OPENS}(?:always|never|do not|don't|dont)\b|"
+            # not "never mind", "don't worry", "don't forget" (an errand), "never again"
+            rf"{_OPENS}(?:always|never(?![ \t]+(?:mind|again))|"
+            r"(?:do not|don't|dont)(?![ \t]+(?:worry|forget|mention)))\b|"
+            r"\b(?:i'd like|i would like|i want|i need) you to\b|"
+            r"\byou to (?:always|never)\b|"
+            r"\b(?:address|refer to) (?:me|us|my \w+) as\b|"
+            rf"{_OPENS}stop \w+ing\b|"
             rf"{_OPENS}(?:only[ \t]+)?(?:{_RULE_VERBS})\b|"
             r"\b(?:you|you'll|you will|you'd|you should|you must)[ \t]+(?:always|never)\b|"
             r"\bi (?:always|never|don't|do not) want (?:you|it|them|replies|answers)\b|"
@@ -98,7 +107,7 @@ _RULES: tuple[tuple[str, float, re.Pattern[str]], ...] = (
         0.75,
         re.compile(
             r"\b(i (?:really )?(?:prefer|like|love|hate|dislike|enjoy|can't stand)|"
-            r"my fav(?:ou)?rite|call me|i'd rather|i would rather|"
+            r"my fav(?:ou?)?rite|call me|i'd rather|i would rather|"
             # habits of one's own ("I never drink coffee", "I always take the train")
             r"i (?:always|never|usually|don't|do not|won't|can't|cannot|no longer) "
             r"(?:eat|drink|fly|drive|smoke|travel|take|use|work|wake|sleep))\b",
@@ -109,7 +118,8 @@ _RULES: tuple[tuple[str, float, re.Pattern[str]], ...] = (
         "task",
         0.6,
         re.compile(
-            r"\b(remind me|i will|i'll|deadline|due(?![ \t]+to\b)|to-?do|need to|have to|"
+            r"\b(remind me|don't forget|do not forget|i will|i'll|deadline|due(?![ \t]+to\b)|"
+            r"to-?do|need to|have to|"
             r"(?:add|put|remove|take) .{1,40}(?:on|to|off|from) (?:the|my) .{0,20}list)\b",
             re.I,
         ),
@@ -118,25 +128,27 @@ _RULES: tuple[tuple[str, float, re.Pattern[str]], ...] = (
         "event",
         0.5,
         re.compile(
-            r"\b((?:meeting|trip|flight|appointment)s?|yesterday|tomorrow|tonight|last (?:week|"
-            r"month|year|night)|next (?:week|month|year)|went to|going to)\b",
-            re.I,
-        ),
-    ),
-    (
-        # what must never be lost: health and safety, identity and account numbers
-        "fact",
-        0.8,
-        re.compile(
-            r"\b(allerg(?:y|ies|ic)|anaphyla\w*|epi-?pens?|asthma\w*|diabet\w*|insulin|"
-            r"epilep\w*|seizures?|pacemaker|blood (?:type|group)|pregnan\w*|"
-            r"medications?|medicines?|prescri(?:bed|ption)\w*|\d+ ?mg|dosage|"
-            r"do not resuscitate|dnr|emergency contact|next of kin|passport|account (?:number|no)|"
-            r"sort code|iban|social security|national insurance|routing number)\b",
+            r"\b((?:meeting|trip|flight|appointment)s?|yesterday|tomorrow|tonight|"
+            r"(?:last|next) (?:week(?:end)?|month|year|night)|went to|going to)\b",
             re.I,
         ),
     ),
 )
+
+
+# What must never be lost (health and safety, identity and account numbers): importance
+# at least 0.8 whatever the category ("I'm allergic to penicillin, found out last year" is
+# an event, and kept).
+_CRITICAL = re.compile(
+    r"\b(allerg(?:y|ies|ic)|anaphyla\w*|epi-?pens?|asthma\w*|diabet\w*|insulin|"
+    r"epilep\w*|seizures?|pacemaker|blood (?:type|group|thinners?)|pregnan\w*|coeliac|"
+    r"celiac|medications?|medicines?|prescri(?:bed|ption)\w*|\d+ ?mg|dosage|"
+    r"do not resuscitate|dnr|emergency contact|next of kin|passport|account (?:number|no)|"
+    r"sort code|iban|social security|national insurance|routing number|nhs number|"
+    r"driv(?:ing|er'?s) licen[cs]e)\b",
+    re.I,
+)
+CRITICAL_IMPORTANCE = 0.8
 
 
 def _words(text: str) -> frozenset[str]:
@@ -151,6 +163,7 @@ _YOU = r"(?:you all|you both|you guys|you|u|ya|y'all|everyone)"
 _NICE = r"(?:good|nice|great|lovely|wonderful|fantastic|fun|safe|relaxing|restful|awesome)"
 _PERIOD = r"(?:day|night|evening|morning|afternoon|weekend|week|time|one|holiday|holidays|trip)"
 _PHRASES = (  # taken out in this order: a longer phrase before one it starts with
+    rf"(?:i )?hope (?:you|u) (?:have|had|are having|enjoy) (?:a|an) {_NICE} {_PERIOD}",
     # answers and fillers that hold a cue of another rule ("I don't know.", "I love it!")
     r"(?:i )?(?:don't|do not|dont) know|i (?:don't|do not) (?:get it|think so)|i have to say",
     r"i (?:really )?(?:love|like) (?:it|that|this|them)",
@@ -166,7 +179,8 @@ _PHRASES = (  # taken out in this order: a longer phrase before one it starts wi
     r"(?:thanks|thank you|thank u|ty) (?:so much |very much |a lot )?for (?:asking|sharing|"
     r"everything|that|this|letting me know|the chat|being there(?: for me)?|having my back|"
     r"all (?:the|your) (?:help|support|advice)|"
-    r"(?:the|your) (?:help|advice|tip|tips|info|information|update|reminder|heads up|chat|talk|"
+    r"(?:the|your) (?:(?:quick|fast|kind|lovely|great|detailed|prompt|thoughtful) )?"
+    r"(?:help|advice|tip|tips|info|information|update|reminder|heads up|chat|talk|"
     r"support|kind words|suggestion|recommendation|offer|invite|time|compliment|reply|"
     r"response|patience|understanding|concern))",
     rf"thank {_YOU}|many thanks|thanks (?:a lot|a bunch|a ton|a million|heaps|loads|again|"
@@ -231,9 +245,11 @@ _PHRASES = (  # taken out in this order: a longer phrase before one it starts wi
     r"(?:that's|it's) (?:just )?how it goes|worth a (?:try|shot)(?:, at least)?|that's a classic",
     r"(?:that |it )?makes sense|that tracks|fair enough|same here|same to you|same for me",
     r"me too|me neither|you too|likewise|ditto",
-    r"no (?:worries|worry|problem|problemo|probs|prob|biggie|big deal|stress|sweat|rush)",
+    r"no (?:worries|worry|problem|problemo|probs|prob|biggie|big deal|stress|sweat|rush)"
+    r"(?: at all)?",
     r"not a problem|you're (?:most |very )?welcome|(?:my|the|a) pleasure|anytime|any time",
-    r"of course|for sure|for real|got it|i guess(?: so)?|i think so|i agree|i get it",
+    r"of course|for sure|for real|got it|i guess(?: so)?|i think so|i get it|"
+    r"i (?:totally |completely |fully |quite )?agree(?: with (?:you|that))?|you're the best",
     r"(?:i )?hope so|(?:i'm )?not sure|no idea|who knows",
     r"(?:i see|i know|you know|i understand)(?![ \t]+(?-i:[A-Z]))",  # not "I know Anna."
     rf"(?:that's|you're|so|very|how|too) (?:kind|sweet|thoughtful)(?: of {_YOU})?|kind of {_YOU}",
@@ -256,7 +272,7 @@ _MARK = "\x1f"  # where a social phrase stood: a name may be addressed right aft
 # reactions and praise ...
 _INTERJECTIONS = _words(
     """
-    hi hii hiii hey heyy heya hello hiya howdy yo sup bye byee goodbye goodnight gn cya ttyl
+    hi hii hiii hey heyy heyyy heya hello hiya howdy yo sup bye byee goodbye goodnight gn cya ttyl
     thanks thank thx ty tysm thanx thnx cheers ok okay okey k kk alright yes yeah yea yep yup
     ya yah no nope nah sure right true correct indeed exactly agreed absolutely definitely
     totally certainly noted gotcha understood fine fair cool sweet neat wow whoa woah omg oh
@@ -406,10 +422,11 @@ def _first_rule(stripped: str) -> tuple[str, float]:
     # a greeting run into the turn ("Hi - use metric units", "Ok so never call me") does
     # not hide that it opens with an imperative
     body = _GREETING_LEAD.sub("", stripped)
+    floor = CRITICAL_IMPORTANCE if _CRITICAL.search(stripped) else 0.0
     for category, importance, pattern in _RULES:
         if pattern.search(stripped) or (body is not stripped and pattern.search(body)):
-            return category, importance
-    return "fact", 0.4
+            return category, max(importance, floor)
+    return "fact", max(0.4, floor)
 
 
 def _is_chitchat(sentence: str) -> bool:

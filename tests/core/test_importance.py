@@ -482,3 +482,40 @@ def test_chit_chat_with_a_cue_is_small_talk(text: str) -> None:
     """Answers and fillers that hold another rule's cue were instructions or preferences
     (importance 0.9 / 0.75, protected: "I don't know." stayed active for a year)."""
     assert scorer.categorize(text) == "small_talk"
+
+
+@pytest.mark.parametrize(
+    ("text", "category"),
+    [
+        ("I'm allergic to penicillin, found out last year.", "event"),
+        ("I have asthma so I need to carry my inhaler.", "task"),
+        ("My passport number is 533380006, I'll need it at the airport.", "task"),
+        ("I'm coeliac.", "fact"),
+    ],
+)
+def test_a_critical_fact_is_kept_whatever_its_category(text: str, category: str) -> None:
+    """The critical rule came last: a time or task word in the same turn made an allergy
+    an event of importance 0.5, deleted by maintain() with forgetting on."""
+    assert scorer.categorize(text) == category
+    assert scorer.score(text) >= 0.8
+
+
+@pytest.mark.parametrize(
+    ("text", "category"),
+    [
+        ("I'd like you to always cite your sources.", "instruction"),
+        ("I'd like you to address me as Dr. Okafor.", "instruction"),
+        ("Stop recommending podcasts to me.", "instruction"),
+        ("Don't forget the milk.", "task"),
+        ("Never mind, I'll do it myself.", "task"),
+        ("Don't worry, I sorted it.", "fact"),
+        ("My favorite band is Radiohead.", "preference"),
+        ("We went hiking last weekend.", "event"),
+    ],
+)
+def test_held_out_patterns(text: str, category: str) -> None:
+    """Patterns a held-out evaluation found: polite instructions ("I'd like you to"),
+    "stop ...ing", one-off errands and social openers read as standing rules ("Don't
+    forget the milk" was an instruction of importance 0.9, never decaying), the US
+    spelling "favorite", "last weekend"."""
+    assert scorer.categorize(text) == category
