@@ -447,6 +447,13 @@ class Oblivion:
         # a script that ends without close() still writes its deferred updates
         self._at_exit = _CloseAtExit(weakref.ref(self))
         atexit.register(self._at_exit)
+        # an instance dropped without close() and collected releases its own Chroma
+        # client too (its files; an in-memory store's collections), as its state does
+        self._store_finalizer = (
+            weakref.finalize(self, self.store.close) if self._owns_store else None
+        )
+        if self._store_finalizer is not None:
+            self._store_finalizer.atexit = False  # at exit, _at_exit closes it all
         if switch_to is not None:
             try:
                 self.set_policy(switch_to, reason="another policy passed to Oblivion()")
@@ -527,6 +534,8 @@ class Oblivion:
             self._db.close(write=write)
         finally:
             if self._owns_store:  # one passed in is its owner's to close
+                if self._store_finalizer is not None:
+                    self._store_finalizer.detach()
                 self.store.close()
             else:  # free to serve another Oblivion store
                 self.store.unbind()
@@ -1605,12 +1614,14 @@ class Oblivion:
         if outside <= 0 or outside > (limit * 3 // 4 if space.archive_dropped else limit):
             return None
         held = {n: self._spaces[n] for n in self._exact_lru if n in self._spaces}
-        total = sum(len(s.archive) for s in held.values() if s.archive is not None)
+        # counted in columns allocated, spare ones included (rows undercounted small
+        # copies' memory 14-fold)
+        total = sum(s.archive.capacity for s in held.values() if s.archive is not None)
         for name, other in held.items():  # least recently searched first
             if total + outside <= self.EXACT_ARCHIVE_TOTAL:
                 break
             if other.archive is not None:
-                total -= len(other.archive)
+                total -= other.archive.capacity
                 other.archive = None
             del self._exact_lru[name]
         if total + outside > self.EXACT_ARCHIVE_TOTAL:
@@ -4222,4 +4233,6 @@ def _ephemeral_store() -> VectorStore:
     from oblivion_core.store import _settings
 
     # EphemeralClient shares one in-process system; a prefix keeps engines apart.
-    return VectorStore(chromadb.EphemeralClient(settings=_settings()), prefix=uuid.uuid4().hex[:8])
+    store = VectorStore(chromadb.EphemeralClient(settings=_settings()), prefix=uuid.uuid4().hex[:8])
+    store.ephemeral = True
+    return store

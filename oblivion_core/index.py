@@ -59,7 +59,9 @@ class ActiveIndex:
         if need > self._cols.shape[1]:
             # half again: amortised O(1) per column, and a large index (an archive copy
             # of 16k memories) carries at most half its size in spare columns
-            cap = max(need, self._cols.shape[1] * 3 // 2, 64)
+            # (a first allocation of 8, not 64: one per namespace, 12 KB not 96 at 384
+            # dimensions, for thousands of small namespaces)
+            cap = max(need, self._cols.shape[1] * 3 // 2, 8)
             grown = np.zeros((self.dim, cap), dtype=np.float32)
             grown[:, :n] = self._cols[:, :n]
             self._cols = grown
@@ -67,6 +69,11 @@ class ActiveIndex:
         for offset, k in enumerate(fresh):
             self._row[ids[k]] = n + offset
             self.ids.append(ids[k])
+
+    @property
+    def capacity(self) -> int:
+        """Columns allocated (rows held plus spare ones): what the index costs."""
+        return 0 if self.dim is None else int(self._cols.shape[1])
 
     def remove(self, ids: Sequence[str]) -> None:
         """Remove rows (absent ids are ignored); the last row fills each hole."""

@@ -279,12 +279,24 @@ class VectorStore:
             metadata=meta | {"oblivion_store": self.owner, "oblivion_state": self._owner_label}
         )
 
+    #: Whether this store is one engine's in-process Chroma (``Oblivion(None)``): its
+    #: collections go when it closes (the in-process system is shared by every such
+    #: store and outlives them; a closed one's data stayed, 3 MB per collection).
+    ephemeral = False
+
     def close(self) -> None:
         """Release the Chroma client (``Client.close()``, chromadb 1.x): its files and the
         process-wide system it shares with other clients of the same path, once the last
         one closes. Without it, a store deleted and made again at the same path in one
-        process (a notebook re-running the demo) would reopen the old, cached system."""
+        process (a notebook re-running the demo) would reopen the old, cached system.
+        An :attr:`ephemeral` store deletes its collections first."""
         self._collections.clear()
+        if self.ephemeral:
+            with contextlib.suppress(Exception):  # releasing, not a reason to fail close()
+                for col in self.client.list_collections():
+                    name = getattr(col, "name", col)
+                    if isinstance(name, str) and name.startswith(self.prefix):
+                        self.client.delete_collection(name)
         closer = getattr(self.client, "close", None)
         if callable(closer):
             with contextlib.suppress(Exception):  # releasing, not a reason to fail close()

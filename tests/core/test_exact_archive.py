@@ -335,3 +335,19 @@ def test_the_copy_through_the_real_stack(
         again = [mem.recall(q, deep=True, k=2, feedback=False).ids for q in questions]
         assert again == exact and calls == []
         _check_copy(mem)
+
+
+def test_the_engine_wide_total_counts_columns_held(small: Oblivion, clock: ManualClock) -> None:
+    """The total counted rows while each copy held at least 64 columns: 200 namespaces of
+    3 archived memories counted 600 vectors and held 19.7 MB (14 times the allowance).
+    It counts allocated columns now, and what is held stays within it."""
+    for ns in ("a", "b", "c"):
+        small.remember_many(_texts(8, 5), categories=["small_talk"] * 8, namespace=ns)
+    clock.advance(10 * DAY)
+    for ns in ("a", "b", "c"):
+        small.maintain(namespace=ns)
+    small.EXACT_ARCHIVE_TOTAL = 20
+    for ns in ("a", "b", "c", "a", "c", "b"):
+        small.recall("garden", deep=True, namespace=ns)
+        held = [small._spaces[n].archive for n in "abc"]
+        assert sum(c.capacity for c in held if c is not None) <= small.EXACT_ARCHIVE_TOTAL
