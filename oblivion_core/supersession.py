@@ -9,7 +9,9 @@ The offline default, :class:`LexicalSupersession`, is a documented rule, not a m
 It first parses a text into a :class:`Statement`:
 
 * **speaker** -- a ``"Name: "`` prefix, if it is a chat role (``"user:"``,
-  ``"assistant:"``) or a name (``"Dana:"``, ``"Dr. Lee:"``). Discourse labels
+  ``"assistant:"``) or a name (``"Dana:"``, ``"Dr. Lee:"``). A transcript (a turn as
+  the LangChain middleware stores it, ``"user: ...\nassistant: ..."``) states its first
+  speaker's facts: the lines from the next speaker's label on are a reply. Discourse labels
   (``"Update:"``, ``"Quick update:"``, ``"Note:"``, ``"PS:"``, ``"Correction:"``,
   ``"Reminder:"``) are not speakers: they are stripped, with leading discourse words
   ("actually", "so", "by the way", "turns out"), before the subject is parsed;
@@ -276,6 +278,26 @@ _LEADING = re.compile(
 )
 #: Where a second statement starts inside a sentence.
 _CLAUSES = re.compile(r"(?:,\s*(?:so|and so|which means|meaning)\s+|;\s+)", re.I)
+#: A leading clause that makes what follows its comma no statement of the speaker's: a
+#: condition or time ("If we lose the client, ..."), a supposition, another's words.
+_LEAD_NOT_STATED = re.compile(
+    r"^\W*(?:if|when|whenever|unless|once|whether|in case|suppose|supposing|assuming|"
+    r"imagine|after|before|until|while|although|though|even if|as long as|worst case|"
+    r"best case|in theory|hypothetically)\b|\b(?:told|tells|said|says|wrote|writes|"
+    r"texted|thinks?|thought|reckons?|claims?|claimed|asked|asks|wonder(?:ing)?)\b|\?",
+    re.I,
+)
+
+
+def _after_lead(sentence: str) -> str | None:
+    """What follows the first comma of ``sentence`` when the clause before it leaves it
+    the speaker's own statement, else ``None``."""
+    lead, comma, rest = sentence.partition(", ")
+    if not comma or not rest or _LEAD_NOT_STATED.search(lead):
+        return None
+    return rest
+
+
 _CUE_TRIGGERS = (
     "actually",
     "correction",
@@ -882,11 +904,25 @@ def _norm_words(text: str) -> frozenset[str]:
 
 
 def _split_speaker(text: str) -> tuple[str | None, str]:
-    """``("dana", "my ...")`` for ``"Dana: my ..."``; discourse labels are not speakers."""
+    """``("dana", "my ...")`` for ``"Dana: my ..."``; discourse labels are not speakers.
+    A transcript states its first speaker's facts: from the next line that opens with a
+    speaker ("user: my flight is on Tuesday\nassistant: Got it") the rest is a reply."""
     m = _PREFIX.match(text)
     if m and _is_speaker(m.group(1).strip()):
-        return m.group(1).strip().lower(), m.group(2).strip()
+        return m.group(1).strip().lower(), _first_turn(m.group(2)).strip()
     return None, text.strip()
+
+
+def _first_turn(body: str) -> str:
+    """``body`` up to the first of its lines opening with a speaker's label."""
+    if "\n" not in body:
+        return body
+    lines = body.split("\n")
+    for k in range(1, len(lines)):
+        m = _PREFIX.match(lines[k])
+        if m and _is_speaker(m.group(1).strip()):
+            return "\n".join(lines[:k])
+    return body
 
 
 def _is_speaker(label: str) -> bool:
@@ -1181,9 +1217,11 @@ def _subject_value(
     return None
 
 
-@functools.lru_cache(maxsize=65_536)
+@functools.lru_cache(maxsize=8_192)
 def parse(text: str) -> Statement:
-    """Parse one memory text (see the module doc for the rule). Results are cached."""
+    """Parse one memory text (see the module doc for the rule). The last 8,192 are cached
+    (a write's candidates are mostly the same recent memories): about 2 KB each for a chat
+    turn, 18 KB for a 1,000-character chunk; 65,536 held up to 1.2 GB of chunks."""
     speaker, body = _split_speaker(text)
     lower = body.lower()
     # cheap keyword checks first: most texts state no fact and skip most regexes
@@ -1213,9 +1251,12 @@ def parse(text: str) -> Statement:
             value = frozenset({nm.group("val").lower()})
             return Statement(subject=f"@{speaker or ''}|name", value=value, **base)  # type: ignore[arg-type]
     own = _QUOTED.sub(" ", body) if '"' in body or "“" in body else body  # not quoted words
-    first = re.split(r"(?<=[.!?])\s+", _resolve_pronouns(own))
+    first = re.split(r"(?<=[.!?])\s+|\s*\n\s*", _resolve_pronouns(own))  # a line ends one
     # clauses after ", so" / "; ": "Marcus is moving teams, so my new manager is Priya"
     first += [c for part in first for c in _CLAUSES.split(part)[1:] if c]
+    # and after a leading clause: "I got a raise, my salary is 58k" ("If we lose the
+    # client, the budget is 20k" and "Tom said, ..." state nothing: not split)
+    first += [tail for part in first if (tail := _after_lead(part))]
     timely = bool(_NOW.search(body)) if _has(lower, _NOW_TRIGGERS) else False
     found = _subject_value([*first, own] if len(first) > 1 else first, lower, speaker, timely)
     if not found and negated and "it" in lower:
