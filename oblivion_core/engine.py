@@ -299,9 +299,10 @@ class Oblivion:
     #: candidates recall asks for, and exact; above it the namespace goes back to Chroma.
     #: ``0`` always queries Chroma.
     EXACT_ARCHIVE_ROWS = 16_384
-    #: Vectors held that way across all namespaces; the least recently searched
-    #: namespace's copy goes first (about 100 MB at 384 dimensions, up to half again
-    #: in spare columns while copies grow).
+    #: Columns (vectors and spare ones) held that way across all namespaces, checked as
+    #: a copy is made; the least recently searched namespace's copy goes first (about
+    #: 100 MB at 384 dimensions; copies made grow by up to half again as memories are
+    #: archived, until the next copy made counts them).
     EXACT_ARCHIVE_TOTAL = 65_536
     #: Apply a recall's feedback (boosts, spreading, promotions, their journal entries)
     #: on a worker right after the recall returns, instead of before; every other call

@@ -87,12 +87,14 @@ _RULES: tuple[tuple[str, float, re.Pattern[str]], ...] = (
         0.9,
         re.compile(
             # not "never mind", "don't worry", "don't forget" (an errand), "never again"
-            rf"{_OPENS}(?:always|never(?![ \t]+(?:mind|again))|"
-            r"(?:do not|don't|dont)(?![ \t]+(?:worry|forget|mention)))\b|"
-            r"\b(?:i'd like|i would like|i want|i need) you to\b|"
+            # ("Never again book me a window seat" is one; "Never again." is not)
+            rf"{_OPENS}(?:always|never(?![ \t]+mind\b)(?![ \t]+again\b(?![ \t]+\w))|"
+            r"(?:do not|don't|dont)(?![ \t]+(?:worry|forget|mention it)\b))\b|"
+            r"\b(?:i'd like|i would like) you to\b(?![ \t]+(?:know|meet|hear|see|have)\b)|"
             r"\byou to (?:always|never)\b|"
             r"\b(?:address|refer to) (?:me|us|my \w+) as\b|"
-            rf"{_OPENS}stop \w+ing\b|"
+            # "Stop recommending podcasts", not "Stop kidding!" or "Stop worrying"
+            rf"{_OPENS}stop (?!(?:worrying|kidding|joking|teasing|making me)\b)\w+ing[ \t]+\w|"
             rf"{_OPENS}(?:only[ \t]+)?(?:{_RULE_VERBS})\b|"
             r"\b(?:you|you'll|you will|you'd|you should|you must)[ \t]+(?:always|never)\b|"
             r"\bi (?:always|never|don't|do not) want (?:you|it|them|replies|answers)\b|"
@@ -145,7 +147,7 @@ _CRITICAL = re.compile(
     r"celiac|medications?|medicines?|prescri(?:bed|ption)\w*|\d+ ?mg|dosage|"
     r"do not resuscitate|dnr|emergency contact|next of kin|passport|account (?:number|no)|"
     r"sort code|iban|social security|national insurance|routing number|nhs number|"
-    r"driv(?:ing|er'?s) licen[cs]e)\b",
+    r"(?:driv(?:ing|er'?s?) )?licen[cs]e (?:number|no))\b",
     re.I,
 )
 CRITICAL_IMPORTANCE = 0.8

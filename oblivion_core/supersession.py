@@ -281,10 +281,19 @@ _CLAUSES = re.compile(r"(?:,\s*(?:so|and so|which means|meaning)\s+|;\s+)", re.I
 #: A leading clause that makes what follows its comma no statement of the speaker's: a
 #: condition or time ("If we lose the client, ..."), a supposition, another's words.
 _LEAD_NOT_STATED = re.compile(
-    r"^\W*(?:if|when|whenever|unless|once|whether|in case|suppose|supposing|assuming|"
-    r"imagine|after|before|until|while|although|though|even if|as long as|worst case|"
-    r"best case|in theory|hypothetically)\b|\b(?:told|tells|said|says|wrote|writes|"
-    r"texted|thinks?|thought|reckons?|claims?|claimed|asked|asks|wonder(?:ing)?)\b|\?",
+    # anywhere in the clause ("But if we lose the client, ...", "Update: when ...")
+    r"\b(?:if|when|whenever|unless|once|whether|in case|suppose|supposing|assuming|"
+    r"imagine|after|before|until|while|although|though|as long as|worst case|best case|"
+    r"in theory|hypothetically|"
+    # hedges and hearsay ("Maybe, ...", "Apparently, ...", "Per Tom, ...")
+    r"maybe|perhaps|probably|possibly|apparently|supposedly|allegedly|reportedly|"
+    r"rumou?r|per|according to|let's say|say|"
+    # another's words
+    r"told|tells|said|says|wrote|writes|texted|thinks?|thought|reckons?|claims?|claimed|"
+    r"asked|asks|wonder(?:ing)?|mentioned|mentions|emailed|heard|hears)\b|\?|"
+    # a scope ("On weekends, my alarm is at 9": weekdays' stays true)
+    r"^\W*(?:on|for|at|in|during|with|from|to|by|over|under|within|between|around|"
+    r"throughout|outside|inside)\b",
     re.I,
 )
 
@@ -1251,7 +1260,7 @@ def parse(text: str) -> Statement:
             value = frozenset({nm.group("val").lower()})
             return Statement(subject=f"@{speaker or ''}|name", value=value, **base)  # type: ignore[arg-type]
     own = _QUOTED.sub(" ", body) if '"' in body or "“" in body else body  # not quoted words
-    first = re.split(r"(?<=[.!?])\s+|\s*\n\s*", _resolve_pronouns(own))  # a line ends one
+    first = re.split(r"(?<=[.!?])\s+", _resolve_pronouns(own))
     # clauses after ", so" / "; ": "Marcus is moving teams, so my new manager is Priya"
     first += [c for part in first for c in _CLAUSES.split(part)[1:] if c]
     # and after a leading clause: "I got a raise, my salary is 58k" ("If we lose the

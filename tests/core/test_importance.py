@@ -451,6 +451,8 @@ def test_cues_need_the_right_place(text: str, category: str) -> None:
         "Emergency contact: my brother Tom.",
         "Diabetic: yes",
         "My passport number is X1234567.",
+        "My licence number is MORGA753116SM9IJ.",
+        "My driver license number is D123-4567.",
     ],
 )
 def test_what_must_never_be_lost_is_protected(text: str) -> None:
@@ -510,6 +512,13 @@ def test_a_critical_fact_is_kept_whatever_its_category(text: str, category: str)
         ("Never mind, I'll do it myself.", "task"),
         ("Don't worry, I sorted it.", "fact"),
         ("My favorite band is Radiohead.", "preference"),
+        # the exceptions are exact: "don't mention it", "never again." alone
+        ("Don't mention my salary to anyone.", "instruction"),
+        ("Never again book me a window seat.", "instruction"),
+        ("Stop kidding!", "fact"),
+        ("Stop worrying, really.", "fact"),
+        ("I'd like you to meet my sister Ana.", "fact"),
+        ("I want you to know I'm grateful.", "fact"),
         ("We went hiking last weekend.", "event"),
     ],
 )

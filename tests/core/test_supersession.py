@@ -100,6 +100,17 @@ def test_a_transcript_states_its_first_speakers_facts(old: str, new: str, stale:
         ("The budget is 40k.", "If we lose the client, the budget is 20k.", False),
         ("My car is fine.", "Tom said, my car is broken.", False),
         ("My flight is on Tuesday.", "Is it true, my flight is on Friday?", False),
+        # a condition, hedge, hearsay or scope anywhere before the comma
+        ("The budget is 40k.", "But if we lose the client, the budget is 20k.", False),
+        ("The budget is 40k.", "Update: when the grant ends, the budget is 20k.", False),
+        ("My budget is 40k.", "Maybe, my budget is 20k.", False),
+        ("My budget is 40k.", "Apparently, my budget is 20k.", False),
+        ("My budget is 40k.", "Per Tom, my budget is 20k.", False),
+        ("On weekdays, my alarm is at 6am.", "On weekends, my alarm is at 9am.", False),
+        ("The standup is at 9am.", "On Fridays, the standup is at 10am.", False),
+        # another's words on the line before
+        ("My budget is 40k.", "Tom told me:\nmy budget is 20k", False),
+        ("My budget is 40k.", "Worst case:\nmy budget is 20k", False),
     ],
 )
 def test_a_leading_clause_does_not_hide_a_statement(old: str, new: str, stale: bool) -> None:
