@@ -72,7 +72,6 @@ import re
 # imperative: "Never share my number.", "Please always cc Ann", "When you book, never pick
 # Ryanair") or follow "you"; inside a statement they describe ("I never learned to swim",
 # "My brother always calls on Sundays", "I don't have a car" are facts).
-_OPENS = r"(?:^|(?<=[.!?;:,(\n]))[ \t]*(?:(?:please|and|but|so|also|then)[ \t]+)?"
 # Imperatives of standing rules ("Use metric units.", "Reply in Spanish.", "Be concise.",
 # "Avoid meetings on Fridays."); an errand ("Book a table", "Buy milk") is no rule.
 _RULE_VERBS = (
@@ -81,29 +80,45 @@ _RULE_VERBS = (
     r"messages|emails))|stick to|"
     r"refrain|default to|format|address me|cc|copy me|prefer"
 )
-_RULES: tuple[tuple[str, float, re.Pattern[str]], ...] = (
-    (
-        "instruction",
-        0.9,
-        re.compile(
-            # not "never mind", "don't worry", "don't forget" (an errand), "never again"
-            # ("Never again book me a window seat" is one; "Never again." is not)
-            rf"{_OPENS}(?:always|never(?![ \t]+mind\b)(?![ \t]+again\b(?![ \t]+\w))|"
-            r"(?:do not|don't|dont)(?![ \t]+(?:worry|forget|mention it)\b))\b|"
-            r"\b(?:i'd like|i would like) you to\b(?![ \t]+(?:know|meet|hear|see|have)\b)|"
-            r"\byou to (?:always|never)\b|"
-            r"\b(?:address|refer to) (?:me|us|my \w+) as\b|"
-            # "Stop recommending podcasts", not "Stop kidding!" or "Stop worrying"
-            rf"{_OPENS}stop (?!(?:worrying|kidding|joking|teasing|making me)\b)\w+ing[ \t]+\w|"
-            rf"{_OPENS}(?:only[ \t]+)?(?:{_RULE_VERBS})\b|"
-            r"\b(?:you|you'll|you will|you'd|you should|you must)[ \t]+(?:always|never)\b|"
-            r"\bi (?:always|never|don't|do not) want (?:you|it|them|replies|answers)\b|"
-            r"\b(?:make sure|from now on|remember to|you must|you should|be sure to|"
-            r"every time|whenever you|stop (?:using|doing))\b|"
-            r"\bplease\b[^.!?\n]{0,60}\bevery\b",
-            re.I | re.M,
-        ),
-    ),
+
+
+class _Instruction:
+    """The instruction rule: cues that must open a clause, tried at each clause's start
+    only (``match``), and cues that count anywhere (``search``). One regex with a
+    lookbehind at every position cost 12.7 us a text, a quarter of the whole appraisal."""
+
+    _SPLIT = re.compile(r"[.!?;:,(\n]")
+    _OPENING = re.compile(
+        r"[ \t]*(?:(?:please|and|but|so|also|then)[ \t]+)?(?:"
+        # not "never mind", "don't worry", "don't forget" (an errand), "never again"
+        # ("Never again book me a window seat" is one; "Never again." is not)
+        r"(?:always|never(?![ \t]+mind\b)(?![ \t]+again\b(?![ \t]+\w))|"
+        r"(?:do not|don't|dont)(?![ \t]+(?:worry|forget|mention it)\b))\b|"
+        # "Stop recommending podcasts", not "Stop kidding!" or "Stop worrying"
+        r"stop (?!(?:worrying|kidding|joking|teasing|making me)\b)\w+ing[ \t]+\w|"
+        rf"(?:only[ \t]+)?(?:{_RULE_VERBS})\b)",
+        re.I,
+    )
+    _ANYWHERE = re.compile(
+        r"\b(?:i'd like|i would like) you to\b(?![ \t]+(?:know|meet|hear|see|have)\b)|"
+        r"\byou to (?:always|never)\b|"
+        r"\b(?:address|refer to) (?:me|us|my \w+) as\b|"
+        r"\b(?:you|you'll|you will|you'd|you should|you must)[ \t]+(?:always|never)\b|"
+        r"\bi (?:always|never|don't|do not) want (?:you|it|them|replies|answers)\b|"
+        r"\b(?:make sure|from now on|remember to|you must|you should|be sure to|"
+        r"every time|whenever you|stop (?:using|doing))\b|"
+        r"\bplease\b[^.!?\n]{0,60}\bevery\b",
+        re.I,
+    )
+
+    def search(self, text: str) -> bool:
+        if self._ANYWHERE.search(text):
+            return True
+        return any(self._OPENING.match(part) for part in self._SPLIT.split(text))
+
+
+_RULES: tuple[tuple[str, float, _Instruction | re.Pattern[str]], ...] = (
+    ("instruction", 0.9, _Instruction()),
     (
         "preference",
         0.75,
