@@ -64,7 +64,10 @@ Questions ("what's my favourite drink these days?", "remind me, what's my favour
 wine? ..."), another's words ("Tom told me: ...", quoted speech), embedded clauses
 ("find out if my favourite restaurant is open") and suppositions ("worst case: ...")
 state no fact of the speaker's; "too", "also", "as well" add a value ("I'm allergic to
-shellfish too") rather than replace one; "was" is the past. A new statement
+shellfish too") rather than replace one; "was" is the past. A statement after a
+leading clause is read ("I got a raise, my salary is 58k") unless the clause holds a
+condition or time, a hedge, another's words or a scope ("But if we lose the client, ...",
+"Maybe, ...", "Per Tom, ...", "On weekends, ..."). A new statement
 supersedes an older memory of the same speaker (a named speaker never supersedes
 another's memory) when:
 
