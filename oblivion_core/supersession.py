@@ -281,6 +281,9 @@ _LEADING = re.compile(
 )
 #: Where a second statement starts inside a sentence.
 _CLAUSES = re.compile(r"(?:,\s*(?:so|and so|which means|meaning)\s+|;\s+)", re.I)
+#: Verbs that report another's words ("Tom told me: ...", "she says ..."), for
+#: :data:`_NOT_STATED` and :data:`_LEAD_NOT_STATED`.
+_REPORTING = r"told|tells|said|says|wrote|writes|texted|thinks?|thought|reckons?|claims?|claimed"
 #: A leading clause that makes what follows its comma no statement of the speaker's: a
 #: condition or time ("If we lose the client, ..."), a supposition, another's words.
 _LEAD_NOT_STATED = re.compile(
@@ -292,8 +295,7 @@ _LEAD_NOT_STATED = re.compile(
     r"maybe|perhaps|probably|possibly|apparently|supposedly|allegedly|reportedly|"
     r"rumou?r|per|according to|let's say|say|"
     # another's words
-    r"told|tells|said|says|wrote|writes|texted|thinks?|thought|reckons?|claims?|claimed|"
-    r"asked|asks|wonder(?:ing)?|mentioned|mentions|emailed|heard|hears)\b|\?|"
+    rf"{_REPORTING}|asked|asks|wonder(?:ing)?|mentioned|mentions|emailed|heard|hears)\b|\?|"
     # a scope ("On weekends, my alarm is at 9": weekdays' stays true)
     r"^\W*(?:on|for|at|in|during|with|from|to|by|over|under|within|between|around|"
     r"throughout|outside|inside)\b",
@@ -1074,8 +1076,7 @@ _NOT_STATED = re.compile(
     r"what|what's|which|who|where|when|why|how|worst case|best case|hypothetically|"
     r"suppose|supposing|imagine|in theory|plan b|"
     # another's words; "I'd say", "as I said", "I think" are the speaker's own
-    r"(?<!\bi )(?<!\bi'd )(?<!\bwe )(?:told|tells|said|says|wrote|writes|texted|thinks?|"
-    r"thought|reckons?|claims?|claimed))\b(?:\s+(?:me|us|him|her|them|you))?\W*$",
+    rf"(?<!\bi )(?<!\bi'd )(?<!\bwe )(?:{_REPORTING}))\b(?:\s+(?:me|us|him|her|them|you))?\W*$",
     re.I,
 )
 #: A question's start ("what's my ...?", "remind me, which ...?").
