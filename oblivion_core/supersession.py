@@ -619,8 +619,13 @@ _NAME_TRIGGERS = (
     "refer to me",
     "use",
 )
+#: An owner named in more than one word ("Project Falcon's", "New York's"): the words
+#: before the last must be capitalised (the patterns below ignore case otherwise).
+_NAMED_OWNER = r"(?-i:[A-Z][\w\-]*\s+){1,2}[A-Z][a-z]+'s"
 _COPULA = re.compile(
-    r"^(?P<owner>my|our|the|[A-Z][a-z]+'s)\s+(?P<subj>[a-z][\w\s'\-]{0,30}?)\s+"
+    r"^(?P<owner>my|our|the|[A-Z][a-z]+'s|"
+    + _NAMED_OWNER
+    + r")\s+(?P<subj>[a-z][\w\s'\-]{0,30}?)\s+"
     r"(?:(?:[a-z]+ed|left|quit|sold|bought)\s+(?:[\w']+\s+){0,2}and\s+)?"
     r"(?:now\s+|still\s+|also\s+|currently\s+)?"
     r"(?P<verb>is|are|'s|will be|has been set for|is set for|is scheduled for|"
@@ -634,8 +639,8 @@ _COPULA = re.compile(
 #: "the airline has moved my flight to Thursday", "we pushed the meeting back to May".
 _MOVED = re.compile(
     r"\b(?P<verb>moved|changed|rescheduled|pushed|put|brought|shifted)\s+"
-    r"(?P<owner>my|our|the|[A-Z][a-z]+'s)\s+(?P<subj>[a-z][\w\s'\-]{0,30}?)\s+"
-    r"(?:back\s+|forward\s+|out\s+)?to\s+(?P<val>.+)$",
+    r"(?P<owner>my|our|the|[A-Z][a-z]+'s|" + _NAMED_OWNER + r")\s+"
+    r"(?P<subj>[a-z][\w\s'\-]{0,30}?)\s+(?:back\s+|forward\s+|out\s+)?to\s+(?P<val>.+)$",
     re.I,
 )
 _VERB_CLASS = {
@@ -987,7 +992,7 @@ def _owner(owner: str, speaker: str | None) -> str:
         return "@" + (speaker or "")
     if owner_l == "the":
         return "the"
-    return owner_l.removesuffix("'s")
+    return " ".join(owner_l.removesuffix("'s").split())
 
 
 def _value(text: str, subject: str = "") -> frozenset[str]:

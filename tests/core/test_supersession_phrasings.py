@@ -273,6 +273,33 @@ def test_independent_facts_survive_the_engine(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("old", "new", "expected"),
     [
+        (
+            "Project Falcon's deadline moved to April 10th.",
+            "Project Falcon's deadline is now May 2nd.",
+            True,
+        ),
+        (
+            "Project Falcon's deadline is March 3rd.",
+            "Project Falcon's deadline moved to April 10th.",
+            True,
+        ),
+        ("New York's office is in Midtown.", "New York's office moved to Brooklyn.", True),
+        # another project's, or another owner's, deadline is another fact
+        ("Project Falcon's deadline is March 3rd.", "Project Heron's deadline is May 2nd.", False),
+        ("Project Falcon's deadline is March 3rd.", "Falcon's deadline is May 2nd.", False),
+        # the words before the owner's name must be capitalised to belong to it
+        ("Lisa's car is red.", "yesterday Lisa's car is blue.", False),
+    ],
+)
+def test_an_owner_named_in_several_words(old: str, new: str, expected: bool) -> None:
+    """ "Project Falcon's deadline" has one owner, as "Lisa's car" has."""
+    chosen = LexicalSupersession().choose(new, [Candidate("old", old, 0.8)])
+    assert (chosen == ["old"]) is expected
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
         (  # a second statement after ", so", and "new" dates the subject, not names it
             "Dana: My manager is Marcus Webb. He runs the applied ML group.",
             "Dana: Big week. Marcus is moving to the platform team, so from today my new "
