@@ -9,7 +9,12 @@ Rules (``step = policy.adapt_step``), for a category with at least
 ``policy.adapt_min_events`` events in the window:
 
 * recalled from the archive in more than 30 % of its recalls -> it decays too fast:
-  half-life x (1 + step);
+  half-life x (1 + step). Under capacity pressure (``archived_share`` given) the bar is
+  the category's share of memories in the archive, if that is higher: a full active tier
+  keeps most memories archived whatever their half-life, so a recall finds them there
+  about that often when activation says nothing. Only more archive hits than that say
+  the memories asked for decayed out (a 3,000-turn session with 75 % of memories
+  archived ran every half-life to its 4x bound under the plain 30 % bar);
 * archived at least once and never recalled or used, while the namespace *is* being
   recalled from (at least ``adapt_min_events`` recalls counted over its categories) -> it
   decays too slowly: half-life x (1 - step). Without recalls there is no evidence: a bulk
@@ -97,9 +102,14 @@ def multipliers(usage: CategoryUsage, policy: Policy, category: str) -> tuple[fl
     )
 
 
-def adapt(usage: Usage, policy: Policy) -> dict[str, dict[str, float]]:
+def adapt(
+    usage: Usage, policy: Policy, archived_share: Mapping[str, float] | None = None
+) -> dict[str, dict[str, float]]:
     """Apply the rules above in place; return ``{category: {"half_life": new, "beta": new}}``
-    for every category whose effective values changed."""
+    for every category whose effective values changed.
+
+    ``archived_share``: when capacity pressure holds the active tier at its target, each
+    category's share of its (active or archived) memories that are in the archive."""
     changed: dict[str, dict[str, float]] = {}
     if not policy.adapt or policy.adapt_step == 0:
         return changed
@@ -111,7 +121,8 @@ def adapt(usage: Usage, policy: Policy) -> dict[str, dict[str, float]]:
             continue
         was = multipliers(u, policy, cat)  # in force: the learned ones within bounds
         hl, beta = was
-        if u.recalled and u.archive_hits / u.recalled > ARCHIVE_HIT_RATE:
+        bar = max(ARCHIVE_HIT_RATE, (archived_share or {}).get(cat, 0.0))
+        if u.recalled and u.archive_hits / u.recalled > bar:
             hl *= 1 + step
         elif u.archived and not u.recalled and not u.used and in_use:
             hl *= 1 - step

@@ -1579,6 +1579,17 @@ class Oblivion:
         )
 
     @staticmethod
+    def _archived_shares(st: NamespaceState) -> dict[str, float]:
+        """Per category, the share of its active or archived memories in the archive."""
+        tiers, cats = st.col("tier"), st.col("cat")
+        n = len(st.vocab)
+        archived = np.bincount(cats[tiers == _ARCHIVE], minlength=n)
+        either = archived + np.bincount(cats[tiers == _ACTIVE], minlength=n)
+        return {
+            name: float(archived[c] / either[c]) for c, name in enumerate(st.vocab) if either[c]
+        }
+
+    @staticmethod
     def _hidden(
         st: NamespaceState,
         mids: Sequence[str | None],
@@ -3074,7 +3085,8 @@ class Oblivion:
                             if e.action not in ("forget", "compress", "restore")
                         ],
                     )
-                    adapted = adapt(space.usage, policy)
+                    shares = self._archived_shares(st) if decision.pressure else None
+                    adapted = adapt(space.usage, policy, shares)
                     if adapted:
                         # new half-lives start new clock pieces at now: the decay so far stays
                         # at the old rates, without rewriting the category's memories

@@ -43,6 +43,7 @@ class TierDecision:
     forget: IntArray
     low: float
     high: float
+    pressure: bool = False  # capacity pressure: more would be active than ``capacity``
 
 
 def plan_tiers(
@@ -123,6 +124,7 @@ def plan_tiers(
         forget=forget_rows,
         low=eff_low,
         high=eff_high,
+        pressure=kept is not None,
     )
 
 

@@ -56,6 +56,47 @@ def test_adaptation_rules(counts: dict[str, int], half_life_mult: float, beta_mu
     assert u.events == 0  # the window restarts
 
 
+@pytest.mark.parametrize(
+    ("hits", "share", "half_life_mult"),
+    [
+        (6, None, 1.1),  # no capacity pressure: the plain 30 % bar
+        (6, 0.75, 1.0),  # 60 % of recalls from an archive holding 75 %: no evidence
+        (8, 0.75, 1.1),  # 80 %: more than the archive's share, decayed too fast
+        (4, 0.2, 1.1),  # a small archive share never lowers the bar below 30 %
+        (3, 0.2, 1.0),
+    ],
+)
+def test_the_archive_hit_bar_under_capacity_pressure(
+    hits: int, share: float | None, half_life_mult: float
+) -> None:
+    """Under capacity pressure the archive-hit bar is the category's archived share (if
+    above 30 %): a full active tier keeps memories archived whatever their half-life."""
+    usage = _usage(stored=10, recalled=10, archive_hits=hits)
+    adapt(usage, POLICY, None if share is None else {"fact": share})
+    assert usage.categories["fact"].half_life_mult == pytest.approx(half_life_mult)
+
+
+@given(
+    recalled=st.integers(1, 200),
+    hit_frac=st.floats(0.0, 1.0),
+    share=st.floats(0.0, 1.0),
+    windows=st.integers(1, 30),
+)
+def test_no_half_life_ratchet_when_hits_follow_the_archive_share(
+    recalled: int, hit_frac: float, share: float, windows: int
+) -> None:
+    """Window after window of archive hits at no more than the archived share (what
+    recall finds when activation carries no information) never lengthens a half-life
+    under capacity pressure."""
+    usage = Usage()
+    hits = min(recalled, int(recalled * min(hit_frac, share)))
+    for _ in range(windows):
+        u = usage.of("fact")
+        u.stored, u.recalled, u.archive_hits, u.used = 20, recalled, hits, recalled
+        adapt(usage, POLICY, {"fact": share})
+        assert usage.categories["fact"].half_life_mult <= 1.0
+
+
 def test_archived_never_used_category_decays_faster_only_while_recalls_happen() -> None:
     """Archived and never recalled or used, while the namespace's other memories are
     recalled: decays too slowly. With no recalls at all (a bulk import), nothing changes."""
@@ -193,6 +234,39 @@ def test_category_recalled_from_the_archive_gets_a_longer_half_life(fresh: Any) 
         assert mem.stats()["categories"]["event"]["half_life_multiplier"] == pytest.approx(
             (1 - POLICY.adapt_step) * (1 + POLICY.adapt_step)
         )
+
+
+@pytest.mark.parametrize(
+    ("from_archive", "from_active", "lengthened"), [(10, 10, False), (20, 0, True)]
+)
+def test_archive_hits_under_a_full_active_tier(
+    fresh: Any, from_archive: int, from_active: int, lengthened: bool
+) -> None:
+    """With the active tier at its capacity, 75 % of the facts sit in the archive whatever
+    their half-life. Half the recalls coming from there is less than that share: no
+    longer half-life (the plain 30 % bar ran every half-life of a 3,000-turn session to
+    its 4x bound). All of them coming from there is more: the half-life lengthens."""
+    clock = ManualClock()
+    policy = POLICY.replace(active_share=None, active_capacity=10)
+    with fresh(clock=clock, policy=policy) as mem:
+        mem.remember_many(
+            [f"release note {i} for component {chr(65 + i % 26)}" for i in range(40)],
+            categories=["fact"] * 40,
+            importances=[0.5] * 40,
+        )
+        clock.advance(DAY)
+        assert len(mem.maintain().archived) == 30
+        active = [r.id for r in mem.records(tier="active")]
+        archived = [r.id for r in mem.records(tier="archive")]
+        mem.reinforce(archived[:from_archive] + active[:from_active])
+        window = mem.stats()["categories"]["fact"]["window"]
+        assert (window["recalled"], window["archive_hits"]) == (20, from_archive)
+        clock.advance(DAY)
+        plan = mem.maintain()
+        assert plan.high > policy.archive_high  # capacity pressure held
+        half_life = mem.stats()["categories"]["fact"]["half_life"]
+        expected = POLICY.half_life("fact") * (1 + POLICY.adapt_step if lengthened else 1)
+        assert half_life == pytest.approx(expected)
 
 
 def test_adaptation_does_not_change_activation_at_that_moment(fresh: Any) -> None:
