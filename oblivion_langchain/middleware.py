@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Annotated, Any, NotRequired
@@ -24,7 +25,14 @@ from pydantic import BaseModel
 
 from oblivion_core import Oblivion, Policy
 from oblivion_core.budget import render
-from oblivion_core.errors import InvalidInputError, PolicyError, UnknownNamespaceError
+from oblivion_core.errors import (
+    EmbeddingError,
+    InvalidInputError,
+    OblivionError,
+    PolicyError,
+    StoreError,
+    UnknownNamespaceError,
+)
 from oblivion_core.overlap import used_ids
 from oblivion_core.policy import resolve_policy
 from oblivion_langchain._convert import (
@@ -41,6 +49,15 @@ from oblivion_langchain._convert import (
 
 #: Key of the middleware's private entry in the agent state.
 STATE_KEY = "oblivion_memory"
+
+logger = logging.getLogger("oblivion_langchain")
+
+#: Failures of the memory store or the embedder that a run survives with
+#: ``on_error="warn"`` (a Chroma server down, a store locked by another process).
+OUTAGES = (StoreError, EmbeddingError)
+
+#: Turns kept for a later write while the store is down; beyond, the oldest are dropped.
+MAX_PENDING_TURNS = 1_000
 
 DEFAULT_HEADER = "Relevant memories from earlier conversations (most relevant first):"
 
@@ -60,6 +77,17 @@ class OblivionMemoryState(AgentState[Any]):
 def _memo(state: Mapping[str, Any]) -> dict[str, Any] | None:
     memo = state.get(STATE_KEY)
     return memo if isinstance(memo, dict) else None
+
+
+@dataclasses.dataclass(frozen=True)
+class _TurnMemory:
+    """A turn to remember: what :meth:`Oblivion.remember` is called with."""
+
+    namespace: str | None
+    text: str
+    category: str
+    importance: float
+    metadata: dict[str, Any]
 
 
 def _bullet(text: str) -> str:
@@ -189,6 +217,18 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
        tool, else the text of the turn's last ``AIMessage``. A turn is never recorded
        twice.
 
+    When the store or the embedder fails (:data:`OUTAGES`: a Chroma server down, the
+    store locked by another process, the embedding model failing), the run goes on
+    with ``on_error="warn"`` (the default) and a warning on the ``oblivion_langchain``
+    logger: a failed recall injects no memories, a failed used boost is skipped, and a
+    turn that could not be stored waits in the middleware (at most
+    :data:`MAX_PENDING_TURNS`; beyond that the oldest is dropped, logged as an error)
+    and is written, in order, before the next turn this middleware stores. Its
+    ``created_at`` is then the time of that write. Pending turns live in this process
+    only: :meth:`flush` writes them (e.g. at shutdown), :attr:`pending_turns` counts
+    them. With ``on_error="raise"`` the error ends the run, as any other does;
+    errors in what the caller passed (a bad namespace, a closed engine) always do.
+
     The namespace is per user: by default ``runtime.context.user_id`` (attribute or
     dict key) or ``config["configurable"]["user_id"]``; without either, the engine's
     default namespace. Pass ``namespace="shared"`` for a fixed one, or a callable
@@ -227,6 +267,8 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
         remember_turns: Store each turn (default). ``False`` only recalls and boosts.
         used_rule: ``(answer, [(id, text), ...]) -> ids`` deciding which recalled
             memories the answer used (default :func:`oblivion_core.overlap.used_ids`).
+        on_error: ``"warn"`` (default) or ``"raise"``: what a store or embedder failure
+            does to the run (see above).
     """
 
     state_schema = OblivionMemoryState
@@ -243,6 +285,7 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
         header: str = DEFAULT_HEADER,
         remember_turns: bool = True,
         used_rule: UsedRule = used_ids,
+        on_error: str = "warn",
     ) -> None:
         super().__init__()
         if not isinstance(oblivion, Oblivion):
@@ -252,6 +295,8 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
                 f"namespace must be a string, a callable (runtime, config) -> str, or None; "
                 f"got {namespace!r}"
             )
+        if on_error not in ("warn", "raise"):
+            raise InvalidInputError(f'on_error must be "warn" or "raise", got {on_error!r}')
         if policy is not None and not isinstance(policy, Policy | str):
             raise InvalidInputError(f"policy must be a Policy or a template name, got {policy!r}")
         if policy is not None:  # refused now, not after a run's model call
@@ -270,8 +315,23 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
         self.header = header
         self.remember_turns = remember_turns
         self.used_rule = used_rule
+        self.on_error = on_error
         self._policy_done: set[str] = set()
         self._lock = threading.Lock()
+        self._pending: list[_TurnMemory] = []
+        self._pending_lock = threading.Lock()
+
+    @property
+    def pending_turns(self) -> int:
+        """Turns waiting to be stored after a store failure (``on_error="warn"``)."""
+        with self._pending_lock:
+            return len(self._pending)
+
+    def flush(self) -> int:
+        """Store the turns still waiting after a store failure; returns how many wait
+        still (0 once all are stored). Raises what the store raises, the turns kept."""
+        self._store_turns(None, raise_outage=True)
+        return self.pending_turns
 
     # ================================================================ hooks
     def before_model(
@@ -286,11 +346,20 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
         if previous is not None and previous.get("turn") == turn:
             return None  # a later model call of the same turn (after tools): reuse it
         namespace = self._namespace(runtime)
-        self._apply_policy(namespace)
         # A NUL or lone surrogate in the message would make the engine reject the query
         # and crash the run: cleaned out, like OblivionStore cleans its queries.
         user = clean_text(message_text(found[1])).strip()
-        context, recalled = self._recall(user, namespace)
+        try:
+            self._apply_policy(namespace)
+            context, recalled = self._recall(user, namespace)
+        except OUTAGES as exc:
+            if self.on_error == "raise":
+                raise
+            logger.warning(
+                "OblivionMemoryMiddleware: recall failed, the model answers without memories: %s",
+                exc,
+            )
+            context, recalled = "", []
         return {
             STATE_KEY: {
                 "turn": turn,
@@ -460,10 +529,15 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
         user, answer = clean_text(user).strip(), clean_text(answer).strip()
         recalled = [(str(i), str(t)) for i, t in memo.get("recalled") or []]
         if answer and recalled:
-            # one forgotten since the recall does not cost the others their boost
-            self.oblivion.mark_used(
-                self.used_rule(answer, recalled), namespace=namespace, skip_missing=True
-            )
+            try:
+                # one forgotten since the recall does not cost the others their boost
+                self.oblivion.mark_used(
+                    self.used_rule(answer, recalled), namespace=namespace, skip_missing=True
+                )
+            except OUTAGES as exc:
+                if self.on_error == "raise":
+                    raise
+                logger.warning("OblivionMemoryMiddleware: the used boost was skipped: %s", exc)
         if self.remember_turns and user:
             category, importance = appraise(self.oblivion, user)
             text = f"user: {user}\nassistant: {answer}" if answer else f"user: {user}"
@@ -471,11 +545,72 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
                 limit = self.oblivion.policy_for(namespace).max_text_chars
             except UnknownNamespaceError:
                 limit = self.oblivion.policy.max_text_chars
-            self.oblivion.remember(
+            turn = _TurnMemory(
+                namespace,
                 fit_text(text, limit),
-                category=category,
-                importance=importance,
-                metadata={"source": "oblivion_langchain.middleware", "kind": "turn"},
-                namespace=namespace,
+                category,
+                importance,
+                {"source": "oblivion_langchain.middleware", "kind": "turn"},
             )
-            self._apply_policy(namespace)
+            self._store_turns(turn, raise_outage=self.on_error == "raise")
+
+    def _store_turns(self, turn: _TurnMemory | None, *, raise_outage: bool) -> None:
+        """Store the pending turns, then ``turn``, in order. On an outage the ones not
+        stored wait (``turn`` too, unless the outage is raised); a pending turn the
+        engine refuses for what it is is dropped with a warning (it never would be
+        stored), ``turn`` refused raises as before."""
+        with self._pending_lock:
+            todo = [*self._pending, *([turn] if turn is not None else [])]
+            self._pending.clear()
+        for n, memory in enumerate(todo):
+            try:
+                self.oblivion.remember(
+                    memory.text,
+                    category=memory.category,
+                    importance=memory.importance,
+                    metadata=memory.metadata,
+                    namespace=memory.namespace,
+                )
+            except OUTAGES as exc:
+                left = todo[n:]
+                if raise_outage and turn is not None:
+                    left = [m for m in left if m is not turn]
+                self._requeue(left)
+                if raise_outage:
+                    raise
+                logger.warning(
+                    "OblivionMemoryMiddleware: %d turn(s) could not be stored and wait "
+                    "for the next one: %s",
+                    self.pending_turns,
+                    exc,
+                )
+                return
+            except OblivionError as exc:
+                if memory is turn:
+                    self._requeue(todo[n + 1 :])
+                    raise
+                logger.warning("OblivionMemoryMiddleware: a pending turn was dropped: %s", exc)
+                continue
+            try:
+                self._apply_policy(memory.namespace)
+            except OUTAGES as exc:  # applied with the namespace's next turn
+                if raise_outage:
+                    self._requeue(todo[n + 1 :])
+                    raise
+                logger.warning("OblivionMemoryMiddleware: the policy was not applied: %s", exc)
+
+    def _requeue(self, turns: Sequence[_TurnMemory]) -> None:
+        """Put ``turns`` back first in line, dropping the oldest beyond the bound."""
+        if not turns:
+            return
+        with self._pending_lock:
+            self._pending[:0] = turns
+            excess = len(self._pending) - MAX_PENDING_TURNS
+            if excess > 0:
+                del self._pending[:excess]
+                logger.error(
+                    "OblivionMemoryMiddleware: %d turn(s) dropped, more than %d waited "
+                    "for the store",
+                    excess,
+                    MAX_PENDING_TURNS,
+                )

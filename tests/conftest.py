@@ -180,15 +180,14 @@ def _chroma_binary() -> str | None:
     return shutil.which("chroma")
 
 
-@pytest.fixture(scope="session")
-def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int]]:
-    """A real ``chroma run`` server on a free port; terminated when the session ends."""
+@contextmanager
+def _chroma_run(root: Path) -> Iterator[tuple[str, int, subprocess.Popen[bytes]]]:
+    """Start ``chroma run`` with its data under ``root``; terminate it on exit."""
     binary = _chroma_binary()
     if binary is None:
         pytest.skip("the `chroma` CLI is not installed (it ships with the chromadb package)")
     import chromadb
 
-    root = tmp_path_factory.mktemp("chroma-server")
     port = _free_port()
     log = (root / "server.log").open("wb")
     proc = subprocess.Popen(
@@ -210,12 +209,29 @@ def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[st
                 time.sleep(0.2)
         else:
             pytest.fail(f"`chroma run` did not answer a heartbeat on port {port} within 30 s")
-        yield "localhost", port
+        yield "localhost", port, proc
     finally:
-        proc.terminate()
+        if proc.poll() is None:
+            proc.terminate()
         try:
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=10)
         log.close()
+
+
+@pytest.fixture(scope="session")
+def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int]]:
+    """A real ``chroma run`` server on a free port; terminated when the session ends."""
+    with _chroma_run(tmp_path_factory.mktemp("chroma-server")) as (host, port, _):
+        yield host, port
+
+
+@pytest.fixture
+def own_chroma_server(tmp_path: Path) -> Iterator[tuple[str, int, subprocess.Popen[bytes]]]:
+    """A ``chroma run`` server for one test, which may stop it (``proc.kill()``)."""
+    root = tmp_path / "own-chroma"
+    root.mkdir()
+    with _chroma_run(root) as server:
+        yield server
