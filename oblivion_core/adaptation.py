@@ -9,12 +9,17 @@ Rules (``step = policy.adapt_step``), for a category with at least
 ``policy.adapt_min_events`` events in the window:
 
 * recalled from the archive in more than 30 % of its recalls -> it decays too fast:
-  half-life x (1 + step). Under capacity pressure (``archived_share`` given) the bar is
-  the category's share of memories in the archive, if that is higher: a full active tier
-  keeps most memories archived whatever their half-life, so a recall finds them there
-  about that often when activation says nothing. Only more archive hits than that say
-  the memories asked for decayed out (a 3,000-turn session with 75 % of memories
-  archived ran every half-life to its 4x bound under the plain 30 % bar);
+  half-life x (1 + step). Under capacity pressure (``archived_share`` given: the share
+  of the namespace's memories in the archive, when the active tier is held at its
+  target) the bar is that share, if higher, and the hits must clear it by
+  ``ARCHIVE_HIT_Z`` standard deviations of chance (binomial). A full tier keeps most
+  memories archived whatever their half-life, so a recall finds them there about that
+  often when activation says nothing; only clearly more hits than that say the memories
+  asked for decayed out. A plain 30 % bar ran every half-life of a 3,000-turn session
+  to its 4x bound; the share without the margin let windows that cleared it by chance
+  ratchet a half-life up when every memory is asked for alike (nothing takes a step
+  back while a category is recalled). The namespace's share, not the category's own:
+  a category whose memories are all archived must still be able to clear it;
 * archived at least once and never recalled or used, while the namespace *is* being
   recalled from (at least ``adapt_min_events`` recalls counted over its categories) -> it
   decays too slowly: half-life x (1 - step). Without recalls there is no evidence: a bulk
@@ -29,12 +34,16 @@ after each adaptation of that category.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from oblivion_core.policy import Policy
 
 ARCHIVE_HIT_RATE = 0.3
+#: Under capacity pressure, how many standard deviations of chance the archive hits must
+#: clear the archived share by (one-sided, about 0.6 % of windows by chance).
+ARCHIVE_HIT_Z = 2.5
 USED_RATE = 0.5
 
 
@@ -103,13 +112,13 @@ def multipliers(usage: CategoryUsage, policy: Policy, category: str) -> tuple[fl
 
 
 def adapt(
-    usage: Usage, policy: Policy, archived_share: Mapping[str, float] | None = None
+    usage: Usage, policy: Policy, archived_share: float | None = None
 ) -> dict[str, dict[str, float]]:
     """Apply the rules above in place; return ``{category: {"half_life": new, "beta": new}}``
     for every category whose effective values changed.
 
-    ``archived_share``: when capacity pressure holds the active tier at its target, each
-    category's share of its (active or archived) memories that are in the archive."""
+    ``archived_share``: when capacity pressure holds the active tier at its target, the
+    share of the namespace's active or archived memories that are in the archive."""
     changed: dict[str, dict[str, float]] = {}
     if not policy.adapt or policy.adapt_step == 0:
         return changed
@@ -121,8 +130,7 @@ def adapt(
             continue
         was = multipliers(u, policy, cat)  # in force: the learned ones within bounds
         hl, beta = was
-        bar = max(ARCHIVE_HIT_RATE, (archived_share or {}).get(cat, 0.0))
-        if u.recalled and u.archive_hits / u.recalled > bar:
+        if u.recalled and _too_many_archive_hits(u.archive_hits, u.recalled, archived_share):
             hl *= 1 + step
         elif u.archived and not u.recalled and not u.used and in_use:
             hl *= 1 - step
@@ -145,3 +153,11 @@ def adapt(
             }
         u.reset()
     return changed
+
+
+def _too_many_archive_hits(hits: int, recalled: int, archived_share: float | None) -> bool:
+    """The "decays too fast" test of the module doc."""
+    if archived_share is None or archived_share <= ARCHIVE_HIT_RATE:
+        return hits > ARCHIVE_HIT_RATE * recalled
+    p = min(archived_share, 1.0)
+    return hits > recalled * p + ARCHIVE_HIT_Z * math.sqrt(recalled * p * (1.0 - p))

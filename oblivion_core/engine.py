@@ -1579,15 +1579,12 @@ class Oblivion:
         )
 
     @staticmethod
-    def _archived_shares(st: NamespaceState) -> dict[str, float]:
-        """Per category, the share of its active or archived memories in the archive."""
-        tiers, cats = st.col("tier"), st.col("cat")
-        n = len(st.vocab)
-        archived = np.bincount(cats[tiers == _ARCHIVE], minlength=n)
-        either = archived + np.bincount(cats[tiers == _ACTIVE], minlength=n)
-        return {
-            name: float(archived[c] / either[c]) for c, name in enumerate(st.vocab) if either[c]
-        }
+    def _archived_share(st: NamespaceState) -> float:
+        """The share of the namespace's active or archived memories in the archive."""
+        tiers = st.col("tier")
+        archived = int(np.count_nonzero(tiers == _ARCHIVE))
+        either = archived + int(np.count_nonzero(tiers == _ACTIVE))
+        return archived / either if either else 0.0
 
     @staticmethod
     def _hidden(
@@ -3085,8 +3082,8 @@ class Oblivion:
                             if e.action not in ("forget", "compress", "restore")
                         ],
                     )
-                    shares = self._archived_shares(st) if decision.pressure else None
-                    adapted = adapt(space.usage, policy, shares)
+                    share = self._archived_share(st) if decision.pressure else None
+                    adapted = adapt(space.usage, policy, share)
                     if adapted:
                         # new half-lives start new clock pieces at now: the decay so far stays
                         # at the old rates, without rewriting the category's memories
