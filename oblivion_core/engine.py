@@ -1089,6 +1089,11 @@ class Oblivion:
                 if old_vec is not None:
                     old = (self._db.texts(ns, [memory_id])[memory_id], old_vec)
             chroma_changed = False
+            resync = clean is not None or recategorised
+            if resync:
+                # a crash between Chroma's write and the commit would leave Chroma with a
+                # text SQLite never got: noted first, put right when ``ns`` is next loaded
+                self._note_resync(ns, [memory_id])
             try:
                 with self._consistent(ns), self._db.transaction(durable=True) as conn:
                     if meta is not None:
@@ -1133,9 +1138,14 @@ class Oblivion:
                         self.store.add(
                             ns, [memory_id], old[1], [old[0]], [{"category": old_category}]
                         )
-                    except Exception:
+                    except Exception:  # the note stays: put right on the next load
                         logger.exception("could not restore the text of %r in Chroma", memory_id)
+                        resync = False
+                if resync:
+                    self._clear_resync(ns)
                 raise
+            if resync:
+                self._clear_resync(ns)
             if clean is not None and vector is not None:
                 space.set_vector(memory_id, vector)
                 self._lex.replace(ns, int(st.cols["seq"][i]), clean)
@@ -3629,6 +3639,7 @@ class Oblivion:
                     index.add(have, np.stack([vecs[m] for m in have]))
             if st.n and self.REPAIR_ON_LOAD:
                 self._restore_lost_vectors(ns, st)
+            self._resync(ns, st)
             usage = self._db.parsed(f"usage:{ns}", Usage.from_json)
             space = _Space(st, index, usage)
             space.writes_since_maintain = self._db.parsed(f"writes:{ns}", _stored_count)
@@ -3682,9 +3693,20 @@ class Oblivion:
         """
         if held is None:
             try:
-                if self.store.count(ns) >= st.n:  # one call: the usual case costs no more
+                if self.store.count(ns) == st.n:  # one call: the usual case costs no more
                     return 0
                 held = self.store.ids(ns)
+                # records of no memory (a write killed between Chroma's add and its
+                # commit): removed, and they no longer hide a lost one from the count
+                orphans = [m for m in held if m not in st.index]
+                if orphans:
+                    logger.warning(
+                        "the vector store held %d records of no memory of namespace %r "
+                        "(writes interrupted before their commit); removing them",
+                        len(orphans),
+                        ns,
+                    )
+                    self.store.delete(ns, orphans)
             except VectorStoreError:  # a check: recall reports an unreachable server
                 logger.warning("could not check the vector store of %r", ns, exc_info=True)
                 self.store.unchecked.add(ns)  # checked again before it is next queried
@@ -3710,6 +3732,30 @@ class Oblivion:
                 "from a backup"
             )
         return len(missing)
+
+    def _note_resync(self, ns: str, ids: Sequence[str]) -> None:
+        """Record, durably, that Chroma's records of ``ids`` are about to change inside a
+        transaction that may not commit (see :meth:`_resync`)."""
+        noted = self._db.parsed(f"resync:{ns}", _stored_ids)
+        with self._db.transaction(durable=True) as conn:
+            self._db.set_meta(f"resync:{ns}", sorted(noted | set(ids)), conn)
+
+    def _clear_resync(self, ns: str) -> None:
+        with self._db.transaction() as conn:
+            self._db.set_meta(f"resync:{ns}", None, conn)
+
+    def _resync(self, ns: str, st: NamespaceState) -> None:
+        """Write again to Chroma, from SQLite, the records a crash may have left as they
+        were never committed (an edit killed between Chroma's write and its commit)."""
+        noted = self._db.parsed(f"resync:{ns}", _stored_ids)
+        if not noted:
+            return
+        try:
+            self._put_back(ns, st, [m for m in sorted(noted) if m in st.index])
+        except VectorStoreError:  # tried again on the next load
+            logger.warning("could not put right %d records of %r", len(noted), ns, exc_info=True)
+            return
+        self._clear_resync(ns)
 
     def _refill(self, ns: str, st: NamespaceState) -> int:
         """Put back what the collection of ``ns`` lacks if the vector store doubts it holds

@@ -1,0 +1,116 @@
+"""A process killed between Chroma's write and SQLite's commit: on reopen the two agree
+again (SQLite, which holds every text and vector, is the record). Each child kills
+itself right after the Chroma call, as a SIGKILL landing there would."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from oblivion_core import Oblivion
+from oblivion_core.testing import HashEmbedder
+
+pytestmark = pytest.mark.integration
+
+CHILD = r"""
+import os, signal, sys
+from oblivion_core import Oblivion
+from oblivion_core.testing import HashEmbedder
+path, step = sys.argv[1], sys.argv[2]
+mem = Oblivion(path, embedder=HashEmbedder())
+
+def die_after(fn):
+    def wrapped(*a, **kw):
+        fn(*a, **kw)
+        os.kill(os.getpid(), signal.SIGKILL)
+    return wrapped
+
+if step == "setup":
+    mem.remember_many([f"fact {i}: the garden shed holds tool {i}" for i in range(5)],
+                      ids=[f"f{i}" for i in range(5)], supersede=False)
+    mem.close()
+elif step == "edit":
+    mem.store.add = die_after(mem.store.add)
+    mem.edit("f1", "Quarterly budget review with the finance team in Manchester.")
+elif step == "recategorise":
+    mem.store.add = die_after(mem.store.add)
+    mem.edit("f2", category="instruction")
+elif step == "remember_many":
+    mem.store.add = die_after(mem.store.add)
+    mem.remember_many([f"batch item {i} about the harbour ferry" for i in range(50)],
+                      ids=[f"b{i}" for i in range(50)])
+elif step == "forget":
+    mem.store.delete = die_after(mem.store.delete)
+    mem.forget("f0")
+print("the call returned", flush=True)
+"""
+
+
+def _run(path: Path, step: str) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-c", CHILD, str(path), step],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    expected = 0 if step == "setup" else -signal.SIGKILL
+    assert proc.returncode == expected, proc.stderr[-2000:]
+
+
+def _chroma(mem: Oblivion, ids: list[str]) -> dict[str, tuple[str, dict, np.ndarray]]:
+    got = mem.store.collection("default").get(
+        ids=ids, include=["documents", "metadatas", "embeddings"]
+    )
+    return {
+        m: (doc, meta, np.asarray(vec))
+        for m, doc, meta, vec in zip(
+            got["ids"], got["documents"], got["metadatas"], got["embeddings"], strict=True
+        )
+    }
+
+
+def test_an_edit_killed_before_its_commit_leaves_chroma_as_sqlite(tmp_path: Path) -> None:
+    """Chroma had the new text and vector, SQLite the old ones: on reopen Chroma holds
+    SQLite's again (counts and ids agreed, so no count check could see it)."""
+    store = tmp_path / "store"
+    _run(store, "setup")
+    _run(store, "edit")
+    with Oblivion(store, embedder=HashEmbedder()) as mem:
+        assert mem.get("f1").text == "fact 1: the garden shed holds tool 1"
+        doc, _, vec = _chroma(mem, ["f1"])["f1"]
+        assert doc == "fact 1: the garden shed holds tool 1"
+        stored = mem._db.vectors("default", ["f1"])["f1"]
+        assert np.allclose(vec, stored, atol=1e-6)
+    with Oblivion(store, embedder=HashEmbedder()) as mem:  # the note is cleared
+        assert mem._db.meta("resync:default") is None
+
+
+def test_a_recategorisation_killed_before_its_commit(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    _run(store, "setup")
+    _run(store, "recategorise")
+    with Oblivion(store, embedder=HashEmbedder()) as mem:
+        category = mem.get("f2").category
+        assert category != "instruction"  # the edit never committed
+        _, meta, _ = _chroma(mem, ["f2"])["f2"]
+        assert meta["category"] == category
+
+
+def test_records_of_a_killed_write_are_removed_and_hide_no_later_loss(tmp_path: Path) -> None:
+    """A remember_many killed after Chroma's add left 50 records of no memory; a forget
+    killed after Chroma's delete then lost f0's record. On reopen the 50 are gone and f0
+    is back (the count check saw more records than memories and looked no further)."""
+    store = tmp_path / "store"
+    _run(store, "setup")
+    _run(store, "remember_many")
+    _run(store, "forget")
+    with Oblivion(store, embedder=HashEmbedder()) as mem:
+        ids = {r.id for r in mem.records()}
+        assert ids == {f"f{i}" for i in range(5)}
+        assert mem.store.ids("default") == ids
+        assert mem.recall("garden shed tool 0", k=1, deep=True).ids == ["f0"]
