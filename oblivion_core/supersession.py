@@ -11,7 +11,10 @@ It first parses a text into a :class:`Statement`:
 * **speaker** -- a ``"Name: "`` prefix, if it is a chat role (``"user:"``,
   ``"assistant:"``) or a name (``"Dana:"``, ``"Dr. Lee:"``). A transcript (a turn as
   the LangChain middleware stores it, ``"user: ...\nassistant: ..."``) states its first
-  speaker's facts: the lines from the next speaker's label on are a reply. Discourse labels
+  speaker's facts: the lines from the next speaker's label on are a reply (after a chat
+  role, only another chat role's: "Flight: my flight is on Thursday now" is the user's own
+  line). The person's side of a chat is one speaker under any label (``user``,
+  ``Human``, ``Customer``, ``Client``, ``Me``), as is the assistant's. Discourse labels
   (``"Update:"``, ``"Quick update:"``, ``"Note:"``, ``"PS:"``, ``"Correction:"``,
   ``"Reminder:"``) are not speakers: they are stripped, with leading discourse words
   ("actually", "so", "by the way", "turns out"), before the subject is parsed;
@@ -35,9 +38,16 @@ It first parses a text into a :class:`Statement`:
     "nowadays", "lately"), "I'm into matcha now", "I'm more of a tea person now";
     "I mostly drink/eat/listen to X" names its category (drink, food, music);
   - names (subject ``name``): "call me X", "I go by X", "I'm going by X", "my name is
-    X", "I'd rather you called me X", "to be called X", "please use X instead/from now
-    on";
-  - facts about the speaker: "I'm allergic to X", "I live in / work as / work at X";
+    X", "I'd rather you called me X", "everyone calls me X", "to be called X", "please
+    use X instead/from now on" (that ending the instruction); not what another calls the
+    speaker ("Tom calls me Lex"), a day ("call me Monday"), a way to travel ("I go by
+    Uber"), a source ("going by Google Maps") or a tool ("use Zoom instead of Teams");
+  - facts about the speaker: "I'm allergic to X", "I live in X", "I work as X" (a role),
+    "I work at X" (an employer);
+    a change of home or employer to a name: "I (just) moved / relocated to York",
+    "I started a new job at Globex", "I got a job at Globex", "I joined Globex as a
+    designer / last month" (not "I moved to a new desk", "I joined a gym", "I joined
+    Globex's webinar", "I moved to York when I was ten");
   - copulas: "my flight is on Tuesday", "the budget is 40k", "my sister lives in
     Leeds", "my partner works as a nurse", "the board meeting has been set for the
     18th", "the airline has moved my flight to Thursday", "my daughter turned eleven".
@@ -61,10 +71,14 @@ It first parses a text into a :class:`Statement`:
   "nowadays", "now", "turns out", "after all", "got it wrong", "misremembered".
 
 Questions ("what's my favourite drink these days?", "remind me, what's my favourite
-wine? ..."), another's words ("Tom told me: ...", quoted speech), embedded clauses
+wine? ..."), another's words ("Tom told me: ...", "Forwarded from Dana: ...", "Email from
+Tom: ...", quoted speech), a value under a condition ("... will be £1,500 if we move"),
+embedded clauses
 ("find out if my favourite restaurant is open") and suppositions ("worst case: ...")
 state no fact of the speaker's; "too", "also", "as well" add a value ("I'm allergic to
-shellfish too") rather than replace one; "was" is the past. A statement after a
+shellfish too", "Also, I'm allergic to cats"), and one more allergy is one more, not a
+new one ("I'm allergic to penicillin" after "... to peanuts"), rather than replace one;
+"was" is the past. A statement after a
 leading clause is read ("I got a raise, my salary is 58k") unless the clause holds a
 condition or time, a hedge, another's words or a scope ("But if we lose the client, ...",
 "Maybe, ...", "Per Tom, ...", "On weekends, ..."). A new statement
@@ -74,14 +88,20 @@ another's memory) when:
 1. both are subject = value statements with the same subject and different values --
    or the same value restated: the newest statement of a fact is the one to show -- at
    a similarity of at least ``policy.supersede_similarity`` (a named preference, one
-   fact per owner, needs 0.15 less; names need none: a person has one name); an
+   fact per owner, needs 0.15 less, as a speaker's home and employer do; names need
+   none: a person has one name); an
    episodic subject needs a strong cue ("change of plan:"); a noun-less preference
    matches the single most similar favourite of its owner;
 2. the new one removes a list item the older one added (or re-adds one it removed): the
    same item, one's words within the other's ("the milk" / "oat milk", not "almond
-   milk" / "oat milk");
+   milk" / "oat milk"), and all of an addition of several ("cross the milk off" leaves
+   "add eggs and milk");
 3. the new one rejects the older one's value ("I've gone off tea", "it's Alex, not
-   Sam"), or carries a correction cue and a negation and names the older value; or its
+   Sam"), or carries a correction cue and a negation and names the older value, and is
+   about the older one's subject: it names it ("allergic" for an allergy), or speaks of
+   liking for a favourite ("I had tea instead of coffee this morning" leaves "my
+   favourite drink is coffee", "I left Leeds at 7am" leaves "my sister lives in Leeds");
+   or its
    subject's head noun and its rejected value both appear in an older text the rule
    could not parse ("my rent is 1,600, not 1,175" after "I pay 1,175 in rent");
 4. the new one carries a strong correction cue but no parsable subject ("actually, she
@@ -307,8 +327,8 @@ def _after_lead(sentence: str) -> str | None:
     """What follows the first comma of ``sentence`` when the clause before it leaves it
     the speaker's own statement, else ``None``."""
     lead, comma, rest = sentence.partition(", ")
-    if not comma or not rest or _LEAD_NOT_STATED.search(lead):
-        return None
+    if not comma or not rest or _LEAD_NOT_STATED.search(lead) or _ADDITIVE.search(lead):
+        return None  # "Oh and also, I'm allergic to cats": one more, read as a whole
     return rest
 
 
@@ -568,12 +588,41 @@ _SELF_KEY = {
     "married to": "spouse",
     "engaged to": "spouse",
     "working at": "job|work",
-    "working as": "job|work",
+    "working as": "job|role",
     "working for": "job|work",
     "work at": "job|work",
-    "work as": "job|work",
+    "work as": "job|role",
     "work for": "job|work",
 }
+#: A first-person change of home or job, to a named place or employer: "I moved to York",
+#: "we've just relocated to Lyon", "I started a new job at Globex", "I joined Globex as a
+#: designer". The value must be a name (capitalised, no article): "I moved to a new desk",
+#: "I joined a gym" and "I joined the choir" change neither.
+_SELF_CHANGE = re.compile(
+    r"\b(?:i|we)(?:'ve|\s+have)?\s+(?:(?:just|recently|finally|now|actually|officially)\s+){0,2}"
+    r"(?:(?P<home>moved|relocated)\s+(?:back\s+)?to|(?P<job>started\s+(?:a\s+new\s+"
+    r"(?:job|role|position)\s+|working\s+)?(?:at|for)|got\s+a\s+(?:new\s+)?job\s+(?:at|with)"
+    r"|(?P<joined>joined)))\s+"
+    r"(?P<val>(?-i:[A-Z][\w\-&]*)(?:\s+(?-i:[A-Z][\w\-&]*)){0,2})(?P<rest>[^.;!?]*)",
+    re.I,
+)
+#: Keys of what a speaker has one of at a time, that :data:`_SELF_CHANGE` changes.
+_ONE_PER_OWNER = ("|home|live", "|job|work")
+#: After the name, words that make it history or not the thing itself: "when I was ten",
+#: "Globex's book club", "I joined Slack's beta".
+_SELF_CHANGE_NOT = re.compile(
+    r"^(?:'s\b|\s+(?:when|as\s+a\s+(?:kid|child|teen)|years\s+ago|back\s+in|for\s+"
+    r"(?:a|the|one|two|three|\d+)\s+(?:day|week|month|year|summer|term|semester)|"
+    r"temporarily|briefly))",
+    re.I,
+)
+#: After "joined <Name>", what says the name is an employer: end of clause, "as a ...",
+#: a time ("last month", "in May", "today").
+_JOINED_EMPLOYER = re.compile(
+    r"^\s*(?:$|,|\bas\s+(?:a|an|the|their|its|our)?\b|\b(?:last|this|in|on|today|"
+    r"yesterday|recently|full[\s-]time)\b)",
+    re.I,
+)
 #: After a negation, "it's Y" states the replacement ("Not tea any more; it's matcha").
 _ITS = re.compile(
     r"(?:^|[;,.:]\s*|\bnow\s+)(?:it's|it is)\s+(?:now\s+|all about\s+)?(?P<val>[^,.;!?]+)", re.I
@@ -600,15 +649,27 @@ _HEAD_SYNONYMS = {
     "shade": "colour",
     "footy": "football",
 }
-_NAME = re.compile(
-    r"\b(?i:call me|calls me|called me|my name is|my name's|i go by|i'm going by|"
-    r"i am going by|going by|i'm called|address me as|refer to me as|to be called|"
-    r"use the name|name me|what you call me\?|what to call me\?)\s+"
-    r"(?P<val>[A-Z][\w\-]*(?:\s+[A-Z][\w\-]*)?)",
+#: Capitalised words after "call me" / "I go by" that are no name: "can you call me
+#: Monday?", "I go by Uber to the airport".
+_NOT_A_NAME = (
+    r"(?!(?i:monday|tuesday|wednesday|thursday|friday|saturday|sunday|tomorrow|tonight|"
+    r"today|later|back|when|after|before|once|uber|lyft|bolt|taxi|cab|bus|train|tube|"
+    r"metro|car|bike|ferry|plane|air|rail|coach)\b)"
 )
+# Not "X called me Y" / "X calls me Y" (what another says), not "going by <source>"
+# ("Going by Google Maps, ...").
+_NAME = re.compile(
+    r"\b(?i:call me|(?:you|everyone|everybody|people|friends|my friends|most people)\s+"
+    r"(?:calls?|called)\s+me|my name is|my name's|i go by|i'm going by|i am going by|i'm called|"
+    r"address me as|refer to me as|to be called|use the name|name me|what you call me\?|"
+    r"what to call me\?)\s+" + _NOT_A_NAME + r"(?P<val>[A-Z][\w\-]*(?:\s+[A-Z][\w\-]*)?)",
+)
+#: "Please use Alex instead." -- the instruction ends there: "use Zoom instead of Teams",
+#: "use Gmail from now on for the newsletters", "use Celsius, not Fahrenheit" name tools.
 _USE_NAME = re.compile(
     r"\b(?i:please\s+use|just\s+use|use)\s+(?P<val>[A-Z][\w\-]*)(?:\s*,)?\s+"
-    r"(?i:instead|from now on|for me|going forward|from today|when you talk to me|not\b)",
+    r"(?i:instead|from now on|for me|going forward|from today|when you talk to me)"
+    r"\s*(?:[.!;]|$)",
 )
 _NAME_TRIGGERS = (
     "call",
@@ -892,6 +953,9 @@ class Statement:
     words: frozenset[str] = frozenset()
     negated: frozenset[str] = frozenset()  # values the text rejects ("not Y any more")
     episodic: bool = False  # the subject is one occasion ("my plan for the evening")
+    moved: bool = False  # a move or new job, to a name ("I moved to York")
+    liking: bool = False  # it speaks of liking ("gone off", "prefer", "no longer like")
+    several: bool = False  # a list addition of several items ("add eggs and milk")
     quantities: frozenset[tuple[str, str]] = frozenset()  # ("money", "80k"), ("time", ...)
 
 
@@ -922,24 +986,47 @@ def _norm_words(text: str) -> frozenset[str]:
     return frozenset(_norm_word(w) for w in content_words(text))
 
 
+#: Chat roles that name one side of a chat: the person ("user:" as the LangChain
+#: middleware labels them, "Human:" as the classic memory does) and the assistant.
+_SAME_SPEAKER = {
+    "human": "user",
+    "me": "user",
+    "customer": "user",
+    "client": "user",
+    "ai": "assistant",
+    "bot": "assistant",
+    "model": "assistant",
+    "agent": "assistant",
+}
+
+
 def _split_speaker(text: str) -> tuple[str | None, str]:
-    """``("dana", "my ...")`` for ``"Dana: my ..."``; discourse labels are not speakers.
+    """``("dana", "my ...")`` for ``"Dana: my ..."``; discourse labels are not speakers;
+    the roles of one side of a chat are one speaker (``"Human:"`` is ``"user"``).
     A transcript states its first speaker's facts: from the next line that opens with a
-    speaker ("user: my flight is on Tuesday\nassistant: Got it") the rest is a reply."""
+    speaker ("user: my flight is on Tuesday\nassistant: Got it") the rest is a reply.
+    After a chat role only another chat role opens a reply: the user's own lines may
+    open with labels ("Flight: my flight is on Thursday now")."""
     m = _PREFIX.match(text)
-    if m and _is_speaker(m.group(1).strip()):
-        return m.group(1).strip().lower(), _first_turn(m.group(2)).strip()
+    if m and _is_speaker(label := m.group(1).strip()):
+        speaker = label.lower()
+        body = _first_turn(m.group(2), roles_only=speaker in _ROLES)
+        return _SAME_SPEAKER.get(speaker, speaker), body.strip()
     return None, text.strip()
 
 
-def _first_turn(body: str) -> str:
-    """``body`` up to the first of its lines opening with a speaker's label."""
+def _first_turn(body: str, *, roles_only: bool = False) -> str:
+    """``body`` up to the first of its lines opening with a speaker's label (a chat
+    role's, with ``roles_only``)."""
     if "\n" not in body:
         return body
     lines = body.split("\n")
     for k in range(1, len(lines)):
         m = _PREFIX.match(lines[k])
-        if m and _is_speaker(m.group(1).strip()):
+        if m is None:
+            continue
+        label = m.group(1).strip()
+        if label.lower() in _ROLES if roles_only else _is_speaker(label):
             return "\n".join(lines[:k])
     return body
 
@@ -1070,7 +1157,22 @@ def _resolve_pronouns(body: str) -> str:
     """ "Update on my sister: she lives in Leeds now" -> "...: my sister lives in Leeds now"."""
     if not _PRONOUN.search(body):
         return body
-    return _TOPIC.sub(lambda m: m.group("head") + m.group("topic").lower(), body)
+
+    def bind(m: re.Match[str]) -> str:
+        # another person named between ("My boss Priya introduced me to Tom. He is ..."):
+        # the pronoun may be theirs; the topic's own name right after it does not count
+        between = m.group("head")[len(m.group("topic")) :]
+        names = _CAPITALISED.findall(between)
+        if names and not between.lstrip().startswith(names[0]):
+            return m.group(0)
+        if len(names) > 1:
+            return m.group(0)
+        return m.group("head") + m.group("topic").lower()
+
+    return _TOPIC.sub(bind, body)
+
+
+_CAPITALISED = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]+\b")
 
 
 #: Words before a statement that make it someone else's, a question or a supposition:
@@ -1094,6 +1196,21 @@ _QUESTION = re.compile(
 #: "I'm allergic to shellfish too", "our office is also in Berlin": one more value, not
 #: a new one.
 _ADDITIVE = re.compile(r"\b(?:too|as well|also)\b", re.I)
+#: A label that says the words are another's: "Email from Tom:", "Forwarded from Dana:".
+_FROM_ANOTHER = re.compile(
+    r"\b(?:forwarded|fwd|fw|quote|quoting|cc|(?:e-?mail|message|text|letter|dm|reply|words)"
+    r"\s+from)\b",
+    re.I,
+)
+#: Items named in a list: "eggs, milk and bread", "eggs & milk".
+_SEVERAL = re.compile(r",\s*\w|\s(?:and|&|plus)\s", re.I)
+#: A condition after a value: what it will be only then.
+_CONDITION = re.compile(
+    r"\b(?:if|unless|in case|provided|assuming|as long as|should (?:we|i|they|you))\b", re.I
+)
+#: Subjects that hold several values at once: a new one adds, only a rejection
+#: ("I'm not allergic to penicillin after all") or a restatement replaces.
+_ADDED_UP = ("|allergy",)
 
 
 def _word_set(words: str) -> frozenset[str]:
@@ -1153,8 +1270,11 @@ def _value_kind(text: str, verb: str = "") -> str:
 
 
 def _stated(clean: str, start: int) -> bool:
-    """Whether a statement found at ``start`` of ``clean`` is the speaker's own."""
-    return _NOT_STATED.search(clean[:start]) is None
+    """Whether a statement found at ``start`` of ``clean`` is the speaker's own (not
+    after "Tom told me", "Forwarded from Dana:", ...)."""
+    before = clean[:start]
+    label, colon, _ = before.rpartition(": ")
+    return _NOT_STATED.search(before) is None and not (colon and _FROM_ANOTHER.search(label))
 
 
 def _subject_value(
@@ -1168,12 +1288,18 @@ def _subject_value(
         if ": " in s[:80]
         for label, part in [s.split(": ", 1)]
         if _NOT_STATED.search(label + ":") is None  # "Tom told me: ...", "Worst case: ..."
+        and _FROM_ANOTHER.search(label) is None  # "Email from Tom: ...", "Forwarded: ..."
     ]
     for sentence in [*sentences, *tails]:
         clean = _strip_label(_QUESTION.sub(" ", sentence) if "?" in sentence else sentence)
         if not clean or (clean.endswith("?") and "? " not in clean):
             continue  # a question states no fact
-        if _ADDITIVE.search(_CLAUSE_END.split(clean, maxsplit=1)[0]):
+        lead = _LEADING.match(_LABEL.sub("", sentence, count=1).lstrip())
+        if (lead and _ADDITIVE.search(lead.group(0))) or any(
+            # the first clause, and that of each labelled part ("Another one: ... also")
+            _ADDITIVE.search(_CLAUSE_END.split(part, maxsplit=1)[0])
+            for part in [clean, *sentence.split(": ")[1:]]
+        ):
             # one more value ("allergic to shellfish too"), not a new one; "also" in a
             # later clause ("Priya, who also leads design") says nothing of this one
             continue
@@ -1215,7 +1341,20 @@ def _subject_value(
             value = _value(sm.group("val") or sm.group("val2"))
             if value:
                 return f"{_owner('my', speaker)}|{_SELF_KEY[rel]}", value, False
+        xm = _SELF_CHANGE.search(clean) if first_person else None
+        if (
+            xm
+            and _stated(clean, xm.start())
+            and not _SELF_CHANGE_NOT.search(xm.group("rest"))
+            and (not xm.group("joined") or _JOINED_EMPLOYER.search(xm.group("rest")))
+        ):
+            value = _value(xm.group("val"))
+            if value:
+                key = "home|live" if xm.group("home") else "job|work"
+                return f"{_owner('my', speaker)}|{key}", value, False
         cm = _COPULA.search(clean) or _MOVED.search(clean)
+        if cm and _CONDITION.search(cm.group("val")):
+            cm = None  # "the deadline will be May 30th if we lose the contractor"
         if cm:
             subj = _subject_words(cm.group("subj"))
             value = _value(cm.group("val"), subj)
@@ -1259,13 +1398,15 @@ def parse(text: str) -> Statement:
         "words": words,
         "negated": negated - _VALUE_FILLER,
         "quantities": _quantities(lower),
+        "liking": _LIKING.search(body) is not None,
     }
     op = _list_op(body, lower)
     if op is not None:
-        return Statement(op=op[0], items=op[1], list_name=op[2], **base)  # type: ignore[arg-type]
+        several = op[0] == "add" and len(op[1]) > 1 and _SEVERAL.search(body) is not None
+        return Statement(op=op[0], items=op[1], list_name=op[2], several=several, **base)  # type: ignore[arg-type]
     if _has(lower, _NAME_TRIGGERS):
         nm = _NAME.search(body) or _USE_NAME.search(body)
-        if nm:
+        if nm and _stated(body, nm.start()):
             value = frozenset({nm.group("val").lower()})
             return Statement(subject=f"@{speaker or ''}|name", value=value, **base)  # type: ignore[arg-type]
     own = _QUOTED.sub(" ", body) if '"' in body or "“" in body else body  # not quoted words
@@ -1286,7 +1427,8 @@ def parse(text: str) -> Statement:
     if found:
         subject, value, episodic = found
         value = value - negated or value  # "I like pho even more than moussaka"
-        return Statement(subject=subject, value=value, episodic=episodic, **base)  # type: ignore[arg-type]
+        moved = subject.endswith(_ONE_PER_OWNER) and _SELF_CHANGE.search(own) is not None
+        return Statement(subject=subject, value=value, episodic=episodic, moved=moved, **base)  # type: ignore[arg-type]
     return Statement(**base)  # type: ignore[arg-type]
 
 
@@ -1374,6 +1516,40 @@ class SupersessionJudge(Protocol):
 _PREFERENCE_SLACK = 0.15
 
 
+#: Verbs that say a new text is about liking something: its rejection of a favourite's
+#: value is a change of favourite ("I've gone off tea"), where "I had tea instead of
+#: coffee this morning" says nothing of one.
+_LIKING = re.compile(
+    r"\b(?:like|likes|liked|love|loves|loved|prefer|prefers|preferred|favou?rite|fave|"
+    r"gone off|went off|going off|sick of|tired of|into|fan of|switched|switching|"
+    r"changed my mind|any ?more)\b",
+    re.I,
+)
+
+
+#: Words that name a speaker's self-fact key ("I'm not allergic to almonds" is about the
+#: allergy of "I'm allergic to almonds").
+_HEAD_WORDS = {
+    "allergy": ("allergic", "allergie"),
+    "home": ("live", "living", "moved", "based"),
+    "job": ("work", "working", "job", "employer"),
+    "spouse": ("married", "engaged", "wife", "husband", "partner"),
+}
+
+
+def _about(new: Statement, old: Statement) -> bool:
+    """Whether ``new``, which has no subject of its own, can be about ``old``'s subject:
+    it names the subject's head noun ("my sister doesn't live in Leeds any more"), or,
+    for a favourite, speaks of liking. "I left Leeds at 7am" rejects the value of "my
+    sister lives in Leeds" in words only."""
+    head = _subject_head(old.subject or "")
+    if head in ("", "?", "*"):  # the old one's subject is not said: nothing to check
+        return True
+    if head in new.words or not new.words.isdisjoint(_HEAD_WORDS.get(head, ())):
+        return True
+    return "|favourite " in (old.subject or "") and new.liking
+
+
 def _flat(value: frozenset[str]) -> frozenset[str]:
     """The content words of a value ("dr okoye" -> {"okoye"})."""
     return _norm_words(" ".join(value)) or value
@@ -1425,6 +1601,10 @@ class LexicalSupersession:
                 # the same item ("milk" / "the milk"), not one sharing a word with it
                 # ("almond milk" / "oat milk")
                 same_item = n.items <= o.items or o.items <= n.items
+                if o.several and not o.items <= n.items:
+                    # "cross the milk off" leaves the eggs of "add eggs and milk": the
+                    # entry still says what to buy
+                    same_item = False
                 if same_list and n.op != o.op and n.items and o.items and same_item:
                     chosen.append(c.id)
                 continue
@@ -1433,6 +1613,10 @@ class LexicalSupersession:
             # a named preference ("favourite food") is one fact per owner however it is
             # phrased, so it needs less similarity than a copula ("the budget is ...")
             preference = relation == "same" and "|favourite " in (n.subject or "")
+            # so is a speaker's home or employer, moved to or joined: "I moved to York"
+            # after "I live in Leeds" is 0.39 similar with the default model ("I'm working
+            # at home today" is no such statement)
+            one_per_owner = relation == "same" and n.moved and (n.subject or "").startswith("@")
             # "I no longer like navy best; it's crimson" after "... it's teal": a change
             # of favourite between two noun-less ones, as a named preference's
             nounless_change = (
@@ -1444,7 +1628,7 @@ class LexicalSupersession:
             if c.similarity < self.min_similarity and not (
                 (name and o.subject == n.subject)
                 or (
-                    (preference or nounless_change)
+                    (preference or nounless_change or one_per_owner)
                     and c.similarity >= self.min_similarity - _PREFERENCE_SLACK
                 )
             ):
@@ -1453,6 +1637,8 @@ class LexicalSupersession:
                 # a restatement of the same value also replaces the older one: the
                 # newest statement of a fact is the one to show
                 changed = n.value != o.value and not n.value <= o.value
+                if n.subject.endswith(_ADDED_UP):
+                    changed = False  # one more allergy is not a changed one
                 restated = n.value == o.value
                 if relation == "same" and (changed or restated):
                     if not (n.episodic or o.episodic) or n.strong_cue:
@@ -1478,6 +1664,7 @@ class LexicalSupersession:
                 and o.value
                 and not o.op
                 and ((n.cue and n.negation and o.value <= n.words) or _flat(o.value) <= n.negated)
+                and _about(n, o)
             ):
                 chosen.append(c.id)  # rule 3
                 continue

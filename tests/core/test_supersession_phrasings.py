@@ -231,6 +231,8 @@ def test_a_nounless_preference_supersedes_only_the_most_similar_favourite() -> N
         (TEA, "I've gone off tea, I mostly drink matcha now.", "What do I like to drink?"),
         (TEA, "My go-to drink is matcha now.", "What is my favourite drink?"),
         ("Call me Sam.", "I go by Alex now.", "What should you call me?"),
+        ("I live in Leeds.", "I moved to York.", "Where do I live?"),
+        ("I work at Initech.", "I started a new job at Globex.", "Where do I work?"),
         (
             "Add oat milk to the shopping list.",
             "Got the oat milk already, cross it off.",
@@ -268,6 +270,63 @@ def test_independent_facts_survive_the_engine(tmp_path: Path) -> None:
             ids.append(mem.remember(text).id)
             clock.advance(600.0)
         assert all(mem.get(i).superseded_by is None for i in ids)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        (
+            "I'm allergic to almonds, so bear that in mind for restaurant bookings.",
+            "Turns out I'm not allergic to almonds after all; the clinic says it's shellfish.",
+        ),
+        (
+            "I'm allergic to shellfish, so bear that in mind for restaurant bookings.",
+            "Correction from the allergy clinic: it's peanuts I react to, not shellfish.",
+        ),
+        (
+            "Correction from the allergy clinic: it's peanuts I react to, not shellfish.",
+            "Turns out I'm not allergic to peanuts after all; the clinic says it's mustard.",
+        ),
+        (TEA, "I've gone off tea."),
+    ],
+)
+def test_corrections_the_look_alike_guards_keep(old: str, new: str) -> None:
+    """A rejected value still replaces the fact it is about: an allergy ("allergic"
+    names it), a favourite (a liking word); a correction from a clinic is the speaker's
+    own."""
+    assert rule.supersedes(new, old, similarity=0.6) is True
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        ("I live in Leeds.", "I moved to York.", True),
+        ("I live in Leeds.", "We've finally moved to York!", True),
+        ("I'm based in Berlin.", "I relocated to Munich.", True),
+        ("I moved to York.", "I moved to Bristol.", True),
+        ("I work at Initech.", "I started a new job at Globex.", True),
+        ("I work for Initech.", "I started working for Globex today.", True),
+        ("I work at Initech.", "I got a job at Globex.", True),
+        ("I work at Initech.", "I joined Globex as a senior engineer.", True),
+        # history, someone else, no name, not an employer, a supposition, a plan
+        ("I live in Leeds.", "I moved to York when I was ten.", False),
+        ("I live in Leeds.", "I moved to York for a month in 2019.", False),
+        ("I live in Leeds.", "My sister moved to York.", False),
+        ("I live in Leeds.", "I moved to a new desk.", False),
+        ("I live in Leeds.", "If I moved to York, I'd be closer to Mum.", False),
+        ("I live in Leeds.", "I'm moving to York next year.", False),
+        ("I work at Initech.", "I joined a gym.", False),
+        ("I work at Initech.", "I joined the choir.", False),
+        ("I work at Initech.", "I joined Globex's webinar.", False),
+        ("I work at Initech.", "I joined Python Discord to ask questions.", False),
+    ],
+)
+def test_a_change_of_home_or_employer(old: str, new: str, expected: bool) -> None:
+    """A move or a new job, to a name, replaces the speaker's home or employer (at the
+    similarity a named preference needs: "I moved to York" is 0.39 like "I live in
+    Leeds" with the default model)."""
+    chosen = LexicalSupersession().choose(new, [Candidate("old", old, 0.35)])
+    assert (chosen == ["old"]) is expected
 
 
 @pytest.mark.parametrize(
@@ -436,7 +495,85 @@ STILL_TRUE = [
     # the past
     ("My favourite band is Radiohead.", "My favourite band was Oasis when I was a teenager."),
     ("My favourite city is Lisbon.", "My favourite city was Paris until I visited Lisbon."),
+    # not a name: a day, a tool, a source, a way to travel, what someone else calls me
+    ("Please call me Alex.", "Can you call me Monday morning to go over the contract?"),
+    ("My name is Alex.", "My mum called me Tuesday about Christmas plans."),
+    ("Please call me Alex.", "Please use Zoom instead of Teams for the client calls."),
+    ("My name is Alex.", "Just use Gmail from now on for the newsletters."),
+    ("Please call me Alex.", "Use Celsius, not Fahrenheit, in weather reports."),
+    ("My name is Alex.", "Going by Google Maps, the hotel is ten minutes from the station."),
+    ("My name is Alex.", "Going by Tom's estimate, the move will take two days."),
+    ("My name is Alex.", "Tom calls me Lex but that's just him."),
+    ("Call me Alex.", "The receptionist called me Alexandra, which nobody does."),
+    ("My name is Alex.", "I go by Uber to the airport usually."),
+    # "also" opening the statement; another allergy; another side of work
+    ("I'm allergic to peanuts.", "Oh and also, I'm allergic to cats."),
+    ("I'm allergic to peanuts.", "Also, I'm allergic to cats."),
+    ("My favourite food is sushi.", "Another favourite: my favourite food is also tacos."),
+    ("I'm allergic to peanuts.", "I'm allergic to penicillin."),
+    ("I work at St Thomas' Hospital.", "I work as a nurse in the children's ward."),
+    ("I work as a software engineer.", "I work at Google."),
+    # the old value rejected in passing, about something else
+    (
+        "My favourite drink is coffee.",
+        "I had tea instead of coffee this morning because we ran out.",
+    ),
+    ("My sister lives in Leeds.", "I left Leeds at 7am, so I'll be home by ten."),
+    ("My sister lives in Leeds.", "We're going to York, not Leeds, for the weekend."),
+    (
+        "My favourite restaurant is Dishoom.",
+        "We went to Padella rather than Dishoom because the queue was huge.",
+    ),
+    ("My favourite team is Arsenal.", "My son supports Spurs, not Arsenal."),
+    ("My manager is Priya.", "Actually, Tom never reports to Priya, he's on another team."),
+    # a condition after the value; another's words under a label; another man's "he"
+    (
+        "Project Falcon's deadline is April 10th.",
+        "Project Falcon's deadline will be May 30th if we lose the contractor.",
+    ),
+    ("My rent is £1,200 a month.", "My rent will be £1,500 if we move to Zone 2."),
+    ("My favourite colour is blue.", "Forwarded from Dana: my favourite colour is green."),
+    (
+        "My sister lives in Leeds.",
+        "Email from Tom: My sister lives in Bristol now, so I'll visit her in May.",
+    ),
+    (
+        "My boss is Priya.",
+        "My boss Priya introduced me to Tom. He is a designer on the Falcon team.",
+    ),
 ]
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # a user's own lines may open with labels: only a chat role ends their turn
+        (
+            "user: My flight is on Tuesday.",
+            "user: Trip update:\nFlight: my flight is on Thursday now.\nHotel: still the "
+            "Hilton.\nassistant: Noted, Thursday.",
+        ),
+        # the person's side of a chat under two apps' labels is one speaker
+        (
+            "Human: My favourite colour is blue.\nAI: Noted.",
+            "user: My favourite colour is green now.",
+        ),
+        ("Customer: My flight is on Tuesday.", "user: My flight is on Thursday now."),
+    ],
+)
+def test_one_speaker_across_chat_labels(old: str, new: str) -> None:
+    """The LangChain middleware stores "user: ...", the classic memory "Human: ...": the
+    same person's correction through either replaces their fact."""
+    assert rule.supersedes(new, old, similarity=0.7) is True
+
+
+def test_an_assistant_is_not_the_user_under_any_label() -> None:
+    assert (
+        rule.supersedes(
+            "AI: My favourite colour is green now.", "user: My favourite colour is blue.", 0.9
+        )
+        is False
+    )
 
 
 @pytest.mark.parametrize(("old", "new"), STILL_TRUE)
