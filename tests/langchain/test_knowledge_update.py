@@ -100,3 +100,49 @@ def test_only_the_newest_preference_is_injected(real_engine: Oblivion, clock: Ma
     assert matcha.superseded_by is None
     priya = turns["user: My sister Priya's favourite drink is lemonade."]
     assert priya.superseded_by is None  # another person's favourite is not an update
+
+
+@pytest.mark.integration
+def test_a_correction_through_the_middleware_replaces_the_classic_memorys_fact(
+    real_engine: Oblivion, clock: ManualClock
+) -> None:
+    """The classic memory stores "Human: ...", the middleware "user: ...": one person, so
+    a correction stored by the middleware supersedes the fact the classic memory stored
+    (a user moving from ConversationChain to create_agent on one engine)."""
+    from oblivion_langchain import OblivionMemory
+
+    classic = OblivionMemory(oblivion=real_engine, namespace="sam")
+    classic.save_context({"input": "My favourite colour is blue."}, {"output": "Noted."})
+    clock.advance(600)
+    model = ScriptedChatModel(["Green it is.", "Green."])
+    agent = create_agent(model, tools=[], middleware=[OblivionMemoryMiddleware(real_engine)])
+    agent.invoke(
+        {"messages": [{"role": "user", "content": "My favourite colour is green now."}]}, CONFIG
+    )
+    clock.advance(600)
+    agent.invoke({"messages": [{"role": "user", "content": "What's my favourite colour?"}]}, CONFIG)
+    block = memory_block(model.seen[-1])
+    assert block is not None and "green" in block and "blue" not in block, block
+    blue = next(r for r in real_engine.records(namespace="sam") if "blue" in r.text)
+    assert blue.superseded_by is not None
+
+
+@pytest.mark.integration
+def test_a_labelled_line_of_the_users_message_is_theirs(
+    real_engine: Oblivion, clock: ManualClock
+) -> None:
+    """ "Flight: my flight is on Thursday now." inside the user's message is the user's
+    line, not another speaker's reply: the stored turn supersedes the old flight."""
+    model = ScriptedChatModel(["Noted.", "Noted, Thursday.", "On Thursday."])
+    agent = create_agent(model, tools=[], middleware=[OblivionMemoryMiddleware(real_engine)])
+    for text in (
+        "My flight is on Tuesday.",
+        "Trip update:\nFlight: my flight is on Thursday now.\nHotel: still the Hilton.",
+        "When is my flight?",
+    ):
+        agent.invoke({"messages": [{"role": "user", "content": text}]}, CONFIG)
+        clock.advance(600)
+    old = next(r for r in real_engine.records(namespace="sam") if "Tuesday" in r.text)
+    assert old.superseded_by is not None
+    block = memory_block(model.seen[-1])
+    assert block is not None and "Tuesday" not in block, block
