@@ -45,6 +45,7 @@ from oblivion_core.embedding import embed_query, embed_texts, resolve_embedder
 from oblivion_core.errors import (
     EmbeddingError,
     InvalidInputError,
+    OblivionError,
     PolicyError,
     StoreConflictError,
     StoreCorruptError,
@@ -3741,8 +3742,14 @@ class Oblivion:
             self._db.set_meta(f"resync:{ns}", sorted(noted | set(ids)), conn)
 
     def _clear_resync(self, ns: str) -> None:
-        with self._db.transaction() as conn:
-            self._db.set_meta(f"resync:{ns}", None, conn)
+        """Drop the note of :meth:`_note_resync` once Chroma agrees with SQLite again. Best
+        effort: a note left behind only writes SQLite's records again on the next load
+        (the error of the call that changed them is the one to report)."""
+        try:
+            with self._db.transaction() as conn:
+                self._db.set_meta(f"resync:{ns}", None, conn)
+        except OblivionError:
+            logger.warning("could not clear the resync note of %r", ns, exc_info=True)
 
     def _resync(self, ns: str, st: NamespaceState) -> None:
         """Write again to Chroma, from SQLite, the records a crash may have left as they

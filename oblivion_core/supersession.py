@@ -1163,9 +1163,7 @@ def _resolve_pronouns(body: str) -> str:
         # the pronoun may be theirs; the topic's own name right after it does not count
         between = m.group("head")[len(m.group("topic")) :]
         names = _CAPITALISED.findall(between)
-        if names and not between.lstrip().startswith(names[0]):
-            return m.group(0)
-        if len(names) > 1:
+        if names and (len(names) > 1 or not between.lstrip().startswith(names[0])):
             return m.group(0)
         return m.group("head") + m.group("topic").lower()
 

@@ -273,6 +273,14 @@ def test_archive_hits_under_a_full_active_tier(
         assert half_life == pytest.approx(expected)
 
 
+def _store(mem: Oblivion, texts: list[str], category: str) -> list[str]:
+    """Ids of ``texts`` written in one batch, of one category, at importance 0.5."""
+    n = len(texts)
+    return [
+        r.id for r in mem.remember_many(texts, categories=[category] * n, importances=[0.5] * n)
+    ]
+
+
 def test_no_ratchet_when_every_memory_is_asked_for_alike(fresh: Any) -> None:
     """A full active tier, one category, every memory equally likely to be asked for:
     about as many recalls come from the archive as it holds memories, by chance. Window
@@ -281,25 +289,14 @@ def test_no_ratchet_when_every_memory_is_asked_for_alike(fresh: Any) -> None:
     rng = random.Random(1)
     clock = ManualClock()
     with fresh(clock=clock, policy=POLICY) as mem:
-        ids = [
-            r.id
-            for r in mem.remember_many(
-                [f"note {i} about item {rng.randint(0, 10**6)}" for i in range(400)],
-                categories=["fact"] * 400,
-                importances=[0.5] * 400,
-            )
-        ]
+        ids = _store(
+            mem, [f"note {i} about item {rng.randint(0, 10**6)}" for i in range(400)], "fact"
+        )
         multipliers_seen = []
         for step in range(1, 481):
             clock.advance(3_600.0)
-            ids += [
-                r.id
-                for r in mem.remember_many(
-                    [f"note {len(ids) + k} about item {rng.randint(0, 10**6)}" for k in (0, 1)],
-                    categories=["fact"] * 2,
-                    importances=[0.5] * 2,
-                )
-            ]
+            new = [f"note {len(ids) + k} about item {rng.randint(0, 10**6)}" for k in (0, 1)]
+            ids += _store(mem, new, "fact")
             mem.reinforce(rng.sample(ids, 6))
             if step % 16 == 0:
                 assert mem.maintain().high > POLICY.archive_high  # the tier is full
@@ -317,19 +314,8 @@ def test_a_category_asked_for_only_from_the_archive_lengthens_under_pressure(
     rng = random.Random(2)
     clock = ManualClock()
     with fresh(clock=clock, policy=POLICY) as mem:
-        mem.remember_many(
-            [f"fact {i} about gadget {i}" for i in range(300)],
-            categories=["fact"] * 300,
-            importances=[0.5] * 300,
-        )
-        tasks = [
-            r.id
-            for r in mem.remember_many(
-                [f"task {i}: renew licence {i}" for i in range(60)],
-                categories=["task"] * 60,
-                importances=[0.5] * 60,
-            )
-        ]
+        _store(mem, [f"fact {i} about gadget {i}" for i in range(300)], "fact")
+        tasks = _store(mem, [f"task {i}: renew licence {i}" for i in range(60)], "task")
         for step in range(1, 65):
             clock.advance(6 * 3_600.0)
             mem.reinforce(rng.sample(tasks, 4), relevances=[0.6] * 4)
