@@ -1537,14 +1537,16 @@ _HEAD_WORDS = {
 
 def _about(new: Statement, old: Statement) -> bool:
     """Whether ``new``, which has no subject of its own, can be about ``old``'s subject:
-    it names the subject's head noun ("my sister doesn't live in Leeds any more"), or,
+    it names a word of it ("my sister doesn't live in Leeds any more", "the launch has
+    moved" for "the launch date"), or,
     for a favourite, speaks of liking. "I left Leeds at 7am" rejects the value of "my
     sister lives in Leeds" in words only."""
     head = _subject_head(old.subject or "")
     if head in ("", "?", "*"):  # the old one's subject is not said: nothing to check
         return True
-    if head in new.words or not new.words.isdisjoint(_HEAD_WORDS.get(head, ())):
-        return True
+    subject = set(old.subject.split("|")[1].split()) if old.subject else set()
+    if not new.words.isdisjoint(subject) or not new.words.isdisjoint(_HEAD_WORDS.get(head, ())):
+        return True  # "the launch has moved ... not 14 March" after "the launch date is ..."
     return "|favourite " in (old.subject or "") and new.liking
 
 
