@@ -290,7 +290,8 @@ def test_independent_facts_survive_the_engine(tmp_path: Path) -> None:
         (TEA, "I've gone off tea."),
         (  # the demo's launch date: "launch" names the subject
             "Dana: The Kestrel launch date is 14 March, so the clock is already ticking.",
-            "Dana: Bad news: the launch has moved. Kestrel now goes live on 28 March, not 14 March.",
+            "Dana: Bad news: the launch has moved. Kestrel now goes live on 28 March, "
+            "not 14 March.",
         ),
     ],
 )
