@@ -1080,17 +1080,19 @@ class Oblivion:
             now = self._now(ns)
             old_category = st.category(i)
             recategorised = cat is not None and cat != old_category
+            # Chroma's record changes with the text or the category (it names the category)
+            resync = clean is not None or recategorised
+            old_texts = self._db.texts(ns, [memory_id]) if resync else {}
             # a summary's original with a new text: the summary keeps saying the old one
             sids = self._summaries_of(space, memory_id) if clean is not None else []
-            if sids and self._db.texts(ns, [memory_id]).get(memory_id) == clean:
+            if sids and old_texts.get(memory_id) == clean:
                 sids = []
             old: tuple[str, Vectors] | None = None  # Chroma's record, to put back on failure
-            if clean is not None or recategorised:  # (it names the category too)
+            if resync:
                 old_vec = self._vectors(ns, space, [memory_id]).get(memory_id)
                 if old_vec is not None:
-                    old = (self._db.texts(ns, [memory_id])[memory_id], old_vec)
+                    old = (old_texts[memory_id], old_vec)
             chroma_changed = False
-            resync = clean is not None or recategorised
             if resync:
                 # a crash between Chroma's write and the commit would leave Chroma with a
                 # text SQLite never got: noted first, put right when ``ns`` is next loaded
@@ -1164,7 +1166,8 @@ class Oblivion:
                             sids,
                             memory_id,
                         )
-                    space, st = self._space(ns), self._space(ns).state  # reloaded on failure
+                    space = self._space(ns)  # reloaded on failure
+                    st = space.state
                 policy = self.policy_for(ns)
                 detect = policy.supersede if supersede is None else supersede
                 # an invalidated memory is wrong whatever it says: it makes nothing stale
@@ -3676,9 +3679,7 @@ class Oblivion:
             held = self.store.ids(ns)
             self.store.unchecked.discard(ns)
             put_back = self._restore_lost_vectors(ns, st, held)
-            orphans = [m for m in held if m not in st.index]
-            self.store.delete(ns, orphans)
-            return {"put_back": put_back, "removed": len(orphans)}
+            return {"put_back": put_back, "removed": len(self._drop_orphans(ns, st, held))}
 
     def _restore_lost_vectors(
         self, ns: str, st: NamespaceState, held: set[str] | None = None
@@ -3699,15 +3700,14 @@ class Oblivion:
                 held = self.store.ids(ns)
                 # records of no memory (a write killed between Chroma's add and its
                 # commit): removed, and they no longer hide a lost one from the count
-                orphans = [m for m in held if m not in st.index]
+                orphans = self._drop_orphans(ns, st, held)
                 if orphans:
                     logger.warning(
                         "the vector store held %d records of no memory of namespace %r "
-                        "(writes interrupted before their commit); removing them",
+                        "(writes interrupted before their commit); removed them",
                         len(orphans),
                         ns,
                     )
-                    self.store.delete(ns, orphans)
             except VectorStoreError:  # a check: recall reports an unreachable server
                 logger.warning("could not check the vector store of %r", ns, exc_info=True)
                 self.store.unchecked.add(ns)  # checked again before it is next queried
@@ -3733,6 +3733,14 @@ class Oblivion:
                 "from a backup"
             )
         return len(missing)
+
+    def _drop_orphans(self, ns: str, st: NamespaceState, held: set[str]) -> list[str]:
+        """Delete from the vector store the records of ``held`` that are no memory of
+        ``ns``; returns their ids."""
+        orphans = [m for m in held if m not in st.index]
+        if orphans:
+            self.store.delete(ns, orphans)
+        return orphans
 
     def _note_resync(self, ns: str, ids: Sequence[str]) -> None:
         """Record, durably, that Chroma's records of ``ids`` are about to change inside a
