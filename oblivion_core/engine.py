@@ -1145,10 +1145,10 @@ class Oblivion:
                         logger.exception("could not restore the text of %r in Chroma", memory_id)
                         resync = False
                 if resync:
-                    self._clear_resync(ns)
+                    self._clear_resync(ns, [memory_id])
                 raise
             if resync:
-                self._clear_resync(ns)
+                self._clear_resync(ns, [memory_id])
             if clean is not None and vector is not None:
                 space.set_vector(memory_id, vector)
                 self._lex.replace(ns, int(st.cols["seq"][i]), clean)
@@ -3749,13 +3749,15 @@ class Oblivion:
         with self._db.transaction(durable=True) as conn:
             self._db.set_meta(f"resync:{ns}", sorted(noted | set(ids)), conn)
 
-    def _clear_resync(self, ns: str) -> None:
-        """Drop the note of :meth:`_note_resync` once Chroma agrees with SQLite again. Best
-        effort: a note left behind only writes SQLite's records again on the next load
-        (the error of the call that changed them is the one to report)."""
+    def _clear_resync(self, ns: str, ids: Iterable[str]) -> None:
+        """Drop ``ids`` from the note of :meth:`_note_resync` once Chroma agrees with
+        SQLite on them again (others noted, whose put-back failed, stay). Best effort: a
+        note left behind only writes SQLite's records again on the next load (the error
+        of the call that changed them is the one to report)."""
         try:
+            left = self._db.parsed(f"resync:{ns}", _stored_ids) - set(ids)
             with self._db.transaction() as conn:
-                self._db.set_meta(f"resync:{ns}", None, conn)
+                self._db.set_meta(f"resync:{ns}", sorted(left) or None, conn)
         except OblivionError:
             logger.warning("could not clear the resync note of %r", ns, exc_info=True)
 
@@ -3770,7 +3772,7 @@ class Oblivion:
         except VectorStoreError:  # tried again on the next load
             logger.warning("could not put right %d records of %r", len(noted), ns, exc_info=True)
             return
-        self._clear_resync(ns)
+        self._clear_resync(ns, noted)
 
     def _refill(self, ns: str, st: NamespaceState) -> int:
         """Put back what the collection of ``ns`` lacks if the vector store doubts it holds

@@ -114,3 +114,25 @@ def test_records_of_a_killed_write_are_removed_and_hide_no_later_loss(tmp_path: 
         assert ids == {f"f{i}" for i in range(5)}
         assert mem.store.ids("default") == ids
         assert mem.recall("garden shed tool 0", k=1, deep=True).ids == ["f0"]
+
+
+def test_a_later_edit_keeps_another_memorys_resync_note(tmp_path: Path) -> None:
+    """An edit whose Chroma record could not be put back leaves its note (here made by
+    hand, with Chroma's record drifted). A later edit of another memory clears only its
+    own note: on reopen the first record is written again from SQLite."""
+    store = tmp_path / "store"
+    with Oblivion(store, embedder=HashEmbedder()) as mem:
+        mem.remember("The office is in Leeds.", id="office", supersede=False)
+        mem.remember("Lunch is at noon on Fridays.", id="lunch", supersede=False)
+        wrong = HashEmbedder().embed_documents(["Quarterly budget review"])
+        mem.store.collection("default").upsert(
+            ids=["office"], documents=["Quarterly budget review"], embeddings=wrong
+        )
+        mem._note_resync("default", ["office"])  # as a failed put-back leaves it
+        mem.edit("lunch", "Lunch is at one on Fridays.")
+    with Oblivion(store, embedder=HashEmbedder()) as mem:
+        mem.records()  # loads the namespace
+        doc, _, vec = _chroma(mem, ["office"])["office"]
+        assert doc == "The office is in Leeds."
+        assert np.allclose(vec, mem._db.vectors("default", ["office"])["office"], atol=1e-6)
+        assert _chroma(mem, ["lunch"])["lunch"][0] == "Lunch is at one on Fridays."
