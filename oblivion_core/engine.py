@@ -19,7 +19,15 @@ import socket
 import uuid
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
+from collections.abc import (
+    Callable,
+    Collection,
+    Container,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
@@ -813,6 +821,9 @@ class Oblivion:
                     [float(x) for x in imps],
                     [float(x) for x in confs],
                     [m or {} for m in metas],
+                    made={
+                        m for m, given in zip(final_ids, given_ids, strict=True) if given is None
+                    },
                 )
             except BaseException:
                 if turns is not None and ticked:  # nothing was stored: no interaction
@@ -925,9 +936,12 @@ class Oblivion:
         a_ref: list[float] | None = None,
         tier: Tier = Tier.ACTIVE,
         also: Callable[[Any], None] | None = None,
+        made: Collection[str] = (),
     ) -> list[int]:
         """Write new memories to Chroma, SQLite, FTS and the in-memory state, atomically:
         on any failure nothing of them remains. Returns their rows.
+
+        ``made``: those of ``ids`` generated here (no record of them can exist in Chroma).
 
         ``also``: more writes of the same change, made in the same transaction (a caller
         that changes other memories in memory must run inside :meth:`_consistent`).
@@ -962,7 +976,7 @@ class Oblivion:
                 }
                 rows.append(st.append(ids[k], cats[k], values, seq0 + k))
             st.cols["tokens"][rows] = counted
-            self.store.add(ns, ids, vectors, texts, [{"category": c} for c in cats])
+            self.store.add(ns, ids, vectors, texts, [{"category": c} for c in cats], made=made)
             with self._db.transaction(durable=True) as conn:
                 st.cols["d_ref"][rows] = self._clock_now(ns, st, now)[st.cols["cat"][rows]]
                 self._db.add_namespace(ns, conn)
@@ -2670,7 +2684,11 @@ class Oblivion:
         found = space.index.search_many(vectors[judged], _SUPERSEDE_CANDIDATES + 1)
         nearest = dict(zip(judged, found, strict=True))
         # the most similar recent memories of every text
-        recent_best = row_tops(recent_sims, _SUPERSEDE_CANDIDATES) if recent_ids else []
+        recent_best = (
+            dict(zip(judged, row_tops(recent_sims[judged], _SUPERSEDE_CANDIDATES), strict=True))
+            if recent_ids
+            else {}
+        )
         # candidates of every judged text first, so their vectors and texts are read from
         # SQLite in one query each for the whole batch (nothing below changes the state)
         found_sims: list[dict[str, float]] = []
@@ -3268,6 +3286,7 @@ class Oblivion:
             a_ref=[a0],
             tier=tier,
             also=originals_to_cold,
+            made=(sid,),
         )
         return sid
 

@@ -450,11 +450,11 @@ def _is_chitchat(sentence: str) -> bool:
     """Whether one sentence has no content: social phrases, social words and names
     addressed only (and words of time or address next to a phrase, weather words in a
     sentence about the weather)."""
-    weather = _WEATHER.search(sentence) is not None
     for word in _WORD.findall(sentence):
         lower = word.lower()
         if not (word[0].isupper() or lower in _POSSIBLE or _phrase_word(lower)):
             return False
+    weather = _WEATHER.search(sentence) is not None
     phrases = 0
     for pattern in _PHRASE:
         sentence, n = pattern.subn(f" {_MARK}", sentence)

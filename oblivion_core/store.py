@@ -20,7 +20,7 @@ import contextlib
 import hashlib
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -36,6 +36,10 @@ from oblivion_core.errors import (
 from oblivion_core.typing import Vectors
 
 _T = TypeVar("_T")
+
+#: Given ids per batch from which :meth:`VectorStore.add` asks Chroma whether it holds
+#: any (one ``get``, about 1.5 ms for 500 ids) to write them with the cheaper ``add``.
+CHECK_BATCH = 32
 
 
 def _collection_gone(exc: Exception) -> bool:
@@ -336,22 +340,36 @@ class VectorStore:
         vectors: Vectors,
         texts: Sequence[str],
         metadatas: Sequence[Mapping[str, Any]] | None = None,
+        *,
+        made: Collection[str] = (),
     ) -> None:
         """Add (or overwrite) records; batched to the client's maximum batch size.
-        ``texts`` are stored as documents only when :attr:`documents` is on."""
+        ``texts`` are stored as documents only when :attr:`documents` is on.
+
+        Chroma's ``add`` silently keeps the old vector and document of an id it already
+        has, so it is used only for ids the collection cannot hold: ``made`` (ids the
+        caller just generated, such as random UUIDs) and, in batches of at least
+        :data:`CHECK_BATCH` given ids, those one ``get`` says are absent. Anything else
+        (a record a crash left behind under a given id) is written by ``upsert``, which
+        costs about 15 % more (5,000 texts in batches of 500)."""
         metas = [dict(m) or None for m in metadatas] if metadatas is not None else None
 
-        def upsert(col: Any) -> None:  # an upsert: trying it again is harmless
+        def write(col: Any) -> None:  # trying it again is harmless: see the docstring
             for start in range(0, len(ids), self.max_batch):
                 end = start + self.max_batch
-                col.upsert(
-                    ids=list(ids[start:end]),
+                chunk = list(ids[start:end])
+                given = [i for i in chunk if i not in made]
+                absent = not given or (
+                    len(given) >= CHECK_BATCH and not col.get(ids=given, include=[])["ids"]
+                )
+                (col.add if absent else col.upsert)(
+                    ids=chunk,
                     embeddings=vectors[start:end],
                     documents=list(texts[start:end]) if self.documents else None,
                     metadatas=metas[start:end] if metas is not None else None,
                 )
 
-        self._on(namespace, f"add {len(ids)} record(s)", upsert)
+        self._on(namespace, f"add {len(ids)} record(s)", write)
 
     def delete(self, namespace: str, ids: Sequence[str]) -> None:
         """Delete records by id (unknown ids are ignored)."""

@@ -1292,11 +1292,16 @@ def _subject_value(
         clean = _strip_label(_QUESTION.sub(" ", sentence) if "?" in sentence else sentence)
         if not clean or (clean.endswith("?") and "? " not in clean):
             continue  # a question states no fact
-        lead = _LEADING.match(_LABEL.sub("", sentence, count=1).lstrip())
-        if (lead and _ADDITIVE.search(lead.group(0))) or any(
-            # the first clause, and that of each labelled part ("Another one: ... also")
-            _ADDITIVE.search(_CLAUSE_END.split(part, maxsplit=1)[0])
-            for part in [clean, *sentence.split(": ")[1:]]
+        # (most sentences hold no "too", "also" or "as well": one search rules them out)
+        additive = _ADDITIVE.search(sentence) or _ADDITIVE.search(clean)
+        lead = additive and _LEADING.match(_LABEL.sub("", sentence, count=1).lstrip())
+        if additive and (
+            (lead and _ADDITIVE.search(lead.group(0)))
+            or any(
+                # the first clause, and that of each labelled part ("Another one: ... also")
+                _ADDITIVE.search(_CLAUSE_END.split(part, maxsplit=1)[0])
+                for part in [clean, *sentence.split(": ")[1:]]
+            )
         ):
             # one more value ("allergic to shellfish too"), not a new one; "also" in a
             # later clause ("Priya, who also leads design") says nothing of this one

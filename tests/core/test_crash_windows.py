@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from oblivion_core import Oblivion
+from oblivion_core.store import CHECK_BATCH
 from oblivion_core.testing import HashEmbedder
 
 pytestmark = pytest.mark.integration
@@ -136,3 +137,29 @@ def test_a_later_edit_keeps_another_memorys_resync_note(tmp_path: Path) -> None:
         assert doc == "The office is in Leeds."
         assert np.allclose(vec, mem._db.vectors("default", ["office"])["office"], atol=1e-6)
         assert _chroma(mem, ["lunch"])["lunch"][0] == "Lunch is at one on Fridays."
+
+
+@pytest.mark.parametrize("n", [1, 5, CHECK_BATCH, CHECK_BATCH + 20])
+def test_ids_written_again_replace_records_left_in_chroma(tmp_path: Path, n: int) -> None:
+    """Records of no memory under ids a caller gives again (a write whose undo could not
+    reach Chroma leaves them, made here by hand): the new texts and vectors replace them.
+    Chroma's ``add`` would keep the old ones, silently; writes use it only for ids Chroma
+    is known not to hold."""
+    ids = [f"m{i}" for i in range(n)]
+    old = [f"stale record {i} about the harbour ferry" for i in range(n)]
+    new = [f"Fact {i}: the garden shed holds tool {i}." for i in range(n)]
+    with Oblivion(tmp_path / "store", embedder=HashEmbedder()) as mem:
+        mem.remember("The office is in Leeds.", supersede=False)  # makes the collection
+        mem.store.collection("default").add(
+            ids=ids, documents=old, embeddings=HashEmbedder().embed_documents(old)
+        )
+        if n == 1:
+            mem.remember(new[0], id=ids[0], supersede=False)
+        else:
+            mem.remember_many(new, ids=ids, supersede=False)
+        got = _chroma(mem, ids)
+        stored = mem._db.vectors("default", ids)
+        assert [got[m][0] for m in ids] == new
+        for m in ids:
+            assert np.allclose(got[m][2], stored[m], atol=1e-6)
+        assert mem.store.count("default") == n + 1

@@ -14,7 +14,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from oblivion_core import InvalidInputError, VectorStore, VectorStoreError
-from oblivion_core.store import collection_name
+from oblivion_core.store import CHECK_BATCH, collection_name
 
 
 @pytest.fixture(
@@ -63,6 +63,21 @@ def test_add_overwrites_an_existing_id(store: VectorStore) -> None:
     store.add("ns", ["x"], b[None, :], ["second"])
     assert store.count("ns") == 1
     assert np.allclose(store.vectors("ns", ["x"])["x"], b, atol=1e-6)
+
+
+@pytest.mark.parametrize("made", [False, True])
+def test_a_checked_batch_overwrites_the_ids_it_holds(store: VectorStore, made: bool) -> None:
+    """A batch of given ids large enough to be checked (one ``get``) replaces the
+    records Chroma holds under them and adds the rest; ids the caller says it made are
+    added as they are."""
+    n = CHECK_BATCH + 3
+    ids = [f"m{i}" for i in range(n)]
+    store.add("ns", ids[:2], _unit(2, seed=5), ["old 0", "old 1"])
+    new = _unit(n, seed=6)
+    store.add("ns", ids, new, [f"new {i}" for i in range(n)], made=ids[2:] if made else ())
+    assert store.count("ns") == n
+    got = store.vectors("ns", ids)
+    assert all(np.allclose(got[m], new[i], atol=1e-6) for i, m in enumerate(ids))
 
 
 def test_delete_and_missing_ids(store: VectorStore) -> None:
