@@ -3501,6 +3501,47 @@ class Oblivion:
             self._check_open()
             return sorted(self._known)
 
+    def loaded_namespaces(self) -> list[str]:
+        """The namespaces whose state this instance holds in memory: each is read from
+        the store when first used and kept until :meth:`unload` or :meth:`close`."""
+        with self._lock:
+            self._check_open()
+            return sorted(self._spaces)
+
+    def unload(self, *, namespace: str | None = None) -> bool:
+        """Let go of a namespace's in-memory state until it is next used.
+
+        Every namespace used since the engine opened stays in memory: its activation
+        columns, the vectors of its active tier (1.5 KB per memory with the default
+        384-dimension model), its BM25 index, links and summaries. A process serving
+        many users, a namespace each, can unload those gone idle (e.g. the least
+        recently used past some number). What is queued for the namespace (activation
+        updates, recall feedback, use counters) is written first; the next call that
+        uses it reads it back from the store, as reopening the store would. Nothing
+        stored changes.
+
+        Returns:
+            Whether the namespace was loaded.
+
+        Raises:
+            UnknownNamespaceError: no such namespace.
+            StoreLockedError: the queued updates could not be written (another process
+                holds the database); the namespace stays loaded, call again later.
+        """
+        ns = self._ns(namespace)
+        with self._lock:  # taking it applies the feedback of recalls that returned
+            self._check_open()
+            space = self._spaces.get(ns)
+            if space is None:
+                return False
+            # the updates every call queued, this namespace's use counters with them;
+            # a failure raises here, with nothing dropped
+            with self._db.transaction() as conn:
+                self._db.set_meta(f"usage:{ns}", space.usage.to_json(), conn)
+            self._reload(ns)
+            self._lex.drop(ns)
+            return True
+
     def count(self, *, namespace: str | None = None, category: str | None = None) -> int:
         """Number of memories in a namespace (of one ``category``, if given)."""
         ns = self._ns(namespace)

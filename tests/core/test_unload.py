@@ -1,0 +1,260 @@
+"""unload(): a namespace's in-memory state let go and read back on its next use answers,
+ranks and explains as before, and keeps what was queued for it."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from oblivion_core import ManualClock, Oblivion, Policy, StoreLockedError, UnknownNamespaceError
+from oblivion_core.errors import InvalidInputError
+from oblivion_core.state import StateDB
+from oblivion_core.testing import HashEmbedder, word_count
+
+pytestmark = pytest.mark.integration
+
+DAY = 86_400.0
+QUERIES = ["Where does Ana live?", "What does Ana drink in the morning?", "deadline of the report"]
+
+
+def _rounded(value: Any) -> Any:
+    """``value`` with every float rounded (the active tier's product rounds by a
+    memory's place in the matrix, which a reload may change)."""
+    if isinstance(value, float):
+        return round(value, 6)
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_rounded(v) for v in value]
+    return value
+
+
+def _snapshot(mem: Oblivion, ns: str) -> dict[str, Any]:
+    """What a user can see of a namespace, without changing it."""
+    return _rounded(
+        {
+            "records": [
+                (
+                    r.id,
+                    r.text,
+                    r.category,
+                    r.importance,
+                    r.created_at,
+                    r.last_accessed,
+                    r.access_count,
+                    r.activation,
+                    r.decay_rate,
+                    r.tier,
+                    dict(r.metadata),
+                    r.invalidated,
+                )
+                for r in mem.records(namespace=ns)
+            ],
+            # less whether the archive's in-memory copy is built yet (a cache, rebuilt on
+            # the first archive search)
+            "stats": {k: v for k, v in mem.stats(namespace=ns).items() if k != "archive_in_memory"},
+            "recalls": [
+                [
+                    (i.id, i.tier, i.score, i.why)
+                    for i in mem.recall(q, k=5, namespace=ns, deep=True, feedback=False)
+                ]
+                for q in QUERIES
+            ],
+            "history": [
+                (e.memory_id, e.kind, e.before, e.after, e.at) for e in mem.history(namespace=ns)
+            ],
+        }
+    )
+
+
+def _session(mem: Oblivion, clock: ManualClock, ns: str) -> None:
+    """A few days of use: writes, a stale fact replaced, recalls (their feedback queued
+    behind the call), a used boost, a confirmation, tier moves."""
+    mem.remember_many(
+        [
+            "Ana lives in Leeds.",
+            "Ana drinks black coffee every morning.",
+            "The quarterly report is due on Friday.",
+            "Ana's sister Lena is a nurse in York.",
+            "It was sunny and warm at the picnic.",
+        ],
+        namespace=ns,
+    )
+    clock.advance(DAY)
+    mem.remember("Ana moved to York last week.", namespace=ns)
+    clock.advance(DAY)
+    result = mem.recall("What does Ana drink?", k=3, namespace=ns)
+    mem.mark_used([result.items[0].id], namespace=ns)
+    mem.confirm(result.items[0].id, namespace=ns)
+    clock.advance(5 * DAY)
+    mem.maintain(namespace=ns)
+    mem.recall("When is the report due?", k=3, namespace=ns)  # its feedback still queued
+
+
+def test_an_unloaded_namespace_answers_as_before(tmp_path: Path, real_embedder: Any) -> None:
+    """Real model, Chroma on disk: after unload() the records, stats, recalls (deep, with
+    their why) and journal of the namespace are what they were; the other namespace is
+    untouched and stays loaded."""
+    clock = ManualClock()
+    policy = Policy(active_capacity=3, active_share=None)
+    with Oblivion(tmp_path / "store", embedder=real_embedder, clock=clock, policy=policy) as mem:
+        _session(mem, clock, "ana")
+        _session(mem, clock, "bo")
+        before = _snapshot(mem, "ana")
+        other = _snapshot(mem, "bo")
+        assert {"ana", "bo"} <= set(mem.loaded_namespaces())
+        assert mem.unload(namespace="ana") is True
+        assert "ana" not in mem.loaded_namespaces()
+        assert "bo" in mem.loaded_namespaces()
+        assert mem.unload(namespace="ana") is False  # nothing held any more
+        assert _snapshot(mem, "ana") == before
+        assert "ana" in mem.loaded_namespaces()  # read back by that use
+        assert _snapshot(mem, "bo") == other
+        # and it goes on as a loaded one would: a correction still replaces the old fact
+        mem.unload(namespace="ana")
+        mem.remember("Update: the quarterly report is now due on Monday.", namespace="ana")
+        top = mem.recall("When is the quarterly report due?", k=2, namespace="ana")
+        assert [i.text for i in top.items][:1] == [
+            "Update: the quarterly report is now due on Monday."
+        ]
+        assert mem.stats(namespace="ana")["superseded"] == before["stats"]["superseded"] + 1
+
+
+def _twins(tmp_path: Path) -> tuple[Oblivion, Oblivion, ManualClock]:
+    clock = ManualClock()
+    made = [
+        Oblivion(tmp_path / name, embedder=HashEmbedder(), clock=clock, token_counter=word_count)
+        for name in ("kept", "unloaded")
+    ]
+    return made[0], made[1], clock
+
+
+def test_unload_keeps_the_feedback_and_use_counters_queued_for_the_namespace(
+    tmp_path: Path,
+) -> None:
+    """Two stores given the same calls, one unloaded right after a recall whose feedback
+    (boosts, journal entries, use counters) was still queued: both end the same."""
+    kept, unloaded, clock = _twins(tmp_path)
+    try:
+        for mem in (kept, unloaded):
+            mem.remember_many(
+                [f"fact {i}: the garden shed holds tool {i}" for i in range(8)],
+                ids=[f"f{i}" for i in range(8)],
+            )
+        clock.advance(DAY)
+        for mem in (kept, unloaded):
+            mem.recall("garden shed tool 3", k=3)
+            mem.recall("garden shed tool 5", k=3, deep=True)
+        assert unloaded.unload() is True
+        assert _snapshot(unloaded, "default") == _snapshot(kept, "default")
+    finally:
+        kept.close()
+        unloaded.close()
+    # and on disk: reopened, the unloaded store holds what the other does
+    with (
+        Oblivion(tmp_path / "kept", embedder=HashEmbedder(), clock=clock) as a,
+        Oblivion(tmp_path / "unloaded", embedder=HashEmbedder(), clock=clock) as b,
+    ):
+        assert _snapshot(b, "default") == _snapshot(a, "default")
+
+
+def test_unload_refuses_what_it_cannot_do(tmp_path: Path) -> None:
+    """An unknown namespace and a closed engine are errors; a namespace never used since
+    the engine opened is not loaded."""
+    path = tmp_path / "store"
+    with Oblivion(path, embedder=HashEmbedder()) as mem:
+        mem.remember("The office is in Leeds.", namespace="work")
+    mem = Oblivion(path, embedder=HashEmbedder())
+    try:
+        assert "work" not in mem.loaded_namespaces()
+        assert mem.unload(namespace="work") is False
+        with pytest.raises(UnknownNamespaceError, match="nowhere"):
+            mem.unload(namespace="nowhere")
+    finally:
+        mem.close()
+    with pytest.raises(InvalidInputError, match="closed"):
+        mem.unload(namespace="work")
+    with pytest.raises(InvalidInputError, match="closed"):
+        mem.loaded_namespaces()
+
+
+def test_a_lock_held_elsewhere_leaves_the_namespace_loaded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The queued updates cannot be written while another process holds the database's
+    write lock: unload() raises, the namespace stays loaded with its updates, and once
+    the lock is gone a call unloads it with nothing lost."""
+    monkeypatch.setattr(StateDB, "BUSY_TIMEOUT", 0.2)
+    path = tmp_path / "store"
+    mem = Oblivion(path, embedder=HashEmbedder(), clock=ManualClock(), token_counter=word_count)
+    try:
+        mem.remember_many([f"fact {i}: the harbour ferry leaves at {i}pm" for i in range(6)])
+        mem.recall("harbour ferry 3pm", k=2)
+        boosted = _snapshot(mem, "default")  # the recall's boosts, queued, not written
+        ext = sqlite3.connect(path / StateDB.FILE, isolation_level=None)
+        ext.execute("BEGIN IMMEDIATE")  # as by a backup tool, the sqlite3 shell
+        try:
+            with pytest.raises(StoreLockedError):
+                mem.unload()
+            assert "default" in mem.loaded_namespaces()
+            assert _snapshot(mem, "default") == boosted
+        finally:
+            ext.execute("ROLLBACK")
+            ext.close()
+        assert mem.unload() is True
+        assert _snapshot(mem, "default") == boosted
+    finally:
+        mem.close()
+
+
+def test_unload_beside_recalls_and_writes_on_other_threads(tmp_path: Path) -> None:
+    """Threads recall and write while another unloads the namespace over and over: no
+    call fails, every write is there afterwards and each recall finds its fact."""
+    mem = Oblivion(tmp_path / "store", embedder=HashEmbedder(), token_counter=word_count)
+    mem.remember_many([f"fact {i}: locker {i} holds the blue kit" for i in range(40)])
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def guard(fn: Any) -> Any:
+        def run() -> None:
+            try:
+                fn()
+            except BaseException as exc:  # reported below
+                errors.append(exc)
+
+        return run
+
+    @guard
+    def unloader() -> None:
+        while not stop.is_set():
+            mem.unload()
+
+    @guard
+    def reader() -> None:
+        for i in range(60):
+            got = mem.recall(f"fact {i % 40}: locker {i % 40}", k=1)
+            assert got.items and got.items[0].text.startswith(f"fact {i % 40}:")
+
+    @guard
+    def writer() -> None:
+        for i in range(30):
+            mem.remember(f"note {i}: the red kit is in bay {i}")
+
+    try:
+        threads = [threading.Thread(target=f) for f in (reader, reader, writer)]
+        spinner = threading.Thread(target=unloader)
+        spinner.start()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=120)
+        stop.set()
+        spinner.join(timeout=30)
+        assert not errors, errors
+        assert mem.count() == 70
+    finally:
+        mem.close()
