@@ -344,14 +344,17 @@ class VectorStore:
         made: Collection[str] = (),
     ) -> None:
         """Add (or overwrite) records; batched to the client's maximum batch size.
-        ``texts`` are stored as documents only when :attr:`documents` is on.
+        ``texts`` are stored as documents only when :attr:`documents` is on (off, a
+        new record has none, and one overwritten is left an empty document, not the
+        text it held before).
 
         Chroma's ``add`` silently keeps the old vector and document of an id it already
         has, so it is used only for ids the collection cannot hold: ``made`` (ids the
         caller just generated, such as random UUIDs) and, in batches of at least
-        :data:`CHECK_BATCH` given ids, those one ``get`` says are absent. Anything else
-        (a record a crash left behind under a given id) is written by ``upsert``, which
-        costs about 15 % more (5,000 texts in batches of 500)."""
+        :data:`CHECK_BATCH` given ids (any number without documents), those one ``get``
+        says are absent. Anything else (an edit, a record a crash left behind under a
+        given id) is written by ``upsert``, which costs about 15 % more (5,000 texts in
+        batches of 500)."""
         metas = [dict(m) or None for m in metadatas] if metadatas is not None else None
 
         def write(col: Any) -> None:  # trying it again is harmless: see the docstring
@@ -359,13 +362,17 @@ class VectorStore:
                 end = start + self.max_batch
                 chunk = list(ids[start:end])
                 given = [i for i in chunk if i not in made]
-                absent = not given or (
-                    len(given) >= CHECK_BATCH and not col.get(ids=given, include=[])["ids"]
-                )
+                # (without documents, always: an upsert could only empty a new one's)
+                check = len(given) >= CHECK_BATCH or not self.documents
+                absent = not given or (check and not col.get(ids=given, include=[])["ids"])
+                if self.documents:
+                    docs: list[str] | None = list(texts[start:end])
+                else:  # an upsert given none keeps the record's old one: emptied instead
+                    docs = None if absent else [""] * len(chunk)
                 (col.add if absent else col.upsert)(
                     ids=chunk,
                     embeddings=vectors[start:end],
-                    documents=list(texts[start:end]) if self.documents else None,
+                    documents=docs,
                     metadatas=metas[start:end] if metas is not None else None,
                 )
 

@@ -125,6 +125,9 @@ def test_documents_false_keeps_texts_out_of_chroma(store: VectorStore) -> None:
     store.add("ns", ["b"], _unit(1, seed=2), ["third text"])
     assert col.get(ids=["b"], include=["documents"])["documents"] == [None]
     assert store.query("ns", _unit(1, seed=2)[0], 1)[0] == ["b"]
+    # a record overwritten keeps no text it held before (an edit that removed a secret)
+    store.add("ns", ["a"], _unit(1, seed=3), ["fourth text"])
+    assert col.get(ids=["a"], include=["documents"])["documents"] == [""]
 
 
 def test_documents_flag_is_checked() -> None:
@@ -154,6 +157,14 @@ def test_embedded_store_without_documents(tmp_path: Path) -> None:
     item = mem.recall("staging database", k=1, deep=True).items[0]
     assert (item.id, item.text) == (mid, "The staging database moved to Frankfurt.")
     mem.close()
+    # a store written with documents, then edited without: Chroma keeps no old text
+    with Oblivion(tmp_path / "both", embedder=HashEmbedder(16)) as mem:
+        mem.remember("My card number is 4111 1111 1111 1111", id="card")
+    store = VectorStore.embedded(tmp_path / "both" / "chroma", documents=False)
+    with Oblivion(tmp_path / "both", vector_store=store, embedder=HashEmbedder(16)) as mem:
+        mem.edit("card", "My card is on file (number removed)")
+        got = mem.store.collection(mem.default_namespace).get(ids=["card"], include=["documents"])
+        assert "4111" not in str(got["documents"])
 
 
 VALID_CHROMA_NAME = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9._-]{1,510}[a-zA-Z0-9]$")
