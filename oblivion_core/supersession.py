@@ -456,7 +456,7 @@ _NAMED_ELSEWHERE = re.compile(
 )
 
 # ---------------------------------------------------------------- subject = value
-_OWNER = r"(?P<owner>my|our|[A-Z][a-z]+'s)"
+_OWNER = r"(?P<owner>\b(?:my|our|[A-Z][a-z]+'s))"
 #: Words that make a noun a preference: "favourite drink", "go-to drink", "usual drink".
 _PREF = r"(?:favou?rite|fave|fav|preferred|go-to|go to|usual)"
 _IS = (

@@ -546,6 +546,9 @@ STILL_TRUE = [
         "My boss is Priya.",
         "My boss Priya introduced me to Tom. He is a designer on the Falcon team.",
     ),
+    # another's favourite: "your" is not "our" (the speaker's)
+    ("My favourite colour is blue.", "I bet your favourite colour is red."),
+    ("Our drink of choice is prosecco.", "Your drink of choice is lemonade, I think."),
 ]
 
 
