@@ -87,6 +87,7 @@ from oblivion_core.supersession import (
     Candidate,
     LexicalSupersession,
     SupersessionJudge,
+    as_said,
     parse,
     subject_query,
 )
@@ -837,6 +838,7 @@ class Oblivion:
             # Stored and durable from here: what follows refines (links, stale facts,
             # tiers) and must not make the call fail, or a retry would find the ids taken.
             stale: list[tuple[int, list[Candidate]]] = []
+            said = [as_said(t, m) for t, m in zip(clean, metas, strict=True)]
             try:
                 with self._consistent(ns):
                     detect = policy.supersede if supersede is None else supersede
@@ -855,7 +857,16 @@ class Oblivion:
                             self._auto_link(ns, space, policy, ids_b, recent_ids, sims, now)
                         if detect:  # with a judge: asked after the lock is let go (below)
                             found = self._detect_supersession(
-                                ns, space, policy, ids_b, texts_b, vecs_b, recent_ids, sims, now
+                                ns,
+                                space,
+                                policy,
+                                ids_b,
+                                texts_b,
+                                vecs_b,
+                                recent_ids,
+                                sims,
+                                now,
+                                said[s:e],
                             )
                             stale.extend((s + k, cands) for k, cands in found)
             except Exception:
@@ -879,7 +890,7 @@ class Oblivion:
                         ns,
                     )
         if stale:
-            self._judge_outside_the_lock(ns, policy, final_ids, clean, stale)
+            self._judge_outside_the_lock(ns, policy, final_ids, said, stale)
         return records
 
     def _judge_outside_the_lock(
@@ -1086,6 +1097,7 @@ class Oblivion:
         # counted now, as remember() counts (held as count + 1)
         counted = count_tokens(self.token_counter, clean) + 1 if clean is not None else 0
         stale: list[tuple[int, list[Candidate]]] = []
+        said: list[str] = []
         with self._lock:
             self._check_open()
             space = self._space(ns)
@@ -1190,6 +1202,7 @@ class Oblivion:
                         with self._consistent(ns):
                             recent_ids, recent = space.index.recent(policy.link_window + 1)
                             sims = matvec(vector, recent.T)
+                            said = [self._said(ns, [memory_id])[memory_id]]
                             stale = self._detect_supersession(
                                 ns,
                                 space,
@@ -1200,14 +1213,15 @@ class Oblivion:
                                 recent_ids,
                                 sims,
                                 now,
+                                said,
                                 newest=True,
                             )
                     except Exception:
                         logger.exception("stale-fact detection failed after editing %r", memory_id)
             # by id: a failure above reloaded the namespace, and rows may have moved
             record = self._record(ns, self._space(ns).state.index[memory_id], now)
-        if stale and clean is not None:
-            self._judge_outside_the_lock(ns, self.policy_for(ns), [memory_id], [clean], stale)
+        if stale:
+            self._judge_outside_the_lock(ns, self.policy_for(ns), [memory_id], said, stale)
         return record
 
     def _release_supersession(
@@ -2633,6 +2647,7 @@ class Oblivion:
         recent_ids: list[str],
         recent_sims: Any,
         now: float,
+        said: list[str],
         *,
         newest: bool = False,
     ) -> list[tuple[int, list[Candidate]]]:
@@ -2640,13 +2655,14 @@ class Oblivion:
         every other memory counts as older, as for a text just edited): the candidates
         (:meth:`_stale_candidates`), judged (:meth:`_judge_stale`), applied; returns
         ``[]``. With a ``supersession_judge`` (a model may take seconds) the candidates
-        are returned instead, for :meth:`_judge_outside_the_lock` once the lock is let go."""
+        are returned instead, for :meth:`_judge_outside_the_lock` once the lock is let go.
+        ``said``: the texts as the rule reads them (:meth:`_said`)."""
         found = self._stale_candidates(
-            ns, space, ids, texts, vectors, recent_ids, recent_sims, newest=newest
+            ns, space, ids, texts, said, vectors, recent_ids, recent_sims, newest=newest
         )
         if self.supersession_judge is not None:
             return found
-        pairs = self._judge_stale(policy, ids, texts, found)
+        pairs = self._judge_stale(policy, ids, said, found)
         if pairs:
             self._set_superseded(ns, space, pairs, now, "detected on write")
         return []
@@ -2657,6 +2673,7 @@ class Oblivion:
         space: _Space,
         ids: list[str],
         texts: list[str],
+        said: list[str],
         vectors: Vectors,
         recent_ids: list[str],
         recent_sims: Any,
@@ -2664,7 +2681,8 @@ class Oblivion:
         newest: bool = False,
     ) -> list[tuple[int, list[Candidate]]]:
         """The older memories each new text may make stale, by its place in ``texts``
-        (call under the engine's lock).
+        (call under the engine's lock), with their texts as the rule reads them, as
+        ``said`` holds the new ones' (:meth:`_said`).
 
         Candidates: the most similar of the recent memories (``recent_sims``) and of the
         whole active tier, and the best BM25 matches among all memories, those still
@@ -2673,7 +2691,7 @@ class Oblivion:
         """
         st = space.state
         judge = self.supersession_judge
-        statements = [parse(text) for text in texts]
+        statements = [parse(text) for text in said]
         judged = [
             k
             for k, s in enumerate(statements)
@@ -2727,12 +2745,17 @@ class Oblivion:
                     and m not in space.summaries
                 ]
             )
-        old_texts = self._db.texts(ns, list({m: None for ms in older_of for m in ms}))
+        old_texts = self._said(ns, list({m: None for ms in older_of for m in ms}))
         return [
             (k, [Candidate(m, old_texts[m], sims[m]) for m in older])
             for k, sims, older in zip(judged, found_sims, older_of, strict=True)
             if older
         ]
+
+    def _said(self, ns: str, ids: list[str]) -> dict[str, str]:
+        """Texts of memories ``ids`` as the stale-fact rule reads them: opened with the
+        chat role their metadata names (:func:`~oblivion_core.supersession.as_said`)."""
+        return {m: as_said(text, meta) for m, (text, meta) in self._db.contents(ns, ids).items()}
 
     def _judge_stale(
         self,
@@ -2779,7 +2802,7 @@ class Oblivion:
         valid and saying what they said when judged (``said``: id -> text), the older
         one still current, and no cycle, counting the pairs applied before it."""
         st = space.state
-        now_says = self._db.texts(ns, [m for m in said if m in st.index])
+        now_says = self._said(ns, [m for m in said if m in st.index])
         chosen: dict[str, str] = {}  # old -> new, as applied below
 
         def successor(m: str) -> str | None:

@@ -14,7 +14,10 @@ It first parses a text into a :class:`Statement`:
   speaker's facts: the lines from the next speaker's label on are a reply (after a chat
   role, only another chat role's: "Flight: my flight is on Thursday now" is the user's own
   line). The person's side of a chat is one speaker under any label (``user``,
-  ``Human``, ``Customer``, ``Client``, ``Me``), as is the assistant's. Discourse labels
+  ``Human``, ``Customer``, ``Client``, ``Me``), as is the assistant's. A memory whose
+  metadata names its chat role (``{"role": "assistant"}``, as the LlamaIndex adapters
+  store each message's bare text) reads as opening with that role (:func:`as_said`).
+  Discourse labels
   (``"Update:"``, ``"Quick update:"``, ``"Note:"``, ``"PS:"``, ``"Correction:"``,
   ``"Reminder:"``) are not speakers: they are stripped, with leading discourse words
   ("actually", "so", "by the way", "turns out"), before the subject is parsed;
@@ -126,9 +129,9 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from oblivion_core.overlap import content_words
 
@@ -156,6 +159,11 @@ _ROLES = frozenset(
         "moderator",
         "me",
         "you",
+        # LlamaIndex's other message roles
+        "developer",
+        "tool",
+        "function",
+        "chatbot",
     ]
 )
 #: Words that make a ``"Word:"`` prefix a discourse label, not a speaker ("Update:").
@@ -997,7 +1005,23 @@ _SAME_SPEAKER = {
     "bot": "assistant",
     "model": "assistant",
     "agent": "assistant",
+    "chatbot": "assistant",
 }
+
+
+def as_said(text: str, metadata: Mapping[str, Any] | None) -> str:
+    """``text`` as the rule reads it: a memory stored as a chat message's bare text with
+    its role beside it (``metadata["role"]``, as the LlamaIndex adapters store each
+    message) opens with that role's label, unless it opens with a chat role's label
+    already. Read bare, such a memory was an unknown speaker, whose "my" is anyone's: an
+    assistant's "My name is Ada" replaced the user's name."""
+    role = metadata.get("role") if metadata else None
+    if not isinstance(role, str) or role.strip().lower() not in _ROLES:
+        return text
+    m = _PREFIX.match(text)
+    if m and m.group(1).strip().lower() in _ROLES:
+        return text
+    return f"{role.strip()}: {text}"
 
 
 def _split_speaker(text: str) -> tuple[str | None, str]:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from oblivion_core import ManualClock, Oblivion
-from oblivion_core.supersession import Candidate, LexicalSupersession, parse
+from oblivion_core.supersession import Candidate, LexicalSupersession, as_said, parse
 
 rule = LexicalSupersession()
 TEA = "My favourite drink is tea."
@@ -646,3 +646,35 @@ def test_two_nounless_preferences_need_the_fallback_similarity() -> None:
     teal = "user: I no longer like orange best; it's teal."
     crimson = "user: I no longer like navy best; it's crimson."
     assert rule.choose(crimson, [Candidate("teal", teal, 0.44)]) == ["teal"]
+
+
+@pytest.mark.parametrize(
+    ("text", "metadata", "said"),
+    [
+        ("My name is Ada.", {"role": "assistant"}, "assistant: My name is Ada."),
+        ("My name is Sam.", {"role": "user", "session_id": "s1"}, "user: My name is Sam."),
+        ("Lookup: 3 rows", {"role": "tool"}, "tool: Lookup: 3 rows"),
+        # already opening with a chat role, or no chat role given: as it is
+        ("user: My name is Sam.", {"role": "user"}, "user: My name is Sam."),
+        ("My name is Sam.", {"role": "admin"}, "My name is Sam."),
+        ("My name is Sam.", {"role": 3}, "My name is Sam."),
+        ("My name is Sam.", {}, "My name is Sam."),
+        ("My name is Sam.", None, "My name is Sam."),
+    ],
+)
+def test_a_memorys_chat_role_is_read_as_its_speaker(
+    text: str, metadata: dict[str, object] | None, said: str
+) -> None:
+    assert as_said(text, metadata) == said
+
+
+def test_a_role_in_metadata_keeps_speakers_apart() -> None:
+    """Bare texts with their roles beside them, as the LlamaIndex adapters store chat
+    messages: an assistant's "my" is not the user's; the user's correction still
+    replaces their fact, whichever label the older one carries."""
+    sam = as_said("My name is Sam.", {"role": "user"})
+    ada = as_said("My name is Ada, your assistant.", {"role": "assistant"})
+    assert rule.supersedes(ada, sam, similarity=0.9) is False
+    green = as_said("Actually my favourite colour is green now.", {"role": "user"})
+    assert rule.supersedes(green, "Human: My favourite colour is blue.", similarity=0.8)
+    assert rule.supersedes(green, as_said("My favourite colour is blue.", {"role": "user"}), 0.8)
