@@ -59,8 +59,10 @@ It first parses a text into a :class:`Statement`:
     date or time; an amount (an age "turned" too); a place or origin by its preposition
     ("in", "from"); an adjective's complement ("allergic to"); else a state ("a blue
     Golf", "vegetarian"). "My flight is on Tuesday" and "my flight is from Gatwick" are
-    both true. Subjects about one occasion ("my plan for the evening", "lunch today")
-    are *episodic*;
+    both true; so are "the wedding is on June 14th" and "the wedding is at 2pm" (a
+    calendar day and a time of day), "my commute is 40 minutes" and "... 12 miles" (how
+    long and how far): values of one kind whose words answer different questions. Subjects
+    about one occasion ("my plan for the evening", "lunch today") are *episodic*;
   - a "she"/"he"/"they" that follows a person named with "my" in the same text is that
     person ("Update on my sister: she lives in Leeds now"); a discourse clause before
     "X is my favourite Y" is not part of the value ("If you ever need to know, ...");
@@ -1500,6 +1502,32 @@ def _subject_head(subject: str) -> str:
     return words[-1] if words else ""
 
 
+#: Units that say which question an amount answers: how long, or how far.
+_UNIT_QUESTION = {
+    **dict.fromkeys(_word_set("second minute min hour hr week month year"), "how long"),
+    **dict.fromkeys(_word_set("mile km kilometre kilometer metre meter yard foot feet"), "how far"),
+}
+
+
+def _questions(s: Statement) -> set[str]:
+    """Which questions an "is" statement's value answers, when its words say: a time of
+    day or a calendar day for a ``when``, how long or how far for an ``amount``."""
+    kind = (s.subject or "").rpartition(":")[2]
+    if kind == "when":
+        return {"clock" if k == "time" else "calendar" for k, _ in s.quantities if k != "money"}
+    if kind == "amount":
+        return {_UNIT_QUESTION[w] for w in s.words if w in _UNIT_QUESTION}
+    return set()
+
+
+def _other_question(new: Statement, old: Statement) -> bool:
+    """Two values of one subject that answer different questions of one kind, so both
+    hold: a date and a time of day ("the wedding is on June 14th" / "the wedding is at
+    2pm"), a duration and a distance ("my commute is 40 minutes" / "... 12 miles")."""
+    a, b = _questions(new), _questions(old)
+    return bool(a) and bool(b) and not a & b
+
+
 def _subject_relation(a: str, b: str) -> str:
     """``"same"``, ``"maybe"`` (one preference has no noun) or ``"different"``."""
     a_owner, _, a_subj = a.partition("|")
@@ -1670,7 +1698,9 @@ class LexicalSupersession:
                     changed = False  # one more allergy is not a changed one
                 restated = n.value == o.value
                 if relation == "same" and (changed or restated):
-                    if not (n.episodic or o.episodic) or n.strong_cue:
+                    if _other_question(n, o):
+                        pass  # both hold: "the wedding is at 2pm" after "... on June 14th"
+                    elif not (n.episodic or o.episodic) or n.strong_cue:
                         chosen.append(c.id)
                 elif relation == "maybe" and o.value and _flat(o.value) <= n.negated:
                     chosen.append(c.id)  # rule 3: the new one names and rejects it

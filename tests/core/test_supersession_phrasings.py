@@ -546,6 +546,11 @@ STILL_TRUE = [
         "My boss is Priya.",
         "My boss Priya introduced me to Tom. He is a designer on the Falcon team.",
     ),
+    # one kind of value, another question: a date and a time of day, a duration and a
+    # distance
+    ("The wedding is on June 14th.", "The wedding is at 2pm."),
+    ("Project Falcon's launch is on May 2nd.", "Project Falcon's launch is at 9am Pacific."),
+    ("My commute is 40 minutes each way.", "My commute is 12 miles."),
     # another's favourite: "your" is not "our" (the speaker's)
     ("My favourite colour is blue.", "I bet your favourite colour is red."),
     ("Our drink of choice is prosecco.", "Your drink of choice is lemonade, I think."),
@@ -628,6 +633,11 @@ def test_removing_an_item_leaves_another_that_shares_a_word(old: str, new: str) 
         (TEA, "My favourite drink is coffee now, I have another cup every morning."),
         ("My budget is 20k.", "My budget is now twenty-five thousand."),
         ("My wifi password is sunflower.", "My wifi password is now 7tulips."),
+        # a time of day, a day or a length changed: the same question
+        ("The meeting is on Tuesday at 2pm.", "The meeting is at 3pm now."),
+        ("My appointment is at 2:30pm.", "My appointment is at 11:30am now."),
+        ("The launch is on May 2nd.", "The launch is on Friday now."),
+        ("My commute is 40 minutes.", "My commute is 25 minutes now."),
     ],
 )
 def test_the_same_attribute_changed_is_still_caught(old: str, new: str) -> None:
