@@ -39,7 +39,8 @@ It first parses a text into a :class:`Statement`:
     days", "I've switched to matcha", "I like matcha better now", "my new favourite is
     matcha", "matcha is my go-to now", and, with a time cue ("now", "these days",
     "nowadays", "lately"), "I'm into matcha now", "I'm more of a tea person now";
-    "I mostly drink/eat/listen to X" names its category (drink, food, music);
+    "I mostly drink/eat/listen to X" names its category (drink, food, music), unless a
+    setting follows ("I mostly drink water during the day": a habit there);
   - names (subject ``name``): "call me X", "I go by X", "I'm going by X", "my name is
     X", "I'd rather you called me X", "everyone calls me X", "to be called X", "please
     use X instead/from now on" (that ending the instruction); not what another calls the
@@ -578,6 +579,13 @@ _PREF_VERBS: tuple[tuple[re.Pattern[str], bool], ...] = (
         re.compile(r"\b(?:i|we)\s+(?P<cat>drink|eat|listen to)\s+" + _V, re.I),
         True,
     ),
+)
+#: A setting after what one drinks, eats or listens to: a habit there, not a favourite.
+_SCOPE = re.compile(
+    r"\b(?:during|while|when|whenever|before|after|at (?:work|night|home|lunch|weekends?)|"
+    r"on (?:my|the|weekdays|weekends|workdays)|in the (?:morning|afternoon|evening)s?|"
+    r"with (?:my|dinner|lunch|breakfast|meals?|friends))\b",
+    re.I,
 )
 #: What every pattern of ``_PREF_VERBS`` and ``_SELF`` needs ("I", "we", "I'm", "we're"...).
 _FIRST_PERSON = re.compile(r"\b(?:i|we)\b", re.I)
@@ -1360,6 +1368,8 @@ def _subject_value(
             if not _stated(clean, pm.start()):
                 continue
             cat = pm.groupdict().get("cat")
+            if cat and _SCOPE.search(pm.group("val")):
+                continue  # a habit in one setting: "I mostly drink water during the day"
             value = _value(pm.group("val"))
             if value:
                 subj = _VERB_CATEGORY[cat.lower()] if cat else "*"

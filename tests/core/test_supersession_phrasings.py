@@ -551,6 +551,9 @@ STILL_TRUE = [
     ("The wedding is on June 14th.", "The wedding is at 2pm."),
     ("Project Falcon's launch is on May 2nd.", "Project Falcon's launch is at 9am Pacific."),
     ("My commute is 40 minutes each way.", "My commute is 12 miles."),
+    # a habit in one setting is not a favourite
+    ("My favourite drink is a flat white.", "I mostly drink water during the day."),
+    ("My favourite music is jazz.", "I mostly listen to podcasts on my commute."),
     # another's favourite: "your" is not "our" (the speaker's)
     ("My favourite colour is blue.", "I bet your favourite colour is red."),
     ("Our drink of choice is prosecco.", "Your drink of choice is lemonade, I think."),
@@ -638,6 +641,8 @@ def test_removing_an_item_leaves_another_that_shares_a_word(old: str, new: str) 
         ("My appointment is at 2:30pm.", "My appointment is at 11:30am now."),
         ("The launch is on May 2nd.", "The launch is on Friday now."),
         ("My commute is 40 minutes.", "My commute is 25 minutes now."),
+        # a habit with no setting still names a favourite
+        ("My favourite drink is coffee.", "I now mostly drink green tea."),
     ],
 )
 def test_the_same_attribute_changed_is_still_caught(old: str, new: str) -> None:
