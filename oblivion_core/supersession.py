@@ -17,10 +17,10 @@ It first parses a text into a :class:`Statement`:
   ``Human``, ``Customer``, ``Client``, ``Me``), as is the assistant's. A memory whose
   metadata names its chat role (``{"role": "assistant"}``, as the LlamaIndex adapters
   store each message's bare text) reads as opening with that role (:func:`as_said`).
-  Discourse labels
-  (``"Update:"``, ``"Quick update:"``, ``"Note:"``, ``"PS:"``, ``"Correction:"``,
-  ``"Reminder:"``) are not speakers: they are stripped, with leading discourse words
-  ("actually", "so", "by the way", "turns out"), before the subject is parsed;
+  Discourse labels (``"Update:"``, ``"Quick update:"``, ``"Note:"``, ``"PS:"``,
+  ``"Correction:"``, ``"Reminder:"``) are not speakers: they are stripped, with leading
+  discourse words ("actually", "so", "by the way", "turns out"), before the subject is
+  parsed;
 * **list operations** -- "add/put/stick X on/to the (shopping) list", "shopping list: X",
   "we're out of X", a bare "add X" are an *add* of X; "remove/take/cross X off the list",
   a bare "remove X", "we don't need X any more", "got the X already, cross it off",
@@ -1707,10 +1707,9 @@ class LexicalSupersession:
                 if n.subject.endswith(_ADDED_UP):
                     changed = False  # one more allergy is not a changed one
                 restated = n.value == o.value
-                if relation == "same" and (changed or restated):
-                    if _other_question(n, o):
-                        pass  # both hold: "the wedding is at 2pm" after "... on June 14th"
-                    elif not (n.episodic or o.episodic) or n.strong_cue:
+                # (not when both hold: "the wedding is at 2pm" after "... on June 14th")
+                if relation == "same" and (changed or restated) and not _other_question(n, o):
+                    if not (n.episodic or o.episodic) or n.strong_cue:
                         chosen.append(c.id)
                 elif relation == "maybe" and o.value and _flat(o.value) <= n.negated:
                     chosen.append(c.id)  # rule 3: the new one names and rejects it
