@@ -3,6 +3,7 @@ ranks and explains as before, and keeps what was queued for it."""
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 import threading
 from pathlib import Path
@@ -37,23 +38,7 @@ def _snapshot(mem: Oblivion, ns: str) -> dict[str, Any]:
     """What a user can see of a namespace, without changing it."""
     return _rounded(
         {
-            "records": [
-                (
-                    r.id,
-                    r.text,
-                    r.category,
-                    r.importance,
-                    r.created_at,
-                    r.last_accessed,
-                    r.access_count,
-                    r.activation,
-                    r.decay_rate,
-                    r.tier,
-                    dict(r.metadata),
-                    r.invalidated,
-                )
-                for r in mem.records(namespace=ns)
-            ],
+            "records": [dataclasses.asdict(r) for r in mem.records(namespace=ns)],
             # less whether the archive's in-memory copy is built yet (a cache, rebuilt on
             # the first archive search)
             "stats": {k: v for k, v in mem.stats(namespace=ns).items() if k != "archive_in_memory"},
