@@ -3563,6 +3563,7 @@ class Oblivion:
                 self._db.set_meta(f"usage:{ns}", space.usage.to_json(), conn)
             self._reload(ns)
             self._lex.drop(ns)
+            self._db.forget_cached(ns)  # its texts and metadata
             return True
 
     def count(self, *, namespace: str | None = None, category: str | None = None) -> int:
@@ -3572,6 +3573,8 @@ class Oblivion:
             category = _check_category(category)
         with self._lock:
             self._check_open()
+            if ns not in self._spaces:  # counted where it is, not loaded for it
+                return self._db.count(ns, category)
             st = self._space(ns).state
             if category is None:
                 return st.n

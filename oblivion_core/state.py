@@ -1037,7 +1037,7 @@ class StateDB:
 
     def drop_namespace(self, namespace: str, conn: sqlite3.Connection) -> None:
         """Delete a namespace's rows (events are kept as history)."""
-        self._uncache(namespace, [m for ns, m in self._contents if ns == namespace])
+        self.forget_cached(namespace)
         for table in ("memories", "vectors", "links", "review", "summaries", "namespaces"):
             conn.execute(f"DELETE FROM {table} WHERE namespace=?", (namespace,))
 
@@ -1229,6 +1229,22 @@ class StateDB:
                 for mid, text, meta in zip(ids, texts, metadatas, strict=True)
             ),
         )
+
+    def forget_cached(self, namespace: str) -> None:
+        """Drop the cached texts and metadata of a namespace (it is being unloaded)."""
+        self._uncache(namespace, [m for ns, m in self._contents if ns == namespace])
+
+    def count(self, namespace: str, category: str | None = None) -> int:
+        """Memories of a namespace (of one category), counted in the database: for a
+        namespace not loaded, without loading it."""
+        if category is None:
+            rows = self._read("SELECT COUNT(*) FROM memories WHERE namespace=?", (namespace,))
+        else:
+            rows = self._read(
+                "SELECT COUNT(*) FROM memories WHERE namespace=? AND category=?",
+                (namespace, category),
+            )
+        return int(rows[0][0])
 
     def _uncache(self, namespace: str, ids: Iterable[str]) -> None:
         for m in ids:

@@ -243,3 +243,30 @@ def test_unload_beside_recalls_and_writes_on_other_threads(tmp_path: Path) -> No
         assert mem.count() == 70
     finally:
         mem.close()
+
+
+def test_unload_lets_go_of_the_cached_texts_and_counts_need_no_load(tmp_path: Path) -> None:
+    """The texts and metadata read for a namespace go with it (the reviewer saw 3,000
+    of them stay); count() of a namespace not loaded is read from the database, so
+    listing every user's namespace (as OblivionStore.list_namespaces does) loads none."""
+    with Oblivion(tmp_path / "store", embedder=HashEmbedder()) as mem:
+        for user in ("ana", "bo"):
+            mem.remember_many(
+                [f"{user} fact {i}: the shed holds tool {i}" for i in range(6)], namespace=user
+            )
+            mem.remember("Keep answers short.", category="instruction", namespace=user)
+            mem.recall("shed tool 3", k=3, namespace=user)  # reads texts into the cache
+        counts = {
+            u: (mem.count(namespace=u), mem.count(namespace=u, category="instruction"))
+            for u in ("ana", "bo")
+        }
+        assert any(ns == "ana" for ns, _ in mem._db._contents)
+        mem.unload(namespace="ana")
+        mem.unload(namespace="bo")
+        assert not any(ns in ("ana", "bo") for ns, _ in mem._db._contents)
+        assert {
+            u: (mem.count(namespace=u), mem.count(namespace=u, category="instruction"))
+            for u in ("ana", "bo")
+        } == counts
+        assert mem.count(namespace="ana", category="never-used") == 0
+        assert not {"ana", "bo"} & set(mem.loaded_namespaces())

@@ -916,3 +916,18 @@ def test_an_unknown_operator_inside_a_list_filter_changes_nothing(store: Oblivio
         store.batch(ops)
     assert store.get(NS, "keep") is not None
     assert store.get(NS, "new") is None
+
+
+def test_listing_namespaces_loads_none_of_them(engine: Oblivion) -> None:
+    """A server that unloads idle users keeps them unloaded when it lists namespaces."""
+    store = OblivionStore(engine)
+    for user in ("ana", "bo", "cy"):
+        store.put(("users", user), "pref", {"text": f"{user} likes green tea"})
+    for space in engine.loaded_namespaces():
+        engine.unload(namespace=space)
+    assert store.list_namespaces(prefix=("users",)) == [
+        ("users", "ana"),
+        ("users", "bo"),
+        ("users", "cy"),
+    ]
+    assert engine.loaded_namespaces() == []
