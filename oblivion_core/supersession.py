@@ -1022,14 +1022,15 @@ _SAME_SPEAKER = {
 def as_said(text: str, metadata: Mapping[str, Any] | None) -> str:
     """``text`` as the rule reads it: a memory stored as a chat message's bare text with
     its role beside it (``metadata["role"]``, as the LlamaIndex adapters store each
-    message) opens with that role's label, unless it opens with a chat role's label
-    already. Read bare, such a memory was an unknown speaker, whose "my" is anyone's: an
-    assistant's "My name is Ada" replaced the user's name."""
+    message) opens with that role's label, unless it names its speaker itself (a role
+    or a name: "Dana: ..." with ``"role": "user"`` is Dana's). Read bare, such a memory
+    was an unknown speaker, whose "my" is anyone's: an assistant's "My name is Ada"
+    replaced the user's name."""
     role = metadata.get("role") if metadata else None
     if not isinstance(role, str) or role.strip().lower() not in _ROLES:
         return text
     m = _PREFIX.match(text)
-    if m and m.group(1).strip().lower() in _ROLES:
+    if m and _is_speaker(m.group(1).strip()):
         return text
     return f"{role.strip()}: {text}"
 

@@ -252,6 +252,25 @@ def test_through_the_engine(tmp_path: Path, old: str, new: str, query: str) -> N
         assert mem.recall(query, include_superseded=True).ids[0] == b.id
 
 
+def test_a_named_speaker_with_a_chat_role_in_metadata(tmp_path: Path) -> None:
+    """The demo's turns: "Dana: ..." with ``"role": "user"`` are Dana's, so her later
+    correction replaces her launch date (read as "user: Dana: ...", it did not)."""
+    clock = ManualClock()
+    user = {"role": "user"}
+    with Oblivion(tmp_path, clock=clock) as mem:
+        a = mem.remember(
+            "Dana: The Kestrel launch date is 14 March, so the clock is already ticking.",
+            metadata=user,
+        )
+        clock.advance(3_600.0)
+        b = mem.remember(
+            "Dana: Bad news: the launch has moved. Kestrel now goes live on 28 March, not "
+            "14 March.",
+            metadata=user,
+        )
+        assert mem.get(a.id).superseded_by == b.id
+
+
 @pytest.mark.integration
 def test_independent_facts_survive_the_engine(tmp_path: Path) -> None:
     """Trips, other people's favourites and the return flight's seat stay first-class."""
@@ -668,9 +687,10 @@ def test_two_nounless_preferences_need_the_fallback_similarity() -> None:
     [
         ("My name is Ada.", {"role": "assistant"}, "assistant: My name is Ada."),
         ("My name is Sam.", {"role": "user", "session_id": "s1"}, "user: My name is Sam."),
-        ("Lookup: 3 rows", {"role": "tool"}, "tool: Lookup: 3 rows"),
-        # already opening with a chat role, or no chat role given: as it is
+        ("3 rows found for Leeds.", {"role": "tool"}, "tool: 3 rows found for Leeds."),
+        # already naming its speaker, or no chat role given: as it is
         ("user: My name is Sam.", {"role": "user"}, "user: My name is Sam."),
+        ("Dana: The launch is on 14 March.", {"role": "user"}, "Dana: The launch is on 14 March."),
         ("My name is Sam.", {"role": "admin"}, "My name is Sam."),
         ("My name is Sam.", {"role": 3}, "My name is Sam."),
         ("My name is Sam.", {}, "My name is Sam."),
