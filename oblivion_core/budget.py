@@ -93,21 +93,27 @@ def count_tokens(counter: TokenCounter, text: str) -> int:
     return n
 
 
-def check_budget(budget: object, name: str = "token_budget") -> int | None:
-    """Validate a token budget: ``None`` (unlimited) or an int >= 0."""
+def check_budget(
+    budget: object, name: str = "token_budget", *, optional: bool = True
+) -> int | None:
+    """Validate a token budget: ``None`` (unlimited; refused unless ``optional``) or an
+    int >= 0."""
+    alt = " or None" if optional else " (tokens)"
     if budget is None:
-        return None
+        if optional:
+            return None
+        raise InvalidInputError(f"{name} must be an int >= 0 (tokens), got None")
     if isinstance(budget, bool) or not isinstance(budget, numbers.Real):
         raise InvalidInputError(
-            f"{name} must be an int >= 0 or None, got {type(budget).__name__} {budget!r}"
+            f"{name} must be an int >= 0{alt}, got {type(budget).__name__} {budget!r}"
         )
     if isinstance(budget, numbers.Integral):  # any size: float() would overflow
         if budget < 0:
-            raise InvalidInputError(f"{name} must be a whole number >= 0 or None, got {budget!r}")
+            raise InvalidInputError(f"{name} must be a whole number >= 0{alt}, got {budget!r}")
         return int(budget)
     value = _as_float(budget)
     if not math.isfinite(value) or value < 0 or value != int(value):
-        raise InvalidInputError(f"{name} must be a whole number >= 0 or None, got {budget!r}")
+        raise InvalidInputError(f"{name} must be a whole number >= 0{alt}, got {budget!r}")
     return int(value)
 
 

@@ -185,9 +185,7 @@ def check_limit(value: object, name: str) -> int:
     Raises:
         InvalidInputError: ``value`` is ``None``, negative, fractional or not a number.
     """
-    if value is None:
-        raise InvalidInputError(f"{name} must be an int >= 0 (tokens), got None")
-    limit = check_budget(value, name)
+    limit = check_budget(value, name, optional=False)
     assert limit is not None
     return limit
 

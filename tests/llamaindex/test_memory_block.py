@@ -418,6 +418,14 @@ def test_bad_settings_are_refused(engine: Oblivion, field: str, value: object) -
         block_for(engine, **{field: value})
 
 
+@pytest.mark.parametrize("value", [-1, 1.5, "10", None])
+def test_a_bad_token_limit_is_not_told_none_would_do(engine: Oblivion, value: object) -> None:
+    """The block's limit cannot be None, so its error does not offer it."""
+    with pytest.raises(ValueError, match="token_limit") as caught:
+        block_for(engine, token_limit=value)
+    assert "or None" not in str(caught.value)
+
+
 def test_negative_limit_on_assignment_is_refused(engine: Oblivion) -> None:
     """Setting a negative token limit later fails and keeps the old one."""
     block = block_for(engine, token_limit=50)
