@@ -6,7 +6,8 @@ linked to its successor, demoted, and hidden from recall in favour of its succes
 (``recall(include_superseded=True)`` shows it). Nothing is deleted.
 
 The offline default, :class:`LexicalSupersession`, is a documented rule, not a model.
-It first parses a text into a :class:`Statement`:
+It first parses a text into a :class:`Statement` (typographic apostrophes, ``’`` as
+phones and most LLM output write them, read as ``'``):
 
 * **speaker** -- a ``"Name: "`` prefix, if it is a chat role (``"user:"``,
   ``"assistant:"``) or a name (``"Dana:"``, ``"Dr. Lee:"``). A transcript (a turn as
@@ -1414,12 +1415,18 @@ def _subject_value(
     return None
 
 
+#: Right and left single quotes, the modifier letter and the fullwidth apostrophe.
+_APOSTROPHES = str.maketrans(dict.fromkeys("\u2019\u2018\u02bc\uff07", "'"))
+
+
 @functools.lru_cache(maxsize=8_192)
 def parse(text: str) -> Statement:
     """Parse one memory text (see the module doc for the rule). The last 8,192 are cached
     (a write's candidates are mostly the same recent memories): about 2 KB each for a chat
     turn, 18 KB for a 1,000-character chunk; 65,536 held up to 1.2 GB of chunks."""
-    speaker, body = _split_speaker(text)
+    # typographic apostrophes (phones, word processors, most LLM output) read as "'":
+    # "I don’t live in Paris anymore" negates as "I don't" does
+    speaker, body = _split_speaker(text.translate(_APOSTROPHES))
     lower = body.lower()
     # cheap keyword checks first: most texts state no fact and skip most regexes
     cue = _has(lower, _CUE_TRIGGERS) and bool(_CUES.search(body))

@@ -713,3 +713,41 @@ def test_a_role_in_metadata_keeps_speakers_apart() -> None:
     green = as_said("Actually my favourite colour is green now.", {"role": "user"})
     assert rule.supersedes(green, "Human: My favourite colour is blue.", similarity=0.8)
     assert rule.supersedes(green, as_said("My favourite colour is blue.", {"role": "user"}), 0.8)
+
+
+def _curly(text: str) -> str:
+    return text.replace("'", "\u2019")
+
+
+APOSTROPHE_PAIRS = [
+    ("My sister's name is Ann.", "My sister's name is Anna now.", True),
+    ("I'm based in Leeds.", "I've moved to York.", True),
+    ("I live in Paris.", "I don't live in Paris anymore, I live in Lyon.", True),
+    ("Project Falcon's deadline is April 30th.", "Project Falcon's deadline is now May 2nd.", True),
+    ("Add milk to the shopping list.", "We don't need milk any more.", True),
+    ("Dana's favourite colour is red.", "My favourite colour's green.", False),
+    ("I'm vegetarian.", "I'm a chef.", False),
+]
+
+
+@pytest.mark.parametrize(("old", "new", "stale"), APOSTROPHE_PAIRS)
+def test_typographic_apostrophes_read_as_straight_ones(old: str, new: str, stale: bool) -> None:
+    """Phones and most LLM output write ’: "I don’t live in Paris anymore" is a
+    correction as "I don't ..." is, and every text parses the same either way."""
+    for a, b in [(old, new), (_curly(old), _curly(new)), (old, _curly(new)), (_curly(old), new)]:
+        assert rule.supersedes(b, a, similarity=0.9) is stale, (a, b)
+    assert parse(_curly(new)) == parse(new)
+    assert parse(new.replace("'", "\u02bc")) == parse(new)
+
+
+@pytest.mark.integration
+def test_typographic_apostrophes_through_the_engine(tmp_path: Path) -> None:
+    """With the default embedder, a correction typed with ’ replaces the older fact."""
+    clock = ManualClock()
+    with Oblivion(tmp_path, clock=clock) as mem:
+        a = mem.remember("My sister\u2019s name is Ann.")
+        mem.remember("The weather has been awful all week.")
+        clock.advance(3_600.0)
+        b = mem.remember("My sister\u2019s name is Anna now, she changed it.")
+        assert mem.get(a.id).superseded_by == b.id
+        assert mem.recall("What\u2019s my sister\u2019s name?").ids[0] == b.id
