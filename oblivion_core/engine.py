@@ -10,6 +10,7 @@ re-entrant lock around every state change, so one instance can be shared by thre
 from __future__ import annotations
 
 import atexit
+import itertools
 import json
 import logging
 import math
@@ -203,6 +204,7 @@ class _Space:
         self.last_write: tuple[str, float] | None = None
         self.writes_since_maintain = 0
         self.lists: ListIndex | None = None  # built on the first list question
+        self.used = 0  # when last used (Oblivion._uses): the idle ones are unloaded first
 
     def _mark(self, ids: Sequence[str], active: bool) -> None:
         """Set the ``active_seqs`` entries of memories ``ids`` (ids not in the state are
@@ -300,6 +302,10 @@ class Oblivion:
             (default: the offline :class:`LexicalSupersession` rule).
         summarizer: Writes the summaries of compressed memories (default: the offline
             :class:`~oblivion_core.compression.ExtractiveSummarizer`).
+        max_loaded_namespaces: Hold at most this many namespaces in memory (``None``: no
+            limit). Past it, right after the call that loaded one more, the least
+            recently used are unloaded (:meth:`unload`): a server with a namespace per
+            user keeps the active ones and reads the others back when they return.
     """
 
     #: A namespace with at most this many memories outside the active tier keeps their
@@ -338,9 +344,11 @@ class Oblivion:
         namespace: str = DEFAULT_NAMESPACE,
         supersession_judge: SupersessionJudge | None = None,
         summarizer: Summarizer | None = None,
+        max_loaded_namespaces: int | None = None,
     ) -> None:
         # recall feedback runs after the recall returns (oblivion_core/write_behind.py)
         self._lock = EngineLock()
+        self.max_loaded_namespaces = check_k(max_loaded_namespaces, "max_loaded_namespaces")
         self.default_namespace = _check_namespace(namespace)
         self.path = _store_path(path)
         _check_hooks(importance_scorer, summarizer, supersession_judge, vector_store)
@@ -387,6 +395,7 @@ class Oblivion:
                     clock = WallClock()
             if not isinstance(clock, Clock):
                 raise InvalidInputError(f"clock must have a now() method, got {clock!r}")
+            _check_clock_kind(clock, self._policy.clock, stored is not None)
             self.clock: Clock = clock
             self._turns_read: set[str] = set()
             self._turns_saved: dict[str, str] = {}
@@ -440,9 +449,12 @@ class Oblivion:
             self._workers = ThreadPoolExecutor(2, thread_name_prefix="oblivion")
             self._next_seq = self._db.next_seq()
             self._spaces: dict[str, _Space] = {}
+            self._uses = itertools.count()  # orders the namespaces by last use
+            self._evicting = False  # an _unload_idle job is queued
             # per namespace: (policy, learned multipliers by category, (rates, betas))
             self._param_cache: dict[str, tuple[Policy, tuple[Any, ...], _CategoryParams]] = {}
             self._exact_lru: OrderedDict[str, None] = OrderedDict()  # namespaces with one
+            self._resync_due: set[str] = set()  # a resync note left to act on (_resync)
             self._known: set[str] = set(self._db.namespaces()) | {self.default_namespace}
             if self._db.meta(StateDB.LEGACY_TIMES):
                 self._convert_legacy_times()
@@ -1167,9 +1179,10 @@ class Oblivion:
                         self.store.add(
                             ns, [memory_id], old[1], [old[0]], [{"category": old_category}]
                         )
-                    except Exception:  # the note stays: put right on the next load
+                    except Exception:  # the note stays: put right before the next query
                         logger.exception("could not restore the text of %r in Chroma", memory_id)
                         resync = False
+                        self._resync_due.add(ns)
                 if resync:
                     self._clear_resync(ns, [memory_id])
                 raise
@@ -3537,11 +3550,11 @@ class Oblivion:
         Every namespace used since the engine opened stays in memory: its activation
         columns, the vectors of its active tier (1.5 KB per memory with the default
         384-dimension model), its BM25 index, links and summaries. A process serving
-        many users, a namespace each, can unload those gone idle (e.g. the least
-        recently used past some number). What is queued for the namespace (activation
-        updates, recall feedback, use counters) is written first; the next call that
-        uses it reads it back from the store, as reopening the store would. Nothing
-        stored changes.
+        many users, a namespace each, can unload those gone idle, or have the least
+        recently used past some number unloaded for it (``max_loaded_namespaces``).
+        What is queued for the namespace (activation updates, recall feedback, use
+        counters) is written first; the next call that uses it reads it back from the
+        store, as reopening the store would. Nothing stored changes.
 
         Returns:
             Whether the namespace was loaded.
@@ -3554,17 +3567,20 @@ class Oblivion:
         ns = self._ns(namespace)
         with self._lock:  # taking it applies the feedback of recalls that returned
             self._check_open()
-            space = self._spaces.get(ns)
-            if space is None:
-                return False
-            # the updates every call queued, this namespace's use counters with them;
-            # a failure raises here, with nothing dropped
-            with self._db.transaction() as conn:
-                self._db.set_meta(f"usage:{ns}", space.usage.to_json(), conn)
-            self._reload(ns)
-            self._lex.drop(ns)
-            self._db.forget_cached(ns)  # its texts and metadata
-            return True
+            return self._unload(ns)
+
+    def _unload(self, ns: str) -> bool:
+        space = self._spaces.get(ns)
+        if space is None:
+            return False
+        # the updates every call queued, this namespace's use counters with them;
+        # a failure raises here, with nothing dropped
+        with self._db.transaction() as conn:
+            self._db.set_meta(f"usage:{ns}", space.usage.to_json(), conn)
+        self._reload(ns)
+        self._lex.drop(ns)
+        self._db.forget_cached(ns)  # its texts and metadata
+        return True
 
     def count(self, *, namespace: str | None = None, category: str | None = None) -> int:
         """Number of memories in a namespace (of one ``category``, if given)."""
@@ -3717,37 +3733,72 @@ class Oblivion:
     def _space(self, ns: str, *, create: bool = False) -> _Space:
         space = self._spaces.get(ns)
         if space is None:
-            if ns not in self._known and not create:
-                raise UnknownNamespaceError(f"namespace {ns!r} does not exist")
-            st = self._db.load(ns)
-            index = ActiveIndex(self._dim)
-            active = [st.ids[i] for i in np.flatnonzero(st.col("tier") == Tier.ACTIVE)]
-            if active:
-                vecs = self._vectors(ns, None, active)
-                have = [m for m in active if m in vecs]
-                if have:
-                    index.add(have, np.stack([vecs[m] for m in have]))
-            if st.n and self.REPAIR_ON_LOAD:
-                self._restore_lost_vectors(ns, st)
-            self._resync(ns, st)
-            usage = self._db.parsed(f"usage:{ns}", Usage.from_json)
-            space = _Space(st, index, usage)
-            space.writes_since_maintain = self._db.parsed(f"writes:{ns}", _stored_count)
-            for a, b, w in self._db.links(ns):
-                space.graph.add(a, b, w)
-            space.review = self._db.review(ns)
-            space.summaries = self._db.summaries(ns)
-            space.uncompressed = self._db.parsed(f"uncompressed:{ns}", _stored_ids)
-            space.last_write = self._last_turn(space)
-            self._spaces[ns] = space
-            # rates that changed while the store was closed (another policy passed to the
-            # constructor) start new clock pieces now: the past decayed at the old rates
-            self._clock_now(ns, st, self._now(ns))
+            space = self._load(ns, create)
+        space.used = next(self._uses)
         return space
+
+    def _load(self, ns: str, create: bool) -> _Space:
+        """Read namespace ``ns`` from the store into memory."""
+        if ns not in self._known and not create:
+            raise UnknownNamespaceError(f"namespace {ns!r} does not exist")
+        st = self._db.load(ns)
+        index = ActiveIndex(self._dim)
+        active = [st.ids[i] for i in np.flatnonzero(st.col("tier") == Tier.ACTIVE)]
+        if active:
+            vecs = self._vectors(ns, None, active)
+            have = [m for m in active if m in vecs]
+            if have:
+                index.add(have, np.stack([vecs[m] for m in have]))
+        if st.n and self.REPAIR_ON_LOAD:
+            self._restore_lost_vectors(ns, st)
+            self._resync(ns, st)
+        usage = self._db.parsed(f"usage:{ns}", Usage.from_json)
+        space = _Space(st, index, usage)
+        space.writes_since_maintain = self._db.parsed(f"writes:{ns}", _stored_count)
+        for a, b, w in self._db.links(ns):
+            space.graph.add(a, b, w)
+        space.review = self._db.review(ns)
+        space.summaries = self._db.summaries(ns)
+        space.uncompressed = self._db.parsed(f"uncompressed:{ns}", _stored_ids)
+        space.last_write = self._last_turn(space)
+        self._spaces[ns] = space
+        # rates that changed while the store was closed (another policy passed to the
+        # constructor) start new clock pieces now: the past decayed at the old rates
+        self._clock_now(ns, st, self._now(ns))
+        limit = self.max_loaded_namespaces
+        if limit is not None and len(self._spaces) > limit and not self._evicting:
+            self._evicting = True
+            self._lock.later(self._unload_idle)
+        return space
+
+    def _unload_idle(self) -> None:
+        """Unload the least recently used namespaces past ``max_loaded_namespaces``
+        (queued by the call that loaded one more; runs under the lock after it)."""
+        # the jobs queued before this one have run; those queued after it are the
+        # feedback of the call that queued it, for the namespaces it used last
+        self._evicting = False
+        limit = self.max_loaded_namespaces
+        if self._closed or limit is None or len(self._spaces) <= limit:
+            return
+        idle = sorted(self._spaces, key=lambda n: self._spaces[n].used)
+        for ns in idle[: len(self._spaces) - limit]:
+            try:
+                self._unload(ns)
+            except Exception:  # the database locked: kept loaded, tried again later
+                logger.warning(
+                    "namespace %r could not be unloaded (max_loaded_namespaces=%d); it stays "
+                    "in memory until a namespace is next loaded",
+                    ns,
+                    limit,
+                    exc_info=True,
+                )
+                return
 
     def repair_vector_store(self, *, namespace: str | None = None) -> dict[str, int]:
         """Make the vector store hold exactly the namespace's memories: those it lacks
-        are put back from the vectors SQLite keeps, records of no memory are removed.
+        are put back from the vectors SQLite keeps, records of no memory are removed, and
+        a record an edit changed in Chroma but not in SQLite (the edit failed, and Chroma
+        was out of reach to undo it) is written again as SQLite holds it.
 
         A namespace is checked by its record count when first used (the lost ones are put
         back then); this compares every id (about 1 s per 100k memories), for when the
@@ -3756,16 +3807,24 @@ class Oblivion:
         on this instance wait meanwhile.
 
         Returns:
-            ``{"put_back": ..., "removed": ...}``, counts of records.
+            ``{"put_back": ..., "removed": ...}``, counts of records (those written again
+            count as put back).
+
+        Raises:
+            VectorStoreError: the vector store could not be reached; call again later.
         """
         ns = self._ns(namespace)
         with self._lock:
             self._check_open()
             st = self._space(ns).state
+            rewritten = self._resync(ns, st, strict=True)
             held = self.store.ids(ns)
             self.store.unchecked.discard(ns)
             put_back = self._restore_lost_vectors(ns, st, held)
-            return {"put_back": put_back, "removed": len(self._drop_orphans(ns, st, held))}
+            return {
+                "put_back": put_back + rewritten,
+                "removed": len(self._drop_orphans(ns, st, held)),
+            }
 
     def _restore_lost_vectors(
         self, ns: str, st: NamespaceState, held: set[str] | None = None
@@ -3847,18 +3906,28 @@ class Oblivion:
         except OblivionError:
             logger.warning("could not clear the resync note of %r", ns, exc_info=True)
 
-    def _resync(self, ns: str, st: NamespaceState) -> None:
+    def _resync(self, ns: str, st: NamespaceState, *, strict: bool = False) -> int:
         """Write again to Chroma, from SQLite, the records a crash may have left as they
-        were never committed (an edit killed between Chroma's write and its commit)."""
+        were never committed (an edit killed between Chroma's write and its commit, or
+        failed with Chroma out of reach to put it back). Returns how many; on failure
+        raises if ``strict``, else logs it and tries again before the next Chroma query
+        and on the next load."""
         noted = self._db.parsed(f"resync:{ns}", _stored_ids)
         if not noted:
-            return
+            self._resync_due.discard(ns)
+            return 0
+        ids = [m for m in sorted(noted) if m in st.index]
         try:
-            self._put_back(ns, st, [m for m in sorted(noted) if m in st.index])
-        except VectorStoreError:  # tried again on the next load
+            self._put_back(ns, st, ids)
+        except VectorStoreError:
+            self._resync_due.add(ns)
+            if strict:
+                raise
             logger.warning("could not put right %d records of %r", len(noted), ns, exc_info=True)
-            return
+            return 0
+        self._resync_due.discard(ns)
         self._clear_resync(ns, noted)
+        return len(ids)
 
     def _refill(self, ns: str, st: NamespaceState) -> int:
         """Put back what the collection of ``ns`` lacks if the vector store doubts it holds
@@ -3866,6 +3935,8 @@ class Oblivion:
         data while this instance was open, or not countable when ``ns`` was loaded).
         Without it, recall through Chroma missed every archived memory until a reopen.
         Returns how many were put back."""
+        if ns in self._resync_due:
+            self._resync(ns, st)
         if ns not in self.store.unchecked:
             return 0
         self.store.unchecked.discard(ns)
@@ -4113,6 +4184,25 @@ class Oblivion:
 
 
 # ==================================================================== validation helpers
+def _check_clock_kind(clock: Clock, kind: str, stored: bool) -> None:
+    """A :class:`WallClock` counts seconds and a :class:`TurnClock` turns: under a policy
+    on the other clock every time would be read in the wrong unit (a turns store opened
+    with a wall clock sat 1.8e9 turns in the future and archived everything). A
+    :class:`ManualClock` counts whatever its user means."""
+    other = "wall" if isinstance(clock, WallClock) else "turns"
+    if not isinstance(clock, WallClock | TurnClock) or other == kind:
+        return
+    name = type(clock).__name__
+    if stored:
+        fix = "pass no clock: the store's own is used"
+    else:
+        fix = f"pass no clock, or policy=Policy.template('balanced', clock={other!r})"
+    raise PolicyError(
+        f"{'this store' if stored else 'the policy'} decays on the {kind!r} "
+        f"clock but clock= is a {name}; {fix}"
+    )
+
+
 def _check_namespace(namespace: object) -> str:
     if not isinstance(namespace, str) or not namespace.strip():
         raise InvalidInputError(f"namespace must be a non-empty string, got {namespace!r}")

@@ -3,8 +3,10 @@ unusable paths, and `stats`, which reads a store without making or repairing any
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 import uuid
@@ -197,3 +199,55 @@ def test_stats_of_a_store_open_elsewhere_says_to_close_it(
         assert "StoreLockedError" in err and "open in a running process" in err
         assert "between threads" not in err
         assert mem.count() == 1
+
+
+class _NamedWords:
+    """A token counter with a name: the store keeps its counts."""
+
+    cache_key = "words:v1"
+
+    def __call__(self, text: str) -> int:
+        return len(text.split())
+
+
+def test_stats_keeps_the_token_counts_of_the_stores_own_counter(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """stats opened the store with the default counter, which renamed the store's counter
+    and cleared every kept count (the app then counted each text again); it keeps them."""
+    with Oblivion(tmp_path, embedder=HashEmbedder(), token_counter=_NamedWords()) as mem:
+        mem.remember_many([f"memory number {i} about the shed" for i in range(5)])
+    db = tmp_path / StateDB.FILE
+
+    def kept() -> tuple[object, list[object]]:
+        with contextlib.closing(sqlite3.connect(db)) as conn:
+            name = conn.execute(
+                "SELECT value FROM meta WHERE key=?", (StateDB.TOKEN_COUNTER,)
+            ).fetchone()
+            return name, [t for (t,) in conn.execute("SELECT tokens FROM memories ORDER BY id")]
+
+    before = kept()
+    assert None not in before[1]
+    assert main(["stats", str(tmp_path)]) == 0
+    assert '"memories": 5' in capsys.readouterr().out
+    assert kept() == before
+
+
+def test_stats_leaves_an_edits_resync_note_for_the_real_vector_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A record an edit left wrong in Chroma is written again when the app next loads the
+    namespace; stats, which opens no vector store, used to take the note for done."""
+    with Oblivion(tmp_path, embedder=HashEmbedder(), token_counter=word_count) as mem:
+        mem.remember("The office is in Leeds.", id="office", supersede=False)
+        wrong = HashEmbedder().embed_documents(["Quarterly budget review"])
+        mem.store.collection("default").upsert(
+            ids=["office"], documents=["Quarterly budget review"], embeddings=wrong
+        )
+        mem._note_resync("default", ["office"])  # as a failed put-back leaves it
+    assert main(["stats", str(tmp_path)]) == 0
+    capsys.readouterr()
+    with Oblivion(tmp_path, embedder=HashEmbedder(), token_counter=word_count) as mem:
+        mem.records()  # loads the namespace: the note is acted on
+        got = mem.store.collection("default").get(ids=["office"], include=["documents"])
+        assert got["documents"] == ["The office is in Leeds."]

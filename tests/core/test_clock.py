@@ -179,3 +179,28 @@ def test_turn_clock_counts_each_namespace_apart() -> None:
     assert clock.rewind(2, namespace="alice") == 4.0
     assert (clock.shared, clock.own("alice"), clock.own("bob")) == (3.0, 1.0, 5.0)
     assert clock.now() == 9.0
+
+
+@pytest.mark.integration
+def test_a_clock_of_the_other_kind_is_refused_and_changes_nothing(tmp_path: Any) -> None:
+    """A WallClock counts seconds, a TurnClock turns: given to a store or a policy on the
+    other clock, it is refused (a review saw a turns store opened with a WallClock sit
+    1.8e9 turns in the future and archive everything), and the store is as it was."""
+    from oblivion_core import Oblivion, PolicyError
+
+    with pytest.raises(PolicyError, match="clock='turns'"):
+        Oblivion(tmp_path / "new", embedder=HashEmbedder(), clock=TurnClock())
+    with pytest.raises(PolicyError, match="clock='wall'"):
+        Oblivion(tmp_path / "new", embedder=HashEmbedder(), clock=WallClock(), policy=TURNS)
+    path = tmp_path / "turns"
+    with Oblivion(path, embedder=HashEmbedder(), policy=TURNS, token_counter=word_count) as mem:
+        mem.remember_many(["We planned the trip to Porto.", "Keep answers short."])
+        before = [(r.id, r.activation, r.last_accessed, r.tier) for r in mem.records()]
+        turn = mem.clock.now()
+    with pytest.raises(PolicyError, match="pass no clock"):
+        Oblivion(path, embedder=HashEmbedder(), clock=WallClock())
+    with Oblivion(path, embedder=HashEmbedder(), clock=ManualClock(turn)) as mem:  # any unit
+        assert [(r.id, r.activation, r.last_accessed, r.tier) for r in mem.records()] == before
+    with Oblivion(path, embedder=HashEmbedder()) as mem:
+        assert mem.clock.now() == turn
+        assert [(r.id, r.activation, r.last_accessed, r.tier) for r in mem.records()] == before

@@ -23,6 +23,7 @@ from oblivion_core import (
     StoreLockedError,
     Tier,
     TurnClock,
+    VectorStoreError,
 )
 from oblivion_core.state import StateDB
 from oblivion_core.testing import HashEmbedder, word_count
@@ -214,6 +215,58 @@ def test_edit_whose_commit_fails_puts_the_old_text_back_in_chroma(tmp_path: Path
     expected = HashEmbedder().embed_documents(["The office is in Leeds."])[0]
     assert np.allclose(got["embeddings"][0], expected, atol=1e-6)
     assert mem.recall("office Leeds", k=1).items[0].text == "The office is in Leeds."
+    mem.close()
+
+
+def _chroma_record(mem: Oblivion, memory_id: str) -> tuple[str, Any]:
+    got = mem.store.collection(mem.default_namespace).get(
+        ids=[memory_id], include=["documents", "embeddings"]
+    )
+    return got["documents"][0], np.asarray(got["embeddings"][0])
+
+
+@pytest.mark.parametrize("put_right_by", ["repair_vector_store", "recall"])
+def test_an_edit_chroma_took_but_could_not_undo_is_put_right_once_it_is_back(
+    tmp_path: Path, put_right_by: str
+) -> None:
+    """The edit reached Chroma, its reply was lost (the edit fails) and Chroma stayed out
+    of reach for the undo, and for the namespace's next load: once Chroma is back,
+    repair_vector_store() or the next recall through Chroma writes the record again as
+    SQLite holds it (a server review saw the failed edit's text found by recall)."""
+    mem = _open(tmp_path)
+    _seed(mem)
+    mem.EXACT_ARCHIVE_ROWS = 0  # recall asks Chroma
+    real_add = mem.store.add
+    down = [True]
+
+    def add_then_lose_the_reply(*args: Any, **kwargs: Any) -> None:
+        real_add(*args, **kwargs)
+        mem.store.add = unreachable  # type: ignore[method-assign]
+        raise VectorStoreError("the reply was lost")
+
+    def unreachable(*args: Any, **kwargs: Any) -> None:
+        if down[0]:
+            raise VectorStoreError("Chroma is out of reach")
+        real_add(*args, **kwargs)
+
+    mem.store.add = add_then_lose_the_reply  # type: ignore[method-assign]
+    with pytest.raises(VectorStoreError):
+        mem.edit("office", "The guest network key is correct horse battery staple.")
+    mem.unload()  # the next load's attempt fails too (logged)
+    assert mem.get("office").text == "The office is in Leeds."
+    assert _chroma_record(mem, "office")[0].startswith("The guest network key")
+    with pytest.raises(VectorStoreError):  # repair says so while it cannot reach Chroma
+        mem.repair_vector_store()
+    down[0] = False
+    if put_right_by == "repair_vector_store":
+        assert mem.repair_vector_store() == {"put_back": 1, "removed": 0}
+    else:
+        mem.recall("office", k=1, deep=True, feedback=False)
+    doc, vec = _chroma_record(mem, "office")
+    assert doc == "The office is in Leeds."
+    assert np.allclose(vec, HashEmbedder().embed_documents([doc])[0], atol=1e-6)
+    assert mem._db.meta("resync:default") is None
+    assert mem.repair_vector_store() == {"put_back": 0, "removed": 0}
     mem.close()
 
 

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import dataclasses
 import sqlite3
+import tempfile
 import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from oblivion_core import ManualClock, Oblivion, Policy, StoreLockedError, UnknownNamespaceError
 from oblivion_core.errors import InvalidInputError
@@ -270,3 +273,143 @@ def test_unload_lets_go_of_the_cached_texts_and_counts_need_no_load(tmp_path: Pa
         } == counts
         assert mem.count(namespace="ana", category="never-used") == 0
         assert not {"ana", "bo"} & set(mem.loaded_namespaces())
+
+
+# ------------------------------------------------- max_loaded_namespaces: unloaded for you
+
+USERS = ["ana", "bo", "cy", "dee"]
+
+
+def _ops() -> st.SearchStrategy[list[tuple[str, str, int]]]:
+    kinds = st.sampled_from(["remember", "recall", "used", "confirm", "maintain", "wait"])
+    return st.lists(
+        st.tuples(kinds, st.sampled_from(USERS), st.integers(0, 5)), min_size=1, max_size=25
+    )
+
+
+def _apply(mem: Oblivion, clock: ManualClock | None, op: tuple[str, str, int], n: int) -> None:
+    """Call ``n`` of a session: ``op`` on one user's namespace (``clock`` advanced by one
+    of the twins only: they share it)."""
+    kind, ns, i = op
+    if kind == "wait":
+        if clock is not None:
+            clock.advance(DAY * (i + 1))
+        return
+    if kind == "remember":
+        mem.remember(f"{ns} fact {i}: the shed holds tool {i}", namespace=ns, id=f"m{n}")
+        return
+    if ns not in mem.namespaces():
+        return
+    if kind == "recall":
+        mem.recall(f"shed tool {i}", k=2, namespace=ns, deep=i % 2 == 0)
+    elif kind == "maintain":
+        mem.maintain(namespace=ns)
+    else:
+        ids = [r.id for r in mem.records(namespace=ns)]
+        if ids:
+            target = ids[i % len(ids)]
+            if kind == "used":
+                mem.mark_used([target], namespace=ns)
+            else:
+                mem.confirm(target, namespace=ns)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ops=_ops(), limit=st.integers(1, 3))
+def test_max_loaded_namespaces_holds_the_limit_and_changes_nothing_else(
+    ops: list[tuple[str, str, int]], limit: int
+) -> None:
+    """Random calls over four users: an engine holding at most ``limit`` namespaces ends
+    exactly as one holding all of them (records, stats, recalls with their why, the
+    journal), live and reopened, and never holds more than ``limit`` once a call has
+    returned."""
+    with tempfile.TemporaryDirectory() as tmp:
+        clock = ManualClock()
+
+        def made(name: str, cap: int | None) -> Oblivion:
+            return Oblivion(
+                Path(tmp) / name,
+                embedder=HashEmbedder(),
+                clock=clock,
+                token_counter=word_count,
+                max_loaded_namespaces=cap,
+            )
+
+        capped, free = made("capped", limit), made("free", None)
+        try:
+            for n, op in enumerate(ops):
+                for mem in (capped, free):
+                    _apply(mem, clock if mem is capped else None, op, n)
+                assert len(capped.loaded_namespaces()) <= limit
+            assert capped.namespaces() == free.namespaces()
+            for ns in capped.namespaces():
+                assert _snapshot(capped, ns) == _snapshot(free, ns), ns
+                assert len(capped.loaded_namespaces()) <= limit
+        finally:
+            capped.close()
+            free.close()
+        with made("capped", None) as a, made("free", None) as b:
+            for ns in a.namespaces():
+                assert _snapshot(a, ns) == _snapshot(b, ns), ns
+
+
+def test_the_least_recently_used_namespaces_go_first(tmp_path: Path) -> None:
+    """With room for two, using a third unloads whichever was used longest ago."""
+    with Oblivion(tmp_path, embedder=HashEmbedder(), max_loaded_namespaces=2) as mem:
+        for user in ("ana", "bo"):
+            mem.remember(f"{user} keeps the spare key under the mat", namespace=user)
+        mem.recall("spare key", namespace="ana")  # bo is now the idle one
+        mem.remember("cy keeps the spare key in the shed", namespace="cy")
+        assert mem.loaded_namespaces() == ["ana", "cy"]
+        assert mem.recall("spare key", namespace="bo").texts == [
+            "bo keeps the spare key under the mat"
+        ]
+        assert mem.loaded_namespaces() == ["bo", "cy"]
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, "2", True])
+def test_max_loaded_namespaces_must_be_a_positive_int(tmp_path: Path, bad: object) -> None:
+    """Anything but None or an int >= 1 is refused, naming the argument."""
+    with pytest.raises(InvalidInputError, match="max_loaded_namespaces must be an int >= 1"):
+        Oblivion(tmp_path, embedder=HashEmbedder(), max_loaded_namespaces=bad)  # type: ignore[arg-type]
+
+
+def test_a_namespace_that_cannot_be_unloaded_stays_until_it_can(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Another process holds the database's write lock: the idle namespace stays loaded
+    with its queued updates, a warning says why, the calls go on, and the next namespace
+    loaded after the lock is gone unloads it with nothing lost."""
+    monkeypatch.setattr(StateDB, "BUSY_TIMEOUT", 0.2)
+    path = tmp_path / "store"
+    mem = Oblivion(
+        path,
+        embedder=HashEmbedder(),
+        clock=ManualClock(),
+        token_counter=word_count,
+        max_loaded_namespaces=1,
+    )
+    try:
+        for user in ("ana", "bo", "cy"):
+            mem.remember_many(
+                [f"{user} fact {i}: the ferry leaves at {i}pm" for i in range(4)], namespace=user
+            )
+        mem.unload(namespace="cy")
+        mem.recall("ferry 3pm", k=2, namespace="ana")
+        boosted = _snapshot(mem, "ana")  # its boosts queued, not written
+        ext = sqlite3.connect(path / StateDB.FILE, isolation_level=None)
+        ext.execute("BEGIN IMMEDIATE")
+        try:
+            with caplog.at_level("WARNING", logger="oblivion_core"):
+                got = mem.recall("ferry 2pm", k=1, namespace="cy", feedback=False)
+                assert got.texts == ["cy fact 2: the ferry leaves at 2pm"]
+                assert mem.loaded_namespaces() == ["ana", "cy"]
+            assert "'ana' could not be unloaded" in caplog.text
+        finally:
+            ext.execute("ROLLBACK")
+            ext.close()
+        mem.recall("ferry 1pm", k=1, namespace="bo", feedback=False)
+        assert mem.loaded_namespaces() == ["bo"]
+        assert _snapshot(mem, "ana") == boosted
+    finally:
+        mem.close()

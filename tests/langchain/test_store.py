@@ -931,3 +931,40 @@ def test_listing_namespaces_loads_none_of_them(engine: Oblivion) -> None:
         ("users", "cy"),
     ]
     assert engine.loaded_namespaces() == []
+
+
+@pytest.mark.integration
+def test_a_server_capped_at_two_loaded_users_answers_every_user(
+    tmp_path: Any, real_embedder: Any
+) -> None:
+    """Real model, Chroma on disk: with max_loaded_namespaces=2, five users' memories
+    are put and searched in turns; each search finds that user's own fact, and the
+    engine never holds more than two users once a call has returned."""
+    users = {
+        "ana": "Ana is allergic to peanuts.",
+        "bo": "Bo's flight to Lisbon leaves on Friday.",
+        "cy": "Cy prefers answers in Spanish.",
+        "dee": "Dee's dog is called Biscuit.",
+        "eli": "Eli works night shifts at the hospital.",
+    }
+    questions = {
+        "ana": "what food allergy",
+        "bo": "when does the flight leave",
+        "cy": "which language for answers",
+        "dee": "name of the dog",
+        "eli": "what shifts at work",
+    }
+    with Oblivion(
+        tmp_path / "memory", embedder=real_embedder, clock=ManualClock(), max_loaded_namespaces=2
+    ) as engine:
+        store = OblivionStore(engine)
+        for user, text in users.items():
+            store.put(("users", user), "fact", {"text": text})
+            store.put(("users", user), "chat", {"text": "Thanks, that was helpful!"})
+            assert len(engine.loaded_namespaces()) <= 2
+        for _ in range(2):
+            for user, question in questions.items():
+                hits = store.search(("users", user), query=question, limit=1)
+                assert [h.value["text"] for h in hits] == [users[user]]
+                assert len(engine.loaded_namespaces()) <= 2
+        assert len(store.list_namespaces(prefix=("users",))) == 5
