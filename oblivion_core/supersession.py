@@ -7,7 +7,8 @@ linked to its successor, demoted, and hidden from recall in favour of its succes
 
 The offline default, :class:`LexicalSupersession`, is a documented rule, not a model.
 It first parses a text into a :class:`Statement` (typographic apostrophes, ``’`` as
-phones and most LLM output write them, read as ``'``):
+phones and most LLM output write them, read as ``'``; an "'s" no possessive could be,
+"my flight's been moved", "my sister's in York", as "has" or "is"):
 
 * **speaker** -- a ``"Name: "`` prefix, if it is a chat role (``"user:"``,
   ``"assistant:"``) or a name (``"Dana:"``, ``"Dr. Lee:"``). A transcript (a turn as
@@ -1415,6 +1416,41 @@ def _subject_value(
     return None
 
 
+# "'s" for "is" or "has" after a noun ("my flight's on Tuesday", "the meeting's been
+# moved"), where the word after it cannot follow a possessive: a preposition, an
+# article or possessive pronoun, "been", a time adverb, "called". Pronouns and question
+# words keep theirs ("it's", "what's", "let's": parsed as they are).
+_NOT_NOUN = (
+    r"(?!(?:it|that|what|there|here|he|she|who|where|when|how|why|let|this|one|"
+    r"everyone|everything|nothing|something|someone|somebody|nobody|anyone|anything)'s)"
+)
+_IS_CONTRACTION = re.compile(
+    rf"\b{_NOT_NOUN}(?P<noun>[^\W_]+)'s(?=[ \t]+(?P<next>been\b|(?:now|still|actually|"
+    r"currently|not|also|finally|officially|in|at|on|from|with|due|a|an|the|my|our|his|"
+    r"her|their|your|out|off|over|called|named)(?![\w'-])))",
+    re.IGNORECASE,
+)
+# "My favourite colour's blue." -- the value is the clause's last word, after "my" or
+# "our" and up to three words opening the sentence ("I borrowed my sister's car" and
+# "My partner works at St Mary's Hospital" stay possessives)
+_IS_LAST = re.compile(
+    r"^(?P<head>(?:my|our)(?:[ \t]+[^\W\d_]+){1,3})'s(?=[ \t]+(?:now[ \t]+)?[\w-]+"
+    r"(?:[ \t]+(?:now|these days|nowadays|again|instead))?[ \t]*(?:[.!?;,]|$))",
+    re.IGNORECASE | re.MULTILINE,
+)
+
+
+def _expand_is(body: str) -> str:
+    """Spell out "'s" where it means "is" or "has" (see :data:`_IS_CONTRACTION`)."""
+    if "'s" not in body:
+        return body
+    body = _IS_LAST.sub(r"\g<head> is", body)
+    return _IS_CONTRACTION.sub(
+        lambda m: m.group("noun") + (" has" if m.group("next").lower() == "been" else " is"),
+        body,
+    )
+
+
 #: Right and left single quotes, the modifier letter and the fullwidth apostrophe.
 _APOSTROPHES = str.maketrans(dict.fromkeys("\u2019\u2018\u02bc\uff07", "'"))
 
@@ -1427,6 +1463,7 @@ def parse(text: str) -> Statement:
     # typographic apostrophes (phones, word processors, most LLM output) read as "'":
     # "I don’t live in Paris anymore" negates as "I don't" does
     speaker, body = _split_speaker(text.translate(_APOSTROPHES))
+    body = _expand_is(body)
     lower = body.lower()
     # cheap keyword checks first: most texts state no fact and skip most regexes
     cue = _has(lower, _CUE_TRIGGERS) and bool(_CUES.search(body))

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from oblivion_core import ManualClock, Oblivion
-from oblivion_core.supersession import Candidate, LexicalSupersession, as_said, parse
+from oblivion_core.supersession import Candidate, LexicalSupersession, _expand_is, as_said, parse
 
 rule = LexicalSupersession()
 TEA = "My favourite drink is tea."
@@ -751,3 +751,50 @@ def test_typographic_apostrophes_through_the_engine(tmp_path: Path) -> None:
         b = mem.remember("My sister\u2019s name is Anna now, she changed it.")
         assert mem.get(a.id).superseded_by == b.id
         assert mem.recall("What\u2019s my sister\u2019s name?").ids[0] == b.id
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "stale"),
+    [
+        ("My flight is on Tuesday.", "My flight's been moved to Thursday.", True),
+        ("My favourite colour is blue.", "My favourite colour's green now.", True),
+        ("Our rent is 1200 a month.", "Our rent's 1350 now.", True),
+        ("My sister is in Leeds.", "My sister's in York now.", True),
+        ("The team meeting is at 3pm on Mondays.", "The team meeting's at 4pm now.", True),
+        ("My dog is called Rex.", "My dog's called Max.", True),
+        ("My sister is in Leeds.", "I borrowed my sister's car.", False),
+        ("My sister is a nurse.", "My sister's car is red.", False),
+        ("My partner works at the hospital.", "My partner's at the gym on Thursdays.", False),
+    ],
+)
+def test_is_and_has_said_as_s(old: str, new: str, stale: bool) -> None:
+    """ "My flight's been moved" and "my sister's in York now" state a change as the
+    words spelled out do; a possessive ("my sister's car") states nothing of the owner."""
+    assert rule.supersedes(new, old, similarity=0.9) is stale
+    assert rule.supersedes(_curly(new), old, similarity=0.9) is stale
+
+
+@pytest.mark.parametrize(
+    ("text", "read"),
+    [
+        ("My flight's been moved to Thursday.", "My flight has been moved to Thursday."),
+        (
+            "Dana's a nurse now, and her sister's in York.",
+            "Dana is a nurse now, and her sister is in York.",
+        ),
+        ("My favourite colour's green.", "My favourite colour is green."),
+        ("Our rent's 1350 now.", "Our rent is 1350 now."),
+        ("I borrowed my sister's car.", "I borrowed my sister's car."),
+        ("My sister's car is red.", "My sister's car is red."),
+        ("My partner works at St Mary's Hospital.", "My partner works at St Mary's Hospital."),
+        ("The archive's in-memory copy is small.", "The archive's in-memory copy is small."),
+        (
+            "It's green now, let's go; what's next? Here's one.",
+            "It's green now, let's go; what's next? Here's one.",
+        ),
+    ],
+)
+def test_which_s_is_spelled_out(text: str, read: str) -> None:
+    """Only an "'s" no possessive could be: before a preposition, an article, "been",
+    "now", "called", or before a sentence's last word after "my ..."."""
+    assert _expand_is(text) == read
