@@ -80,8 +80,10 @@ def _run(args: argparse.Namespace) -> int:
         except StoreLockedError as exc:
             raise StoreLockedError(
                 f"the store at {args.path!r} is open in a running process (an app or "
-                "notebook using it); `oblivion stats` reads it once that process closed it "
-                "(Oblivion.close() or exit), or print mem.stats() from that process"
+                "notebook using it), or another tool (a sqlite3 shell, a backup) holds its "
+                "database; `oblivion stats` reads it once that process closed it "
+                "(Oblivion.close() or exit) or the tool let go, or print mem.stats() from "
+                "that process"
             ) from exc
         with mem:
             mem.REPAIR_ON_LOAD = False

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, NamedTuple, TypeVar, cast
 
 import numpy as np
+import numpy.typing as npt
 
 from oblivion_core import decay
 from oblivion_core.adaptation import Usage, adapt, multipliers
@@ -65,7 +66,7 @@ from oblivion_core.errors import (
     VectorStoreError,
 )
 from oblivion_core.importance import HeuristicImportance
-from oblivion_core.index import ActiveIndex, row_tops, untie
+from oblivion_core.index import NEAR_TIE, ActiveIndex, row_tops, untie
 from oblivion_core.lexical import LexicalIndex
 from oblivion_core.lists import ListIndex, list_question
 from oblivion_core.policy import TEMPLATES, Policy, resolve_policy
@@ -223,7 +224,8 @@ class _Space:
 
     def activate(self, ids: Sequence[str], vectors: Vectors) -> None:
         """Memories enter the active tier (new, restored or promoted)."""
-        self.index.add(ids, vectors)
+        st = self.state
+        self.index.add(ids, vectors, st.cols["seq"][[st.index[m] for m in ids]])
         self._mark(ids, True)
         self.entered += len(ids)
         if self.archive is not None:
@@ -305,7 +307,9 @@ class Oblivion:
         max_loaded_namespaces: Hold at most this many namespaces in memory (``None``: no
             limit). Past it, right after the call that loaded one more, the least
             recently used are unloaded (:meth:`unload`): a server with a namespace per
-            user keeps the active ones and reads the others back when they return.
+            user keeps the active ones and reads the others back when they return. This
+            bounds the engine's memory; the embedded Chroma keeps about 2.6 MB per
+            collection opened until it closes (a Chroma server holds them itself).
     """
 
     #: A namespace with at most this many memories outside the active tier keeps their
@@ -866,7 +870,9 @@ class Oblivion:
                         # one batched similarity against the most recent serves both
                         sims = matvec(vecs_b, recent.T)
                         if policy.link_on_write:
-                            self._auto_link(ns, space, policy, ids_b, recent_ids, sims, now)
+                            self._auto_link(
+                                ns, space, policy, ids_b, recent_ids, sims, now, vecs_b, recent
+                            )
                         if detect:  # with a judge: asked after the lock is let go (below)
                             found = self._detect_supersession(
                                 ns,
@@ -2547,10 +2553,13 @@ class Oblivion:
         recent_ids: list[str],
         sims: Any,
         now: float,
+        vectors: Vectors,
+        recent: Vectors,
     ) -> None:
         """Link new memories to similar recent ones and to the memory written just before.
 
-        ``sims[k, j]`` is the similarity of ``ids[k]`` to ``recent_ids[j]``.
+        ``sims[k, j]`` is the similarity of ``ids[k]`` to ``recent_ids[j]`` (of
+        ``vectors[k]`` to ``recent[j]``).
         """
         st = space.state
         new: list[tuple[str, str, float, str]] = []
@@ -2565,10 +2574,8 @@ class Oblivion:
             masked = np.where(ok, sims, -np.inf)
             tops = row_tops(masked, policy.link_neighbours)
             for k, (mid, best) in enumerate(zip(ids, tops, strict=True)):
-                for j in best:
-                    if masked[k, j] == -np.inf:
-                        break
-                    new.append((mid, recent_ids[j], float(min(masked[k, j], 1.0)), "similar"))
+                for j, weight in _exact_links(masked[k], best, vectors[k], recent):
+                    new.append((mid, recent_ids[j], weight, "similar"))
         prev = space.last_write
         for mid in ids:
             if (
@@ -3748,7 +3755,8 @@ class Oblivion:
             vecs = self._vectors(ns, None, active)
             have = [m for m in active if m in vecs]
             if have:
-                index.add(have, np.stack([vecs[m] for m in have]))
+                seqs = st.cols["seq"][[st.index[m] for m in have]]
+                index.add(have, np.stack([vecs[m] for m in have]), seqs)
         if st.n and self.REPAIR_ON_LOAD:
             self._restore_lost_vectors(ns, st)
             self._resync(ns, st)
@@ -4201,6 +4209,28 @@ def _check_clock_kind(clock: Clock, kind: str, stored: bool) -> None:
         f"{'this store' if stored else 'the policy'} decays on the {kind!r} "
         f"clock but clock= is a {name}; {fix}"
     )
+
+
+def _exact_links(
+    sims: npt.NDArray[Any], best: list[int], vector: Vectors, recent: Vectors
+) -> list[tuple[int, float]]:
+    """The links of one new memory: columns ``best`` of its similarities ``sims`` to
+    ``recent`` (``-inf`` where none may be made), with exact weights.
+
+    The product behind ``sims`` rounds by where the vectors sit in memory, which a reload
+    changes: so the weights are computed again exactly, and when others tie with the last
+    one chosen (the same text stored several times) the choice among them is made on
+    exact values, in write order, as a reload would make it.
+    """
+    best = [j for j in best if sims[j] != -np.inf]
+    if not best:
+        return []
+    edge = float(sims[best[-1]])
+    near = np.flatnonzero(sims >= edge - NEAR_TIE)
+    cols = near if len(near) > len(best) else np.asarray(best)
+    exact = np.asarray(recent)[cols].astype(np.float64) @ np.asarray(vector, dtype=np.float64)
+    order = np.argsort(-exact, kind="stable")[: len(best)]  # ties: the earlier written
+    return [(int(cols[i]), float(min(exact[i], 1.0))) for i in order.tolist() if exact[i] > 0]
 
 
 def _check_namespace(namespace: object) -> str:

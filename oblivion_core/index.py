@@ -31,6 +31,9 @@ class ActiveIndex:
         self._row: dict[str, int] = {}
         # one memory per column; columns past len(self) are spare capacity
         self._cols: Vectors = np.zeros((dim or 0, 0), dtype=np.float32)
+        # each row's memory's write number (see add()), for recent()
+        self._seqs: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
+        self._added = 0
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -38,8 +41,12 @@ class ActiveIndex:
     def __contains__(self, memory_id: object) -> bool:
         return memory_id in self._row
 
-    def add(self, ids: Sequence[str], vectors: Vectors) -> None:
-        """Add (or replace) rows; ``vectors`` are unit length, shape ``(len(ids), dim)``."""
+    def add(
+        self, ids: Sequence[str], vectors: Vectors, seqs: npt.NDArray[np.int64] | None = None
+    ) -> None:
+        """Add (or replace) rows; ``vectors`` are unit length, shape ``(len(ids), dim)``.
+        ``seqs``: the memories' write numbers, which order :meth:`recent` (default: the
+        order they are added in)."""
         if not len(ids):
             return
         if self.dim is None:
@@ -65,7 +72,15 @@ class ActiveIndex:
             grown = np.zeros((self.dim, cap), dtype=np.float32)
             grown[:, :n] = self._cols[:, :n]
             self._cols = grown
+            grown_seqs = np.zeros(cap, dtype=np.int64)
+            grown_seqs[:n] = self._seqs[:n]
+            self._seqs = grown_seqs
         self._cols[:, n:need] = vectors[fresh].T
+        if seqs is None:
+            self._seqs[n:need] = np.arange(self._added, self._added + len(fresh))
+        else:
+            self._seqs[n:need] = np.asarray(seqs, dtype=np.int64)[fresh]
+        self._added += len(fresh)
         for offset, k in enumerate(fresh):
             self._row[ids[k]] = n + offset
             self.ids.append(ids[k])
@@ -85,6 +100,7 @@ class ActiveIndex:
             if row != last:
                 moved = self.ids[last]
                 self._cols[:, row] = self._cols[:, last]
+                self._seqs[row] = self._seqs[last]
                 self.ids[row] = moved
                 self._row[moved] = row
             self.ids.pop()
@@ -185,11 +201,27 @@ class ActiveIndex:
         return [ids[i] for i in top.tolist()], sims[top]
 
     def recent(self, n: int, skip: int = 0) -> tuple[list[str], Vectors]:
-        """The last ``n`` memories added (roughly the most recent) before the last
-        ``skip`` ones, and their vectors, one per row (a view)."""
-        size = max(len(self.ids) - skip, 0)
-        start = max(size - n, 0)
-        return self.ids[start:size], self._cols[:, start:size].T
+        """The ``n`` memories with the highest write numbers (``seqs`` of :meth:`add`)
+        below the ``skip`` highest, oldest first, and their vectors, one per row.
+
+        By write number, not by row: rows move as memories leave (the last fills the
+        hole) and come back (a restored memory is added last), and a namespace read back
+        from the store puts them in another order, so the same writes linked to other
+        memories live and after a reload (found by a review of automatic unloading).
+        """
+        size = len(self.ids)
+        take = min(n + skip, size)
+        if take <= 0 or n <= 0:
+            return [], self._cols[:, :0].T
+        seqs = self._seqs[:size]
+        # the ``take`` highest, then in order
+        rows = np.argpartition(seqs, size - take)[size - take :] if take < size else np.arange(size)
+        rows = rows[np.argsort(seqs[rows], kind="stable")][: max(take - skip, 0)]
+        start, stop = size - take, size - take + len(rows)
+        if np.array_equal(rows, np.arange(start, stop)):  # in place (none left or came back)
+            return self.ids[start:stop], self._cols[:, start:stop].T  # a view
+        picked = rows.tolist()
+        return [self.ids[r] for r in picked], self._cols[:, rows].T
 
 
 #: Similarities closer than this may be equal vectors apart only by the product's

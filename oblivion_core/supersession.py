@@ -56,7 +56,9 @@ phones and most LLM output write them, read as ``'``; an "'s" no possessive coul
     Globex's webinar", "I moved to York when I was ten");
   - copulas: "my flight is on Tuesday", "the budget is 40k", "my sister lives in
     Leeds", "my partner works as a nurse", "the board meeting has been set for the
-    18th", "the airline has moved my flight to Thursday", "my daughter turned eleven".
+    18th", "the airline has moved my flight to Thursday", "the flight got pushed back
+    to Thursday", "the deadline was brought forward to Monday", "we rescheduled the
+    meeting for 4pm", "my address changed to 4 Mill Lane", "my daughter turned eleven".
     The verb class is part of the key (lives / works / is; "works as" is "is"; "moved
     to" matches "is" and "lives"), and so is the kind of value an "is" states: a day,
     date or time; an amount (an age "turned" too); a place or origin by its preposition
@@ -711,17 +713,24 @@ _COPULA = re.compile(
     r"(?:now\s+|still\s+|also\s+|currently\s+)?"
     r"(?P<verb>is|are|'s|will be|has been set for|is set for|is scheduled for|"
     r"has been scheduled for|is booked for|is due|falls on|was moved to|"
-    r"has been moved to|has moved to|is moving to|"
+    r"has been moved to|has moved to|is moving to|got moved to|"
+    # "the flight got pushed back to Thursday", "my address changed to 4 Mill Lane"
+    r"(?:was|has been|got)\s+(?:(?:pushed|bumped)\s+(?:back\s+|forward\s+)?|brought\s+"
+    r"forward\s+)to|"
+    r"(?:was|has been|got)\s+rescheduled\s+(?:to|for)|(?:was|has|has been)?\s*changed\s+to|"
     r"moved to|lives|is living|has been living|works|is working|is based|is now based|"
     r"(?:has\s+|just\s+)?turned)\s+"
     r"(?:now\s+|actually\s+)?(?P<val>.+)$",
     re.I,
 )
-#: "the airline has moved my flight to Thursday", "we pushed the meeting back to May".
+#: "the airline has moved my flight to Thursday", "we pushed the meeting back to May",
+#: "we rescheduled the meeting for 4pm".
 _MOVED = re.compile(
-    r"\b(?P<verb>moved|changed|rescheduled|pushed|put|brought|shifted)\s+"
+    r"\b(?P<verb>(?P<dated>moved|rescheduled|shifted)|changed|pushed|put|brought)\s+"
     r"(?P<owner>my|our|the|[A-Z][a-z]+'s|" + _NAMED_OWNER + r")\s+"
-    r"(?P<subj>[a-z][\w\s'\-]{0,30}?)\s+(?:back\s+|forward\s+|out\s+)?to\s+(?P<val>.+)$",
+    r"(?P<subj>[a-z][\w\s'\-]{0,30}?)\s+(?:back\s+|forward\s+|out\s+)?"
+    # "for" after the verbs of a date only: "I brought my laptop for the trip" moves nothing
+    r"(?:to|(?(dated)for|(?!)))\s+(?P<val>.+)$",
     re.I,
 )
 _VERB_CLASS = {

@@ -144,6 +144,43 @@ def test_recent_returns_the_last_vectors_added_as_rows() -> None:
 
 
 @given(
+    ops=st.lists(st.tuples(st.booleans(), st.integers(0, 29)), max_size=60),
+    n=st.integers(0, 12),
+    skip=st.integers(0, 4),
+)
+def test_recent_goes_by_write_number_wherever_the_rows_sit(
+    ops: list[tuple[bool, int]], n: int, skip: int
+) -> None:
+    """After any adds and removes (a removed memory's row is filled by the last; one
+    that comes back is added last), ``recent(n, skip)`` gives the ``n`` memories with
+    the highest write numbers below the ``skip`` highest, oldest first, with their own
+    vectors: what an index built afresh in any order gives (a reload)."""
+    rng = np.random.default_rng(0)
+    vecs = _unit(rng.normal(size=(30, 8)))
+    live = ActiveIndex()
+    held: set[int] = set()
+    for add, i in ops:
+        if add:
+            live.add([f"m{i}"], vecs[i : i + 1], np.asarray([i]))
+            held.add(i)
+        else:
+            live.remove([f"m{i}"])
+            held.discard(i)
+    order = sorted(held)
+    expected = order[max(len(order) - skip - n, 0) : max(len(order) - skip, 0)] if n else []
+    ids, rows = live.recent(n, skip)
+    assert ids == [f"m{i}" for i in expected]
+    assert len(rows) == len(expected)
+    if expected:
+        assert np.array_equal(rows, vecs[expected])
+    fresh = ActiveIndex()
+    shuffled = rng.permutation(order).tolist()
+    if shuffled:
+        fresh.add([f"m{i}" for i in shuffled], vecs[shuffled], np.asarray(shuffled))
+    assert fresh.recent(n, skip)[0] == ids
+
+
+@given(
     mat=hnp.arrays(
         np.float32,
         st.tuples(st.integers(1, 6), st.integers(1, 12)),

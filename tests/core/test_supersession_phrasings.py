@@ -798,3 +798,26 @@ def test_which_s_is_spelled_out(text: str, read: str) -> None:
     """Only an "'s" no possessive could be: before a preposition, an article, "been",
     "now", "called", or before a sentence's last word after "my ..."."""
     assert _expand_is(text) == read
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "stale"),
+    [
+        ("My flight is on Tuesday.", "The flight got pushed to Thursday.", True),
+        ("My flight is on Tuesday.", "My flight got pushed back to Thursday.", True),
+        ("The launch is on 14 March.", "The launch was bumped to 28 March.", True),
+        ("The deadline is on Friday.", "The deadline was brought forward to Wednesday.", True),
+        ("The meeting is at 3pm.", "The meeting has been rescheduled for 4pm.", True),
+        ("The meeting is at 3pm.", "We rescheduled the meeting for 4pm.", True),
+        ("My address is 12 High Street.", "My address changed to 4 Mill Lane.", True),
+        ("My address is 12 High Street.", "My address has changed to 4 Mill Lane.", True),
+        ("My son is a doctor.", "My son was put to bed early.", False),
+        ("My laptop is a MacBook.", "I brought my laptop for the trip.", False),
+        ("My team is the platform team.", "I pushed my team for results.", False),
+    ],
+)
+def test_more_verbs_of_a_change(old: str, new: str, stale: bool) -> None:
+    """A date pushed, bumped, brought forward or rescheduled, and a value that "changed
+    to" another, replace the older one; "put to bed" or "brought ... for the trip" move
+    nothing."""
+    assert rule.supersedes(new, old, similarity=0.9) is stale

@@ -413,3 +413,55 @@ def test_a_namespace_that_cannot_be_unloaded_stays_until_it_can(
         assert _snapshot(mem, "ana") == boosted
     finally:
         mem.close()
+
+
+def _links_of_a_new_memory(path: Path, cap: int | None, case: str) -> dict[str, float]:
+    """The links a write makes after the same calls, with ``max_loaded_namespaces=cap``
+    (1: another user's write unloads this one first)."""
+    clock = ManualClock()
+    policy = Policy(link_window=3) if case == "window" else None  # as for >2,000 active
+    with Oblivion(
+        path,
+        embedder=HashEmbedder(),
+        token_counter=word_count,
+        clock=clock,
+        policy=policy,
+        max_loaded_namespaces=cap,
+    ) as mem:
+        if case == "window":
+            mem.remember(
+                "I drink green tea every morning", namespace="ana", id="tea", importance=0.1
+            )
+            mem.remember_many(
+                [f"The {w} is parked outside" for w in ("car", "bike", "van", "boat")],
+                namespace="ana",
+                ids=["car", "bike", "van", "boat"],
+                importances=[0.9] * 4,
+            )
+            clock.advance(60 * DAY)
+            assert [e.id for e in mem.maintain(namespace="ana").entries] == ["tea"]
+            mem.confirm("tea", namespace="ana")  # back in the active tier, its row last
+        else:  # equal texts: a tie, broken by the rows' places before this change
+            mem.remember_many(
+                ["I drink green tea every morning"] * 5,
+                namespace="ana",
+                ids=[f"t{i}" for i in range(5)],
+                importances=[0.1, 0.9, 0.9, 0.9, 0.9],
+                supersede=False,
+            )
+            clock.advance(60 * DAY)
+            mem.maintain(namespace="ana")  # t0 archived: the last row fills its place
+        mem.remember("Bo's first note", namespace="bo")
+        mem.remember("I drink green tea every morning, hot", namespace="ana", id="new")
+        return mem.links("new", namespace="ana")
+
+
+@pytest.mark.parametrize("case", ["window", "tie"])
+def test_links_made_on_write_do_not_depend_on_a_reload(tmp_path: Path, case: str) -> None:
+    """Which recent memories a write links to went by the rows' places in the active
+    index, which a reload (automatic or not) orders otherwise: the same calls gave a
+    capped engine other links (found by the review of automatic unloading). They go by
+    write number now."""
+    assert _links_of_a_new_memory(tmp_path / "free", None, case) == _links_of_a_new_memory(
+        tmp_path / "capped", 1, case
+    )
