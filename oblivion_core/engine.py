@@ -612,7 +612,8 @@ class Oblivion:
         The switch changes future decay only: new half-lives start new pieces of the
         categories' decay clocks at "now" (O(categories)); a new ``floor_fraction`` or
         ``stability_sigma`` also folds the decay so far into every memory's activation
-        (O(memories)). The switch is recorded in the journal with ``reason``.
+        (O(memories)). The switch is recorded in the journal with ``reason``. Namespaces
+        read from the store for it are let go again (:meth:`unload`).
         """
         if namespace is not None:
             namespace = _check_namespace(namespace)
@@ -637,6 +638,7 @@ class Oblivion:
                 else [ns for ns in self._known if ns not in self._ns_policy]
             )
             known = [ns for ns in targets if ns in self._known]
+            loaded = set(self._spaces)
             saved = (self._policy, dict(self._ns_policy), set(self._known))
             # what earlier calls queued is written first (as in _consistent): the reload
             # after a failure below would drop it; if this write fails, nothing changed yet
@@ -676,6 +678,14 @@ class Oblivion:
                 for ns in known:
                     self._reload(ns)
                 raise
+            # the namespaces read only for the switch go again (a store of many users,
+            # most of them idle or unloaded, would otherwise hold every one of them)
+            for ns in known:
+                if ns not in loaded:
+                    try:
+                        self._unload(ns)
+                    except Exception:  # the database locked: kept, as if used
+                        logger.warning("namespace %r stays loaded", ns, exc_info=True)
         return new
 
     def use_template_for(self, signal: str, *, namespace: str | None = None) -> Policy:

@@ -8,7 +8,8 @@ linked to its successor, demoted, and hidden from recall in favour of its succes
 The offline default, :class:`LexicalSupersession`, is a documented rule, not a model.
 It first parses a text into a :class:`Statement` (typographic apostrophes, ``’`` as
 phones and most LLM output write them, read as ``'``; an "'s" no possessive could be,
-"my flight's been moved", "my sister's in York", as "has" or "is"):
+"my flight's been moved", "my sister's in York", as "has" or "is": see
+:func:`_expand_is`):
 
 * **speaker** -- a ``"Name: "`` prefix, if it is a chat role (``"user:"``,
   ``"assistant:"``) or a name (``"Dana:"``, ``"Dr. Lee:"``). A transcript (a turn as
@@ -723,6 +724,38 @@ _COPULA = re.compile(
     r"(?:now\s+|actually\s+)?(?P<val>.+)$",
     re.I,
 )
+#: Verbs of a new date or time ("pushed back to Thursday", "rescheduled for 4pm"): a
+#: subject "pushed to take the job" or "bumped to business class" got no new date.
+_DATED_VERB = re.compile(r"pushed|bumped|brought|rescheduled")
+#: What "changed to" a new value ("my address changed to 4 Mill Lane"), besides a date or
+#: an amount: not a person ("my brother changed to a new dentist").
+_ATTRIBUTES = frozenset(
+    [
+        "address",
+        "number",
+        "email",
+        "name",
+        "surname",
+        "password",
+        "username",
+        "handle",
+        "phone",
+        "plan",
+        "title",
+        "role",
+        "rate",
+        "price",
+        "fee",
+        "salary",
+        "rent",
+        "budget",
+        "deadline",
+        "date",
+        "time",
+        "schedule",
+        "shift",
+    ]
+)
 #: "the airline has moved my flight to Thursday", "we pushed the meeting back to May",
 #: "we rescheduled the meeting for 4pm".
 _MOVED = re.compile(
@@ -730,7 +763,7 @@ _MOVED = re.compile(
     r"(?P<owner>my|our|the|[A-Z][a-z]+'s|" + _NAMED_OWNER + r")\s+"
     r"(?P<subj>[a-z][\w\s'\-]{0,30}?)\s+(?:back\s+|forward\s+|out\s+)?"
     # "for" after the verbs of a date only: "I brought my laptop for the trip" moves nothing
-    r"(?:to|(?(dated)for|(?!)))\s+(?P<val>.+)$",
+    r"(?:to|(?(dated)(?P<for>for)|(?!)))\s+(?P<val>.+)$",
     re.I,
 )
 _VERB_CLASS = {
@@ -1416,7 +1449,10 @@ def _subject_value(
                 if cm.re is _MOVED:
                     verb = "moved"
                 if verb in ("be", "moved"):  # which question the value answers
-                    verb = f"{verb}:{_value_kind(cm.group('val'), cm.group('verb').lower())}"
+                    kind = _value_kind(cm.group("val"), cm.group("verb").lower())
+                    if not _fits_verb(cm, kind, subj):
+                        continue
+                    verb = f"{verb}:{kind}"
                 episodic = bool(set(subj.split()) & _EPISODIC)
                 if " and " in cm.group("subj"):
                     continue
@@ -1425,35 +1461,60 @@ def _subject_value(
     return None
 
 
-# "'s" for "is" or "has" after a noun ("my flight's on Tuesday", "the meeting's been
-# moved"), where the word after it cannot follow a possessive: a preposition, an
-# article or possessive pronoun, "been", a time adverb, "called". Pronouns and question
-# words keep theirs ("it's", "what's", "let's": parsed as they are).
+def _fits_verb(cm: re.Match[str], kind: str, subj: str) -> bool:
+    """Whether the value ``cm`` found suits its verb: a verb of a date ("pushed back
+    to", "rescheduled for", "moved X for") needs a day, date or time; "changed to" a
+    date, an amount or an attribute's new value (see :data:`_ATTRIBUTES`)."""
+    verb = cm.group("verb").lower()
+    if cm.re is _MOVED:
+        return cm.group("for") is None or kind == "when"
+    if "changed" in verb:
+        return kind in ("when", "amount") or subj.split()[-1] in _ATTRIBUTES
+    if _DATED_VERB.search(verb):
+        return kind == "when"
+    return True
+
+
+# "'s" for "is" or "has" after a lowercase noun ("my flight's on Tuesday", "the
+# meeting's been moved"), where the word after it cannot follow a possessive: a
+# preposition, an article or possessive pronoun, "been", "called" (after "now", "still"
+# or "not" too). A name may be a place ("the McDonald's in York"). Pronouns and
+# question words keep theirs ("it's", "what's", "let's": parsed as they are).
 _NOT_NOUN = (
     r"(?!(?:it|that|what|there|here|he|she|who|where|when|how|why|let|this|one|"
     r"everyone|everything|nothing|something|someone|somebody|nobody|anyone|anything)'s)"
 )
 _IS_CONTRACTION = re.compile(
-    rf"\b{_NOT_NOUN}(?P<noun>[^\W_]+)'s(?=[ \t]+(?P<next>been\b|(?:now|still|actually|"
-    r"currently|not|also|finally|officially|in|at|on|from|with|due|a|an|the|my|our|his|"
-    r"her|their|your|out|off|over|called|named)(?![\w'-])))",
+    # a lowercase noun: "the McDonald's in York" is a place, not "McDonald is in York"
+    rf"\b{_NOT_NOUN}(?P<noun>(?-i:[a-z0-9]+))'s(?=[ \t]+"
+    r"(?:(?:now|still|actually|currently|not|also|finally|officially)[ \t]+)?"
+    r"(?P<next>been|in|at|on|from|with|due|a|an|the|my|our|his|her|their|your|out|off|"
+    r"over|called|named)(?![\w'-]))",
     re.IGNORECASE,
 )
-# "My favourite colour's blue." -- the value is the clause's last word, after "my" or
-# "our" and up to three words opening the sentence ("I borrowed my sister's car" and
-# "My partner works at St Mary's Hospital" stay possessives)
+# "My favourite colour's blue.", "my birthday's tomorrow!", "my dad's 60." -- the last
+# word of a sentence that opens with "my" or "our" and up to three words, when they
+# name a favourite or the word is a day or a number ("I borrowed my sister's car.",
+# "My dad's dog, Max." and "My partner works at St Mary's Hospital" stay possessives)
+_IS_TAIL = r"(?:[ \t]+(?:now|these days|nowadays|again|instead))?[ \t]*(?:[.!?]|$))"
 _IS_LAST = re.compile(
-    r"^(?P<head>(?:my|our)(?:[ \t]+[^\W\d_]+){1,3})'s(?=[ \t]+(?:now[ \t]+)?[\w-]+"
-    r"(?:[ \t]+(?:now|these days|nowadays|again|instead))?[ \t]*(?:[.!?;,]|$))",
+    r"^(?:(?P<fav>(?:my|our)(?:[ \t]+[^\W\d_]+){0,2}[ \t]+favou?rite(?:[ \t]+[^\W\d_]+){1,2})"
+    r"'s(?=[ \t]+(?:now[ \t]+)?[\w-]+" + _IS_TAIL + "|"
+    r"(?P<head>(?:my|our)(?:[ \t]+[^\W\d_]+){1,3})'s(?=[ \t]+(?:now[ \t]+)?"
+    r"(?:today|tonight|tomorrow|\d[\w.,:]*|(?:mon|tues|wednes|thurs|fri|satur|sun)day)\b"
+    + _IS_TAIL
+    + ")",
     re.IGNORECASE | re.MULTILINE,
 )
 
 
 def _expand_is(body: str) -> str:
-    """Spell out "'s" where it means "is" or "has" (see :data:`_IS_CONTRACTION`)."""
+    """Spell out "'s" where it means "is" or "has": before what cannot follow a
+    possessive (:data:`_IS_CONTRACTION`), or before a sentence's last word after "my
+    favourite ..." or a day or number after "my ..." (:data:`_IS_LAST`)."""
     if "'s" not in body:
         return body
-    body = _IS_LAST.sub(r"\g<head> is", body)
+    body = _IS_LAST.sub(lambda m: (m.group("fav") or m.group("head")) + " is", body)
     return _IS_CONTRACTION.sub(
         lambda m: m.group("noun") + (" has" if m.group("next").lower() == "been" else " is"),
         body,

@@ -465,3 +465,46 @@ def test_links_made_on_write_do_not_depend_on_a_reload(tmp_path: Path, case: str
     assert _links_of_a_new_memory(tmp_path / "free", None, case) == _links_of_a_new_memory(
         tmp_path / "capped", 1, case
     )
+
+
+def test_a_policy_switch_leaves_the_namespaces_it_read_unloaded(tmp_path: Path) -> None:
+    """Switching the default policy reads every namespace that follows it (to start its
+    new decay there) and used to keep them all; those not loaded before go again, and
+    each ends as in a twin that had them all loaded: the switch in a namespace does not
+    depend on whether it was loaded. Reopening with another policy switches the same way."""
+    twins = {}
+    for name in ("kept", "unloaded"):
+        clock = ManualClock()
+        mem = Oblivion(
+            tmp_path / name, embedder=HashEmbedder(), clock=clock, token_counter=word_count
+        )
+        for user in USERS:
+            mem.remember_many(
+                [f"{user} fact {i}: the shed holds tool {i}" for i in range(4)],
+                namespace=user,
+                ids=[f"{user}{i}" for i in range(4)],
+            )
+        clock.advance(3 * DAY)
+        twins[name] = (mem, clock)
+    kept, unloaded = twins["kept"][0], twins["unloaded"][0]
+    try:
+        for user in USERS:
+            unloaded.unload(namespace=user)
+        unloaded.recall("shed tool 1", namespace="ana")  # one in use
+        kept.recall("shed tool 1", namespace="ana")
+        switch = Policy.template("research-assistant").replace(floor_fraction=0.3)
+        for mem in (kept, unloaded):
+            mem.set_policy(switch, reason="test")
+        assert unloaded.loaded_namespaces() == ["ana"]
+        assert kept.loaded_namespaces() == sorted(USERS)
+        for _, clock in twins.values():
+            clock.advance(5 * DAY)
+        for user in USERS:
+            assert unloaded.policy_for(user) == switch
+            assert _snapshot(unloaded, user) == _snapshot(kept, user), user
+    finally:
+        kept.close()
+        unloaded.close()
+    with Oblivion(tmp_path / "unloaded", embedder=HashEmbedder(), policy="support-desk") as mem:
+        assert mem.loaded_namespaces() == []
+        assert mem.policy_for("bo").name == "support-desk"
