@@ -3556,7 +3556,8 @@ class Oblivion:
 
     def loaded_namespaces(self) -> list[str]:
         """The namespaces whose state this instance holds in memory: each is read from
-        the store when first used and kept until :meth:`unload` or :meth:`close`."""
+        the store when first used and kept until :meth:`unload` or :meth:`close` (or,
+        with ``max_loaded_namespaces``, until others were used more recently)."""
         with self._lock:
             self._check_open()
             return sorted(self._spaces)
