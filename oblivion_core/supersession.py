@@ -1443,16 +1443,17 @@ def _subject_value(
             subj = _subject_words(cm.group("subj"))
             value = _value(cm.group("val"), subj)
             if value and len(subj.split()) <= 4:
-                verb = _VERB_CLASS.get(cm.group("verb").lower(), "be")
+                verb_text = cm.group("verb").lower()
+                verb = _VERB_CLASS.get(verb_text, "be")
                 if verb == "work" and cm.group("val").lower().startswith("as "):
                     verb = "be"  # "works as a chef" says what they are
                 if cm.re is _MOVED:
                     verb = "moved"
                 if verb in ("be", "moved"):  # which question the value answers
-                    kind = _value_kind(cm.group("val"), cm.group("verb").lower())
-                    if not _fits_verb(cm, kind, subj):
+                    fits = _verb_kind(cm, _value_kind(cm.group("val"), verb_text), subj)
+                    if fits is None:
                         continue
-                    verb = f"{verb}:{kind}"
+                    verb = f"{verb}:{fits}"
                 episodic = bool(set(subj.split()) & _EPISODIC)
                 if " and " in cm.group("subj"):
                     continue
@@ -1461,18 +1462,24 @@ def _subject_value(
     return None
 
 
-def _fits_verb(cm: re.Match[str], kind: str, subj: str) -> bool:
-    """Whether the value ``cm`` found suits its verb: a verb of a date ("pushed back
-    to", "rescheduled for", "moved X for") needs a day, date or time; "changed to" a
-    date, an amount or an attribute's new value (see :data:`_ATTRIBUTES`)."""
+def _verb_kind(cm: re.Match[str], kind: str, subj: str) -> str | None:
+    """The kind of the value ``cm`` found (:func:`_value_kind` said ``kind``), or
+    ``None`` if it does not suit its verb: a verb of a date ("pushed back to",
+    "rescheduled for", "moved X for") needs a day, date or time (a month alone is one
+    there: "pushed back to May"); "changed to" a date, an amount or an attribute's new
+    value (see :data:`_ATTRIBUTES`)."""
     verb = cm.group("verb").lower()
+    dated = _DATED_VERB.search(verb) or (cm.re is _MOVED and cm.group("for") is not None)
+    if dated and kind != "when":
+        first = cm.group("val").strip().split(maxsplit=1)[0].strip(".,;!?").lower()
+        kind = "when" if first in _MONTHS else kind
     if cm.re is _MOVED:
-        return cm.group("for") is None or kind == "when"
+        return kind if cm.group("for") is None or kind == "when" else None
     if "changed" in verb:
-        return kind in ("when", "amount") or subj.split()[-1] in _ATTRIBUTES
-    if _DATED_VERB.search(verb):
-        return kind == "when"
-    return True
+        return kind if kind in ("when", "amount") or subj.split()[-1] in _ATTRIBUTES else None
+    if dated:
+        return kind if kind == "when" else None
+    return kind
 
 
 # "'s" for "is" or "has" after a lowercase noun ("my flight's on Tuesday", "the

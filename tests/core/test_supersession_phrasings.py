@@ -811,6 +811,8 @@ def test_which_s_is_spelled_out(text: str, read: str) -> None:
         ("The meeting is at 3pm.", "We rescheduled the meeting for 4pm.", True),
         ("My address is 12 High Street.", "My address changed to 4 Mill Lane.", True),
         ("My address is 12 High Street.", "My address has changed to 4 Mill Lane.", True),
+        ("The launch is in March.", "The launch got pushed back to June.", True),
+        ("The wedding is in June.", "We moved the wedding for July.", True),
         ("My son is a doctor.", "My son was put to bed early.", False),
         ("My laptop is a MacBook.", "I brought my laptop for the trip.", False),
         ("My team is the platform team.", "I pushed my team for results.", False),
