@@ -69,7 +69,7 @@ from oblivion_core.importance import HeuristicImportance
 from oblivion_core.index import NEAR_TIE, ActiveIndex, row_tops, untie
 from oblivion_core.lexical import LexicalIndex
 from oblivion_core.lists import ListIndex, list_question
-from oblivion_core.policy import TEMPLATES, Policy, resolve_policy
+from oblivion_core.policy import TEMPLATES, ClockKind, Policy, resolve_policy
 from oblivion_core.recall import (
     RecalledItem,
     RecallResult,
@@ -289,6 +289,9 @@ class Oblivion:
             in the store, or ``"balanced"``.
         clock: Where "now" comes from. ``None``: a :class:`WallClock` for
             ``policy.clock == "wall"``, a persisted :class:`TurnClock` for ``"turns"``.
+            A ``TurnClock`` given to a new store with no ``Policy`` object (``None`` or a
+            template name) starts it on the turn clock; one of the other kind than the
+            store's or the policy's clock raises :class:`PolicyError`.
         embedder: ``None`` for the local all-MiniLM-L6-v2 (fastembed), any object with
             ``embed_documents``/``embed_query`` (e.g. LangChain ``Embeddings``), or a
             callable ``list[str] -> vectors``.
@@ -371,8 +374,16 @@ class Oblivion:
             if policy is None and stored is not None:
                 self._policy = stored
             else:
-                # a template name keeps the clock the store was written with
-                self._policy = resolve_policy(policy, clock=stored.clock if stored else None)
+                # a template name keeps the clock the store was written with; in a new
+                # store, that of the clock passed (clock=TurnClock(): decay by turns)
+                kind: ClockKind | None = (
+                    "turns"
+                    if isinstance(clock, TurnClock)
+                    else "wall"
+                    if isinstance(clock, WallClock)
+                    else None
+                )
+                self._policy = resolve_policy(policy, clock=stored.clock if stored else kind)
                 if stored is not None and self._policy.clock != stored.clock:
                     raise PolicyError(
                         f"this store decays on the {stored.clock!r} clock but the policy uses "

@@ -189,7 +189,7 @@ def test_a_clock_of_the_other_kind_is_refused_and_changes_nothing(tmp_path: Any)
     from oblivion_core import Oblivion, PolicyError
 
     with pytest.raises(PolicyError, match="clock='turns'"):
-        Oblivion(tmp_path / "new", embedder=HashEmbedder(), clock=TurnClock())
+        Oblivion(tmp_path / "new", embedder=HashEmbedder(), clock=TurnClock(), policy=Policy())
     with pytest.raises(PolicyError, match="clock='wall'"):
         Oblivion(tmp_path / "new", embedder=HashEmbedder(), clock=WallClock(), policy=TURNS)
     path = tmp_path / "turns"
@@ -204,3 +204,20 @@ def test_a_clock_of_the_other_kind_is_refused_and_changes_nothing(tmp_path: Any)
     with Oblivion(path, embedder=HashEmbedder()) as mem:
         assert mem.clock.now() == turn
         assert [(r.id, r.activation, r.last_accessed, r.tier) for r in mem.records()] == before
+
+
+@pytest.mark.integration
+def test_a_new_store_given_a_turn_clock_decays_by_turns(tmp_path: Any) -> None:
+    """``Oblivion(path, clock=TurnClock())`` with no policy (or a template name) starts
+    the store on the turn clock, with that template's turn half-lives."""
+    from oblivion_core import Oblivion
+
+    with Oblivion(tmp_path / "a", embedder=HashEmbedder(), clock=TurnClock()) as mem:
+        assert mem.policy == TURNS
+    with Oblivion(
+        tmp_path / "b", embedder=HashEmbedder(), clock=TurnClock(), policy="support-desk"
+    ) as mem:
+        assert mem.policy == Policy.template("support-desk", clock="turns")
+    with Oblivion(tmp_path / "a", embedder=HashEmbedder()) as mem:  # reopened: its clock
+        assert mem.policy == TURNS
+        assert isinstance(mem.clock, TurnClock)
