@@ -1161,9 +1161,17 @@ def _owner(owner: str, speaker: str | None) -> str:
     return " ".join(owner_l.removesuffix("'s").split())
 
 
+#: An email address: a value of its own ("jo@new.com" and "jo@old.com" are two values,
+#: not the words "jo", "new", "old", "com", most of them shared or dropped as filler).
+_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+
+
 def _value(text: str, subject: str = "") -> frozenset[str]:
-    """Content words of the first clause of ``text`` that say what, not when."""
+    """Content words of the first clause of ``text`` that say what, not when (an email
+    address as one)."""
     text = _CLAUSE_END.split(text, maxsplit=1)[0]
+    if "@" in text and (emails := _EMAIL.findall(text)):
+        return frozenset(e.lower().rstrip(".") for e in emails)
     return _norm_words(text) - _VALUE_FILLER - _norm_words(subject)
 
 
