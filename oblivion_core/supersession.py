@@ -1507,16 +1507,17 @@ _IS_CONTRACTION = re.compile(
     r"over|called|named)(?![\w'-]))",
     re.IGNORECASE,
 )
-# "My favourite colour's blue.", "my birthday's tomorrow!", "my dad's 60." -- the last
-# word of a sentence that opens with "my" or "our" and up to three words, when they
-# name a favourite or the word is a day or a number ("I borrowed my sister's car.",
+# "My favourite colour's blue.", "my birthday's tomorrow!", "the budget's 50k now." --
+# the last word of a sentence that opens with "my", "our" (or, before a day or a number,
+# "the") and up to three words, when they name a favourite or the word is a day or a
+# number ("I borrowed my sister's car.",
 # "My dad's dog, Max." and "My partner works at St Mary's Hospital" stay possessives)
 _IS_TAIL = r"(?:[ \t]+(?:now|these days|nowadays|again|instead))?[ \t]*(?:[.!?]|$))"
 _IS_LAST = re.compile(
     r"^(?:(?P<fav>(?:my|our)(?:[ \t]+[^\W\d_]+){0,2}[ \t]+favou?rite(?:[ \t]+[^\W\d_]+){1,2})"
     r"'s(?=[ \t]+(?:now[ \t]+)?[\w-]+" + _IS_TAIL + "|"
-    r"(?P<head>(?:my|our)(?:[ \t]+[^\W\d_]+){1,3})'s(?=[ \t]+(?:now[ \t]+)?"
-    r"(?:today|tonight|tomorrow|\d[\w.,:]*|(?:mon|tues|wednes|thurs|fri|satur|sun)day)\b"
+    r"(?P<head>(?:my|our|the)(?:[ \t]+(?-i:[a-z]+)){1,3})'s(?=[ \t]+(?:now[ \t]+)?"
+    r"(?:today|tonight|tomorrow|[£$€]?\d[\w.,:]*|(?:mon|tues|wednes|thurs|fri|satur|sun)day)\b"
     + _IS_TAIL
     + ")",
     re.IGNORECASE | re.MULTILINE,

@@ -762,6 +762,8 @@ def test_typographic_apostrophes_through_the_engine(tmp_path: Path) -> None:
         ("My sister is in Leeds.", "My sister's in York now.", True),
         ("The team meeting is at 3pm on Mondays.", "The team meeting's at 4pm now.", True),
         ("My dog is called Rex.", "My dog's called Max.", True),
+        ("The budget is 40k.", "The budget's 50k now.", True),
+        ("The rent is £1,200.", "The rent's £1,400 now.", True),
         ("My sister is in Leeds.", "I borrowed my sister's car.", False),
         ("My sister is a nurse.", "My sister's car is red.", False),
         ("My partner works at the hospital.", "My partner's at the gym on Thursdays.", False),
