@@ -35,7 +35,6 @@ from pathlib import Path
 from typing import Any, NamedTuple, TypeVar, cast
 
 import numpy as np
-import numpy.typing as npt
 
 from oblivion_core import decay
 from oblivion_core.adaptation import Usage, adapt, multipliers
@@ -66,7 +65,7 @@ from oblivion_core.errors import (
     VectorStoreError,
 )
 from oblivion_core.importance import HeuristicImportance
-from oblivion_core.index import NEAR_TIE, ActiveIndex, row_tops, untie
+from oblivion_core.index import ActiveIndex, exact_links, row_tops, untie
 from oblivion_core.lexical import LexicalIndex
 from oblivion_core.lists import ListIndex, list_question
 from oblivion_core.policy import TEMPLATES, ClockKind, Policy, resolve_policy
@@ -224,8 +223,7 @@ class _Space:
 
     def activate(self, ids: Sequence[str], vectors: Vectors) -> None:
         """Memories enter the active tier (new, restored or promoted)."""
-        st = self.state
-        self.index.add(ids, vectors, st.cols["seq"][[st.index[m] for m in ids]])
+        self.index.add(ids, vectors, self.state.seqs_of(ids))
         self._mark(ids, True)
         self.entered += len(ids)
         if self.archive is not None:
@@ -376,14 +374,9 @@ class Oblivion:
             else:
                 # a template name keeps the clock the store was written with; in a new
                 # store, that of the clock passed (clock=TurnClock(): decay by turns)
-                kind: ClockKind | None = (
-                    "turns"
-                    if isinstance(clock, TurnClock)
-                    else "wall"
-                    if isinstance(clock, WallClock)
-                    else None
+                self._policy = resolve_policy(
+                    policy, clock=stored.clock if stored else _clock_kind(clock)
                 )
-                self._policy = resolve_policy(policy, clock=stored.clock if stored else kind)
                 if stored is not None and self._policy.clock != stored.clock:
                     raise PolicyError(
                         f"this store decays on the {stored.clock!r} clock but the policy uses "
@@ -693,10 +686,7 @@ class Oblivion:
             # most of them idle or unloaded, would otherwise hold every one of them)
             for ns in known:
                 if ns not in loaded:
-                    try:
-                        self._unload(ns)
-                    except Exception:  # the database locked: kept, as if used
-                        logger.warning("namespace %r stays loaded", ns, exc_info=True)
+                    self._unload_or_keep(ns)
         return new
 
     def use_template_for(self, signal: str, *, namespace: str | None = None) -> Policy:
@@ -1543,13 +1533,7 @@ class Oblivion:
         active_scores = space.index.scores(qvec)
         scored = [(space.index, active_scores)]
 
-        def seq_of(ids: list[str]) -> np.ndarray[Any, Any]:  # ties at the pool's edge
-            out: np.ndarray[Any, Any] = st.cols["seq"][
-                np.fromiter((st.index[m] for m in ids), np.int64, len(ids))
-            ]
-            return out
-
-        ids, sims = space.index.top(active_scores, pool, seq_of)
+        ids, sims = space.index.top(active_scores, pool, st.seqs_of)  # ties: by write order
         cand: dict[str, float] = dict(zip(ids, sims.tolist(), strict=True))
         best = float(sims[0]) if len(sims) else -1.0
 
@@ -1573,7 +1557,7 @@ class Oblivion:
                 scored.append((exact, archive_scores))
 
                 def exact_top(n: int) -> tuple[list[str], list[float]]:
-                    found, found_sims = exact.top(archive_scores, n, seq_of)
+                    found, found_sims = exact.top(archive_scores, n, st.seqs_of)
                     return found, found_sims.tolist()
 
                 archive = _visible_top(exact_top, pool, hidden, len(exact))
@@ -2585,9 +2569,7 @@ class Oblivion:
         st = space.state
         new: list[tuple[str, str, float, str]] = []
         if policy.link_neighbours and policy.link_window and recent_ids:
-            seq = st.cols["seq"]
-            own = seq[[st.index[m] for m in ids]]
-            theirs = seq[[st.index[m] for m in recent_ids]]
+            own, theirs = st.seqs_of(ids), st.seqs_of(recent_ids)
             # only earlier memories at or above the threshold qualify, and a link needs a
             # positive weight (a threshold <= 0 let dissimilar ones in as 0.0 links); the
             # best few of each row, without sorting whole rows
@@ -2595,7 +2577,7 @@ class Oblivion:
             masked = np.where(ok, sims, -np.inf)
             tops = row_tops(masked, policy.link_neighbours)
             for k, (mid, best) in enumerate(zip(ids, tops, strict=True)):
-                for j, weight in _exact_links(masked[k], best, vectors[k], recent):
+                for j, weight in exact_links(masked[k], best, vectors[k], recent):
                     new.append((mid, recent_ids[j], weight, "similar"))
         prev = space.last_write
         for mid in ids:
@@ -3777,8 +3759,7 @@ class Oblivion:
             vecs = self._vectors(ns, None, active)
             have = [m for m in active if m in vecs]
             if have:
-                seqs = st.cols["seq"][[st.index[m] for m in have]]
-                index.add(have, np.stack([vecs[m] for m in have]), seqs)
+                index.add(have, np.stack([vecs[m] for m in have]), st.seqs_of(have))
         if st.n and self.REPAIR_ON_LOAD:
             self._restore_lost_vectors(ns, st)
             self._resync(ns, st)
@@ -3812,17 +3793,19 @@ class Oblivion:
             return
         idle = sorted(self._spaces, key=lambda n: self._spaces[n].used)
         for ns in idle[: len(self._spaces) - limit]:
-            try:
-                self._unload(ns)
-            except Exception:  # the database locked: kept loaded, tried again later
-                logger.warning(
-                    "namespace %r could not be unloaded (max_loaded_namespaces=%d); it stays "
-                    "in memory until a namespace is next loaded",
-                    ns,
-                    limit,
-                    exc_info=True,
-                )
+            if not self._unload_or_keep(ns):  # tried again when a namespace is next loaded
                 return
+
+    def _unload_or_keep(self, ns: str) -> bool:
+        """:meth:`_unload` for the engine's own housekeeping: if the queued updates
+        cannot be written (the database locked), the namespace stays loaded, with a
+        warning, instead of failing the call that happened to run it."""
+        try:
+            self._unload(ns)
+        except Exception:
+            logger.warning("namespace %r could not be unloaded; it stays loaded", ns, exc_info=True)
+            return False
+        return True
 
     def repair_vector_store(self, *, namespace: str | None = None) -> dict[str, int]:
         """Make the vector store hold exactly the namespace's memories: those it lacks
@@ -4214,13 +4197,21 @@ class Oblivion:
 
 
 # ==================================================================== validation helpers
+def _clock_kind(clock: object) -> ClockKind | None:
+    """The policy clock a :class:`WallClock` or :class:`TurnClock` counts in (``None``
+    for any other clock: a :class:`ManualClock` counts whatever its user means)."""
+    if isinstance(clock, TurnClock):
+        return "turns"
+    return "wall" if isinstance(clock, WallClock) else None
+
+
 def _check_clock_kind(clock: Clock, kind: str, stored: bool) -> None:
     """A :class:`WallClock` counts seconds and a :class:`TurnClock` turns: under a policy
     on the other clock every time would be read in the wrong unit (a turns store opened
     with a wall clock sat 1.8e9 turns in the future and archived everything). A
     :class:`ManualClock` counts whatever its user means."""
-    other = "wall" if isinstance(clock, WallClock) else "turns"
-    if not isinstance(clock, WallClock | TurnClock) or other == kind:
+    other = _clock_kind(clock)
+    if other is None or other == kind:
         return
     name = type(clock).__name__
     if stored:
@@ -4231,28 +4222,6 @@ def _check_clock_kind(clock: Clock, kind: str, stored: bool) -> None:
         f"{'this store' if stored else 'the policy'} decays on the {kind!r} "
         f"clock but clock= is a {name}; {fix}"
     )
-
-
-def _exact_links(
-    sims: npt.NDArray[Any], best: list[int], vector: Vectors, recent: Vectors
-) -> list[tuple[int, float]]:
-    """The links of one new memory: columns ``best`` of its similarities ``sims`` to
-    ``recent`` (``-inf`` where none may be made), with exact weights.
-
-    The product behind ``sims`` rounds by where the vectors sit in memory, which a reload
-    changes: so the weights are computed again exactly, and when others tie with the last
-    one chosen (the same text stored several times) the choice among them is made on
-    exact values, in write order, as a reload would make it.
-    """
-    best = [j for j in best if sims[j] != -np.inf]
-    if not best:
-        return []
-    edge = float(sims[best[-1]])
-    near = np.flatnonzero(sims >= edge - NEAR_TIE)
-    cols = near if len(near) > len(best) else np.asarray(best)
-    exact = np.asarray(recent)[cols].astype(np.float64) @ np.asarray(vector, dtype=np.float64)
-    order = np.argsort(-exact, kind="stable")[: len(best)]  # ties: the earlier written
-    return [(int(cols[i]), float(min(exact[i], 1.0))) for i in order.tolist() if exact[i] > 0]
 
 
 def _check_namespace(namespace: object) -> str:

@@ -265,3 +265,25 @@ def row_tops(matrix: npt.NDArray[Any], m: int) -> list[list[int]]:
     order = np.argsort(-np.take_along_axis(matrix, best, axis=1), axis=1, kind="stable")
     tops: list[list[int]] = np.take_along_axis(best, order, axis=1).tolist()
     return tops
+
+
+def exact_links(
+    sims: npt.NDArray[Any], best: list[int], vector: Vectors, recent: Vectors
+) -> list[tuple[int, float]]:
+    """The links of one new memory: columns ``best`` of its similarities ``sims`` to
+    ``recent`` (``-inf`` where none may be made), with exact weights.
+
+    The product behind ``sims`` rounds by where the vectors sit in memory, which a reload
+    changes: so the weights are computed again exactly, and when others tie with the last
+    one chosen (the same text stored several times) the choice among them is made on
+    exact values, in write order, as a reload would make it.
+    """
+    best = [j for j in best if sims[j] != -np.inf]
+    if not best:
+        return []
+    edge = float(sims[best[-1]])
+    near = np.flatnonzero(sims >= edge - NEAR_TIE)
+    cols = near if len(near) > len(best) else np.asarray(best)
+    exact = np.asarray(recent)[cols].astype(np.float64) @ np.asarray(vector, dtype=np.float64)
+    order = np.argsort(-exact, kind="stable")[: len(best)]  # ties: the earlier written
+    return [(int(cols[i]), float(min(exact[i], 1.0))) for i in order.tolist() if exact[i] > 0]

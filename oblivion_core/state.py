@@ -269,6 +269,13 @@ class NamespaceState:
         """Row of ``memory_id`` or ``None``."""
         return self.index.get(memory_id)
 
+    def seqs_of(self, ids: Sequence[str]) -> npt.NDArray[np.int64]:
+        """Write numbers of memories ``ids`` (each must be held)."""
+        out: npt.NDArray[np.int64] = self.cols["seq"][
+            np.fromiter((self.index[m] for m in ids), np.int64, len(ids))
+        ]
+        return out
+
     def cat_id(self, category: str) -> int:
         """Index of ``category`` in ``vocab`` (added on first sight)."""
         k = self._vocab_index.get(category)
