@@ -672,10 +672,11 @@ _HEAD_SYNONYMS = {
     "shade": "colour",
     "footy": "football",
 }
+_WEEKDAY = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
 #: Capitalised words after "call me" / "I go by" that are no name: "can you call me
 #: Monday?", "I go by Uber to the airport".
 _NOT_A_NAME = (
-    r"(?!(?i:monday|tuesday|wednesday|thursday|friday|saturday|sunday|tomorrow|tonight|"
+    r"(?!(?i:" + _WEEKDAY + r"|tomorrow|tonight|"
     r"today|later|back|when|after|before|once|uber|lyft|bolt|taxi|cab|bus|train|tube|"
     r"metro|car|bike|ferry|plane|air|rail|coach)\b)"
 )
@@ -929,7 +930,7 @@ _QUANTITY = re.compile(
     r"(?P<money>[£$€]\s?\d[\d,.]*\s?(?:k|m|bn|million|thousand)?\b"
     r"|\b\d[\d,.]*\s?(?:k|m|bn)?\s?(?:pounds|dollars|euros|quid|bucks)\b)"
     r"|(?P<time>\b\d{1,2}(?:[:.]\d{2})?\s?(?:am|pm|a\.m\.|p\.m\.)|\b\d{1,2}:\d{2}\b)"
-    r"|(?P<day>\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b)"
+    r"|(?P<day>\b" + _WEEKDAY + r"\b)"
     r"|(?P<date>\b\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?" + _MONTH + r"\b"
     r"|\b" + _MONTH + r"\s+(?:the\s+)?\d{1,2}(?:st|nd|rd|th)?\b"
     r"|\b\d{1,2}(?:st|nd|rd|th)\b|\b(?:" + "|".join(m for m in _MONTHS if m != "may") + r")\b)",
@@ -1517,9 +1518,7 @@ _IS_LAST = re.compile(
     r"^(?:(?P<fav>(?:my|our)(?:[ \t]+[^\W\d_]+){0,2}[ \t]+favou?rite(?:[ \t]+[^\W\d_]+){1,2})"
     r"'s(?=[ \t]+(?:now[ \t]+)?[\w-]+" + _IS_TAIL + "|"
     r"(?P<head>(?:my|our|the)(?:[ \t]+(?-i:[a-z]+)){1,3})'s(?=[ \t]+(?:now[ \t]+)?"
-    r"(?:today|tonight|tomorrow|[£$€]?\d[\w.,:]*|(?:mon|tues|wednes|thurs|fri|satur|sun)day)\b"
-    + _IS_TAIL
-    + ")",
+    r"(?:today|tonight|tomorrow|[£$€]?\d[\w.,:]*|" + _WEEKDAY + r")\b" + _IS_TAIL + ")",
     re.IGNORECASE | re.MULTILINE,
 )
 
