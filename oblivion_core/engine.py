@@ -320,10 +320,12 @@ class Oblivion:
     #: candidates recall asks for, and exact; above it the namespace goes back to Chroma.
     #: ``0`` always queries Chroma.
     EXACT_ARCHIVE_ROWS = 16_384
-    #: Columns (vectors and spare ones) held that way across all namespaces, checked as
+    #: Rows (vectors and spare ones) held that way across all namespaces, checked as
     #: a copy is made; the least recently searched namespace's copy goes first (about
-    #: 100 MB at 384 dimensions; copies made grow by up to half again as memories are
-    #: archived, until the next copy made counts them).
+    #: 100 MB at 384 dimensions, and half again for copies of 8,192 memories or more: the
+    #: head block of the two-stage search, :data:`oblivion_core.index.TWO_STAGE_ROWS`;
+    #: copies made grow by up to half again as memories are archived, until the next
+    #: copy made counts them).
     EXACT_ARCHIVE_TOTAL = 65_536
     #: Apply a recall's feedback (boosts, spreading, promotions, their journal entries)
     #: on a worker right after the recall returns, instead of before; every other call
@@ -874,7 +876,7 @@ class Oblivion:
                     for s in range(0, n, _WRITE_BLOCK):
                         e = min(s + _WRITE_BLOCK, n)
                         ids_b, texts_b, vecs_b = final_ids[s:e], clean[s:e], vectors[s:e]
-                        # the block's just-added columns are the index's last but n - e
+                        # the block's just-added rows are the index's last but n - e
                         recent_ids, recent = space.index.recent(
                             policy.link_window + e - s, skip=n - e
                         )
@@ -1528,12 +1530,11 @@ class Oblivion:
         # crowd out the archived ones.
         n_ask = min(pool + min(len(space.index), pool), st.n)  # a huge k asks for all
         archive: tuple[list[str], list[float]] | None = None
-        # every active memory's similarity, kept for the candidates found otherwise (BM25,
-        # neighbours): a lookup instead of reading their vectors back
-        active_scores = space.index.scores(qvec)
+        # the best active memories (ties: by write order), and the similarities computed
+        # on the way, kept for the candidates found otherwise (BM25, neighbours): a lookup
+        # instead of reading their vectors back
+        ids, sims, active_scores = space.index.nearest(qvec, pool, st.seqs_of)
         scored = [(space.index, active_scores)]
-
-        ids, sims = space.index.top(active_scores, pool, st.seqs_of)  # ties: by write order
         cand: dict[str, float] = dict(zip(ids, sims.tolist(), strict=True))
         best = float(sims[0]) if len(sims) else -1.0
 
@@ -1553,14 +1554,15 @@ class Oblivion:
         if reason is not None:
             exact = self._exact_archive(ns, space)
             if exact is not None:
-                archive_scores = exact.scores(qvec)
-                scored.append((exact, archive_scores))
+                computed: list[np.ndarray[Any, Any]] = []  # by the last search
 
                 def exact_top(n: int) -> tuple[list[str], list[float]]:
-                    found, found_sims = exact.top(archive_scores, n, st.seqs_of)
+                    found, found_sims, known = exact.nearest(qvec, n, st.seqs_of)
+                    computed[:] = [known]
                     return found, found_sims.tolist()
 
                 archive = _visible_top(exact_top, pool, hidden, len(exact))
+                scored.append((exact, computed[0]))
             else:
                 self._refill(ns, st)
                 archive = self.store.query(ns, qvec, n_ask)
@@ -1689,7 +1691,7 @@ class Oblivion:
         if outside <= 0 or outside > (limit * 3 // 4 if space.archive_dropped else limit):
             return None
         held = {n: self._spaces[n] for n in self._exact_lru if n in self._spaces}
-        # counted in columns allocated, spare ones included (rows undercounted small
+        # counted in rows allocated, spare ones included (rows held undercounted small
         # copies' memory 14-fold)
         total = sum(s.archive.capacity for s in held.values() if s.archive is not None)
         for name, other in held.items():  # least recently searched first
@@ -1747,20 +1749,29 @@ class Oblivion:
     ) -> dict[str, float]:
         """Exact cosine similarity of stored memories to the query (active or not).
 
-        ``scored``: indexes with every similarity to this query already computed
-        (:meth:`ActiveIndex.scores`, the index unchanged since); their memories are
-        looked up, the others' vectors read.
+        ``scored``: indexes with similarities to this query already computed, by row
+        (:meth:`ActiveIndex.nearest`, the index unchanged since; NaN where not computed);
+        those are looked up, the others' vectors read.
         """
         out: dict[str, float] = {}
         rest: list[str] = []
+        held: dict[int, tuple[list[str], list[int]]] = {}  # not computed, in scored[i]
         for m in ids:
-            for index, values in scored:
+            for i, (index, values) in enumerate(scored):
                 row = index.row_of(m)
                 if row is not None:
-                    out[m] = float(values[row])
+                    value = float(values[row])
+                    if value == value:  # computed
+                        out[m] = value
+                    else:
+                        found, rows = held.setdefault(i, ([], []))
+                        found.append(m)
+                        rows.append(row)
                     break
             else:
                 rest.append(m)
+        for i, (found, rows) in held.items():  # one product per index
+            out.update(zip(found, scored[i][0].products(qvec, rows).tolist(), strict=True))
         if rest:
             q = qvec.reshape(-1)
             out.update((m, float(vec @ q)) for m, vec in self._vectors(ns, space, rest).items())
@@ -3560,9 +3571,10 @@ class Oblivion:
 
         Every namespace used since the engine opened stays in memory: its activation
         columns, the vectors of its active tier (1.5 KB per memory with the default
-        384-dimension model), its BM25 index, links and summaries. A process serving
-        many users, a namespace each, can unload those gone idle, or have the least
-        recently used past some number unloaded for it (``max_loaded_namespaces``).
+        384-dimension model, 2.3 KB in a tier of 8,192 or more), its BM25 index, links
+        and summaries. A process serving many users, a namespace each, can unload those
+        gone idle, or have the least recently used past some number unloaded for it
+        (``max_loaded_namespaces``).
         What is queued for the namespace (activation updates, recall feedback, use
         counters) is written first; the next call that uses it reads it back from the
         store, as reopening the store would. Nothing stored changes.

@@ -5,9 +5,19 @@ A dot product over a float32 matrix beats an ANN round trip at these sizes (thou
 to about 25k memories at 384 dimensions: 1.5 ms at 16k rows right after an embedding,
 against 2.3-2.6 ms for Chroma's query of 100 candidates) and is exact.
 
-Vectors are stored one per *column* (``(dim, capacity)``) and multiplied on one BLAS
-thread (:mod:`oblivion_core.blas`): the fastest layout for a single query, 0.9 ms at
-16k memories right after an embedding against 1.6 ms for ``np.einsum`` over rows.
+Vectors are stored one per row and multiplied on one BLAS thread
+(:mod:`oblivion_core.blas`). A product over every row reads the whole matrix from
+memory (23 MB at 15k rows of 384 floats, evicted from the caches by the query's
+embedding), so from :data:`TWO_STAGE_ROWS` rows on :meth:`ActiveIndex.nearest` reads
+less and stays exact: each vector is also kept rotated onto the main axes of the
+index's vectors, its first :func:`head_dims` coordinates in a block of their own, and
+the query's product with that block plus the Cauchy-Schwarz bound of the rest
+(``|q_tail| * |v_tail|``) bounds every similarity from above. Only rows whose bound
+reaches the ``k``-th best similarity found are multiplied in full, and nothing else can
+be among the best ``k``: at 15k memories of the latency benchmark's corpus, 173 rows at
+the median (444 at p95) of 15,000, 1.16 ms against 1.67 ms for the full product and its
+top 50 right after an embedding, the same top 50 on 200 of 200 queries
+(``python bench/two_stage.py``).
 """
 
 from __future__ import annotations
@@ -21,6 +31,24 @@ import numpy.typing as npt
 from oblivion_core.blas import matvec
 from oblivion_core.typing import Vectors
 
+#: From this many rows on :meth:`ActiveIndex.nearest` searches in two stages (see the
+#: module doc); below it one product over every row is as fast.
+TWO_STAGE_ROWS = 8_192
+#: Added to every bound of the two-stage search: it covers float32 rounding (of the
+#: rotation, the head product and the norms; each about 1e-6) many times over.
+BOUND_MARGIN = 1e-4
+
+
+def head_dims(dim: int) -> int:
+    """Coordinates in the head block of the two-stage search: half of them. The first
+    main axes hold most of a sentence embedding's energy, and the rest bounds how many
+    rows are multiplied in full. Over the 15k active memories of the latency benchmark's
+    100k store, right after an embedding (medians / p95): 192 of 384 axes took 1.01 /
+    1.19 ms and multiplied 103 / 386 rows; 224 took 1.11 / 1.25 ms (79 / 206 rows); 160
+    took 0.91 / 2.27 ms, its bound too loose for one query in ten; one product over
+    every row took 1.70 / 1.83 ms."""
+    return dim // 2
+
 
 class ActiveIndex:
     """Unit vectors of the active memories of one namespace, searchable by dot product."""
@@ -29,11 +57,18 @@ class ActiveIndex:
         self.dim = dim
         self.ids: list[str] = []
         self._row: dict[str, int] = {}
-        # one memory per column; columns past len(self) are spare capacity
-        self._cols: Vectors = np.zeros((dim or 0, 0), dtype=np.float32)
+        # one memory per row; rows past len(self) are spare capacity
+        self._rows: Vectors = np.zeros((0, dim or 0), dtype=np.float32)
         # each row's memory's write number (see add()), for recent()
         self._seqs: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
         self._added = 0
+        # the two-stage search (nearest()): made on its first use at TWO_STAGE_ROWS rows
+        # or more. ``_basis``: the main axes, one per row; ``_head``: each vector's
+        # coordinates on them, one vector per column; ``_tail``: the norm of the rest
+        self._basis: Vectors | None = None
+        self._head: Vectors = np.zeros((0, 0), dtype=np.float32)
+        self._tail: npt.NDArray[np.float32] = np.zeros(0, dtype=np.float32)
+        self._basis_rows = 0  # rows when the basis was made (made again at twice that)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -51,31 +86,36 @@ class ActiveIndex:
             return
         if self.dim is None:
             self.dim = int(vectors.shape[1])
-            self._cols = np.zeros((self.dim, 0), dtype=np.float32)
+            self._rows = np.zeros((0, self.dim), dtype=np.float32)
         fresh: list[int] = []
+        replaced: list[int] = []
         for k, mid in enumerate(ids):
             row = self._row.get(mid)
             if row is None:
                 fresh.append(k)
             else:
-                self._cols[:, row] = vectors[k]
+                self._rows[row] = vectors[k]
+                replaced.append(row)
+        if replaced:
+            self._project(np.asarray(replaced, dtype=np.int64))
         if not fresh:
             return
         n = len(self.ids)
         need = n + len(fresh)
-        if need > self._cols.shape[1]:
-            # half again: amortised O(1) per column, and a large index (an archive copy
-            # of 16k memories) carries at most half its size in spare columns
+        if need > len(self._rows):
+            # half again: amortised O(1) per row, and a large index (an archive copy
+            # of 16k memories) carries at most half its size in spare rows
             # (a first allocation of 8, not 64: one per namespace, 12 KB not 96 at 384
             # dimensions, for thousands of small namespaces)
-            cap = max(need, self._cols.shape[1] * 3 // 2, 8)
-            grown = np.zeros((self.dim, cap), dtype=np.float32)
-            grown[:, :n] = self._cols[:, :n]
-            self._cols = grown
-            grown_seqs = np.zeros(cap, dtype=np.int64)
-            grown_seqs[:n] = self._seqs[:n]
-            self._seqs = grown_seqs
-        self._cols[:, n:need] = vectors[fresh].T
+            cap = max(need, len(self._rows) * 3 // 2, 8)
+            self._rows = _grown(self._rows, cap, n)
+            self._seqs = _grown(self._seqs, cap, n)
+            if self._basis is not None:
+                head = np.zeros((len(self._head), cap), dtype=np.float32)
+                head[:, :n] = self._head[:, :n]
+                self._head = head
+                self._tail = _grown(self._tail, cap, n)
+        self._rows[n:need] = vectors[fresh]
         if seqs is None:
             self._seqs[n:need] = np.arange(self._added, self._added + len(fresh))
         else:
@@ -84,11 +124,12 @@ class ActiveIndex:
         for offset, k in enumerate(fresh):
             self._row[ids[k]] = n + offset
             self.ids.append(ids[k])
+        self._project(np.arange(n, need))
 
     @property
     def capacity(self) -> int:
-        """Columns allocated (rows held plus spare ones): what the index costs."""
-        return 0 if self.dim is None else int(self._cols.shape[1])
+        """Rows allocated (rows held plus spare ones): what the index costs."""
+        return 0 if self.dim is None else len(self._rows)
 
     def remove(self, ids: Sequence[str]) -> None:
         """Remove rows (absent ids are ignored); the last row fills each hole."""
@@ -99,8 +140,11 @@ class ActiveIndex:
             last = len(self.ids) - 1
             if row != last:
                 moved = self.ids[last]
-                self._cols[:, row] = self._cols[:, last]
+                self._rows[row] = self._rows[last]
                 self._seqs[row] = self._seqs[last]
+                if self._basis is not None:
+                    self._head[:, row] = self._head[:, last]
+                    self._tail[row] = self._tail[last]
                 self.ids[row] = moved
                 self._row[moved] = row
             self.ids.pop()
@@ -108,18 +152,85 @@ class ActiveIndex:
     def vector(self, memory_id: str) -> Vectors | None:
         """The stored vector of an active memory, or ``None``."""
         row = self._row.get(memory_id)
-        return None if row is None else self._cols[:, row].copy()
+        return None if row is None else self._rows[row].copy()
 
     def search(self, query: Vectors, k: int) -> tuple[list[str], npt.NDArray[np.float32]]:
         """Top-``k`` ids by cosine similarity to a unit ``query``, best first."""
-        return self.top(self.scores(query), k)
+        ids, sims, _ = self.nearest(query, k)
+        return ids, sims
 
     def scores(self, query: Vectors) -> npt.NDArray[np.float32]:
         """Cosine similarity of every memory to a unit ``query``, by row
         (:meth:`row_of`); valid until the index next changes."""
         if not self.ids:
             return np.zeros(0, dtype=np.float32)
-        return matvec(query.reshape(-1), self._cols[:, : len(self.ids)])
+        return matvec(query.reshape(-1), self._rows[: len(self.ids)].T)
+
+    def nearest(
+        self,
+        query: Vectors,
+        k: int,
+        seqs: Callable[[list[str]], npt.NDArray[np.int64]] | None = None,
+    ) -> tuple[list[str], npt.NDArray[np.float32], npt.NDArray[np.float32]]:
+        """The ``k`` memories most similar to a unit ``query``, as
+        ``top(scores(query), k, seqs)`` finds them, and the similarities computed on the
+        way: by row (:meth:`row_of`), NaN for the rows the two-stage search (module doc)
+        showed could not be among them without multiplying them in full.
+        """
+        n = len(self.ids)
+        dim = self.dim or 0
+        if n < TWO_STAGE_ROWS or k <= 0 or 8 * k > n or head_dims(dim) < 8:
+            scores = self.scores(query)
+            return (*self.top(scores, k, seqs), scores)
+        if self._basis is None or n >= 2 * self._basis_rows:
+            self._make_basis()
+        assert self._basis is not None
+        q = np.asarray(query, dtype=np.float32).reshape(-1)
+        q_head = self._basis @ q
+        q_tail = float(np.sqrt(max(float(q @ q) - float(q_head @ q_head), 0.0)))
+        bound = matvec(q_head, self._head[:, :n])
+        bound += q_tail * self._tail[:n]
+        bound += BOUND_MARGIN
+        # the 2k best bounds hold k real similarities: the k-th best of those is a floor
+        # under the k-th best of all, and no row whose bound is below it can take a place
+        m = 2 * k
+        first = np.argpartition(bound, n - m)[n - m :]
+        found = self._rows[first] @ q
+        floor = float(np.partition(found, m - k)[m - k])
+        rows = np.flatnonzero(bound >= floor - NEAR_TIE)  # near ties of the edge too
+        if 8 * len(rows) > n:  # too loose for this query: streaming every row is as fast
+            scores = self.scores(query)
+            return (*self.top(scores, k, seqs), scores)
+        known = np.full(n, np.nan, dtype=np.float32)
+        values = self.products(q, rows)
+        known[rows] = values
+        ids, sims = self._pick(values, rows, k, seqs)
+        return ids, sims, known
+
+    def _make_basis(self) -> None:
+        """The main axes of the vectors held (of up to 8,192 of them, evenly spaced):
+        the eigenvectors of their second-moment matrix with the largest eigenvalues."""
+        n = len(self.ids)
+        dim = self.dim or 0
+        sample = self._rows[: n : max(1, n // 8_192)].astype(np.float64)
+        _, axes = np.linalg.eigh(sample.T @ sample)  # ascending eigenvalues
+        self._basis = np.ascontiguousarray(axes[:, ::-1][:, : head_dims(dim)].T, np.float32)
+        self._basis_rows = n
+        cap = len(self._rows)
+        self._head = np.zeros((head_dims(dim), cap), dtype=np.float32)
+        self._tail = np.zeros(cap, dtype=np.float32)
+        self._project(np.arange(n))
+
+    def _project(self, rows: npt.NDArray[np.int64]) -> None:
+        """The head coordinates and tail norms of ``rows`` (after they were written)."""
+        if self._basis is None or not len(rows):
+            return
+        vecs = self._rows[rows]
+        head = vecs @ self._basis.T
+        self._head[:, rows] = head.T
+        energy = (vecs.astype(np.float64) ** 2).sum(axis=1)
+        rest = np.sqrt(np.maximum(energy - (head.astype(np.float64) ** 2).sum(axis=1), 0.0))
+        self._tail[rows] = rest.astype(np.float32)
 
     def top(
         self,
@@ -134,38 +245,64 @@ class ActiveIndex:
         newest of them are kept, as ranking orders ties; else the ones that happened to
         sit first in the index, which a reopen changes.
         """
-        if not len(scores) or k <= 0:
+        return self._pick(scores, None, k, seqs)
+
+    def _pick(
+        self,
+        values: npt.NDArray[np.float32],
+        rows: npt.NDArray[np.int64] | None,
+        k: int,
+        seqs: Callable[[list[str]], npt.NDArray[np.int64]] | None,
+    ) -> tuple[list[str], npt.NDArray[np.float32]]:
+        """:meth:`top` over the similarities ``values`` of ``rows`` (``None``: of every
+        row, in order)."""
+        if not len(values) or k <= 0:
             return [], np.zeros(0, dtype=np.float32)
-        ids, values = self._top(scores, k)
-        if seqs is None or k >= len(scores):
-            return ids, values
-        edge = float(values[-1])
-        if np.count_nonzero(scores >= edge - NEAR_TIE) <= k:  # the usual case: one pass
-            return ids, values
-        near = np.flatnonzero(scores >= edge - NEAR_TIE)
-        above = near[scores[near] > edge + NEAR_TIE]
-        tied = near[scores[near] <= edge + NEAR_TIE]
-        newest = np.argsort(-seqs([self.ids[r] for r in tied.tolist()]), kind="stable")
-        chosen = np.concatenate([above, tied[newest[: k - len(above)]]])
-        chosen = chosen[np.argsort(-scores[chosen], kind="stable")]
-        return [self.ids[r] for r in chosen.tolist()], scores[chosen]
+        n = len(values)
+        if k < n:
+            best = np.argpartition(-values, k - 1)[:k]
+            best = best[np.argsort(-values[best], kind="stable")]
+        else:
+            best = np.argsort(-values, kind="stable")
+        if seqs is not None and k < n:
+            edge = float(values[best[-1]])
+            if np.count_nonzero(values >= edge - NEAR_TIE) > k:
+                near = np.flatnonzero(values >= edge - NEAR_TIE)
+                above = near[values[near] > edge + NEAR_TIE]
+                tied = near[values[near] <= edge + NEAR_TIE]
+                tied_rows = tied if rows is None else rows[tied]
+                newest = np.argsort(-seqs([self.ids[r] for r in tied_rows.tolist()]), kind="stable")
+                best = np.concatenate([above, tied[newest[: k - len(above)]]])
+                best = best[np.argsort(-values[best], kind="stable")]
+        picked = best if rows is None else rows[best]
+        ids = self.ids
+        return [ids[r] for r in picked.tolist()], values[best]
+
+    def products(
+        self, query: Vectors, rows: Sequence[int] | npt.NDArray[np.intp]
+    ) -> npt.NDArray[np.float32]:
+        """Cosine similarity of the memories at ``rows`` to a unit ``query``, as the
+        second stage of :meth:`nearest` computes it."""
+        picked = self._rows[np.asarray(rows, dtype=np.int64)]
+        out: npt.NDArray[np.float32] = picked @ np.asarray(query, dtype=np.float32).reshape(-1)
+        return out
 
     def exact(self, query: Vectors, rows: Sequence[int]) -> npt.NDArray[np.float64]:
         """Cosine similarity of the memories at ``rows`` to a unit ``query``: the same
-        value for the same pair of vectors wherever the memory's column is.
+        value for the same pair of vectors wherever the memory's row is.
 
-        The product behind :meth:`scores` rounds a column's sum differently depending on
-        its place in the matrix (BLAS kernels treat blocks of columns and the tail
-        differently), by about one float32 ulp. Places change as memories come and go,
-        and a reopened store rebuilds the index in insertion order, so equal vectors (the
-        same text stored twice) would not tie, and which comes first could change with a
-        reopen. Here each column is summed in float64, one dimension after the other.
-        About 1 us a column (each column is spread over ``dim`` cache lines): for the
-        few candidates that need it, not for every one.
+        A product over many rows (:meth:`scores`, :meth:`nearest`) rounds a row's sum
+        differently depending on its place in the block multiplied (BLAS kernels treat
+        blocks of rows and the tail differently), by about one float32 ulp. Places change
+        as memories come and go, and a reopened store rebuilds the index in insertion
+        order, so equal vectors (the same text stored twice) would not tie, and which
+        comes first could change with a reopen. Here each row is summed in float64, one
+        dimension after the other: for the few candidates that need it, not for every
+        one.
         """
-        cols = self._cols[:, np.asarray(rows, dtype=np.int64)]
-        q = np.asarray(query, dtype=np.float64).reshape(-1, 1)
-        out: npt.NDArray[np.float64] = np.multiply(cols, q).sum(axis=0)
+        picked = self._rows[np.asarray(rows, dtype=np.int64)].astype(np.float64)
+        q = np.asarray(query, dtype=np.float64).reshape(1, -1)
+        out: npt.NDArray[np.float64] = np.multiply(picked, q).sum(axis=1)
         return out
 
     def row_of(self, memory_id: str) -> int | None:
@@ -182,23 +319,10 @@ class ActiveIndex:
         out = []
         # blocks of queries keep the (m, n) similarity matrix small
         for start in range(0, len(queries), 64):
-            block = matvec(queries[start : start + 64], self._cols[:, :n])
+            block = matvec(queries[start : start + 64], self._rows[:n].T)
             for sims in block:
-                out.append(self._top(sims, k))
+                out.append(self._pick(sims, None, k, None))
         return out
-
-    def _top(
-        self, sims: npt.NDArray[np.float32], k: int
-    ) -> tuple[list[str], npt.NDArray[np.float32]]:
-        """The ``k`` best of one row of similarities (ties: index order)."""
-        n = len(sims)
-        if k < n:
-            top = np.argpartition(-sims, k - 1)[:k]
-            top = top[np.argsort(-sims[top], kind="stable")]
-        else:
-            top = np.argsort(-sims, kind="stable")
-        ids = self.ids
-        return [ids[i] for i in top.tolist()], sims[top]
 
     def recent(self, n: int, skip: int = 0) -> tuple[list[str], Vectors]:
         """The ``n`` memories with the highest write numbers (``seqs`` of :meth:`add`)
@@ -212,16 +336,23 @@ class ActiveIndex:
         size = len(self.ids)
         take = min(n + skip, size)
         if take <= 0 or n <= 0:
-            return [], self._cols[:, :0].T
+            return [], self._rows[:0]
         seqs = self._seqs[:size]
         # the ``take`` highest, then in order
         rows = np.argpartition(seqs, size - take)[size - take :] if take < size else np.arange(size)
         rows = rows[np.argsort(seqs[rows], kind="stable")][: max(take - skip, 0)]
         start, stop = size - take, size - take + len(rows)
         if np.array_equal(rows, np.arange(start, stop)):  # in place (none left or came back)
-            return self.ids[start:stop], self._cols[:, start:stop].T  # a view
+            return self.ids[start:stop], self._rows[start:stop]  # a view
         picked = rows.tolist()
-        return [self.ids[r] for r in picked], self._cols[:, rows].T
+        return [self.ids[r] for r in picked], self._rows[rows]
+
+
+def _grown(arr: npt.NDArray[Any], cap: int, n: int) -> npt.NDArray[Any]:
+    """A copy of ``arr`` with ``cap`` rows (its first ``n`` kept, the rest zero)."""
+    out = np.zeros((cap, *arr.shape[1:]), dtype=arr.dtype)
+    out[:n] = arr[:n]
+    return out
 
 
 #: Similarities closer than this may be equal vectors apart only by the product's

@@ -1,0 +1,177 @@
+"""The active index's two-stage search finds exactly what one product over every row does."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import oblivion_core.index as index_module
+from oblivion_core import FastEmbedEmbedder, Oblivion, Policy
+from oblivion_core.index import ActiveIndex
+
+DIM = 48
+CENTRES = np.random.default_rng(0).normal(size=(50, DIM))
+
+
+@contextmanager
+def two_stage_from(rows: int) -> Iterator[None]:
+    """Search in two stages from ``rows`` rows on (the default needs thousands)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(index_module, "TWO_STAGE_ROWS", rows)
+        yield
+
+
+def _vectors(rng: np.random.Generator, n: int, spread: float) -> np.ndarray:
+    """Unit vectors near some directions (as sentence embeddings are: most of their
+    energy on a few main axes) plus ``spread`` of noise; a large spread is noise alone,
+    where the bound prunes nothing."""
+    vecs = CENTRES[rng.integers(0, len(CENTRES), n)] + spread * rng.normal(size=(n, DIM))
+    return (vecs / np.linalg.norm(vecs, axis=1, keepdims=True)).astype(np.float32)
+
+
+def _seqs_of(index: ActiveIndex) -> Callable[[list[str]], np.ndarray]:
+    """Write numbers by id (the tests name memory ``n`` ``"m<n>"``)."""
+    del index
+    return lambda ids: np.asarray([int(m[1:]) for m in ids], dtype=np.int64)
+
+
+def _check_same(index: ActiveIndex, q: np.ndarray, k: int) -> np.ndarray:
+    """``nearest`` against ``top(scores())``; returns the rows it computed."""
+    seqs = _seqs_of(index)
+    want_ids, want_sims = index.top(index.scores(q), k, seqs)
+    got_ids, got_sims, known = index.nearest(q, k, seqs)
+    # the same memories, best first; equal vectors may swap places, as a product's
+    # rounding by place orders them (recall unties them exactly afterwards)
+    assert sorted(got_ids) == sorted(want_ids)
+    assert np.allclose(got_sims, want_sims, atol=1e-6)
+    want = dict(zip(want_ids, want_sims.tolist(), strict=True))
+    assert all(abs(want[m] - v) <= 1e-6 for m, v in zip(got_ids, got_sims.tolist(), strict=True))
+    assert np.all(np.diff(got_sims) <= 1e-6)
+    scores = index.scores(q)
+    done = np.flatnonzero(~np.isnan(known))
+    assert np.allclose(known[done], scores[done], atol=1e-6)
+    return done
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(40, 400),
+    spread=st.sampled_from([0.05, 0.3, 3.0]),
+    k=st.integers(1, 12),
+    ops=st.lists(st.tuples(st.sampled_from(["add", "remove", "replace"]), st.integers(1, 60))),
+)
+def test_nearest_is_top_of_every_score_through_adds_removes_and_edits(
+    seed: int, n: int, spread: float, k: int, ops: list[tuple[str, int]]
+) -> None:
+    """Same ids in the same order, ties by write number included, after any changes."""
+    rng = np.random.default_rng(seed)
+    with two_stage_from(32):
+        index = ActiveIndex()
+        written = 0
+
+        def add(count: int) -> None:
+            nonlocal written
+            index.add([f"m{written + i}" for i in range(count)], _vectors(rng, count, spread))
+            written += count
+
+        add(n)
+        _check_same(index, _vectors(rng, 1, spread)[0], k)  # the basis is made here
+        for op, count in ops:
+            if op == "add":
+                add(count)
+            elif op == "remove" and len(index) > count:
+                index.remove(list(rng.choice(index.ids, count, replace=False)))
+            elif op == "replace":
+                some = list(rng.choice(index.ids, min(count, len(index)), replace=False))
+                index.add(some, _vectors(rng, len(some), spread))
+            _check_same(index, _vectors(rng, 1, spread)[0], k)
+
+
+def test_the_bound_spares_most_rows_of_embedding_like_vectors() -> None:
+    """The second stage multiplies few rows (else the search would not pay)."""
+    rng = np.random.default_rng(7)
+    with two_stage_from(32):
+        index = ActiveIndex()
+        index.add([f"m{i}" for i in range(2_000)], _vectors(rng, 2_000, 0.3))
+        done = [len(_check_same(index, q, 10)) for q in _vectors(rng, 20, 0.3)]
+    assert np.median(done) < 2_000 / 8
+
+
+def test_near_duplicates_at_the_edge_keep_the_newest() -> None:
+    """Many copies of one vector tying for the last places: the newest are kept."""
+    rng = np.random.default_rng(3)
+    base = _vectors(rng, 300, 0.3)
+    copies = np.repeat(base[:1], 40, axis=0)
+    with two_stage_from(32):
+        index = ActiveIndex()
+        index.add([f"m{i}" for i in range(340)], np.concatenate([base, copies]))
+        q = base[0] + 0.01 * rng.normal(size=DIM).astype(np.float32)
+        q /= np.linalg.norm(q)
+        ids, _, _ = index.nearest(q, 10, _seqs_of(index))
+        _check_same(index, q, 10)
+    assert sorted(ids) == sorted(f"m{i}" for i in range(330, 340))
+
+
+def test_the_basis_is_made_again_when_the_index_doubles() -> None:
+    """Vectors of another kind arriving later are searched exactly all the same."""
+    rng = np.random.default_rng(11)
+    with two_stage_from(32):
+        index = ActiveIndex()
+        index.add([f"m{i}" for i in range(100)], _vectors(rng, 100, 0.3))
+        _check_same(index, _vectors(rng, 1, 0.3)[0], 5)
+        first = index._basis
+        other = np.random.default_rng(99).normal(size=(300, DIM)).astype(np.float32)
+        other /= np.linalg.norm(other, axis=1, keepdims=True)
+        index.add([f"m{i}" for i in range(100, 300)], other[:200])
+        for q in other[200:205]:
+            _check_same(index, q, 5)
+    assert index._basis is not first
+
+
+@pytest.mark.parametrize("capacity", [None, 100])
+def test_recall_through_the_two_stage_search_equals_one_product(
+    real_embedder: FastEmbedEmbedder, capacity: int | None
+) -> None:
+    """A real store, real model: the same items and relevances either way, from the
+    active tier alone (600 active memories) and with the archive searched in memory
+    (100 active, 500 archived)."""
+    topics = ["budget", "design", "launch", "hiring", "travel", "security"]
+    kinds = ["red", "small", "old", "shiny", "wooden", "broken", "heavy"]
+    texts = [
+        f"Catalogue entry {i}: a {kinds[i % 7]} lamp for the {topics[i % 6]} team, shelf {i}."
+        for i in range(600)
+    ]
+    queries = ["a red lamp for the launch team", "shelf 12", "broken lamps", "travel team"]
+    policy = Policy.template("balanced").replace(
+        active_share=None, active_capacity=capacity, maintain_every=0
+    )
+
+    def run(threshold: int) -> tuple[list[list[tuple[str, float]]], bool]:
+        with two_stage_from(threshold):
+            mem = Oblivion(None, embedder=real_embedder, policy=policy)
+            mem.remember_many(texts)
+            mem.maintain()
+            out = [
+                [
+                    (i.text, round(i.relevance, 5))
+                    for i in mem.recall(q, k=8, feedback=False, deep=capacity is not None)
+                ]
+                for q in queries
+            ]
+            (space,) = mem._spaces.values()
+            index = space.index if capacity is None else space.archive
+            assert index is not None and len(index) == 600 - (capacity or 0)
+            two_stage = index._basis is not None
+            mem.close()
+        return out, two_stage
+
+    got, used = run(64)
+    want, not_used = run(10**9)
+    assert used and not not_used
+    assert got == want
