@@ -37,6 +37,10 @@ TWO_STAGE_ROWS = 8_192
 #: Added to every bound of the two-stage search: it covers float32 rounding (of the
 #: rotation, the head product and the norms; each about 1e-6) many times over.
 BOUND_MARGIN = 1e-4
+#: Squared norm (relative to the vector's) counted in every tail at least: see ``_rest``.
+#: It adds 3e-3 to a tail of nothing, and nothing visible to the ~0.1 of a sentence
+#: embedding's.
+TAIL_FLOOR = 1e-5
 
 
 def head_dims(dim: int) -> int:
@@ -187,7 +191,7 @@ class ActiveIndex:
         assert self._basis is not None
         q = np.asarray(query, dtype=np.float32).reshape(-1)
         q_head = self._basis @ q
-        q_tail = float(np.sqrt(max(float(q @ q) - float(q_head @ q_head), 0.0)))
+        q_tail = float(_rest(_energy(q[None]), _energy(q_head[None]))[0])
         bound = matvec(q_head, self._head[:, :n])
         bound += q_tail * self._tail[:n]
         bound += BOUND_MARGIN
@@ -212,7 +216,7 @@ class ActiveIndex:
         the eigenvectors of their second-moment matrix with the largest eigenvalues."""
         n = len(self.ids)
         dim = self.dim or 0
-        sample = self._rows[: n : max(1, n // 8_192)].astype(np.float64)
+        sample = self._rows[: n : -(-n // 8_192)].astype(np.float64)
         _, axes = np.linalg.eigh(sample.T @ sample)  # ascending eigenvalues
         self._basis = np.ascontiguousarray(axes[:, ::-1][:, : head_dims(dim)].T, np.float32)
         self._basis_rows = n
@@ -222,15 +226,18 @@ class ActiveIndex:
         self._project(np.arange(n))
 
     def _project(self, rows: npt.NDArray[np.int64]) -> None:
-        """The head coordinates and tail norms of ``rows`` (after they were written)."""
+        """The head coordinates and tail norms of ``rows`` (after they were written), in
+        blocks (a basis made at 85k rows projected them all in 0.3 s, not 1.2)."""
         if self._basis is None or not len(rows):
             return
-        vecs = self._rows[rows]
-        head = vecs @ self._basis.T
-        self._head[:, rows] = head.T
-        energy = (vecs.astype(np.float64) ** 2).sum(axis=1)
-        rest = np.sqrt(np.maximum(energy - (head.astype(np.float64) ** 2).sum(axis=1), 0.0))
-        self._tail[rows] = rest.astype(np.float32)
+        for start in range(0, len(rows), 4_096):
+            part = rows[start : start + 4_096]
+            first, last = int(part[0]), int(part[-1])
+            span = slice(first, last + 1) if last - first + 1 == len(part) else part
+            vecs = self._rows[span]
+            head = vecs @ self._basis.T
+            self._head[:, span] = head.T
+            self._tail[span] = _rest(_energy(vecs), _energy(head))
 
     def top(
         self,
@@ -346,6 +353,21 @@ class ActiveIndex:
             return self.ids[start:stop], self._rows[start:stop]  # a view
         picked = rows.tolist()
         return [self.ids[r] for r in picked], self._rows[rows]
+
+
+def _energy(vecs: Vectors) -> npt.NDArray[np.float64]:
+    """Each row's squared norm, summed in float64."""
+    out: npt.NDArray[np.float64] = np.einsum("ij,ij->i", vecs, vecs, dtype=np.float64)
+    return out
+
+
+def _rest(total: npt.NDArray[np.float64], head: npt.NDArray[np.float64]) -> npt.NDArray[Any]:
+    """The norm of what lies outside the head block, from the squared norms of the whole
+    and of the head, never below ``sqrt(TAIL_FLOOR * total)``: the head's coordinates
+    are float32 products, so a vector (or query) almost inside the head's axes could
+    otherwise show no tail where rounding left one of a few 1e-4, more than
+    :data:`BOUND_MARGIN` covers."""
+    return np.sqrt(np.maximum(total - head, 0.0) + TAIL_FLOOR * total).astype(np.float32)
 
 
 def _grown(arr: npt.NDArray[Any], cap: int, n: int) -> npt.NDArray[Any]:
