@@ -202,6 +202,9 @@ class ActiveIndex:
         found = self._rows[first] @ q
         floor = float(np.partition(found, m - k)[m - k])
         rows = np.flatnonzero(bound >= floor - NEAR_TIE)  # near ties of the edge too
+        # the rows the floor was found among: kept whatever their bounds (with a valid
+        # bound they are in already; a vector far from unit length may break it)
+        rows = np.union1d(rows, first[found >= floor - NEAR_TIE])
         if 8 * len(rows) > n:  # too loose for this query: streaming every row is as fast
             scores = self.scores(query)
             return (*self.top(scores, k, seqs), scores)
@@ -232,8 +235,10 @@ class ActiveIndex:
             return
         for start in range(0, len(rows), 4_096):
             part = rows[start : start + 4_096]
-            first, last = int(part[0]), int(part[-1])
-            span = slice(first, last + 1) if last - first + 1 == len(part) else part
+            # a run of rows in order is a slice (not any rows first..last: an edit of
+            # rows [2, 0, 4] would skip row 0, found by a review)
+            run = len(part) == 1 or bool(np.all(np.diff(part) == 1))
+            span = slice(int(part[0]), int(part[-1]) + 1) if run else part
             vecs = self._rows[span]
             head = vecs @ self._basis.T
             self._head[:, span] = head.T

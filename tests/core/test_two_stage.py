@@ -118,6 +118,30 @@ def test_near_duplicates_at_the_edge_keep_the_newest() -> None:
     assert sorted(ids) == sorted(f"m{i}" for i in range(330, 340))
 
 
+def test_replacing_rows_out_of_order_in_one_call_projects_each_of_them() -> None:
+    """An edit of rows 2, 0 and 4 in one call: each one's head and tail are its new
+    vector's (row 0 kept its old ones, and the search missed it; found by a review)."""
+    rng = np.random.default_rng(0)
+    vecs = _vectors(rng, 300, 0.3)
+    with two_stage_from(32):
+        index = ActiveIndex()
+        index.add([f"m{i}" for i in range(300)], vecs)
+        q = vecs[7]
+        index.nearest(q, 1)  # the basis is made
+        index.add(["m0"], -q[None])  # m0 points away from the query
+        new = -vecs[:3].copy()
+        new[1] = q
+        index.add(["m2", "m0", "m4"], new)
+        ids, _, _ = index.nearest(q, 2, _seqs_of(index))
+        _check_same(index, q, 2)
+    assert "m0" in ids
+    assert index._basis is not None
+    for m in ("m0", "m2", "m4"):
+        row = index.row_of(m)
+        assert row is not None
+        assert np.allclose(index._head[:, row], index._basis @ index._rows[row], atol=1e-5)
+
+
 def test_the_basis_is_made_again_when_the_index_doubles() -> None:
     """Vectors of another kind arriving later are searched exactly all the same."""
     rng = np.random.default_rng(11)
