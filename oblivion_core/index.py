@@ -14,10 +14,10 @@ index's vectors, its first :func:`head_dims` coordinates in a block of their own
 the query's product with that block plus the Cauchy-Schwarz bound of the rest
 (``|q_tail| * |v_tail|``) bounds every similarity from above. Only rows whose bound
 reaches the ``k``-th best similarity found are multiplied in full, and nothing else can
-be among the best ``k``: at 15k memories of the latency benchmark's corpus, 173 rows at
-the median (444 at p95) of 15,000, 1.16 ms against 1.67 ms for the full product and its
-top 50 right after an embedding, the same top 50 on 200 of 200 queries
-(``python bench/two_stage.py``).
+be among the best ``k``: at 15k memories of the latency benchmark's corpus, about 110 of
+the 15,000 rows at the median (270 at p95), 0.8-1.1 ms against 1.2-1.6 ms for one product
+and its top 50 right after an embedding (two runs), the same top 50 on 200 of 200
+queries (``python bench/two_stage.py``; at 4k rows one product was as fast or faster).
 """
 
 from __future__ import annotations
