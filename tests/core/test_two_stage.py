@@ -118,6 +118,37 @@ def test_near_duplicates_at_the_edge_keep_the_newest() -> None:
     assert sorted(ids) == sorted(f"m{i}" for i in range(330, 340))
 
 
+@pytest.mark.parametrize("seed", range(12))
+def test_a_query_just_outside_the_heads_axes_keeps_its_tail(seed: int) -> None:
+    """Data in a 16-dimensional subspace, a query 1e-4 to 3e-4 outside it, and a vector
+    mostly outside it that is the true best: its bound must not fall below its
+    similarity (the query's tail rounded to nothing in float32 and the search returned
+    a wrong or empty top 1; found by a review)."""
+    rng = np.random.default_rng(seed)
+    dim = 32
+    head = index_module.head_dims(dim)
+    axes, _ = np.linalg.qr(rng.normal(size=(dim, dim)))
+    fill = rng.normal(size=(300, head)) @ axes[:, :head].T - 2 * axes[:, 0]
+    fill /= np.linalg.norm(fill, axis=1, keepdims=True)
+    with two_stage_from(32):
+        index = ActiveIndex()
+        index.add([f"m{i}" for i in range(300)], fill.astype(np.float32))
+        index.nearest(fill[0].astype(np.float32), 1)  # the basis is made
+        assert index._basis is not None
+        basis, _ = np.linalg.qr(index._basis.astype(np.float64).T)
+        h0, h1 = basis[:, 0], basis[:, 1]
+        t = rng.normal(size=dim)
+        t -= basis @ (basis.T @ t)
+        t /= np.linalg.norm(t)
+        tail = rng.uniform(1e-4, 3e-4)
+        q = (np.sqrt(1 - tail * tail) * h0 + tail * t).astype(np.float32)
+        v = np.cos(1.2) * h0 + np.sin(1.2) * t  # mostly outside the head's axes
+        x = 0.5 * (np.cos(1.2) + float(q @ v))
+        u = x * h0 + np.sqrt(1 - x * x) * h1
+        index.add(["m300", "m301"], np.vstack([u, v]).astype(np.float32))
+        _check_same(index, q, 1)
+
+
 def test_replacing_rows_out_of_order_in_one_call_projects_each_of_them() -> None:
     """An edit of rows 2, 0 and 4 in one call: each one's head and tail are its new
     vector's (row 0 kept its old ones, and the search missed it; found by a review)."""
