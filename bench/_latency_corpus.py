@@ -360,6 +360,42 @@ def embed_corpus(
     return vecs, seconds, False
 
 
+#: The latency benchmark's corpus seed, and its size (100k memories + 1k held out).
+LATENCY_SEED = 20_250_601
+LATENCY_CORPUS = 101_000
+
+
+def latency_vectors(real: Any) -> np.ndarray:
+    """The vectors of the latency benchmark's corpus (cached, or embedded first): what
+    the size sweeps of ``bench/exact_archive.py`` and ``bench/two_stage.py`` search."""
+    corpus = memory_texts(LATENCY_CORPUS, LATENCY_SEED)
+    vectors, _, _ = embed_corpus(
+        real, corpus, f"{real.model_name}|{real.model_path}", default_cache_dir()
+    )
+    return vectors
+
+
+def timing(samples_ms: Sequence[float]) -> dict[str, float]:
+    """Median and p95 of a list of milliseconds."""
+    return {
+        "median_ms": float(np.median(samples_ms)),
+        "p95_ms": float(np.percentile(samples_ms, 95)),
+    }
+
+
+def sweep_args(doc: str, out: Path, queries: int, argv: list[str] | None) -> Any:
+    """The command line of a size sweep: ``--queries``, ``--out``, ``--readme-table``."""
+    import argparse
+
+    p = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    p.add_argument("--queries", type=int, default=queries, help=f"queries per size ({queries})")
+    p.add_argument("--out", type=Path, default=out)
+    p.add_argument(
+        "--readme-table", action="store_true", help="print the table from --out and exit"
+    )
+    return p.parse_args(argv)
+
+
 class PrecomputedEmbedder:
     """Document vectors from the cache, queries from the real model.
 

@@ -17,9 +17,7 @@ from the latency benchmark's cache, or are embedded first); writes
 
 from __future__ import annotations
 
-import argparse
 import json
-import statistics
 import sys
 import tempfile
 import time
@@ -31,7 +29,7 @@ from tqdm import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _latency_corpus import default_cache_dir, embed_corpus, memory_texts, query_texts
+from _latency_corpus import LATENCY_SEED, latency_vectors, query_texts, sweep_args, timing
 from latency import _raw_collection
 
 from oblivion_core import FastEmbedEmbedder, Oblivion
@@ -39,7 +37,6 @@ from oblivion_core.index import ActiveIndex
 
 HERE = Path(__file__).resolve().parent
 SIZES = (4_096, 8_192, 16_384, 32_768, 65_536)
-SEED = 20_250_601  # the latency benchmark's corpus
 
 
 def measure(size: int, vectors: np.ndarray, real: Any, queries: list[str]) -> dict[str, Any]:
@@ -70,11 +67,7 @@ def measure(size: int, vectors: np.ndarray, real: Any, queries: list[str]) -> di
             first(np.asarray(real.embed_query(q), dtype=np.float32))
             second(np.asarray(real.embed_query(q + "?"), dtype=np.float32))
     out: dict[str, Any] = {"rows": size}
-    for name, samples in (("chroma_n100", chroma), ("exact_top50", exact)):
-        out[name] = {
-            "median_ms": statistics.median(samples),
-            "p95_ms": float(np.percentile(samples, 95)),
-        }
+    out["chroma_n100"], out["exact_top50"] = timing(chroma), timing(exact)
     out["ratio_median"] = out["exact_top50"]["median_ms"] / out["chroma_n100"]["median_ms"]
     return out
 
@@ -82,7 +75,7 @@ def measure(size: int, vectors: np.ndarray, real: Any, queries: list[str]) -> di
 def table(results: dict[str, Any]) -> str:
     """The README table."""
     lines = [
-        "| Rows | Chroma query, n=100, median / p95 | exact product, top 50, median / p95 "
+        "| Rows | Chroma query, n=100, median / p95 | exact search, top 50, median / p95 "
         "| exact / Chroma |",
         "|---:|---:|---:|---:|",
     ]
@@ -96,24 +89,14 @@ def table(results: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--queries", type=int, default=100, help="queries per size (100)")
-    p.add_argument("--out", type=Path, default=HERE / "results" / "exact_archive.json")
-    p.add_argument(
-        "--readme-table", action="store_true", help="print the table from --out and exit"
-    )
-    args = p.parse_args(argv)
+    args = sweep_args(__doc__, HERE / "results" / "exact_archive.json", 100, argv)
     if args.readme_table:
         print(table(json.loads(args.out.read_text())))
         return 0
     real = FastEmbedEmbedder()
     n = max(SIZES)
-    # the latency benchmark's corpus of 100k + 1k texts: its cached vectors are reused
-    corpus = memory_texts(101_000, SEED)
-    vectors, _, _ = embed_corpus(
-        real, corpus, f"{real.model_name}|{real.model_path}", default_cache_dir()
-    )
-    queries = query_texts(args.queries, SEED + 7)
+    vectors = latency_vectors(real)
+    queries = query_texts(args.queries, LATENCY_SEED + 7)
     results: dict[str, Any] = {
         "queries": args.queries,
         "limit_in_use": Oblivion.EXACT_ARCHIVE_ROWS,

@@ -15,9 +15,7 @@ from the latency benchmark's cache, or are embedded first); writes
 
 from __future__ import annotations
 
-import argparse
 import json
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -28,7 +26,7 @@ from tqdm import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _latency_corpus import default_cache_dir, embed_corpus, memory_texts, query_texts
+from _latency_corpus import LATENCY_SEED, latency_vectors, query_texts, sweep_args, timing
 
 import oblivion_core.index as index_module
 from oblivion_core import FastEmbedEmbedder
@@ -36,7 +34,6 @@ from oblivion_core.index import TWO_STAGE_ROWS, ActiveIndex
 
 HERE = Path(__file__).resolve().parent
 SIZES = (4_096, 8_192, 15_000, 32_768)
-SEED = 20_250_601  # the latency benchmark's corpus
 K = 50
 
 
@@ -70,11 +67,7 @@ def measure(size: int, vectors: np.ndarray, real: Any, queries: list[str]) -> di
                 rows.append(int(np.count_nonzero(~np.isnan(known))))
         same += sorted(results["one"]) == sorted(results["two"])
     out: dict[str, Any] = {"rows": size, "same_top": same, "queries": len(queries)}
-    for name, samples in (("one_product", one), ("two_stage", two)):
-        out[name] = {
-            "median_ms": statistics.median(samples),
-            "p95_ms": float(np.percentile(samples, 95)),
-        }
+    out["one_product"], out["two_stage"] = timing(one), timing(two)
     out["multiplied_rows"] = {
         "median": float(np.median(rows)),
         "p95": float(np.percentile(rows, 95)),
@@ -101,22 +94,13 @@ def table(results: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--queries", type=int, default=200, help="queries per size (200)")
-    p.add_argument("--out", type=Path, default=HERE / "results" / "two_stage.json")
-    p.add_argument(
-        "--readme-table", action="store_true", help="print the table from --out and exit"
-    )
-    args = p.parse_args(argv)
+    args = sweep_args(__doc__, HERE / "results" / "two_stage.json", 200, argv)
     if args.readme_table:
         print(table(json.loads(args.out.read_text())))
         return 0
     real = FastEmbedEmbedder()
-    corpus = memory_texts(101_000, SEED)  # the latency benchmark's corpus (cached vectors)
-    vectors, _, _ = embed_corpus(
-        real, corpus, f"{real.model_name}|{real.model_path}", default_cache_dir()
-    )
-    queries = query_texts(args.queries, SEED + 7)
+    vectors = latency_vectors(real)
+    queries = query_texts(args.queries, LATENCY_SEED + 7)
     results: dict[str, Any] = {
         "k": K,
         "two_stage_rows": TWO_STAGE_ROWS,
