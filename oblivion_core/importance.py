@@ -68,6 +68,8 @@ from __future__ import annotations
 import functools
 import re
 
+from oblivion_core.typography import straighten
+
 # "always", "never", "don't" make an instruction where they open a clause (an
 # imperative: "Never share my number.", "Please always cc Ann", "When you book, never pick
 # Ryanair") or follow "you"; inside a statement they describe ("I never learned to swim",
@@ -433,7 +435,8 @@ class HeuristicImportance:
 
 @functools.lru_cache(maxsize=4096)  # a write asks for the category, then the score
 def _first_rule(stripped: str) -> tuple[str, float]:
-    turn = _EMOTICON.sub("", _SPEAKER.sub(_drop_speaker, stripped.replace("’", "'")))
+    stripped = straighten(stripped)  # "don’t" as "don't", for every rule below
+    turn = _EMOTICON.sub("", _SPEAKER.sub(_drop_speaker, stripped))
     if all(_is_chitchat(s) for s in _SENTENCE.split(turn)):
         return "small_talk", 0.1
     # a greeting run into the turn ("Hi - use metric units", "Ok so never call me") does

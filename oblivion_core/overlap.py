@@ -17,6 +17,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
+from oblivion_core.typography import straighten
+
 _TOKEN = re.compile(r"[a-z0-9][a-z0-9'\-]*")
 
 _STOP = """
@@ -37,7 +39,7 @@ def content_words(text: str) -> set[str]:
     """Lower-cased content words of ``text`` (stop words and 1-2 letter words dropped)."""
     return {
         w.strip("'-")
-        for w in _TOKEN.findall(text.lower())
+        for w in _TOKEN.findall(straighten(text).lower())
         if (len(w) >= 3 or any(ch.isdigit() for ch in w)) and w not in STOP_WORDS
     }
 

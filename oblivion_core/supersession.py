@@ -142,6 +142,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from oblivion_core.overlap import content_words
+from oblivion_core.typography import straighten
 
 # ------------------------------------------------------------------------- speakers
 _PREFIX = re.compile(r"^\s*([A-Za-z][\w .'\-]{0,40}?):\s+(.*)$", re.S)
@@ -1536,10 +1537,6 @@ def _expand_is(body: str) -> str:
     )
 
 
-#: Right and left single quotes, the modifier letter and the fullwidth apostrophe.
-_APOSTROPHES = str.maketrans(dict.fromkeys("\u2019\u2018\u02bc\uff07", "'"))
-
-
 @functools.lru_cache(maxsize=8_192)
 def parse(text: str) -> Statement:
     """Parse one memory text (see the module doc for the rule). The last 8,192 are cached
@@ -1547,7 +1544,7 @@ def parse(text: str) -> Statement:
     turn, 18 KB for a 1,000-character chunk; 65,536 held up to 1.2 GB of chunks."""
     # typographic apostrophes (phones, word processors, most LLM output) read as "'":
     # "I don’t live in Paris anymore" negates as "I don't" does
-    speaker, body = _split_speaker(text.translate(_APOSTROPHES))
+    speaker, body = _split_speaker(straighten(text))
     body = _expand_is(body)
     lower = body.lower()
     # cheap keyword checks first: most texts state no fact and skip most regexes

@@ -1,0 +1,19 @@
+"""Typographic apostrophes read as the straight one, by every text rule.
+
+Phones, word processors and most LLM output write "don’t" with a right single quote;
+some keyboards give a left quote, the modifier letter apostrophe or the fullwidth one.
+The rules that read texts (categories and importance, stale facts, the words an answer
+shares with a memory, BM25's query terms) see all of them as ``'``: before, "Please
+don’t use emojis in replies." was a fact of importance 0.4 where "don't" made it an
+instruction of 0.9, and decayed as a fact.
+"""
+
+from __future__ import annotations
+
+#: Right and left single quotes, the modifier letter and the fullwidth apostrophe.
+_APOSTROPHES = str.maketrans(dict.fromkeys("\u2019\u2018\u02bc\uff07", "'"))
+
+
+def straighten(text: str) -> str:
+    """``text`` with every typographic apostrophe as ``'``."""
+    return text if text.isascii() else text.translate(_APOSTROPHES)
