@@ -383,9 +383,12 @@ def timing(samples_ms: Sequence[float]) -> dict[str, float]:
     }
 
 
-def sweep_args(doc: str, out: Path, queries: int, argv: list[str] | None) -> Any:
-    """The command line of a size sweep: ``--queries``, ``--out``, ``--readme-table``."""
+def sweep_args(doc: str, out: Path, queries: int, argv: list[str] | None, table: Any) -> Any | None:
+    """The command line of a size sweep (``--queries``, ``--out``, ``--readme-table``):
+    the parsed arguments, or ``None`` once ``--readme-table`` printed ``table(results)``
+    of the results file."""
     import argparse
+    import json
 
     p = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     p.add_argument("--queries", type=int, default=queries, help=f"queries per size ({queries})")
@@ -393,7 +396,20 @@ def sweep_args(doc: str, out: Path, queries: int, argv: list[str] | None) -> Any
     p.add_argument(
         "--readme-table", action="store_true", help="print the table from --out and exit"
     )
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if args.readme_table:
+        print(table(json.loads(args.out.read_text())))
+        return None
+    return args
+
+
+def write_results(path: Path, results: dict[str, Any], table: Any) -> None:
+    """Write a sweep's results as JSON and print its README table."""
+    import json
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(results, indent=1) + "\n")
+    print(table(results))
 
 
 class PrecomputedEmbedder:

@@ -17,7 +17,6 @@ from the latency benchmark's cache, or are embedded first); writes
 
 from __future__ import annotations
 
-import json
 import sys
 import tempfile
 import time
@@ -29,7 +28,14 @@ from tqdm import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _latency_corpus import LATENCY_SEED, latency_vectors, query_texts, sweep_args, timing
+from _latency_corpus import (
+    LATENCY_SEED,
+    latency_vectors,
+    query_texts,
+    sweep_args,
+    timing,
+    write_results,
+)
 from latency import _raw_collection
 
 from oblivion_core import FastEmbedEmbedder, Oblivion
@@ -89,9 +95,8 @@ def table(results: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sweep_args(__doc__, HERE / "results" / "exact_archive.json", 100, argv)
-    if args.readme_table:
-        print(table(json.loads(args.out.read_text())))
+    args = sweep_args(__doc__, HERE / "results" / "exact_archive.json", 100, argv, table)
+    if args is None:
         return 0
     real = FastEmbedEmbedder()
     n = max(SIZES)
@@ -102,9 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         "limit_in_use": Oblivion.EXACT_ARCHIVE_ROWS,
         "sizes": [measure(size, vectors[:n], real, queries) for size in SIZES],
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=1) + "\n")
-    print(table(results))
+    write_results(args.out, results, table)
     return 0
 
 

@@ -15,7 +15,6 @@ from the latency benchmark's cache, or are embedded first); writes
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from pathlib import Path
@@ -26,7 +25,14 @@ from tqdm import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _latency_corpus import LATENCY_SEED, latency_vectors, query_texts, sweep_args, timing
+from _latency_corpus import (
+    LATENCY_SEED,
+    latency_vectors,
+    query_texts,
+    sweep_args,
+    timing,
+    write_results,
+)
 
 import oblivion_core.index as index_module
 from oblivion_core import FastEmbedEmbedder
@@ -94,9 +100,8 @@ def table(results: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sweep_args(__doc__, HERE / "results" / "two_stage.json", 200, argv)
-    if args.readme_table:
-        print(table(json.loads(args.out.read_text())))
+    args = sweep_args(__doc__, HERE / "results" / "two_stage.json", 200, argv, table)
+    if args is None:
         return 0
     real = FastEmbedEmbedder()
     vectors = latency_vectors(real)
@@ -110,9 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     index_module.TWO_STAGE_ROWS = 0  # both searches at every size, to show the crossover
     for size in SIZES:
         results["sizes"].append(measure(size, vectors, real, queries))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=1) + "\n")
-    print(table(results))
+    write_results(args.out, results, table)
     return 0
 
 
