@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 
 import numpy as np
@@ -34,17 +34,15 @@ def _vectors(rng: np.random.Generator, n: int, spread: float) -> np.ndarray:
     return (vecs / np.linalg.norm(vecs, axis=1, keepdims=True)).astype(np.float32)
 
 
-def _seqs_of(index: ActiveIndex) -> Callable[[list[str]], np.ndarray]:
+def _seqs(ids: list[str]) -> np.ndarray:
     """Write numbers by id (the tests name memory ``n`` ``"m<n>"``)."""
-    del index
-    return lambda ids: np.asarray([int(m[1:]) for m in ids], dtype=np.int64)
+    return np.asarray([int(m[1:]) for m in ids], dtype=np.int64)
 
 
 def _check_same(index: ActiveIndex, q: np.ndarray, k: int) -> np.ndarray:
     """``nearest`` against ``top(scores())``; returns the rows it computed."""
-    seqs = _seqs_of(index)
-    want_ids, want_sims = index.top(index.scores(q), k, seqs)
-    got_ids, got_sims, known = index.nearest(q, k, seqs)
+    want_ids, want_sims = index.top(index.scores(q), k, _seqs)
+    got_ids, got_sims, known = index.nearest(q, k, _seqs)
     # the same memories, best first; equal vectors may swap places, as a product's
     # rounding by place orders them (recall unties them exactly afterwards)
     assert sorted(got_ids) == sorted(want_ids)
@@ -69,7 +67,8 @@ def _check_same(index: ActiveIndex, q: np.ndarray, k: int) -> np.ndarray:
 def test_nearest_is_top_of_every_score_through_adds_removes_and_edits(
     seed: int, n: int, spread: float, k: int, ops: list[tuple[str, int]]
 ) -> None:
-    """Same ids in the same order, ties by write number included, after any changes."""
+    """The same memories, ties by write number included, after any changes (equal
+    vectors may swap places by a rounding)."""
     rng = np.random.default_rng(seed)
     with two_stage_from(32):
         index = ActiveIndex()
@@ -113,7 +112,7 @@ def test_near_duplicates_at_the_edge_keep_the_newest() -> None:
         index.add([f"m{i}" for i in range(340)], np.concatenate([base, copies]))
         q = base[0] + 0.01 * rng.normal(size=DIM).astype(np.float32)
         q /= np.linalg.norm(q)
-        ids, _, _ = index.nearest(q, 10, _seqs_of(index))
+        ids, _, _ = index.nearest(q, 10, _seqs)
         _check_same(index, q, 10)
     assert sorted(ids) == sorted(f"m{i}" for i in range(330, 340))
 
@@ -163,7 +162,7 @@ def test_replacing_rows_out_of_order_in_one_call_projects_each_of_them() -> None
         new = -vecs[:3].copy()
         new[1] = q
         index.add(["m2", "m0", "m4"], new)
-        ids, _, _ = index.nearest(q, 2, _seqs_of(index))
+        ids, _, _ = index.nearest(q, 2, _seqs)
         _check_same(index, q, 2)
     assert "m0" in ids
     assert index._basis is not None
