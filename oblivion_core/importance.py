@@ -425,7 +425,8 @@ class HeuristicImportance:
     def score(self, text: str) -> float:
         """Base importance of the category plus up to 0.15 for specific details."""
         base = self._rule(text)[1]
-        detail = sum(0.05 for pattern in (_NAME, _DATE, _NUMBER) if pattern.search(text.strip()))
+        stripped = straighten(text.strip())  # "Oʼhare" is a name as "O'Hare" is
+        detail = sum(0.05 for pattern in (_NAME, _DATE, _NUMBER) if pattern.search(stripped))
         return float(min(1.0, base + min(detail, 0.15)))
 
     @staticmethod

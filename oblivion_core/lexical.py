@@ -36,6 +36,7 @@ import numpy.typing as npt
 
 from oblivion_core.overlap import content_words
 from oblivion_core.porter import stem
+from oblivion_core.typography import straighten
 
 #: Content words of a query beyond this are ignored (longest first).
 MAX_QUERY_TERMS = 32
@@ -49,10 +50,13 @@ Loader = Callable[[str], Iterable[tuple[int, str]]]
 
 
 def _fold(text: str) -> str:
-    """Lowercase and strip diacritics (``Zoë`` -> ``zoe``)."""
+    """Lowercase, straighten apostrophes and strip diacritics (``Zoë`` -> ``zoe``; the
+    modifier letter apostrophe in ``Oʼbrien`` is a letter to regular expressions, and
+    kept the word whole where ``O'Brien`` splits)."""
     text = text.lower()
     if text.isascii():
         return text
+    text = straighten(text)
     decomposed = unicodedata.normalize("NFKD", text)
     return "".join(c for c in decomposed if not unicodedata.combining(c))
 

@@ -47,6 +47,7 @@ from oblivion_core.importance import HeuristicImportance
 from oblivion_core.records import BUILTIN_CATEGORIES
 from oblivion_core.supersession import LexicalSupersession, SupersessionJudge
 from oblivion_core.typing import Completer, ImportanceScorer, Summarizer
+from oblivion_core.typography import straighten
 
 _LOG = logging.getLogger("oblivion_core.llm_hooks")
 
@@ -105,7 +106,7 @@ _CATEGORY = re.compile(r"category\s*[:=]\s*[*`\"'“‘]*\s*([A-Za-z][A-Za-z0-9 
 _FENCE = re.compile(r"^```[\w-]*\s*\n(.*?)\n?```\s*$", re.S)
 _PREFACE = re.compile(r"^(?:sure|certainly|of course|okay|ok|here)\b[^\n]*:\s*\n", re.I)
 # A reply that declines instead of summarising: an apology, or "I can't" about the task
-# itself ("I can't help with that"), in straight or curly apostrophes; a first-person
+# itself ("I can't help with that"; the reply's apostrophes straightened first); a first-person
 # summary ("I can't eat gluten, won't fly on weekends") is not one
 _REFUSAL = re.compile(
     r"^\W*(?:(?:(?:i['’]?m|i am)\s+(?:so\s+|really\s+)?sorry|sorry|i\s+apologi[sz]e)"
@@ -375,7 +376,7 @@ def _summary_text(reply: str) -> str:
     fenced = _FENCE.match(text)
     if fenced:
         text = fenced.group(1).strip()
-    return "" if _REFUSAL.match(text) else text
+    return "" if _REFUSAL.match(straighten(text)) else text
 
 
 def parse_verdict(reply: str) -> bool | None:

@@ -37,10 +37,11 @@ STOP_WORDS = frozenset(_STOP.split())
 
 def content_words(text: str) -> set[str]:
     """Lower-cased content words of ``text`` (stop words and 1-2 letter words dropped)."""
+    # the quotes around a word go before it is judged: "answer 'yes' or 'no'" has no
+    # content word "no" (a review found "no'" kept as three letters, then stripped)
+    words = (w.strip("'-") for w in _TOKEN.findall(straighten(text).lower()))
     return {
-        w.strip("'-")
-        for w in _TOKEN.findall(straighten(text).lower())
-        if (len(w) >= 3 or any(ch.isdigit() for ch in w)) and w not in STOP_WORDS
+        w for w in words if (len(w) >= 3 or any(ch.isdigit() for ch in w)) and w not in STOP_WORDS
     }
 
 

@@ -382,6 +382,10 @@ def test_the_scorer_never_offers_compressions_summary_category() -> None:
         # curly apostrophes, apologies: refusals too (they were stored as the summary)
         ("I’m sorry, but I can’t help with that.", None),
         ("I can’t summarise these memories.", None),
+        # the other typographic apostrophes too (a review: they were kept as the summary)
+        ("I‘m sorry, but I can‘t help with that.", None),
+        ("Iʼm sorry, but I canʼt help with that.", None),
+        ("I＇m sorry, but I can＇t help with that.", None),
         ("I apologize, but I cannot assist with that request.", None),
         # a first-person summary is not a refusal (it was replaced by the offline one)
         (
