@@ -1,9 +1,8 @@
 """Exact cosine search over an in-process matrix: the active tier's index, and the
 in-memory copy of a small namespace's archive (``Oblivion.EXACT_ARCHIVE_ROWS``).
 
-A dot product over a float32 matrix beats an ANN round trip at these sizes (thousands
-to about 25k memories at 384 dimensions: 1.5 ms at 16k rows right after an embedding,
-against 2.3-2.6 ms for Chroma's query of 100 candidates) and is exact.
+A search over a float32 matrix beats an ANN round trip at these sizes (thousands to
+about 32k memories at 384 dimensions, ``python bench/exact_archive.py``) and is exact.
 
 Vectors are stored one per row and multiplied on one BLAS thread
 (:mod:`oblivion_core.blas`). A product over every row reads the whole matrix from
@@ -115,9 +114,7 @@ class ActiveIndex:
             self._rows = _grown(self._rows, cap, n)
             self._seqs = _grown(self._seqs, cap, n)
             if self._basis is not None:
-                head = np.zeros((len(self._head), cap), dtype=np.float32)
-                head[:, :n] = self._head[:, :n]
-                self._head = head
+                self._head = _grown(self._head, cap, n, axis=1)
                 self._tail = _grown(self._tail, cap, n)
         self._rows[n:need] = vectors[fresh]
         if seqs is None:
@@ -184,11 +181,23 @@ class ActiveIndex:
         float32 rounding, as they do between a live index and a reopened one
         (:func:`untie` settles them).
         """
-        n = len(self.ids)
-        dim = self.dim or 0
-        if n < TWO_STAGE_ROWS or k <= 0 or 8 * k > n or head_dims(dim) < 8:
+        rows = self._bounded_rows(query, k)
+        if rows is None:  # one product over every row
             scores = self.scores(query)
             return (*self.top(scores, k, seqs), scores)
+        known = np.full(len(self.ids), np.nan, dtype=np.float32)
+        values = self.products(query, rows)
+        known[rows] = values
+        ids, sims = self._pick(values, rows, k, seqs)
+        return ids, sims, known
+
+    def _bounded_rows(self, query: Vectors, k: int) -> npt.NDArray[np.int64] | None:
+        """The rows the two-stage search multiplies in full for the best ``k``: every row
+        whose bound reaches the ``k``-th best similarity found; ``None`` where one product
+        over every row is as fast (a small index, a large ``k``, a loose bound)."""
+        n = len(self.ids)
+        if n < TWO_STAGE_ROWS or k <= 0 or 8 * k > n or head_dims(self.dim or 0) < 8:
+            return None
         if self._basis is None or n >= 2 * self._basis_rows:
             self._make_basis()
         assert self._basis is not None
@@ -208,14 +217,8 @@ class ActiveIndex:
         # the rows the floor was found among: kept whatever their bounds (with a valid
         # bound they are in already; a vector far from unit length may break it)
         rows = np.union1d(rows, first[found >= floor - NEAR_TIE])
-        if 8 * len(rows) > n:  # too loose for this query: streaming every row is as fast
-            scores = self.scores(query)
-            return (*self.top(scores, k, seqs), scores)
-        known = np.full(n, np.nan, dtype=np.float32)
-        values = self.products(q, rows)
-        known[rows] = values
-        ids, sims = self._pick(values, rows, k, seqs)
-        return ids, sims, known
+        # too loose for this query: streaming every row is as fast
+        return None if 8 * len(rows) > n else rows
 
     def _make_basis(self) -> None:
         """The main axes of the vectors held (of up to 8,192 of them, evenly spaced):
@@ -379,10 +382,14 @@ def _rest(total: npt.NDArray[np.float64], head: npt.NDArray[np.float64]) -> npt.
     return np.sqrt(np.maximum(total - head, 0.0) + TAIL_FLOOR * total).astype(np.float32)
 
 
-def _grown(arr: npt.NDArray[Any], cap: int, n: int) -> npt.NDArray[Any]:
-    """A copy of ``arr`` with ``cap`` rows (its first ``n`` kept, the rest zero)."""
-    out = np.zeros((cap, *arr.shape[1:]), dtype=arr.dtype)
-    out[:n] = arr[:n]
+def _grown(arr: npt.NDArray[Any], cap: int, n: int, axis: int = 0) -> npt.NDArray[Any]:
+    """A copy of ``arr`` with ``cap`` places along ``axis`` (its first ``n`` kept, the
+    rest zero), in C order."""
+    shape = list(arr.shape)
+    shape[axis] = cap
+    out = np.zeros(shape, dtype=arr.dtype)
+    keep = tuple(slice(0, n) if i == axis else slice(None) for i in range(arr.ndim))
+    out[keep] = arr[keep]
     return out
 
 
