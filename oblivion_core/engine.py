@@ -82,6 +82,7 @@ from oblivion_core.recall import (
     score,
 )
 from oblivion_core.records import MemoryRecord, Tier, check_metadata
+from oblivion_core.seq_set import SeqSet
 from oblivion_core.state import EVENT_KINDS, Event, JournalRow, NamespaceState, StateDB
 from oblivion_core.store import VectorStore, directory_path
 from oblivion_core.supersession import (
@@ -184,14 +185,13 @@ class _Space:
     def __init__(self, state: NamespaceState, index: ActiveIndex, usage: Usage) -> None:
         self.state = state
         self.index = index
-        # by sequence number: is the memory in ``index``? BM25 for ``deep=False`` ranks
-        # only these. Grown by replacement, so a search outside the engine's lock reads
-        # a whole array (at worst a step behind; recall checks its hits against ``index``)
-        self.active_seqs = np.zeros(0, dtype=bool)
+        #: The sequence numbers of the memories in ``index``: BM25 for ``deep=False``
+        #: ranks only these. ``active.entered`` counts memories entering: a BM25 search
+        #: outside the lock over the tier as it stood then is redone when any entered since
+        #: (read by searches outside the engine's lock, see :mod:`oblivion_core.seq_set`;
+        #: recall checks their hits against ``index``)
+        self.active = SeqSet()
         self._mark(index.ids, True)
-        #: Counts memories entering ``index``: a BM25 search outside the lock over the
-        #: tier as it stood then is redone when any entered since.
-        self.entered = 0
         self.archive: ActiveIndex | None = None  # built on the first archive search
         self.archive_limit = 0  # size above which ``archive`` is dropped
         self.archive_dropped = False  # it outgrew its limit once (rebuilt at 3/4 of it)
@@ -207,25 +207,22 @@ class _Space:
         self.used = 0  # when last used (Oblivion._uses): the idle ones are unloaded first
 
     def _mark(self, ids: Sequence[str], active: bool) -> None:
-        """Set the ``active_seqs`` entries of memories ``ids`` (ids not in the state are
-        skipped)."""
+        """Put memories ``ids`` into :attr:`active` or take them out (ids not in the
+        state are skipped)."""
         st = self.state
         rows = [i for m in ids if (i := st.index.get(m)) is not None]
         if not rows:
             return
-        seqs = st.cols["seq"][np.asarray(rows, dtype=np.int64)]
-        need = int(seqs.max()) + 1
-        if need > len(self.active_seqs):
-            grown = np.zeros(max(need, 2 * len(self.active_seqs), 64), dtype=bool)
-            grown[: len(self.active_seqs)] = self.active_seqs
-            self.active_seqs = grown
-        self.active_seqs[seqs] = active
+        seqs = st.cols["seq"][np.asarray(rows, dtype=np.int64)].astype(np.int64)
+        if active:
+            self.active.add(seqs)
+        else:
+            self.active.discard(seqs)
 
     def activate(self, ids: Sequence[str], vectors: Vectors) -> None:
         """Memories enter the active tier (new, restored or promoted)."""
         self.index.add(ids, vectors, self.state.seqs_of(ids))
         self._mark(ids, True)
-        self.entered += len(ids)
         if self.archive is not None:
             self.archive.remove(ids)
 
@@ -1371,14 +1368,14 @@ class Oblivion:
         # deep=False ranks the active tier's documents only (its memories are few among
         # the namespace's: at 100k memories the best 50 of all held about one); a
         # namespace not loaded yet is searched under the lock, once it is
-        allow: np.ndarray[Any, Any] | None = None
+        allow: SeqSet | None = None
         lexical_now = policy.lexical_weight > 0
-        entered: int | None = None  # deep=False: the active tier BM25 ranked (_Space.entered)
+        entered: int | None = None  # deep=False: the active tier BM25 ranked (SeqSet.entered)
         if deep is False:
             loaded = self._spaces.get(ns)
             lexical_now = lexical_now and loaded is not None
             if loaded is not None:
-                allow, entered = loaded.active_seqs, loaded.entered
+                allow, entered = loaded.active, loaded.active.entered
         beside = lexical_now and not getattr(self.embedder, "busy_cores", False)
         lexical_seen = self._lex.changes(ns)  # before the search: a change after it counts
         lexical = self._background(self._lex.search, ns, q, pool, allow) if beside else None
@@ -1510,11 +1507,11 @@ class Oblivion:
         entered: int | None = None,
     ) -> RecallResult:
         """``bm25``: the lexical search's result, if it already ran (see :meth:`recall`);
-        for ``deep=False``, over the active tier as it stood when ``space.entered`` was
+        for ``deep=False``, over the active tier as it stood when ``space.active.entered`` was
         ``entered``."""
         policy = self.policy_for(ns)
         space = self._space(ns)
-        if deep is False and entered != space.entered:
+        if deep is False and entered != space.active.entered:
             # memories entered the tier since (another call's promotions, or this
             # caller's previous recall's, applied as the lock was taken): ranked again
             bm25 = None
@@ -1577,7 +1574,7 @@ class Oblivion:
         lexical: dict[str, float] = {}
         if policy.lexical_weight > 0:
             if bm25 is None:
-                allow = space.active_seqs if deep is False else None
+                allow = space.active if deep is False else None
                 bm25 = self._lex.search(ns, query, pool, allow)
             seqs, values = bm25
             by_seq = st.by_seq

@@ -36,6 +36,7 @@ import numpy.typing as npt
 
 from oblivion_core.overlap import content_words
 from oblivion_core.porter import stem
+from oblivion_core.seq_set import SeqSet
 from oblivion_core.typography import straighten
 
 #: Content words of a query beyond this are ignored (longest first).
@@ -80,6 +81,10 @@ def query_terms(text: str) -> list[str]:
             out[part] = None
     return list(out)
 
+
+#: Documents entered into a search's ``allow`` set since its last search that are looked
+#: up one by one; beyond this, a term's postings are filtered through the set again.
+_ENTERED_LOOKUPS = 1_024
 
 #: Postings entries whose BM25 terms a namespace keeps between searches (about 12 MB at most).
 _PARTS_LIMIT = 1_000_000
@@ -126,6 +131,10 @@ class _Namespace:
         # (idf and the average length change with every add and delete)
         self._parts: dict[str, tuple[npt.NDArray[np.int32], npt.NDArray[np.float64]]] = {}
         self._parts_size = 0
+        # the same, within a SeqSet (``search(allow=...)``): the slots and values of each
+        # term inside it, up to date with its entries up to the version kept beside them
+        self._within: dict[str, tuple[npt.NDArray[np.int32], npt.NDArray[np.float64], int]] = {}
+        self._within_of: SeqSet | None = None
 
     def add(self, seqs: Sequence[int], texts: Sequence[str]) -> None:
         self.delete([s for s in seqs if s in self.slot_of])
@@ -159,6 +168,7 @@ class _Namespace:
 
     def _forget_parts(self) -> None:
         self._parts.clear()
+        self._within.clear()
         self._parts_size = 0
 
     def delete(self, seqs: Iterable[int]) -> None:
@@ -193,7 +203,7 @@ class _Namespace:
         self.slot_of = {int(s): k for k, s in enumerate(self.seqs)}
 
     def search(
-        self, terms: Sequence[str], k: int, allow: npt.NDArray[np.bool_] | None = None
+        self, terms: Sequence[str], k: int, allow: SeqSet | None = None
     ) -> tuple[list[int], list[float]]:
         if self.alive == 0:
             return [], []
@@ -210,6 +220,55 @@ class _Namespace:
             for slots in matched:
                 self._scores[slots] = 0.0
 
+    def _inside(
+        self,
+        term: str,
+        slots: npt.NDArray[np.int32],
+        part: npt.NDArray[np.float64],
+        allow: SeqSet,
+        since: dict[int, npt.NDArray[np.int32] | None],
+    ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float64]]:
+        """The postings ``slots`` (ascending) of ``term`` and their values ``part`` that
+        fall inside ``allow``: the ones kept from its last search, plus those that entered
+        it since, less those that left (a search of 4 terms at 100k memories, 15k of them
+        in the set: 0.27 -> 0.12 ms against filtering all of them each time)."""
+        version = allow.entered  # before the mask: every entry counted is in it
+        mask = allow.mask
+        kept = self._within.get(term)
+        if kept is not None and kept[2] != version:
+            if kept[2] not in since:
+                since[kept[2]] = self._entered(allow, kept[2])
+            new = since[kept[2]]
+            if new is None:  # too many, or too long ago: filtered from scratch
+                kept = None
+            elif len(new) and len(slots):
+                at = np.minimum(np.searchsorted(slots, new), len(slots) - 1)
+                at = at[slots[at] == new]
+                if len(at):
+                    both = np.concatenate([kept[0], slots[at]])
+                    inside, first = np.unique(both, return_index=True)
+                    kept = inside, np.concatenate([kept[1], part[at]])[first], version
+        inside, values = (slots, part) if kept is None else kept[:2]
+        seqs = self.seqs[inside]
+        ok = seqs < len(mask)
+        ok[ok] = mask[seqs[ok]]
+        if not ok.all():
+            inside, values = inside[ok], values[ok]
+        if kept is None:
+            self._parts_size += len(inside)
+        self._within[term] = inside, values, version
+        return inside, values
+
+    def _entered(self, allow: SeqSet, version: int) -> npt.NDArray[np.int32] | None:
+        """The slots of the documents that entered ``allow`` since
+        ``version``; ``None`` if the set cannot tell or they are too many to look up."""
+        seqs = allow.entered_since(version)
+        if seqs is None or len(seqs) > _ENTERED_LOOKUPS:
+            return None
+        slot_of = self.slot_of
+        found = [slot for q in seqs.tolist() if (slot := slot_of.get(q)) is not None]
+        return np.asarray(found, dtype=np.int32)
+
     def _score(
         self,
         terms: Sequence[str],
@@ -218,12 +277,16 @@ class _Namespace:
         avgdl: float,
         scores: npt.NDArray[np.float64],
         matched: list[npt.NDArray[np.int32]],
-        allow: npt.NDArray[np.bool_] | None,
+        allow: SeqSet | None,
     ) -> tuple[list[int], list[float]]:
         lengths = self.lengths[: self.size]
         deleted = self.alive < self.size  # else every posting is live: no liveness gather
         c1, c2 = K1 * (1.0 - B), K1 * B / avgdl
         parts = self._parts
+        if allow is not None and allow is not self._within_of:
+            self._within.clear()
+            self._within_of = allow
+        since: dict[int, npt.NDArray[np.int32] | None] = {}  # _entered()'s, by version
         for term in terms:
             known = parts.get(term)
             if known is not None:
@@ -251,6 +314,10 @@ class _Namespace:
                     self._forget_parts()
                 parts[term] = slots, part
                 self._parts_size += len(slots)
+            if allow is not None:  # only these documents compete (idf stays the whole index's)
+                slots, part = self._inside(term, slots, part, allow, since)
+                if not len(slots):
+                    continue
             matched.append(slots)
             scores[slots] += part  # a term lists each slot once
         if not matched:
@@ -258,13 +325,6 @@ class _Namespace:
         # a slot appears once per matched term it holds: the best k * terms entries hold
         # the best k distinct slots
         cand = np.concatenate(matched) if len(matched) > 1 else matched[0]
-        if allow is not None:  # only these documents compete (idf stays the whole index's)
-            seqs = self.seqs[cand]
-            ok = seqs < len(allow)
-            ok[ok] = allow[seqs[ok]]
-            cand = cand[ok]
-            if not len(cand):
-                return [], []
         values = scores[cand]
         want = k * len(matched)
         if len(cand) > want:
@@ -339,14 +399,14 @@ class LexicalIndex:
         namespace: str,
         query: str,
         k: int,
-        allow: npt.NDArray[np.bool_] | None = None,
+        allow: SeqSet | None = None,
     ) -> tuple[list[int], list[float]]:
         """Top-``k`` sequence numbers by BM25 and their scores (higher is better).
 
-        ``allow``: if given, only documents whose sequence number ``s`` has
-        ``allow[s]`` true are returned (``s`` past its end: not allowed); idf and the
-        average length are still those of the whole namespace, so a document scores
-        the same with or without it.
+        ``allow``: if given, only the documents whose sequence numbers are in it are
+        returned; idf and the average length are still those of the whole namespace, so
+        a document scores the same with or without it. What each term holds inside the
+        set is kept, and updated from :meth:`SeqSet.entered_since` on the next search.
         """
         terms = query_terms(query)
         if not terms or k <= 0:

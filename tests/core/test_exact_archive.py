@@ -68,7 +68,7 @@ def _check_copy(mem: Oblivion, ns: str | None = None) -> None:
     space = mem._spaces[name]
     # BM25's filter for deep=False marks exactly the active index's memories
     st = space.state
-    marked = {st.by_seq[int(q)] for q in np.flatnonzero(space.active_seqs) if int(q) in st.by_seq}
+    marked = {st.by_seq[int(q)] for q in np.flatnonzero(space.active.mask) if int(q) in st.by_seq}
     assert marked == set(space.index.ids)
     if space.archive is None:
         return

@@ -10,8 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from oblivion_core import lexical, seq_set
 from oblivion_core.lexical import LexicalIndex, query_terms, tokens
 from oblivion_core.porter import stem
+from oblivion_core.seq_set import SeqSet
 
 
 def _index(docs: dict[str, list[tuple[int, str]]] | None = None) -> LexicalIndex:
@@ -184,18 +186,85 @@ def test_searches_in_a_row_equal_searches_on_a_fresh_index(
 def test_allow_ranks_the_allowed_documents_among_themselves(
     docs: list[str], allowed: list[bool], queries: list[str], k: int, deleted: int
 ) -> None:
-    """``allow`` (by sequence number; past its end: not allowed) returns the best ``k``
-    of the allowed documents, with the scores they have without it (idf over them all)."""
+    """``allow`` returns the best ``k`` of the documents in it, with the scores they have
+    without it (idf over them all); sequence numbers past its mask are not in it."""
     rows = list(enumerate(docs, start=1))
     lex = _built("ns", rows)
     lex.delete("ns", range(1, deleted + 1))
-    allow = np.array(allowed, dtype=bool)
+    allow = SeqSet()
+    allow.add(np.flatnonzero(allowed))
     for q in queries:
-        every = lex.search("ns", q, len(rows) + 1)
-        want = [(s, v) for s, v in zip(*every, strict=True) if s < len(allow) and allow[s]][:k]
-        got = lex.search("ns", q, k, allow)
-        assert got[0] == [s for s, _ in want], q
-        assert got[1] == [v for _, v in want]
+        _assert_within(lex, q, k, allow, len(rows))
+
+
+def _assert_within(lex: LexicalIndex, q: str, k: int, allow: SeqSet, n: int) -> None:
+    """``lex.search(allow=allow)`` is the unrestricted ranking filtered through ``allow``."""
+    every = lex.search("ns", q, n + 1)
+    mask = allow.mask
+    want = [(s, v) for s, v in zip(*every, strict=True) if s < len(mask) and mask[s]][:k]
+    got = lex.search("ns", q, k, allow)
+    assert got[0] == [s for s, _ in want], q
+    assert got[1] == [v for _, v in want]
+
+
+_SET_STEP = st.one_of(
+    st.tuples(st.just("enter"), st.sets(st.integers(1, 30), max_size=6)),
+    st.tuples(st.just("leave"), st.sets(st.integers(1, 30), max_size=6)),
+    st.tuples(st.just("add"), _DOC),
+    st.tuples(st.just("delete"), st.integers(1, 30)),
+    st.tuples(st.just("new set"), st.sets(st.integers(1, 30), max_size=20)),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    docs=st.lists(_DOC, min_size=1, max_size=25),
+    start=st.sets(st.integers(1, 30), max_size=20),
+    steps=st.lists(_SET_STEP, min_size=1, max_size=12),
+    queries=st.lists(_QUERY, min_size=1, max_size=3),
+    k=st.integers(1, 6),
+    log_limit=st.sampled_from([3, 2_048]),
+    lookups=st.sampled_from([2, 1_024]),
+)
+def test_allow_kept_between_searches_follows_the_set(
+    docs: list[str],
+    start: set[int],
+    steps: list[tuple[Any, ...]],
+    queries: list[str],
+    k: int,
+    log_limit: int,
+    lookups: int,
+) -> None:
+    """What each term holds inside ``allow`` is kept between searches and brought up to
+    date: after memories enter or leave the set (also re-entering, beyond the set's log
+    or too many to look up one by one), the index changes or another set takes its
+    place, every search equals the unrestricted ranking filtered through the set."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(seq_set, "LOG_LIMIT", log_limit)
+        patch.setattr(lexical, "_ENTERED_LOOKUPS", lookups)
+        rows = dict(enumerate(docs, start=1))
+        lex = _built("ns", list(rows.items()))
+        allow = SeqSet()
+        allow.add(np.array(sorted(start), dtype=np.int64))
+        for step in steps:
+            for q in queries:  # fills what is kept
+                _assert_within(lex, q, k, allow, max(rows, default=0))
+            if step[0] == "enter":
+                allow.add(np.array(sorted(step[1]), dtype=np.int64))
+            elif step[0] == "leave":
+                allow.discard(np.array(sorted(step[1]), dtype=np.int64))
+            elif step[0] == "add":
+                seq = max(rows, default=0) + 1
+                rows[seq] = step[1]
+                lex.add("ns", [seq], [step[1]])
+            elif step[0] == "delete":
+                rows.pop(step[1], None)
+                lex.delete("ns", [step[1]])
+            else:  # a namespace loaded again: a new set, its count from 0
+                allow = SeqSet()
+                allow.add(np.array(sorted(step[1]), dtype=np.int64))
+            for q in queries:
+                _assert_within(lex, q, k, allow, max(rows, default=0))
 
 
 _EDIT = st.one_of(
