@@ -66,7 +66,7 @@ from oblivion_core.errors import (
 )
 from oblivion_core.importance import HeuristicImportance
 from oblivion_core.index import ActiveIndex, exact_links, row_tops, untie
-from oblivion_core.lexical import LexicalIndex
+from oblivion_core.lexical import DocSet, LexicalIndex
 from oblivion_core.lists import ListIndex, list_question
 from oblivion_core.policy import TEMPLATES, ClockKind, Policy, resolve_policy
 from oblivion_core.recall import (
@@ -82,7 +82,6 @@ from oblivion_core.recall import (
     score,
 )
 from oblivion_core.records import MemoryRecord, Tier, check_metadata
-from oblivion_core.seq_set import SeqSet
 from oblivion_core.state import EVENT_KINDS, Event, JournalRow, NamespaceState, StateDB
 from oblivion_core.store import VectorStore, directory_path
 from oblivion_core.supersession import (
@@ -186,11 +185,10 @@ class _Space:
         self.state = state
         self.index = index
         #: The sequence numbers of the memories in ``index``: BM25 for ``deep=False``
-        #: ranks only these. ``active.entered`` counts memories entering: a BM25 search
-        #: outside the lock over the tier as it stood then is redone when any entered since
-        #: (read by searches outside the engine's lock, see :mod:`oblivion_core.seq_set`;
-        #: recall checks their hits against ``index``)
-        self.active = SeqSet()
+        #: ranks only these. A BM25 search outside the engine's lock over the tier as it
+        #: stood then is redone when ``active.version`` moved since (recall also checks
+        #: its hits against ``index``)
+        self.active = DocSet()
         self._mark(index.ids, True)
         self.archive: ActiveIndex | None = None  # built on the first archive search
         self.archive_limit = 0  # size above which ``archive`` is dropped
@@ -1368,14 +1366,14 @@ class Oblivion:
         # deep=False ranks the active tier's documents only (its memories are few among
         # the namespace's: at 100k memories the best 50 of all held about one); a
         # namespace not loaded yet is searched under the lock, once it is
-        allow: SeqSet | None = None
+        allow: DocSet | None = None
         lexical_now = policy.lexical_weight > 0
-        entered: int | None = None  # deep=False: the active tier BM25 ranked (SeqSet.entered)
+        tier_version: int | None = None  # deep=False: the active tier BM25 ranked
         if deep is False:
             loaded = self._spaces.get(ns)
             lexical_now = lexical_now and loaded is not None
             if loaded is not None:
-                allow, entered = loaded.active, loaded.active.entered
+                allow, tier_version = loaded.active, loaded.active.version
         beside = lexical_now and not getattr(self.embedder, "busy_cores", False)
         lexical_seen = self._lex.changes(ns)  # before the search: a change after it counts
         lexical = self._background(self._lex.search, ns, q, pool, allow) if beside else None
@@ -1405,7 +1403,7 @@ class Oblivion:
                 feedback,
                 include_superseded,
                 bm25,
-                entered,
+                tier_version,
             )
 
     def rerank(
@@ -1504,16 +1502,16 @@ class Oblivion:
         feedback: bool,
         include_superseded: bool = False,
         bm25: tuple[list[int], list[float]] | None = None,
-        entered: int | None = None,
+        tier_version: int | None = None,
     ) -> RecallResult:
         """``bm25``: the lexical search's result, if it already ran (see :meth:`recall`);
-        for ``deep=False``, over the active tier as it stood when ``space.active.entered`` was
-        ``entered``."""
+        for ``deep=False``, over the active tier as it stood when ``space.active.version`` was
+        ``tier_version``."""
         policy = self.policy_for(ns)
         space = self._space(ns)
-        if deep is False and entered != space.active.entered:
-            # memories entered the tier since (another call's promotions, or this
-            # caller's previous recall's, applied as the lock was taken): ranked again
+        if deep is False and tier_version != space.active.version:
+            # the tier changed since (another call's promotions, or this caller's
+            # previous recall's, applied as the lock was taken): ranked again
             bm25 = None
         st = space.state
         limit = k if k is not None else policy.default_k

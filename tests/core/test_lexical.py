@@ -10,10 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from oblivion_core import lexical, seq_set
-from oblivion_core.lexical import LexicalIndex, query_terms, tokens
+from oblivion_core.lexical import DocSet, LexicalIndex, query_terms, tokens
 from oblivion_core.porter import stem
-from oblivion_core.seq_set import SeqSet
 
 
 def _index(docs: dict[str, list[tuple[int, str]]] | None = None) -> LexicalIndex:
@@ -191,13 +189,13 @@ def test_allow_ranks_the_allowed_documents_among_themselves(
     rows = list(enumerate(docs, start=1))
     lex = _built("ns", rows)
     lex.delete("ns", range(1, deleted + 1))
-    allow = SeqSet()
-    allow.add(np.flatnonzero(allowed))
+    allow = DocSet()
+    allow.add(np.flatnonzero(allowed).astype(np.int64))
     for q in queries:
         _assert_within(lex, q, k, allow, len(rows))
 
 
-def _assert_within(lex: LexicalIndex, q: str, k: int, allow: SeqSet, n: int) -> None:
+def _assert_within(lex: LexicalIndex, q: str, k: int, allow: DocSet, n: int) -> None:
     """``lex.search(allow=allow)`` is the unrestricted ranking filtered through ``allow``."""
     every = lex.search("ns", q, n + 1)
     mask = allow.mask
@@ -223,8 +221,6 @@ _SET_STEP = st.one_of(
     steps=st.lists(_SET_STEP, min_size=1, max_size=12),
     queries=st.lists(_QUERY, min_size=1, max_size=3),
     k=st.integers(1, 6),
-    log_limit=st.sampled_from([3, 2_048]),
-    lookups=st.sampled_from([2, 1_024]),
 )
 def test_allow_kept_between_searches_follows_the_set(
     docs: list[str],
@@ -232,39 +228,60 @@ def test_allow_kept_between_searches_follows_the_set(
     steps: list[tuple[Any, ...]],
     queries: list[str],
     k: int,
-    log_limit: int,
-    lookups: int,
 ) -> None:
-    """What each term holds inside ``allow`` is kept between searches and brought up to
-    date: after memories enter or leave the set (also re-entering, beyond the set's log
-    or too many to look up one by one), the index changes or another set takes its
-    place, every search equals the unrestricted ranking filtered through the set."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(seq_set, "LOG_LIMIT", log_limit)
-        patch.setattr(lexical, "_ENTERED_LOOKUPS", lookups)
-        rows = dict(enumerate(docs, start=1))
-        lex = _built("ns", list(rows.items()))
-        allow = SeqSet()
-        allow.add(np.array(sorted(start), dtype=np.int64))
-        for step in steps:
-            for q in queries:  # fills what is kept
-                _assert_within(lex, q, k, allow, max(rows, default=0))
-            if step[0] == "enter":
-                allow.add(np.array(sorted(step[1]), dtype=np.int64))
-            elif step[0] == "leave":
-                allow.discard(np.array(sorted(step[1]), dtype=np.int64))
-            elif step[0] == "add":
-                seq = max(rows, default=0) + 1
-                rows[seq] = step[1]
-                lex.add("ns", [seq], [step[1]])
-            elif step[0] == "delete":
-                rows.pop(step[1], None)
-                lex.delete("ns", [step[1]])
-            else:  # a namespace loaded again: a new set, its count from 0
-                allow = SeqSet()
-                allow.add(np.array(sorted(step[1]), dtype=np.int64))
-            for q in queries:
-                _assert_within(lex, q, k, allow, max(rows, default=0))
+    """What each term holds inside ``allow`` is kept between searches and dropped when
+    it goes stale: after documents enter or leave the set (also re-entering), the index
+    changes or another set takes its place, every search equals the unrestricted
+    ranking filtered through the set."""
+    rows = dict(enumerate(docs, start=1))
+    lex = _built("ns", list(rows.items()))
+    allow = _set(start)
+    for step in steps:
+        for q in queries:  # fills what is kept
+            _assert_within(lex, q, k, allow, max(rows, default=0))
+        if step[0] == "enter":
+            allow.add(np.array(sorted(step[1]), dtype=np.int64))
+        elif step[0] == "leave":
+            allow.discard(np.array(sorted(step[1]), dtype=np.int64))
+        elif step[0] == "add":
+            seq = max(rows, default=0) + 1
+            rows[seq] = step[1]
+            lex.add("ns", [seq], [step[1]])
+        elif step[0] == "delete":
+            rows.pop(step[1], None)
+            lex.delete("ns", [step[1]])
+        else:  # a namespace loaded again: a new set, its count from 0
+            allow = _set(step[1])
+        for q in queries:
+            _assert_within(lex, q, k, allow, max(rows, default=0))
+
+
+def _set(seqs: set[int]) -> DocSet:
+    out = DocSet()
+    out.add(np.array(sorted(seqs), dtype=np.int64))
+    return out
+
+
+@settings(max_examples=100, deadline=None)
+@given(steps=st.lists(st.tuples(st.booleans(), st.lists(st.integers(0, 200), max_size=8))))
+def test_doc_set_holds_what_was_added_and_counts_every_change(
+    steps: list[tuple[bool, list[int]]],
+) -> None:
+    """The mask holds what was added and not discarded since; every add or discard that
+    changes it moves the version (a search keeps its postings under that version)."""
+    s = DocSet()
+    members: set[int] = set()
+    for enter, seqs in steps:
+        before, version = set(members), s.version
+        if enter:
+            s.add(np.array(seqs, dtype=np.int64))
+            members |= set(seqs)
+        else:
+            s.discard(np.array(seqs, dtype=np.int64))
+            members -= set(seqs)
+        assert set(np.flatnonzero(s.mask).tolist()) == members
+        if members != before:
+            assert s.version > version
 
 
 _EDIT = st.one_of(
