@@ -50,6 +50,7 @@ from oblivion_core.budget import (
 from oblivion_core.clock import TurnClock, WallClock
 from oblivion_core.compression import ExtractiveSummarizer, clusters
 from oblivion_core.decay_clock import DecayClock
+from oblivion_core.doc_set import DocSet
 from oblivion_core.embedding import embed_query, embed_texts, resolve_embedder
 from oblivion_core.errors import (
     EmbeddingError,
@@ -66,7 +67,7 @@ from oblivion_core.errors import (
 )
 from oblivion_core.importance import HeuristicImportance
 from oblivion_core.index import ActiveIndex, exact_links, row_tops, untie
-from oblivion_core.lexical import DocSet, LexicalIndex
+from oblivion_core.lexical import LexicalIndex
 from oblivion_core.lists import ListIndex, list_question
 from oblivion_core.policy import TEMPLATES, ClockKind, Policy, resolve_policy
 from oblivion_core.recall import (

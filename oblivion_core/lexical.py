@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterable, Sequence
 import numpy as np
 import numpy.typing as npt
 
+from oblivion_core.doc_set import DocSet
 from oblivion_core.overlap import content_words
 from oblivion_core.porter import stem
 from oblivion_core.typography import straighten
@@ -81,51 +82,12 @@ def query_terms(text: str) -> list[str]:
     return list(out)
 
 
+#: Documents changed in a search's ``allow`` set since the search before that are looked
+#: up one by one; beyond this, the set is read whole again (about 0.1 ms at 100k).
+_CHANGED_LOOKUPS = 1_024
+
 #: Postings entries whose BM25 terms a namespace keeps between searches (about 12 MB at most).
 _PARTS_LIMIT = 1_000_000
-
-
-class DocSet:
-    """Documents by sequence number that a search may return (``search(allow=...)``),
-    and a count of the changes to it: a search keeps what each term holds inside the
-    set until the count moves. Recall with ``deep=False`` ranks the active tier's
-    memories, and keeps its set here. A 4-term search at 100k memories, 15k of them in
-    the set, right after a query embedding (medians of 400): 0.34-0.36 ms scoring every
-    posting and filtering the hits, 0.25 ms filtering each term's postings first, 0.17 ms
-    with those kept from the search before.
-
-    Changed under the engine's lock, read by searches that may run outside it: the mask
-    changes first, then the count, so a search that reads the count first and the mask
-    after it never keeps postings under a count that the mask does not yet reflect.
-    """
-
-    def __init__(self) -> None:
-        #: ``mask[s]``: is document ``s`` in the set (past its end: no). Grown by
-        #: replacement, so a reader holding it sees a whole array.
-        self.mask = np.zeros(0, dtype=bool)
-        #: Changes so far (adds and discards).
-        self.version = 0
-
-    def add(self, seqs: npt.NDArray[np.int64]) -> None:
-        """Put documents ``seqs`` into the set."""
-        if not len(seqs):
-            return
-        need = int(seqs.max()) + 1
-        if need > len(self.mask):
-            grown = np.zeros(max(need, 2 * len(self.mask), 64), dtype=bool)
-            grown[: len(self.mask)] = self.mask
-            grown[seqs] = True
-            self.mask = grown
-        else:
-            self.mask[seqs] = True
-        self.version += 1
-
-    def discard(self, seqs: npt.NDArray[np.int64]) -> None:
-        """Take documents ``seqs`` out of the set (ones not in it are ignored)."""
-        seqs = seqs[seqs < len(self.mask)]
-        if len(seqs):
-            self.mask[seqs] = False
-            self.version += 1
 
 
 class _Postings:
@@ -169,15 +131,21 @@ class _Namespace:
         # (idf and the average length change with every add and delete)
         self._parts: dict[str, tuple[npt.NDArray[np.int32], npt.NDArray[np.float64]]] = {}
         self._parts_size = 0
-        # the same, inside the DocSet of the last search (``search(allow=...)``), while it
-        # stays at the version kept beside it (the set itself, not its id: a new set, of a
-        # namespace loaded again, counts from 0 and may get a freed set's id)
+        # by slot, is the document in the DocSet a search was last given (``allow``), as
+        # of the set's version kept beside it (the set itself, not its id: a new set, of
+        # a namespace loaded again, counts from 0 and may get a freed set's id); made
+        # again after the index changes
+        self._inside = np.zeros(0, dtype=bool)
+        self._inside_of: tuple[DocSet, int] | None = None
+        # each searched term's slots and BM25 terms inside that set, kept while
+        # ``_inside_of`` is the very tuple ``_within_of`` holds
         self._within: dict[str, tuple[npt.NDArray[np.int32], npt.NDArray[np.float64]]] = {}
         self._within_of: tuple[DocSet, int] | None = None
 
     def add(self, seqs: Sequence[int], texts: Sequence[str]) -> None:
         self.delete([s for s in seqs if s in self.slot_of])
         self._forget_parts()
+        self._inside_of = None  # new slots: read the set whole again
         need = self.size + len(seqs)
         if need > len(self.seqs):
             cap = max(need, 2 * len(self.seqs))
@@ -224,6 +192,7 @@ class _Namespace:
             self._compact()
 
     def _compact(self) -> None:
+        self._inside_of = None  # slots move
         keep = self.lengths[: self.size] > 0
         remap = np.full(self.size, -1, dtype=np.int32)
         remap[keep] = np.arange(int(keep.sum()), dtype=np.int32)
@@ -259,26 +228,33 @@ class _Namespace:
             for slots in matched:
                 self._scores[slots] = 0.0
 
-    def _inside(
-        self,
-        term: str,
-        slots: npt.NDArray[np.int32],
-        part: npt.NDArray[np.float64],
-        mask: npt.NDArray[np.bool_],
-    ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float64]]:
-        """The postings ``slots`` of ``term`` and their values ``part`` whose documents
-        ``mask`` (by sequence number) holds, kept while the set stays as it is."""
-        kept = self._within.get(term)
-        if kept is not None:
-            return kept
-        seqs = self.seqs[slots]
-        ok = seqs < len(mask)
-        ok[ok] = mask[seqs[ok]]
-        if not ok.all():
-            slots, part = slots[ok], part[ok]
-            self._parts_size += len(slots)
-        self._within[term] = slots, part
-        return slots, part
+    def _inside_set(self, allow: DocSet) -> npt.NDArray[np.bool_]:
+        """By slot: is the document in ``allow``. Brought up to date from the set's log of
+        changes (a promotion or two between recalls), or read whole from its mask."""
+        version = allow.version  # before the mask: every change counted is in it
+        mask = allow.mask
+        held = self._inside_of
+        if held is not None and held[0] is allow:
+            if held[1] == version:
+                return self._inside
+            seqs = allow.changed_since(held[1])
+            if seqs is not None and len(seqs) <= _CHANGED_LOOKUPS:
+                slot_of = self.slot_of
+                pairs = [(slot, q) for q in seqs.tolist() if (slot := slot_of.get(q)) is not None]
+                if pairs:
+                    slots = np.fromiter((p[0] for p in pairs), np.int64, len(pairs))
+                    found = np.fromiter((p[1] for p in pairs), np.int64, len(pairs))
+                    ok = found < len(mask)
+                    self._inside[slots[~ok]] = False
+                    self._inside[slots[ok]] = mask[found[ok]]
+                self._inside_of = allow, version
+                return self._inside
+        seqs_all = self.seqs[: self.size]
+        inside = np.zeros(self.size, dtype=bool)
+        ok = seqs_all < len(mask)
+        inside[ok] = mask[seqs_all[ok]]
+        self._inside, self._inside_of = inside, (allow, version)
+        return inside
 
     def _score(
         self,
@@ -294,14 +270,11 @@ class _Namespace:
         deleted = self.alive < self.size  # else every posting is live: no liveness gather
         c1, c2 = K1 * (1.0 - B), K1 * B / avgdl
         parts = self._parts
-        mask = np.zeros(0, dtype=bool)
-        if allow is not None:
-            version = allow.version  # before the mask: no change counted is missing from it
-            mask = allow.mask
-            held = self._within_of
-            if held is None or held[0] is not allow or held[1] != version:
-                self._within.clear()
-                self._within_of = allow, version
+        inside = self._inside_set(allow) if allow is not None else None
+        within = self._within
+        if inside is not None and self._within_of is not self._inside_of:
+            within.clear()
+            self._within_of = self._inside_of
         for term in terms:
             known = parts.get(term)
             if known is not None:
@@ -329,8 +302,15 @@ class _Namespace:
                     self._forget_parts()
                 parts[term] = slots, part
                 self._parts_size += len(slots)
-            if allow is not None:  # only these documents compete (idf stays the whole index's)
-                slots, part = self._inside(term, slots, part, mask)
+            if inside is not None:  # only these documents compete (idf stays the whole index's)
+                kept = within.get(term)
+                if kept is None:
+                    ok = inside[slots]
+                    if not ok.all():
+                        slots, part = slots[ok], part[ok]
+                        self._parts_size += len(slots)
+                    kept = within[term] = slots, part
+                slots, part = kept
                 if not len(slots):
                     continue
             matched.append(slots)
@@ -420,8 +400,7 @@ class LexicalIndex:
 
         ``allow``: if given, only the documents whose sequence numbers are in it are
         returned; idf and the average length are still those of the whole namespace, so
-        a document scores the same with or without it. What each term holds inside the
-        set is kept until the set or the index changes.
+        a document scores the same with or without it.
         """
         terms = query_terms(query)
         if not terms or k <= 0:

@@ -10,7 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from oblivion_core.lexical import DocSet, LexicalIndex, query_terms, tokens
+from oblivion_core import doc_set, lexical
+from oblivion_core.doc_set import DocSet
+from oblivion_core.lexical import LexicalIndex, query_terms, tokens
 from oblivion_core.porter import stem
 
 
@@ -221,67 +223,66 @@ _SET_STEP = st.one_of(
     steps=st.lists(_SET_STEP, min_size=1, max_size=12),
     queries=st.lists(_QUERY, min_size=1, max_size=3),
     k=st.integers(1, 6),
+    log_limit=st.sampled_from([2, 4_096]),
+    lookups=st.sampled_from([1, 1_024]),
 )
-def test_allow_kept_between_searches_follows_the_set(
+def test_allow_follows_the_set_between_searches(
     docs: list[str],
     start: set[int],
     steps: list[tuple[Any, ...]],
     queries: list[str],
     k: int,
+    log_limit: int,
+    lookups: int,
 ) -> None:
-    """What each term holds inside ``allow`` is kept between searches and dropped when
-    it goes stale: after documents enter or leave the set (also re-entering), the index
-    changes or another set takes its place, every search equals the unrestricted
-    ranking filtered through the set."""
-    rows = dict(enumerate(docs, start=1))
-    lex = _built("ns", list(rows.items()))
-    allow = _set(start)
-    for step in steps:
-        for q in queries:  # fills what is kept
-            _assert_within(lex, q, k, allow, max(rows, default=0))
-        if step[0] == "enter":
-            allow.add(np.array(sorted(step[1]), dtype=np.int64))
-        elif step[0] == "leave":
-            allow.discard(np.array(sorted(step[1]), dtype=np.int64))
-        elif step[0] == "add":
-            seq = max(rows, default=0) + 1
-            rows[seq] = step[1]
-            lex.add("ns", [seq], [step[1]])
-        elif step[0] == "delete":
-            rows.pop(step[1], None)
-            lex.delete("ns", [step[1]])
-        else:  # a namespace loaded again: a new set, its count from 0
-            allow = _set(step[1])
-        for q in queries:
-            _assert_within(lex, q, k, allow, max(rows, default=0))
+    """The index's copy of ``allow`` follows the set: after documents enter or leave it
+    (also re-entering; beyond the set's log, or too many to look up one by one), the
+    index changes (compacted too) or another set takes its place, every search equals
+    the unrestricted ranking filtered through the set."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(doc_set, "LOG_LIMIT", log_limit)
+        patch.setattr(lexical, "_CHANGED_LOOKUPS", lookups)
+        rows = dict(enumerate(docs, start=1))
+        lex = _built("ns", list(rows.items()))
+        allow = _set(start)
+        for step in steps:
+            for q in queries:  # the index takes its copy of the set
+                _assert_within(lex, q, k, allow, max(rows, default=0))
+            if step[0] == "enter":
+                allow.add(np.array(sorted(step[1]), dtype=np.int64))
+            elif step[0] == "leave":
+                allow.discard(np.array(sorted(step[1]), dtype=np.int64))
+            elif step[0] == "add":
+                seq = max(rows, default=0) + 1
+                rows[seq] = step[1]
+                lex.add("ns", [seq], [step[1]])
+            elif step[0] == "delete":
+                rows.pop(step[1], None)
+                lex.delete("ns", [step[1]])
+            else:  # a namespace loaded again: a new set, its count from 0
+                allow = _set(step[1])
+            for q in queries:
+                _assert_within(lex, q, k, allow, max(rows, default=0))
+
+
+def test_allow_follows_the_set_across_a_compaction() -> None:
+    """Deleting most documents compacts the index (slots move); a search within the set
+    afterwards still returns exactly the set's documents, though the index had already
+    taken its copy of the set before."""
+    rows = [(s, f"apple note {s}") for s in range(1, 2_101)]
+    lex = _built("ns", rows)
+    allow = _set(set(range(1_000, 1_200)))
+    assert set(lex.search("ns", "apple", 300, allow)[0]) == set(range(1_000, 1_200))
+    lex.delete("ns", list(range(1, 1_100)))  # over half: compacted
+    got = lex.search("ns", "apple", 300, allow)[0]
+    assert set(got) == set(range(1_100, 1_200))
+    _assert_within(lex, "apple", 300, allow, 2_100)
 
 
 def _set(seqs: set[int]) -> DocSet:
     out = DocSet()
     out.add(np.array(sorted(seqs), dtype=np.int64))
     return out
-
-
-@settings(max_examples=100, deadline=None)
-@given(steps=st.lists(st.tuples(st.booleans(), st.lists(st.integers(0, 200), max_size=8))))
-def test_doc_set_holds_what_was_added_and_counts_every_change(
-    steps: list[tuple[bool, list[int]]],
-) -> None:
-    """The mask holds what was added and not discarded since; every add or discard that
-    changes it moves the version (a search keeps its postings under that version)."""
-    s = DocSet()
-    members: set[int] = set()
-    for enter, seqs in steps:
-        before, version = set(members), s.version
-        if enter:
-            s.add(np.array(seqs, dtype=np.int64))
-            members |= set(seqs)
-        else:
-            s.discard(np.array(seqs, dtype=np.int64))
-            members -= set(seqs)
-        assert set(np.flatnonzero(s.mask).tolist()) == members
-        if members != before:
-            assert s.version > version
 
 
 _EDIT = st.one_of(
