@@ -19,9 +19,11 @@ What is measured
 
    The four calls for one query run back to back in a rotating order, so drift in
    machine load hits every side alike. Reported: median and p95 latency (query
-   embedding included), their ratios to raw Chroma, and the same split into query
-   embedding and the rest. Queries are distinct question-like strings that no side has
-   seen (no cache); a few warm-up queries run first. Python's cyclic GC is frozen
+   embedding included), their ratios to raw Chroma with a 95 % bootstrap interval
+   (queries resampled with their pairs of timings: how far a ratio moves with the
+   queries drawn), and the same split into query embedding and the rest. Queries are
+   distinct question-like strings that no side has seen (no cache); a few warm-up
+   queries run first. Python's cyclic GC is frozen
    (``gc.freeze()``) during the timed loop so a collection over the benchmark's own
    data cannot land on one side. Oblivion runs with its defaults (tiktoken counting,
    feedback boosts, hybrid lexical search if the policy enables it) except
@@ -411,6 +413,19 @@ def _raw_query(real: Any, col: Any, q: str, k: int) -> tuple[float, float, list[
     return done - started, embedded - started, list(res["ids"][0])
 
 
+def ratio_ci(
+    ours: Sequence[float], raw: Sequence[float], q: float, rounds: int = 2_000
+) -> list[float]:
+    """A 95 % interval for ``percentile(ours, q) / percentile(raw, q)``: a bootstrap over
+    the queries, each keeping its pair of timings (both sides ran it back to back, so
+    machine load hits them alike). How far a ratio moves with the queries drawn; a
+    target inside the interval is within the run's noise."""
+    a, b = np.asarray(ours, dtype=np.float64), np.asarray(raw, dtype=np.float64)
+    picks = np.random.default_rng(20_250_601).integers(0, len(a), size=(rounds, len(a)))
+    ratios = np.percentile(a[picks], q, axis=1) / np.percentile(b[picks], q, axis=1)
+    return [float(v) for v in np.percentile(ratios, [2.5, 97.5])]
+
+
 def _settle(mem: Oblivion) -> float:
     """Wait (untimed for the recall) until the recall's write-behind feedback is applied,
     so it never overlaps the next timed call; returns how long that took."""
@@ -496,6 +511,8 @@ def measure_recall(
             "p95": modes[mode]["p95_ms"] / modes["raw"]["p95_ms"],
             "median_without_embedding": modes[mode]["without_embedding"]["median_ms"]
             / modes["raw"]["without_embedding"]["median_ms"],
+            "median_ci95": ratio_ci(total[mode], total["raw"], 50.0),
+            "p95_ci95": ratio_ci(total[mode], total["raw"], 95.0),
         }
     return {
         "queries": len(queries),
@@ -954,8 +971,8 @@ def render_table(results: dict[str, Any]) -> str:
     t = results["meta"]["targets"]
     lines = [
         "| Benchmark | Memories | Oblivion | Raw Chroma | Ratio | Target | Met "
-        "| Ratio w/o embedding |",
-        "|---|---:|---:|---:|---:|---|---|---:|",
+        "| Ratio w/o embedding | Ratio, 95 % interval |",
+        "|---|---:|---:|---:|---:|---|---|---:|---:|",
     ]
     for rec in results["recall"]:
         modes, ratios = rec["modes"], rec["ratios"]
@@ -981,10 +998,12 @@ def render_table(results: dict[str, Any]) -> str:
                     modes[mode]["without_embedding"][f"{stat}_ms"]
                     / modes["raw"]["without_embedding"][f"{stat}_ms"]
                 )
+                ci = ratios[mode].get(f"{stat}_ci95")  # results written before it: none
+                ci_s = f"{ci[0]:.2f}-{ci[1]:.2f}x" if ci else "-"
                 lines.append(
                     f"| {label}, {stat} | {_n(rec['n'])} | {modes[mode][f'{stat}_ms']:.1f} ms "
                     f"| {modes['raw'][f'{stat}_ms']:.1f} ms | {ratio:.2f}x | {target_s} | {met} "
-                    f"| {rest:.2f}x |"
+                    f"| {rest:.2f}x | {ci_s} |"
                 )
     ing = results["ingest"]
     b, s = ing["batch"], ing["single"]
@@ -1030,6 +1049,8 @@ def render_table(results: dict[str, Any]) -> str:
         lines.append(
             f"| {label}, median | {_n(tier['n'])} | {ms:.1f} ms | - | - | {target_s} | {met} | - |"
         )
+    # rows without a bootstrap interval: its column empty
+    lines = [ln if ln.count("|") == 10 else f"{ln} - |" for ln in lines]
     meta = results["meta"]
     v = meta["versions"]
     lines.append("")

@@ -1,12 +1,14 @@
-"""The latency benchmark's tiering sweep builds the engine's private state directly (a
-million ``remember()`` calls would measure ingest); it must still match the core's layout,
-or ``python bench/latency.py`` fails after an hour of loading."""
+"""Pieces of the latency benchmark. Its tiering sweep builds the engine's private state
+directly (a million ``remember()`` calls would measure ingest); it must still match the
+core's layout, or ``python bench/latency.py`` fails after an hour of loading. Its ratio
+intervals are what the README reads the targets against."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
@@ -36,3 +38,32 @@ def test_a_small_tiering_sweep_runs(tiering: object) -> None:
     assert "maintain_dry_run" in result["cases"]
     for case in result["cases"].values():
         assert case["runs"] == 1 and case["median_ms"] > 0
+
+
+@pytest.fixture(scope="module")
+def latency() -> object:
+    sys.path.insert(0, str(BENCH))
+    try:
+        import latency as module
+    finally:
+        sys.path.remove(str(BENCH))
+    return module
+
+
+def test_the_ratio_interval_holds_the_ratio_and_narrows_with_less_noise(latency: object) -> None:
+    """The bootstrap interval of a median (or p95) ratio holds the ratio of the samples
+    and narrows, around the true ratio, when the same ratio is measured with less noise;
+    identical sides give exactly 1."""
+    rng = np.random.default_rng(7)
+    raw = rng.gamma(5.0, 1.0, 300) + 4.0
+    ci = latency.ratio_ci  # type: ignore[attr-defined]
+    for q in (50.0, 95.0):
+        noisy = raw * 1.05 + rng.normal(0.0, 1.0, 300)
+        calm = raw * 1.05 + rng.normal(0.0, 0.05, 300)
+        lo, hi = ci(noisy, raw, q)
+        point = np.percentile(noisy, q) / np.percentile(raw, q)
+        assert lo <= point <= hi
+        calm_lo, calm_hi = ci(calm, raw, q)
+        assert calm_hi - calm_lo < hi - lo
+        assert calm_lo <= 1.05 * 1.01 and calm_hi >= 1.05 * 0.99
+        assert ci(raw, raw, q) == [1.0, 1.0]
