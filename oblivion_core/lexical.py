@@ -133,8 +133,8 @@ class _Namespace:
         self._parts_size = 0
         # by slot, is the document in the DocSet a search was last given (``allow``), as
         # of the set's version kept beside it (the set itself, not its id: a new set, of
-        # a namespace loaded again, counts from 0 and may get a freed set's id); made
-        # again after the index changes
+        # a namespace loaded again, counts from 0 and may get a freed set's id); one
+        # entry per slot, grown with the index, made again after a compaction
         self._inside = np.zeros(0, dtype=bool)
         self._inside_of: tuple[DocSet, int] | None = None
         # each searched term's slots and BM25 terms inside that set, kept while
@@ -145,7 +145,6 @@ class _Namespace:
     def add(self, seqs: Sequence[int], texts: Sequence[str]) -> None:
         self.delete([s for s in seqs if s in self.slot_of])
         self._forget_parts()
-        self._inside_of = None  # new slots: read the set whole again
         need = self.size + len(seqs)
         if need > len(self.seqs):
             cap = max(need, 2 * len(self.seqs))
@@ -172,6 +171,14 @@ class _Namespace:
             postings.extend(slots, tf, dl)
         self.size = need
         self.alive += len(seqs)
+        held = self._inside_of
+        if held is not None:  # the new slots, as the set holds them now (later changes: logged)
+            added = np.asarray(seqs, dtype=np.int64)
+            mask = held[0].mask
+            inside = np.zeros(len(added), dtype=bool)
+            ok = added < len(mask)
+            inside[ok] = mask[added[ok]]
+            self._inside = np.concatenate([self._inside, inside])
 
     def _forget_parts(self) -> None:
         self._parts.clear()
