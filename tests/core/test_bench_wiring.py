@@ -5,6 +5,7 @@ intervals are what the README reads the targets against."""
 
 from __future__ import annotations
 
+import importlib
 import sys
 from pathlib import Path
 
@@ -14,14 +15,18 @@ import pytest
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 
-@pytest.fixture(scope="module")
-def tiering() -> object:
+def _bench(name: str) -> object:
+    """The bench module ``name`` (bench/ is not a package)."""
     sys.path.insert(0, str(BENCH))
     try:
-        import _latency_tiering
+        return importlib.import_module(name)
     finally:
         sys.path.remove(str(BENCH))
-    return _latency_tiering
+
+
+@pytest.fixture(scope="module")
+def tiering() -> object:
+    return _bench("_latency_tiering")
 
 
 def test_the_bulk_filled_state_matches_append(tiering: object) -> None:
@@ -42,12 +47,7 @@ def test_a_small_tiering_sweep_runs(tiering: object) -> None:
 
 @pytest.fixture(scope="module")
 def latency() -> object:
-    sys.path.insert(0, str(BENCH))
-    try:
-        import latency as module
-    finally:
-        sys.path.remove(str(BENCH))
-    return module
+    return _bench("latency")
 
 
 def test_the_ratio_interval_holds_the_ratio_and_narrows_with_less_noise(latency: object) -> None:

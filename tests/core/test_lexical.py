@@ -212,6 +212,7 @@ _SET_STEP = st.one_of(
     st.tuples(st.just("leave"), st.sets(st.integers(1, 30), max_size=6)),
     st.tuples(st.just("add"), _DOC),
     st.tuples(st.just("delete"), st.integers(1, 30)),
+    st.tuples(st.just("replace"), st.integers(1, 30), _DOC),
     st.tuples(st.just("new set"), st.sets(st.integers(1, 30), max_size=20)),
 )
 
@@ -236,9 +237,10 @@ def test_allow_follows_the_set_between_searches(
     lookups: int,
 ) -> None:
     """The index's copy of ``allow`` follows the set: after documents enter or leave it
-    (also re-entering; beyond the set's log, or too many to look up one by one), the
-    index changes (compacted too) or another set takes its place, every search equals
-    the unrestricted ranking filtered through the set."""
+    (also re-entering, or before they are indexed; beyond the set's log, or too many to
+    look up one by one), the index changes (adds, deletes, replaced texts) or another set
+    takes its place, every search equals the unrestricted ranking filtered through the
+    set."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(doc_set, "LOG_LIMIT", log_limit)
         patch.setattr(lexical, "_CHANGED_LOOKUPS", lookups)
@@ -252,15 +254,10 @@ def test_allow_follows_the_set_between_searches(
                 allow.add(np.array(sorted(step[1]), dtype=np.int64))
             elif step[0] == "leave":
                 allow.discard(np.array(sorted(step[1]), dtype=np.int64))
-            elif step[0] == "add":
-                seq = max(rows, default=0) + 1
-                rows[seq] = step[1]
-                lex.add("ns", [seq], [step[1]])
-            elif step[0] == "delete":
-                rows.pop(step[1], None)
-                lex.delete("ns", [step[1]])
-            else:  # a namespace loaded again: a new set, its count from 0
+            elif step[0] == "new set":  # a namespace loaded again: its count from 0
                 allow = _set(step[1])
+            else:
+                _edit(lex, rows, step)
             for q in queries:
                 _assert_within(lex, q, k, allow, max(rows, default=0))
 
@@ -277,6 +274,21 @@ def test_allow_follows_the_set_across_a_compaction() -> None:
     got = lex.search("ns", "apple", 300, allow)[0]
     assert set(got) == set(range(1_100, 1_200))
     _assert_within(lex, "apple", 300, allow, 2_100)
+
+
+def _edit(lex: LexicalIndex, rows: dict[int, str], edit: tuple[Any, ...]) -> None:
+    """Apply ``("add", text)``, ``("delete", seq)`` or ``("replace", seq, text)`` to the
+    index and to ``rows``, its expected documents."""
+    if edit[0] == "add":
+        seq = max(rows, default=0) + 1
+        rows[seq] = edit[1]
+        lex.add("ns", [seq], [edit[1]])
+    elif edit[0] == "delete":
+        rows.pop(edit[1], None)
+        lex.delete("ns", [edit[1]])
+    elif edit[1] in rows:
+        rows[edit[1]] = edit[2]
+        lex.replace("ns", edit[1], edit[2])
 
 
 def _set(seqs: set[int]) -> DocSet:
@@ -308,16 +320,7 @@ def test_searches_between_edits_equal_a_fresh_index(
     for edit in edits:
         for q in queries:  # fills the kept values
             used.search("ns", q, 5)
-        if edit[0] == "add":
-            seq = max(rows, default=0) + 1
-            rows[seq] = edit[1]
-            used.add("ns", [seq], [edit[1]])
-        elif edit[0] == "delete":
-            rows.pop(edit[1], None)
-            used.delete("ns", [edit[1]])
-        elif edit[1] in rows:
-            rows[edit[1]] = edit[2]
-            used.replace("ns", edit[1], edit[2])
+        _edit(used, rows, edit)
         fresh = _built("ns", list(rows.items()))
         for q in queries:
             assert used.search("ns", q, 5) == fresh.search("ns", q, 5), (q, edit)
