@@ -23,8 +23,8 @@ import bisect
 import numpy as np
 import numpy.typing as npt
 
-#: Changed documents the log holds (at least; the last change is kept whole). A reader
-#: further behind reads the whole set again.
+#: Changed documents the log holds at most (the last change is kept whole, however
+#: many). A reader further behind reads the whole set again.
 LOG_LIMIT = 4_096
 
 

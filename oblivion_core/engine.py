@@ -1367,16 +1367,19 @@ class Oblivion:
         # deep=False ranks the active tier's documents only (its memories are few among
         # the namespace's: at 100k memories the best 50 of all held about one); a
         # namespace not loaded yet is searched under the lock, once it is
+        lexical_seen = self._lex.changes(ns)  # before the search: a change after it counts
         allow: DocSet | None = None
         lexical_now = policy.lexical_weight > 0
-        tier_version: int | None = None  # deep=False: the active tier BM25 ranked
+        # deep=False: the active tier BM25 ranked, and its version then (a namespace
+        # unloaded and loaded again meanwhile has a new set, whose count may match)
+        tier: tuple[DocSet, int] | None = None
         if deep is False:
             loaded = self._spaces.get(ns)
             lexical_now = lexical_now and loaded is not None
             if loaded is not None:
-                allow, tier_version = loaded.active, loaded.active.version
+                allow = loaded.active
+                tier = allow, allow.version
         beside = lexical_now and not getattr(self.embedder, "busy_cores", False)
-        lexical_seen = self._lex.changes(ns)  # before the search: a change after it counts
         lexical = self._background(self._lex.search, ns, q, pool, allow) if beside else None
         qvec = embed_query(self.embedder, q, self._dim)
         try:
@@ -1404,7 +1407,7 @@ class Oblivion:
                 feedback,
                 include_superseded,
                 bm25,
-                tier_version,
+                tier,
             )
 
     def rerank(
@@ -1503,16 +1506,19 @@ class Oblivion:
         feedback: bool,
         include_superseded: bool = False,
         bm25: tuple[list[int], list[float]] | None = None,
-        tier_version: int | None = None,
+        tier: tuple[DocSet, int] | None = None,
     ) -> RecallResult:
         """``bm25``: the lexical search's result, if it already ran (see :meth:`recall`);
-        for ``deep=False``, over the active tier as it stood when ``space.active.version`` was
-        ``tier_version``."""
+        for ``deep=False``, over the active tier ``tier[0]`` as it stood at version
+        ``tier[1]``."""
         policy = self.policy_for(ns)
         space = self._space(ns)
-        if deep is False and tier_version != space.active.version:
+        if deep is False and (
+            tier is None or tier[0] is not space.active or tier[1] != space.active.version
+        ):
             # the tier changed since (another call's promotions, or this caller's
-            # previous recall's, applied as the lock was taken): ranked again
+            # previous recall's, applied as the lock was taken; or the namespace was
+            # loaded again, a new set): ranked again
             bm25 = None
         st = space.state
         limit = k if k is not None else policy.default_k

@@ -659,3 +659,100 @@ def test_a_remember_beside_set_policy_follows_the_new_policy() -> None:
     stats = mem.stats()
     assert stats["memories"] == 11 and stats["active"] == 11
     mem.close()
+
+
+class _Hooked(HashEmbedder):
+    """Runs ``hook`` once, from ``recall()``'s look at ``busy_cores``: after it picked the
+    tier BM25 ranks, before BM25 runs (what another thread can do in that window)."""
+
+    hook: Any = None
+
+    @property
+    def busy_cores(self) -> bool:
+        hook, self.hook = self.hook, None
+        if hook is not None:
+            hook()
+        return False
+
+
+def _scores(mem: Oblivion, query: str) -> list[tuple[str, float]]:
+    items = mem.recall(query, deep=False, feedback=False, k=5)
+    return [(it.id, round(it.score, 6)) for it in items]
+
+
+def test_a_deep_false_recall_beside_an_unload_and_a_write_ranks_the_new_tier() -> None:
+    """The namespace unloaded and written to (so loaded again, with a new active set whose
+    version counted up to the old one's) while a ``deep=False`` recall was about to run
+    BM25: it ranked the old set, without the new memory, and the order of two memories
+    flipped against the same recall right after (found by review). The recall now redoes
+    BM25 unless the set it ranked is still the namespace's."""
+    from oblivion_core.testing import memory
+
+    emb = _Hooked(64)
+    mem = memory(embedder=emb)
+    mem.remember("apple orchard note one")
+    mem.remember("banana plantation note two")
+
+    def unload_and_write() -> None:
+        mem.unload(namespace="default")
+        mem.remember("apple orchard note three")
+
+    emb.hook = unload_and_write
+    raced = _scores(mem, "apple orchard")
+    assert emb.hook is None  # it ran
+    assert raced == _scores(mem, "apple orchard")
+    mem.close()
+
+
+def test_a_deep_false_recall_beside_a_failed_maintain_ranks_the_reloaded_tier(
+    tmp_path: Path,
+) -> None:
+    """A maintain() that archives memories and then fails (its transaction rolled back,
+    the namespace's state read again from SQLite) while a ``deep=False`` recall ran BM25
+    over the tier without them: the reloaded tier holds them again, and its new set's
+    version equals the old one's, so the recall kept BM25 from a set that no longer
+    exists (0.54 instead of 0.89 for the three; found by review)."""
+    clock = ManualClock()
+    policy = Policy().replace(active_capacity=3)
+
+    def open_store() -> Oblivion:
+        return Oblivion(
+            tmp_path / "m",
+            policy=policy,
+            clock=clock,
+            embedder=HashEmbedder(64),
+            token_counter=word_count,
+        )
+
+    mem = open_store()
+    for i in range(6):
+        mem.remember(f"apple orchard note {i}", importance=0.5)
+    mem.close()
+    clock.advance(86_400 * 30)  # all decayed: maintain() archives down to 3
+    mem = open_store()
+    mem.recall("pear", deep=False, feedback=False)  # loads the namespace
+    search = mem._lex.search
+    fired: list[bool] = []
+
+    def failing_maintain_beside(*args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("allow", args[3] if len(args) > 3 else None) is not None and not fired:
+            fired.append(True)
+            journal = mem._db.journal
+
+            def fail(*a: Any, **k: Any) -> None:
+                raise sqlite3.OperationalError("disk I/O error")
+
+            mem._db.journal = fail  # type: ignore[method-assign]
+            try:
+                with pytest.raises(Exception, match="disk I/O error"):
+                    mem.maintain()
+            finally:
+                mem._db.journal = journal  # type: ignore[method-assign]
+        return search(*args, **kwargs)
+
+    mem._lex.search = failing_maintain_beside  # type: ignore[method-assign]
+    raced = _scores(mem, "apple orchard")
+    mem._lex.search = search  # type: ignore[method-assign]
+    assert fired
+    assert raced == _scores(mem, "apple orchard")
+    mem.close()
