@@ -186,8 +186,8 @@ class _Space:
         self.state = state
         self.index = index
         #: The sequence numbers of the memories in ``index``: BM25 for ``deep=False``
-        #: ranks only these. A BM25 search outside the engine's lock over the tier as it
-        #: stood then is redone when ``active.version`` moved since (recall also checks
+        #: ranks only these. A BM25 search outside the engine's lock is redone unless
+        #: ``active`` is still the set it ranked, at the same version (recall also checks
         #: its hits against ``index``)
         self.active = DocSet()
         self._mark(index.ids, True)
