@@ -106,13 +106,14 @@ _CATEGORY = re.compile(r"category\s*[:=]\s*[*`\"'“‘]*\s*([A-Za-z][A-Za-z0-9 
 _FENCE = re.compile(r"^```[\w-]*\s*\n(.*?)\n?```\s*$", re.S)
 _PREFACE = re.compile(r"^(?:sure|certainly|of course|okay|ok|here)\b[^\n]*:\s*\n", re.I)
 # A reply that declines instead of summarising: an apology, or "I can't" about the task
-# itself ("I can't help with that"; the reply's apostrophes straightened first); a first-person
-# summary ("I can't eat gluten, won't fly on weekends") is not one
+# itself ("I can't help with that"; matched on the reply with its apostrophes
+# straightened, so only "'" appears here); a first-person summary ("I can't eat
+# gluten, won't fly on weekends") is not one
 _REFUSAL = re.compile(
-    r"^\W*(?:(?:(?:i['’]?m|i am)\s+(?:so\s+|really\s+)?sorry|sorry|i\s+apologi[sz]e)"
+    r"^\W*(?:(?:(?:i'?m|i am)\s+(?:so\s+|really\s+)?sorry|sorry|i\s+apologi[sz]e)"
     r"(?:[,.!]|\s+but\b)|as an ai\b|(?:unfortunately,?\s+)?"
-    r"(?:i\s+(?:can(?:no|['’])?t|won['’]?t|will not|am unable to|['’]m unable to)|"
-    r"i['’]?m\s+(?:not able|unable)\s+to)\s+(?:help|assist|do that|do this|comply|"
+    r"(?:i\s+(?:can(?:no|')?t|won'?t|will not|am unable to|'m unable to)|"
+    r"i'?m\s+(?:not able|unable)\s+to)\s+(?:help|assist|do that|do this|comply|"
     r"provide|summari[sz]e|complete|fulfil+|create|write|process)\b)",
     re.I,
 )

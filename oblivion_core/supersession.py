@@ -1231,8 +1231,9 @@ _PERSON = (
     r"girlfriend|boyfriend|fianc[eé]e?|kids?|children|child|landlord|landlady|teacher|"
     r"doctor|dentist|coach|mentor|lead|in-laws?)"
 )
+# matched on parse()'s text, its apostrophes straightened
 _TOPIC = re.compile(
-    r"(?P<head>\b(?P<topic>(?:my|our)\s+(?:[a-z\-]+\s+)?" + _PERSON + r")\b(?!['’]s\b)"
+    r"(?P<head>\b(?P<topic>(?:my|our)\s+(?:[a-z\-]+\s+)?" + _PERSON + r")\b(?!'s\b)"
     r"[^.!?:;]{0,60}"
     r"[.!?:;]\s+)(?:she|he|they)\b",
     re.I,
