@@ -68,6 +68,7 @@ from __future__ import annotations
 import functools
 import re
 
+from oblivion_core.triggers import may_match
 from oblivion_core.typography import straighten
 
 # "always", "never", "don't" make an instruction where they open a clause (an
@@ -154,6 +155,23 @@ _RULES: tuple[tuple[str, float, _Instruction | re.Pattern[str]], ...] = (
     ),
 )
 
+#: Every match of a rule's pattern holds one of its words (:mod:`~oblivion_core.triggers`);
+#: the instruction rule has no such words.
+_RULE_TRIGGERS: dict[str, tuple[str, ...]] = {
+    "preference": (
+        *("prefer", "like", "love", "hate", "enjoy", "can't stand", "fav", "call me", "rather"),
+        *("eat", "drink", "fly", "drive", "smoke", "travel", "take", "use", "work", "wake"),
+        "sleep",
+    ),
+    "task": (
+        *("remind me", "forget", "i will", "i'll", "deadline", "due", "to-do", "todo"),
+        *("need to", "have to", "list"),
+    ),
+    "event": (
+        *("meeting", "trip", "flight", "appointment", "yesterday", "tomorrow", "tonight"),
+        *("last ", "next ", "went to", "going to"),
+    ),
+}
 
 # What must never be lost (health and safety, identity and account numbers): importance
 # at least 0.8 whatever the category ("I'm allergic to penicillin, found out last year" is
@@ -166,6 +184,38 @@ _CRITICAL = re.compile(
     r"sort code|iban|social security|national insurance|routing number|nhs number|"
     r"(?:driv(?:ing|er'?s?) )?licen[cs]e (?:number|no))\b",
     re.I,
+)
+#: Every match of :data:`_CRITICAL` holds one of these (:mod:`~oblivion_core.triggers`).
+_CRITICAL_TRIGGERS = (
+    "allerg",
+    "anaphyla",
+    "epi",
+    "asthma",
+    "diabet",
+    "insulin",
+    "seizure",
+    "pacemaker",
+    "blood ",
+    "pregnan",
+    "coeliac",
+    "celiac",
+    "medic",
+    "prescri",
+    "mg",
+    "dosage",
+    "resuscitate",
+    "dnr",
+    "emergency contact",
+    "next of kin",
+    "passport",
+    "account ",
+    "sort code",
+    "iban",
+    "social security",
+    "national insurance",
+    "routing number",
+    "nhs number",
+    "licen",
 )
 CRITICAL_IMPORTANCE = 0.8
 
@@ -401,6 +451,9 @@ _DATE = re.compile(
     rf"{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?\b|{_WEEKDAY}|\d{{4}}-\d{{2}}-\d{{2}}\b)",
     re.I,
 )
+#: Every match of :data:`_DATE` holds a digit (a month is a date only beside a day's
+#: number) or a weekday.
+_DATE_TRIGGERS = (*"0123456789", "day")
 _CALENDAR_WORD = re.compile(rf"{_MONTH}|{_WEEKDAY}", re.I)
 _NUMBER = re.compile(r"\d")
 
@@ -426,7 +479,10 @@ class HeuristicImportance:
         """Base importance of the category plus up to 0.15 for specific details."""
         base = self._rule(text)[1]
         stripped = straighten(text.strip())  # "Oʼhare" is a name as "O'Hare" is
-        detail = sum(0.05 for pattern in (_NAME, _DATE, _NUMBER) if pattern.search(stripped))
+        dated = may_match(stripped.lower(), _DATE_TRIGGERS) and _DATE.search(stripped)
+        detail = sum(
+            0.05 for hit in (_NAME.search(stripped), dated, _NUMBER.search(stripped)) if hit
+        )
         return float(min(1.0, base + min(detail, 0.15)))
 
     @staticmethod
@@ -443,8 +499,13 @@ def _first_rule(stripped: str) -> tuple[str, float]:
     # a greeting run into the turn ("Hi - use metric units", "Ok so never call me") does
     # not hide that it opens with an imperative
     body = _GREETING_LEAD.sub("", stripped)
-    floor = CRITICAL_IMPORTANCE if _CRITICAL.search(stripped) else 0.0
+    lower = stripped.lower()  # body is its end: holds no trigger that this does not
+    critical = may_match(lower, _CRITICAL_TRIGGERS) and _CRITICAL.search(stripped)
+    floor = CRITICAL_IMPORTANCE if critical else 0.0
     for category, importance, pattern in _RULES:
+        triggers = _RULE_TRIGGERS.get(category)
+        if triggers is not None and not may_match(lower, triggers):
+            continue
         if pattern.search(stripped) or (body is not stripped and pattern.search(body)):
             return category, max(importance, floor)
     return "fact", max(0.4, floor)

@@ -142,6 +142,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from oblivion_core.overlap import content_words
+from oblivion_core.triggers import gated, may_match
+from oblivion_core.triggers import has_any as _has
 from oblivion_core.typography import straighten
 
 # ------------------------------------------------------------------------- speakers
@@ -344,7 +346,7 @@ def _after_lead(sentence: str) -> str | None:
     """What follows the first comma of ``sentence`` when the clause before it leaves it
     the speaker's own statement, else ``None``."""
     lead, comma, rest = sentence.partition(", ")
-    if not comma or not rest or _LEAD_NOT_STATED.search(lead) or _ADDITIVE.search(lead):
+    if not comma or not rest or _LEAD_NOT_STATED.search(lead) or _additive(lead):
         return None  # "Oh and also, I'm allergic to cats": one more, read as a whole
     return rest
 
@@ -846,7 +848,8 @@ _CLAUSE_END = re.compile(
 _NEG_SPAN = r"(?:the\s+|a\s+|an\s+|my\s+)?(?P<neg>[£$€]?[\w'\-]+(?:[,.]\d+)*(?:\s+[\w'\-]+){0,2}?)"
 _NEG_END = r"(?=\s*[,.;!?)]|\s+(?:any ?more|now|these days|as|and|but|so|to|any|at all|anyway)\b|$)"
 #: Values the new statement rejects: "not Y any more", "it's X, not Y", "gone off Y".
-_NEGATED = re.compile(
+_NEGATED = gated(
+    ",;cdfgilmnopqrstw",
     r"(?:\b(?:gone|went|going)\s+(?:right\s+|completely\s+|totally\s+)?off"
     r"|\b(?:i'm|i am)\s+(?:so\s+|totally\s+|completely\s+)?(?:over|done with|off|sick of|"
     r"tired of|bored of|bored with)"
@@ -871,7 +874,6 @@ _NEGATED_TRIGGERS = (
     "tired of",
     "bored",
     "don't",
-    "do not",
     "no longer",
     "never",
     "won't",
@@ -927,7 +929,8 @@ _MONTH_NAMES = {m[:3]: (m,) + (("sept",) if m == "september" else ()) for m in _
 #: abbreviations are words.
 _MONTH = "(?:" + "|".join(_MONTHS + _MONTH_ABBREVIATIONS) + ")"
 #: Amounts, times and days: what a changed budget, appointment or date is stated in.
-_QUANTITY = re.compile(
+_QUANTITY = gated(
+    r"£$€\dadfjmnostw",
     r"(?P<money>[£$€]\s?\d[\d,.]*\s?(?:k|m|bn|million|thousand)?\b"
     r"|\b\d[\d,.]*\s?(?:k|m|bn)?\s?(?:pounds|dollars|euros|quid|bucks)\b)"
     r"|(?P<time>\b\d{1,2}(?:[:.]\d{2})?\s?(?:am|pm|a\.m\.|p\.m\.)|\b\d{1,2}:\d{2}\b)"
@@ -937,22 +940,18 @@ _QUANTITY = re.compile(
     r"|\b\d{1,2}(?:st|nd|rd|th)\b|\b(?:" + "|".join(m for m in _MONTHS if m != "may") + r")\b)",
     re.I,
 )
+#: Every match of :data:`_QUANTITY` holds a digit, a weekday or a month named in full
+#: (not "may"): the words it is searched for (:mod:`~oblivion_core.triggers`).
 _QUANTITY_TRIGGERS = (
     *"0123456789",
-    "day",
-    "ber",
-    "ary",
-    "march",
-    "april",
-    "june",
-    "july",
-    "august",
+    *(day + "day" for day in ("mon", "tues", "wednes", "thurs", "fri", "satur", "sun")),
+    *(m for m in _MONTHS if m != "may"),
 )
 
 
 def _quantities(lower: str) -> frozenset[tuple[str, str]]:
     """``(kind, value)`` of every amount, time, weekday and date in a text."""
-    if not _has(lower, _QUANTITY_TRIGGERS):
+    if not may_match(lower, _QUANTITY_TRIGGERS):
         return frozenset()
     return frozenset(
         (kind, _date(value) if kind == "date" else re.sub(r"[\s,]", "", value))
@@ -1030,13 +1029,6 @@ def _list_name(lower: str) -> str | None:
     if "shop" in lower or "buy" in lower or "grocer" in lower or "out of" in lower:
         return "shopping"
     return None
-
-
-def _has(lower: str, triggers: tuple[str, ...]) -> bool:
-    for t in triggers:  # noqa: SIM110 (any() over a generator costs twice as much here)
-        if t in lower:
-            return True
-    return False
 
 
 def _norm_word(w: str) -> str:
@@ -1284,6 +1276,14 @@ _QUESTION = re.compile(
 #: "I'm allergic to shellfish too", "our office is also in Berlin": one more value, not
 #: a new one.
 _ADDITIVE = re.compile(r"\b(?:too|as well|also)\b", re.I)
+_ADDITIVE_TRIGGERS = ("too", "as well", "also")
+
+
+def _additive(text: str) -> re.Match[str] | None:
+    """:data:`_ADDITIVE`'s first match in ``text`` (most texts hold none of its words)."""
+    return _ADDITIVE.search(text) if may_match(text.lower(), _ADDITIVE_TRIGGERS) else None
+
+
 #: A label that says the words are another's: "Email from Tom:", "Forwarded from Dana:".
 _FROM_ANOTHER = re.compile(
     r"\b(?:forwarded|fwd|fw|quote|quoting|cc|(?:e-?mail|message|text|letter|dm|reply|words)"
@@ -1383,13 +1383,13 @@ def _subject_value(
         if not clean or (clean.endswith("?") and "? " not in clean):
             continue  # a question states no fact
         # (most sentences hold no "too", "also" or "as well": one search rules them out)
-        additive = _ADDITIVE.search(sentence) or _ADDITIVE.search(clean)
+        additive = _additive(sentence) or _additive(clean)
         lead = additive and _LEADING.match(_LABEL.sub("", sentence, count=1).lstrip())
         if additive and (
-            (lead and _ADDITIVE.search(lead.group(0)))
+            (lead and _additive(lead.group(0)))
             or any(
                 # the first clause, and that of each labelled part ("Another one: ... also")
-                _ADDITIVE.search(_CLAUSE_END.split(part, maxsplit=1)[0])
+                _additive(_CLAUSE_END.split(part, maxsplit=1)[0])
                 for part in [clean, *sentence.split(": ")[1:]]
             )
         ):
@@ -1549,11 +1549,11 @@ def parse(text: str) -> Statement:
     body = _expand_is(body)
     lower = body.lower()
     # cheap keyword checks first: most texts state no fact and skip most regexes
-    cue = _has(lower, _CUE_TRIGGERS) and bool(_CUES.search(body))
-    negation = _has(lower, _NEGATION_TRIGGERS) and bool(_NEGATION.search(body))
+    cue = may_match(lower, _CUE_TRIGGERS) and bool(_CUES.search(body))
+    negation = may_match(lower, _NEGATION_TRIGGERS) and bool(_NEGATION.search(body))
     negated = (
         frozenset(w for m in _NEGATED.finditer(body) for w in _norm_words(m.group("neg")))
-        if _has(lower, _NEGATED_TRIGGERS)
+        if may_match(lower, _NEGATED_TRIGGERS)
         else frozenset()
     )
     words = _norm_words(body)
@@ -1565,13 +1565,13 @@ def parse(text: str) -> Statement:
         "words": words,
         "negated": negated - _VALUE_FILLER,
         "quantities": _quantities(lower),
-        "liking": _LIKING.search(body) is not None,
+        "liking": may_match(lower, _LIKING_TRIGGERS) and _LIKING.search(body) is not None,
     }
     op = _list_op(body, lower)
     if op is not None:
         several = op[0] == "add" and len(op[1]) > 1 and _SEVERAL.search(body) is not None
         return Statement(op=op[0], items=op[1], list_name=op[2], several=several, **base)  # type: ignore[arg-type]
-    if _has(lower, _NAME_TRIGGERS):
+    if may_match(lower, _NAME_TRIGGERS):
         nm = _NAME.search(body) or _USE_NAME.search(body)
         if nm and _stated(body, nm.start()):
             value = frozenset({nm.group("val").lower()})
@@ -1583,7 +1583,7 @@ def parse(text: str) -> Statement:
     # and after a leading clause: "I got a raise, my salary is 58k" ("If we lose the
     # client, the budget is 20k" and "Tom said, ..." state nothing: not split)
     first += [tail for part in first if (tail := _after_lead(part))]
-    timely = bool(_NOW.search(body)) if _has(lower, _NOW_TRIGGERS) else False
+    timely = bool(_NOW.search(body)) if may_match(lower, _NOW_TRIGGERS) else False
     found = _subject_value([*first, own] if len(first) > 1 else first, lower, speaker, timely)
     if not found and negated and "it" in lower:
         im = _ITS.search(body)
@@ -1717,6 +1717,20 @@ _LIKING = re.compile(
     r"gone off|went off|going off|sick of|tired of|into|fan of|switched|switching|"
     r"changed my mind|any ?more)\b",
     re.I,
+)
+_LIKING_TRIGGERS = (
+    "like",
+    "love",
+    "prefer",
+    "fav",
+    "off",
+    "sick of",
+    "tired of",
+    "fan of",
+    "into",
+    "switch",
+    "changed my mind",
+    "more",
 )
 
 

@@ -1,7 +1,8 @@
-"""Pieces of the latency benchmark. Its tiering sweep builds the engine's private state
-directly (a million ``remember()`` calls would measure ingest); it must still match the
-core's layout, or ``python bench/latency.py`` fails after an hour of loading. Its ratio
-intervals are what the README reads the targets against."""
+"""Pieces of the benchmarks. The latency benchmark's tiering sweep builds the engine's
+private state directly (a million ``remember()`` calls would measure ingest); it must
+still match the core's layout, or ``python bench/latency.py`` fails after an hour of
+loading. Its ratio intervals are what the README reads the targets against. The text
+rules benchmark must compare the same reading of every text."""
 
 from __future__ import annotations
 
@@ -67,3 +68,25 @@ def test_the_ratio_interval_holds_the_ratio_and_narrows_with_less_noise(latency:
         assert calm_hi - calm_lo < hi - lo
         assert calm_lo <= 1.05 * 1.01 and calm_hi >= 1.05 * 0.99
         assert ci(raw, raw, q) == [1.0, 1.0]
+
+
+def test_the_text_rules_benchmark_compares_the_same_reading(tmp_path: Path) -> None:
+    """``bench/text_rules.py`` reads texts with and without the keyword checks, finds the
+    same categories, scores and parses, and puts every pattern back afterwards."""
+    from oblivion_core import importance, supersession
+
+    bench = _bench("text_rules")
+    before = (supersession._NEGATED, supersession._QUANTITY, supersession.may_match)
+    with bench.unchecked():  # type: ignore[attr-defined]
+        assert supersession._NEGATED is not before[0]
+        assert supersession.may_match("cat", ("dog",)) and importance.may_match("cat", ("dog",))
+    assert (supersession._NEGATED, supersession._QUANTITY, supersession.may_match) == before
+    assert not importance.may_match("cat", ("dog",))
+    out = tmp_path / "text_rules.json"
+    assert bench.main(["--texts", "300", "--rounds", "2", "--out", str(out)]) == 0  # type: ignore[attr-defined]
+    import json
+
+    results = json.loads(out.read_text())
+    assert results["same"] is True and results["texts"] == 300
+    for part in ("parse", "importance", "both"):
+        assert results[part]["checked_us"] > 0 and results[part]["unchecked_us"] > 0
