@@ -185,6 +185,9 @@ class _Space:
     def __init__(self, state: NamespaceState, index: ActiveIndex, usage: Usage) -> None:
         self.state = state
         self.index = index
+        # told of memories entering (True) and leaving the tier: the engine keeps their
+        # texts out of the contents cache's LRU meanwhile (StateDB.hold)
+        self.on_tier: Callable[[Sequence[str], bool], None] | None = None
         #: The sequence numbers of the memories in ``index``: BM25 for ``deep=False``
         #: ranks only these. A BM25 search outside the engine's lock is redone unless
         #: ``active`` is still the set it ranked, at the same version (recall also checks
@@ -207,7 +210,9 @@ class _Space:
 
     def _mark(self, ids: Sequence[str], active: bool) -> None:
         """Put memories ``ids`` into :attr:`active` or take them out (ids not in the
-        state are skipped)."""
+        state are skipped), and tell :attr:`on_tier`."""
+        if self.on_tier is not None:
+            self.on_tier(ids, active)
         st = self.state
         rows = [i for m in ids if (i := st.index.get(m)) is not None]
         if not rows:
@@ -3604,9 +3609,9 @@ class Oblivion:
         # a failure raises here, with nothing dropped
         with self._db.transaction() as conn:
             self._db.set_meta(f"usage:{ns}", space.usage.to_json(), conn)
+        self._db.forget_cached(ns)  # its texts and metadata (the held ones too)
         self._reload(ns)
         self._lex.drop(ns)
-        self._db.forget_cached(ns)  # its texts and metadata
         return True
 
     def count(self, *, namespace: str | None = None, category: str | None = None) -> int:
@@ -3754,6 +3759,7 @@ class Oblivion:
         space = self._spaces.pop(ns, None)
         if space is not None:
             self._db.drop_deferred(space.state)
+        self._db.release(ns)  # loading holds the tier the store has
         self._param_cache.pop(ns, None)
         self._exact_lru.pop(ns, None)
 
@@ -3781,6 +3787,12 @@ class Oblivion:
             self._resync(ns, st)
         usage = self._db.parsed(f"usage:{ns}", Usage.from_json)
         space = _Space(st, index, usage)
+        db = self._db
+        space.on_tier = lambda ids, active: (db.hold if active else db.release)(ns, ids)
+        # the active tier's texts and metadata, read now in one scan: every recall shows
+        # some (a reopened store's first recalls otherwise read them one query each)
+        db.hold(ns, active)
+        db.read_held(ns)
         space.writes_since_maintain = self._db.parsed(f"writes:{ns}", _stored_count)
         for a, b, w in self._db.links(ns):
             space.graph.add(a, b, w)

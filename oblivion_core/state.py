@@ -503,6 +503,9 @@ class StateDB:
         # (namespace, id) -> (text, metadata JSON): what recall shows, without a query
         # per recall for the memories that keep coming back (see :meth:`contents`)
         self._contents: OrderedDict[tuple[str, str], tuple[str, str]] = OrderedDict()
+        # the active tier's entries, kept outside the LRU while their memories stay
+        # active (see :meth:`hold`); ``None``: not read yet, or changed since
+        self._held: dict[tuple[str, str], tuple[str, str] | None] = {}
         #: whether the ``tokens`` column is read and written (:meth:`use_token_counter`)
         self.keep_tokens = False
         self._vector_bytes: int | None = None  # of a stored vector, once known (0: not yet)
@@ -1194,14 +1197,20 @@ class StateDB:
     def _cached(self, namespace: str, ids: Sequence[str]) -> dict[str, tuple[str, str]]:
         """``(text, metadata JSON)`` by id: from the cache, the rest in one query."""
         cache = self._contents
+        held = self._held
         out: dict[str, tuple[str, str]] = {}
         missing: list[str] = []
         for m in ids:
-            hit = cache.get((namespace, m))
+            key = (namespace, m)
+            hit = held.get(key)
+            if hit is not None:
+                out[m] = hit
+                continue
+            hit = cache.get(key)
             if hit is None:
                 missing.append(m)
             else:
-                cache.move_to_end((namespace, m))
+                cache.move_to_end(key)
                 out[m] = hit
         if missing:
             found = self._by_ids("id, text, metadata", namespace, missing)
@@ -1213,11 +1222,48 @@ class StateDB:
         """Put ``(id, (text, metadata JSON))`` entries into the cache as its newest, and
         drop the least recently used ones beyond :attr:`CONTENTS_CACHE`."""
         cache = self._contents
+        held = self._held
         for mid, value in entries:
-            cache[(namespace, mid)] = value
-            cache.move_to_end((namespace, mid))
+            key = (namespace, mid)
+            if key in held:
+                held[key] = value
+                cache.pop(key, None)
+            else:
+                cache[key] = value
+                cache.move_to_end(key)
         while len(cache) > self.CONTENTS_CACHE:
             cache.popitem(last=False)
+
+    def hold(self, namespace: str, ids: Iterable[str]) -> None:
+        """Keep the texts and metadata of memories ``ids`` (they entered the active tier)
+        out of the LRU until :meth:`release`: every recall reads from the active tier,
+        and reads of archived memories or a run of writes would otherwise push out the
+        ones written longest ago. What the LRU holds of them moves over; the rest is
+        read when first asked for (or by :meth:`read_held`)."""
+        cache = self._contents
+        held = self._held
+        for m in ids:
+            key = (namespace, m)
+            if key not in held:
+                held[key] = cache.pop(key, None)
+
+    def release(self, namespace: str, ids: Iterable[str] | None = None) -> None:
+        """Memories ``ids`` (``None``: every one of the namespace) left the active tier:
+        their entries go back to the LRU (as its newest)."""
+        held = self._held
+        if ids is None:
+            ids = [m for ns, m in held if ns == namespace]
+        entries = [(m, value) for m in ids if (value := held.pop((namespace, m), None)) is not None]
+        self._keep(namespace, entries)
+
+    def read_held(self, namespace: str) -> int:
+        """Read the held entries of a namespace not read yet, in one query per 500;
+        returns how many were read."""
+        missing = [m for ns, m in self._held if ns == namespace and self._held[(ns, m)] is None]
+        if missing:
+            found = self._by_ids("id, text, metadata", namespace, missing)
+            self._keep(namespace, [(mid, (text, meta)) for mid, text, meta in found])
+        return len(missing)
 
     def cache_written(
         self,
@@ -1240,6 +1286,8 @@ class StateDB:
     def forget_cached(self, namespace: str) -> None:
         """Drop the cached texts and metadata of a namespace (it is being unloaded)."""
         self._uncache(namespace, [m for ns, m in self._contents if ns == namespace])
+        for key in [key for key in self._held if key[0] == namespace]:
+            del self._held[key]
 
     def count(self, namespace: str, category: str | None = None) -> int:
         """Memories of a namespace (of one category), counted in the database: for a
@@ -1254,8 +1302,12 @@ class StateDB:
         return int(rows[0][0])
 
     def _uncache(self, namespace: str, ids: Iterable[str]) -> None:
+        held = self._held
         for m in ids:
-            self._contents.pop((namespace, m), None)
+            key = (namespace, m)
+            self._contents.pop(key, None)
+            if key in held:
+                held[key] = None  # still held: read again when next asked for
 
     def texts(self, namespace: str, ids: Sequence[str]) -> dict[str, str]:
         """Texts by id."""

@@ -287,6 +287,71 @@ def test_the_contents_cache_stays_within_its_bound(tmp_path: Path) -> None:
         db.close()
 
 
+def _count_reads(db: StateDB) -> list[list[str]]:
+    """The ids of each contents query ``db`` makes from now on."""
+    reads: list[list[str]] = []
+    by_ids = db._by_ids
+
+    def counted(cols: str, namespace: str, ids: list[str], table: str = "memories") -> list:
+        if cols.startswith("id, text"):
+            reads.append(list(ids))
+        return by_ids(cols, namespace, ids, table)
+
+    db._by_ids = counted  # type: ignore[method-assign]
+    return reads
+
+
+def test_held_contents_stay_out_of_the_lru_until_released(tmp_path: Path) -> None:
+    """The active tier's entries are not pushed out by other reads; released, they go
+    back to the LRU as its newest."""
+    db, _ = _store_three(tmp_path)
+    try:
+        db.CONTENTS_CACHE = 1
+        reads = _count_reads(db)
+        db.hold("ns", ["m0"])
+        assert db.texts("ns", ["m0"]) == {"m0": "t"} and reads == [["m0"]]
+        db.texts("ns", ["m1"])
+        db.texts("ns", ["m2"])  # the LRU holds one: m1 leaves, m0 is held
+        assert db.texts("ns", ["m0"]) == {"m0": "t"} and reads == [["m0"], ["m1"], ["m2"]]
+        assert set(db._contents) == {("ns", "m2")}
+        db.release("ns", ["m0"])
+        assert set(db._contents) == {("ns", "m0")} and not db._held  # the newest, alone
+        db.hold("ns", ["m0", "m1"])  # m0 moves over from the LRU, m1 is not read yet
+        assert db._held == {("ns", "m0"): ("t", "{}"), ("ns", "m1"): None}
+        assert db.read_held("ns") == 1 and reads[-1] == ["m1"]
+        assert db.read_held("ns") == 0
+        db.release("ns")  # every one of the namespace
+        assert not db._held and len(db._contents) == 1
+    finally:
+        db.close()
+
+
+def test_a_held_entry_changed_is_read_again(tmp_path: Path) -> None:
+    """An edit of a held memory's text or metadata is what the next read returns; a
+    deleted one is no longer held; an unloaded namespace holds nothing."""
+    db, _ = _store_three(tmp_path)
+    try:
+        db.hold("ns", ["m0", "m1", "m2"])
+        db.read_held("ns")
+        with db.transaction() as conn:
+            db.set_text(conn, "ns", "m0", "new text", np.ones(2), 3)
+            db.set_metadata(conn, "ns", "m1", {"tag": "x"})
+        assert db._held[("ns", "m0")] is None  # still held, read again when asked
+        assert db.contents("ns", ["m0", "m1"]) == {
+            "m0": ("new text", {}),
+            "m1": ("t", {"tag": "x"}),
+        }
+        assert db._held[("ns", "m0")] == ("new text", "{}")
+        with db.transaction() as conn:
+            db.delete(conn, "ns", ["m2"])
+        db.release("ns", ["m2"])  # as the engine's tier hook does for a deleted memory
+        assert ("ns", "m2") not in db._held and ("ns", "m2") not in db._contents
+        db.forget_cached("ns")
+        assert not db._held and not db._contents
+    finally:
+        db.close()
+
+
 @given(
     values=st.lists(
         st.tuples(st.floats(0, 1), st.integers(0, 50), st.booleans(), st.integers(0, 2)),
