@@ -18,6 +18,8 @@ from hypothesis import strategies as st
 from oblivion_core import Oblivion, Tier
 from oblivion_core.testing import HashEmbedder, ManualClock, memory
 
+from ._reads import count_reads
+
 DAY = 86_400.0
 
 
@@ -54,16 +56,7 @@ def test_a_reopened_store_reads_the_active_tier_once_then_recalls_without_readin
         active = _active(mem, mem.default_namespace)
         assert {r.id for r in kept} <= active and set(ids) - active  # some were archived
     with Oblivion(tmp_path / "s", embedder=HashEmbedder(), clock=clock) as mem:
-        db = mem._db
-        reads: list[list[str]] = []
-        by_ids = db._by_ids
-
-        def counted(cols: str, ns: str, some: list[str], table: str = "memories") -> list:
-            if cols.startswith("id, text"):
-                reads.append(list(some))
-            return by_ids(cols, ns, some, table)
-
-        db._by_ids = counted  # type: ignore[method-assign]
+        reads = count_reads(mem._db)
         found = mem.recall("garage bike", k=3, deep=False)
         assert len(reads) == 1 and set(reads[0]) == active  # the load's one scan
         assert {i.id for i in found.items} <= active and len(found.items) == 3

@@ -12,6 +12,8 @@ from hypothesis import strategies as st
 from oblivion_core import state
 from oblivion_core.state import SCHEMA_VERSION, NamespaceState, StateDB
 
+from ._reads import count_reads
+
 ops = st.lists(st.tuples(st.booleans(), st.integers(0, 30)), max_size=80)
 
 
@@ -287,27 +289,13 @@ def test_the_contents_cache_stays_within_its_bound(tmp_path: Path) -> None:
         db.close()
 
 
-def _count_reads(db: StateDB) -> list[list[str]]:
-    """The ids of each contents query ``db`` makes from now on."""
-    reads: list[list[str]] = []
-    by_ids = db._by_ids
-
-    def counted(cols: str, namespace: str, ids: list[str], table: str = "memories") -> list:
-        if cols.startswith("id, text"):
-            reads.append(list(ids))
-        return by_ids(cols, namespace, ids, table)
-
-    db._by_ids = counted  # type: ignore[method-assign]
-    return reads
-
-
 def test_held_contents_stay_out_of_the_lru_until_released(tmp_path: Path) -> None:
     """The active tier's entries are not pushed out by other reads; released, they go
     back to the LRU as its newest."""
     db, _ = _store_three(tmp_path)
     try:
         db.CONTENTS_CACHE = 1
-        reads = _count_reads(db)
+        reads = count_reads(db)
         db.hold("ns", ["m0"])
         assert db.texts("ns", ["m0"]) == {"m0": "t"} and reads == [["m0"]]
         db.texts("ns", ["m1"])
