@@ -194,6 +194,26 @@ def test_the_local_model_says_when_it_keeps_every_core_busy(
     assert not FastEmbedEmbedder(threads=2).busy_cores
 
 
+@pytest.mark.parametrize("bad", [0, -3, 2.5, "32", True, None])
+def test_a_batch_size_that_is_not_a_count_of_texts_is_refused(bad: object) -> None:
+    from oblivion_core.embedding import FastEmbedEmbedder
+
+    with pytest.raises(InvalidInputError, match="batch_size must be a whole number"):
+        FastEmbedEmbedder(batch_size=bad)  # type: ignore[arg-type]
+    assert FastEmbedEmbedder(batch_size=1).batch_size == 1
+
+
+def test_batches_of_any_size_give_the_same_vectors(real_embedder: Any) -> None:
+    """The batch size changes how texts are grouped per ONNX call (and padded), not
+    their vectors."""
+    from oblivion_core.embedding import FastEmbedEmbedder
+
+    texts = ["a", "the meeting moved to Thursday at 3pm", "hi", "x " * 40, "Rust, not Go."]
+    one = FastEmbedEmbedder(batch_size=1).embed_documents(texts)
+    assert np.allclose(real_embedder.embed_documents(texts), one, atol=1e-5)
+    assert np.allclose(FastEmbedEmbedder(batch_size=2).embed_documents(texts), one, atol=1e-5)
+
+
 def test_long_unspaced_runs_are_read_not_unknown(real_embedder: Any) -> None:
     """A run of letters and digits over WordPiece's 100-character word limit (a key, a
     hash, base64) was one [UNK] to the local model: every such text had the same vector,
