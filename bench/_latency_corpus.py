@@ -383,15 +383,19 @@ def timing(samples_ms: Sequence[float]) -> dict[str, float]:
     }
 
 
-def sweep_args(doc: str, out: Path, queries: int, argv: list[str] | None, table: Any) -> Any | None:
-    """The command line of a size sweep (``--queries``, ``--out``, ``--readme-table``):
-    the parsed arguments, or ``None`` once ``--readme-table`` printed ``table(results)``
-    of the results file."""
+def bench_args(
+    doc: str, out: Path, argv: list[str] | None, table: Any, **counts: tuple[int, str]
+) -> Any | None:
+    """The command line of a benchmark that writes one results file: ``--out``,
+    ``--readme-table`` and an integer option per ``counts`` entry (name -> default and
+    what it counts). The parsed arguments, or ``None`` once ``--readme-table`` printed
+    ``table(results)`` of the results file."""
     import argparse
     import json
 
     p = argparse.ArgumentParser(description=doc.split("\n\n")[0])
-    p.add_argument("--queries", type=int, default=queries, help=f"queries per size ({queries})")
+    for name, (default, what) in counts.items():
+        p.add_argument(f"--{name}", type=int, default=default, help=f"{what} ({default})")
     p.add_argument("--out", type=Path, default=out)
     p.add_argument(
         "--readme-table", action="store_true", help="print the table from --out and exit"
@@ -401,6 +405,11 @@ def sweep_args(doc: str, out: Path, queries: int, argv: list[str] | None, table:
         print(table(json.loads(args.out.read_text())))
         return None
     return args
+
+
+def sweep_args(doc: str, out: Path, queries: int, argv: list[str] | None, table: Any) -> Any | None:
+    """The command line of a size sweep: :func:`bench_args` with ``--queries``."""
+    return bench_args(doc, out, argv, table, queries=(queries, "queries per size"))
 
 
 def write_results(path: Path, results: dict[str, Any], table: Any) -> None:

@@ -13,8 +13,6 @@ Reproduce: ``python bench/embed_batch.py`` (about three minutes); writes
 
 from __future__ import annotations
 
-import argparse
-import json
 import statistics
 import sys
 import time
@@ -25,7 +23,7 @@ from tqdm import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _latency_corpus import LATENCY_SEED, memory_texts, write_results
+from _latency_corpus import LATENCY_SEED, bench_args, memory_texts, write_results
 
 from oblivion_core import FastEmbedEmbedder
 
@@ -50,14 +48,11 @@ def table(results: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--texts", type=int, default=3_000, help="texts per round (3000)")
-    p.add_argument("--rounds", type=int, default=3, help="rounds (3)")
-    p.add_argument("--out", type=Path, default=HERE / "results" / "embed_batch.json")
-    p.add_argument("--readme-table", action="store_true", help="print the table from --out")
-    args = p.parse_args(argv)
-    if args.readme_table:
-        print(table(json.loads(args.out.read_text())))
+    out = HERE / "results" / "embed_batch.json"
+    args = bench_args(
+        __doc__, out, argv, table, texts=(3_000, "texts per round"), rounds=(3, "rounds")
+    )
+    if args is None:
         return 0
     model = FastEmbedEmbedder()._load()
     texts = memory_texts(args.texts, LATENCY_SEED + 3)  # the ingest section's texts

@@ -18,9 +18,7 @@ Reproduce: ``python bench/text_rules.py`` (about half a minute); writes
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import json
 import statistics
 import sys
 import time
@@ -32,7 +30,7 @@ from tqdm import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _latency_corpus import LATENCY_SEED, memory_texts, write_results
+from _latency_corpus import LATENCY_SEED, bench_args, memory_texts, write_results
 
 from oblivion_core import importance, supersession, triggers
 
@@ -88,14 +86,16 @@ def table(results: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--texts", type=int, default=5_000, help="texts read per round (5000)")
-    p.add_argument("--rounds", type=int, default=7, help="rounds per way (7)")
-    p.add_argument("--out", type=Path, default=HERE / "results" / "text_rules.json")
-    p.add_argument("--readme-table", action="store_true", help="print the table from --out")
-    args = p.parse_args(argv)
-    if args.readme_table:
-        print(table(json.loads(args.out.read_text())))
+    out = HERE / "results" / "text_rules.json"
+    args = bench_args(
+        __doc__,
+        out,
+        argv,
+        table,
+        texts=(5_000, "texts read per round"),
+        rounds=(7, "rounds per way"),
+    )
+    if args is None:
         return 0
     texts = memory_texts(args.texts, LATENCY_SEED + 3)  # the ingest section's texts
     times: dict[str, dict[str, list[float]]] = {
