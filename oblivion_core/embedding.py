@@ -66,7 +66,11 @@ class FastEmbedEmbedder:
         threads: int | None = None,
         batch_size: int = 32,
     ) -> None:
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        if (
+            isinstance(batch_size, bool)
+            or not isinstance(batch_size, (int, np.integer))
+            or batch_size < 1
+        ):
             raise InvalidInputError(
                 f"batch_size must be a whole number of texts, 1 or more, got {batch_size!r}"
             )
@@ -75,7 +79,7 @@ class FastEmbedEmbedder:
         self.model_path = str(model_path) if model_path is not None else env_path
         self.cache_dir = cache_dir
         self.threads = threads
-        self.batch_size = batch_size
+        self.batch_size = int(batch_size)
         self._model: Any = None
         self._counter: Any = None
         self._counter_loaded = False

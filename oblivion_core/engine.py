@@ -3787,12 +3787,6 @@ class Oblivion:
             self._resync(ns, st)
         usage = self._db.parsed(f"usage:{ns}", Usage.from_json)
         space = _Space(st, index, usage)
-        db = self._db
-        space.on_tier = lambda ids, active: (db.hold if active else db.release)(ns, ids)
-        # the active tier's texts and metadata, read now in one scan: every recall shows
-        # some (a reopened store's first recalls otherwise read them one query each)
-        db.hold(ns, active)
-        db.read_held(ns)
         space.writes_since_maintain = self._db.parsed(f"writes:{ns}", _stored_count)
         for a, b, w in self._db.links(ns):
             space.graph.add(a, b, w)
@@ -3800,6 +3794,17 @@ class Oblivion:
         space.summaries = self._db.summaries(ns)
         space.uncompressed = self._db.parsed(f"uncompressed:{ns}", _stored_ids)
         space.last_write = self._last_turn(space)
+        db = self._db
+        space.on_tier = lambda ids, active: (db.hold if active else db.release)(ns, ids)
+        # the active tier's texts and metadata, read now in one scan: every recall shows
+        # some (a reopened store's first recalls otherwise read them one query each);
+        # a namespace that fails to load holds none
+        db.hold(ns, active)
+        try:
+            db.read_held(ns)
+        except BaseException:
+            db.release(ns)
+            raise
         self._spaces[ns] = space
         # rates that changed while the store was closed (another policy passed to the
         # constructor) start new clock pieces now: the past decayed at the old rates

@@ -66,6 +66,26 @@ def test_a_reopened_store_reads_the_active_tier_once_then_recalls_without_readin
         _check_coherent(mem, mem.default_namespace)
 
 
+def test_a_namespace_that_fails_to_load_holds_nothing(tmp_path: Path) -> None:
+    import sqlite3
+
+    import pytest
+
+    from oblivion_core import StoreCorruptError
+
+    with Oblivion(tmp_path / "s", embedder=HashEmbedder(), clock=ManualClock()) as mem:
+        mem.remember_many([f"fact {i}" for i in range(5)])
+    conn = sqlite3.connect(tmp_path / "s" / "oblivion.sqlite3")
+    conn.execute("UPDATE meta SET value='{bad' WHERE key='writes:default'")  # one row damaged
+    conn.commit()
+    conn.close()
+    with Oblivion(tmp_path / "s", embedder=HashEmbedder(), clock=ManualClock()) as mem:
+        with pytest.raises(StoreCorruptError):
+            mem.recall("fact")
+        assert mem.loaded_namespaces() == []
+        assert [k for k in mem._db._held if k[0] == "default"] == []
+
+
 _OPS = st.lists(
     st.one_of(
         st.tuples(st.just("write"), st.integers(0, 3)),

@@ -201,6 +201,8 @@ def test_a_batch_size_that_is_not_a_count_of_texts_is_refused(bad: object) -> No
     with pytest.raises(InvalidInputError, match="batch_size must be a whole number"):
         FastEmbedEmbedder(batch_size=bad)  # type: ignore[arg-type]
     assert FastEmbedEmbedder(batch_size=1).batch_size == 1
+    numpy_count = FastEmbedEmbedder(batch_size=np.int64(16)).batch_size  # type: ignore[arg-type]
+    assert numpy_count == 16 and type(numpy_count) is int
 
 
 def test_batches_of_any_size_give_the_same_vectors(real_embedder: Any) -> None:

@@ -250,6 +250,18 @@ def test_the_trigger_lists_are_not_vacuous() -> None:
         assert words and all(w == w.lower() for w in words), name
 
 
+def test_text_beyond_ascii_is_read_as_its_patterns_read_it() -> None:
+    """The keyword checks before ea183aa's last session skipped some texts beyond ASCII
+    that their patterns match (digits of other scripts, characters re.I folds); every
+    check searches such texts now, so the parse finds what its patterns say."""
+    assert sup.parse.__wrapped__("The standup is at \uff11\uff10am now.").quantities == {
+        ("time", "\uff11\uff10am")
+    }
+    assert sup.parse.__wrapped__("I had tea \u0131nstead of coffee").cue
+    said = sup.parse.__wrapped__("I'd like you to addre\u017f\u017f me a\u017f Dr. Okafor.")
+    assert said.subject == "@|name" and said.value == {"dr"}
+
+
 def test_ungated_takes_the_gate_off_only() -> None:
     plain = re.compile(r"\b(?:too|as well)\b", re.I)
     gated = triggers.gated("ta", plain.pattern, re.I)
@@ -280,6 +292,9 @@ _RULE_WORDS = sorted({w for _, pattern, _ in CHECKED for w in _vocabulary(patter
 @example(text="Meeting next week: I'll need to bring my insulin, 20 mg, on Monday at 9:30")
 @example(text="My favourite is pho, I'm over moussaka as well")
 @example(text="My favourite drink is tea as well")
+@example(text="The standup is at \uff11\uff10am now.")  # fullwidth digits
+@example(text="I had tea \u0131nstead of coffee")  # dotless i: re.I reads "instead"
+@example(text="I'd like you to addre\u017f\u017f me a\u017f Dr. Okafor.")  # long s
 def test_the_rules_read_a_text_as_they_do_without_the_checks(text: str) -> None:
     parse = sup.parse.__wrapped__
     scorer = imp.HeuristicImportance()
