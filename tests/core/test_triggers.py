@@ -251,9 +251,9 @@ def test_the_trigger_lists_are_not_vacuous() -> None:
 
 
 def test_text_beyond_ascii_is_read_as_its_patterns_read_it() -> None:
-    """The keyword checks before ea183aa's last session skipped some texts beyond ASCII
-    that their patterns match (digits of other scripts, characters re.I folds); every
-    check searches such texts now, so the parse finds what its patterns say."""
+    """The parse's keyword checks once skipped some texts beyond ASCII that their
+    patterns match (digits of other scripts, characters re.I folds); every check
+    searches such texts now, so the parse finds what its patterns say."""
     assert sup.parse.__wrapped__("The standup is at \uff11\uff10am now.").quantities == {
         ("time", "\uff11\uff10am")
     }
