@@ -86,6 +86,15 @@ def query_terms(text: str) -> list[str]:
 #: up one by one; beyond this, the set is read whole again (about 0.1 ms at 100k).
 _CHANGED_LOOKUPS = 1_024
 
+
+def _in_mask(mask: npt.NDArray[np.bool_], seqs: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+    """Whether each of ``seqs`` is in a :attr:`DocSet.mask` (past its end: not)."""
+    inside = np.zeros(len(seqs), dtype=bool)
+    ok = seqs < len(mask)
+    inside[ok] = mask[seqs[ok]]
+    return inside
+
+
 #: Postings entries whose BM25 terms a namespace keeps between searches (about 12 MB at most).
 _PARTS_LIMIT = 1_000_000
 
@@ -173,12 +182,8 @@ class _Namespace:
         self.alive += len(seqs)
         held = self._inside_of
         if held is not None:  # the new slots, as the set holds them now (later changes: logged)
-            added = np.asarray(seqs, dtype=np.int64)
-            mask = held[0].mask
-            inside = np.zeros(len(added), dtype=bool)
-            ok = added < len(mask)
-            inside[ok] = mask[added[ok]]
-            self._inside = np.concatenate([self._inside, inside])
+            added = _in_mask(held[0].mask, np.asarray(seqs, dtype=np.int64))
+            self._inside = np.concatenate([self._inside, added])
 
     def _forget_parts(self) -> None:
         self._parts.clear()
@@ -251,15 +256,10 @@ class _Namespace:
                 if pairs:
                     slots = np.fromiter((p[0] for p in pairs), np.int64, len(pairs))
                     found = np.fromiter((p[1] for p in pairs), np.int64, len(pairs))
-                    ok = found < len(mask)
-                    self._inside[slots[~ok]] = False
-                    self._inside[slots[ok]] = mask[found[ok]]
+                    self._inside[slots] = _in_mask(mask, found)
                 self._inside_of = allow, version
                 return self._inside
-        seqs_all = self.seqs[: self.size]
-        inside = np.zeros(self.size, dtype=bool)
-        ok = seqs_all < len(mask)
-        inside[ok] = mask[seqs_all[ok]]
+        inside = _in_mask(mask, self.seqs[: self.size])
         self._inside, self._inside_of = inside, (allow, version)
         return inside
 
