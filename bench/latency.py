@@ -1011,30 +1011,30 @@ def render_table(results: dict[str, Any]) -> str:
         f"| ingest, `remember_many` vs embed + `add`, batches of {b['batch_size']} "
         f"| {_n(b['items'])} | {b['oblivion_items_per_s']:.0f}/s | {b['raw_items_per_s']:.0f}/s "
         f"| {b['ratio']:.2f}x | >= {t['ingest']:.2f}x | {_yes(b['ratio'] >= t['ingest'])} "
-        f"| {b['oblivion_store_items_per_s'] / b['raw_store_items_per_s']:.2f}x |"
+        f"| {b['oblivion_store_items_per_s'] / b['raw_store_items_per_s']:.2f}x | - |"
     )
     lines.append(
         f"| ingest, single `remember()` vs embed + `add` | {_n(s['items'])} "
         f"| {s['oblivion_items_per_s']:.0f}/s | {s['raw_items_per_s']:.0f}/s "
-        f"| {s['ratio']:.2f}x | info | - | - |"
+        f"| {s['ratio']:.2f}x | info | - | - | - |"
     )
     for load in results["bulk_load"]:
         lines.append(
             f"| bulk load, cached vectors, batches of {load['batch']} | {_n(load['n'])} "
             f"| {load['oblivion_items_per_s']:.0f}/s | {load['raw_items_per_s']:.0f}/s "
-            f"| {load['ratio']:.2f}x | info | - | - |"
+            f"| {load['ratio']:.2f}x | info | - | - | - |"
         )
     for ad in results.get("adaptation", []):
         lines.append(
             f"| `maintain()` adapting the half-life of {ad['memories_of_category']:,} "
             f"{ad['category']} memories, median | {_n(ad['memories'])} "
             f"| {ad['maintain_adapting_ms']['median_ms']:.1f} ms "
-            f"(no adaptation: {ad['maintain_ms']['median_ms']:.1f} ms) | - | - | info | - | - |"
+            f"(no adaptation: {ad['maintain_ms']['median_ms']:.1f} ms) | - | - | info | - | - | - |"
         )
         lines.append(
             f"| the same half-life change before decay clocks (rewrite every memory of the "
             f"category), median | {_n(ad['memories'])} "
-            f"| {ad['rewrite_category_ms']['median_ms']:.1f} ms | - | - | info | - | - |"
+            f"| {ad['rewrite_category_ms']['median_ms']:.1f} ms | - | - | info | - | - | - |"
         )
     tier = results["tiering"]
     for case, label, target in (
@@ -1047,10 +1047,9 @@ def render_table(results: dict[str, Any]) -> str:
         target_s = f"<= {t['tiering_ms']:.0f} ms" if target else "info"
         met = _yes(ms <= t["tiering_ms"]) if target else "-"
         lines.append(
-            f"| {label}, median | {_n(tier['n'])} | {ms:.1f} ms | - | - | {target_s} | {met} | - |"
+            f"| {label}, median | {_n(tier['n'])} | {ms:.1f} ms | - | - | {target_s} | {met} | - "
+            "| - |"
         )
-    # rows without a bootstrap interval: its column empty
-    lines = [ln if ln.count("|") == 10 else f"{ln} - |" for ln in lines]
     meta = results["meta"]
     v = meta["versions"]
     lines.append("")
