@@ -1380,10 +1380,13 @@ class StateDB:
         kept = [(i, v) for i, v in rows if keep(i)]
         if not kept:
             return [], None
-        for i, v in kept:
-            self._vector(v, i, namespace)
-        mat = np.frombuffer(b"".join(v for _, v in kept), dtype=np.float32)
-        return [i for i, _ in kept], mat.reshape(len(kept), -1)
+        # filled row by row: joining the blobs first took 0.4 s for 85k vectors (each
+        # is checked to be of the store's dimension)
+        first = self._vector(kept[0][1], kept[0][0], namespace)
+        mat = np.empty((len(kept), len(first)), dtype=np.float32)
+        for j, (i, v) in enumerate(kept):
+            mat[j] = self._vector(v, i, namespace)
+        return [i for i, _ in kept], mat
 
     def set_metadata(
         self, conn: sqlite3.Connection, namespace: str, memory_id: str, metadata: Mapping[str, Any]

@@ -379,6 +379,7 @@ def archived(
     chroma = request.param == "chroma query"
     if chroma:
         mem.EXACT_ARCHIVE_ROWS = 0
+        mem.SKETCH_ARCHIVE_ROWS = 0
     queries = chroma_queries(mem)
     chat = mem.remember("lovely sunny weather in Lisbon", category="small_talk", importance=0.0)
     mem.remember_many(

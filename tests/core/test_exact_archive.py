@@ -1,7 +1,9 @@
-"""The in-memory copy of a small namespace's archive (``Oblivion.EXACT_ARCHIVE_ROWS``):
-recall searches it exactly instead of querying Chroma, it always holds exactly the
-memories outside the active tier with their stored vectors, and a namespace that
-outgrows it (or the engine-wide total) goes back to Chroma."""
+"""The in-memory copy of a namespace's archive: exact (``Oblivion.EXACT_ARCHIVE_ROWS``)
+or by signs for bigger ones (``Oblivion.SKETCH_ARCHIVE_ROWS``, searched as
+``tests/core/test_sketch.py`` checks). Recall searches it instead of querying Chroma, it
+always holds exactly the memories outside the active tier with their stored vectors
+(and their signs), an exact copy that outgrows its limit becomes a sketch copy, and a
+namespace that outgrows both (or the engine-wide total) goes back to Chroma."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from oblivion_core import ManualClock, Oblivion, Policy, Tier
+from oblivion_core.sketch import SketchIndex, sign_codes
 
 DAY = 86_400.0
 WORDS = [
@@ -80,6 +83,16 @@ def _check_copy(mem: Oblivion, ns: str | None = None) -> None:
         vec = space.archive.vector(m)
         assert vec is not None
         np.testing.assert_array_equal(vec, stored[m])
+    if isinstance(space.archive, SketchIndex):  # and each row's signs are its vector's
+        n = len(space.archive)
+        codes = space.archive._codes[:, :n]
+        np.testing.assert_array_equal(codes, sign_codes(space.archive._rows[:n]))
+
+
+def _only(mem: Oblivion, kind: str, limit: int) -> None:
+    """Copies of one kind only (``"exact"`` or ``"sketch"``), up to ``limit`` rows."""
+    mem.EXACT_ARCHIVE_ROWS = limit if kind == "exact" else 0
+    mem.SKETCH_ARCHIVE_ROWS = limit if kind == "sketch" else 0
 
 
 Spy = Callable[[Oblivion], list[int]]  # the chroma_queries fixture
@@ -130,6 +143,7 @@ def test_the_copy_ranks_exactly_as_chroma_does(
     assert small._spaces[small.default_namespace].archive is not None
     small._lock.settle()  # the recalls' feedback applied before the copy is dropped
     small.EXACT_ARCHIVE_ROWS = 0
+    small.SKETCH_ARCHIVE_ROWS = 0
     small._spaces[small.default_namespace].archive = None
     calls = chroma_queries(small)
     # compared to 1e-5, not rounded to 5 digits: a value on a rounding boundary would
@@ -165,22 +179,26 @@ OPS = st.lists(
 )
 
 
+@pytest.mark.parametrize("kind", ["exact", "sketch"])
 @settings(max_examples=25)
 @given(ops=OPS)
 def test_the_copy_follows_every_tier_move(
-    fresh: Callable[..., AbstractContextManager[Oblivion]], ops: list[tuple[str, int]]
+    fresh: Callable[..., AbstractContextManager[Oblivion]],
+    ops: list[tuple[str, int]],
+    kind: str,
 ) -> None:
     """Whatever moves memories between tiers (maintain, recall promotions, confirm,
     invalidate, forget, edits, compression and its undoing), the copy stays exactly the
-    memories outside the active tier with their current vectors."""
+    memories outside the active tier with their current vectors (and signs)."""
     clock = ManualClock()
     policy = Policy.template("balanced").replace(
         maintain_every=0, compress_below=0.25, compress_min_cluster=2, compress_similarity=0.3
     )
     with fresh(clock=clock, policy=policy) as mem:
+        _only(mem, kind, 10_000)
         ids = _archive_most(mem, clock, 30)
         mem.recall("garden boiler", deep=True)  # builds the copy
-        assert mem._spaces[mem.default_namespace].archive is not None
+        assert mem.stats()["archive_search"] == kind
         for op, x in ops:
             live = [r.id for r in mem.records()]
             pick = live[x % len(live)] if live else None
@@ -217,10 +235,11 @@ def test_the_copy_follows_every_tier_move(
         _check_copy(mem)
 
 
+@pytest.mark.parametrize("kind", ["exact", "sketch"])
 def test_a_namespace_above_the_limit_queries_chroma(
-    small: Oblivion, clock: ManualClock, chroma_queries: Spy
+    small: Oblivion, clock: ManualClock, chroma_queries: Spy, kind: str
 ) -> None:
-    small.EXACT_ARCHIVE_ROWS = 20
+    _only(small, kind, 20)
     ids = _archive_most(small, clock, 40)
     outside = _outside(small)
     assert len(outside) > 20
@@ -234,6 +253,7 @@ def test_a_namespace_above_the_limit_queries_chroma(
     calls.clear()
     small.recall("garden boiler", deep=True)
     assert calls == []
+    assert small.stats()["archive_search"] == kind
     _check_copy(small)
 
 
@@ -252,10 +272,11 @@ def test_archived_memories_without_a_stored_vector_leave_it_to_chroma(
     assert not small.stats()["archive_in_memory"]
 
 
+@pytest.mark.parametrize("kind", ["exact", "sketch"])
 def test_outgrowing_the_limit_drops_the_copy_until_three_quarters(
-    small: Oblivion, clock: ManualClock, chroma_queries: Spy
+    small: Oblivion, clock: ManualClock, chroma_queries: Spy, kind: str
 ) -> None:
-    small.EXACT_ARCHIVE_ROWS = 40
+    _only(small, kind, 40)
     ids = _archive_most(small, clock, 36)
     small.recall("garden boiler", deep=True)
     space = small._spaces[small.default_namespace]
@@ -273,6 +294,32 @@ def test_outgrowing_the_limit_drops_the_copy_until_three_quarters(
         small.forget(m)
     small.recall("garden boiler", deep=True)
     assert space.archive is not None and len(calls) == 1
+    assert small.stats()["archive_search"] == kind
+    _check_copy(small)
+
+
+def test_an_exact_copy_that_outgrows_its_limit_becomes_a_sketch_copy(
+    small: Oblivion, clock: ManualClock, chroma_queries: Spy
+) -> None:
+    """Past :attr:`EXACT_ARCHIVE_ROWS` the next archive search makes a sketch copy at
+    once (Chroma is not asked), and it stays one below the limit again: nothing is
+    rebuilt back and forth as a namespace hovers at the limit."""
+    small.EXACT_ARCHIVE_ROWS = 40
+    ids = _archive_most(small, clock, 36)
+    small.recall("garden boiler", deep=True)
+    assert small.stats()["archive_search"] == "exact"
+    _archive_most(small, clock, 10, seed=2)  # 46 outside the active tier now
+    calls = chroma_queries(small)
+    assert small.stats()["archive_search"] == "chroma"  # dropped; made on the next search
+    archived = sorted(_outside(small))[0]
+    result = small.recall(small.get(archived).text, deep=True, k=1)
+    assert result.ids == [archived] and calls == []
+    assert small.stats()["archive_search"] == "sketch"
+    _check_copy(small)
+    for m in [m for m in ids if m in _outside(small)][:20]:  # well under the limit
+        small.forget(m)
+    small.recall("garden boiler", deep=True)
+    assert small.stats()["archive_search"] == "sketch" and calls == []
     _check_copy(small)
 
 
@@ -287,7 +334,7 @@ def test_the_engine_wide_total_drops_the_least_recently_searched(
         small.maintain(namespace=ns)
         sizes[ns] = len(_outside(small, ns))
     assert min(sizes.values()) > 0
-    small.EXACT_ARCHIVE_TOTAL = sizes["a"] + sizes["b"] + sizes["c"] - 1
+    small.ARCHIVE_COPY_TOTAL = sizes["a"] + sizes["b"] + sizes["c"] - 1
 
     def held() -> set[str]:
         return {ns for ns in "abc" if small._spaces[ns].archive is not None}
@@ -325,6 +372,7 @@ def test_the_copy_through_the_real_stack(
         assert len(mem.maintain().archived) == len(notes)
         exact = [mem.recall(q, deep=True, k=2, feedback=False).ids for q in questions]
         mem.EXACT_ARCHIVE_ROWS = 0
+        mem.SKETCH_ARCHIVE_ROWS = 0
         mem._spaces[mem.default_namespace].archive = None
         assert [mem.recall(q, deep=True, k=2, feedback=False).ids for q in questions] == exact
         assert [ids[0] for ids in exact] == [
@@ -346,8 +394,8 @@ def test_the_engine_wide_total_counts_columns_held(small: Oblivion, clock: Manua
     clock.advance(10 * DAY)
     for ns in ("a", "b", "c"):
         small.maintain(namespace=ns)
-    small.EXACT_ARCHIVE_TOTAL = 20
+    small.ARCHIVE_COPY_TOTAL = 20
     for ns in ("a", "b", "c", "a", "c", "b"):
         small.recall("garden", deep=True, namespace=ns)
         held = [small._spaces[n].archive for n in "abc"]
-        assert sum(c.capacity for c in held if c is not None) <= small.EXACT_ARCHIVE_TOTAL
+        assert sum(c.capacity for c in held if c is not None) <= small.ARCHIVE_COPY_TOTAL

@@ -190,6 +190,7 @@ def test_forget_whose_commit_fails_after_chroma_puts_the_memory_back(tmp_path: P
         "The office is in Leeds."
     ]
     mem.EXACT_ARCHIVE_ROWS = 0
+    mem.SKETCH_ARCHIVE_ROWS = 0
     mem.maintain()
     assert mem.recall("office Leeds", k=1, deep=True, feedback=False).ids == ["office"]
     mem.close()
@@ -236,6 +237,7 @@ def test_an_edit_chroma_took_but_could_not_undo_is_put_right_once_it_is_back(
     mem = _open(tmp_path)
     _seed(mem)
     mem.EXACT_ARCHIVE_ROWS = 0  # recall asks Chroma
+    mem.SKETCH_ARCHIVE_ROWS = 0
     real_add = mem.store.add
     down = [True]
 
@@ -416,6 +418,7 @@ def test_numpy_numbers_and_tier_labels_are_accepted(tmp_path: Path) -> None:
 def test_a_huge_k_through_chromas_archive(tmp_path: Path) -> None:
     mem = _open(tmp_path)
     mem.EXACT_ARCHIVE_ROWS = 0  # the archive is searched through Chroma
+    mem.SKETCH_ARCHIVE_ROWS = 0
     _seed(mem)
     result = mem.recall("favourite colour", k=2**63, deep=True)
     assert result.searched_archive

@@ -864,6 +864,7 @@ def test_memories_the_vector_store_lost_are_put_back(
     silently and recall through Chroma no longer found those memories. They are put back
     from the vectors SQLite keeps, with a warning."""
     monkeypatch.setattr(Oblivion, "EXACT_ARCHIVE_ROWS", 0)  # the archive through Chroma
+    monkeypatch.setattr(Oblivion, "SKETCH_ARCHIVE_ROWS", 0)
     clock = ManualClock()
     mem = _archived_pair(tmp_path, clock)
     query = "the wifi password hunter2"
@@ -891,6 +892,7 @@ def test_a_namespace_that_could_not_be_checked_at_load_is_checked_before_its_que
     from oblivion_core import VectorStoreError
 
     monkeypatch.setattr(Oblivion, "EXACT_ARCHIVE_ROWS", 0)  # the archive through Chroma
+    monkeypatch.setattr(Oblivion, "SKETCH_ARCHIVE_ROWS", 0)
     clock = ManualClock()
     mem = _archived_pair(tmp_path, clock)
     mem.store.delete(mem.default_namespace, ["old"])

@@ -173,6 +173,7 @@ def _crowded(drop: str, *, chroma: bool) -> tuple[Oblivion, str]:
     mem = memory(clock=clock, policy=policy)
     if chroma:
         mem.EXACT_ARCHIVE_ROWS = 0
+        mem.SKETCH_ARCHIVE_ROWS = 0
     keep = mem.remember(
         "the spare key for the garage is under the blue flower pot",
         category="fact",

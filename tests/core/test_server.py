@@ -48,6 +48,7 @@ def test_remember_recall_maintain_reopen(tmp_path: Path, chroma_server: tuple[st
     mem._lock.settle()  # the recall's feedback applied before the copy is dropped
     mem._spaces["default"].archive = None
     mem.EXACT_ARCHIVE_ROWS = 0  # the archive as a big namespace searches it: the server
+    mem.SKETCH_ARCHIVE_ROWS = 0
     assert mem.recall("sunny weather Lisbon", deep=True, k=1).ids == [chat.id]
     assert mem._spaces["default"].archive is None
     mem.close()
@@ -71,6 +72,7 @@ def test_prefixes_keep_stores_apart(tmp_path: Path, chroma_server: tuple[str, in
     a = _open(tmp_path / "a", chroma_server, "app-a-" + uuid.uuid4().hex[:6], clock)
     b = _open(tmp_path / "b", chroma_server, "app-b-" + uuid.uuid4().hex[:6], clock)
     a.EXACT_ARCHIVE_ROWS = b.EXACT_ARCHIVE_ROWS = 0  # deep recall queries the server
+    a.SKETCH_ARCHIVE_ROWS = b.SKETCH_ARCHIVE_ROWS = 0
     try:
         a.remember("secret of app a", id="s")
         assert b.store.count("default") == 0
@@ -119,6 +121,7 @@ def test_a_collection_the_server_lost_is_refilled_before_recall_reads_it(
     clock = ManualClock()
     mem = _open(tmp_path / "state", chroma_server, prefix, clock)
     mem.EXACT_ARCHIVE_ROWS = 0  # an archive past the in-memory size: searched on the server
+    mem.SKETCH_ARCHIVE_ROWS = 0
     try:
         old = mem.remember("the spare key is under the blue flower pot", category="small_talk")
         mem.remember_many([f"note {i} about the quarterly budget" for i in range(5)])

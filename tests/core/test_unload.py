@@ -44,7 +44,11 @@ def _snapshot(mem: Oblivion, ns: str) -> dict[str, Any]:
             "records": [dataclasses.asdict(r) for r in mem.records(namespace=ns)],
             # less whether the archive's in-memory copy is built yet (a cache, rebuilt on
             # the first archive search)
-            "stats": {k: v for k, v in mem.stats(namespace=ns).items() if k != "archive_in_memory"},
+            "stats": {
+                k: v
+                for k, v in mem.stats(namespace=ns).items()
+                if k not in ("archive_in_memory", "archive_search")
+            },
             "recalls": [
                 [
                     (i.id, i.tier, i.score, i.why)
