@@ -535,12 +535,18 @@ Part = tuple[str, str, str, bool]
 RECALL_PARTS: tuple[Part, ...] = (
     ("query embedding (ONNX)", "embedding.py", "embed_query", False),
     (
-        "exact search: active tier, and the archive's in-memory copy in a small namespace",
+        "in-memory search: the active tier (exact), the archive's copy (exact, or by signs)",
         "index.py",
-        "search",
+        "nearest",
         False,
     ),
-    ("archive search (Chroma query, a namespace too big for the copy)", "store.py", "query", False),
+    ("  of which counting signs (a large archive's sketch copy)", "sketch.py", "hamming", True),
+    (
+        "archive search (Chroma query, a namespace too big for the copies)",
+        "store.py",
+        "query",
+        False,
+    ),
     (
         "lexical search (in-process BM25; after the query embedding with the local model)",
         "lexical.py",
