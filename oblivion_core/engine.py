@@ -17,6 +17,7 @@ import math
 import numbers
 import os
 import socket
+import time
 import uuid
 import weakref
 from collections import OrderedDict
@@ -344,6 +345,11 @@ class Oblivion:
     #: 200 MB in all for sketch copies, 300 MB for exact ones. Copies made grow by up to
     #: half again as memories are archived, until the next copy made counts them.
     ARCHIVE_COPY_TOTAL = 131_072
+    #: A copy searched within this many seconds is not dropped to make room for another
+    #: namespace's (that namespace's archive is searched through Chroma meanwhile): two
+    #: large namespaces taking turns would otherwise make their copies again on every
+    #: turn, about 1.2 s each at 85k archived memories.
+    COPY_KEEP_SECONDS = 60.0
     #: Apply a recall's feedback (boosts, spreading, promotions, their journal entries)
     #: on a worker right after the recall returns, instead of before; every other call
     #: waits for it first, so none sees a difference (:mod:`oblivion_core.write_behind`).
@@ -480,7 +486,9 @@ class Oblivion:
             self._evicting = False  # an _unload_idle job is queued
             # per namespace: (policy, learned multipliers by category, (rates, betas))
             self._param_cache: dict[str, tuple[Policy, tuple[Any, ...], _CategoryParams]] = {}
-            self._exact_lru: OrderedDict[str, None] = OrderedDict()  # namespaces with one
+            # namespaces with an archive copy, least recently searched first, and when
+            # (time.monotonic())
+            self._exact_lru: OrderedDict[str, float] = OrderedDict()
             self._resync_due: set[str] = set()  # a resync note left to act on (_resync)
             self._known: set[str] = set(self._db.namespaces()) | {self.default_namespace}
             if self._db.meta(StateDB.LEGACY_TIMES):
@@ -1703,7 +1711,9 @@ class Oblivion:
         now if the namespace is small enough (an exact copy up to
         :attr:`EXACT_ARCHIVE_ROWS`, a sketch copy up to :attr:`SKETCH_ARCHIVE_ROWS`),
         else ``None`` (recall then queries Chroma)."""
+        now = time.monotonic()
         if space.archive is not None:
+            self._exact_lru[ns] = now
             self._exact_lru.move_to_end(ns)
             return space.archive
         self._exact_lru.pop(ns, None)
@@ -1717,15 +1727,20 @@ class Oblivion:
         # counted in rows allocated, spare ones included (rows held undercounted small
         # copies' memory 14-fold)
         total = sum(s.archive.capacity for s in held.values() if s.archive is not None)
+        drop: list[str] = []
         for name, other in held.items():  # least recently searched first
             if total + outside <= self.ARCHIVE_COPY_TOTAL:
                 break
             if other.archive is not None:
+                if now - self._exact_lru[name] < self.COPY_KEEP_SECONDS:
+                    break  # and every one after it was searched later still
                 total -= other.archive.capacity
-                other.archive = None
-            del self._exact_lru[name]
+            drop.append(name)
         if total + outside > self.ARCHIVE_COPY_TOTAL:
-            return None
+            return None  # nothing is dropped for a copy that is not made
+        for name in drop:
+            held[name].archive = None
+            del self._exact_lru[name]
         ids, vectors = self._db.namespace_vectors(
             ns, lambda m: m in st.index and m not in space.index
         )
@@ -1734,7 +1749,7 @@ class Oblivion:
         index = kind(self._dim)
         index.add(ids, vectors)
         space.archive, space.archive_limit, space.archive_dropped = index, limit, 0
-        self._exact_lru[ns] = None
+        self._exact_lru[ns] = now
         return index
 
     def _copy_kind(self, outside: int, dropped: int) -> tuple[type[ActiveIndex], int] | None:

@@ -335,6 +335,7 @@ def test_the_engine_wide_total_drops_the_least_recently_searched(
         sizes[ns] = len(_outside(small, ns))
     assert min(sizes.values()) > 0
     small.ARCHIVE_COPY_TOTAL = sizes["a"] + sizes["b"] + sizes["c"] - 1
+    small.COPY_KEEP_SECONDS = 0.0  # any copy may go (the next test keeps recent ones)
 
     def held() -> set[str]:
         return {ns for ns in "abc" if small._spaces[ns].archive is not None}
@@ -348,6 +349,57 @@ def test_the_engine_wide_total_drops_the_least_recently_searched(
     for ns in "abc":  # every namespace still finds its archived memories
         assert small.recall("garden", deep=True, namespace=ns, k=3).searched_archive
         _check_copy(small, ns)
+
+
+def test_a_recently_searched_copy_is_not_dropped_for_another(
+    small: Oblivion, clock: ManualClock, chroma_queries: Spy
+) -> None:
+    """Room for one copy, two namespaces taking turns: the second searches Chroma while
+    the first's copy was searched within ``COPY_KEEP_SECONDS`` (else both would be made
+    again on every turn), and takes the room once that copy has been idle longer."""
+    for ns in ("a", "b"):
+        small.remember_many(_texts(12, 5), categories=["small_talk"] * 12, namespace=ns)
+    clock.advance(10 * DAY)
+    for ns in ("a", "b"):
+        small.maintain(namespace=ns)
+    small.ARCHIVE_COPY_TOTAL = max(len(_outside(small, ns)) for ns in "ab")
+    small.COPY_KEEP_SECONDS = 3_600.0
+    calls = chroma_queries(small)
+    small.recall("garden", deep=True, namespace="a")
+    assert calls == [] and small.stats(namespace="a")["archive_search"] == "exact"
+    for _ in range(2):
+        for ns in ("b", "a"):
+            assert small.recall("garden", deep=True, namespace=ns, k=3).searched_archive
+    assert len(calls) == 2  # b's two searches, through Chroma
+    assert small.stats(namespace="a")["archive_search"] == "exact"
+    assert small.stats(namespace="b")["archive_search"] == "chroma"
+    small.COPY_KEEP_SECONDS = 0.0  # a's copy counts as idle now
+    small.recall("garden", deep=True, namespace="b")
+    assert len(calls) == 2
+    assert small.stats(namespace="a")["archive_search"] == "chroma"
+    assert small.stats(namespace="b")["archive_search"] == "exact"
+    for ns in "ab":
+        _check_copy(small, ns)
+
+
+def test_no_copy_is_dropped_for_one_that_would_not_fit_anyway(
+    small: Oblivion, clock: ManualClock, chroma_queries: Spy
+) -> None:
+    small.remember_many(_texts(6, 5), categories=["small_talk"] * 6, namespace="a")
+    small.remember_many(_texts(30, 6), categories=["small_talk"] * 30, namespace="b")
+    clock.advance(10 * DAY)
+    for ns in ("a", "b"):
+        small.maintain(namespace=ns)
+    sizes = {ns: len(_outside(small, ns)) for ns in "ab"}
+    assert sizes["a"] < sizes["b"]
+    small.ARCHIVE_COPY_TOTAL = sizes["b"] - 1
+    small.COPY_KEEP_SECONDS = 0.0
+    small.recall("garden", deep=True, namespace="a")
+    calls = chroma_queries(small)
+    assert small.recall("garden", deep=True, namespace="b").searched_archive
+    assert len(calls) == 1
+    assert small.stats(namespace="a")["archive_search"] == "exact"  # kept: dropping it
+    # would not have made room
 
 
 def test_the_copy_through_the_real_stack(
