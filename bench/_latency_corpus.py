@@ -16,7 +16,7 @@ import hashlib
 import os
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -373,6 +373,19 @@ def latency_vectors(real: Any) -> np.ndarray:
         real, corpus, f"{real.model_name}|{real.model_path}", default_cache_dir()
     )
     return vectors
+
+
+def alternating(
+    real: Any, queries: Sequence[str], label: str, one: Any, other: Any
+) -> Iterator[tuple[Any, np.ndarray]]:
+    """Two searches per query, ``one`` and ``other``, taking turns going first, each
+    right after a query embedding of its own (as in a recall: the embedding evicts the
+    caches a search reads; the second embeds ``query + "?"``): yields each search with
+    its query vector, with a progress bar named ``label``."""
+    for k, q in enumerate(tqdm(queries, desc=label, unit="q", leave=False)):
+        order = (one, other) if k % 2 else (other, one)
+        for search, text in zip(order, (q, q + "?"), strict=True):
+            yield search, np.asarray(real.embed_query(text), dtype=np.float32)
 
 
 def timing(samples_ms: Sequence[float]) -> dict[str, float]:

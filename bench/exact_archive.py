@@ -24,19 +24,19 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from tqdm import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _latency_corpus import (
     LATENCY_SEED,
+    alternating,
     latency_vectors,
     query_texts,
     sweep_args,
     timing,
     write_results,
 )
-from latency import _raw_collection
+from latency import filled_collection
 
 from oblivion_core import FastEmbedEmbedder, Oblivion
 from oblivion_core.index import ActiveIndex
@@ -50,9 +50,7 @@ def measure(size: int, vectors: np.ndarray, real: Any, queries: list[str]) -> di
     ids = [str(i) for i in range(size)]
     mat = np.ascontiguousarray(vectors[:size], dtype=np.float32)
     with tempfile.TemporaryDirectory() as tmp:
-        _, col = _raw_collection(Path(tmp))
-        for start in range(0, size, 5_000):
-            col.add(ids=ids[start : start + 5_000], embeddings=mat[start : start + 5_000])
+        col = filled_collection(Path(tmp), ids, mat)
         index = ActiveIndex()
         index.add(ids, mat)
         chroma: list[float] = []
@@ -68,10 +66,8 @@ def measure(size: int, vectors: np.ndarray, real: Any, queries: list[str]) -> di
             index.search(vec, 50)
             exact.append((time.perf_counter() - started) * 1e3)
 
-        for k, q in enumerate(tqdm(queries, desc=f"{size:,} rows", unit="q", leave=False)):
-            first, second = (run_chroma, run_exact) if k % 2 else (run_exact, run_chroma)
-            first(np.asarray(real.embed_query(q), dtype=np.float32))
-            second(np.asarray(real.embed_query(q + "?"), dtype=np.float32))
+        for search, vec in alternating(real, queries, f"{size:,} rows", run_chroma, run_exact):
+            search(vec)
     out: dict[str, Any] = {"rows": size}
     out["chroma_n100"], out["exact_top50"] = timing(chroma), timing(exact)
     out["ratio_median"] = out["exact_top50"]["median_ms"] / out["chroma_n100"]["median_ms"]

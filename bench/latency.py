@@ -308,6 +308,15 @@ def _raw_collection(path: Path) -> tuple[Any, Any]:
     return client, col
 
 
+def filled_collection(path: Path, ids: list[str], vectors: np.ndarray) -> Any:
+    """A raw collection (:func:`_raw_collection`) at ``path`` holding ``vectors`` under
+    ``ids``, added 5,000 at a time (the size sweeps' Chroma side)."""
+    _, col = _raw_collection(path)
+    for start in range(0, len(ids), 5_000):
+        col.add(ids=ids[start : start + 5_000], embeddings=vectors[start : start + 5_000])
+    return col
+
+
 class _TimedEmbedder:
     """Delegates to the real embedder and adds up the time spent embedding documents."""
 

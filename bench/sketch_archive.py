@@ -25,20 +25,20 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from tqdm import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _latency_corpus import (
     LATENCY_CORPUS,
     LATENCY_SEED,
+    alternating,
     latency_vectors,
     query_texts,
     sweep_args,
     timing,
     write_results,
 )
-from latency import _raw_collection
+from latency import filled_collection
 
 from oblivion_core import FastEmbedEmbedder, Oblivion
 from oblivion_core.sketch import SketchIndex
@@ -72,9 +72,7 @@ def measure(size: int, vectors: np.ndarray, real: Any, queries: list[str]) -> di
     }
     multiplied: list[int] = []
     with tempfile.TemporaryDirectory() as tmp:
-        _, col = _raw_collection(Path(tmp))
-        for start in range(0, size, 5_000):
-            col.add(ids=ids[start : start + 5_000], embeddings=mat[start : start + 5_000])
+        col = filled_collection(Path(tmp), ids, mat)
 
         def run_chroma(vec: np.ndarray) -> tuple[str, list[int]]:
             started = time.perf_counter()
@@ -91,16 +89,13 @@ def measure(size: int, vectors: np.ndarray, real: Any, queries: list[str]) -> di
             multiplied.append(int(np.count_nonzero(~np.isnan(known))))
             return "sketch", [int(m) for m in got_ids]
 
-        for k, q in enumerate(tqdm(queries, desc=f"{size:,} rows", unit="q", leave=False)):
-            first, second = (run_chroma, run_sketch) if k % 2 else (run_sketch, run_chroma)
-            for run, text in ((first, q), (second, q + "?")):
-                vec = np.asarray(real.embed_query(text), dtype=np.float32)
-                side, got = run(vec)
-                # the exact best, after the timed search (its product would warm the
-                # caches for it)
-                best = np.argsort(-(mat @ vec), kind="stable")[:POOL]
-                found[f"{side}@50"].append(_found(got, best))
-                found[f"{side}@10"].append(_found(got[:10], best[:10]))
+        for search, vec in alternating(real, queries, f"{size:,} rows", run_chroma, run_sketch):
+            side, got = search(vec)
+            # the exact best, after the timed search (its product would warm the caches
+            # for it)
+            best = np.argsort(-(mat @ vec), kind="stable")[:POOL]
+            found[f"{side}@50"].append(_found(got, best))
+            found[f"{side}@10"].append(_found(got[:10], best[:10]))
     out["chroma_n100"], out["sketch_top50"] = timing(times["chroma"]), timing(times["sketch"])
     out["ratio_median"] = out["sketch_top50"]["median_ms"] / out["chroma_n100"]["median_ms"]
     out["found"] = {key: float(np.mean(v)) for key, v in found.items()}
