@@ -19,6 +19,7 @@ import os
 import socket
 import time
 import uuid
+import warnings
 import weakref
 from collections import OrderedDict
 from collections.abc import (
@@ -202,6 +203,11 @@ class _Space:
         # the limit a copy outgrew (0: none did); a copy of that kind is made again only
         # below 3/4 of it
         self.archive_dropped = 0
+        # some memory outside the tier has no stored vector: no copy is made (Chroma
+        # answers) until an edit or a deletion could have changed that
+        self.copy_blocked = False
+        # how the last archive search ran: "exact" or "sketch" (a copy), or "chroma"
+        self.archive_searched: str | None = None
         self.usage = usage
         self.graph = LinkGraph()
         self.review: dict[str, str] = {}
@@ -253,6 +259,7 @@ class _Space:
 
     def discard(self, ids: Sequence[str]) -> None:
         """Memories deleted."""
+        self.copy_blocked = False
         self.index.remove(ids)
         self._mark(ids, False)
         if self.archive is not None:
@@ -260,6 +267,7 @@ class _Space:
 
     def set_vector(self, memory_id: str, vector: Vectors) -> None:
         """A memory's text was edited and embedded again."""
+        self.copy_blocked = False
         for index in (self.index, self.archive):
             if index is not None and memory_id in index:
                 index.add([memory_id], vector)
@@ -1594,7 +1602,9 @@ class Oblivion:
 
                 archive = _visible_top(exact_top, pool, hidden, len(exact))
                 scored.append((exact, computed[0]))
+                space.archive_searched = "sketch" if isinstance(exact, SketchIndex) else "exact"
             else:
+                space.archive_searched = "chroma"
                 self._refill(ns, st)
                 archive = self.store.query(ns, qvec, n_ask)
                 if self._refill(ns, st):  # its collection vanished meanwhile: made again
@@ -1715,42 +1725,72 @@ class Oblivion:
         if space.archive is not None:
             self._exact_lru[ns] = now
             self._exact_lru.move_to_end(ns)
+            if isinstance(space.archive, SketchIndex) and self._copy_kind(
+                len(space.archive), self.EXACT_ARCHIVE_ROWS
+            ) == (ActiveIndex, self.EXACT_ARCHIVE_ROWS):
+                # shrunk to 3/4 of the exact limit: exact again, from the rows it holds
+                # (search results do not depend on whether the namespace was reloaded)
+                exact = ActiveIndex(self._dim)
+                exact.add(space.archive.ids, space.archive.rows())
+                space.archive, space.archive_limit = exact, self.EXACT_ARCHIVE_ROWS
             return space.archive
         self._exact_lru.pop(ns, None)
+        if space.copy_blocked:
+            return None
         st = space.state
         outside = st.n - len(space.index)
         copy = self._copy_kind(outside, space.archive_dropped)
         if copy is None:
             return None
         kind, limit = copy
+        budget = self._copy_total()
+        need = max(outside, 8)  # rows a new index allocates at least
         held = {n: self._spaces[n] for n in self._exact_lru if n in self._spaces}
         # counted in rows allocated, spare ones included (rows held undercounted small
         # copies' memory 14-fold)
         total = sum(s.archive.capacity for s in held.values() if s.archive is not None)
         drop: list[str] = []
         for name, other in held.items():  # least recently searched first
-            if total + outside <= self.ARCHIVE_COPY_TOTAL:
+            if total + need <= budget:
                 break
             if other.archive is not None:
                 if now - self._exact_lru[name] < self.COPY_KEEP_SECONDS:
                     break  # and every one after it was searched later still
                 total -= other.archive.capacity
             drop.append(name)
-        if total + outside > self.ARCHIVE_COPY_TOTAL:
+        if total + need > budget:
             return None  # nothing is dropped for a copy that is not made
-        for name in drop:
-            held[name].archive = None
-            del self._exact_lru[name]
         ids, vectors = self._db.namespace_vectors(
             ns, lambda m: m in st.index and m not in space.index
         )
-        if vectors is None or len(ids) < outside:  # some without a stored vector: Chroma
+        if vectors is None or len(ids) < outside:
+            # some without a stored vector (a store from before vectors were kept, a
+            # damaged row deleted): Chroma answers, and the vectors are not read again
+            # on every archive search (until an edit or a deletion could change that)
+            space.copy_blocked = True
             return None
+        for name in drop:  # only now: nothing is dropped for a copy that is not made
+            held[name].archive = None
+            del self._exact_lru[name]
         index = kind(self._dim)
         index.add(ids, vectors)
         space.archive, space.archive_limit, space.archive_dropped = index, limit, 0
         self._exact_lru[ns] = now
         return index
+
+    def _copy_total(self) -> int:
+        """:attr:`ARCHIVE_COPY_TOTAL`, or the value a caller gave the attribute's name
+        before it covered sketch copies too (``EXACT_ARCHIVE_TOTAL``), with a warning."""
+        old = getattr(self, "EXACT_ARCHIVE_TOTAL", None)
+        if old is None:
+            return self.ARCHIVE_COPY_TOTAL
+        warnings.warn(
+            "Oblivion.EXACT_ARCHIVE_TOTAL was renamed ARCHIVE_COPY_TOTAL (it bounds the "
+            "archive copies of either kind); set that instead",
+            DeprecationWarning,
+            stacklevel=4,
+        )
+        return int(old)
 
     def _copy_kind(self, outside: int, dropped: int) -> tuple[type[ActiveIndex], int] | None:
         """The kind of copy for ``outside`` memories outside the active tier, and the
@@ -3731,16 +3771,10 @@ class Oblivion:
                 },
                 "active_capacity": policy.active_capacity,
                 "active_target": policy.active_target(st.n),
-                # how the last archive search ran: a copy in memory (exact, or by
-                # signs: "sketch"), or Chroma
+                # whether an archive copy is held now, and how the last archive search
+                # of this process ran: "exact" or "sketch" (a copy), "chroma", or None
                 "archive_in_memory": space.archive is not None,
-                "archive_search": (
-                    "chroma"
-                    if space.archive is None
-                    else "sketch"
-                    if isinstance(space.archive, SketchIndex)
-                    else "exact"
-                ),
+                "archive_search": space.archive_searched,
                 "categories": cats,
             }
 

@@ -158,6 +158,11 @@ class ActiveIndex:
                 self._row[moved] = row
             self.ids.pop()
 
+    def rows(self) -> Vectors:
+        """The vectors held, one per row in the order of :attr:`ids` (a view: valid until
+        the index next changes)."""
+        return self._rows[: len(self.ids)]
+
     def vector(self, memory_id: str) -> Vectors | None:
         """The stored vector of an active memory, or ``None``."""
         row = self._row.get(memory_id)

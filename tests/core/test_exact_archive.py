@@ -257,19 +257,77 @@ def test_a_namespace_above_the_limit_queries_chroma(
     _check_copy(small)
 
 
+def _vector_scans(mem: Oblivion) -> list[str]:
+    """Record the namespaces whose stored vectors are read for a copy, from now on."""
+    scans: list[str] = []
+    read = mem._db.namespace_vectors
+
+    def spy(namespace: str, keep: Any) -> Any:
+        scans.append(namespace)
+        return read(namespace, keep)
+
+    mem._db.namespace_vectors = spy  # type: ignore[method-assign]
+    return scans
+
+
+@pytest.mark.parametrize("kind", ["exact", "sketch"])
 def test_archived_memories_without_a_stored_vector_leave_it_to_chroma(
-    small: Oblivion, clock: ManualClock, chroma_queries: Spy
+    small: Oblivion, clock: ManualClock, chroma_queries: Spy, kind: str
 ) -> None:
     """Stores written before vectors were kept in SQLite: no copy is built (it would
-    miss those memories), and Chroma finds them."""
+    miss those memories), and Chroma finds them. Another namespace's copy is not dropped
+    for it, and the vectors are not read again on every archive search; an edit (or a
+    deletion) of such a memory lets the next search try again."""
+    _only(small, kind, 10_000)
+    small.COPY_KEEP_SECONDS = 0.0
+    small.remember_many(_texts(8, 5), categories=["small_talk"] * 8, namespace="other")
     _archive_most(small, clock, 30)
+    small.maintain(namespace="other")
+    small.recall("garden", deep=True, namespace="other")  # holds a copy
+    small.ARCHIVE_COPY_TOTAL = len(_outside(small))  # room for one of the two only
     old = sorted(_outside(small))[0]
     with small._db.transaction() as conn:
         conn.execute("DELETE FROM vectors WHERE id=?", (old,))
     calls = chroma_queries(small)
-    result = small.recall(small.get(old).text, deep=True, k=1)
-    assert result.ids == [old] and calls
+    scans = _vector_scans(small)
+    for _ in range(3):
+        result = small.recall(small.get(old).text, deep=True, k=1)
+        assert result.ids == [old]
+    assert len(calls) == 3 and scans == [small.default_namespace]  # read once
     assert not small.stats()["archive_in_memory"]
+    assert small.stats(namespace="other")["archive_in_memory"]  # kept
+    small.edit(old, "note again: garden boiler invoice piano")  # stores its vector
+    small.recall("garden boiler", deep=True)
+    assert small.stats()["archive_search"] == kind and len(calls) == 3
+    assert not small.stats(namespace="other")["archive_in_memory"]  # made room
+    _check_copy(small)
+
+
+def test_the_old_name_of_the_total_is_still_honoured(
+    small: Oblivion, clock: ManualClock, chroma_queries: Spy
+) -> None:
+    """``EXACT_ARCHIVE_TOTAL`` (the total's name before it covered sketch copies too),
+    set on the instance or the class, still bounds the copies, with a warning."""
+    _archive_most(small, clock, 30)
+    small.EXACT_ARCHIVE_TOTAL = 0  # type: ignore[attr-defined]
+    calls = chroma_queries(small)
+    with pytest.warns(DeprecationWarning, match="ARCHIVE_COPY_TOTAL"):
+        assert small.recall("garden boiler", deep=True).searched_archive
+    assert calls and not small.stats()["archive_in_memory"]
+    del small.EXACT_ARCHIVE_TOTAL  # type: ignore[attr-defined]
+    small.recall("garden boiler", deep=True)
+    assert small.stats()["archive_search"] == "exact"
+
+
+def test_stats_say_how_the_last_archive_search_ran(small: Oblivion, clock: ManualClock) -> None:
+    _archive_most(small, clock, 30)
+    assert small.stats()["archive_search"] is None  # none yet in this process
+    small.recall("garden boiler", deep=True)
+    assert small.stats()["archive_search"] == "exact"
+    small.EXACT_ARCHIVE_ROWS = small.SKETCH_ARCHIVE_ROWS = 0
+    small._spaces[small.default_namespace].archive = None
+    small.recall("garden boiler", deep=True)
+    assert small.stats()["archive_search"] == "chroma"
 
 
 @pytest.mark.parametrize("kind", ["exact", "sketch"])
@@ -302,24 +360,33 @@ def test_an_exact_copy_that_outgrows_its_limit_becomes_a_sketch_copy(
     small: Oblivion, clock: ManualClock, chroma_queries: Spy
 ) -> None:
     """Past :attr:`EXACT_ARCHIVE_ROWS` the next archive search makes a sketch copy at
-    once (Chroma is not asked), and it stays one below the limit again: nothing is
-    rebuilt back and forth as a namespace hovers at the limit."""
+    once (Chroma is not asked). It stays one just below the limit again (nothing is
+    rebuilt back and forth as a namespace hovers at the limit), and becomes exact again,
+    from the rows it holds, at 3/4 of it: search results do not depend on whether the
+    namespace was reloaded since."""
     small.EXACT_ARCHIVE_ROWS = 40
     ids = _archive_most(small, clock, 36)
     small.recall("garden boiler", deep=True)
     assert small.stats()["archive_search"] == "exact"
     _archive_most(small, clock, 10, seed=2)  # 46 outside the active tier now
     calls = chroma_queries(small)
-    assert small.stats()["archive_search"] == "chroma"  # dropped; made on the next search
+    assert not small.stats()["archive_in_memory"]  # dropped; made on the next search
     archived = sorted(_outside(small))[0]
     result = small.recall(small.get(archived).text, deep=True, k=1)
     assert result.ids == [archived] and calls == []
     assert small.stats()["archive_search"] == "sketch"
     _check_copy(small)
-    for m in [m for m in ids if m in _outside(small)][:20]:  # well under the limit
+    outside = [m for m in ids if m in _outside(small)]
+    for m in outside[: len(_outside(small)) - 35]:  # 35 left: under the limit, above 3/4
         small.forget(m)
     small.recall("garden boiler", deep=True)
     assert small.stats()["archive_search"] == "sketch" and calls == []
+    _check_copy(small)
+    for m in [m for m in ids if m in _outside(small)][:6]:  # 29 left: under 3/4 of 40
+        small.forget(m)
+    reads = _vector_scans(small)
+    small.recall("garden boiler", deep=True)
+    assert small.stats()["archive_search"] == "exact" and calls == [] and reads == []
     _check_copy(small)
 
 
@@ -376,7 +443,7 @@ def test_a_recently_searched_copy_is_not_dropped_for_another(
     small.COPY_KEEP_SECONDS = 0.0  # a's copy counts as idle now
     small.recall("garden", deep=True, namespace="b")
     assert len(calls) == 2
-    assert small.stats(namespace="a")["archive_search"] == "chroma"
+    assert not small.stats(namespace="a")["archive_in_memory"]
     assert small.stats(namespace="b")["archive_search"] == "exact"
     for ns in "ab":
         _check_copy(small, ns)
@@ -446,8 +513,20 @@ def test_the_engine_wide_total_counts_columns_held(small: Oblivion, clock: Manua
     clock.advance(10 * DAY)
     for ns in ("a", "b", "c"):
         small.maintain(namespace=ns)
+    small.COPY_KEEP_SECONDS = 0.0
     small.ARCHIVE_COPY_TOTAL = 20
     for ns in ("a", "b", "c", "a", "c", "b"):
         small.recall("garden", deep=True, namespace=ns)
         held = [small._spaces[n].archive for n in "abc"]
         assert sum(c.capacity for c in held if c is not None) <= small.ARCHIVE_COPY_TOTAL
+    # a total below a copy's smallest allocation (8 rows) holds none, however small
+    # the archive
+    small.remember_many(_texts(3, 7), categories=["small_talk"] * 3, namespace="d")
+    clock.advance(10 * DAY)
+    small.maintain(namespace="d")
+    for ns in ("a", "b", "c"):
+        small.unload(namespace=ns)
+    assert 0 < len(_outside(small, "d")) < 7
+    small.ARCHIVE_COPY_TOTAL = 7
+    assert small.recall("garden", deep=True, namespace="d").searched_archive
+    assert not small.stats(namespace="d")["archive_in_memory"]
