@@ -1759,7 +1759,7 @@ class Oblivion:
                 total -= other.archive.capacity
             drop.append(name)
         if total + need > budget:
-            return None  # nothing is dropped for a copy that is not made
+            return None  # no room even so: nothing is dropped
         ids, vectors = self._db.namespace_vectors(
             ns, lambda m: m in st.index and m not in space.index
         )
@@ -1788,7 +1788,7 @@ class Oblivion:
             "Oblivion.EXACT_ARCHIVE_TOTAL was renamed ARCHIVE_COPY_TOTAL (it bounds the "
             "archive copies of either kind); set that instead",
             DeprecationWarning,
-            stacklevel=4,
+            stacklevel=5,  # the caller of recall()
         )
         return int(old)
 

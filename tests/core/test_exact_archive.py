@@ -311,8 +311,9 @@ def test_the_old_name_of_the_total_is_still_honoured(
     _archive_most(small, clock, 30)
     small.EXACT_ARCHIVE_TOTAL = 0  # type: ignore[attr-defined]
     calls = chroma_queries(small)
-    with pytest.warns(DeprecationWarning, match="ARCHIVE_COPY_TOTAL"):
+    with pytest.warns(DeprecationWarning, match="ARCHIVE_COPY_TOTAL") as warned:
         assert small.recall("garden boiler", deep=True).searched_archive
+    assert warned[0].filename == __file__  # points at the call that set it off
     assert calls and not small.stats()["archive_in_memory"]
     del small.EXACT_ARCHIVE_TOTAL  # type: ignore[attr-defined]
     small.recall("garden boiler", deep=True)
