@@ -1725,11 +1725,13 @@ class Oblivion:
         if space.archive is not None:
             self._exact_lru[ns] = now
             self._exact_lru.move_to_end(ns)
-            if isinstance(space.archive, SketchIndex) and self._copy_kind(
-                len(space.archive), self.EXACT_ARCHIVE_ROWS
-            ) == (ActiveIndex, self.EXACT_ARCHIVE_ROWS):
-                # shrunk to 3/4 of the exact limit: exact again, from the rows it holds
-                # (search results do not depend on whether the namespace was reloaded)
+            if (
+                isinstance(space.archive, SketchIndex)
+                and 0 < len(space.archive) <= self.EXACT_ARCHIVE_ROWS * 3 // 4
+            ):
+                # shrunk to 3/4 of the exact limit (where one that outgrew it is made
+                # exact again, _copy_kind): exact again, from the rows it holds (search
+                # results do not depend on whether the namespace was reloaded)
                 exact = ActiveIndex(self._dim)
                 exact.add(space.archive.ids, space.archive.rows())
                 space.archive, space.archive_limit = exact, self.EXACT_ARCHIVE_ROWS
