@@ -375,6 +375,16 @@ def latency_vectors(real: Any) -> np.ndarray:
     return vectors
 
 
+def sweep_inputs(queries: int) -> tuple[Any, np.ndarray, list[str]]:
+    """What the size sweeps (``bench/two_stage.py``, ``exact_archive.py``,
+    ``sketch_archive.py``) search with: the local model, the latency benchmark's corpus
+    vectors (:func:`latency_vectors`) and ``queries`` query texts, the same in each."""
+    from oblivion_core import FastEmbedEmbedder
+
+    real = FastEmbedEmbedder()
+    return real, latency_vectors(real), query_texts(queries, LATENCY_SEED + 7)
+
+
 def alternating(
     real: Any, queries: Sequence[str], label: str, one: Any, other: Any
 ) -> Iterator[tuple[Any, np.ndarray]]:

@@ -28,17 +28,15 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _latency_corpus import (
-    LATENCY_SEED,
     alternating,
-    latency_vectors,
-    query_texts,
     sweep_args,
+    sweep_inputs,
     timing,
     write_results,
 )
 from latency import filled_collection
 
-from oblivion_core import FastEmbedEmbedder, Oblivion
+from oblivion_core import Oblivion
 from oblivion_core.index import ActiveIndex
 
 HERE = Path(__file__).resolve().parent
@@ -94,10 +92,8 @@ def main(argv: list[str] | None = None) -> int:
     args = sweep_args(__doc__, HERE / "results" / "exact_archive.json", 100, argv, table)
     if args is None:
         return 0
-    real = FastEmbedEmbedder()
     n = max(SIZES)
-    vectors = latency_vectors(real)
-    queries = query_texts(args.queries, LATENCY_SEED + 7)
+    real, vectors, queries = sweep_inputs(args.queries)
     results: dict[str, Any] = {
         "queries": args.queries,
         "limit_in_use": Oblivion.EXACT_ARCHIVE_ROWS,

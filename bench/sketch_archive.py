@@ -30,17 +30,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _latency_corpus import (
     LATENCY_CORPUS,
-    LATENCY_SEED,
     alternating,
-    latency_vectors,
-    query_texts,
     sweep_args,
+    sweep_inputs,
     timing,
     write_results,
 )
 from latency import filled_collection
 
-from oblivion_core import FastEmbedEmbedder, Oblivion
+from oblivion_core import Oblivion
 from oblivion_core.sketch import SketchIndex
 
 HERE = Path(__file__).resolve().parent
@@ -134,9 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     args = sweep_args(__doc__, HERE / "results" / "sketch_archive.json", 200, argv, table)
     if args is None:
         return 0
-    real = FastEmbedEmbedder()
-    vectors = latency_vectors(real)
-    queries = query_texts(args.queries, LATENCY_SEED + 7)
+    real, vectors, queries = sweep_inputs(args.queries)
     results: dict[str, Any] = {
         "queries": args.queries,
         "limits_in_use": {

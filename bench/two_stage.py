@@ -26,16 +26,13 @@ from tqdm import tqdm
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _latency_corpus import (
-    LATENCY_SEED,
-    latency_vectors,
-    query_texts,
     sweep_args,
+    sweep_inputs,
     timing,
     write_results,
 )
 
 import oblivion_core.index as index_module
-from oblivion_core import FastEmbedEmbedder
 from oblivion_core.index import TWO_STAGE_ROWS, ActiveIndex
 
 HERE = Path(__file__).resolve().parent
@@ -103,9 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     args = sweep_args(__doc__, HERE / "results" / "two_stage.json", 200, argv, table)
     if args is None:
         return 0
-    real = FastEmbedEmbedder()
-    vectors = latency_vectors(real)
-    queries = query_texts(args.queries, LATENCY_SEED + 7)
+    real, vectors, queries = sweep_inputs(args.queries)
     results: dict[str, Any] = {
         "k": K,
         "two_stage_rows": TWO_STAGE_ROWS,
