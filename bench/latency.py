@@ -54,6 +54,10 @@ What is measured
    and, in the same run, what such a change cost before decay clocks (the activation
    sweep plus rewriting ``a_ref``/``t_ref`` of every memory of the category in SQLite).
 
+7. **Reopen** (informational) of each N-memory store in a new process: open and first
+   recall, then first deep recall, against opening the raw collection and its first
+   query (``bench/_latency_reopen.py``).
+
 The corpus is embedded once and cached (``/tmp/oblivion-bench-cache``; set
 ``OBLIVION_BENCH_CACHE`` or ``--cache-dir`` to move it, ``--no-cache`` to skip it).
 
@@ -104,6 +108,7 @@ if __package__:
         memory_texts,
         query_texts,
     )
+    from ._latency_reopen import measure_reopen
     from ._latency_tiering import run_tiering
 else:  # run as a script: bench/ is on sys.path
     from _latency_corpus import (
@@ -114,6 +119,7 @@ else:  # run as a script: bench/ is on sys.path
         memory_texts,
         query_texts,
     )
+    from _latency_reopen import measure_reopen
     from _latency_tiering import run_tiering
 
 ROOT = Path(__file__).resolve().parent
@@ -956,6 +962,18 @@ def run(cfg: Config) -> dict[str, Any]:
             mem.close()
             del mem, col, _client
             gc.collect()
+            print("reopen: a new process opens each store and recalls once...", flush=True)
+            results.setdefault("reopen", []).append(
+                measure_reopen(
+                    workdir,
+                    n,
+                    LOAD_END,
+                    load["active_capacity"],
+                    cfg.k,
+                    queries,
+                    runs=1 if cfg.quick else 3,
+                )
+            )
 
         print(f"ingest: {cfg.ingest:,} texts with the real embedder...", flush=True)
         ingest_ids = memory_ids(2 * (cfg.ingest + cfg.single + len(warm_texts)), cfg.seed + 4)
@@ -1033,6 +1051,19 @@ def render_table(results: dict[str, Any]) -> str:
         f"| {s['oblivion_items_per_s']:.0f}/s | {s['raw_items_per_s']:.0f}/s "
         f"| {s['ratio']:.2f}x | info | - | - | - |"
     )
+    for reopen in results.get("reopen", []):  # results written before it: none
+        lines.append(
+            f"| reopen in a new process: open + first recall (`deep=False`) vs open + first "
+            f"query, median of {reopen['runs']} | {_n(reopen['n'])} "
+            f"| {1000 * reopen['first_recall_s']:.0f} ms "
+            f"| {1000 * reopen['raw_first_query_s']:.0f} ms | {reopen['ratio']:.2f}x | info "
+            "| - | - | - |"
+        )
+        lines.append(
+            f"| then the first deep recall (reads the archive's vectors for its in-memory "
+            f"copy: {', '.join(reopen['archive_search'])}) | {_n(reopen['n'])} "
+            f"| {1000 * reopen['first_deep_s']:.0f} ms | - | - | info | - | - | - |"
+        )
     for load in results["bulk_load"]:
         lines.append(
             f"| bulk load, cached vectors, batches of {load['batch']} | {_n(load['n'])} "

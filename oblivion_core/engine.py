@@ -1763,7 +1763,7 @@ class Oblivion:
         if total + need > budget:
             return None  # no room even so: nothing is dropped
         ids, vectors = self._db.namespace_vectors(
-            ns, lambda m: m in st.index and m not in space.index
+            ns, lambda m: m in st.index and m not in space.index, st.n
         )
         if vectors is None or len(ids) < outside:
             # some without a stored vector (a store from before vectors were kept, a
@@ -3875,8 +3875,7 @@ class Oblivion:
         usage = self._db.parsed(f"usage:{ns}", Usage.from_json)
         space = _Space(st, index, usage)
         space.writes_since_maintain = self._db.parsed(f"writes:{ns}", _stored_count)
-        for a, b, w in self._db.links(ns):
-            space.graph.add(a, b, w)
+        space.graph.add_many(self._db.links(ns))
         space.review = self._db.review(ns)
         space.summaries = self._db.summaries(ns)
         space.uncompressed = self._db.parsed(f"uncompressed:{ns}", _stored_ids)

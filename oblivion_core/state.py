@@ -19,6 +19,7 @@ import hashlib
 import itertools
 import json
 import math
+import operator
 import os
 import re
 import sqlite3
@@ -159,6 +160,12 @@ JournalRow = tuple[str | None, str, float | None, float | None, Mapping[str, Any
 
 #: The tier codes a row may hold.
 _TIERS = frozenset(int(t) for t in Tier)
+
+#: Tables of at least this many rows (by their largest rowid) may be read by a scan
+#: (:meth:`StateDB._scan`); below it either way takes milliseconds.
+_SCAN_ROWS = 4_096
+_SEQ = operator.itemgetter(14)  # of a row as :meth:`StateDB.load` selects it
+_FIRST = operator.itemgetter(0)
 
 _FLOAT_COLS = (
     "importance",
@@ -321,6 +328,33 @@ class NamespaceState:
                 self.seqs.insert(k, seq)
         self.n += 1
         return i
+
+    def fill(
+        self,
+        ids: list[str],
+        categories: Sequence[str],
+        columns: Mapping[str, npt.NDArray[Any]],
+        seqs: list[int],
+    ) -> None:
+        """Rows of an empty state at once, as :meth:`append` would add them one by one
+        (``seqs`` strictly ascending; ``columns``: a value per row for any of
+        :attr:`cols`, the others start at 0 and ``relevance`` at 1.0)."""
+        if self.n:
+            raise ValueError("fill() needs an empty state")
+        n = len(ids)
+        self._grow(n)
+        self.cols["relevance"][:n] = 1.0  # never recalled
+        for name, values in columns.items():
+            self.cols[name][:n] = values
+        for category in dict.fromkeys(categories):  # numbered in order of first use
+            self.cat_id(category)
+        self.cols["cat"][:n] = list(map(self._vocab_index.__getitem__, categories))
+        self.cols["seq"][:n] = seqs
+        self.ids = list(ids)
+        self.index = dict(zip(ids, range(n), strict=True))
+        self.by_seq = dict(zip(seqs, ids, strict=True))
+        self.seqs = list(seqs)
+        self.n = n
 
     def adjacent(self, seq: int, skip: Container[str] = ()) -> tuple[str | None, str | None]:
         """The memories of this namespace written just after and just before the one
@@ -623,6 +657,35 @@ class StateDB:
         """The rows of one query (errors translated as by :meth:`_translated`)."""
         with self._translated():
             return self.conn.execute(sql, params).fetchall()
+
+    def _scan(
+        self,
+        table: str,
+        namespace: str,
+        rows: int | None = None,
+        conn: sqlite3.Connection | None = None,
+    ) -> bool:
+        """Whether to read ``namespace``'s rows of ``table`` by scanning the whole table
+        (``NOT INDEXED``) rather than through its primary key: when the namespace holds
+        about half of the table or more (``rows``: its count, if known). In table order
+        the pages are read one after the other: 0.19 s for the 100k memories of a
+        one-namespace store, against 0.36 s through the index and a sort; 0.13 s for
+        their vectors against 0.30 s. ``conn``: the connection to ask on (the caller's
+        own, translated errors and all; default :attr:`conn`)."""
+
+        def one(sql: str, params: Sequence[Any] = ()) -> Any:
+            if conn is None:
+                return self._read(sql, params)[0][0]
+            return conn.execute(sql, params).fetchone()[0]
+
+        # rowids only grow (a deleted or replaced row's is not reused): the largest
+        # bounds the table's size from above
+        top = one(f"SELECT max(rowid) FROM {table}")
+        if not isinstance(top, int) or top < _SCAN_ROWS:
+            return False
+        if rows is None:
+            rows = int(one(f"SELECT count(*) FROM {table} WHERE namespace=?", (namespace,)))
+        return 2 * rows >= top
 
     def _rollback(self) -> None:
         """Roll back the open transaction, if SQLite has not already (it rolls back by
@@ -1056,38 +1119,99 @@ class StateDB:
         """Read every row of ``namespace`` into a fresh :class:`NamespaceState`."""
         st = NamespaceState(namespace)
         st.clock = self.parsed(f"clock:{namespace}", DecayClock.from_json)
-        with self._translated():
-            cur = self.conn.execute(
-                "SELECT id, category, importance, confidence, created_at, last_accessed, "
-                "a_ref, d_ref, stability, relevance, access_count, tier, invalidated, "
-                "superseded_by, seq, tokens FROM memories WHERE namespace=? ORDER BY seq",
-                (namespace,),
+        columns = (
+            "id, category, importance, confidence, created_at, last_accessed, a_ref, d_ref, "
+            "stability, relevance, access_count, tier, invalidated, superseded_by, seq, tokens"
+        )
+        rows: list[tuple[Any, ...]] | None = None
+        if self._scan("memories", namespace):
+            rows = self._read(
+                f"SELECT {columns} FROM memories NOT INDEXED WHERE namespace=?", (namespace,)
             )
-            keep = self.keep_tokens
-            for r in cur:
-                if r[11] not in _TIERS:
-                    raise self._damaged(
-                        f"memory {r[0]!r} of namespace {namespace!r} has tier {r[11]!r} "
-                        "(0 active, 1 archive, 2 cold)",
-                        "set that row's tier with the sqlite3 tool",
-                    )
-                values = dict(zip(_FLOAT_COLS, r[2:10], strict=True))
-                values.update(access_count=r[10], tier=r[11], invalidated=bool(r[12]))
-                tokens = r[15]
-                if keep and type(tokens) is int and 0 <= tokens < MAX_TOKENS:
-                    values["tokens"] = tokens + 1  # the column holds count + 1
-                try:
-                    st.append(r[0], r[1], values, r[14])
-                except (TypeError, ValueError, OverflowError) as exc:
-                    raise self._damaged(
-                        f"memory {r[0]!r} of namespace {namespace!r} holds a value that is "
-                        f"not a number ({exc})",
-                        "fix that row with the sqlite3 tool",
-                    ) from exc
-                if r[13]:
-                    st.superseded_by[r[0]] = r[13]
-                    st.cols["superseded"][st.n - 1] = True
+            try:
+                rows.sort(key=_SEQ)
+            except TypeError:  # a seq that is not a number: SQLite orders any values
+                rows = None
+        if rows is None:
+            rows = self._read(
+                f"SELECT {columns} FROM memories WHERE namespace=? ORDER BY seq", (namespace,)
+            )
+        if not self._fill(st, rows):  # a value out of the ordinary: read row by row
+            self._append_rows(st, rows)
         return st
+
+    def _fill(self, st: NamespaceState, rows: list[tuple[Any, ...]]) -> bool:
+        """``rows`` into the empty ``st`` a column at a time (0.14 s instead of 0.31 s
+        for 100k memories), if every value is of the kind Oblivion writes; ``False``
+        (``st`` untouched) otherwise, so :meth:`_append_rows` reads them and reports what
+        is wrong, row by row."""
+        if not rows:
+            return True
+        columns = list(zip(*rows, strict=True))
+        ids, cats, seqs = list(columns[0]), columns[1], list(columns[14])
+        numbers, whole = {int, float}, {int}
+        if (
+            not set(map(type, ids)) <= {str}
+            or not set(map(type, cats)) <= {str}
+            or any(not set(map(type, columns[c])) <= numbers for c in range(2, 10))
+            or any(not set(map(type, columns[c])) <= whole for c in (10, 11, 12, 14))
+            or not set(columns[11]) <= _TIERS
+            or len(set(ids)) < len(ids)
+        ):
+            return False
+        try:
+            if np.any(np.diff(np.asarray(seqs, dtype=np.int64)) <= 0):  # ORDER BY seq
+                return False  # a number twice: appended row by row, as ever
+            values: dict[str, npt.NDArray[Any]] = {
+                name: np.asarray(columns[2 + k], dtype=np.float64)
+                for k, name in enumerate(_FLOAT_COLS)
+            }
+            values["access_count"] = np.asarray(columns[10], dtype=np.int64)
+            values["tier"] = np.asarray(columns[11], dtype=np.int8)
+            values["invalidated"] = np.asarray(columns[12], dtype=bool)
+        except (TypeError, ValueError, OverflowError):
+            return False
+        if self.keep_tokens:  # the column holds count + 1; 0: not counted yet
+            values["tokens"] = np.fromiter(
+                (t + 1 if type(t) is int and 0 <= t < MAX_TOKENS else 0 for t in columns[15]),
+                np.int64,
+                len(rows),
+            )
+        successors = columns[13]
+        values["superseded"] = np.fromiter(map(bool, successors), bool, len(rows))
+        st.fill(ids, cats, values, seqs)
+        st.superseded_by.update(
+            (ids[i], successors[i]) for i in np.flatnonzero(values["superseded"]).tolist()
+        )
+        return True
+
+    def _append_rows(self, st: NamespaceState, rows: list[tuple[Any, ...]]) -> None:
+        """``rows`` into ``st`` one at a time, each checked."""
+        namespace = st.namespace
+        keep = self.keep_tokens
+        for r in rows:
+            if r[11] not in _TIERS:
+                raise self._damaged(
+                    f"memory {r[0]!r} of namespace {namespace!r} has tier {r[11]!r} "
+                    "(0 active, 1 archive, 2 cold)",
+                    "set that row's tier with the sqlite3 tool",
+                )
+            values = dict(zip(_FLOAT_COLS, r[2:10], strict=True))
+            values.update(access_count=r[10], tier=r[11], invalidated=bool(r[12]))
+            tokens = r[15]
+            if keep and type(tokens) is int and 0 <= tokens < MAX_TOKENS:
+                values["tokens"] = tokens + 1  # the column holds count + 1
+            try:
+                st.append(r[0], r[1], values, r[14])
+            except (TypeError, ValueError, OverflowError) as exc:
+                raise self._damaged(
+                    f"memory {r[0]!r} of namespace {namespace!r} holds a value that is "
+                    f"not a number ({exc})",
+                    "fix that row with the sqlite3 tool",
+                ) from exc
+            if r[13]:
+                st.superseded_by[r[0]] = r[13]
+                st.cols["superseded"][st.n - 1] = True
 
     def insert(
         self,
@@ -1177,6 +1301,7 @@ class StateDB:
         sql = "SELECT seq, text FROM memories WHERE namespace=? ORDER BY seq"
         if self.path is None:  # an in-memory database has one connection
             return [(int(r[0]), str(r[1])) for r in self._read(sql, (namespace,))]
+        rows: list[Any] | None = None
         with self._reader_lock, self._translated():
             if self._closed:
                 raise StoreError(f"{self.path} was closed")
@@ -1188,7 +1313,17 @@ class StateDB:
                     timeout=self.BUSY_TIMEOUT,
                 )
                 self._reader_conn.execute("PRAGMA query_only=1")
-            rows = self._reader_conn.execute(sql, (namespace,)).fetchall()
+            reader = self._reader_conn
+            if self._scan("memories", namespace, conn=reader):  # 0.06 s, not 0.2 s at 100k
+                rows = reader.execute(
+                    "SELECT seq, text FROM memories NOT INDEXED WHERE namespace=?", (namespace,)
+                ).fetchall()
+                try:
+                    rows.sort(key=_FIRST)
+                except TypeError:  # a seq that is not a number: SQLite orders any values
+                    rows = None
+            if rows is None:
+                rows = reader.execute(sql, (namespace,)).fetchall()
         return [(int(r[0]), str(r[1])) for r in rows]
 
     #: Entries of the text/metadata cache (least recently used ones leave first).
@@ -1372,12 +1507,14 @@ class StateDB:
         }
 
     def namespace_vectors(
-        self, namespace: str, keep: Callable[[str], bool]
+        self, namespace: str, keep: Callable[[str], bool], rows: int | None = None
     ) -> tuple[list[str], Vectors | None]:
         """Ids and stored vectors (one per row) of a namespace's memories that ``keep``
-        accepts, in one scan of the table (a third faster than reading them by id)."""
-        rows = self._read("SELECT id, vector FROM vectors WHERE namespace=?", (namespace,))
-        kept = [(i, v) for i, v in rows if keep(i)]
+        accepts, read in one query (a third faster than reading them by id); ``rows``:
+        how many memories the namespace holds, if known (see :meth:`_scan`)."""
+        scan = "NOT INDEXED " if self._scan("vectors", namespace, rows) else ""
+        found = self._read(f"SELECT id, vector FROM vectors {scan}WHERE namespace=?", (namespace,))
+        kept = [(i, v) for i, v in found if keep(i)]
         if not kept:
             return [], None
         # filled row by row: joining the blobs first took 0.4 s for 85k vectors (each
@@ -1407,7 +1544,13 @@ class StateDB:
     # ---------------------------------------------------------------- associations
     def links(self, namespace: str) -> list[tuple[str, str, float]]:
         """Every link ``(a, b, weight)`` of a namespace (each stored once, ``a < b``)."""
-        rows = self._read("SELECT a, b, weight FROM links WHERE namespace=?", (namespace,))
+        scan = "NOT INDEXED " if self._scan("links", namespace) else ""  # 0.08 s, not 0.19 s
+        rows = self._read(f"SELECT a, b, weight FROM links {scan}WHERE namespace=?", (namespace,))
+        weights = [r[2] for r in rows]
+        if set(map(type, weights)) <= {float, int}:  # checked at once, not link by link
+            values = np.asarray(weights, dtype=np.float64)
+            if np.isfinite(values).all() and (values >= 0).all():
+                return [(a, b, float(w)) for a, b, w in rows]
         out = []
         for a, b, weight in rows:
             if not isinstance(weight, int | float) or not math.isfinite(weight) or weight < 0:

@@ -389,3 +389,21 @@ def test_a_threshold_at_or_below_zero_never_stores_a_zero_weight_link(threshold:
     c = mem.remember("up we go again", category="fact").id
     assert mem.links(a) == {c: pytest.approx(1.0)}
     assert all(0 < w <= 1 for m in mem.records() for w in mem.links(m.id).values())
+
+
+@given(
+    links=st.lists(
+        st.tuples(st.sampled_from("abcde"), st.sampled_from("abcde"), st.floats(0, 1)),
+        max_size=30,
+    )
+)
+def test_links_added_at_once_equal_links_added_one_by_one(
+    links: list[tuple[str, str, float]],
+) -> None:
+    """``add_many`` (a namespace's links as it loads) leaves the graph ``add`` does, the
+    stronger weight kept for a pair given twice, self-links included."""
+    one, many = LinkGraph(), LinkGraph()
+    for a, b, w in links:
+        one.add(a, b, w)
+    many.add_many(links)
+    assert many.adj == one.adj

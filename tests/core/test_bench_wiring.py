@@ -90,3 +90,34 @@ def test_the_text_rules_benchmark_compares_the_same_reading(tmp_path: Path) -> N
     assert results["same"] is True and results["texts"] == 300
     for part in ("parse", "importance", "both"):
         assert results[part]["checked_us"] > 0 and results[part]["unchecked_us"] > 0
+
+
+@pytest.mark.integration
+def test_the_reopen_measure_opens_both_stores_in_new_processes(
+    tmp_path: Path, real_embedder: object
+) -> None:
+    """The cold-start measure runs its two child processes on stores laid out as the
+    latency benchmark leaves them, and reports each side's time and their ratio."""
+    from oblivion_core import ManualClock, Oblivion
+
+    latency = _bench("latency")
+    reopen = _bench("_latency_reopen")
+    notes = [f"note {k}: the meeting with team {k} moved to room {k + 1}" for k in range(40)]
+    with Oblivion(tmp_path / "oblivion-40", clock=ManualClock(1e9), embedder=real_embedder) as mem:
+        mem.remember_many(notes)
+        mem.maintain()
+    _client, col = latency._raw_collection(tmp_path / "raw-40")  # type: ignore[attr-defined]
+    col.add(
+        ids=[str(k) for k in range(40)],
+        embeddings=np.asarray(real_embedder.embed_documents(notes)),  # type: ignore[attr-defined]
+        documents=notes,
+    )
+    del col, _client
+    got = reopen.measure_reopen(  # type: ignore[attr-defined]
+        tmp_path, 40, 1e9, 10, 5, ["which room is team 3 in?", "where do we meet?"], runs=1
+    )
+    assert got["n"] == 40 and got["runs"] == 1
+    assert got["first_recall_s"] >= got["open_s"] > 0
+    assert got["first_deep_s"] > 0 and got["raw_first_query_s"] > 0
+    assert got["ratio"] == pytest.approx(got["first_recall_s"] / got["raw_first_query_s"])
+    assert got["archive_search"] in (["exact"], ["chroma"])

@@ -262,9 +262,9 @@ def _vector_scans(mem: Oblivion) -> list[str]:
     scans: list[str] = []
     read = mem._db.namespace_vectors
 
-    def spy(namespace: str, keep: Any) -> Any:
+    def spy(namespace: str, keep: Any, rows: int | None = None) -> Any:
         scans.append(namespace)
-        return read(namespace, keep)
+        return read(namespace, keep, rows)
 
     mem._db.namespace_vectors = spy  # type: ignore[method-assign]
     return scans

@@ -344,3 +344,62 @@ def test_scores_with_deleted_documents_equal_sqlite_fts5(
     left = [r for r in rows if r[0] not in gone]
     if left:
         _assert_matches_fts5(lex, left, [query])
+
+
+def _postings(lex: LexicalIndex, namespace: str) -> dict[str, list[tuple[int, float, float]]]:
+    """Each term's live postings as (seq, tf, dl), in slot order."""
+    space = lex._spaces[namespace]
+    out: dict[str, list[tuple[int, float, float]]] = {}
+    for term, p in space.postings.items():
+        live = [
+            (int(space.seqs[s]), float(tf), float(dl))
+            for s, tf, dl in zip(p.slots[: p.n], p.tf[: p.n], p.dl[: p.n], strict=True)
+            if space.lengths[s] > 0
+        ]
+        if live:
+            out[term] = live
+    return out
+
+
+_ANY_DOC = st.one_of(_DOC, st.text(max_size=40), st.just(""), st.just("   "))
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    batches=st.lists(
+        st.lists(st.tuples(st.integers(1, 25), _ANY_DOC), min_size=0, max_size=12),
+        min_size=1,
+        max_size=4,
+    ),
+    query=_QUERY,
+)
+def test_a_batch_indexes_as_its_documents_one_at_a_time(
+    batches: list[list[tuple[int, str]]], query: str
+) -> None:
+    """Adding a batch (terms counted for all its documents at once) leaves the postings,
+    lengths and scores that adding its documents one by one does, re-added numbers and
+    empty texts included."""
+    whole, single = _built("ns", [(100, "seed text")]), _built("ns", [(100, "seed text")])
+    for batch in batches:
+        latest = dict(batch)  # a number given twice in one batch: its last text
+        whole.add("ns", list(latest), list(latest.values()))
+        for seq, text in latest.items():
+            single.add("ns", [seq], [text])
+    assert _postings(whole, "ns") == _postings(single, "ns")
+    a, b = whole._spaces["ns"], single._spaces["ns"]
+    assert a.alive == b.alive
+    assert a.total_length == pytest.approx(b.total_length)
+    lengths = {
+        int(q): float(n)
+        for q, n in zip(a.seqs[: a.size], a.lengths[: a.size], strict=True)
+        if n > 0
+    }
+    assert lengths == {
+        int(q): float(n)
+        for q, n in zip(b.seqs[: b.size], b.lengths[: b.size], strict=True)
+        if n > 0
+    }
+    got = dict(zip(*whole.search("ns", query, 50), strict=True))
+    want = dict(zip(*single.search("ns", query, 50), strict=True))
+    assert got.keys() == want.keys()
+    assert [got[q] for q in want] == pytest.approx(list(want.values()), rel=1e-12)

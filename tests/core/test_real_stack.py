@@ -134,3 +134,35 @@ def test_active_only_recall_keeps_its_keyword_match(tmp_path: Path, real_embedde
     for result in (live, reopened):
         assert result.ids[0] == kept
         assert result[0].why["relevance_signals"]["lexical"] > 0
+
+
+def test_a_reopen_reading_its_tables_by_scan_recalls_the_same(
+    tmp_path: Path, real_embedder: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A namespace holding most of the store is read by scanning its tables on a reopen
+    (``state._SCAN_ROWS``, forced low here): the same memories, activations, links and
+    recalls as a reopen reading through the keys, beside another namespace."""
+    from oblivion_core import state
+
+    clock = ManualClock()
+    with Oblivion(tmp_path, embedder=real_embedder, clock=clock) as mem:
+        mem.remember_many(NOTES)
+        mem.remember_many(NOTES[:2], namespace="other")
+        mem.recall("What colour do I like?", k=2)
+        mem.link(mem.records()[0].id, mem.records()[3].id, 0.8)
+
+    def reopened(scan: bool) -> tuple[Any, ...]:
+        monkeypatch.setattr(state, "_SCAN_ROWS", 1 if scan else 10**9)
+        with Oblivion(tmp_path, embedder=real_embedder, clock=clock) as mem:
+            records = [(r.id, r.text, r.activation, r.tier) for r in mem.records()]
+            graph = mem._space(mem.default_namespace).graph.adj
+            found = [
+                (it.id, it.score)
+                for q in ("my favourite colour and the flight to Lisbon", "When do we travel?")
+                for it in mem.recall(q, k=3, deep=True, feedback=False)
+            ]
+            return records, graph, found, [r.text for r in mem.records(namespace="other")]
+
+    by_scan, by_key = reopened(True), reopened(False)
+    assert by_scan == by_key
+    assert len(by_scan[0]) == len(NOTES) and sorted(by_scan[3]) == sorted(NOTES[:2])

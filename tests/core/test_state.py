@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from oblivion_core import state
@@ -494,3 +496,150 @@ def test_deleting_a_memory_reads_its_links_only() -> None:
         steps[others] = count[0]
         mem.close()
     assert steps[2000] < 1.5 * steps[200], steps
+
+
+def _same_state(a: NamespaceState, b: NamespaceState) -> None:
+    assert a.n == b.n
+    for name in a.cols:
+        assert np.array_equal(a.col(name), b.col(name)), name
+        assert a.cols[name].dtype == b.cols[name].dtype, name
+    assert (a.ids, a.index, a.by_seq, a.seqs) == (b.ids, b.index, b.by_seq, b.seqs)
+    assert (a.vocab, a.superseded_by) == (b.vocab, b.superseded_by)
+
+
+# a value as SQLite may hand it back for a REAL or INTEGER column: what Oblivion writes,
+# and what a hand edit can leave (a number as text, an integer in a REAL column)
+_CELL = st.one_of(
+    st.floats(-1e6, 1e6, allow_nan=False),
+    st.integers(-5, 10**6),
+    st.sampled_from(["0.5", "7", "abc", None, b"\x00"]),
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    rows=st.lists(
+        st.tuples(st.sampled_from(["fact", "task", "chat"]), st.floats(0, 1), st.integers(0, 2)),
+        min_size=1,
+        max_size=12,
+    ),
+    edits=st.lists(
+        st.tuples(
+            st.integers(0, 11),
+            st.sampled_from(["a_ref", "importance", "access_count", "tier", "tokens", "seq"]),
+            _CELL,
+        ),
+        max_size=3,
+    ),
+    successors=st.lists(st.integers(0, 11), max_size=3),
+    scan=st.booleans(),
+    keep=st.booleans(),
+)
+def test_a_load_reads_the_columns_as_row_by_row(
+    tmp_path_factory: pytest.TempPathFactory,
+    rows: list[tuple[str, float, int]],
+    edits: list[tuple[int, str, Any]],
+    successors: list[int],
+    scan: bool,
+    keep: bool,
+) -> None:
+    """Loading a namespace a column at a time (and, past ``_SCAN_ROWS``, by a scan of the
+    table) gives the state reading it row by row gives, or the same error: whatever the
+    rows hold, hand-edited values included."""
+    db = StateDB(tmp_path_factory.mktemp("db"))
+    db.keep_tokens = keep
+    written = NamespaceState("ns")
+    other = NamespaceState("other")  # rows of another namespace in the same tables
+    for k, (cat, a, tier) in enumerate(rows):
+        written.append(f"m{k}", cat, {"a_ref": a, "tier": tier, "tokens": k}, 10 + 2 * k)
+        other.append(f"m{k}", cat, {"a_ref": 1 - a}, 11 + 2 * k)
+    for k in successors:
+        if k < written.n:
+            written.superseded_by[f"m{k}"] = f"m{(k + 1) % written.n}"
+    with db.transaction() as conn:
+        for space in (written, other):
+            db.add_namespace(space.namespace, conn)
+            db.insert(
+                conn,
+                space,
+                list(range(space.n)),
+                {m: m for m in space.ids},
+                {},
+                np.ones((space.n, 4), dtype=np.float32),
+            )
+        for k, column, value in edits:
+            if value is None and column != "tokens":  # NOT NULL: SQLite refuses it
+                continue
+            conn.execute(
+                f"UPDATE memories SET {column}=? WHERE namespace='ns' AND id=?", (value, f"m{k}")
+            )
+
+    def load(fill: bool) -> NamespaceState | str:
+        try:
+            if fill:
+                return db.load("ns")
+            plain = NamespaceState("ns")
+            plain.clock = db.parsed("clock:ns", state.DecayClock.from_json)
+            found = db.conn.execute(
+                "SELECT id, category, importance, confidence, created_at, last_accessed, "
+                "a_ref, d_ref, stability, relevance, access_count, tier, invalidated, "
+                "superseded_by, seq, tokens FROM memories WHERE namespace=? ORDER BY seq",
+                ("ns",),
+            ).fetchall()
+            db._append_rows(plain, found)
+            return plain
+        except state.StoreCorruptError as exc:
+            return str(exc)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(state, "_SCAN_ROWS", 1 if scan else 10**9)
+        got, want = load(True), load(False)
+    if isinstance(want, str):
+        assert got == want
+    else:
+        assert isinstance(got, NamespaceState)
+        _same_state(got, want)
+    db.close()
+
+
+@pytest.mark.parametrize("scan", [True, False])
+def test_reads_by_scan_or_by_key_are_the_same(tmp_path: Path, scan: bool) -> None:
+    """A namespace's texts, links and vectors read by a scan of their tables (it holds
+    most of their rows) equal those read through the primary key, and no other
+    namespace's rows come with them."""
+    db = StateDB(tmp_path)
+    spaces = {"ns": NamespaceState("ns"), "small": NamespaceState("small")}
+    for k in range(30):
+        name = "ns" if k % 5 else "small"
+        spaces[name].append(f"m{k}", "fact", _values(k / 30), 100 - k)  # seq against rowid
+    with db.transaction() as conn:
+        for name, space in spaces.items():
+            db.add_namespace(name, conn)
+            db.insert(
+                conn,
+                space,
+                list(range(space.n)),
+                {m: f"text of {m}" for m in space.ids},
+                {},
+                np.arange(space.n * 4, dtype=np.float32).reshape(space.n, 4),
+            )
+            db.save_links(
+                conn, name, [(a, b, 0.5, "auto") for a, b in itertools.pairwise(space.ids)]
+            )
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(state, "_SCAN_ROWS", 1 if scan else 10**9)
+        assert db._scan("memories", "ns") is scan
+        assert db._scan("memories", "small") is False  # a sixth of the rows
+        loaded = db.load("ns")
+        texts = db.seq_texts("ns")
+        links = db.links("ns")
+        ids, vectors = db.namespace_vectors("ns", lambda m: m != "m1", loaded.n)
+    ns = spaces["ns"]
+    assert loaded.ids == sorted(ns.ids, key=lambda m: 100 - int(m[1:]))  # by seq
+    assert texts == sorted((100 - int(m[1:]), f"text of {m}") for m in ns.ids)
+    assert sorted(links) == sorted((*sorted((a, b)), 0.5) for a, b in itertools.pairwise(ns.ids))
+    assert sorted(ids) == sorted(m for m in ns.ids if m != "m1")
+    assert vectors is not None
+    by_id = dict(zip(ids, vectors.tolist(), strict=True))
+    assert by_id == {m: db.vectors("ns", [m])[m].tolist() for m in ids}
+    db.close()
