@@ -1762,8 +1762,9 @@ class Oblivion:
             drop.append(name)
         if total + need > budget:
             return None  # no room even so: nothing is dropped
+        active = set(space.index.ids)
         ids, vectors = self._db.namespace_vectors(
-            ns, lambda m: m in st.index and m not in space.index, st.n
+            ns, lambda m: m in st.index and m not in active, st.n
         )
         if vectors is None or len(ids) < outside:
             # some without a stored vector (a store from before vectors were kept, a
@@ -1775,7 +1776,7 @@ class Oblivion:
             held[name].archive = None
             del self._exact_lru[name]
         index = kind(self._dim)
-        index.add(ids, vectors)
+        index.add(ids, vectors, adopt=True)
         space.archive, space.archive_limit, space.archive_dropped = index, limit, 0
         self._exact_lru[ns] = now
         return index

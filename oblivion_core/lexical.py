@@ -10,7 +10,7 @@ Why not FTS5 itself: an FTS5 ``MATCH ... ORDER BY bm25`` scores every matching r
 SQL, 8-20 ms per query at 100k memories, and it ran on every recall and on every write
 (the stale-fact check). Postings held as numpy arrays score the same matches in well
 under a millisecond. The index is not persisted: SQLite holds the texts, and a
-namespace's index is built from them on its first search (about a second per 100k
+namespace's index is built from them on its first search (0.4 s for 100k
 memories). Until then, writes to that namespace skip it, since the build reads them back.
 
 Documents are keyed by the memory's insertion sequence number (``seq``), so deletes are

@@ -1517,13 +1517,19 @@ class StateDB:
         kept = [(i, v) for i, v in found if keep(i)]
         if not kept:
             return [], None
-        # filled row by row: joining the blobs first took 0.4 s for 85k vectors (each
-        # is checked to be of the store's dimension)
-        first = self._vector(kept[0][1], kept[0][0], namespace)
+        ids = [i for i, _ in kept]
+        first = self._vector(kept[0][1], kept[0][0], namespace)  # sets _vector_bytes
+        blobs = [v for _, v in kept]
+        if set(map(type, blobs)) == {bytes} and set(map(len, blobs)) == {first.nbytes}:
+            # every one of the store's dimension: joined into one writable buffer (85k
+            # vectors in 0.07 s, against 0.08-0.27 s row by row in a new process)
+            joined = np.frombuffer(bytearray().join(blobs), dtype=np.float32)
+            return ids, joined.reshape(len(kept), len(first))
+        # not: row by row, each checked (the first that is not names what to fix)
         mat = np.empty((len(kept), len(first)), dtype=np.float32)
         for j, (i, v) in enumerate(kept):
             mat[j] = self._vector(v, i, namespace)
-        return [i for i, _ in kept], mat
+        return ids, mat
 
     def set_metadata(
         self, conn: sqlite3.Connection, namespace: str, memory_id: str, metadata: Mapping[str, Any]

@@ -231,3 +231,55 @@ def test_exact_is_the_same_wherever_a_vector_sits(seed: int, width: int, places:
     for m, value in before.items():
         if sum(abs(value - other) < NEAR_TIE for other in before.values()) == 1:  # only itself
             assert sims[m] == value
+
+
+@pytest.mark.parametrize("kind", ["exact", "sketch"])
+def test_an_adopted_matrix_is_the_index_storage_and_changes_like_a_copy(kind: str) -> None:
+    """``add(..., adopt=True)`` on an empty index keeps the caller's matrix as its rows
+    (no copy), and the index then searches, grows, replaces and removes exactly as one
+    given a copy does."""
+    from oblivion_core.sketch import SketchIndex
+
+    cls = ActiveIndex if kind == "exact" else SketchIndex
+    rng = np.random.default_rng(3)
+    vecs = _unit(rng.standard_normal((40, 8)))
+    ids = [f"m{k}" for k in range(40)]
+    adopted, copied = cls(8), cls(8)
+    given_rows = vecs.copy()
+    adopted.add(ids, given_rows, adopt=True)
+    copied.add(ids, vecs.copy())
+    assert adopted._rows is given_rows
+    more = _unit(rng.standard_normal((30, 8)))
+    for index in (adopted, copied):
+        index.add([f"n{k}" for k in range(30)], more)  # grows past the adopted rows
+        index.add(["m3"], more[:1])  # replaces one
+        index.remove(["m0", "n5", "m39"])
+    assert adopted.ids == copied.ids
+    assert np.array_equal(adopted.rows(), copied.rows())
+    for q in _unit(rng.standard_normal((5, 8))):
+        (a_ids, a_sims), (c_ids, c_sims) = adopted.search(q, 7), copied.search(q, 7)
+        assert a_ids == c_ids
+        assert np.array_equal(a_sims, c_sims)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda v: v.astype(np.float64),  # another dtype
+        lambda v: np.asfortranarray(v),  # not C-ordered
+        lambda v: np.frombuffer(v.tobytes(), np.float32).reshape(v.shape),  # read-only
+    ],
+    ids=["float64", "fortran", "read-only"],
+)
+def test_a_matrix_that_cannot_be_the_storage_is_copied(make: object) -> None:
+    """``adopt`` takes only a writable float32 C-ordered matrix; any other is copied
+    (the index must be able to write its rows)."""
+    vecs = _unit(np.random.default_rng(4).standard_normal((12, 8)))
+    given_rows = make(vecs)  # type: ignore[operator]
+    index = ActiveIndex(8)
+    index.add([f"m{k}" for k in range(12)], given_rows, adopt=True)
+    assert index._rows is not given_rows
+    assert index._rows.flags.writeable and index._rows.dtype == np.float32
+    assert np.allclose(index.rows(), vecs)
+    index.remove(["m0"])  # moves the last row into its place
+    assert np.allclose(index.rows()[0], vecs[11])

@@ -643,3 +643,36 @@ def test_reads_by_scan_or_by_key_are_the_same(tmp_path: Path, scan: bool) -> Non
     by_id = dict(zip(ids, vectors.tolist(), strict=True))
     assert by_id == {m: db.vectors("ns", [m])[m].tolist() for m in ids}
     db.close()
+
+
+@pytest.mark.parametrize(
+    ("damage", "mentions"),
+    [
+        ("x'0000'", "is 2 bytes"),
+        ("x'00000000'", "is 4 bytes"),
+        ("'text'", "is a str"),
+    ],
+)
+def test_a_namespaces_vectors_read_at_once_name_a_damaged_one(
+    tmp_path: Path, damage: str, mentions: str
+) -> None:
+    """The vectors read in one buffer for an archive copy are those stored; one of
+    another size or kind sends the read back row by row, which names that memory."""
+    db = StateDB(tmp_path)
+    space = NamespaceState("ns")
+    for k in range(20):
+        space.append(f"m{k}", "fact", _values(k / 20), k + 1)
+    stored = np.random.default_rng(5).standard_normal((20, 4)).astype(np.float32)
+    with db.transaction() as conn:
+        db.add_namespace("ns", conn)
+        db.set_meta("dim", 4, conn)  # as the engine's first write sets it
+        db.insert(conn, space, list(range(20)), {m: m for m in space.ids}, {}, stored)
+    ids, vectors = db.namespace_vectors("ns", lambda m: m != "m2")
+    assert vectors is not None and vectors.flags.writeable
+    assert dict(zip(ids, vectors.tolist(), strict=True)) == {
+        f"m{k}": stored[k].tolist() for k in range(20) if k != 2
+    }
+    db.conn.execute(f"UPDATE vectors SET vector={damage} WHERE id='m7'")
+    with pytest.raises(state.StoreCorruptError, match=rf"memory 'm7'.*{mentions}"):
+        db.namespace_vectors("ns", lambda m: True)
+    db.close()
