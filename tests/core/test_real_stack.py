@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from oblivion_core import FastEmbedEmbedder, ManualClock, Oblivion, TiktokenCounter
+from oblivion_core import FastEmbedEmbedder, ManualClock, Oblivion, Policy, Tier, TiktokenCounter
 
 pytestmark = pytest.mark.integration
 
@@ -145,15 +145,30 @@ def test_a_reopen_reading_its_tables_by_scan_recalls_the_same(
     from oblivion_core import state
 
     clock = ManualClock()
-    with Oblivion(tmp_path, embedder=real_embedder, clock=clock) as mem:
+    # three stay active, the rest is archived: a deep recall reads their vectors too
+    policy = Policy.template("balanced").replace(active_capacity=3)
+    with Oblivion(tmp_path, embedder=real_embedder, clock=clock, policy=policy) as mem:
         mem.remember_many(NOTES)
         mem.remember_many(NOTES[:2], namespace="other")
         mem.recall("What colour do I like?", k=2)
         mem.link(mem.records()[0].id, mem.records()[3].id, 0.8)
+        clock.advance(DAY)
+        mem.maintain()
+
+    decided: list[tuple[str, bool]] = []  # (table, scanned) of every read that chose
+    choose = state.StateDB._scan
+
+    def spy(db: Any, table: str, *args: Any, **kwargs: Any) -> bool:
+        scanned = choose(db, table, *args, **kwargs)
+        decided.append((table, scanned))
+        return scanned
+
+    monkeypatch.setattr(state.StateDB, "_scan", spy)
 
     def reopened(scan: bool) -> tuple[Any, ...]:
         monkeypatch.setattr(state, "_SCAN_ROWS", 1 if scan else 10**9)
-        with Oblivion(tmp_path, embedder=real_embedder, clock=clock) as mem:
+        decided.clear()
+        with Oblivion(tmp_path, embedder=real_embedder, clock=clock, policy=policy) as mem:
             records = [(r.id, r.text, r.activation, r.tier) for r in mem.records()]
             graph = mem._space(mem.default_namespace).graph.adj
             found = [
@@ -161,8 +176,14 @@ def test_a_reopen_reading_its_tables_by_scan_recalls_the_same(
                 for q in ("my favourite colour and the flight to Lisbon", "When do we travel?")
                 for it in mem.recall(q, k=3, deep=True, feedback=False)
             ]
-            return records, graph, found, [r.text for r in mem.records(namespace="other")]
+            others = [r.text for r in mem.records(namespace="other")]
+        # the default namespace's memories (state and texts), links and vectors
+        assert {t for t, scanned in decided if scanned} == (
+            {"memories", "links", "vectors"} if scan else set()
+        )
+        return records, graph, found, others
 
     by_scan, by_key = reopened(True), reopened(False)
     assert by_scan == by_key
     assert len(by_scan[0]) == len(NOTES) and sorted(by_scan[3]) == sorted(NOTES[:2])
+    assert {tier for *_, tier in by_scan[0]} == {Tier.ACTIVE, Tier.ARCHIVE}
