@@ -399,6 +399,11 @@ class LexicalIndex:
             self._spaces[namespace] = space
         return space
 
+    def build(self, namespace: str) -> None:
+        """Build ``namespace``'s index now, if it is not built (its first search would)."""
+        with self._lock:
+            self._space(namespace)
+
     def add(self, namespace: str, seqs: Sequence[int], texts: Sequence[str]) -> None:
         """Index texts under their sequence numbers (call once they are stored)."""
         with self._lock:

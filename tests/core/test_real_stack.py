@@ -184,6 +184,11 @@ def test_a_reopen_reading_its_tables_by_scan_recalls_the_same(
         return records, graph, found, others
 
     by_scan, by_key = reopened(True), reopened(False)
-    assert by_scan == by_key
+    assert by_scan[0] == by_key[0] and by_scan[1] == by_key[1] and by_scan[3] == by_key[3]
+    # the same items; scores within a float32 rounding: a product rounds by a memory's
+    # place in its matrix, and the archive's copy holds its rows in the order they were
+    # read (by rowid in a scan, by id through the key)
+    assert [i for i, _ in by_scan[2]] == [i for i, _ in by_key[2]]
+    assert [s for _, s in by_scan[2]] == pytest.approx([s for _, s in by_key[2]], abs=1e-6)
     assert len(by_scan[0]) == len(NOTES) and sorted(by_scan[3]) == sorted(NOTES[:2])
     assert {tier for *_, tier in by_scan[0]} == {Tier.ACTIVE, Tier.ARCHIVE}

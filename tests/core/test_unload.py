@@ -514,3 +514,81 @@ def test_a_policy_switch_leaves_the_namespaces_it_read_unloaded(tmp_path: Path) 
     with Oblivion(tmp_path / "unloaded", embedder=HashEmbedder(), policy="support-desk") as mem:
         assert mem.loaded_namespaces() == []
         assert mem.policy_for("bo").name == "support-desk"
+
+
+def test_load_reads_a_namespace_ahead_and_its_first_recalls_read_nothing_more(
+    tmp_path: Path, real_embedder: Any
+) -> None:
+    """load() reads a namespace's state, builds its BM25 index and its archive's
+    in-memory copy: the recalls after it read no texts to index and no archived vectors,
+    and everything answers as without it."""
+    path = tmp_path / "store"
+    clock = ManualClock()
+    policy = Policy.template("balanced").replace(active_capacity=3)  # some archived
+
+    def open_store() -> Oblivion:
+        return Oblivion(
+            path, embedder=real_embedder, clock=clock, policy=policy, token_counter=word_count
+        )
+
+    with open_store() as mem:
+        _session(mem, clock, "ns")
+        mem.remember("The office is in Leeds.", namespace="other")
+
+    def seen(ahead: bool) -> dict[str, Any]:
+        with open_store() as mem:
+            assert mem.loaded_namespaces() == []
+            reads: list[str] = []
+            index_texts, vectors = mem._lex._load, mem._db.namespace_vectors
+
+            def texts_spy(ns: str) -> Any:
+                reads.append(f"texts {ns}")
+                return index_texts(ns)
+
+            def vectors_spy(ns: str, *args: Any) -> Any:
+                reads.append(f"vectors {ns}")
+                return vectors(ns, *args)
+
+            mem._lex._load = texts_spy
+            mem._db.namespace_vectors = vectors_spy  # type: ignore[method-assign]
+            if ahead:
+                assert mem.load(namespace="ns") is False
+                assert mem.loaded_namespaces() == ["ns"]
+                assert reads == ["vectors ns", "texts ns"]
+                stats = mem.stats(namespace="ns")
+                assert stats["archive"] > 0 and stats["archive_in_memory"] is True
+                reads.clear()
+            snapshot = _snapshot(mem, "ns")  # deep recalls among it
+            assert reads == ([] if ahead else ["texts ns", "vectors ns"])
+            assert mem.load(namespace="ns") is True  # loaded: nothing read again
+            assert reads == ([] if ahead else ["texts ns", "vectors ns"])
+            assert mem.loaded_namespaces() == ["ns"]  # "other" is not touched
+            return snapshot
+
+    assert seen(ahead=True) == seen(ahead=False)
+
+
+def test_load_refuses_what_it_cannot_do(tmp_path: Path) -> None:
+    """An unknown namespace and a closed engine are errors; archive=False leaves the
+    archive's copy to the first archive search."""
+    path = tmp_path / "store"
+    clock = ManualClock()
+    policy = Policy.template("balanced").replace(active_capacity=2)
+    with Oblivion(path, embedder=HashEmbedder(), clock=clock, policy=policy) as mem:
+        mem.remember_many([f"note {k} about the harbour ferry" for k in range(6)])
+        clock.advance(DAY)
+        mem.maintain()
+    mem = Oblivion(path, embedder=HashEmbedder(), clock=clock, policy=policy)
+    try:
+        with pytest.raises(UnknownNamespaceError, match="nowhere"):
+            mem.load(namespace="nowhere")
+        assert mem.loaded_namespaces() == []
+        assert mem.load(archive=False) is False
+        stats = mem.stats()
+        assert stats["archive"] > 0 and stats["archive_in_memory"] is False
+        mem.recall("harbour ferry", k=2, deep=True)
+        assert mem.stats()["archive_in_memory"] is True
+    finally:
+        mem.close()
+    with pytest.raises(InvalidInputError, match="closed"):
+        mem.load()
