@@ -3682,7 +3682,7 @@ class Oblivion:
             self._check_open()
             was = ns in self._spaces
             space = self._space(ns)
-            if archive and space.state.n > len(space.index):
+            if archive:  # none if nothing is outside the tier (or too much is)
                 self._exact_archive(ns, space)
         # outside the engine's lock, as a recall's first search builds it (it reads the
         # committed texts on a connection of its own)
