@@ -9,9 +9,11 @@ Porter-stemmed (:mod:`oblivion_core.porter`). A query is an OR of its content wo
 Why not FTS5 itself: an FTS5 ``MATCH ... ORDER BY bm25`` scores every matching row in
 SQL, 8-20 ms per query at 100k memories, and it ran on every recall and on every write
 (the stale-fact check). Postings held as numpy arrays score the same matches in well
-under a millisecond. The index is not persisted: SQLite holds the texts, and a
-namespace's index is built from them on its first search (0.4 s for 100k
-memories). Until then, writes to that namespace skip it, since the build reads them back.
+under a millisecond. SQLite holds the texts, and a namespace's index is built from
+them on its first search (0.4 s for 100k memories), or read back from the copy saved
+when the store last closed or the namespace was unloaded, if no text changed since
+(:mod:`oblivion_core.lexical_snapshot`). Until then, writes to that namespace skip it,
+since the build reads them back.
 
 Documents are keyed by the memory's insertion sequence number (``seq``), so deletes are
 cheap; deleted postings are masked and compacted away once they are half the index.
@@ -35,6 +37,7 @@ import numpy as np
 import numpy.typing as npt
 
 from oblivion_core.doc_set import DocSet
+from oblivion_core.lexical_snapshot import LexicalSnapshots
 from oblivion_core.overlap import content_words
 from oblivion_core.porter import stem
 from oblivion_core.typography import straighten
@@ -214,6 +217,90 @@ class _Namespace:
             added = _in_mask(held[0].mask, np.asarray(seqs, dtype=np.int64))
             self._inside = np.concatenate([self._inside, added])
 
+    def to_arrays(self) -> dict[str, npt.NDArray[Any]]:
+        """The index as flat arrays (:mod:`oblivion_core.lexical_snapshot` saves them):
+        the terms, joined by newlines (a term is letters and digits), and each term's
+        postings one after the other, ``offsets`` marking where each starts."""
+        terms = list(self.postings)
+        held = [self.postings[t] for t in terms]
+        offsets = np.zeros(len(terms) + 1, dtype=np.int64)
+        np.cumsum([p.n for p in held], out=offsets[1:])
+
+        def joined(field: str, dtype: type) -> npt.NDArray[Any]:
+            parts = [getattr(p, field)[: p.n] for p in held]
+            return np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype)
+
+        return {
+            "terms": np.frombuffer("\n".join(terms).encode("utf-8"), dtype=np.uint8),
+            "offsets": offsets,
+            "slots": joined("slots", np.int32),
+            "tf": joined("tf", np.float32),
+            "dl": joined("dl", np.float32),
+            "seqs": self.seqs[: self.size].copy(),
+            "lengths": self.lengths[: self.size].copy(),
+        }
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, npt.NDArray[Any]]) -> _Namespace:
+        """The index :meth:`to_arrays` gave; ``ValueError`` if they do not make one."""
+        try:
+            raw_terms, offsets = arrays["terms"], arrays["offsets"]
+            slots, tf, dl = arrays["slots"], arrays["tf"], arrays["dl"]
+            seqs, lengths = arrays["seqs"], arrays["lengths"]
+        except KeyError as exc:
+            raise ValueError(f"no array {exc}") from None
+        for name, value, dtype in (
+            ("terms", raw_terms, np.uint8),
+            ("offsets", offsets, np.int64),
+            ("slots", slots, np.int32),
+            ("tf", tf, np.float32),
+            ("dl", dl, np.float32),
+            ("seqs", seqs, np.int64),
+            ("lengths", lengths, np.float64),
+        ):
+            if value.dtype != dtype or value.ndim != 1:
+                raise ValueError(f"{name} is {value.dtype} of {value.ndim} dimension(s)")
+        terms = bytes(raw_terms).decode("utf-8").split("\n") if len(offsets) > 1 else []
+        size = len(seqs)
+        n = len(slots)
+        if (
+            len(offsets) != len(terms) + 1
+            or len(set(terms)) != len(terms)
+            or offsets[0] != 0
+            or offsets[-1] != n
+            or np.any(np.diff(offsets) <= 0)
+            or len(tf) != n
+            or len(dl) != n
+            or len(lengths) != size
+            or (n and (slots.min() < 0 or slots.max() >= size))
+            or not np.all(np.isfinite(lengths))
+            or np.any(lengths < 0)
+        ):
+            raise ValueError("its arrays do not make one index")
+        live = lengths > 0
+        if len(np.unique(seqs[live])) != int(np.count_nonzero(live)):
+            # (an edited text leaves its old slot deleted under the same seq)
+            raise ValueError("a seq held by two live documents")
+        space = cls()
+        space.seqs, space.lengths = seqs.copy(), lengths.copy()
+        space.size, space.alive = size, int(np.count_nonzero(live))
+        # a sum of token counts: exact, as the adds and deletes kept it
+        space.total_length = float(lengths[lengths >= 1].sum())
+        space.slot_of = dict(zip(seqs[live].tolist(), np.flatnonzero(live).tolist(), strict=True))
+        bounds = offsets.tolist()
+        for k, term in enumerate(terms):
+            a, b = bounds[k], bounds[k + 1]
+            postings = space.postings[term] = _Postings()
+            # views of the loaded arrays: a later extend() of a term outgrows its view
+            # and copies it
+            postings.slots, postings.tf, postings.dl, postings.n = (
+                slots[a:b],
+                tf[a:b],
+                dl[a:b],
+                b - a,
+            )
+        return space
+
     def _forget_parts(self) -> None:
         self._parts.clear()
         self._within.clear()
@@ -373,8 +460,24 @@ class _Namespace:
 class LexicalIndex:
     """BM25 search over the memories of each namespace (see the module doc)."""
 
-    def __init__(self, loader: Loader) -> None:
+    def __init__(
+        self,
+        loader: Loader,
+        snapshots: LexicalSnapshots | None = None,
+        generation: Callable[[str], int | None] | None = None,
+        min_documents: int = 1,
+    ) -> None:
+        """``snapshots`` and ``generation`` (the namespace's number in the state
+        database, :meth:`~oblivion_core.state.StateDB.lexical_generation`): a saved
+        index is read back instead of the build when the numbers match. Only indexes of
+        ``min_documents`` or more are saved (a small one builds in less time than a file
+        takes to open)."""
         self._load = loader
+        self._snapshots = snapshots if generation is not None else None
+        self._generation = generation
+        self.min_documents = min_documents
+        # namespace -> the number its index was saved or read at (not saved again then)
+        self._saved: dict[str, int] = {}
         self._spaces: dict[str, _Namespace] = {}
         # its own lock: a search may run on a worker thread, beside the engine's lock
         self._lock = threading.Lock()
@@ -391,13 +494,58 @@ class LexicalIndex:
     def _space(self, namespace: str) -> _Namespace:
         space = self._spaces.get(namespace)
         if space is None:
-            space = _Namespace()
-            rows = list(self._load(namespace))
-            if rows:
-                seqs, texts = zip(*rows, strict=True)
-                space.add(seqs, texts)
+            space = self._saved_space(namespace)
+            if space is None:
+                space = _Namespace()
+                rows = list(self._load(namespace))
+                if rows:
+                    seqs, texts = zip(*rows, strict=True)
+                    space.add(seqs, texts)
             self._spaces[namespace] = space
         return space
+
+    def _saved_space(self, namespace: str) -> _Namespace | None:
+        """The index saved for ``namespace``, if it is still the namespace's (call with
+        the lock held: a write that commits after the number is read indexes its rows
+        once this returns, as it would after a build)."""
+        if self._snapshots is None or self._generation is None:
+            return None
+        generation = self._generation(namespace)
+        if generation is None:
+            return None
+        arrays = self._snapshots.load(namespace, generation)
+        if arrays is None:
+            return None
+        try:
+            space = _Namespace.from_arrays(arrays)
+        except ValueError as exc:
+            self._snapshots._discard(self._snapshots.path(namespace), namespace, exc)
+            return None
+        self._saved[namespace] = generation
+        return space
+
+    def save(self, namespace: str, generation: int) -> bool:
+        """Save ``namespace``'s index (if built) as of ``generation``, the namespace's
+        number now: call where no write can land meanwhile (the engine's lock held).
+        ``True`` if a file now holds it."""
+        if self._snapshots is None:
+            return False
+        with self._lock:
+            space = self._spaces.get(namespace)
+            if space is None:
+                return False
+            if space.alive < self.min_documents:  # one saved when it was bigger is stale
+                self._saved.pop(namespace, None)
+                self._snapshots.drop(namespace)
+                return False
+            if self._saved.get(namespace) == generation:
+                return True  # unchanged since it was saved or read
+            arrays = space.to_arrays()
+        if not self._snapshots.save(namespace, generation, arrays):
+            return False
+        with self._lock:
+            self._saved[namespace] = generation
+        return True
 
     def build(self, namespace: str) -> None:
         """Build ``namespace``'s index now, if it is not built (its first search would)."""
@@ -410,7 +558,11 @@ class LexicalIndex:
             self._changed(namespace)
             space = self._spaces.get(namespace)
             if space is not None:  # an index not built yet reads them when it is
-                space.add(seqs, texts)
+                try:
+                    space.add(seqs, texts)
+                except BaseException:  # half added: built again from the texts
+                    self._spaces.pop(namespace, None)
+                    raise
 
     def delete(self, namespace: str, seqs: Sequence[int]) -> None:
         """Remove documents by sequence number (absent ones are ignored)."""
@@ -418,17 +570,23 @@ class LexicalIndex:
             self._changed(namespace)
             space = self._spaces.get(namespace)
             if space is not None:
-                space.delete(seqs)
+                try:
+                    space.delete(seqs)
+                except BaseException:  # half deleted: built again from the texts
+                    self._spaces.pop(namespace, None)
+                    raise
 
     def replace(self, namespace: str, seq: int, text: str) -> None:
         """Re-index one document with new text."""
         self.add(namespace, [seq], [text])
 
     def drop(self, namespace: str) -> None:
-        """Forget a namespace's index."""
+        """Forget a namespace's index (a saved one stays: the state database's number
+        says whether it still holds)."""
         with self._lock:
             self._changed(namespace)
             self._spaces.pop(namespace, None)
+            self._saved.pop(namespace, None)
 
     def search(
         self,

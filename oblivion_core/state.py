@@ -145,6 +145,31 @@ CREATE INDEX IF NOT EXISTS events_by_key ON events (mkey);
 CREATE INDEX IF NOT EXISTS links_by_b ON links (namespace, b);
 """
 
+#: A random number per namespace, drawn again by SQLite itself whenever a memory of the
+#: namespace is written, deleted, or has its text, seq or namespace changed (through
+#: Oblivion or by hand): the BM25 index saved beside the database
+#: (:mod:`oblivion_core.lexical_snapshot`) is read back only if the number it was saved
+#: with is still the namespace's. A number, not a count: a database restored from a
+#: backup and written to again cannot come back to a number it once had.
+_LEXICAL_GENERATION = """
+CREATE TABLE IF NOT EXISTS lexical_gen (namespace TEXT PRIMARY KEY, gen INTEGER NOT NULL);
+CREATE TRIGGER IF NOT EXISTS lexical_gen_insert AFTER INSERT ON memories BEGIN
+    INSERT INTO lexical_gen (namespace, gen) VALUES (NEW.namespace, random())
+    ON CONFLICT (namespace) DO UPDATE SET gen = excluded.gen;
+END;
+CREATE TRIGGER IF NOT EXISTS lexical_gen_update AFTER UPDATE OF namespace, seq, text ON memories
+BEGIN
+    INSERT INTO lexical_gen (namespace, gen) VALUES (OLD.namespace, random())
+    ON CONFLICT (namespace) DO UPDATE SET gen = excluded.gen;
+    INSERT INTO lexical_gen (namespace, gen) VALUES (NEW.namespace, random())
+    ON CONFLICT (namespace) DO UPDATE SET gen = excluded.gen;
+END;
+CREATE TRIGGER IF NOT EXISTS lexical_gen_delete AFTER DELETE ON memories BEGIN
+    INSERT INTO lexical_gen (namespace, gen) VALUES (OLD.namespace, random())
+    ON CONFLICT (namespace) DO UPDATE SET gen = excluded.gen;
+END;
+"""
+
 
 def memory_key(namespace: str, memory_id: str) -> int:
     """A signed 64-bit hash of ``(namespace, memory_id)`` (collisions are filtered by the
@@ -582,6 +607,7 @@ class StateDB:
                     raise
                 self.conn.execute("COMMIT")
             self.conn.executescript(_INDEXES)
+            self.conn.executescript(_LEXICAL_GENERATION)
         except sqlite3.Error as exc:
             self._abandon()
             if _cause(exc) not in (None, "corrupt"):
@@ -1308,6 +1334,44 @@ class StateDB:
         conn.executemany("DELETE FROM memories WHERE namespace=? AND id=?", keys)
         conn.executemany("DELETE FROM vectors WHERE namespace=? AND id=?", keys)
 
+    def lexical_generation(self, namespace: str, *, make: bool = False) -> int | None:
+        """The namespace's number in ``lexical_gen`` (see :data:`_LEXICAL_GENERATION`):
+        ``None`` if it has none yet, unless ``make``, which draws one. Read as
+        :meth:`seq_texts` reads (committed rows only) unless ``make``."""
+        sql = "SELECT gen FROM lexical_gen WHERE namespace=?"
+        if make:
+            found = self._read(sql, (namespace,))
+            if found:
+                return int(found[0][0])
+            with self.transaction() as conn:
+                conn.execute(
+                    "INSERT OR IGNORE INTO lexical_gen (namespace, gen) VALUES (?, random())",
+                    (namespace,),
+                )
+                row = conn.execute(sql, (namespace,)).fetchone()
+        elif self.path is None:
+            found = self._read(sql, (namespace,))
+            row = found[0] if found else None
+        else:
+            with self._reader_lock, self._translated():
+                row = self._reader().execute(sql, (namespace,)).fetchone()
+        return None if row is None else int(row[0])
+
+    def _reader(self) -> sqlite3.Connection:
+        """The connection that reads committed rows only, beside writes (call with
+        ``_reader_lock`` held)."""
+        if self._closed:
+            raise StoreError(f"{self.path} was closed")
+        if self._reader_conn is None:
+            self._reader_conn = sqlite3.connect(
+                str(self.path),
+                check_same_thread=False,
+                isolation_level=None,
+                timeout=self.BUSY_TIMEOUT,
+            )
+            self._reader_conn.execute("PRAGMA query_only=1")
+        return self._reader_conn
+
     def seq_texts(self, namespace: str) -> list[tuple[int, str]]:
         """``(seq, text)`` of every *committed* memory of a namespace, in insertion order.
 
@@ -1321,19 +1385,9 @@ class StateDB:
         if self.path is None:  # an in-memory database has one connection
             return [(int(r[0]), str(r[1])) for r in self._read(sql, (namespace,))]
         with self._reader_lock, self._translated():
-            if self._closed:
-                raise StoreError(f"{self.path} was closed")
-            if self._reader_conn is None:
-                self._reader_conn = sqlite3.connect(
-                    str(self.path),
-                    check_same_thread=False,
-                    isolation_level=None,
-                    timeout=self.BUSY_TIMEOUT,
-                )
-                self._reader_conn.execute("PRAGMA query_only=1")
             # by a scan at 100k memories: 0.06 s, not 0.2 s
             rows = self._namespace_rows(
-                "seq, text", "memories", namespace, order="seq", conn=self._reader_conn
+                "seq, text", "memories", namespace, order="seq", conn=self._reader()
             )
         return [(int(r[0]), str(r[1])) for r in rows]
 
