@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 
 from oblivion_core import InvalidInputError, ManualClock, Oblivion, Policy, UnknownMemoryError
 from oblivion_core.association import LinkGraph, spread
+from oblivion_core.errors import StoreCorruptError
 from oblivion_core.testing import HashEmbedder, memory, word_count
 
 DAY = 86_400.0
@@ -297,6 +299,87 @@ def test_links_persist(tmp_path: Path) -> None:
         mem.link(a.id, b.id, 0.6)
     with open_() as mem:
         assert mem.links(a.id) == {b.id: 0.6}
+
+
+def _links_table(path: Path) -> set[tuple[str, str, float]]:
+    with sqlite3.connect(path / "oblivion.sqlite3") as conn:
+        rows = conn.execute("SELECT a, b, weight FROM links").fetchall()
+    conn.close()
+    return {(a, b, w) for a, b, w in rows}
+
+
+def _graph_links(mem: Oblivion) -> set[tuple[str, str, float]]:
+    adj = mem._space("default").graph.adj
+    return {(a, b, w) for a, out in adj.items() for b, w in out.items() if a < b}
+
+
+def test_a_reopened_namespace_reads_its_links_on_their_first_use(tmp_path: Path) -> None:
+    """A reopened namespace's recalls do not wait for its links: they are read when
+    first needed (spreading, stats(), a write that links, load()), and a write that
+    links before that gives the graph and table a store that read them first gives."""
+    clock = ManualClock()
+
+    def open_() -> Oblivion:
+        return Oblivion(tmp_path, clock=clock, embedder=HashEmbedder(), token_counter=word_count)
+
+    texts = ["apples and pears", "pears and plums", "plums in the basket", "quantum notes"]
+    with open_() as mem:
+        for text in texts:
+            mem.remember(text)
+            clock.advance(60.0)
+        stored = _links_table(tmp_path)
+        assert stored and _graph_links(mem) == stored
+    reads: list[str] = []
+
+    def spy_on(mem: Oblivion) -> None:
+        read_links = mem._db.links
+
+        def spy(ns: str) -> Any:
+            reads.append(ns)
+            return read_links(ns)
+
+        mem._db.links = spy  # type: ignore[method-assign]
+
+    with open_() as mem:
+        spy_on(mem)
+        assert mem.recall("pears", k=2, feedback=False).items
+        assert reads == []  # not needed yet
+        assert mem.stats()["links"] == len(stored)
+        assert reads == ["default"]
+        assert _graph_links(mem) == stored
+        mem.load()
+        assert reads == ["default"]  # once
+    with open_() as mem:  # a write that links, first
+        mem.remember("pears and apples again")
+        after = _links_table(tmp_path)
+        assert after > stored and _graph_links(mem) == after
+    with open_() as mem:
+        spy_on(mem)
+        reads.clear()
+        mem.load()  # reads them ahead
+        assert reads == ["default"] and _graph_links(mem) == after
+
+
+def test_a_damaged_link_is_reported_when_the_links_are_read(tmp_path: Path) -> None:
+    """A link weight that is not a number names the row and the fix when the links are
+    first needed; recall, which does not need them, still answers."""
+    clock = ManualClock()
+
+    def open_() -> Oblivion:
+        return Oblivion(tmp_path, clock=clock, embedder=HashEmbedder(), token_counter=word_count)
+
+    with open_() as mem:
+        a = mem.remember("apples and pears in the basket")
+        b = mem.remember("quantum physics lecture notes")
+        mem.link(a.id, b.id, 0.6)
+    with sqlite3.connect(tmp_path / "oblivion.sqlite3") as conn:
+        conn.execute("UPDATE links SET weight='heavy'")
+    conn.close()
+    with open_() as mem:
+        assert mem.recall("apples", k=1, feedback=False).ids == [a.id]
+        with pytest.raises(StoreCorruptError, match=r"weight 'heavy'.*delete that row"):
+            mem.stats()
+        assert mem.get(a.id).text == "apples and pears in the basket"
 
 
 class _SameColourJudge:

@@ -801,6 +801,7 @@ def test_more_damaged_values_are_reported_not_blamed_on_the_caller(
         )
         try:
             mem.records()
+            mem.stats()  # (the links are read on their first use)
         finally:
             mem.close()
 
