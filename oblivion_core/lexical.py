@@ -519,7 +519,7 @@ class LexicalIndex:
         try:
             space = _Namespace.from_arrays(arrays)
         except ValueError as exc:
-            self._snapshots._discard(self._snapshots.path(namespace), namespace, exc)
+            self._snapshots.discard(namespace, exc)
             return None
         self._saved[namespace] = generation
         return space

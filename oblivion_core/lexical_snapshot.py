@@ -65,7 +65,7 @@ class LexicalSnapshots:
         except FileNotFoundError:
             return None
         except Exception as exc:  # truncated, not a zip, a missing array, ...
-            self._discard(path, namespace, exc)
+            self.discard(namespace, exc)
             return None
         if int(header[0]) != FORMAT or name != namespace or int(header[1]) != generation:
             return None  # saved by another version, or before a change: built again
@@ -108,13 +108,16 @@ class LexicalSnapshots:
         with contextlib.suppress(OSError):
             self.path(namespace).unlink()
 
-    def _discard(self, path: Path, namespace: str, exc: BaseException) -> None:
+    def discard(self, namespace: str, why: BaseException) -> None:
+        """Delete ``namespace``'s file, which could not be read back (``why``), with a
+        warning."""
+        path = self.path(namespace)
         logger.warning(
             "ignoring the saved BM25 index of namespace %r (%s: %s); it is built from "
             "the texts instead",
             namespace,
             path,
-            exc,
+            why,
         )
         with contextlib.suppress(OSError):
             path.unlink()

@@ -1334,28 +1334,31 @@ class StateDB:
         conn.executemany("DELETE FROM memories WHERE namespace=? AND id=?", keys)
         conn.executemany("DELETE FROM vectors WHERE namespace=? AND id=?", keys)
 
-    def lexical_generation(self, namespace: str, *, make: bool = False) -> int | None:
-        """The namespace's number in ``lexical_gen`` (see :data:`_LEXICAL_GENERATION`):
-        ``None`` if it has none yet, unless ``make``, which draws one. Read as
-        :meth:`seq_texts` reads (committed rows only) unless ``make``."""
+    def lexical_generation(self, namespace: str) -> int | None:
+        """The namespace's number in ``lexical_gen`` (see :data:`_LEXICAL_GENERATION`),
+        ``None`` if it has none yet; read as :meth:`seq_texts` reads (committed rows
+        only, on a connection of its own)."""
         sql = "SELECT gen FROM lexical_gen WHERE namespace=?"
-        if make:
+        if self.path is None:
             found = self._read(sql, (namespace,))
-            if found:
-                return int(found[0][0])
-            with self.transaction() as conn:
-                conn.execute(
-                    "INSERT OR IGNORE INTO lexical_gen (namespace, gen) VALUES (?, random())",
-                    (namespace,),
-                )
-                row = conn.execute(sql, (namespace,)).fetchone()
-        elif self.path is None:
-            found = self._read(sql, (namespace,))
-            row = found[0] if found else None
-        else:
-            with self._reader_lock, self._translated():
-                row = self._reader().execute(sql, (namespace,)).fetchone()
+            return int(found[0][0]) if found else None
+        with self._reader_lock, self._translated():
+            row = self._reader().execute(sql, (namespace,)).fetchone()
         return None if row is None else int(row[0])
+
+    def current_lexical_generation(self, namespace: str) -> int:
+        """The namespace's number in ``lexical_gen`` as this connection sees it, drawn
+        now if it has none yet (a store from before the table, untouched since)."""
+        sql = "SELECT gen FROM lexical_gen WHERE namespace=?"
+        found = self._read(sql, (namespace,))
+        if found:
+            return int(found[0][0])
+        with self.transaction() as conn:
+            conn.execute(
+                "INSERT OR IGNORE INTO lexical_gen (namespace, gen) VALUES (?, random())",
+                (namespace,),
+            )
+            return int(conn.execute(sql, (namespace,)).fetchone()[0])
 
     def _reader(self) -> sqlite3.Connection:
         """The connection that reads committed rows only, beside writes (call with
