@@ -627,7 +627,7 @@ class Oblivion:
         was saved or read), for its next load (:mod:`oblivion_core.lexical_snapshot`).
         Best effort: a failure is logged, and the next load builds it from the texts."""
         try:
-            self._lex.save(ns, self._db.current_lexical_generation(ns))
+            self._lex.save(ns, lambda: self._db.current_lexical_generation(ns))
         except Exception:
             logger.warning(
                 "could not save the BM25 index of namespace %r; it is built from the texts "

@@ -524,10 +524,10 @@ class LexicalIndex:
         self._saved[namespace] = generation
         return space
 
-    def save(self, namespace: str, generation: int) -> bool:
-        """Save ``namespace``'s index (if built) as of ``generation``, the namespace's
-        number now: call where no write can land meanwhile (the engine's lock held).
-        ``True`` if a file now holds it."""
+    def save(self, namespace: str, generation: Callable[[], int]) -> bool:
+        """Save ``namespace``'s index (if built) as of ``generation()``, the namespace's
+        number now (asked only if there is an index to save): call where no write can
+        land meanwhile (the engine's lock held). ``True`` if a file now holds it."""
         if self._snapshots is None:
             return False
         with self._lock:
@@ -538,13 +538,14 @@ class LexicalIndex:
                 self._saved.pop(namespace, None)
                 self._snapshots.drop(namespace)
                 return False
-            if self._saved.get(namespace) == generation:
+            number = generation()
+            if self._saved.get(namespace) == number:
                 return True  # unchanged since it was saved or read
             arrays = space.to_arrays()
-        if not self._snapshots.save(namespace, generation, arrays):
+        if not self._snapshots.save(namespace, number, arrays):
             return False
         with self._lock:
-            self._saved[namespace] = generation
+            self._saved[namespace] = number
         return True
 
     def build(self, namespace: str) -> None:

@@ -142,7 +142,7 @@ def test_saving_where_nothing_can_be_written_warns_and_fails_nothing(
     assert "could not save the BM25 index" in caplog.text
     lex = LexicalIndex(lambda ns: [(1, "ferry to lisbon")], snaps, lambda ns: 1)
     assert lex.search("ns", "ferry", 1)[0] == [1]
-    assert lex.save("ns", 1) is False
+    assert lex.save("ns", lambda: 1) is False
 
 
 def test_an_index_left_half_updated_is_built_again(monkeypatch: Any) -> None:
@@ -164,7 +164,7 @@ def test_an_index_left_half_updated_is_built_again(monkeypatch: Any) -> None:
     monkeypatch.setattr(lexical, "stem", real_stem)
     rows.append((2, "the harbour ferry"))  # committed before the add, as writes do
     assert sorted(lex.search("ns", "ferry", 5)[0]) == [1, 2]
-    assert lex.save("ns", 1) is False  # no snapshots here: nothing to save to
+    assert lex.save("ns", lambda: 1) is False  # no snapshots here: nothing to save to
 
 
 # --------------------------------------------------------------- the real stack
@@ -366,3 +366,36 @@ def test_a_small_namespace_keeps_no_file(tmp_path: Path, real_embedder: Any) -> 
         mem.remember("The only note left.")
         assert mem.recall("note", k=1).items
     assert not list((path / "lexical").glob("*.npz"))
+
+
+def test_a_store_from_before_the_table_gets_its_number_only_when_an_index_is_saved(
+    tmp_path: Path, real_embedder: Any
+) -> None:
+    """Closing writes nothing for a namespace whose index was not built (``oblivion
+    stats`` reads a store); a store whose namespace has no number yet (written before
+    the triggers) gets one when its index is first saved, and reads it back after."""
+    path = tmp_path / "store"
+    clock = ManualClock()
+    with _open(path, real_embedder, clock) as mem:
+        mem.remember_many(_TEXTS)
+
+    def numbers() -> list[Any]:
+        with sqlite3.connect(path / "oblivion.sqlite3") as conn:
+            rows = conn.execute("SELECT * FROM lexical_gen").fetchall()
+        conn.close()
+        return rows
+
+    with sqlite3.connect(path / "oblivion.sqlite3") as conn:
+        conn.execute("DELETE FROM lexical_gen")  # as a store from before the table
+    conn.close()
+    for saved in (path / "lexical").glob("*.npz"):  # (the first session's writes built it)
+        saved.unlink()
+    with _open(path, real_embedder, clock) as mem:
+        assert len(mem.records()) == len(_TEXTS)  # no BM25 search
+    assert numbers() == [] and not list((path / "lexical").glob("*.npz"))
+    with _open(path, real_embedder, clock) as mem:
+        built = _answers(mem)
+    assert len(numbers()) == 1 and len(list((path / "lexical").glob("*.npz"))) == 1
+    with _open(path, real_embedder, clock) as mem:
+        reads = _text_reads(mem)
+        assert _answers(mem) == built and reads == []
