@@ -618,9 +618,11 @@ class Oblivion:
                     raise
                 self._release(write=False)  # failed twice: let go of the store
                 raise
-            for ns in self._spaces:
-                self._save_lexical(ns)
-            self._release(write=True)
+            try:
+                for ns in self._spaces:
+                    self._save_lexical(ns)
+            finally:  # (an interrupt while saving still lets go of the store)
+                self._release(write=True)
 
     def _save_lexical(self, ns: str) -> None:
         """Save ``ns``'s BM25 index beside the database (if built and changed since it

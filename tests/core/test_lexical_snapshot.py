@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from hypothesis import strategies as st
 from oblivion_core import ManualClock, Oblivion, Policy, lexical
 from oblivion_core.lexical import LexicalIndex, _Namespace
 from oblivion_core.lexical_snapshot import FORMAT, LexicalSnapshots
-from oblivion_core.testing import word_count
+from oblivion_core.testing import HashEmbedder, word_count
 
 _WORDS = ["ferry", "harbour", "flight", "lisbon", "dentist", "boiler", "paid", "zoë", "42"]
 _DOC = st.lists(st.sampled_from(_WORDS), min_size=0, max_size=8).map(" ".join)
@@ -399,3 +400,64 @@ def test_a_store_from_before_the_table_gets_its_number_only_when_an_index_is_sav
     with _open(path, real_embedder, clock) as mem:
         reads = _text_reads(mem)
         assert _answers(mem) == built and reads == []
+
+
+def test_writes_committed_while_a_saved_index_is_read_are_all_indexed(
+    tmp_path: Path,
+) -> None:
+    """Writes that commit after the first search read the namespace's number, while it
+    reads the saved index, are indexed once it has (their index update waits for it):
+    the index then searches as one built from the stored texts."""
+    path = tmp_path / "store"
+    clock = ManualClock()
+    words = ["ferry", "harbour", "lisbon", "boiler", "dentist", "garden", "invoice"]
+
+    def open_() -> Oblivion:
+        return Oblivion(path, embedder=HashEmbedder(), clock=clock, token_counter=word_count)
+
+    with open_() as mem:
+        mem.remember_many([f"{words[k % 7]} note {k} {words[(3 * k) % 7]}" for k in range(60)])
+        mem.recall("ferry", k=1)  # built, saved at close
+    with open_() as mem:
+        reads = _text_reads(mem)
+        number_read = threading.Event()
+        written = threading.Event()
+        read_number = mem._lex._generation
+        assert read_number is not None
+
+        def slow_number(ns: str) -> int | None:
+            number = read_number(ns)
+            number_read.set()
+            written.wait(10)  # the writes commit now, before the saved index is read
+            return number
+
+        mem._lex._generation = slow_number
+        errors: list[BaseException] = []
+
+        def write(t: int) -> None:
+            number_read.wait(10)
+            try:
+                for j in range(3):
+                    mem.remember(f"{words[(t + j) % 7]} racing {t} {j}")
+            except BaseException as exc:
+                errors.append(exc)
+
+        writers = [threading.Thread(target=write, args=(t,)) for t in range(3)]
+        for thread in writers:
+            thread.start()
+        # the writers commit, then wait for the index (held by the search below)
+        threading.Timer(0.3, written.set).start()
+        mem.recall("ferry note", k=3)
+        for thread in writers:
+            thread.join()
+        assert errors == [] and reads == []  # read back, not built
+        mem._lex._generation = read_number
+        live = mem._lex._spaces["default"]
+        fresh = _Namespace()
+        seqs, texts = zip(*mem._db.seq_texts("default"), strict=True)
+        fresh.add(list(seqs), list(texts))
+        assert len(fresh.slot_of) == 60 + 9
+        assert sorted(live.slot_of) == sorted(fresh.slot_of)
+        assert live.total_length == fresh.total_length
+        for word in words:
+            assert live.search([word, "racing"], 50) == fresh.search([word, "racing"], 50)
