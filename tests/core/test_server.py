@@ -161,3 +161,28 @@ def test_a_collection_dropped_on_the_server_is_made_again(
         assert mem.recall("Lisbon offsite", deep=True).ids[0] == new
     finally:
         mem.close()
+
+
+def test_the_bm25_index_is_saved_beside_the_local_state(
+    tmp_path: Path, chroma_server: tuple[str, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With vectors on a server, the saved BM25 index lives in the local state folder
+    and is read back on the next open, while the server is queried for the archive."""
+    monkeypatch.setattr(Oblivion, "LEXICAL_SNAPSHOT_DOCUMENTS", 4)
+    prefix = uuid.uuid4().hex[:8]
+    clock = ManualClock()
+    texts = [f"note {k} about the harbour ferry timetable" for k in range(6)]
+    with _open(tmp_path / "state", chroma_server, prefix, clock) as mem:
+        ids = [r.id for r in mem.remember_many([*texts, "Lisbon flight on Friday"])]
+        before = mem.recall("Lisbon flight", k=1, feedback=False).ids
+    assert before == [ids[-1]]
+    assert len(list((tmp_path / "state" / "lexical").glob("*.npz"))) == 1
+    with _open(tmp_path / "state", chroma_server, prefix, clock) as mem:
+        built: list[str] = []
+        load = mem._lex._load
+        mem._lex._load = lambda ns: (built.append(ns), load(ns))[1]
+        mem.EXACT_ARCHIVE_ROWS = mem.SKETCH_ARCHIVE_ROWS = 0  # the archive from the server
+        found = mem.recall("Lisbon flight", k=1, deep=True, feedback=False)
+        assert found.ids == before and found.searched_archive
+        assert mem.stats()["archive_search"] == "chroma"
+        assert built == []  # read back from the state folder
