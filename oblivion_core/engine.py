@@ -213,6 +213,9 @@ class _Space:
         self._graph: LinkGraph | None = LinkGraph()
         # reads the namespace's links from the store, for a graph left to its first use
         self.read_links: Callable[[], Iterable[tuple[str, str, float]]] | None = None
+        # why the links could not be read (a damaged row), so they are not read again
+        self._links_damaged: StoreCorruptError | None = None
+        self.links_warned = False  # spreading and automatic links skip them, said once
         self.review: dict[str, str] = {}
         self.summaries: dict[str, list[str]] = {}
         # originals a decompress() brought back: maintain() does not compress them again
@@ -229,11 +232,23 @@ class _Space:
         writes that link): a reopened store's first recall does not wait for them (139k
         links at 100k memories: 0.26 s)."""
         if self._graph is None:
+            if self._links_damaged is not None:  # read once, at 0.26 s per 100k memories
+                raise StoreCorruptError(str(self._links_damaged))
             graph = LinkGraph()
             if self.read_links is not None:
-                graph.add_many(self.read_links())
+                try:
+                    graph.add_many(self.read_links())
+                except StoreCorruptError as exc:
+                    self._links_damaged = exc
+                    raise
             self._graph = graph
         return self._graph
+
+    def unlink(self, node: str) -> None:
+        """Drop ``node``'s links from the graph, if it was read (a graph read later reads
+        the table, which the deletion already cleared of them)."""
+        if self._graph is not None:
+            self._graph.remove_node(node)
 
     def _mark(self, ids: Sequence[str], active: bool) -> None:
         """Put memories ``ids`` into :attr:`active` or take them out (ids not in the
@@ -2745,11 +2760,31 @@ class Oblivion:
                 new.append((mid, prev[0], policy.adjacency_weight, "adjacent"))
             prev = (mid, now)
         space.last_write = prev
-        if new:
+        graph = self._usable_links(ns, space) if new else None
+        if graph is not None:
             with self._db.transaction() as conn:
                 self._db.save_links(
-                    conn, ns, [(a, b, space.graph.add(a, b, w), kind) for a, b, w, kind in new]
+                    conn, ns, [(a, b, graph.add(a, b, w), kind) for a, b, w, kind in new]
                 )
+
+    @staticmethod
+    def _usable_links(ns: str, space: _Space) -> LinkGraph | None:
+        """``space.graph``, or ``None`` if the links table holds a damaged row: a
+        recall's spreading and a write's automatic links then go without, with one
+        warning per load, instead of failing every recall's feedback and every write
+        (``stats()``, ``links()``, ``link()`` and ``invalidate()`` raise the error)."""
+        try:
+            return space.graph
+        except StoreCorruptError:
+            if not space.links_warned:
+                space.links_warned = True
+                logger.warning(
+                    "the links of namespace %r cannot be read; recall boosts do not spread "
+                    "and writes are not linked until the store is fixed",
+                    ns,
+                    exc_info=True,
+                )
+            return None
 
     def _spread(
         self,
@@ -2761,11 +2796,14 @@ class Oblivion:
         journal: list[JournalRow],
     ) -> list[int]:
         """Let part of the boosts in ``seeds`` flow to linked memories; returns touched rows."""
-        if policy.spread_fraction <= 0 or not space.graph.adj:
+        if policy.spread_fraction <= 0:
+            return []
+        graph = self._usable_links(ns, space)
+        if graph is None or not graph.adj:
             return []
         st = space.state
         shares = spread(
-            space.graph.adj,
+            graph.adj,
             seeds,
             fraction=policy.spread_fraction,
             hop_decay=policy.spread_hop_decay,
@@ -3196,7 +3234,7 @@ class Oblivion:
             space.discard(ids)
             for m in ids:
                 st.remove(m)
-                space.graph.remove_node(m)
+                space.unlink(m)
                 space.review.pop(m, None)
             if space.last_write is not None and space.last_write[0] in gone:
                 space.last_write = self._last_turn(space)  # as a reopened store finds it

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 import sqlite3
@@ -360,9 +361,12 @@ def test_a_reopened_namespace_reads_its_links_on_their_first_use(tmp_path: Path)
         assert reads == ["default"] and _graph_links(mem) == after
 
 
-def test_a_damaged_link_is_reported_when_the_links_are_read(tmp_path: Path) -> None:
+def test_a_damaged_link_is_reported_when_the_links_are_read(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """A link weight that is not a number names the row and the fix when the links are
-    first needed; recall, which does not need them, still answers."""
+    first needed (stats(), links()); recall, its boosts, writes and forgetting go on
+    without them, with one warning."""
     clock = ManualClock()
 
     def open_() -> Oblivion:
@@ -375,11 +379,29 @@ def test_a_damaged_link_is_reported_when_the_links_are_read(tmp_path: Path) -> N
     with sqlite3.connect(tmp_path / "oblivion.sqlite3") as conn:
         conn.execute("UPDATE links SET weight='heavy'")
     conn.close()
-    with open_() as mem:
+    with open_() as mem, caplog.at_level(logging.WARNING, logger="oblivion_core"):
+        reads: list[str] = []
+        read_links = mem._db.links
+        mem._db.links = lambda ns: (reads.append(ns), read_links(ns))[1]  # type: ignore[method-assign]
         assert mem.recall("apples", k=1, feedback=False).ids == [a.id]
         with pytest.raises(StoreCorruptError, match=r"weight 'heavy'.*delete that row"):
             mem.stats()
+        with pytest.raises(StoreCorruptError, match="weight 'heavy'"):
+            mem.links(a.id)  # not read again: the same error
         assert mem.get(a.id).text == "apples and pears in the basket"
+        # what does not need the links works, without them: recall boosts (no
+        # spreading), writes (not linked), forgetting; one warning, no reload per call
+        space = mem._space("default")
+        before = mem.get(a.id).activation
+        for _ in range(3):
+            mem.recall("apples pears basket", k=1)
+            mem.remember("apples again, in a bowl")
+        assert mem.get(a.id).activation > before
+        mem.forget(b.id)
+        assert mem._space("default") is space
+        assert caplog.text.count("cannot be read") == 1
+        assert reads == ["default"]  # read once (0.26 s at 100k memories)
+        assert b.id not in [r.id for r in mem.records()]
 
 
 class _SameColourJudge:
