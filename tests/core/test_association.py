@@ -359,6 +359,15 @@ def test_a_reopened_namespace_reads_its_links_on_their_first_use(tmp_path: Path)
         reads.clear()
         mem.load()  # reads them ahead
         assert reads == ["default"] and _graph_links(mem) == after
+    with open_() as mem:  # a forget before they are read: the table is the graph
+        spy_on(mem)
+        reads.clear()
+        gone = mem.records()[1].id
+        mem.forget(gone)
+        assert reads == []
+        left = _links_table(tmp_path)
+        assert all(gone not in (a, b) for a, b, _ in left) and left < after
+        assert _graph_links(mem) == left and reads == ["default"]
 
 
 def test_a_damaged_link_is_reported_when_the_links_are_read(
