@@ -16,7 +16,9 @@ is ignored, and one that cannot be read or does not hold a consistent index is i
 and deleted, with a warning: the index is then built from the texts as before. Nothing
 is lost either way, since the texts in the state database are what the index is made
 from. Saving is best effort too: a full disk or a read-only folder leaves a warning and
-no file.
+no file. A file is written under a temporary name and then renamed, so it is whole or
+absent; a temporary file a killed save left behind is removed by the namespace's next
+save.
 """
 
 from __future__ import annotations
@@ -78,6 +80,11 @@ class LexicalSnapshots:
         tmp: str | None = None
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
+            # one store is open in one process, which saves a namespace under its lock:
+            # a temporary file of this namespace is what a killed save left behind
+            for left in self.folder.glob(f"{path.stem}*.tmp"):
+                with contextlib.suppress(OSError):
+                    left.unlink()
             fd, tmp = tempfile.mkstemp(prefix=path.stem, suffix=".tmp", dir=self.folder)
             saved: Arrays = {
                 "header": np.array([FORMAT, generation], dtype=np.int64),

@@ -122,6 +122,20 @@ def test_a_file_is_read_only_for_its_namespace_generation_and_format(tmp_path: P
     assert snaps.load("ns", 7) is None
 
 
+def test_what_a_killed_save_left_is_removed_by_the_next_save(tmp_path: Path) -> None:
+    snaps = LexicalSnapshots(tmp_path / "lexical")
+    snaps.folder.mkdir()
+    left = snaps.folder / f"{snaps.path('ns').stem}abc123.tmp"
+    left.write_bytes(b"half a file")
+    other = snaps.folder / f"{snaps.path('other').stem}abc123.tmp"
+    other.write_bytes(b"another namespace's")
+    assert snaps.save("ns", 1, _arrays())
+    assert not left.exists() and other.exists()
+    assert sorted(p.name for p in snaps.folder.iterdir()) == sorted(
+        [snaps.path("ns").name, other.name]
+    )
+
+
 def test_a_damaged_file_is_ignored_and_deleted(tmp_path: Path, caplog: Any) -> None:
     snaps = LexicalSnapshots(tmp_path / "lexical")
     assert snaps.save("ns", 1, _arrays())
