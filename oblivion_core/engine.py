@@ -244,6 +244,11 @@ class _Space:
             self._graph = graph
         return self._graph
 
+    def read_links_later(self, read: Callable[[], Iterable[tuple[str, str, float]]]) -> None:
+        """Leave the links to their first use (:attr:`graph`), read by ``read`` then: a
+        write that adds one reads them first."""
+        self._graph, self.read_links = None, read
+
     def unlink(self, node: str) -> None:
         """Drop ``node``'s links from the graph, if it was read (a graph read later reads
         the table, which the deletion already cleared of them)."""
@@ -3996,8 +4001,7 @@ class Oblivion:
         usage = self._db.parsed(f"usage:{ns}", Usage.from_json)
         space = _Space(st, index, usage)
         space.writes_since_maintain = self._db.parsed(f"writes:{ns}", _stored_count)
-        # left to its first use: the write that adds one reads them first
-        space._graph, space.read_links = None, lambda: self._db.links(ns)
+        space.read_links_later(lambda: self._db.links(ns))
         space.review = self._db.review(ns)
         space.summaries = self._db.summaries(ns)
         space.uncompressed = self._db.parsed(f"uncompressed:{ns}", _stored_ids)

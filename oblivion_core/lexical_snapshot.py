@@ -126,5 +126,4 @@ class LexicalSnapshots:
             path,
             why,
         )
-        with contextlib.suppress(OSError):
-            path.unlink()
+        self.drop(namespace)

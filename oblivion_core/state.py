@@ -169,6 +169,8 @@ CREATE TRIGGER IF NOT EXISTS lexical_gen_delete AFTER DELETE ON memories BEGIN
     ON CONFLICT (namespace) DO UPDATE SET gen = excluded.gen;
 END;
 """
+#: A namespace's number in ``lexical_gen``.
+_GENERATION = "SELECT gen FROM lexical_gen WHERE namespace=?"
 
 
 def memory_key(namespace: str, memory_id: str) -> int:
@@ -677,10 +679,13 @@ class StateDB:
         except sqlite3.Error as exc:
             raise self._error(exc) from exc
 
-    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        """The rows of one query (errors translated as by :meth:`_translated`)."""
+    def _read(
+        self, sql: str, params: Sequence[Any] = (), conn: sqlite3.Connection | None = None
+    ) -> list[Any]:
+        """The rows of one query on ``conn`` (default :attr:`conn`), errors translated as
+        by :meth:`_translated`."""
         with self._translated():
-            return self.conn.execute(sql, params).fetchall()
+            return (conn or self.conn).execute(sql, params).fetchall()
 
     def _scan(
         self,
@@ -694,21 +699,16 @@ class StateDB:
         about half of the table or more (``rows``: its count, if known). In table order
         the pages are read one after the other: 0.19 s for the 100k memories of a
         one-namespace store, against 0.36 s through the index and a sort; 0.13 s for
-        their vectors against 0.30 s. ``conn``: the connection to ask on (the caller's
-        own, translated errors and all; default :attr:`conn`)."""
-
-        def one(sql: str, params: Sequence[Any] = ()) -> Any:
-            if conn is None:
-                return self._read(sql, params)[0][0]
-            return conn.execute(sql, params).fetchone()[0]
-
+        their vectors against 0.30 s. ``conn``: the connection to ask on (default
+        :attr:`conn`)."""
         # rowids only grow (a deleted or replaced row's is not reused): the largest
         # bounds the table's size from above
-        top = one(f"SELECT max(rowid) FROM {table}")
+        top = self._read(f"SELECT max(rowid) FROM {table}", (), conn)[0][0]
         if not isinstance(top, int) or top < _SCAN_ROWS:
             return False
         if rows is None:
-            rows = int(one(f"SELECT count(*) FROM {table} WHERE namespace=?", (namespace,)))
+            sql = f"SELECT count(*) FROM {table} WHERE namespace=?"
+            rows = int(self._read(sql, (namespace,), conn)[0][0])
         return 2 * rows >= top
 
     def _namespace_rows(
@@ -727,9 +727,7 @@ class StateDB:
         scan's rows are sorted here, unless a value is one Python cannot order)."""
 
         def read(sql: str) -> list[Any]:
-            if conn is None:
-                return self._read(sql, (namespace,))
-            return conn.execute(sql, (namespace,)).fetchall()
+            return self._read(sql, (namespace,), conn)
 
         if self._scan(table, namespace, rows, conn):
             found = read(f"SELECT {columns} FROM {table} NOT INDEXED WHERE namespace=?")
@@ -1338,19 +1336,17 @@ class StateDB:
         """The namespace's number in ``lexical_gen`` (see :data:`_LEXICAL_GENERATION`),
         ``None`` if it has none yet; read as :meth:`seq_texts` reads (committed rows
         only, on a connection of its own)."""
-        sql = "SELECT gen FROM lexical_gen WHERE namespace=?"
-        if self.path is None:
-            found = self._read(sql, (namespace,))
-            return int(found[0][0]) if found else None
-        with self._reader_lock, self._translated():
-            row = self._reader().execute(sql, (namespace,)).fetchone()
-        return None if row is None else int(row[0])
+        if self.path is None:  # an in-memory database has one connection
+            found = self._read(_GENERATION, (namespace,))
+        else:
+            with self._reader_lock:
+                found = self._read(_GENERATION, (namespace,), self._reader())
+        return int(found[0][0]) if found else None
 
     def current_lexical_generation(self, namespace: str) -> int:
         """The namespace's number in ``lexical_gen`` as this connection sees it, drawn
         now if it has none yet (a store from before the table, untouched since)."""
-        sql = "SELECT gen FROM lexical_gen WHERE namespace=?"
-        found = self._read(sql, (namespace,))
+        found = self._read(_GENERATION, (namespace,))
         if found:
             return int(found[0][0])
         with self.transaction() as conn:
@@ -1358,7 +1354,7 @@ class StateDB:
                 "INSERT OR IGNORE INTO lexical_gen (namespace, gen) VALUES (?, random())",
                 (namespace,),
             )
-            return int(conn.execute(sql, (namespace,)).fetchone()[0])
+            return int(conn.execute(_GENERATION, (namespace,)).fetchone()[0])
 
     def _reader(self) -> sqlite3.Connection:
         """The connection that reads committed rows only, beside writes (call with
