@@ -64,7 +64,9 @@ phones and most LLM output write them, read as ``'``; an "'s" no possessive coul
     to" matches "is" and "lives"), and so is the kind of value an "is" states: a day,
     date or time; an amount (an age "turned" too); a place or origin by its preposition
     ("in", "from"); an adjective's complement ("allergic to"); else a state ("a blue
-    Golf", "vegetarian"). "My flight is on Tuesday" and "my flight is from Gatwick" are
+    Golf", "vegetarian"), which for a person ("my sister", "my partner") is one of what
+    they are or do ("a nurse", "retired"), what they eat ("vegetarian", "a vegan") and
+    how they are ("pregnant"). "My flight is on Tuesday" and "my flight is from Gatwick" are
     both true; so are "the wedding is on June 14th" and "the wedding is at 2pm" (a
     calendar day and a time of day), "my commute is 40 minutes" and "... 12 miles" (how
     long and how far): values of one kind whose words answer different questions. Subjects
@@ -102,11 +104,19 @@ another's memory) when:
    fact per owner, needs 0.15 less, as a speaker's home and employer do; names need
    none: a person has one name); an
    episodic subject needs a strong cue ("change of plan:"); a noun-less preference
-   matches the single most similar favourite of its owner;
+   matches the single most similar favourite of its owner. A new one that holds for a
+   bounded time ("this week", "today", "tonight", "just this once"; not "from today",
+   "starting this week" or with a start such as "started" or "joined") while the older
+   one does not is an exception, not a change: it replaces an older routine ("every
+   day", "on Mondays", "usually") never, and any other only when it says it changes
+   (a correction cue, or a "moved to": "the meeting has moved to Thursday this week"
+   replaces "the meeting is on Tuesday"; "my commute is by bus this week because of the
+   strike" leaves "my commute is by train");
 2. the new one removes a list item the older one added (or re-adds one it removed): the
    same item, one's words within the other's ("the milk" / "oat milk", not "almond
-   milk" / "oat milk"), and all of an addition of several ("cross the milk off" leaves
-   "add eggs and milk");
+   milk" / "oat milk") and the same noun ("a bottle of milk" and "almond milk" are
+   milk, "a chicken recipe" and "chicken stock" are not chicken), and all of an
+   addition of several ("cross the milk off" leaves "add eggs and milk");
 3. the new one rejects the older one's value ("I've gone off tea", "it's Alex, not
    Sam"), or carries a correction cue and a negation and names the older value, and is
    about the older one's subject: it names it ("allergic" for an allergy), or speaks of
@@ -315,9 +325,56 @@ _LEADING = re.compile(
     r"lately|now|change of heart|scratch that|one more thing|small thing|a small thing|please|"
     r"honestly|to be honest|in fact|turns out|on second thoughts?|right|hmm+|um+|ps|p\.s\.?|"
     r"note|reminder|edit|btw|anyway|wait|oops|my bad|i was wrong|from today|as of today|"
-    r"from now on|starting today|as of now|from this week|from next week)[,:;.!\s-]*)+",
+    r"from now on|starting today|as of now|from this week|from next week|starting this week|"
+    r"starting next week)[,:;.!\s-]*)+",
     re.I,
 )
+#: A bounded time that makes a statement an exception rather than a change ("by bus this
+#: week", "at 10am today"); with a lead ("from today", "starting this week") it starts a
+#: change instead.
+_ONE_OFF = re.compile(
+    r"(?P<lead>\b(?:from|starting|as of|since|until|till|before|after)\s+)?"
+    r"\b(?:this\s+(?:week|weekend|time|morning|afternoon|evening)|today|tonight|"
+    r"just\s+(?:this\s+)?once|for\s+once|for\s+the\s+day)\b",
+    re.I,
+)
+_ONE_OFF_TRIGGERS = ("this", "tonight", "once", "day")
+#: A routine, which an exception leaves standing ("on Mondays", "every day", "usually").
+_ROUTINE = re.compile(
+    r"\b(?:every|each|daily|weekly|fortnightly|monthly|usually|normally|generally|"
+    r"typically|always|weekdays|weeknights|(?:mon|tues|wednes|thurs|fri|satur|sun)days)\b",
+    re.I,
+)
+_ROUTINE_TRIGGERS = (
+    "every",
+    "each",
+    "daily",
+    "weekly",
+    "fortnightly",
+    "monthly",
+    "usually",
+    "normally",
+    "generally",
+    "typically",
+    "always",
+    "weeknights",
+    "days",
+)
+
+
+#: A start, which makes "today" the first day of a change ("I started at Globex today").
+_STARTS = re.compile(r"\b(?:start(?:s|ed)?|began|begins?|join(?:s|ed)|new)\b", re.I)
+
+
+def _one_off(body: str, lower: str) -> bool:
+    """Whether ``body`` holds for a bounded time (:data:`_ONE_OFF`), not from it on."""
+    return (
+        may_match(lower, _ONE_OFF_TRIGGERS)
+        and any(m.group("lead") is None for m in _ONE_OFF.finditer(body))
+        and not _STARTS.search(body)
+    )
+
+
 #: Where a second statement starts inside a sentence.
 _CLAUSES = re.compile(r"(?:,\s*(?:so|and so|which means|meaning)\s+|;\s+)", re.I)
 #: Verbs that report another's words ("Tom told me: ...", "she says ..."), for
@@ -1019,6 +1076,9 @@ class Statement:
     moved: bool = False  # a move or new job, to a name ("I moved to York")
     liking: bool = False  # it speaks of liking ("gone off", "prefer", "no longer like")
     several: bool = False  # a list addition of several items ("add eggs and milk")
+    item_head: str | None = None  # the noun a list item is ("recipe" of "chicken recipe")
+    one_off: bool = False  # it holds for a bounded time ("this week", "today")
+    routine: bool = False  # it holds as a routine ("every day", "on Mondays")
     quantities: frozenset[tuple[str, str]] = frozenset()  # ("money", "80k"), ("time", ...)
 
 
@@ -1169,17 +1229,47 @@ def _value(text: str, subject: str = "") -> frozenset[str]:
     return _norm_words(text) - _VALUE_FILLER - _norm_words(subject)
 
 
-def _item_words(item: str, sentence: str) -> frozenset[str]:
+def _item_words(item: str, sentence: str) -> tuple[frozenset[str], str | None]:
+    """Content words of a list item and its head (:func:`_item_head`)."""
     words = _norm_words(item)
     if words and not (set(item.lower().split()) <= _PRONOUN_ITEMS):
-        return words
+        return words, _item_head(item)
     # "we're out of butter, so stick that on the list": the item is named elsewhere
     m = _NAMED_ELSEWHERE.search(sentence)
-    return _norm_words(m.group(1)) if m else frozenset()
+    return (_norm_words(m.group(1)), _item_head(m.group(1))) if m else (frozenset(), None)
 
 
-def _list_op(body: str, lower: str) -> tuple[str, frozenset[str], str | None] | None:
-    """``(op, items, list)`` of a list operation, if the text is one."""
+#: Where a list item's noun phrase ends: a preposition ("milk at home") or a clause
+#: word ("chicken, thanks").
+_ITEM_END = re.compile(
+    r"[,;:.!?]|\b(?:at|in|on|for|from|to|into|onto|with|by|so|but|because|already|now|"
+    r"too|again|anymore|any more|after all|today|tonight|tomorrow|please)\b"
+)
+_ITEM_TOKEN = re.compile(r"[a-z0-9][a-z0-9'\-]*")
+#: Items of several things: no one head ("eggs and milk").
+_ITEMS_JOINED = re.compile(r"\b(?:and|or|plus)\b|,|&")
+
+
+def _item_head(item: str) -> str | None:
+    """The noun a list item is: the last content word of its noun phrase, the one after
+    "of" in a measure ("a bottle of milk": milk), ``None`` for several items joined.
+    "a chicken recipe" is a recipe, "almond milk" is milk."""
+    phrase = straighten(item).lower()
+    if _ITEMS_JOINED.search(phrase):
+        return None
+    measured = phrase.split(" of ", 1)
+    phrase = _ITEM_END.split(measured[-1], maxsplit=1)[0]
+    words = [
+        _norm_word(w.strip("'-"))
+        for w in _ITEM_TOKEN.findall(phrase)
+        if content_words(w.strip("'-"))
+    ]
+    return words[-1] if words else None
+
+
+def _list_op(body: str, lower: str) -> tuple[str, frozenset[str], str | None, str | None] | None:
+    """``(op, items, list, head)`` of a list operation, if the text is one (``head``: see
+    :func:`_item_head`)."""
     listy = "list" in lower or "shop" in lower
     for pattern, op, needed in (
         (_LIST_REMOVE, "remove", listy),
@@ -1189,21 +1279,21 @@ def _list_op(body: str, lower: str) -> tuple[str, frozenset[str], str | None] | 
     ):
         lm = pattern.search(body) if needed else None
         if lm:
-            items = _item_words(lm.group("item"), body)
+            items, head = _item_words(lm.group("item"), body)
             if items:
-                return op, items, _list_name(lower)
+                return op, items, _list_name(lower), head
     nm = _NO_NEED.search(body) if "need" in lower else None
     if nm and _norm_words(nm.group("item")):
-        return "remove", _norm_words(nm.group("item")), None
+        return "remove", _norm_words(nm.group("item")), None, _item_head(nm.group("item"))
     hm = _HAVE_IT.search(body) if "already" in lower or " off" in lower else None
     if hm:
         item = hm.group("item") or hm.group("item2") or hm.group("pron")
-        items = _item_words(item, body)
+        items, head = _item_words(item, body)
         if items:
-            return "remove", items, _list_name(lower)
+            return "remove", items, _list_name(lower), head
     om = _OUT_OF.search(body) if "out of" in lower or "low on" in lower else None
     if om and _norm_words(om.group("item")):
-        return "add", _norm_words(om.group("item")), "shopping"
+        return "add", _norm_words(om.group("item")), "shopping", _item_head(om.group("item"))
     for sentence in re.split(r"(?<=[.!?])\s+", body):
         clean = _strip_label(sentence)
         for pattern, op in ((_LIST_DROP, "remove"), (_BARE_REMOVE, "remove"), (_BARE_ADD, "add")):
@@ -1211,7 +1301,7 @@ def _list_op(body: str, lower: str) -> tuple[str, frozenset[str], str | None] | 
             if dm and not re.search(r"\b(?:to|from|in|into|on|onto|for|with)\b", dm.group("item")):
                 items = _norm_words(dm.group("item")) - _VALUE_FILLER
                 if items:
-                    return op, items, _list_name(lower)
+                    return op, items, _list_name(lower), _item_head(dm.group("item"))
     return None
 
 
@@ -1464,6 +1554,8 @@ def _subject_value(
                     fits = _verb_kind(cm, _value_kind(cm.group("val"), verb_text), subj)
                     if fits is None:
                         continue
+                    if fits == "state" and _PERSON_SUBJECT.search(subj):
+                        fits = _person_state(cm.group("val"))
                     verb = f"{verb}:{fits}"
                 episodic = bool(set(subj.split()) & _EPISODIC)
                 if " and " in cm.group("subj"):
@@ -1471,6 +1563,32 @@ def _subject_value(
                 key = f"{_owner(cm.group('owner'), speaker)}|{subj}|{verb}"
                 return key, value, episodic
     return None
+
+
+#: A subject that is a person ("sister", "older brother", "partner"), as normalised.
+_PERSON_SUBJECT = re.compile(rf"(?:^|\s){_PERSON}$")
+#: Adjectives that say what a person does, as a noun does ("retired" after "a teacher").
+_JOB_STATES = _word_set("retired unemployed self-employed freelance jobless redundant")
+#: What a person eats or drinks, noun or adjective ("a vegetarian", "vegan").
+_DIETS = _word_set(
+    "vegetarian vegan pescatarian flexitarian coeliac celiac diabetic teetotal teetotaller"
+)
+
+
+def _person_state(value: str) -> str:
+    """Which question a person's "is" answers (the state kind of :func:`_value_kind`):
+    ``diet`` ("vegetarian", "a vegan"), ``kind`` (what they are or do: "a nurse", "an
+    engineer", "retired"), else ``state`` (how they are: "pregnant", "shy"). "My sister
+    is a nurse" and "my sister is pregnant" are both true; "my dad is a teacher" and
+    "my dad is retired now" are not."""
+    words = re.findall(r"[a-z][a-z'\-]*", value.lower())
+    while words and words[0] in ("now", "actually", "still", "currently", "also", "very", "as"):
+        words = words[1:]
+    article = bool(words) and words[0] in ("a", "an")
+    first = words[1] if article and len(words) > 1 else (words[0] if words else "")
+    if first in _DIETS:
+        return "diet"
+    return "kind" if article or first in _JOB_STATES else "state"
 
 
 def _verb_kind(cm: re.Match[str], kind: str, subj: str) -> str | None:
@@ -1557,7 +1675,7 @@ def parse(text: str) -> Statement:
         else frozenset()
     )
     words = _norm_words(body)
-    base = {
+    base: dict[str, Any] = {  # Statement's fields every kind of statement has
         "speaker": speaker,
         "cue": cue,
         "strong_cue": cue and bool(_STRONG_CUES.search(body)),
@@ -1566,16 +1684,20 @@ def parse(text: str) -> Statement:
         "negated": negated - _VALUE_FILLER,
         "quantities": _quantities(lower),
         "liking": may_match(lower, _LIKING_TRIGGERS) and _LIKING.search(body) is not None,
+        "one_off": _one_off(body, lower),
+        "routine": may_match(lower, _ROUTINE_TRIGGERS) and _ROUTINE.search(body) is not None,
     }
     op = _list_op(body, lower)
     if op is not None:
         several = op[0] == "add" and len(op[1]) > 1 and _SEVERAL.search(body) is not None
-        return Statement(op=op[0], items=op[1], list_name=op[2], several=several, **base)  # type: ignore[arg-type]
+        return Statement(
+            op=op[0], items=op[1], list_name=op[2], item_head=op[3], several=several, **base
+        )
     if may_match(lower, _NAME_TRIGGERS):
         nm = _NAME.search(body) or _USE_NAME.search(body)
         if nm and _stated(body, nm.start()):
             value = frozenset({nm.group("val").lower()})
-            return Statement(subject=f"@{speaker or ''}|name", value=value, **base)  # type: ignore[arg-type]
+            return Statement(subject=f"@{speaker or ''}|name", value=value, **base)
     own = _QUOTED.sub(" ", body) if '"' in body or "“" in body else body  # not quoted words
     first = re.split(r"(?<=[.!?])\s+", _resolve_pronouns(own))
     # clauses after ", so" / "; ": "Marcus is moving teams, so my new manager is Priya"
@@ -1595,8 +1717,8 @@ def parse(text: str) -> Statement:
         subject, value, episodic = found
         value = value - negated or value  # "I like pho even more than moussaka"
         moved = subject.endswith(_ONE_PER_OWNER) and _SELF_CHANGE.search(own) is not None
-        return Statement(subject=subject, value=value, episodic=episodic, moved=moved, **base)  # type: ignore[arg-type]
-    return Statement(**base)  # type: ignore[arg-type]
+        return Statement(subject=subject, value=value, episodic=episodic, moved=moved, **base)
+    return Statement(**base)
 
 
 _NOW_TRIGGERS = (
@@ -1658,6 +1780,18 @@ def _questions(s: Statement) -> set[str]:
     return set()
 
 
+def _exception(new: Statement, old: Statement) -> bool:
+    """Whether ``new`` is a one-off exception that leaves ``old`` standing: it holds for a
+    bounded time ("my commute is by bus this week") and ``old`` does not, and ``old`` is a
+    routine ("the standup is at 9am every day") or ``new`` says nothing of a change (no
+    cue, no "moved to": "the meeting has moved to Thursday this week" does replace "the
+    meeting is on Tuesday")."""
+    if not new.one_off or old.one_off:
+        return False
+    moved = (new.subject or "").rpartition("|")[2].startswith("moved")
+    return old.routine or not (new.cue or moved)
+
+
 def _other_question(new: Statement, old: Statement) -> bool:
     """Two values of one subject that answer different questions of one kind, so both
     hold: a date and a time of day ("the wedding is on June 14th" / "the wedding is at
@@ -1686,7 +1820,11 @@ def _subject_relation(a: str, b: str) -> str:
             return "different"
         # moved to a day is a day's change, moved to a place a place's
         kinds = {v.partition(":")[2] for v in verbs} - {""}
-        return "same" if len(kinds) <= 1 or kinds <= {"in", "at", "state"} else "different"
+        return (
+            "same"
+            if len(kinds) <= 1 or kinds <= {"in", "at", "state", "kind", "diet"}
+            else "different"
+        )
     if a_words[:1] != ["favourite"] or b_words[:1] != ["favourite"]:
         return "different"
     if "*" in (a_words[-1], b_words[-1]):
@@ -1810,6 +1948,11 @@ class LexicalSupersession:
                 # the same item ("milk" / "the milk"), not one sharing a word with it
                 # ("almond milk" / "oat milk")
                 same_item = n.items <= o.items or o.items <= n.items
+                if n.items != o.items and None not in (n.item_head, o.item_head):
+                    # one names more than the other: the same thing only if both are
+                    # the same noun ("the milk" / "almond milk"), not one a kind of
+                    # the other's word ("a chicken recipe" / "chicken")
+                    same_item = same_item and n.item_head == o.item_head
                 if o.several and not o.items <= n.items:
                     # "cross the milk off" leaves the eggs of "add eggs and milk": the
                     # entry still says what to buy
@@ -1850,7 +1993,12 @@ class LexicalSupersession:
                     changed = False  # one more allergy is not a changed one
                 restated = n.value == o.value
                 # (not when both hold: "the wedding is at 2pm" after "... on June 14th")
-                if relation == "same" and (changed or restated) and not _other_question(n, o):
+                if (
+                    relation == "same"
+                    and (changed or restated)
+                    and not _other_question(n, o)
+                    and not _exception(n, o)
+                ):
                     if not (n.episodic or o.episodic) or n.strong_cue:
                         chosen.append(c.id)
                 elif relation == "maybe" and o.value and _flat(o.value) <= n.negated:

@@ -633,6 +633,107 @@ def test_removing_an_item_leaves_another_that_shares_a_word(old: str, new: str) 
 
 
 @pytest.mark.parametrize(
+    ("old", "new", "stale"),
+    [
+        # one item names more words than the other: the same thing only as the same noun
+        ("Add chicken to the shopping list.", "I already have a chicken recipe.", False),
+        ("Add chicken stock to the shopping list.", "We already have chicken.", False),
+        ("Add chicken to the shopping list.", "We don't need chicken stock any more.", False),
+        ("Add a phone charger to the shopping list.", "I already have a phone.", False),
+        ("Add almond milk to the shopping list.", "Cross the milk off the list.", True),
+        ("Add a bottle of milk to the shopping list.", "We already have milk.", True),
+        ("Add milk to the shopping list.", "We already have milk at home.", True),
+        ("Add milk to the shopping list.", "Got the fresh milk already, cross it off.", True),
+        ("Add eggs and milk to the shopping list.", "Got the eggs and the milk already.", True),
+    ],
+)
+def test_an_item_is_its_noun(old: str, new: str, stale: bool) -> None:
+    """ "I already have a chicken recipe" crossed chicken off the shopping list: the two
+    shared a word and one's words held the other's. A recipe is not chicken."""
+    assert rule.supersedes(new, old, similarity=0.9) is stale
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "stale"),
+    [
+        # an exception to a routine leaves the routine
+        (
+            "Our standup is at 9am every day.",
+            "The standup is at 10am on Thursday this week.",
+            False,
+        ),
+        ("My gym class is on Mondays.", "My gym class is on Wednesday this week.", False),
+        ("The meeting is on Tuesdays.", "The meeting has moved to Thursday this week.", False),
+        ("My yoga class is usually at 6pm.", "Just this once, my yoga class is at 7pm.", False),
+        # a bounded time with nothing said of a change leaves the standing fact
+        ("My commute is by train.", "My commute is by bus this week because of the strike.", False),
+        ("My office is in Leeds.", "My office is in York today.", False),
+        # a change said so replaces it, bounded time or not
+        ("The meeting is on Tuesday.", "The meeting has moved to Thursday this week.", True),
+        ("My commute is by train.", "Actually my commute is by bus this week.", True),
+        ("My commute is by train.", "My commute is by bus now.", True),
+        # "from today", "starting this week", a start: the first day of a change
+        ("My manager is Marcus.", "From today my manager is Priya.", True),
+        ("My office is in Leeds.", "Starting this week my office is in York.", True),
+        ("I work for Initech.", "I started working for Globex today.", True),
+        # two bounded times of one subject: the usual rules
+        ("My office is in York today.", "My office is in Leeds today.", True),
+    ],
+)
+def test_a_one_off_exception(old: str, new: str, stale: bool) -> None:
+    """ "by bus this week because of the strike" hid "my commute is by train": a
+    statement for a bounded time is an exception, not a change, unless it says so."""
+    assert rule.supersedes(new, old, similarity=0.9) is stale
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "stale"),
+    [
+        # what a person is, how they are and what they eat answer different questions
+        ("My sister is a nurse.", "My sister is pregnant.", False),
+        ("My partner is a chef.", "My partner is vegetarian.", False),
+        ("My partner is a vegetarian.", "My partner is a chef.", False),
+        ("My boss is strict.", "My boss is a woman.", False),
+        # one question asked again is a change
+        ("My brother is a teacher.", "My brother is a doctor now.", True),
+        ("My dad is a teacher.", "My dad is retired now.", True),
+        ("My partner is an accountant.", "My partner now works as a chef.", True),
+        ("My partner is vegetarian.", "My partner is vegan now.", True),
+        ("My sister is ill.", "My sister is better now.", True),
+        # not a person: no such split ("a team lead" and "team lead" are one value)
+        ("My role is team lead.", "My role is a team lead.", True),
+    ],
+)
+def test_a_person_is_what_they_are_how_they_are_and_what_they_eat(
+    old: str, new: str, stale: bool
+) -> None:
+    """ "My sister is pregnant" hid "my sister is a nurse": both were one "state"."""
+    assert rule.supersedes(new, old, similarity=0.9) is stale
+
+
+@pytest.mark.integration
+def test_an_exception_leaves_the_routine_through_the_engine(tmp_path: Path) -> None:
+    """The routine stays current and recallable beside its exception."""
+    with Oblivion(tmp_path, clock=ManualClock()) as mem:
+        routine = mem.remember("My gym class is on Mondays.")
+        exception = mem.remember("My gym class is on Wednesday this week.")
+        assert mem.get(routine.id).superseded_by is None
+        assert {routine.id, exception.id} <= set(mem.recall("When is my gym class?").ids)
+
+
+@pytest.mark.integration
+def test_a_recipe_leaves_the_chicken_on_the_list(tmp_path: Path) -> None:
+    """Through the engine and the default embedder: the list still holds the chicken."""
+    with Oblivion(tmp_path, clock=ManualClock()) as mem:
+        chicken = mem.remember("Add chicken to the shopping list.")
+        mem.remember("I already have a chicken recipe.")
+        assert mem.get(chicken.id).superseded_by is None
+        assert chicken.id in mem.recall("What's on my shopping list?").ids
+        done = mem.remember("We already have chicken, cross it off.")
+        assert mem.get(chicken.id).superseded_by == done.id
+
+
+@pytest.mark.parametrize(
     ("old", "new"),
     [
         ("My flight is on Tuesday.", "My flight is on Thursday now."),

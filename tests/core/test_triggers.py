@@ -43,6 +43,8 @@ CHECKED = [
     ("_QUANTITY", sup._QUANTITY, sup._QUANTITY_TRIGGERS),
     ("_LIKING", sup._LIKING, sup._LIKING_TRIGGERS),
     ("_ADDITIVE", sup._ADDITIVE, sup._ADDITIVE_TRIGGERS),
+    ("_ONE_OFF", sup._ONE_OFF, sup._ONE_OFF_TRIGGERS),
+    ("_ROUTINE", sup._ROUTINE, sup._ROUTINE_TRIGGERS),
     ("_CRITICAL", imp._CRITICAL, imp._CRITICAL_TRIGGERS),
     ("_DATE", imp._DATE, imp._DATE_TRIGGERS),
     *(
