@@ -107,11 +107,12 @@ another's memory) when:
    matches the single most similar favourite of its owner. A new one that holds for a
    bounded time ("this week", "today", "tonight", "just this once"; not "from today",
    "starting this week" or with a start such as "started" or "joined") while the older
-   one does not is an exception, not a change: it replaces an older routine ("every
-   day", "on Mondays", "usually") never, and any other only when it says it changes
-   (a correction cue, or a "moved to": "the meeting has moved to Thursday this week"
-   replaces "the meeting is on Tuesday"; "my commute is by bus this week because of the
-   strike" leaves "my commute is by train");
+   one does not, is an exception to an older routine ("every day", "on Mondays",
+   "usually"), which it never replaces; to any other older one when it says so
+   ("because", "while", "only", "for now", ...: "my commute is by bus this week because
+   of the strike" leaves "my commute is by train") and says nothing of a change (a
+   correction cue, a "moved to": "the meeting has moved to Thursday this week" replaces
+   "the meeting is on Tuesday"). "The deadline is today" replaces "... is Friday";
 2. the new one removes a list item the older one added (or re-adds one it removed): the
    same item, one's words within the other's ("the milk" / "oat milk", not "almond
    milk" / "oat milk") and the same noun ("a bottle of milk" and "almond milk" are
@@ -364,6 +365,12 @@ _ROUTINE_TRIGGERS = (
 
 #: A start, which makes "today" the first day of a change ("I started at Globex today").
 _STARTS = re.compile(r"\b(?:start(?:s|ed)?|began|begins?|join(?:s|ed)|new)\b", re.I)
+#: What says a one-off is an exception to what usually holds ("because of the strike").
+_TEMPORARY = re.compile(
+    r"\b(?:because|due to|while|until|till|for now|for the time being|temporarily|only|"
+    r"just this once|for once|instead)\b",
+    re.I,
+)
 
 
 def _one_off(body: str, lower: str) -> bool:
@@ -1078,6 +1085,7 @@ class Statement:
     several: bool = False  # a list addition of several items ("add eggs and milk")
     item_head: str | None = None  # the noun a list item is ("recipe" of "chicken recipe")
     one_off: bool = False  # it holds for a bounded time ("this week", "today")
+    temporary: bool = False  # one_off, and says it is an exception ("because of ...")
     routine: bool = False  # it holds as a routine ("every day", "on Mondays")
     quantities: frozenset[tuple[str, str]] = frozenset()  # ("money", "80k"), ("time", ...)
 
@@ -1684,7 +1692,8 @@ def parse(text: str) -> Statement:
         "negated": negated - _VALUE_FILLER,
         "quantities": _quantities(lower),
         "liking": may_match(lower, _LIKING_TRIGGERS) and _LIKING.search(body) is not None,
-        "one_off": _one_off(body, lower),
+        "one_off": (one_off := _one_off(body, lower)),
+        "temporary": one_off and _TEMPORARY.search(body) is not None,
         "routine": may_match(lower, _ROUTINE_TRIGGERS) and _ROUTINE.search(body) is not None,
     }
     op = _list_op(body, lower)
@@ -1782,14 +1791,15 @@ def _questions(s: Statement) -> set[str]:
 
 def _exception(new: Statement, old: Statement) -> bool:
     """Whether ``new`` is a one-off exception that leaves ``old`` standing: it holds for a
-    bounded time ("my commute is by bus this week") and ``old`` does not, and ``old`` is a
-    routine ("the standup is at 9am every day") or ``new`` says nothing of a change (no
-    cue, no "moved to": "the meeting has moved to Thursday this week" does replace "the
-    meeting is on Tuesday")."""
+    bounded time and ``old`` does not, and ``old`` is a routine ("my gym class is on
+    Wednesday this week" after "... on Mondays"), or ``new`` says it is an exception
+    ("my commute is by bus this week because of the strike") and nothing of a change (no
+    cue, no "moved to"). "The deadline is today" after "the deadline is Friday" is a
+    change: nothing says Friday still holds."""
     if not new.one_off or old.one_off:
         return False
     moved = (new.subject or "").rpartition("|")[2].startswith("moved")
-    return old.routine or not (new.cue or moved)
+    return old.routine or (new.temporary and not (new.cue or moved))
 
 
 def _other_question(new: Statement, old: Statement) -> bool:

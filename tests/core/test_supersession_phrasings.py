@@ -665,9 +665,13 @@ def test_an_item_is_its_noun(old: str, new: str, stale: bool) -> None:
         ("My gym class is on Mondays.", "My gym class is on Wednesday this week.", False),
         ("The meeting is on Tuesdays.", "The meeting has moved to Thursday this week.", False),
         ("My yoga class is usually at 6pm.", "Just this once, my yoga class is at 7pm.", False),
-        # a bounded time with nothing said of a change leaves the standing fact
+        # a bounded time said to be an exception leaves the standing fact
         ("My commute is by train.", "My commute is by bus this week because of the strike.", False),
         ("My office is in Leeds.", "My office is in York today.", False),
+        # a bounded time with nothing said of an exception: a one-time thing's new time
+        ("The deadline is Friday.", "The deadline is today.", True),
+        ("My interview is on Monday.", "My interview is this afternoon.", True),
+        ("My interview is at 2pm.", "My interview is at 3pm today.", True),
         # a change said so replaces it, bounded time or not
         ("The meeting is on Tuesday.", "The meeting has moved to Thursday this week.", True),
         ("My commute is by train.", "Actually my commute is by bus this week.", True),
@@ -682,7 +686,8 @@ def test_an_item_is_its_noun(old: str, new: str, stale: bool) -> None:
 )
 def test_a_one_off_exception(old: str, new: str, stale: bool) -> None:
     """ "by bus this week because of the strike" hid "my commute is by train": a
-    statement for a bounded time is an exception, not a change, unless it says so."""
+    statement for a bounded time is an exception to a routine, and to another fact when
+    it says it is one ("because", "only", "just this once") and not a change."""
     assert rule.supersedes(new, old, similarity=0.9) is stale
 
 
