@@ -136,7 +136,13 @@ another's memory) when:
    weekday or date of the same kind with a different value, at the fallback similarity
    ("the Heron budget is £30k now" after "we've been given £80k for the Heron
    project"; "the dentist moved my appointment to 11:30am" after "I've got the dentist
-   at 2:30pm").
+   at 2:30pm");
+7. the new one says the speaker switched what the older one's subject names, in the
+   plural ("I've switched editors", "we changed banks", "I switched jobs"), and the
+   older one is the speaker's own ("my editor of choice is Vim", "I work at Initech"),
+   at a similarity of at least ``policy.supersede_similarity`` less 0.15, as for a
+   named preference: the older value is no longer current, whether or not the new one
+   names the next.
 
 Everything else -- "I went to Paris in May" / "I went to Rome in June", two people's
 favourite colours, a window seat outbound and an aisle seat on the return, "my plan for
@@ -365,6 +371,33 @@ _ROUTINE_TRIGGERS = (
 
 #: A start, which makes "today" the first day of a change ("I started at Globex today").
 _STARTS = re.compile(r"\b(?:start(?:s|ed)?|began|begins?|join(?:s|ed)|new)\b", re.I)
+#: "I've switched editors", "we changed banks": the speaker's one editor or bank is
+#: another now, whether or not the text names it. The speaker's own past switch only:
+#: not "Tom switched banks", "I haven't changed dentists", "thinking of switching
+#: banks", "I changed trains at York".
+_SWITCHED = re.compile(
+    r"\b(?:i|we)(?:'ve|\s+have)?(?:\s+(?:just|finally|recently|also|now|officially|"
+    r"actually))?\s+(?:switched|changed|swapped)\s+(?:over\s+)?"
+    r"(?!(?:trains|buses|hands|sides|gears|lanes|clothes|places|things)\b)(?P<what>[a-z]+s)\b"
+    r"(?!\s+(?:on|off|around|back)\b)",
+    re.I,
+)
+_SWITCHED_TRIGGERS = ("switch", "chang", "swap")
+
+
+def _switched(body: str, lower: str) -> frozenset[str]:
+    """What the speaker switched (:data:`_SWITCHED`), in the singular; not in a
+    question ("Have I switched banks?")."""
+    if not may_match(lower, _SWITCHED_TRIGGERS):
+        return frozenset()
+    heads = set()
+    for m in _SWITCHED.finditer(body):
+        end = re.search(r"[.!?\n]", body[m.end() :])
+        if end is None or end.group() != "?":
+            heads.add(_norm_word(m.group("what").lower()))
+    return frozenset(heads)
+
+
 #: What says a one-off is an exception to what usually holds ("because of the strike").
 _TEMPORARY = re.compile(
     r"\b(?:because|due to|while|until|till|for now|for the time being|temporarily|only|"
@@ -1087,6 +1120,7 @@ class Statement:
     one_off: bool = False  # it holds for a bounded time ("this week", "today")
     temporary: bool = False  # one_off, and says it is an exception ("because of ...")
     routine: bool = False  # it holds as a routine ("every day", "on Mondays")
+    switched: frozenset[str] = frozenset()  # what the speaker switched ("editor", "bank")
     quantities: frozenset[tuple[str, str]] = frozenset()  # ("money", "80k"), ("time", ...)
 
 
@@ -1694,6 +1728,7 @@ def parse(text: str) -> Statement:
         "liking": may_match(lower, _LIKING_TRIGGERS) and _LIKING.search(body) is not None,
         "one_off": (one_off := _one_off(body, lower)),
         "temporary": one_off and _TEMPORARY.search(body) is not None,
+        "switched": _switched(body, lower),
         "routine": may_match(lower, _ROUTINE_TRIGGERS) and _ROUTINE.search(body) is not None,
     }
     op = _list_op(body, lower)
@@ -1763,6 +1798,16 @@ def _owners_match(a: str, b: str) -> bool:
     if "the" in (a, b):  # "the flight" is the speaker's flight too
         return a.startswith("@") or b.startswith("@")
     return a.lstrip("@") == b.lstrip("@") and a not in ("@", "the") and b not in ("@", "the")
+
+
+def _speakers_own(subject: str | None) -> bool:
+    """Whether ``subject`` is a thing of the speaker's own ("my bank", "my editor of
+    choice", "I work at ..."), not someone else's that "my" reaches ("my sister's
+    bank")."""
+    if not subject or not subject.startswith("@"):
+        return False
+    words = subject.split("|")[1].split()[:-1]
+    return not any(w.endswith("'") or _PERSON_SUBJECT.search(w) for w in words)
 
 
 def _subject_head(subject: str) -> str:
@@ -1952,6 +1997,14 @@ class LexicalSupersession:
         parsed = [(c, parse(c.text)) for c in candidates]
         for c, o in parsed:
             if n.speaker and o.speaker and n.speaker != o.speaker:
+                continue
+            if (
+                n.switched
+                and _speakers_own(o.subject)
+                and _subject_head(o.subject or "") in n.switched
+                and c.similarity >= self.min_similarity - _PREFERENCE_SLACK
+            ):  # rule 7: "I've switched editors" after "my editor of choice is Vim"
+                chosen.append(c.id)
                 continue
             if n.op and o.op:
                 same_list = n.list_name is None or o.list_name in (None, n.list_name)

@@ -41,6 +41,10 @@ def test_demo_surfaces_the_newest_fact_for_every_scripted_question(
     result = run_demo(tmp_path / "store", embedder=real_embedder, out=lambda _: None)
     assert len(result.recalls) >= 5
     assert [r["query"] for r in result.recalls if not r["hit"]] == []
+    # "I've switched editors. I'm using Helix ..." made "my editor of choice is Vim"
+    # stale: it is no longer recalled beside it
+    (editor,) = [r for r in result.recalls if "editor" in r["query"]]
+    assert not [t for t in editor["texts"] if "editor of choice is Vim" in t]
 
 
 def test_demo_refuses_to_replace_a_directory_that_is_not_a_store(

@@ -716,6 +716,44 @@ def test_a_person_is_what_they_are_how_they_are_and_what_they_eat(
     assert rule.supersedes(new, old, similarity=0.9) is stale
 
 
+@pytest.mark.parametrize(
+    ("old", "new", "similarity", "stale"),
+    [
+        # the demo's own pair: the new editor named in another sentence
+        (
+            "user: For the record, my editor of choice is Vim. I've lived in it for years.",
+            "user: Confession: I've switched editors. I'm using Helix full-time now.",
+            0.76,
+            True,
+        ),
+        ("My bank is Barclays.", "I've switched banks, I'm with Monzo now.", 0.54, True),
+        ("My dentist is Dr Patel.", "I changed dentists last month.", 0.58, True),
+        ("My current bank is Barclays.", "We swapped banks.", 0.5, True),
+        # a job is one per owner: the lower similarity of a named preference is enough
+        ("I work at Initech as a tester.", "I switched jobs in March.", 0.386, True),
+        ("I work at Initech as a tester.", "I switched jobs in March.", 0.29, False),
+        # someone else's, or another thing switched
+        ("My sister's bank is Barclays.", "I've switched banks.", 0.6, False),
+        ("Dana: My bank is Barclays.", "Tom: I've switched banks.", 0.6, False),
+        ("My train is the 8:15 to Leeds.", "I changed trains at York.", 0.6, False),
+        ("My favourite colour is blue.", "I changed colours on the slides.", 0.5, False),
+        ("My bank is Barclays.", "I've switched phones.", 0.5, False),
+        # not the speaker's own past switch
+        ("My bank is Barclays.", "Have I switched banks?", 0.6, False),
+        ("My bank is Barclays.", "I haven't switched banks.", 0.6, False),
+        ("My bank is Barclays.", "I never changed banks.", 0.6, False),
+        ("My bank is Barclays.", "Tom switched banks.", 0.6, False),
+        ("My bank is Barclays.", "I'm thinking of switching banks.", 0.6, False),
+    ],
+)
+def test_a_switch_of_what_the_older_one_names(
+    old: str, new: str, similarity: float, stale: bool
+) -> None:
+    """ "I've switched editors. I'm using Helix full-time now." left "my editor of choice
+    is Vim" current: the new text has no subject of its own."""
+    assert rule.supersedes(new, old, similarity=similarity) is stale
+
+
 @pytest.mark.integration
 def test_an_exception_leaves_the_routine_through_the_engine(tmp_path: Path) -> None:
     """The routine stays current and recallable beside its exception."""

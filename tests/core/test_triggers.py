@@ -45,6 +45,7 @@ CHECKED = [
     ("_ADDITIVE", sup._ADDITIVE, sup._ADDITIVE_TRIGGERS),
     ("_ONE_OFF", sup._ONE_OFF, sup._ONE_OFF_TRIGGERS),
     ("_ROUTINE", sup._ROUTINE, sup._ROUTINE_TRIGGERS),
+    ("_SWITCHED", sup._SWITCHED, sup._SWITCHED_TRIGGERS),
     ("_CRITICAL", imp._CRITICAL, imp._CRITICAL_TRIGGERS),
     ("_DATE", imp._DATE, imp._DATE_TRIGGERS),
     *(
