@@ -59,7 +59,10 @@ phones and most LLM output write them, read as ``'``; an "'s" no possessive coul
     Leeds", "my partner works as a nurse", "the board meeting has been set for the
     18th", "the airline has moved my flight to Thursday", "the flight got pushed back
     to Thursday", "the deadline was brought forward to Monday", "we rescheduled the
-    meeting for 4pm", "my address changed to 4 Mill Lane", "my daughter turned eleven".
+    meeting for 4pm", "my address changed to 4 Mill Lane", "my daughter turned eleven",
+    an amount that grew or fell ("my rent went up to 1,600", "the team grows to nine",
+    "the budget was cut to 30k"), and a count ("there are seven of us on the team": the
+    team is seven).
     The verb class is part of the key (lives / works / is; "works as" is "is"; "moved
     to" matches "is" and "lives"), and so is the kind of value an "is" states: a day,
     date or time; an amount (an age "turned" too); a place or origin by its preposition
@@ -807,13 +810,33 @@ _NAME_TRIGGERS = (
 #: An owner named in more than one word ("Project Falcon's", "New York's"): the words
 #: before the last must be capitalised (the patterns below ignore case otherwise).
 _NAMED_OWNER = r"(?-i:[A-Z][\w\-]*\s+){1,2}[A-Z][a-z]+'s"
+#: Verbs of an amount that changed, before "to" (:data:`_COPULA`).
+_AMOUNT_CHANGE = (
+    r"(?:grown|grew|grows|growing|shrank|shrunk|shrinks|shrinking|"
+    r"(?:went|goes|gone|going)\s+(?:up|down)|rose|risen|rises|rising|fell|fallen|falls|"
+    r"falling|increased|increases|decreased|decreases|raised|lowered|cut|reduced|"
+    r"dropped|drops|jumped|jumps|climbed|climbs)"
+)
+_AMOUNT_VERB = re.compile(_AMOUNT_CHANGE + r"\s+to$")
+#: "There are seven of us on the team": a count of what is in or on the subject.
+_THERE_ARE = re.compile(
+    r"^there\s+(?P<verb>are|'re|were)\s+(?:now\s+)?(?P<val>[\w,]+)\s+"
+    r"(?:(?:of\s+us|of\s+them|people|members|staff|employees|kids|children|students|"
+    r"pupils)\s+)?(?:on|in)\s+(?P<owner>my|our|the)\s+(?P<subj>[a-z][\w\s'\-]{0,30}?)"
+    r"(?=\s*[,.;!?]|\s+(?:now|including|in total|altogether)\b|\s*$)",
+    re.I,
+)
 _COPULA = re.compile(
     r"^(?P<owner>my|our|the|[A-Z][a-z]+'s|"
     + _NAMED_OWNER
     + r")\s+(?P<subj>[a-z][\w\s'\-]{0,30}?)\s+"
     r"(?:(?:[a-z]+ed|left|quit|sold|bought)\s+(?:[\w']+\s+){0,2}and\s+)?"
     r"(?:now\s+|still\s+|also\s+|currently\s+)?"
-    r"(?P<verb>is|are|'s|will be|has been set for|is set for|is scheduled for|"
+    # an amount that grew or fell ("the team grows to nine", "my rent went up to
+    # 1,600"): first, so "is growing to" is not read as "is"
+    r"(?P<verb>(?:has\s+|have\s+|had\s+|was\s+|were\s+|is\s+|are\s+|just\s+)?"
+    r"(?:been\s+)?" + _AMOUNT_CHANGE + r"\s+to|"
+    r"is|are|'s|will be|has been set for|is set for|is scheduled for|"
     r"has been scheduled for|is booked for|is due|falls on|was moved to|"
     r"has been moved to|has moved to|is moving to|got moved to|"
     # "the flight got pushed back to Thursday", "my address changed to 4 Mill Lane"
@@ -1579,7 +1602,7 @@ def _subject_value(
             if value:
                 key = "home|live" if xm.group("home") else "job|work"
                 return f"{_owner('my', speaker)}|{key}", value, False
-        cm = _COPULA.search(clean) or _MOVED.search(clean)
+        cm = _COPULA.search(clean) or _MOVED.search(clean) or _THERE_ARE.search(clean)
         if cm and _CONDITION.search(cm.group("val")):
             cm = None  # "the deadline will be May 30th if we lose the contractor"
         if cm:
@@ -1640,6 +1663,8 @@ def _verb_kind(cm: re.Match[str], kind: str, subj: str) -> str | None:
     there: "pushed back to May"); "changed to" a date, an amount or an attribute's new
     value (see :data:`_ATTRIBUTES`)."""
     verb = cm.group("verb").lower()
+    if cm.re is _THERE_ARE or _AMOUNT_VERB.search(verb):
+        return kind if kind == "amount" else None  # a count; grew or fell to an amount
     dated = _DATED_VERB.search(verb) or (cm.re is _MOVED and cm.group("for") is not None)
     if dated and kind != "when":
         first = cm.group("val").strip().split(maxsplit=1)[0].strip(".,;!?").lower()

@@ -45,6 +45,10 @@ def test_demo_surfaces_the_newest_fact_for_every_scripted_question(
     # stale: it is no longer recalled beside it
     (editor,) = [r for r in result.recalls if "editor" in r["query"]]
     assert not [t for t in editor["texts"] if "editor of choice is Vim" in t]
+    # "... so the team grows to nine" made "there are seven of us on the team" stale
+    (team,) = [r for r in result.recalls if "team" in r["query"]]
+    assert "nine" in team["texts"][0]
+    assert not [t for t in team["texts"] if "seven of us" in t]
 
 
 def test_demo_refuses_to_replace_a_directory_that_is_not_a_store(

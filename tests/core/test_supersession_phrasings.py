@@ -754,6 +754,34 @@ def test_a_switch_of_what_the_older_one_names(
     assert rule.supersedes(new, old, similarity=similarity) is stale
 
 
+@pytest.mark.parametrize(
+    ("old", "new", "stale"),
+    [
+        ("My rent is 1,200.", "My rent went up to 1,600.", True),
+        ("My salary is 50k.", "My salary rose to 58k.", True),
+        ("The budget is 80k.", "The budget was cut to 30k.", True),
+        ("The Heron budget is 80k.", "The Heron budget has been increased to 100k.", True),
+        ("Our team is seven people.", "The team grew to nine.", True),
+        # the demo's pair: a count, then a clause after "so"
+        (
+            "There are seven of us on the team, including me.",
+            "Good news on hiring: two new starters join next week, so the team grows to nine.",
+            True,
+        ),
+        ("There are 30 kids in my class.", "My class has gone up to 32 kids.", True),
+        # not an amount, or not a count
+        ("My hair is long.", "My hair was cut to shoulder length.", False),
+        ("The team is great.", "The team is growing to nine.", False),
+        ("My son is a keen swimmer.", "My son grew to love football.", False),
+        ("There are seven of us on the team.", "There are lots of us in the office.", False),
+    ],
+)
+def test_an_amount_that_grew_or_fell(old: str, new: str, stale: bool) -> None:
+    """ "The team grows to nine" left "there are seven of us on the team" current: neither
+    was read as a statement of the team's size."""
+    assert rule.supersedes(new, old, similarity=0.7) is stale
+
+
 @pytest.mark.integration
 def test_an_exception_leaves_the_routine_through_the_engine(tmp_path: Path) -> None:
     """The routine stays current and recallable beside its exception."""
