@@ -1432,6 +1432,7 @@ class Oblivion:
         include_cold: bool = False,
         include_superseded: bool = False,
         feedback: bool = True,
+        standing: str | Iterable[str] = (),
     ) -> RecallResult:
         """Find the memories that matter for ``query``, best first, within a token budget.
 
@@ -1451,9 +1452,20 @@ class Oblivion:
             feedback: Boost the returned memories (the default). ``False`` only reads.
                 The boosts are applied just after the recall returns (``WRITE_BEHIND``);
                 every later call on this instance sees them.
+            standing: Categories (one name or several) whose current memories are shown
+                whatever the query: ``"instruction"`` keeps the user's standing
+                instructions ("always answer in British English", "call me Dee") in
+                every prompt. They join the candidates from every tier but the cold one
+                (not invalidated; a superseded one brings its successor in its place),
+                as relevant as the best match, and
+                come first, best scored first, within ``k`` and the budget, as a list's
+                items do for a list question (``why["relevance_signals"]["standing"]``).
+                They take at most half of ``k``'s places (at least one): the best
+                scored, so the query's own matches keep the rest.
         """
         self._check_open()
         q = _check_text(query, None, "query")
+        standing_categories = check_standing(standing)
         budget = check_budget(token_budget)
         k = check_k(k)
         if deep is not None and not isinstance(deep, bool):
@@ -1512,6 +1524,7 @@ class Oblivion:
                 include_superseded,
                 bm25,
                 tier,
+                standing_categories,
             )
 
     def rerank(
@@ -1611,10 +1624,11 @@ class Oblivion:
         include_superseded: bool = False,
         bm25: tuple[list[int], list[float]] | None = None,
         tier: tuple[DocSet, int] | None = None,
+        standing: frozenset[str] = frozenset(),
     ) -> RecallResult:
         """``bm25``: the lexical search's result, if it already ran (see :meth:`recall`);
         for ``deep=False``, over the active tier ``tier[0]`` as it stood at version
-        ``tier[1]``."""
+        ``tier[1]``. ``standing``: categories whose current memories come first."""
         policy = self.policy_for(ns)
         space = self._space(ns)
         if deep is False and (
@@ -1729,11 +1743,15 @@ class Oblivion:
         listed: frozenset[str] = frozenset()
         if which is not False:
             listed = frozenset(self._list_items(ns, space, which, active_only=deep is False))
+        pinned: frozenset[str] = frozenset()
+        if standing:
+            pinned = frozenset(self._standing(ns, st, standing, include_cold, now, limit))
+        if listed or pinned:
             top = max(cand.values(), default=1.0)
-            for m in listed:
+            for m in listed | pinned:
                 if cand.get(m, -np.inf) < top:
                     cand[m] = top
-        signals = Signals(dense, lexical, listed, lexical_top=lexical_top)
+        signals = Signals(dense, lexical, listed, lexical_top=lexical_top, standing=pinned)
 
         return self._score_and_pack(
             query,
@@ -1752,7 +1770,7 @@ class Oblivion:
             include_superseded=include_superseded,
             qvec=qvec,
             active_only=deep is False,
-            listed=listed,
+            listed=listed | pinned,
             scored=scored,
         )
 
@@ -1902,6 +1920,37 @@ class Oblivion:
                 continue
             out.append(m)
         return out
+
+    def _standing(
+        self,
+        ns: str,
+        st: NamespaceState,
+        categories: frozenset[str],
+        include_cold: bool,
+        now: float,
+        limit: int,
+    ) -> list[str]:
+        """The memories of ``categories`` (see :meth:`recall`'s ``standing``) in any tier
+        but the cold one (unless ``include_cold``), not invalidated; the best scored of
+        them for half of ``limit``'s places (at least one), so that the query's own
+        matches keep the rest. A superseded one brings its successor in its place, as
+        any candidate does (:meth:`_score_and_pack`)."""
+        rows = st.rows_of_categories(categories)
+        rows = rows[~st.cols["invalidated"][rows]]
+        if not include_cold:
+            rows = rows[st.cols["tier"][rows] != _COLD]
+        places = max(1, limit // 2)
+        if len(rows) > places:  # as recall scores equally relevant memories
+            policy = self._policy_of(ns)
+            value = score(
+                np.ones(len(rows)),
+                self._activation(ns, st, now, rows),
+                st.cols["importance"][rows],
+                policy,
+                1.0,
+            )
+            rows = rows[rank_order(value, st.cols["seq"][rows])[:places]]
+        return [st.ids[i] for i in rows.tolist()]
 
     def _cosines(
         self,
@@ -2130,6 +2179,8 @@ class Oblivion:
                 side = "after" if which == "next" else "before"
                 where = f"rank {rank_of[hit]}" if hit in rank_of else f"{hit} (not packed)"
                 note = f"context: the turn written just {side} {where}"
+            elif signals is not None and mid in signals.standing:
+                note = "standing: shown whatever the query (recall's standing=)"
             items.append(
                 self._item(
                     ns,
@@ -4526,6 +4577,19 @@ def _check_text(text: object, max_chars: int | None, name: str) -> str:
             f"{max_chars:,}; split it into several memories or raise max_text_chars"
         )
     return _check_utf8(text, name)
+
+
+def check_standing(standing: object) -> frozenset[str]:
+    """``recall(standing=...)``: one category name or several (adapters check theirs
+    when they are made)."""
+    if isinstance(standing, str):
+        return frozenset({_check_category(standing, "standing")})
+    if isinstance(standing, Mapping) or not isinstance(standing, Iterable):
+        raise InvalidInputError(
+            "standing must be a category name or a list of them (e.g. 'instruction'), "
+            f"got {standing!r}"
+        )
+    return frozenset(_check_category(c, f"standing[{i}]") for i, c in enumerate(standing))
 
 
 def _check_category(category: object, name: str = "category") -> str:

@@ -76,6 +76,8 @@ class Signals:
     inherited: dict[str, str] = field(default_factory=dict)
     #: The BM25 score the lexical ones were divided by (the best a shown candidate had).
     lexical_top: float = 0.0
+    #: Memories of a standing category (``recall(standing=...)``).
+    standing: frozenset[str] = frozenset()
 
     def inherit(self, head: str, stale: str) -> None:
         """``head`` ranks with the relevance of ``stale``, a statement it superseded."""
@@ -93,6 +95,8 @@ class Signals:
             }
         if source in self.listed:
             out["list_item"] = 1.0
+        if memory_id in self.standing:
+            out["standing"] = 1.0
         if source != memory_id:
             out["inherited_from"] = source
         return out or None

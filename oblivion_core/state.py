@@ -324,6 +324,13 @@ class NamespaceState:
             del self._vocab_index[name]
         del self.vocab[keep:]
 
+    def rows_of_categories(self, names: Iterable[str]) -> npt.NDArray[np.intp]:
+        """Rows of the memories whose category is one of ``names``, in row order."""
+        codes = [self._vocab_index[c] for c in names if c in self._vocab_index]
+        if not codes:
+            return np.zeros(0, dtype=np.intp)
+        return np.flatnonzero(np.isin(self.cols["cat"][: self.n], codes))
+
     def category(self, i: int) -> str:
         """Category name of row ``i``."""
         return self.vocab[int(self.cols["cat"][i])]

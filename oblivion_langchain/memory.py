@@ -20,6 +20,7 @@ from oblivion_langchain._convert import (
     clean_text,
     fit_text,
     positive_k,
+    standing_categories,
     value_text,
 )
 
@@ -78,6 +79,10 @@ class OblivionMemory(BaseMemory):
         return_messages: Return messages instead of one string.
         human_prefix / ai_prefix: Labels of the two sides in stored turns.
         header: Optional first line of the text block.
+        standing: Categories whose current memories are loaded whatever the input
+            (``Oblivion.recall``'s ``standing``; default ``("instruction",)``: "always
+            answer in British English" holds in every run). At most half of ``k``'s
+            places; ``()`` for none.
     """
 
     # BaseMemory's config plus extra="forbid": a misspelt field is an error, not dropped
@@ -94,6 +99,7 @@ class OblivionMemory(BaseMemory):
     human_prefix: str = "Human"
     ai_prefix: str = "AI"
     header: str = ""
+    standing: tuple[str, ...] = ("instruction",)
 
     _last_recalled: list[tuple[str, str]] = PrivateAttr(default_factory=list)
 
@@ -106,6 +112,11 @@ class OblivionMemory(BaseMemory):
     @classmethod
     def _check_k(cls, value: object) -> int | None:
         return positive_k(value)
+
+    @field_validator("standing", mode="before")
+    @classmethod
+    def _check_standing(cls, value: object) -> tuple[str, ...]:
+        return standing_categories(value)
 
     @property
     def memory_variables(self) -> list[str]:
@@ -142,7 +153,11 @@ class OblivionMemory(BaseMemory):
             room = max(room - self.oblivion.token_counter(self.header + "\n"), 0)
         try:
             result = self.oblivion.recall(
-                query, token_budget=room, k=self.k, namespace=self.namespace
+                query,
+                token_budget=room,
+                k=self.k,
+                namespace=self.namespace,
+                standing=self.standing,
             )
         except UnknownNamespaceError:
             return []

@@ -45,6 +45,7 @@ from oblivion_langchain._convert import (
     message_key,
     message_text,
     positive_k,
+    standing_categories,
 )
 
 #: Key of the middleware's private entry in the agent state.
@@ -269,6 +270,11 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
             memories the answer used (default :func:`oblivion_core.overlap.used_ids`).
         on_error: ``"warn"`` (default) or ``"raise"``: what a store or embedder failure
             does to the run (see above).
+        standing: Categories whose current memories are injected whatever the user's
+            message (``Oblivion.recall``'s ``standing``): by default ``"instruction"``,
+            so "always use kilometres" holds in every later turn, not only those that
+            mention distances. They take at most half of ``k``'s places. ``()``: only
+            what the message recalls.
     """
 
     state_schema = OblivionMemoryState
@@ -286,6 +292,7 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
         remember_turns: bool = True,
         used_rule: UsedRule = used_ids,
         on_error: str = "warn",
+        standing: str | Sequence[str] = "instruction",
     ) -> None:
         super().__init__()
         if not isinstance(oblivion, Oblivion):
@@ -316,6 +323,7 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
         self.remember_turns = remember_turns
         self.used_rule = used_rule
         self.on_error = on_error
+        self.standing = standing_categories(standing)
         self._policy_done: set[str] = set()
         self._lock = threading.Lock()
         self._pending: list[_TurnMemory] = []
@@ -498,7 +506,11 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
         items_budget = None if room is None else max(room - count(self.header + "\n"), 0)
         try:
             result = self.oblivion.recall(
-                query, token_budget=items_budget, k=self.k, namespace=namespace
+                query,
+                token_budget=items_budget,
+                k=self.k,
+                namespace=namespace,
+                standing=self.standing,
             )
         except UnknownNamespaceError:
             return "", []

@@ -12,6 +12,7 @@ from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, TextN
 from pydantic import AfterValidator, BeforeValidator
 
 from oblivion_core.budget import check_budget, check_k
+from oblivion_core.engine import check_standing
 from oblivion_core.errors import InvalidInputError
 from oblivion_core.recall import RecalledItem
 from oblivion_core.records import check_metadata
@@ -221,3 +222,5 @@ TokenLimit = Annotated[int, BeforeValidator(lambda v: check_limit(v, "token_limi
 Namespace = Annotated[str | None, BeforeValidator(check_namespace)]
 ItemCount = Annotated[int | None, AfterValidator(lambda v: check_k(v, "k"))]
 Roles = Annotated[tuple[str, ...], BeforeValidator(check_roles)]
+#: ``recall(standing=...)``'s categories, kept sorted (one name or several).
+Standing = Annotated[tuple[str, ...], BeforeValidator(lambda v: tuple(sorted(check_standing(v))))]

@@ -32,6 +32,7 @@ from oblivion_llamaindex._convert import (
     ItemCount,
     Namespace,
     Roles,
+    Standing,
     TokenLimit,
     check_limit,
     message_text,
@@ -120,6 +121,10 @@ class OblivionMemory(BaseMemory):
         category: Category for remembered messages (``None``: inferred per text).
         importance: Importance for remembered messages (``None``: scored per text).
         deep: Archive search: ``True`` always, ``False`` never, ``None`` engine's gate.
+        standing: Categories whose current memories are shown whatever the query
+            (``Oblivion.recall``'s ``standing``; default ``("instruction",)``: "always
+            answer in British English" holds in every turn). At most half of ``k``'s
+            places; ``()`` for none.
         feedback: Boost the memories listed and give "used" boosts.
         memory_header: First line of the recalled-memories block.
         insert_method: ``InsertMethod.SYSTEM`` puts the memories in a system message
@@ -148,6 +153,10 @@ class OblivionMemory(BaseMemory):
         default=None, ge=0.0, le=1.0, description="Importance (None: scored)."
     )
     deep: bool | None = Field(default=None, description="Archive search override.")
+    standing: Standing = Field(
+        default=("instruction",),
+        description="Categories shown whatever the query (recall's standing=); () for none.",
+    )
     feedback: bool = Field(default=True, description="Boost listed and used memories.")
     memory_header: str = Field(default=DEFAULT_HEADER, description="Memory block header.")
     insert_method: InsertMethod = Field(
@@ -390,6 +399,7 @@ class OblivionMemory(BaseMemory):
             namespace=self.namespace,
             deep=self.deep,
             feedback=False,
+            standing=self.standing,
         )
 
     def _pick(self, pool: list[RecalledItem], hidden: set[str]) -> list[RecalledItem]:

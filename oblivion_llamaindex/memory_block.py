@@ -26,6 +26,7 @@ from oblivion_llamaindex._convert import (
     ItemCount,
     Namespace,
     Roles,
+    Standing,
     TokenLimit,
     check_limit,
     message_text,
@@ -110,6 +111,10 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
         category: Category for remembered messages (``None``: inferred per text).
         importance: Importance for remembered messages (``None``: scored per text).
         deep: Archive search: ``True`` always, ``False`` never, ``None`` engine's gate.
+        standing: Categories whose current memories are shown whatever the query
+            (``Oblivion.recall``'s ``standing``; default ``("instruction",)``: "always
+            answer in British English" holds in every turn). At most half of ``k``'s
+            places; ``()`` for none.
         feedback: Boost the memories listed and give "used" boosts.
         priority: ``Memory``'s truncation priority (0 never truncates this block).
     """
@@ -138,6 +143,10 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
         default=None, ge=0.0, le=1.0, description="Importance (None: scored)."
     )
     deep: bool | None = Field(default=None, description="Archive search override.")
+    standing: Standing = Field(
+        default=("instruction",),
+        description="Categories shown whatever the query (recall's standing=); () for none.",
+    )
     feedback: bool = Field(default=True, description="Boost listed and used memories.")
 
     _oblivion: Oblivion | None = PrivateAttr(default=None)
@@ -237,6 +246,7 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
                     namespace=self.namespace,
                     deep=self.deep,
                     feedback=False,
+                    standing=self.standing,
                 )
             except UnknownNamespaceError:
                 self._shown[key] = []

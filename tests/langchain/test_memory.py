@@ -46,6 +46,23 @@ def test_save_then_load_as_text(mem: OblivionMemory, engine: Oblivion) -> None:
     assert "Tom" in history
 
 
+def test_standing_instructions_load_whatever_the_input(engine: Oblivion) -> None:
+    """A saved instruction is loaded first for an input about something else (by
+    default); standing=() loads what the input recalls only; a bad value is refused."""
+    rule = engine.remember("Always give distances in kilometres.", namespace="ana")
+    assert rule.category == "instruction"
+    for text in ["Ana lives in Porto.", "Ana works as a nurse.", "Ana has two cats."]:
+        engine.remember(text, namespace="ana")
+    loaded = OblivionMemory(oblivion=engine, namespace="ana", k=2)
+    history = loaded.load_memory_variables({"input": "Tell me about Ana"})["history"]
+    assert history.startswith("- Always give distances in kilometres.")
+    off = OblivionMemory(oblivion=engine, namespace="ana", k=2, standing=())
+    history = off.load_memory_variables({"input": "Tell me about Ana"})["history"]
+    assert "kilometres" not in history and history.count("Ana") == 2
+    with pytest.raises(ValueError, match="standing must be a category name"):
+        OblivionMemory(oblivion=engine, standing=3)
+
+
 def test_loading_a_new_namespace_returns_nothing(engine: Oblivion) -> None:
     """A conversation with no memories yet loads an empty string (or no messages)."""
     assert OblivionMemory(oblivion=engine, namespace="new").load_memory_variables(

@@ -231,12 +231,45 @@ def test_a_zero_budget_recalls_nothing(seeded: Oblivion) -> None:
         # a run stored the turn, then failed after the model answered, and every run after
         ({"policy": Policy.template("support-desk", clock="turns")}, "'wall' clock"),
         ({"policy": "support-dsk"}, "unknown policy template"),
+        ({"standing": 3}, "standing must be a category name"),
+        ({"standing": ["instruction", ""]}, r"standing\[1\] must be a non-empty string"),
     ],
 )
 def test_bad_options_fail_clearly(engine: Oblivion, options: dict[str, Any], match: str) -> None:
     """A negative budget (and other bad options) is refused at construction."""
     with pytest.raises(ValueError, match=match):
         OblivionMemoryMiddleware(engine, **options)
+
+
+ANA = [
+    "Ana lives in Porto.",
+    "Ana works as a nurse.",
+    "Ana has two cats.",
+    "Ana likes jazz.",
+    "Ana was born in Lisbon.",
+]
+
+
+def test_standing_instructions_are_injected_whatever_the_message(engine: Oblivion) -> None:
+    """ "Always give distances in kilometres" is in the block of a turn about something
+    else (the first memory shown), as instructions are by default; standing=() leaves
+    the block to what the message recalls."""
+    rule = engine.remember("Always give distances in kilometres, never miles.", namespace="sam")
+    assert rule.category == "instruction"
+    for text in ANA:
+        engine.remember(text, namespace="sam")
+    agent, model = _agent(engine, ["Ana is a nurse in Porto."], k=3, remember_turns=False)
+    _ask(agent, "Tell me about Ana")
+    block = memory_block(model.seen[0])
+    assert block is not None
+    lines = block.strip().splitlines()
+    assert lines[1] == "- " + rule.text
+    assert sum("Ana" in line for line in lines) == 2  # the message's own matches keep 2
+    agent, model = _agent(engine, ["Ana is a nurse."], k=3, remember_turns=False, standing=())
+    _ask(agent, "Tell me about Ana")
+    block = memory_block(model.seen[0])
+    assert block is not None and "kilometres" not in block
+    assert sum("Ana" in line for line in block.splitlines()) == 3
 
 
 # ==================================================================== recording

@@ -121,6 +121,23 @@ def test_get_recalls_memories_for_the_latest_user_message(engine: Oblivion) -> N
     assert memory.last_recall.items[0].why["explanation"].startswith("ranked 1")
 
 
+def test_standing_instructions_are_shown_whatever_the_input(engine: Oblivion) -> None:
+    """An instruction comes first in the memory message for an input about something
+    else (by default); standing=() shows what the input recalls only."""
+    rule = engine.remember("Always give distances in kilometres.", namespace="ana")
+    assert rule.category == "instruction"
+    for text in ["Ana lives in Porto.", "Ana works as a nurse.", "Ana has two cats."]:
+        engine.remember(text, namespace="ana")
+    shown = system_text(make(engine, namespace="ana", k=2).get(input="Tell me about Ana"))
+    assert "- Always give distances in kilometres." in shown
+    off = system_text(
+        make(engine, namespace="ana", k=2, standing=()).get(input="Tell me about Ana")
+    )
+    assert "kilometres" not in off and off.count("Ana") == 2
+    with pytest.raises(ValueError, match="standing must be a category name"):
+        make(engine, standing=3)
+
+
 def test_input_overrides_the_query(engine: Oblivion) -> None:
     """An explicit ``input`` is the recall query (agents pass it)."""
     engine.remember("The office cat is called Miso.")

@@ -333,6 +333,22 @@ async def test_a_turn_whose_earlier_messages_memory_flushes_mid_turn_boosts_once
     assert boosts() == 2
 
 
+async def test_standing_instructions_are_shown_whatever_the_query(engine: Oblivion) -> None:
+    """An instruction comes first in a block about something else (by default);
+    standing=() shows what the messages recall only; a bad value is refused."""
+    rule = engine.remember("Always give distances in kilometres.", namespace="ana")
+    assert rule.category == "instruction"
+    for text in ["Ana lives in Porto.", "Ana works as a nurse.", "Ana has two cats."]:
+        engine.remember(text, namespace="ana")
+    content = await block_for(engine, namespace="ana", k=2).aget([user("Tell me about Ana")])
+    assert content.splitlines()[0] == "- Always give distances in kilometres."
+    block = block_for(engine, namespace="ana", k=2, standing=())
+    content = await block.aget([user("Tell me about Ana")])
+    assert "kilometres" not in content and content.count("Ana") == 2
+    with pytest.raises(ValueError, match="standing must be a category name"):
+        block_for(engine, standing=3)
+
+
 # ---------------------------------------------------------------- truncation
 @pytest.fixture
 def ranked(engine: Oblivion, clock: ManualClock) -> Oblivion:
@@ -346,7 +362,8 @@ def ranked(engine: Oblivion, clock: ManualClock) -> Oblivion:
 
 async def test_atruncate_drops_lowest_activation_first(ranked: Oblivion) -> None:
     """Truncation removes the least active memory, not the last line."""
-    block = block_for(ranked, feedback=False)
+    # no standing instruction shown first: the order is the query's alone
+    block = block_for(ranked, feedback=False, standing=())
     content = await block.aget([user("which refund rule is the weak one")])
     lines = content.splitlines()
     assert lines[0] == "- refund rule weak one"  # the most relevant is ranked first...

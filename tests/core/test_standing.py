@@ -1,0 +1,194 @@
+"""Standing memories: recall(standing=...) shows a category's current memories whatever
+the query (a user's standing instructions in every prompt)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from oblivion_core import InvalidInputError, ManualClock, Oblivion, Policy, Tier
+
+DAY = 86_400.0
+RULES = [
+    "Always answer in British English.",
+    "Please call me Dee from now on.",
+    "Use metric units.",
+    "Never schedule meetings before 10am.",
+]
+FACTS = [
+    "My sister lives in Leeds.",
+    "The Kestrel launch is on 28 March.",
+    "I had a falafel wrap for lunch.",
+    "The weather has been grey all week.",
+]
+# no archive gate, no neighbours: what is shown is what the candidates' scores say
+POLICY = Policy().replace(maintain_every=0, adapt=False, expand_neighbours=0)
+
+
+def _store(mem: Oblivion) -> tuple[list[str], list[str]]:
+    rules = [mem.remember(t, category="instruction").id for t in RULES]
+    facts = [mem.remember(t, category="fact").id for t in FACTS]
+    return rules, facts
+
+
+def test_standing_memories_come_first_whatever_the_query(fresh: Any) -> None:
+    """An unrelated query shows the instructions first, each saying why."""
+    with fresh(policy=POLICY) as mem:
+        rules, facts = _store(mem)
+        plain = mem.recall("Where does my sister live?", k=4, feedback=False)
+        assert plain.ids[0] == facts[0]
+        result = mem.recall(
+            "Where does my sister live?", k=4, standing="instruction", feedback=False
+        )
+        standing = [it for it in result if (it.why.get("relevance_signals") or {}).get("standing")]
+        assert len(standing) == 2  # half of k's places
+        assert {it.id for it in standing} <= set(rules)
+        assert result.ids[:2] == [it.id for it in standing]
+        assert facts[0] in result.ids  # the query's own match keeps a place
+        for it in standing:
+            assert "standing: shown whatever the query" in it.why["explanation"]
+        assert "standing" not in result[2].why["explanation"]
+
+
+def test_standing_places_go_to_the_best_scored(fresh: Any) -> None:
+    """With more standing memories than places, the most important ones are shown."""
+    with fresh(policy=POLICY) as mem:
+        low = [
+            mem.remember(t, category="instruction", importance=0.3).id
+            for t in ("Use emojis sparingly.", "Prefer bullet points.")
+        ]
+        high = [
+            mem.remember(t, category="instruction", importance=1.0).id
+            for t in ("Never share my address.", "Always answer in British English.")
+        ]
+        mem.remember("My sister lives in Leeds.")
+        result = mem.recall("sister", k=4, standing=["instruction"], feedback=False)
+        assert set(result.ids[:2]) == set(high)
+        assert not set(low) & set(result.ids[:2])
+
+
+def test_a_single_place_when_k_is_one(fresh: Any) -> None:
+    """k=1 still shows one standing memory (at least one place)."""
+    with fresh(policy=POLICY) as mem:
+        rules, _ = _store(mem)
+        result = mem.recall("lunch", k=1, standing="instruction", feedback=False)
+        assert result.ids[0] in rules
+
+
+def test_only_current_standing_memories_are_shown(fresh: Any) -> None:
+    """A superseded or invalidated instruction is not shown; its successor is."""
+    with fresh(policy=POLICY) as mem:
+        old = mem.remember("Call me Dee.", category="instruction").id
+        new = mem.remember("Call me Dee Okafor in emails.", category="instruction").id
+        gone = mem.remember("Use metric units.", category="instruction").id
+        mem.supersede(old, new)
+        mem.invalidate(gone)
+        mem.remember("My sister lives in Leeds.")
+        result = mem.recall("sister", k=6, standing="instruction", feedback=False)
+        assert new in result.ids
+        assert old not in result.ids
+        assert gone not in result.ids
+
+
+def test_archived_standing_memories_are_shown_even_without_the_archive(fresh: Any) -> None:
+    """An instruction that decayed to the archive still applies: deep=False shows it."""
+    clock = ManualClock()
+    with fresh(clock=clock, policy=POLICY) as mem:
+        rule = mem.remember("Book aisle seats.", category="event", importance=0.0).id
+        clock.advance(60 * DAY)
+        mem.remember("My sister lives in Leeds.", importance=1.0)
+        mem.maintain()
+        assert mem.get(rule).tier is Tier.ARCHIVE
+        assert rule not in mem.recall("sister", deep=False, feedback=False).ids
+        result = mem.recall("sister", deep=False, standing="event", feedback=False)
+        assert result.ids[0] == rule
+
+
+def test_cold_standing_memories_only_with_include_cold(fresh: Any) -> None:
+    """Memories folded into a summary stay behind it, unless cold ones are asked for."""
+    clock = ManualClock()
+    meeting = [
+        "In the budget meeting we agreed the travel budget is frozen.",
+        "The budget meeting moved the marketing budget to next quarter.",
+        "At the budget meeting Priya asked for a hiring budget review.",
+        "The budget meeting ended with a plan to cut the cloud budget.",
+    ]
+    policy = POLICY.replace(compress_below=0.1, supersede=False)
+    with fresh(clock=clock, policy=policy) as mem:
+        notes = [
+            r.id
+            for r in mem.remember_many(meeting, categories=["event"] * 4, importances=[0.0] * 4)
+        ]
+        clock.advance(60 * DAY)
+        mem.maintain()
+        assert {mem.get(m).tier for m in notes} == {Tier.COLD}
+        shown = mem.recall("weather", k=8, standing="event", feedback=False).ids
+        assert not set(notes) & set(shown)
+        cold = mem.recall("weather", k=8, standing="event", include_cold=True, feedback=False)
+        assert set(cold.ids[:4]) == set(notes)
+
+
+def test_standing_memories_stay_in_their_namespace(fresh: Any) -> None:
+    """Another namespace's instructions are never shown."""
+    with fresh(policy=POLICY) as mem:
+        mine = mem.remember("Use metric units.", category="instruction", namespace="ana").id
+        mem.remember("Always answer in French.", category="instruction", namespace="bo")
+        mem.remember("My sister lives in Leeds.", namespace="ana")
+        result = mem.recall("sister", namespace="ana", standing="instruction", feedback=False)
+        assert mine in result.ids
+        assert all(it.namespace == "ana" for it in result)
+
+
+def test_standing_memories_never_break_the_budget(fresh: Any) -> None:
+    """The budget holds with standing memories first; those that do not fit are left out."""
+    with fresh(policy=POLICY) as mem:
+        _store(mem)
+        for budget in (0, 5, 12, 30, 200):
+            result = mem.recall("sister", token_budget=budget, standing="instruction")
+            assert result.total_tokens <= budget
+
+
+def test_an_unknown_category_pins_nothing(fresh: Any) -> None:
+    with fresh(policy=POLICY) as mem:
+        _store(mem)
+        a = mem.recall("sister", k=4, feedback=False)
+        b = mem.recall("sister", k=4, standing=("nonexistent",), feedback=False)
+        assert a.ids == b.ids
+
+
+@pytest.mark.parametrize(
+    ("standing", "match"),
+    [
+        (5, "standing must be a category name or a list of them"),
+        ({"instruction": 1}, "standing must be a category name or a list of them"),
+        (["instruction", ""], r"standing\[1\] must be a non-empty string"),
+        ([None], r"standing\[0\] must be a non-empty string"),
+        ("  ", "standing must be a non-empty string"),
+    ],
+)
+def test_bad_standing_is_refused(fresh: Any, standing: object, match: str) -> None:
+    """A wrong type says what to pass, and changes nothing stored."""
+    with fresh(policy=POLICY) as mem:
+        rules, facts = _store(mem)
+        with pytest.raises(InvalidInputError, match=match):
+            mem.recall("sister", standing=standing)  # type: ignore[arg-type]
+        assert mem.count() == len(rules) + len(facts)
+
+
+@pytest.mark.integration
+def test_standing_instructions_through_the_real_stack(tmp_path: Path) -> None:
+    """Chroma on disk, the local model and tiktoken: the user's instruction is shown for
+    a question it shares nothing with, and again after a reopen."""
+    with Oblivion(tmp_path, clock=ManualClock()) as mem:
+        rule = mem.remember("Always answer in British English.").id
+        assert mem.get(rule).category == "instruction"
+        for text in FACTS:
+            mem.remember(text)
+        assert rule not in mem.recall("When is the Kestrel launch?", k=3).ids
+        result = mem.recall("When is the Kestrel launch?", k=3, standing="instruction")
+        assert result.ids[0] == rule
+        assert "28 March" in result[1].text
+    with Oblivion(tmp_path, clock=ManualClock()) as mem:
+        assert mem.recall("lunch?", k=2, standing="instruction").ids[0] == rule
