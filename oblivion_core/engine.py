@@ -84,6 +84,7 @@ from oblivion_core.recall import (
     place_priority,
     rank_order,
     score,
+    top_ranked,
 )
 from oblivion_core.records import MemoryRecord, Tier, check_metadata
 from oblivion_core.sketch import SketchIndex
@@ -1949,7 +1950,7 @@ class Oblivion:
                 policy,
                 1.0,
             )
-            rows = rows[rank_order(value, st.cols["seq"][rows])[:places]]
+            rows = rows[top_ranked(value, st.cols["seq"][rows], places)]
         return [st.ids[i] for i in rows.tolist()]
 
     def _cosines(

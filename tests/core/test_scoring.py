@@ -11,7 +11,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from oblivion_core import Policy
-from oblivion_core.recall import activation_share, interleave, place_priority, score
+from oblivion_core.recall import (
+    activation_share,
+    interleave,
+    place_priority,
+    rank_order,
+    score,
+    top_ranked,
+)
 
 unit = st.floats(0.0, 1.0, allow_nan=False)
 vectors = st.lists(st.tuples(unit, unit, unit), min_size=1, max_size=30)
@@ -186,3 +193,17 @@ def test_visible_top_is_the_best_n_of_what_recall_may_show(
     assert visible == [i for i in order if not hidden_of[i]][:n]
     assert values == [rows[i][0] for i in ids]
     assert ids == order[: len(ids)]
+
+
+@given(
+    values=st.lists(st.sampled_from([0.0, 0.25, 0.5, 0.75, 1.0]), min_size=0, max_size=40),
+    n=st.integers(-1, 45),
+    seed=st.integers(0, 1000),
+)
+def test_top_ranked_is_the_head_of_rank_order(values: list[float], n: int, seed: int) -> None:
+    """The one-selection shortcut picks and orders exactly the first n of the full
+    ranking, many ties at the edge included (scores drawn from five values)."""
+    scores = np.asarray(values, dtype=np.float64)
+    seq = np.random.default_rng(seed).permutation(len(values)).astype(np.int64)
+    expected = rank_order(scores, seq)[: max(n, 0)]
+    assert top_ranked(scores, seq, n).tolist() == expected.tolist()
