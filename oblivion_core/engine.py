@@ -1458,11 +1458,10 @@ class Oblivion:
                 instructions ("always answer in British English", "call me Dee") in
                 every prompt. They join the candidates from every tier but the cold one
                 (not invalidated; a superseded one brings its successor in its place),
-                as relevant as the best match, and
-                come first, best scored first, within ``k`` and the budget, as a list's
-                items do for a list question (``why["relevance_signals"]["standing"]``).
-                They take at most half of ``k``'s places (at least one): the best
-                scored, so the query's own matches keep the rest.
+                as relevant as the best match, and come first, best scored first,
+                within ``k`` and the budget, as a list's items do for a list question
+                (``why["relevance_signals"]["standing"]``). They take at most half of
+                ``k``'s places (at least one), so the query's own matches keep the rest.
         """
         self._check_open()
         q = _check_text(query, None, "query")
