@@ -1624,7 +1624,7 @@ class Oblivion:
         include_superseded: bool = False,
         bm25: tuple[list[int], list[float]] | None = None,
         tier: tuple[DocSet, int] | None = None,
-        standing: frozenset[str] = frozenset(),
+        standing: tuple[str, ...] = (),
     ) -> RecallResult:
         """``bm25``: the lexical search's result, if it already ran (see :meth:`recall`);
         for ``deep=False``, over the active tier ``tier[0]`` as it stood at version
@@ -1925,7 +1925,7 @@ class Oblivion:
         self,
         ns: str,
         st: NamespaceState,
-        categories: frozenset[str],
+        categories: Iterable[str],
         include_cold: bool,
         now: float,
         limit: int,
@@ -4579,17 +4579,17 @@ def _check_text(text: object, max_chars: int | None, name: str) -> str:
     return _check_utf8(text, name)
 
 
-def check_standing(standing: object) -> frozenset[str]:
-    """``recall(standing=...)``: one category name or several (adapters check theirs
-    when they are made)."""
+def check_standing(standing: object) -> tuple[str, ...]:
+    """``recall(standing=...)``: one category name or several, as a sorted tuple without
+    repeats (adapters check and keep theirs this way when they are made)."""
     if isinstance(standing, str):
-        return frozenset({_check_category(standing, "standing")})
+        return (_check_category(standing, "standing"),)
     if isinstance(standing, Mapping) or not isinstance(standing, Iterable):
         raise InvalidInputError(
             "standing must be a category name or a list of them (e.g. 'instruction'), "
             f"got {standing!r}"
         )
-    return frozenset(_check_category(c, f"standing[{i}]") for i, c in enumerate(standing))
+    return tuple(sorted({_check_category(c, f"standing[{i}]") for i, c in enumerate(standing)}))
 
 
 def _check_category(category: object, name: str = "category") -> str:

@@ -1324,11 +1324,8 @@ def _item_head(item: str) -> str | None:
         return None
     measured = phrase.split(" of ", 1)
     phrase = _ITEM_END.split(measured[-1], maxsplit=1)[0]
-    words = [
-        _norm_word(w.strip("'-"))
-        for w in _ITEM_TOKEN.findall(phrase)
-        if content_words(w.strip("'-"))
-    ]
+    tokens = (w.strip("'-") for w in _ITEM_TOKEN.findall(phrase))
+    words = [_norm_word(w) for w in tokens if content_words(w)]
     return words[-1] if words else None
 
 
@@ -1859,6 +1856,12 @@ def _questions(s: Statement) -> set[str]:
     return set()
 
 
+def _says_moved(s: Statement) -> bool:
+    """Whether ``s`` states its value with a verb of a move ("the meeting has moved to
+    Thursday", "the airline moved my flight to ...")."""
+    return (s.subject or "").rpartition("|")[2].startswith("moved")
+
+
 def _exception(new: Statement, old: Statement) -> bool:
     """Whether ``new`` is a one-off exception that leaves ``old`` standing: it holds for a
     bounded time and ``old`` does not, and ``old`` is a routine ("my gym class is on
@@ -1868,8 +1871,7 @@ def _exception(new: Statement, old: Statement) -> bool:
     change: nothing says Friday still holds."""
     if not new.one_off or old.one_off:
         return False
-    moved = (new.subject or "").rpartition("|")[2].startswith("moved")
-    return old.routine or (new.temporary and not (new.cue or moved))
+    return old.routine or (new.temporary and not (new.cue or _says_moved(new)))
 
 
 def _other_question(new: Statement, old: Statement) -> bool:
@@ -2118,7 +2120,7 @@ class LexicalSupersession:
                 n.subject
                 and not o.subject
                 and not o.op
-                and (n.cue or n.subject.rpartition("|")[2].startswith("moved"))
+                and (n.cue or _says_moved(n))
                 and c.similarity >= self.fallback_similarity
                 and _changed_quantity(n.quantities, o.quantities)
                 and (n.words & o.words) - _quantity_words(n.quantities | o.quantities)

@@ -18,7 +18,6 @@ from langchain_core.messages import BaseMessage, HumanMessage
 
 from oblivion_core import Oblivion
 from oblivion_core.budget import check_budget
-from oblivion_core.engine import check_standing
 from oblivion_core.errors import InvalidInputError
 from oblivion_core.recall import RecalledItem
 from oblivion_core.records import check_metadata
@@ -343,8 +342,3 @@ def namespace_matches(namespace: tuple[str, ...], kind: str, path: Sequence[str]
         else zip(reversed(namespace), reversed(path), strict=False)
     )
     return all(p == "*" or n == p for n, p in pairs)
-
-
-def standing_categories(value: object) -> tuple[str, ...]:
-    """``recall(standing=...)``'s categories, sorted: one name or several."""
-    return tuple(sorted(check_standing(value)))

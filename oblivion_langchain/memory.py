@@ -11,6 +11,7 @@ from pydantic import ConfigDict, PrivateAttr, field_validator
 
 from oblivion_core import Oblivion
 from oblivion_core.budget import render
+from oblivion_core.engine import check_standing
 from oblivion_core.errors import InvalidInputError, UnknownNamespaceError
 from oblivion_core.overlap import used_ids
 from oblivion_langchain._convert import (
@@ -20,7 +21,6 @@ from oblivion_langchain._convert import (
     clean_text,
     fit_text,
     positive_k,
-    standing_categories,
     value_text,
 )
 
@@ -116,7 +116,7 @@ class OblivionMemory(BaseMemory):
     @field_validator("standing", mode="before")
     @classmethod
     def _check_standing(cls, value: object) -> tuple[str, ...]:
-        return standing_categories(value)
+        return check_standing(value)
 
     @property
     def memory_variables(self) -> list[str]:

@@ -25,6 +25,7 @@ from pydantic import BaseModel
 
 from oblivion_core import Oblivion, Policy
 from oblivion_core.budget import render
+from oblivion_core.engine import check_standing
 from oblivion_core.errors import (
     EmbeddingError,
     InvalidInputError,
@@ -45,7 +46,6 @@ from oblivion_langchain._convert import (
     message_key,
     message_text,
     positive_k,
-    standing_categories,
 )
 
 #: Key of the middleware's private entry in the agent state.
@@ -323,7 +323,7 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
         self.remember_turns = remember_turns
         self.used_rule = used_rule
         self.on_error = on_error
-        self.standing = standing_categories(standing)
+        self.standing = check_standing(standing)
         self._policy_done: set[str] = set()
         self._lock = threading.Lock()
         self._pending: list[_TurnMemory] = []

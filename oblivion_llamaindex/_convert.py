@@ -222,5 +222,5 @@ TokenLimit = Annotated[int, BeforeValidator(lambda v: check_limit(v, "token_limi
 Namespace = Annotated[str | None, BeforeValidator(check_namespace)]
 ItemCount = Annotated[int | None, AfterValidator(lambda v: check_k(v, "k"))]
 Roles = Annotated[tuple[str, ...], BeforeValidator(check_roles)]
-#: ``recall(standing=...)``'s categories, kept sorted (one name or several).
-Standing = Annotated[tuple[str, ...], BeforeValidator(lambda v: tuple(sorted(check_standing(v))))]
+#: ``recall(standing=...)``'s categories (one name or several), as a sorted tuple.
+Standing = Annotated[tuple[str, ...], BeforeValidator(check_standing)]
