@@ -279,3 +279,44 @@ def test_an_output_numpy_cannot_convert_is_an_embedding_error() -> None:
 
     with pytest.raises(EmbeddingError, match="requires grad"):
         normalize(NeedsGrad(), 1)
+
+
+def test_the_local_model_stops_spinning_when_a_run_returns(real_embedder: Any) -> None:
+    """The ONNX session is made again with ``session.force_spinning_stop`` (so the
+    archive search beside the active tier's gets the other core), and embeds exactly
+    as fastembed's own session does."""
+    from fastembed import TextEmbedding
+
+    session = real_embedder._load().model.model
+    options = session.get_session_options()
+    assert options.get_session_config_entry("session.force_spinning_stop") == "1"
+    own = TextEmbedding(real_embedder.model_name, specific_model_path=real_embedder.model_path)
+    assert own.model.model is not session
+    texts = ["When is the dentist?", "Always answer in British English", "a " * 300]
+    np.testing.assert_array_equal(
+        real_embedder.embed_documents(texts),
+        np.asarray(list(own.embed(texts, batch_size=32)), dtype=np.float32),
+    )
+    np.testing.assert_array_equal(
+        real_embedder.embed_query(texts[0]),
+        np.asarray(next(iter(own.query_embed(texts[0]))), dtype=np.float32),
+    )
+
+
+def test_a_session_is_made_again_only_when_it_spins(real_embedder: Any) -> None:
+    """One that already stops keeps its session; a model without the attributes read
+    (another fastembed version, a stand-in) is left as it is."""
+    from oblivion_core.embedding import _stop_spinning_after_runs
+
+    model = real_embedder._load()
+    session = model.model.model
+    _stop_spinning_after_runs(model)
+    assert model.model.model is session
+
+    class NoSession:
+        model = None
+
+    stand_in = NoSession()
+    _stop_spinning_after_runs(stand_in)
+    _stop_spinning_after_runs(object())
+    assert stand_in.model is None
