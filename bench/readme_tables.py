@@ -16,7 +16,6 @@ sys.path.insert(0, str(HERE))
 
 import latency  # noqa: E402
 import locomo  # noqa: E402
-import spinning  # noqa: E402
 import updates  # noqa: E402
 
 README = HERE.parent / "README.md"
@@ -26,12 +25,6 @@ SECTIONS = {
         "### Latency, ingest and tiering (`python bench/latency.py`)",
         lambda d: latency.render_table(d),
         "latency.json",
-    ),
-    "spinning": (
-        "### ONNX threads after a run, and the archive searched beside the active tier "
-        "(`python bench/spinning.py`)",
-        lambda d: spinning.table(d),
-        "spinning.json",
     ),
     "locomo": (
         "### LoCoMo evidence recall (`python bench/locomo.py`)",

@@ -43,10 +43,6 @@ _WORD = re.compile(r"\S+")
 class FastEmbedEmbedder:
     """all-MiniLM-L6-v2 (or another fastembed model) running locally on ONNX.
 
-    Its ONNX threads stop spinning as each run returns, so the work after an embedding
-    (recall's searches, the caller's own) gets the cores back at once
-    (:func:`_stop_spinning_after_runs`).
-
     Args:
         model_name: A fastembed model name.
         model_path: A local directory holding the model (``model.onnx`` + tokenizer
@@ -114,14 +110,12 @@ class FastEmbedEmbedder:
                     if self.cache_dir:
                         kwargs["cache_dir"] = self.cache_dir
                     try:
-                        model = TextEmbedding(self.model_name, **kwargs)
+                        self._model = TextEmbedding(self.model_name, **kwargs)
                     except Exception as exc:
                         raise EmbeddingError(
                             f"could not load embedding model {self.model_name!r}: {exc}. "
                             "Offline? Point OBLIVION_EMBEDDING_MODEL_PATH at a local copy."
                         ) from exc
-                    _stop_spinning_after_runs(model)
-                    self._model = model
         return self._model
 
     def _load_counter(self) -> Any:
@@ -238,46 +232,6 @@ class FastEmbedEmbedder:
         """Embed one query."""
         model = self._load()
         return np.asarray(next(iter(model.query_embed(self._readable(text)))), dtype=np.float32)
-
-
-def _stop_spinning_after_runs(model: Any) -> None:
-    """Make ``model``'s ONNX session (fastembed's ``TextEmbedding``) stop its threads'
-    spinning as each run returns (``session.force_spinning_stop``).
-
-    ONNX Runtime's threads spin between the steps of a run, and by default keep spinning
-    for a while after it returns, holding every core. Recall searches the archive on a
-    second thread right after the query is embedded (:attr:`Oblivion.SEARCH_BESIDE
-    <oblivion_core.engine.Oblivion.SEARCH_BESIDE>`): against threads still spinning, a
-    deep recall's two searches at 100k memories took 3.78 ms side by side where one
-    thread took 1.82 ms; with them stopped, 1.52 against 1.67 ms (2 cores). The next
-    embedding was faster too when other work ran between the two (2.62 against 3.50 ms),
-    and about the same back to back (2.21 against 2.08 ms; ``bench/spinning.py``).
-    fastembed takes no such option, so the session is made again with it (about 0.1 s,
-    once); a fastembed without the attributes read here keeps its own session."""
-    inner: Any = getattr(model, "model", None)
-    session = getattr(inner, "model", None)
-    path = getattr(session, "_model_path", None)
-    if session is None or not isinstance(path, str):
-        return
-    options = session.get_session_options()
-    try:
-        if options.get_session_config_entry(_FORCE_SPINNING_STOP) == "1":
-            return
-    except Exception:  # not set: onnxruntime raises
-        pass
-    import onnxruntime as ort
-
-    options.add_session_config_entry(_FORCE_SPINNING_STOP, "1")
-    providers = session.get_providers()
-    provider_options = session.get_provider_options()
-    inner.model = ort.InferenceSession(
-        path,
-        sess_options=options,
-        providers=[(p, provider_options.get(p, {})) for p in providers],
-    )
-
-
-_FORCE_SPINNING_STOP = "session.force_spinning_stop"
 
 
 def _is_bert_style(config: dict[str, Any]) -> bool:

@@ -32,7 +32,6 @@ from collections.abc import (
     Sequence,
 )
 from concurrent.futures import Future, ThreadPoolExecutor
-from concurrent.futures import wait as wait_futures
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar, cast
@@ -120,9 +119,6 @@ _SIGNALS = {
 }
 _T = TypeVar("_T")
 _K = TypeVar("_K")
-#: An archive copy's search in a recall: its best visible memories and similarities, and
-#: the similarities it computed, by row (NaN where it did not).
-_CopySearch = tuple[tuple[list[str], list[float]], np.ndarray[Any, Any]]
 logger = logging.getLogger("oblivion_core")
 # plain ints for hot loops (an IntEnum member lookup costs about a microsecond)
 _ACTIVE, _ARCHIVE, _COLD = int(Tier.ACTIVE), int(Tier.ARCHIVE), int(Tier.COLD)
@@ -214,11 +210,6 @@ class _Space:
         self.copy_blocked = False
         # how the last archive search ran: "exact" or "sketch" (a copy), or "chroma"
         self.archive_searched: str | None = None
-        #: The share of recent recalls with ``deep=None`` whose gate sent them to the
-        #: archive (each counts 1/8, the older ones the rest): while it is 3/4 or more,
-        #: such a recall searches the archive's copy beside the active tier in case
-        #: the gate opens again (Oblivion.SEARCH_BESIDE)
-        self.gate_opens = 1.0
         self.usage = usage
         self._graph: LinkGraph | None = LinkGraph()
         # reads the namespace's links from the store, for a graph left to its first use
@@ -391,16 +382,6 @@ class Oblivion:
     #: works"). ``0`` leaves archives past :attr:`EXACT_ARCHIVE_ROWS` to Chroma; both at
     #: ``0`` always query Chroma.
     SKETCH_ARCHIVE_ROWS = 131_072
-    #: Search the archive's in-memory copy on a second thread while this one searches
-    #: the active tier: in every ``deep=True`` recall, and in ``deep=None`` ones while
-    #: the gate has opened for 3/4 or more of the namespace's recent ones (a search the
-    #: gate then does not open for is waited for and dropped: the copy must not change
-    #: under it once the recall lets go of the lock). At 100k memories the two searches
-    #: took 1.52 ms side by side against 1.67 ms one after the other (2 cores, right
-    #: after the query embedding; ``bench/spinning.py``): both release the GIL for their
-    #: products and counts. Off on a single core, where the thread would only take
-    #: turns. Results are the same either way.
-    SEARCH_BESIDE = (os.cpu_count() or 1) > 1
     #: Rows (vectors and spare ones) held in archive copies of either kind across all
     #: namespaces, checked as a copy is made; the least recently searched namespace's
     #: copy goes first. At 384 dimensions a row takes 1.5 KB, and half again in exact
@@ -557,9 +538,6 @@ class Oblivion:
             )
             # threads start on first use; neither kind of job waits on self._lock
             self._workers = ThreadPoolExecutor(2, thread_name_prefix="oblivion")
-            # searches an archive copy beside the active tier's search (SEARCH_BESIDE);
-            # its jobs never wait on self._lock, which the recall that waits for them holds
-            self._searcher = ThreadPoolExecutor(1, thread_name_prefix="oblivion-search")
             self._next_seq = self._db.next_seq()
             self._spaces: dict[str, _Space] = {}
             self._uses = itertools.count()  # orders the namespaces by last use
@@ -688,7 +666,6 @@ class Oblivion:
         atexit.unregister(self._at_exit)
         self._lock.stop()
         self._workers.shutdown(wait=True)
-        self._searcher.shutdown(wait=True)
         try:
             self._db.close(write=write)
         finally:
@@ -714,14 +691,6 @@ class Oblivion:
         except Exception as exc:
             done.set_exception(exc)
         return done
-
-    def _beside(self, fn: Callable[..., _T], *args: Any) -> Future[_T] | None:
-        """Run ``fn(*args)`` on the searcher thread (:attr:`SEARCH_BESIDE`), or ``None``
-        (the caller runs it) if no thread can start: the interpreter shuts down."""
-        try:
-            return self._searcher.submit(fn, *args)
-        except RuntimeError:
-            return None
 
     def __enter__(self) -> Oblivion:
         return self
@@ -1674,46 +1643,21 @@ class Oblivion:
         pool = max(policy.candidate_pool, limit)
         now = self._now(ns)
 
+        # The archive query runs here, after the active tier. On a worker beside the
+        # product it gained nothing (deep recall at 100k memories: 8.84 ms threaded, 8.87
+        # ms in line): right after the embedding ONNX's threads still spin on the other
+        # core, and the worker waits for the GIL while this thread runs Python (README,
+        # "How it works"). An archive copy's search on a second thread, with ONNX's
+        # threads stopped after each run to free the core, was measured again and not
+        # kept either: every other call got slower (bench/spinning.py, bench/NOTES.md).
         # Chroma returns active memories too: it is asked for enough that they do not
         # crowd out the archived ones.
         n_ask = min(pool + min(len(space.index), pool), st.n)  # a huge k asks for all
         archive: tuple[list[str], list[float]] | None = None
-
-        def hidden(mids: Sequence[str | None]) -> np.ndarray[Any, Any]:
-            """Which of ``mids`` this recall cannot show (invalidated, cold, unknown)."""
-            return self._hidden(st, mids, include_invalidated, include_cold)
-
-        def search_copy(copy: ActiveIndex) -> _CopySearch:
-            """The best visible memories of an archive copy, and the similarities its
-            search computed (by row)."""
-            computed: list[np.ndarray[Any, Any]] = []  # by the last search
-
-            def copy_top(n: int) -> tuple[list[str], list[float]]:
-                found, found_sims, known = copy.nearest(qvec, n, st.seqs_of)
-                computed[:] = [known]
-                return found, found_sims.tolist()
-
-            return _visible_top(copy_top, pool, hidden, len(copy)), computed[0]
-
-        # the archive's copy is searched on the searcher thread while this one searches
-        # the active tier (SEARCH_BESIDE): always for deep=True; for deep=None while the
-        # gate has mostly opened lately (a result it then does not open for is dropped).
-        # The search of Chroma, or of a copy not made yet, runs here after the active tier
-        copy: ActiveIndex | None = None
-        if self.SEARCH_BESIDE and st.n > len(space.index):
-            if deep:
-                copy = self._exact_archive(ns, space)
-            elif deep is None and space.gate_opens >= 0.75:
-                copy = space.archive
-        beside = self._beside(search_copy, copy) if copy is not None else None
-        try:
-            # the best active memories (ties: by write order), and the similarities
-            # computed on the way, kept for the candidates found otherwise (BM25,
-            # neighbours): a lookup instead of reading their vectors back
-            ids, sims, active_scores = space.index.nearest(qvec, pool, st.seqs_of)
-        finally:
-            if beside is not None:  # it reads the copy: done before the lock is let go
-                wait_futures([beside])
+        # the best active memories (ties: by write order), and the similarities computed
+        # on the way, kept for the candidates found otherwise (BM25, neighbours): a lookup
+        # instead of reading their vectors back
+        ids, sims, active_scores = space.index.nearest(qvec, pool, st.seqs_of)
         scored = [(space.index, active_scores)]
         cand: dict[str, float] = dict(zip(ids, sims.tolist(), strict=True))
         best = float(sims[0]) if len(sims) else -1.0
@@ -1726,16 +1670,23 @@ class Oblivion:
                 reason = f"only {len(ids)} active memories for k={limit}"
             elif best < policy.archive_gate and st.n > len(space.index):
                 reason = f"best active cosine {best:.3f} < gate {policy.archive_gate:.3f}"
-            space.gate_opens += ((reason is not None) - space.gate_opens) / 8
+
+        def hidden(mids: Sequence[str | None]) -> np.ndarray[Any, Any]:
+            """Which of ``mids`` this recall cannot show (invalidated, cold, unknown)."""
+            return self._hidden(st, mids, include_invalidated, include_cold)
 
         if reason is not None:
-            exact = copy if deep and copy is not None else self._exact_archive(ns, space)
+            exact = self._exact_archive(ns, space)
             if exact is not None:
-                if beside is not None and exact is copy:
-                    archive, computed = beside.result()
-                else:  # not searched beside, or the copy was made again since (smaller)
-                    archive, computed = search_copy(exact)
-                scored.append((exact, computed))
+                computed: list[np.ndarray[Any, Any]] = []  # by the last search
+
+                def exact_top(n: int) -> tuple[list[str], list[float]]:
+                    found, found_sims, known = exact.nearest(qvec, n, st.seqs_of)
+                    computed[:] = [known]
+                    return found, found_sims.tolist()
+
+                archive = _visible_top(exact_top, pool, hidden, len(exact))
+                scored.append((exact, computed[0]))
                 space.archive_searched = "sketch" if isinstance(exact, SketchIndex) else "exact"
             else:
                 space.archive_searched = "chroma"
