@@ -5,7 +5,7 @@ module builds the engine's columnar activation state (:class:`NamespaceState`) f
 rows directly with numpy and plugs it into an in-memory :class:`Oblivion` engine.
 
 This reaches into private engine state on purpose (``NamespaceState._grow``,
-``Oblivion._spaces``, ``_Space``, ``Oblivion._activation``): a benchmark may, the
+``Oblivion._spaces``, ``Space``, ``Oblivion._activation``): a benchmark may, the
 library must not. :func:`_check_bulk_fill` verifies on a small state that the bulk fill
 produces exactly what ``NamespaceState.append`` would, so a change in the core's layout
 fails loudly instead of silently measuring the wrong thing.
@@ -28,8 +28,8 @@ import numpy as np
 from oblivion_core import ManualClock, Oblivion, Policy, Tier
 from oblivion_core.adaptation import Usage
 from oblivion_core.decay_clock import DecayClock
-from oblivion_core.engine import _Space
 from oblivion_core.index import ActiveIndex
+from oblivion_core.space import Space
 from oblivion_core.state import NamespaceState
 from oblivion_core.testing import HashEmbedder
 from oblivion_core.tiering import plan_tiers
@@ -154,7 +154,7 @@ def _engine(policy: Policy, st: NamespaceState, *, times: bool = True) -> Oblivi
     # maintain() reads only len(index) (the "active before" count): list the active ids
     # without building a 1M x 384 matrix.
     index.ids = [st.ids[i] for i in np.flatnonzero(st.col("tier") == Tier.ACTIVE)]
-    engine._spaces[ns] = _Space(st, index, Usage())
+    engine._spaces[ns] = Space(st, index, Usage())
     # clocks through the origin at the policy's rates (as a converted version-2 store):
     # a memory's reading at time t is rate * t
     rates = engine._category_params(ns, st, policy)[0][: len(st.vocab)]

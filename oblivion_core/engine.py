@@ -88,6 +88,7 @@ from oblivion_core.recall import (
 )
 from oblivion_core.records import MemoryRecord, Tier, check_metadata
 from oblivion_core.sketch import SketchIndex
+from oblivion_core.space import Space
 from oblivion_core.state import EVENT_KINDS, Event, JournalRow, NamespaceState, StateDB
 from oblivion_core.store import VectorStore, directory_path
 from oblivion_core.supersession import (
@@ -175,146 +176,6 @@ class _CloseAtExit:
             logger.exception("closing an Oblivion instance at exit failed")
         finally:
             mem._lock.release()
-
-
-class _Space:
-    """Everything the engine keeps in memory for one namespace.
-
-    ``index`` holds the vectors of the active tier; ``archive``, while the namespace is
-    not too big, those of every other memory (archive and cold tiers), so recall searches
-    them in memory instead of querying Chroma (see :attr:`Oblivion.EXACT_ARCHIVE_ROWS`
-    and :attr:`Oblivion.SKETCH_ARCHIVE_ROWS`). Tier
-    moves go through :meth:`activate`, :meth:`deactivate` and :meth:`discard`, which keep
-    the two disjoint.
-    """
-
-    def __init__(self, state: NamespaceState, index: ActiveIndex, usage: Usage) -> None:
-        self.state = state
-        self.index = index
-        # told of memories entering (True) and leaving the tier: the engine keeps their
-        # texts out of the contents cache's LRU meanwhile (StateDB.hold)
-        self.on_tier: Callable[[Sequence[str], bool], None] | None = None
-        #: The sequence numbers of the memories in ``index``: BM25 for ``deep=False``
-        #: ranks only these. A BM25 search outside the engine's lock is redone unless
-        #: ``active`` is still the set it ranked, at the same version (recall also checks
-        #: its hits against ``index``)
-        self.active = DocSet()
-        self._mark(index.ids, True)
-        self.archive: ActiveIndex | None = None  # built on the first archive search
-        self.archive_limit = 0  # size above which ``archive`` is dropped
-        # the limit a copy outgrew (0: none did); a copy of that kind is made again only
-        # below 3/4 of it
-        self.archive_dropped = 0
-        # some memory outside the tier has no stored vector: no copy is made (Chroma
-        # answers) until an edit or a deletion could have changed that
-        self.copy_blocked = False
-        # how the last archive search ran: "exact" or "sketch" (a copy), or "chroma"
-        self.archive_searched: str | None = None
-        self.usage = usage
-        self._graph: LinkGraph | None = LinkGraph()
-        # reads the namespace's links from the store, for a graph left to its first use
-        self.read_links: Callable[[], Iterable[tuple[str, str, float]]] | None = None
-        # why the links could not be read (a damaged row), so they are not read again
-        self._links_damaged: StoreCorruptError | None = None
-        self.links_warned = False  # spreading and automatic links skip them, said once
-        self.review: dict[str, str] = {}
-        self.summaries: dict[str, list[str]] = {}
-        # originals a decompress() brought back: maintain() does not compress them again
-        self.uncompressed: set[str] = set()
-        self.last_write: tuple[str, float] | None = None
-        self.writes_since_maintain = 0
-        self.lists: ListIndex | None = None  # built on the first list question
-        self.used = 0  # when last used (Oblivion._uses): the idle ones are unloaded first
-
-    @property
-    def graph(self) -> LinkGraph:
-        """The namespace's links, read from the store on first use when the namespace
-        was loaded with :attr:`read_links` (spreading, linked expansions, ``stats()``,
-        writes that link): a reopened store's first recall does not wait for them (139k
-        links at 100k memories: 0.26 s)."""
-        if self._graph is None:
-            if self._links_damaged is not None:  # read once, at 0.26 s per 100k memories
-                raise StoreCorruptError(str(self._links_damaged))
-            graph = LinkGraph()
-            if self.read_links is not None:
-                try:
-                    graph.add_many(self.read_links())
-                except StoreCorruptError as exc:
-                    self._links_damaged = exc
-                    raise
-            self._graph = graph
-        return self._graph
-
-    def read_links_later(self, read: Callable[[], Iterable[tuple[str, str, float]]]) -> None:
-        """Leave the links to their first use (:attr:`graph`), read by ``read`` then: a
-        write that adds one reads them first."""
-        self._graph, self.read_links = None, read
-
-    def unlink(self, node: str) -> None:
-        """Drop ``node``'s links from the graph, if it was read (a graph read later reads
-        the table, which the deletion already cleared of them)."""
-        if self._graph is not None:
-            self._graph.remove_node(node)
-
-    def _mark(self, ids: Sequence[str], active: bool) -> None:
-        """Put memories ``ids`` into :attr:`active` or take them out (ids not in the
-        state are skipped), and tell :attr:`on_tier`."""
-        if self.on_tier is not None:
-            self.on_tier(ids, active)
-        st = self.state
-        rows = [i for m in ids if (i := st.index.get(m)) is not None]
-        if not rows:
-            return
-        seqs = st.cols["seq"][np.asarray(rows, dtype=np.int64)].astype(np.int64)
-        if active:
-            self.active.add(seqs)
-        else:
-            self.active.discard(seqs)
-
-    def activate(self, ids: Sequence[str], vectors: Vectors) -> None:
-        """Memories enter the active tier (new, restored or promoted)."""
-        self.index.add(ids, vectors, self.state.seqs_of(ids))
-        self._mark(ids, True)
-        if self.archive is not None:
-            self.archive.remove(ids)
-
-    def deactivate(self, ids: Sequence[str]) -> None:
-        """Memories leave the active tier for the archive or the cold tier."""
-        if self.archive is not None:
-            vecs = {m: v for m in ids if (v := self.index.vector(m)) is not None}
-            if vecs:
-                self.add_inactive(list(vecs), np.stack(list(vecs.values())))
-        self.index.remove(ids)
-        self._mark(ids, False)
-
-    def add_inactive(self, ids: Sequence[str], vectors: Vectors) -> None:
-        """New memories written outside the active tier (or just moved out of it)."""
-        if self.archive is not None:
-            self.archive.add(ids, vectors)
-            if len(self.archive) > self.archive_limit:  # the next search makes another
-                self.archive, self.archive_dropped = None, self.archive_limit
-
-    def discard(self, ids: Sequence[str]) -> None:
-        """Memories deleted."""
-        self.copy_blocked = False
-        self.index.remove(ids)
-        self._mark(ids, False)
-        if self.archive is not None:
-            self.archive.remove(ids)
-
-    def set_vector(self, memory_id: str, vector: Vectors) -> None:
-        """A memory's text was edited and embedded again."""
-        self.copy_blocked = False
-        for index in (self.index, self.archive):
-            if index is not None and memory_id in index:
-                index.add([memory_id], vector)
-
-    def vector(self, memory_id: str) -> Vectors | None:
-        """The vector of a memory held in memory (either index), else ``None``."""
-        vec = self.index.vector(memory_id)
-        if vec is None and self.archive is not None:
-            vec = self.archive.vector(memory_id)
-        return vec
 
 
 class Oblivion:
@@ -539,7 +400,7 @@ class Oblivion:
             # threads start on first use; neither kind of job waits on self._lock
             self._workers = ThreadPoolExecutor(2, thread_name_prefix="oblivion")
             self._next_seq = self._db.next_seq()
-            self._spaces: dict[str, _Space] = {}
+            self._spaces: dict[str, Space] = {}
             self._uses = itertools.count()  # orders the namespaces by last use
             self._evicting = False  # an _unload_idle job is queued
             # per namespace: (policy, learned multipliers by category, (rates, betas))
@@ -1067,7 +928,7 @@ class Oblivion:
     def _store_new(
         self,
         ns: str,
-        space: _Space,
+        space: Space,
         policy: Policy,
         now: float,
         ids: list[str],
@@ -1185,7 +1046,7 @@ class Oblivion:
         space.writes_since_maintain += n
         return rows
 
-    def _queue_usage(self, ns: str, space: _Space, now: float) -> None:
+    def _queue_usage(self, ns: str, space: Space, now: float) -> None:
         """Queue the namespace's use counters (what adaptation learns from) for the next
         batched write, as recall boosts are: a crash loses at most that window of them,
         instead of every count since the last ``maintain()`` or ``close()``."""
@@ -1360,7 +1221,7 @@ class Oblivion:
         return record
 
     def _release_supersession(
-        self, ns: str, space: _Space, memory_id: str, now: float, conn: Any
+        self, ns: str, space: Space, memory_id: str, now: float, conn: Any
     ) -> None:
         """``memory_id`` (being edited) leaves every supersession it is part of (in memory
         and in the caller's transaction): it is current again, and what it had made stale
@@ -1805,7 +1666,7 @@ class Oblivion:
             out |= st.cols["tier"][known] == _COLD
         return out
 
-    def _exact_archive(self, ns: str, space: _Space) -> ActiveIndex | None:
+    def _exact_archive(self, ns: str, space: Space) -> ActiveIndex | None:
         """The in-memory index of the namespace's memories outside the active tier, built
         now if the namespace is small enough (an exact copy up to
         :attr:`EXACT_ARCHIVE_ROWS`, a sketch copy up to :attr:`SKETCH_ARCHIVE_ROWS`),
@@ -1899,7 +1760,7 @@ class Oblivion:
         return None
 
     def _list_items(
-        self, ns: str, space: _Space, which: str | None, *, active_only: bool
+        self, ns: str, space: Space, which: str | None, *, active_only: bool
     ) -> list[str]:
         """The additions that make up list ``which`` now (not removed, not invalidated)."""
         st = space.state
@@ -1957,7 +1818,7 @@ class Oblivion:
     def _cosines(
         self,
         ns: str,
-        space: _Space,
+        space: Space,
         qvec: Vectors,
         ids: list[str],
         scored: Sequence[tuple[ActiveIndex, np.ndarray[Any, Any]]] = (),
@@ -1992,7 +1853,7 @@ class Oblivion:
             out.update((m, float(vec @ q)) for m, vec in self._vectors(ns, space, rest).items())
         return out
 
-    def _vectors(self, ns: str, space: _Space | None, ids: list[str]) -> dict[str, Vectors]:
+    def _vectors(self, ns: str, space: Space | None, ids: list[str]) -> dict[str, Vectors]:
         """Stored vectors by id: from the active index, else SQLite, else Chroma (stores
         written before vectors were kept in SQLite)."""
         out: dict[str, Vectors] = {}
@@ -2014,7 +1875,7 @@ class Oblivion:
         self,
         query: str,
         ns: str,
-        space: _Space,
+        space: Space,
         policy: Policy,
         now: float,
         cand: Mapping[str, float],
@@ -2215,7 +2076,7 @@ class Oblivion:
     def _item(
         self,
         ns: str,
-        space: _Space,
+        space: Space,
         policy: Policy,
         mid: str,
         *,
@@ -2315,7 +2176,7 @@ class Oblivion:
     def _expansions(
         self,
         ns: str,
-        space: _Space,
+        space: Space,
         policy: Policy,
         now: float,
         hits: list[RecalledItem],
@@ -2388,7 +2249,7 @@ class Oblivion:
     def _feedback(
         self,
         ns: str,
-        space: _Space,
+        space: Space,
         policy: Policy,
         now: float,
         cids: list[str],
@@ -2445,7 +2306,7 @@ class Oblivion:
             apply()
         return out
 
-    def _apply_later(self, ns: str, space: _Space, apply: Callable[[], None]) -> None:
+    def _apply_later(self, ns: str, space: Space, apply: Callable[[], None]) -> None:
         """Run a recall's queued feedback; if it fails, the namespace is reloaded from the
         store (as after any failed change) and the failure logged, not raised: the call
         that took the lock did not cause it."""
@@ -2464,7 +2325,7 @@ class Oblivion:
     def _apply_feedback(
         self,
         ns: str,
-        space: _Space,
+        space: Space,
         policy: Policy,
         now: float,
         boosts: _Boosts,
@@ -2677,7 +2538,7 @@ class Oblivion:
     def _bump(
         self,
         ns: str,
-        space: _Space,
+        space: Space,
         rows: list[int],
         now: float,
         *,
@@ -2780,7 +2641,7 @@ class Oblivion:
     def _auto_link(
         self,
         ns: str,
-        space: _Space,
+        space: Space,
         policy: Policy,
         ids: list[str],
         recent_ids: list[str],
@@ -2826,7 +2687,7 @@ class Oblivion:
                 )
 
     @staticmethod
-    def _usable_links(ns: str, space: _Space) -> LinkGraph | None:
+    def _usable_links(ns: str, space: Space) -> LinkGraph | None:
         """``space.graph``, or ``None`` if the links table holds a damaged row: a
         recall's spreading and a write's automatic links then go without, with one
         warning per load, instead of failing every recall's feedback and every write
@@ -2847,7 +2708,7 @@ class Oblivion:
     def _spread(
         self,
         ns: str,
-        space: _Space,
+        space: Space,
         policy: Policy,
         seeds: Mapping[str, float],
         now: float,
@@ -2913,7 +2774,7 @@ class Oblivion:
     def _detect_supersession(
         self,
         ns: str,
-        space: _Space,
+        space: Space,
         policy: Policy,
         ids: list[str],
         texts: list[str],
@@ -2944,7 +2805,7 @@ class Oblivion:
     def _stale_candidates(
         self,
         ns: str,
-        space: _Space,
+        space: Space,
         ids: list[str],
         texts: list[str],
         said: list[str],
@@ -3066,7 +2927,7 @@ class Oblivion:
     def _apply_stale(
         self,
         ns: str,
-        space: _Space,
+        space: Space,
         pairs: list[tuple[str, str]],
         now: float,
         said: Mapping[str, str],
@@ -3098,7 +2959,7 @@ class Oblivion:
             self._set_superseded(ns, space, list(chosen.items()), now, "detected on write")
 
     def _set_superseded(
-        self, ns: str, space: _Space, pairs: list[tuple[str, str]], now: float, reason: str
+        self, ns: str, space: Space, pairs: list[tuple[str, str]], now: float, reason: str
     ) -> None:
         with self._consistent(ns):
             st = space.state
@@ -3207,7 +3068,7 @@ class Oblivion:
             )
 
     @staticmethod
-    def _summaries_of(space: _Space, memory_id: str) -> list[str]:
+    def _summaries_of(space: Space, memory_id: str) -> list[str]:
         """The summaries ``memory_id`` is an original of: its text changes or goes, and
         theirs would keep the old one."""
         return [
@@ -3219,7 +3080,7 @@ class Oblivion:
     def _delete(
         self,
         ns: str,
-        space: _Space,
+        space: Space,
         rows: list[int],
         now: float,
         why: str,
@@ -3454,7 +3315,7 @@ class Oblivion:
             )
 
     def _compression_groups(
-        self, ns: str, space: _Space, policy: Policy, act: Any, decision: Any
+        self, ns: str, space: Space, policy: Policy, act: Any, decision: Any
     ) -> list[list[str]]:
         """Groups of archived, low-activation memories to fold into summaries."""
         if policy.compress_below is None:
@@ -3499,7 +3360,7 @@ class Oblivion:
         return [[ids[k] for k in group] for group in found]
 
     def _compress(
-        self, ns: str, space: _Space, policy: Policy, group: list[str], now: float
+        self, ns: str, space: Space, policy: Policy, group: list[str], now: float
     ) -> str | None:
         """Write a summary of ``group`` and move the originals to the cold tier."""
         st = space.state
@@ -3621,7 +3482,7 @@ class Oblivion:
                 # after the delete: it moves the last row into the summary's place
                 return self._records(ns, [st.index[m] for m in originals], now)
 
-    def _originals(self, space: _Space, summary_id: str) -> list[int]:
+    def _originals(self, space: Space, summary_id: str) -> list[int]:
         """The rows of the originals summary ``summary_id`` stands for, in their order."""
         self._row(space, summary_id)
         originals = space.summaries.get(summary_id)
@@ -3634,7 +3495,7 @@ class Oblivion:
         return [space.state.index[m] for m in originals if m in space.state.index]
 
     def _free_originals(
-        self, ns: str, space: _Space, freed: Mapping[str, str], conn: Any, now: float, reason: str
+        self, ns: str, space: Space, freed: Mapping[str, str], conn: Any, now: float, reason: str
     ) -> None:
         """Move cold originals (id -> their summary's id) back to the archive, journaled
         as ``decompress``: their summary was deleted, decompressed or invalidated."""
@@ -3652,14 +3513,14 @@ class Oblivion:
         )
 
     def _move_to_active(
-        self, ns: str, space: _Space, ids: list[str], conn: Any, now: float, reason: str
+        self, ns: str, space: Space, ids: list[str], conn: Any, now: float, reason: str
     ) -> None:
         rows, journal = self._promote(ns, space, ids, reason)
         self._db.save_rows(conn, space.state, rows)
         self._db.journal(conn, now, ns, journal)
 
     def _room_for(
-        self, ns: str, space: _Space, policy: Policy, now: float, ids: list[str]
+        self, ns: str, space: Space, policy: Policy, now: float, ids: list[str]
     ) -> list[str]:
         """Which of ``ids`` (archived memories a boost lifted above ``archive_high``) the
         active tier takes: all while it is below its target; over it, one whose
@@ -3684,7 +3545,7 @@ class Oblivion:
         return out
 
     def _promote(
-        self, ns: str, space: _Space, ids: list[str], reason: str
+        self, ns: str, space: Space, ids: list[str], reason: str
     ) -> tuple[list[int], list[JournalRow]]:
         """Move memories into the active tier in memory; returns the rows to save and the
         journal entries to write."""
@@ -4029,14 +3890,14 @@ class Oblivion:
         self._param_cache.pop(ns, None)
         self._exact_lru.pop(ns, None)
 
-    def _space(self, ns: str, *, create: bool = False) -> _Space:
+    def _space(self, ns: str, *, create: bool = False) -> Space:
         space = self._spaces.get(ns)
         if space is None:
             space = self._load(ns, create)
         space.used = next(self._uses)
         return space
 
-    def _load(self, ns: str, create: bool) -> _Space:
+    def _load(self, ns: str, create: bool) -> Space:
         """Read namespace ``ns`` from the store into memory."""
         if ns not in self._known and not create:
             raise UnknownNamespaceError(f"namespace {ns!r} does not exist")
@@ -4052,7 +3913,7 @@ class Oblivion:
             self._restore_lost_vectors(ns, st)
             self._resync(ns, st)
         usage = self._db.parsed(f"usage:{ns}", Usage.from_json)
-        space = _Space(st, index, usage)
+        space = Space(st, index, usage)
         space.writes_since_maintain = self._db.parsed(f"writes:{ns}", _stored_count)
         space.read_links_later(lambda: self._db.links(ns))
         space.review = self._db.review(ns)
@@ -4276,7 +4137,7 @@ class Oblivion:
         return isinstance(self.clock, TurnClock) and self._policy.clock == "turns"
 
     @staticmethod
-    def _last_turn(space: _Space) -> tuple[str, float] | None:
+    def _last_turn(space: Space) -> tuple[str, float] | None:
         """The memory written last and when, for the next write's adjacency link: a
         summary compression wrote is not a turn (as the live instance has it)."""
         st = space.state
@@ -4330,7 +4191,7 @@ class Oblivion:
                 head = node
         return head
 
-    def _row(self, space: _Space, memory_id: str) -> int:
+    def _row(self, space: Space, memory_id: str) -> int:
         if not isinstance(memory_id, str):
             raise InvalidInputError(f"memory ids are strings, got {type(memory_id).__name__}")
         i = space.state.row(memory_id)
@@ -4443,7 +4304,7 @@ class Oblivion:
             c["access_count"][i] += 1
             c["last_accessed"][i] = now
 
-    def _rebase(self, space: _Space, now: float) -> None:
+    def _rebase(self, space: Space, now: float) -> None:
         """Fold the decay until ``now`` into ``a_ref`` under the policy in force, so a new
         floor or slowing by use (``floor_fraction``, ``stability_sigma``) changes future
         decay only. A new half-life alone needs no rebase: the clocks start a new piece."""
