@@ -72,6 +72,7 @@ from oblivion_core.index import ActiveIndex, exact_links, row_tops, untie
 from oblivion_core.lexical import LexicalIndex
 from oblivion_core.lexical_snapshot import LexicalSnapshots
 from oblivion_core.lists import ListIndex, list_question
+from oblivion_core.naming import NameIndex, name_question
 from oblivion_core.policy import TEMPLATES, ClockKind, Policy, resolve_policy
 from oblivion_core.recall import (
     RecalledItem,
@@ -1034,8 +1035,7 @@ class Oblivion:
         self._known.add(ns)
         self._db.cache_written(ns, ids, texts, metas)
         self._lex.add(ns, [seq0 + k for k in range(n)], texts)
-        if space.lists is not None:  # a summary too, as the index built on reopen has it
-            space.lists.note(ids, texts)
+        space.note_texts(ids, texts)  # a summary too, as the indexes built on reopen have it
         if tier == Tier.ACTIVE:
             space.activate(ids, vectors)
         else:
@@ -1174,9 +1174,9 @@ class Oblivion:
             if clean is not None and vector is not None:
                 space.set_vector(memory_id, vector)
                 self._lex.replace(ns, int(st.cols["seq"][i]), clean)
-                if space.lists is not None:  # what it adds to a list is what it says now
-                    space.lists.discard([memory_id])
-                    space.lists.note([memory_id], [clean])
+                # what it adds to a list, or the name it gives, is what it says now
+                space.discard_texts([memory_id])
+                space.note_texts([memory_id], [clean])
                 if sids:  # after the edit: one that fails leaves the summary as it was
                     try:
                         rows = [st.index[m] for m in sids if m in st.index]
@@ -1609,12 +1609,18 @@ class Oblivion:
         pinned: frozenset[str] = frozenset()
         if standing:
             pinned = frozenset(self._standing(ns, st, standing, include_cold, now, limit))
-        if listed or pinned:
+        named: frozenset[str] = frozenset()
+        if name_question(query):
+            named = frozenset(self._named(ns, space, limit, active_only=deep is False))
+        first = listed | pinned | named
+        if first:
             top = max(cand.values(), default=1.0)
-            for m in listed | pinned:
+            for m in first:
                 if cand.get(m, -np.inf) < top:
                     cand[m] = top
-        signals = Signals(dense, lexical, listed, lexical_top=lexical_top, standing=pinned)
+        signals = Signals(
+            dense, lexical, listed, lexical_top=lexical_top, standing=pinned, named=named
+        )
 
         return self._score_and_pack(
             query,
@@ -1633,7 +1639,7 @@ class Oblivion:
             include_superseded=include_superseded,
             qvec=qvec,
             active_only=deep is False,
-            listed=listed | pinned,
+            listed=first,
             scored=scored,
         )
 
@@ -1759,19 +1765,40 @@ class Oblivion:
                 return kind, limit
         return None
 
+    def _written_texts(self, ns: str, st: NamespaceState) -> tuple[list[str], list[str]]:
+        """Every stored memory of the namespace and its text, in write order: what the
+        list and name indexes are built from."""
+        ids = [st.by_seq[q] for q in sorted(st.by_seq)]
+        texts = self._db.texts(ns, ids)
+        stored = [m for m in ids if m in texts]
+        return stored, [texts[m] for m in stored]
+
     def _list_items(
         self, ns: str, space: Space, which: str | None, *, active_only: bool
     ) -> list[str]:
         """The additions that make up list ``which`` now (not removed, not invalidated)."""
-        st = space.state
-        if space.lists is None:
+        if space.lists is None:  # built on the first list question (7 s at 100k memories)
             space.lists = ListIndex()
-            ids = [st.by_seq[q] for q in sorted(st.by_seq)]
-            texts = self._db.texts(ns, ids)
-            stored = [m for m in ids if m in texts]
-            space.lists.note(stored, [texts[m] for m in stored])
+            space.lists.note(*self._written_texts(ns, space.state))
+        return self._current(space, space.lists.additions(which), active_only=active_only)
+
+    def _named(self, ns: str, space: Space, limit: int, *, active_only: bool) -> list[str]:
+        """The newest memories in which the user gives their name (not superseded, not
+        invalidated, not cold), for half of ``limit``'s places (at least one), as
+        standing memories take (:meth:`_standing`)."""
+        if space.names is None:  # built on the first such question (0.2 s at 100k)
+            space.names = NameIndex()
+            space.names.note(*self._written_texts(ns, space.state))
+        current = self._current(space, space.names.namings(), active_only=active_only)
+        return current[-max(1, limit // 2) :]
+
+    def _current(self, space: Space, ids: Iterable[str], *, active_only: bool) -> list[str]:
+        """Those of ``ids`` a recall may show as they stand: held, the newest valid
+        statement of their chain, not invalidated, not cold (and in the active tier for
+        ``active_only``)."""
+        st = space.state
         out = []
-        for m in space.lists.additions(which):
+        for m in ids:
             i = st.index.get(m)
             if (
                 i is None
@@ -2044,6 +2071,8 @@ class Oblivion:
                 note = f"context: the turn written just {side} {where}"
             elif signals is not None and mid in signals.standing:
                 note = "standing: shown whatever the query (recall's standing=)"
+            elif signals is not None and mid in signals.named:
+                note = "names the user: shown first for a question about the user's name"
             items.append(
                 self._item(
                     ns,
@@ -3096,8 +3125,7 @@ class Oblivion:
             acts = self._activation(ns, st, now, np.asarray(rows, dtype=np.int64))
             seqs = [int(st.cols["seq"][i]) for i in rows]
             gone = set(ids)
-            if space.lists is not None:
-                space.lists.discard(gone)
+            space.discard_texts(gone)
             # Originals of a deleted summary go back to the archive: nothing is lost silently.
             freed = {o: m for m in ids for o in space.summaries.get(m, []) if o not in gone}
             chroma_touched = False

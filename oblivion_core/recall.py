@@ -78,6 +78,8 @@ class Signals:
     lexical_top: float = 0.0
     #: Memories of a standing category (``recall(standing=...)``).
     standing: frozenset[str] = frozenset()
+    #: Memories in which the user gives their name, for a question about it.
+    named: frozenset[str] = frozenset()
 
     def inherit(self, head: str, stale: str) -> None:
         """``head`` ranks with the relevance of ``stale``, a statement it superseded."""
@@ -97,6 +99,8 @@ class Signals:
             out["list_item"] = 1.0
         if memory_id in self.standing:
             out["standing"] = 1.0
+        if source in self.named:
+            out["names_user"] = 1.0
         if source != memory_id:
             out["inherited_from"] = source
         return out or None

@@ -1,6 +1,6 @@
 """What the engine holds in memory for one loaded namespace: its state, the active
 tier's index, the archive's in-memory copy, the BM25 filter of the active tier, the link
-graph, the list index and the bookkeeping of a few engine features.
+graph, the list and name indexes and the bookkeeping of a few engine features.
 
 Tier moves go through :meth:`Space.activate`, :meth:`Space.deactivate`,
 :meth:`Space.add_inactive` and :meth:`Space.discard`, which keep the active index, the
@@ -20,6 +20,7 @@ from oblivion_core.doc_set import DocSet
 from oblivion_core.errors import StoreCorruptError
 from oblivion_core.index import ActiveIndex
 from oblivion_core.lists import ListIndex
+from oblivion_core.naming import NameIndex
 from oblivion_core.state import NamespaceState
 from oblivion_core.typing import Vectors
 
@@ -71,6 +72,8 @@ class Space:
         self.last_write: tuple[str, float] | None = None
         self.writes_since_maintain = 0
         self.lists: ListIndex | None = None  # built on the first list question
+        # built on the first question about the user's name
+        self.names: NameIndex | None = None
         self.used = 0  # when last used (Oblivion._uses): the idle ones are unloaded first
 
     @property
@@ -155,6 +158,20 @@ class Space:
         for index in (self.index, self.archive):
             if index is not None and memory_id in index:
                 index.add([memory_id], vector)
+
+    def note_texts(self, ids: Sequence[str], texts: Sequence[str]) -> None:
+        """Memories written (or edited: :meth:`discard_texts` first) with these texts:
+        the list and name indexes, where built, read them."""
+        for index in (self.lists, self.names):
+            if index is not None:
+                index.note(ids, texts)
+
+    def discard_texts(self, ids: Iterable[str]) -> None:
+        """Memories deleted, or about to be read again (an edit)."""
+        ids = list(ids)
+        for index in (self.lists, self.names):
+            if index is not None:
+                index.discard(ids)
 
     def vector(self, memory_id: str) -> Vectors | None:
         """The vector of a memory held in memory (either index), else ``None``."""

@@ -49,6 +49,10 @@ def test_demo_surfaces_the_newest_fact_for_every_scripted_question(
     (team,) = [r for r in result.recalls if "team" in r["query"]]
     assert "nine" in team["texts"][0]
     assert not [t for t in team["texts"] if "seven of us" in t]
+    # "please call me Dee" comes first for the question about the user's name, where
+    # "Written updates over calls" shared more of its words
+    (name,) = [r for r in result.recalls if "call the user" in r["query"]]
+    assert "call me Dee" in name["texts"][0]
 
 
 def test_demo_refuses_to_replace_a_directory_that_is_not_a_store(

@@ -1,0 +1,110 @@
+"""The user's name: questions about it, and the memories where the user gives it.
+
+"What's my name?" is the first thing many people ask a memory, and it shares no word
+with "Hi! I'm Bob, I look after the data platform" and little meaning: on the real model
+that question ranked "What a lovely day it is today." first and left the introduction
+out of the best three, and "What is the user's name?" found "Our team channel is named
+#kestrel-launch". So recall treats it as it treats a list question
+(:mod:`oblivion_core.lists`): :func:`name_question` recognises the question, a
+:class:`NameIndex` kept per namespace holds the memories in which the speaker names
+themselves, and the current ones among them come first.
+
+A memory names its speaker when it says "my name is X", "call me X" (also "please/you
+can call me X"), "I go by X", "I'm called X", or introduces itself after a greeting:
+"Hi, I'm X", "Hello, this is X". ``X`` must be capitalised, so "call me tomorrow" and
+"I'm tired" are not names, and weekdays, months and a few words that start sentences
+("Hi, I'm Sorry") are refused. A memory spoken by the assistant (a transcript line
+starting "Assistant:", "AI:", "Bot:", "System:") names no user. Other speakers' lines
+("Dana: please call me Dee") name their speaker.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+
+from oblivion_core.typography import straighten
+
+_WHO = r"(?:me|the user|this user|him|her|them|you)"
+_QUESTION = re.compile(
+    r"\b(?:"
+    r"what(?:'s|\s+is|\s+was)\s+(?:my|the user's|this user's|your user's)\s+"
+    r"(?:(?:first|full|last|real|preferred|actual)\s+)?(?:nick)?name"
+    r"|who\s+am\s+i\s*(?:[?.!]|$)"
+    r"|what\s+(?:should|do|can|shall|would|must)\s+(?:i|you|we)\s+call\s+" + _WHO + r"\b"
+    r"|how\s+(?:should|do|would|must)\s+(?:i|you|we)\s+(?:address|refer\s+to)\s+" + _WHO + r"\b"
+    r"|(?:know|remember|recall)\s+my\s+name"
+    r"|what\s+name\s+(?:do|does|did|should)\s+(?:i|the user)\s+(?:go\s+by|use|prefer)"
+    r"|what\s+(?:do|does)\s+(?:people|everyone|everybody|my friends)\s+call\s+me"
+    r")",
+    re.I,
+)
+
+_NAME = r"(?P<name>[A-Z][a-z]+(?:[-'][A-Z]?[a-z]+)?)"
+_SAYS_NAME = re.compile(
+    r"(?i:\bmy\s+name(?:'s|\s+is)|\bcall(?:ed|ing)?\s+me|\bi\s+go\s+by|\bi'?m\s+called"
+    r"|\bi\s+am\s+called|\bpeople\s+call\s+me|\beveryone\s+calls\s+me)\s+" + _NAME + r"\b"
+)
+_INTRODUCES = re.compile(
+    r"(?i:\b(?:hi|hello|hey|hiya|good\s+(?:morning|afternoon|evening))\b[\s,!.:-]*"
+    r"(?:there[\s,!.:-]*)?(?:i'?m|i\s+am|this\s+is|it'?s))\s+" + _NAME + r"\b"
+)
+_NOT_NAME_WORDS = (
+    "Monday Tuesday Wednesday Thursday Friday Saturday Sunday January February March "
+    "April May June July August September October November December Today Tomorrow "
+    "Tonight Later Sorry Fine Good Great Glad Happy Here Back Just Still Also Not Sure "
+    "Ok Okay Ready Done Afraid Excited Home Anytime Asap Whenever The A An My Your "
+    "Our This That It He She They We You Me Him Her Them Mr Mrs Ms Dr"
+)
+#: Capitalised words that follow those phrases without being a name.
+_NOT_NAMES = frozenset(_NOT_NAME_WORDS.split())
+_SPEAKER = re.compile(r"^\s*([A-Za-z][\w .'-]{0,40}?)\s*:\s")
+_ASSISTANTS = frozenset({"assistant", "ai", "bot", "system", "agent", "model", "chatbot"})
+_KEYWORDS = ("name", "call", "go by", "hi", "hello", "hey", "good ")
+
+
+def name_question(query: str) -> bool:
+    """Whether ``query`` asks for the user's name ("What's my name?", "Who am I?",
+    "What should I call the user?", "How should you address me?")."""
+    return bool(_QUESTION.search(straighten(query)))
+
+
+def names_speaker(text: str) -> str | None:
+    """The name the speaker of ``text`` gives themselves, or ``None`` (module doc)."""
+    text = straighten(text)
+    lower = text.lower()
+    if not any(k in lower for k in _KEYWORDS):
+        return None
+    speaker = _SPEAKER.match(text)
+    if speaker is not None:
+        if speaker.group(1).strip().lower() in _ASSISTANTS:
+            return None
+        text = text[speaker.end() :]
+    for pattern in (_SAYS_NAME, _INTRODUCES):
+        for found in pattern.finditer(text):
+            name = found.group("name")
+            if name not in _NOT_NAMES:
+                return name
+    return None
+
+
+class NameIndex:
+    """Memories in which the speaker gives their name, in write order."""
+
+    def __init__(self) -> None:
+        self._ids: dict[str, None] = {}
+
+    def note(self, ids: Iterable[str], texts: Iterable[str]) -> None:
+        """Record the memories among these that name their speaker."""
+        for mid, text in zip(ids, texts, strict=True):
+            if names_speaker(text) is not None:
+                self._ids[mid] = None
+
+    def discard(self, ids: Iterable[str]) -> None:
+        """Forget deleted (or edited, before :meth:`note` reads them again) memories."""
+        for mid in ids:
+            self._ids.pop(mid, None)
+
+    def namings(self) -> Iterator[str]:
+        """Ids of the memories that name their speaker, oldest first."""
+        yield from self._ids
