@@ -38,7 +38,7 @@ import numpy.typing as npt
 
 from oblivion_core.doc_set import DocSet
 from oblivion_core.lexical_snapshot import LexicalSnapshots
-from oblivion_core.overlap import content_words
+from oblivion_core.overlap import STOP_WORDS, content_words
 from oblivion_core.porter import stem
 from oblivion_core.typography import straighten
 
@@ -73,16 +73,33 @@ def tokens(text: str) -> list[str]:
 def query_terms(text: str) -> list[str]:
     """The distinct terms a query searches for: its content words, tokenised like documents.
 
-    A content word that splits into several tokens (``grace's``) contributes its
-    tokens of two or more letters; an empty list means nothing to search for.
+    A content word that splits into several tokens (``grace's``) contributes its tokens
+    of two or more letters that are neither stop words nor what a contraction leaves:
+    "what's", "we're" and "didn't" searched for "what", "we", "re" and "didn", and
+    matched every memory holding "what", "we're" or "didn't". An empty list means
+    nothing to search for.
     """
     words = sorted(content_words(text), key=lambda w: (-len(w), w))[:MAX_QUERY_TERMS]
     out: dict[str, None] = {}
     for word in words:
         parts = tokens(word)
-        for part in parts if len(parts) == 1 else [p for p in parts if len(p) > 1]:
+        if len(parts) > 1:
+            negated = word.endswith("n't")  # "didn't": "didn" is the negation's
+            parts = [
+                p
+                for k, p in enumerate(parts)
+                if len(p) > 1
+                and p not in STOP_WORDS
+                and p not in _CONTRACTED
+                and not (negated and k == len(parts) - 2)
+            ]
+        for part in parts:
             out[part] = None
     return list(out)
+
+
+#: What an apostrophe leaves of a contraction besides the word: "we're", "I've", "you'll".
+_CONTRACTED = frozenset({"re", "ve", "ll"})
 
 
 #: Documents changed in a search's ``allow`` set since the search before that are looked

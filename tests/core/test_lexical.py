@@ -36,6 +36,25 @@ def test_any_user_text_is_a_safe_query(query: str) -> None:
     assert all(s > 0 for s in scores)
 
 
+@pytest.mark.parametrize(
+    ("query", "terms"),
+    [
+        ("What's my name?", ["name"]),
+        ("What did Caroline say it's like?", ["carolin", "like", "sai"]),
+        ("I've been wondering where we're going", ["go", "wonder"]),
+        ("Why didn't Melanie come?", ["come", "melani"]),
+        ("Don't forget that I'm vegan", ["forget", "vegan"]),
+        ("Don's car and Grace's dog", ["car", "dog", "don", "grace"]),
+        ("O'Brien's rock'n'roll", ["brien", "rock", "roll"]),
+    ],
+)
+def test_a_contraction_searches_none_of_its_pieces(query: str, terms: list[str]) -> None:
+    """ "what's", "we're", "I've" and "didn't" searched "what", "we", "re", "ve" and
+    "didn": every memory holding the same word or contraction matched; a possessive
+    keeps its word ("Don's" is Don)."""
+    assert sorted(query_terms(query)) == terms
+
+
 def test_query_terms_are_stemmed_content_words() -> None:
     """Stop words are dropped; the rest are folded and stemmed like documents."""
     assert sorted(query_terms('Zebras AND "quokka"')) == ["quokka", "zebra"]
