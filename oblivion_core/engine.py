@@ -1790,7 +1790,7 @@ class Oblivion:
             space.names = NameIndex()
             space.names.note(*self._written_texts(ns, space.state))
         current = self._current(space, space.names.namings(), active_only=active_only)
-        return current[-max(1, limit // 2) :]
+        return current[-_pinned_places(limit) :]
 
     def _current(self, space: Space, ids: Iterable[str], *, active_only: bool) -> list[str]:
         """Those of ``ids`` a recall may show as they stand: held, the newest valid
@@ -1829,7 +1829,7 @@ class Oblivion:
         rows = rows[~st.cols["invalidated"][rows]]
         if not include_cold:
             rows = rows[st.cols["tier"][rows] != _COLD]
-        places = max(1, limit // 2)
+        places = _pinned_places(limit)
         if len(rows) > places:  # as recall scores equally relevant memories
             policy = self._policy_of(ns)
             value = score(
@@ -4468,6 +4468,13 @@ def _check_text(text: object, max_chars: int | None, name: str) -> str:
             f"{max_chars:,}; split it into several memories or raise max_text_chars"
         )
     return _check_utf8(text, name)
+
+
+def _pinned_places(limit: int) -> int:
+    """Places of a recall's ``limit`` that memories shown whatever the query ranks them
+    (standing ones, the user's naming) take at most: half, at least one, so that the
+    query's own matches keep the rest."""
+    return max(1, limit // 2)
 
 
 def check_standing(standing: object) -> tuple[str, ...]:
