@@ -66,11 +66,13 @@ class ActiveIndex:
         self._seqs: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
         self._added = 0
         # the two-stage search (nearest()): made on its first use at TWO_STAGE_ROWS rows
-        # or more. ``_basis``: the main axes, one per row; ``_head``: each vector's
-        # coordinates on them, one vector per column; ``_tail``: the norm of the rest
+        # or more. ``_basis``: the main axes, one per row; ``_bounds``: one vector per
+        # column, its coordinates on them (``_head``, a view) and below them the norm of
+        # the rest (``_tail``, a view), so that one product gives every bound
         self._basis: Vectors | None = None
-        self._head: Vectors = np.zeros((0, 0), dtype=np.float32)
-        self._tail: npt.NDArray[np.float32] = np.zeros(0, dtype=np.float32)
+        self._bounds: Vectors = np.zeros((1, 0), dtype=np.float32)
+        self._head: Vectors = self._bounds[:0]
+        self._tail: npt.NDArray[np.float32] = self._bounds[0]
         self._basis_rows = 0  # rows when the basis was made (made again at twice that)
 
     def __len__(self) -> int:
@@ -147,16 +149,14 @@ class ActiveIndex:
         self._rows = _grown(self._rows, cap, n)
         self._seqs = _grown(self._seqs, cap, n)
         if self._basis is not None:
-            self._head = _grown(self._head, cap, n, axis=1)
-            self._tail = _grown(self._tail, cap, n)
+            self._set_bounds(_grown(self._bounds, cap, n, axis=1))
 
     def _move(self, src: int, dst: int) -> None:
         """Copy row ``src`` of every per-row array onto row ``dst``."""
         self._rows[dst] = self._rows[src]
         self._seqs[dst] = self._seqs[src]
         if self._basis is not None:
-            self._head[:, dst] = self._head[:, src]
-            self._tail[dst] = self._tail[src]
+            self._bounds[:, dst] = self._bounds[:, src]
 
     @property
     def capacity(self) -> int:
@@ -234,21 +234,26 @@ class ActiveIndex:
             self._make_basis()
         assert self._basis is not None
         q = np.asarray(query, dtype=np.float32).reshape(-1)
-        q_head = self._basis @ q
-        q_tail = float(_rest(_energy(q[None]), _energy(q_head[None]))[0])
-        bound = matvec(q_head, self._head[:, :n])
-        bound += q_tail * self._tail[:n]
-        bound += BOUND_MARGIN
+        heads = len(self._basis)
+        q_ext = np.empty(heads + 1, dtype=np.float32)  # the query's head, then its tail
+        q_ext[:heads] = self._basis @ q
+        q_ext[heads] = _rest(_energy(q[None]), _energy(q_ext[None, :heads]))[0]
+        # every row's head product plus q_tail * its tail, in one product: a product, a
+        # multiply and two adds over every row took 0.06 ms more at 15k-20k rows right
+        # after an embedding (0.94 against 0.87 ms at 15k, the same results)
+        bound = matvec(q_ext, self._bounds[:, :n])
         # the 2k best bounds hold k real similarities: the k-th best of those is a floor
         # under the k-th best of all, and no row whose bound is below it can take a place
         m = 2 * k
         first = np.argpartition(bound, n - m)[n - m :]
         found = self._rows[first] @ q
         floor = float(np.partition(found, m - k)[m - k])
-        rows = np.flatnonzero(bound >= floor - NEAR_TIE)  # near ties of the edge too
+        # near ties of the edge too; BOUND_MARGIN is added to every bound, here
+        keep = bound >= floor - NEAR_TIE - BOUND_MARGIN
         # the rows the floor was found among: kept whatever their bounds (with a valid
         # bound they are in already; a vector far from unit length may break it)
-        rows = np.union1d(rows, first[found >= floor - NEAR_TIE])
+        keep[first[found >= floor - NEAR_TIE]] = True
+        rows = np.flatnonzero(keep)
         # too loose for this query: streaming every row is as fast
         return None if 8 * len(rows) > n else rows
 
@@ -262,9 +267,15 @@ class ActiveIndex:
         self._basis = np.ascontiguousarray(axes[:, ::-1][:, : head_dims(dim)].T, np.float32)
         self._basis_rows = n
         cap = len(self._rows)
-        self._head = np.zeros((head_dims(dim), cap), dtype=np.float32)
-        self._tail = np.zeros(cap, dtype=np.float32)
+        self._set_bounds(np.zeros((head_dims(dim) + 1, cap), dtype=np.float32))
         self._project(np.arange(n))
+
+    def _set_bounds(self, bounds: Vectors) -> None:
+        """Hold ``bounds`` (head coordinates, then the tail's norm, by column) and the
+        views :meth:`_project` and :meth:`_move` write through."""
+        self._bounds = bounds
+        self._head = bounds[:-1]
+        self._tail = bounds[-1]
 
     def _project(self, rows: npt.NDArray[np.int64]) -> None:
         """The head coordinates and tail norms of ``rows`` (after they were written), in
