@@ -67,12 +67,10 @@ class ActiveIndex:
         self._added = 0
         # the two-stage search (nearest()): made on its first use at TWO_STAGE_ROWS rows
         # or more. ``_basis``: the main axes, one per row; ``_bounds``: one vector per
-        # column, its coordinates on them (``_head``, a view) and below them the norm of
-        # the rest (``_tail``, a view), so that one product gives every bound
+        # column, its coordinates on them and, in the last row, the norm of the rest, so
+        # that one product gives every bound
         self._basis: Vectors | None = None
-        self._bounds: Vectors = np.zeros((1, 0), dtype=np.float32)
-        self._head: Vectors = self._bounds[:0]
-        self._tail: npt.NDArray[np.float32] = self._bounds[0]
+        self._bounds: Vectors = np.zeros((0, 0), dtype=np.float32)
         self._basis_rows = 0  # rows when the basis was made (made again at twice that)
 
     def __len__(self) -> int:
@@ -149,7 +147,7 @@ class ActiveIndex:
         self._rows = _grown(self._rows, cap, n)
         self._seqs = _grown(self._seqs, cap, n)
         if self._basis is not None:
-            self._set_bounds(_grown(self._bounds, cap, n, axis=1))
+            self._bounds = _grown(self._bounds, cap, n, axis=1)
 
     def _move(self, src: int, dst: int) -> None:
         """Copy row ``src`` of every per-row array onto row ``dst``."""
@@ -267,15 +265,8 @@ class ActiveIndex:
         self._basis = np.ascontiguousarray(axes[:, ::-1][:, : head_dims(dim)].T, np.float32)
         self._basis_rows = n
         cap = len(self._rows)
-        self._set_bounds(np.zeros((head_dims(dim) + 1, cap), dtype=np.float32))
+        self._bounds = np.zeros((head_dims(dim) + 1, cap), dtype=np.float32)
         self._project(np.arange(n))
-
-    def _set_bounds(self, bounds: Vectors) -> None:
-        """Hold ``bounds`` (head coordinates, then the tail's norm, by column) and the
-        views :meth:`_project` and :meth:`_move` write through."""
-        self._bounds = bounds
-        self._head = bounds[:-1]
-        self._tail = bounds[-1]
 
     def _project(self, rows: npt.NDArray[np.int64]) -> None:
         """The head coordinates and tail norms of ``rows`` (after they were written), in
@@ -287,8 +278,8 @@ class ActiveIndex:
             span = _span(rows[start : start + 4_096])
             vecs = self._rows[span]
             head = vecs @ self._basis.T
-            self._head[:, span] = head.T
-            self._tail[span] = _rest(_energy(vecs), _energy(head))
+            self._bounds[:-1, span] = head.T
+            self._bounds[-1, span] = _rest(_energy(vecs), _energy(head))
 
     def top(
         self,

@@ -169,7 +169,7 @@ def test_replacing_rows_out_of_order_in_one_call_projects_each_of_them() -> None
     for m in ("m0", "m2", "m4"):
         row = index.row_of(m)
         assert row is not None
-        assert np.allclose(index._head[:, row], index._basis @ index._rows[row], atol=1e-5)
+        assert np.allclose(index._bounds[:-1, row], index._basis @ index._rows[row], atol=1e-5)
 
 
 def test_the_basis_is_made_again_when_the_index_doubles() -> None:
