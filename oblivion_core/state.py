@@ -735,7 +735,8 @@ class StateDB:
         """``columns`` of ``namespace``'s rows of ``table``: by a scan of the table where
         the namespace holds most of it, else through its key (:meth:`_scan`, whose
         ``rows`` and ``conn`` these are), ordered by the column ``order`` if given (a
-        scan's rows are sorted here, unless a value is one Python cannot order)."""
+        scan's rows are sorted here, unless a value is one Python cannot order), rows
+        of one value (a hand edit's) in table order either way."""
 
         def read(sql: str) -> list[Any]:
             return self._read(sql, (namespace,), conn)
@@ -745,12 +746,12 @@ class StateDB:
             if order is None:
                 return found
             at = [c.strip() for c in columns.split(",")].index(order)
-            try:
+            try:  # a stable sort of a scan's rows, which come in table (rowid) order
                 found.sort(key=operator.itemgetter(at))
                 return found
             except TypeError:  # a value that is not a number: SQLite orders any values
                 pass
-        by = f" ORDER BY {order}" if order is not None else ""
+        by = f" ORDER BY {order}, rowid" if order is not None else ""
         return read(f"SELECT {columns} FROM {table} WHERE namespace=?{by}")
 
     def _rollback(self) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from oblivion_core import state
@@ -535,6 +535,22 @@ _CELL = st.one_of(
     scan=st.booleans(),
     keep=st.booleans(),
 )
+# two rows given one number by hand: SQLite's ORDER BY seq put them in id order ("m10"
+# before "m2"), the scan's sort in table order; both read them in table order now
+@example(
+    rows=[("fact", 0.0, 0)] * 11,
+    edits=[(2, "seq", 0.0), (10, "seq", 0.0)],
+    successors=[],
+    scan=True,
+    keep=True,
+)
+@example(
+    rows=[("fact", 0.0, 0)] * 11,
+    edits=[(2, "seq", 0.0), (10, "seq", 0.0)],
+    successors=[],
+    scan=False,
+    keep=True,
+)
 def test_a_load_reads_the_columns_as_row_by_row(
     tmp_path_factory: pytest.TempPathFactory,
     rows: list[tuple[str, float, int]],
@@ -583,7 +599,7 @@ def test_a_load_reads_the_columns_as_row_by_row(
             found = db.conn.execute(
                 "SELECT id, category, importance, confidence, created_at, last_accessed, "
                 "a_ref, d_ref, stability, relevance, access_count, tier, invalidated, "
-                "superseded_by, seq, tokens FROM memories WHERE namespace=? ORDER BY seq",
+                "superseded_by, seq, tokens FROM memories WHERE namespace=? ORDER BY seq, rowid",
                 ("ns",),
             ).fetchall()
             db._append_rows(plain, found)
