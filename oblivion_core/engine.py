@@ -90,13 +90,13 @@ from oblivion_core.recall import (
 from oblivion_core.records import MemoryRecord, Tier, check_metadata
 from oblivion_core.sketch import SketchIndex
 from oblivion_core.space import Space
+from oblivion_core.speakers import as_said
 from oblivion_core.state import EVENT_KINDS, Event, JournalRow, NamespaceState, StateDB
 from oblivion_core.store import VectorStore, directory_path
 from oblivion_core.supersession import (
     Candidate,
     LexicalSupersession,
     SupersessionJudge,
-    as_said,
     parse,
     subject_query,
 )
@@ -1035,7 +1035,8 @@ class Oblivion:
         self._known.add(ns)
         self._db.cache_written(ns, ids, texts, metas)
         self._lex.add(ns, [seq0 + k for k in range(n)], texts)
-        space.note_texts(ids, texts)  # a summary too, as the indexes built on reopen have it
+        # a summary too, as the indexes built on reopen have it
+        space.note_texts(ids, [as_said(t, m) for t, m in zip(texts, metas, strict=True)])
         if tier == Tier.ACTIVE:
             space.activate(ids, vectors)
         else:
@@ -1171,12 +1172,14 @@ class Oblivion:
                 raise
             if resync:
                 self._clear_resync(ns, [memory_id])
+            if clean is not None or meta is not None:
+                # what it adds to a list, or the name it gives, is what it says now, and
+                # who says it (its metadata may name another chat role)
+                space.discard_texts([memory_id])
+                space.note_texts([memory_id], list(self._said(ns, [memory_id]).values()))
             if clean is not None and vector is not None:
                 space.set_vector(memory_id, vector)
                 self._lex.replace(ns, int(st.cols["seq"][i]), clean)
-                # what it adds to a list, or the name it gives, is what it says now
-                space.discard_texts([memory_id])
-                space.note_texts([memory_id], [clean])
                 if sids:  # after the edit: one that fails leaves the summary as it was
                     try:
                         rows = [st.index[m] for m in sids if m in st.index]
@@ -1766,12 +1769,13 @@ class Oblivion:
         return None
 
     def _written_texts(self, ns: str, st: NamespaceState) -> tuple[list[str], list[str]]:
-        """Every stored memory of the namespace and its text, in write order: what the
-        list and name indexes are built from."""
+        """Every stored memory of the namespace and its text as said (with the chat role
+        its metadata names: :func:`~oblivion_core.speakers.as_said`), in write order: what
+        the list and name indexes are built from."""
         ids = [st.by_seq[q] for q in sorted(st.by_seq)]
-        texts = self._db.texts(ns, ids)
-        stored = [m for m in ids if m in texts]
-        return stored, [texts[m] for m in stored]
+        said = self._said(ns, ids)
+        stored = [m for m in ids if m in said]
+        return stored, [said[m] for m in stored]
 
     def _list_items(
         self, ns: str, space: Space, which: str | None, *, active_only: bool
@@ -2918,7 +2922,7 @@ class Oblivion:
 
     def _said(self, ns: str, ids: list[str]) -> dict[str, str]:
         """Texts of memories ``ids`` as the stale-fact rule reads them: opened with the
-        chat role their metadata names (:func:`~oblivion_core.supersession.as_said`)."""
+        chat role their metadata names (:func:`~oblivion_core.speakers.as_said`)."""
         return {m: as_said(text, meta) for m, (text, meta) in self._db.contents(ns, ids).items()}
 
     def _judge_stale(

@@ -13,9 +13,14 @@ A memory names its speaker when it says "my name is X", "call me X" (also "pleas
 can call me X"), "I go by X", "I'm called X", or introduces itself after a greeting:
 "Hi, I'm X", "Hello, this is X". ``X`` must be capitalised, so "call me tomorrow" and
 "I'm tired" are not names, and weekdays, months and a few words that start sentences
-("Hi, I'm Sorry") are refused. A memory spoken by the assistant (a transcript line
-starting "Assistant:", "AI:", "Bot:", "System:") names no user. Other speakers' lines
-("Dana: please call me Dee") name their speaker.
+("Hi, I'm Sorry") are refused. Who speaks is read as the stale-fact rule reads it
+(:mod:`oblivion_core.speakers`): a memory the assistant, the system, a tool or a support
+agent says names no user, whether it opens with its label ("Assistant: Hi, I'm Ada") or
+was stored with its chat role (``metadata={"role": "assistant"}``, as the LlamaIndex
+adapters store each message; :class:`NameIndex` is given the texts as
+:func:`~oblivion_core.speakers.as_said` reads them); a transcript names the speaker of
+its first line only ("user: hi!\nassistant: Hello, I'm Max" names nobody); other
+speakers' lines ("Dana: please call me Dee") name their speaker.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 
+from oblivion_core.speakers import NOT_THE_USER, split_speaker
 from oblivion_core.typography import straighten
 
 _WHO = r"(?:me|the user|this user|him|her|them|you)"
@@ -58,8 +64,6 @@ _NOT_NAME_WORDS = (
 )
 #: Capitalised words that follow those phrases without being a name.
 _NOT_NAMES = frozenset(_NOT_NAME_WORDS.split())
-_SPEAKER = re.compile(r"^\s*([A-Za-z][\w .'-]{0,40}?)\s*:\s")
-_ASSISTANTS = frozenset({"assistant", "ai", "bot", "system", "agent", "model", "chatbot"})
 _KEYWORDS = ("name", "call", "go by", "hi", "hello", "hey", "good ")
 
 
@@ -75,13 +79,11 @@ def names_speaker(text: str) -> str | None:
     lower = text.lower()
     if not any(k in lower for k in _KEYWORDS):
         return None
-    speaker = _SPEAKER.match(text)
-    if speaker is not None:
-        if speaker.group(1).strip().lower() in _ASSISTANTS:
-            return None
-        text = text[speaker.end() :]
+    speaker, body = split_speaker(text)
+    if speaker in NOT_THE_USER:
+        return None
     for pattern in (_SAYS_NAME, _INTRODUCES):
-        for found in pattern.finditer(text):
+        for found in pattern.finditer(body):
             name = found.group("name")
             if name not in _NOT_NAMES:
                 return name
@@ -95,7 +97,8 @@ class NameIndex:
         self._ids: dict[str, None] = {}
 
     def note(self, ids: Iterable[str], texts: Iterable[str]) -> None:
-        """Record the memories among these that name their speaker."""
+        """Record the memories among these that name their speaker (``texts`` as
+        :func:`~oblivion_core.speakers.as_said` gives them: with their chat role)."""
         for mid, text in zip(ids, texts, strict=True):
             if names_speaker(text) is not None:
                 self._ids[mid] = None

@@ -11,19 +11,15 @@ phones and most LLM output write them, read as ``'``; an "'s" no possessive coul
 "my flight's been moved", "my sister's in York", as "has" or "is": see
 :func:`_expand_is`):
 
-* **speaker** -- a ``"Name: "`` prefix, if it is a chat role (``"user:"``,
-  ``"assistant:"``) or a name (``"Dana:"``, ``"Dr. Lee:"``). A transcript (a turn as
-  the LangChain middleware stores it, ``"user: ...\nassistant: ..."``) states its first
-  speaker's facts: the lines from the next speaker's label on are a reply (after a chat
-  role, only another chat role's: "Flight: my flight is on Thursday now" is the user's own
-  line). The person's side of a chat is one speaker under any label (``user``,
-  ``Human``, ``Customer``, ``Client``, ``Me``), as is the assistant's. A memory whose
-  metadata names its chat role (``{"role": "assistant"}``, as the LlamaIndex adapters
-  store each message's bare text) reads as opening with that role (:func:`as_said`).
-  Discourse labels (``"Update:"``, ``"Quick update:"``, ``"Note:"``, ``"PS:"``,
-  ``"Correction:"``, ``"Reminder:"``) are not speakers: they are stripped, with leading
-  discourse words ("actually", "so", "by the way", "turns out"), before the subject is
-  parsed;
+* **speaker** -- who says the text (:func:`~oblivion_core.speakers.split_speaker`): a
+  ``"Name: "`` prefix that is a chat role (``"user:"``, ``"assistant:"``) or a name
+  (``"Dana:"``, ``"Dr. Lee:"``); a transcript (``"user: ...\nassistant: ..."``) states
+  its first speaker's facts; the person's side of a chat is one speaker under any label,
+  as is the assistant's; a memory whose metadata names its chat role reads as opening
+  with that role (:func:`~oblivion_core.speakers.as_said`). Discourse labels
+  (``"Update:"``, ``"Quick update:"``, ``"Note:"``, ``"PS:"``, ``"Correction:"``,
+  ``"Reminder:"``) are not speakers: they are stripped, with leading discourse words
+  ("actually", "so", "by the way", "turns out"), before the subject is parsed;
 * **list operations** -- "add/put/stick X on/to the (shopping) list", "shopping list: X",
   "we're out of X", a bare "add X" are an *add* of X; "remove/take/cross X off the list",
   a bare "remove X", "we don't need X any more", "got the X already, cross it off",
@@ -157,159 +153,17 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from oblivion_core.overlap import content_words
+from oblivion_core.speakers import DISCOURSE, split_speaker
 from oblivion_core.triggers import gated, may_match
 from oblivion_core.triggers import has_any as _has
 from oblivion_core.typography import straighten
 
-# ------------------------------------------------------------------------- speakers
-_PREFIX = re.compile(r"^\s*([A-Za-z][\w .'\-]{0,40}?):\s+(.*)$", re.S)
-#: Chat roles that are speakers whatever their case.
-_ROLES = frozenset(
-    [
-        "user",
-        "assistant",
-        "system",
-        "human",
-        "ai",
-        "bot",
-        "agent",
-        "model",
-        "customer",
-        "client",
-        "support",
-        "host",
-        "guest",
-        "interviewer",
-        "interviewee",
-        "narrator",
-        "moderator",
-        "me",
-        "you",
-        # LlamaIndex's other message roles
-        "developer",
-        "tool",
-        "function",
-        "chatbot",
-    ]
-)
-#: Words that make a ``"Word:"`` prefix a discourse label, not a speaker ("Update:").
-_DISCOURSE = frozenset(
-    [
-        "update",
-        "updates",
-        "note",
-        "notes",
-        "ps",
-        "pps",
-        "p.s",
-        "nb",
-        "n.b",
-        "correction",
-        "corrections",
-        "reminder",
-        "reminders",
-        "fyi",
-        "edit",
-        "edited",
-        "btw",
-        "also",
-        "actually",
-        "important",
-        "todo",
-        "to-do",
-        "question",
-        "answer",
-        "q",
-        "a",
-        "re",
-        "subject",
-        "summary",
-        "context",
-        "ok",
-        "okay",
-        "so",
-        "well",
-        "oh",
-        "and",
-        "but",
-        "anyway",
-        "heads",
-        "heads-up",
-        "quick",
-        "small",
-        "side",
-        "change",
-        "request",
-        "thing",
-        "news",
-        "addendum",
-        "clarification",
-        "disclaimer",
-        "aside",
-        "tip",
-        "hint",
-        "warning",
-        "caution",
-        "status",
-        "result",
-        "results",
-        "reason",
-        "plan",
-        "idea",
-        "fact",
-        "spoiler",
-        "list",
-        "lists",
-        "shopping",
-        "packing",
-        "groceries",
-        "grocery",
-        "tasks",
-        "task",
-        "agenda",
-        "action",
-        "actions",
-        "follow-up",
-        "followup",
-        "footnote",
-        "reply",
-        "response",
-        "hey",
-        "hi",
-        "hello",
-        "thanks",
-        "sorry",
-        "yes",
-        "no",
-        "lol",
-        "haha",
-        "hmm",
-        "um",
-        "wait",
-        "scratch",
-        "one",
-        "more",
-        "good",
-        "bad",
-        "fun",
-        "random",
-        "new",
-        "latest",
-        "final",
-        "second",
-        "third",
-        "first",
-        "last",
-    ]
-)
-_NAME_TOKEN = re.compile(
-    r"(?:Dr|Mr|Mrs|Ms|Mx|Prof|Sir|Dame|Rev|St)\.?|[A-Z][a-z]+(?:[-'][A-Z]?[a-z]+)*|[A-Z]\.?"
-)
+# ------------------------------------------------------------------------- labels
 #: A discourse label before a statement ("Quick update: ..."), stripped before parsing.
 _LABEL = re.compile(r"^\s*([A-Za-z][\w .'\-]{0,30}?)\s*:\s+")
 
@@ -1167,84 +1021,10 @@ def _norm_words(text: str) -> frozenset[str]:
     return frozenset(_norm_word(w) for w in content_words(text))
 
 
-#: Chat roles that name one side of a chat: the person ("user:" as the LangChain
-#: middleware labels them, "Human:" as the classic memory does) and the assistant.
-_SAME_SPEAKER = {
-    "human": "user",
-    "me": "user",
-    "customer": "user",
-    "client": "user",
-    "ai": "assistant",
-    "bot": "assistant",
-    "model": "assistant",
-    "agent": "assistant",
-    "chatbot": "assistant",
-}
-
-
-def as_said(text: str, metadata: Mapping[str, Any] | None) -> str:
-    """``text`` as the rule reads it: a memory stored as a chat message's bare text with
-    its role beside it (``metadata["role"]``, as the LlamaIndex adapters store each
-    message) opens with that role's label, unless it names its speaker itself (a role
-    or a name: "Dana: ..." with ``"role": "user"`` is Dana's). Read bare, such a memory
-    was an unknown speaker, whose "my" is anyone's: an assistant's "My name is Ada"
-    replaced the user's name."""
-    role = metadata.get("role") if metadata else None
-    if not isinstance(role, str) or role.strip().lower() not in _ROLES:
-        return text
-    m = _PREFIX.match(text)
-    if m and _is_speaker(m.group(1).strip()):
-        return text
-    return f"{role.strip()}: {text}"
-
-
-def _split_speaker(text: str) -> tuple[str | None, str]:
-    """``("dana", "my ...")`` for ``"Dana: my ..."``; discourse labels are not speakers;
-    the roles of one side of a chat are one speaker (``"Human:"`` is ``"user"``).
-    A transcript states its first speaker's facts: from the next line that opens with a
-    speaker ("user: my flight is on Tuesday\nassistant: Got it") the rest is a reply.
-    After a chat role only another chat role opens a reply: the user's own lines may
-    open with labels ("Flight: my flight is on Thursday now")."""
-    m = _PREFIX.match(text)
-    if m and _is_speaker(label := m.group(1).strip()):
-        speaker = label.lower()
-        body = _first_turn(m.group(2), roles_only=speaker in _ROLES)
-        return _SAME_SPEAKER.get(speaker, speaker), body.strip()
-    return None, text.strip()
-
-
-def _first_turn(body: str, *, roles_only: bool = False) -> str:
-    """``body`` up to the first of its lines opening with a speaker's label (a chat
-    role's, with ``roles_only``)."""
-    if "\n" not in body:
-        return body
-    lines = body.split("\n")
-    for k in range(1, len(lines)):
-        m = _PREFIX.match(lines[k])
-        if m is None:
-            continue
-        label = m.group(1).strip()
-        if label.lower() in _ROLES if roles_only else _is_speaker(label):
-            return "\n".join(lines[:k])
-    return body
-
-
-def _is_speaker(label: str) -> bool:
-    """A role ("user") or a name ("Dana", "Dr. Lee"), not a label ("Update", "PS")."""
-    if label.lower() in _ROLES:
-        return True
-    words = label.split()
-    if not 1 <= len(words) <= 3:
-        return False
-    if any(w.lower().strip(".") in _DISCOURSE for w in words):
-        return False
-    return all(_NAME_TOKEN.fullmatch(w) for w in words)
-
-
 def _strip_label(body: str) -> str:
     """Drop a leading discourse label ("Quick update: ...") and discourse words."""
     m = _LABEL.match(body)
-    if m and any(w.lower().strip(".") in _DISCOURSE for w in m.group(1).split()):
+    if m and any(w.lower().strip(".") in DISCOURSE for w in m.group(1).split()):
         body = body[m.end() :]
     return _LEADING.sub("", body).strip()
 
@@ -1727,7 +1507,7 @@ def parse(text: str) -> Statement:
     turn, 18 KB for a 1,000-character chunk; 65,536 held up to 1.2 GB of chunks."""
     # typographic apostrophes (phones, word processors, most LLM output) read as "'":
     # "I don’t live in Paris anymore" negates as "I don't" does
-    speaker, body = _split_speaker(straighten(text))
+    speaker, body = split_speaker(straighten(text))
     body = _expand_is(body)
     lower = body.lower()
     # cheap keyword checks first: most texts state no fact and skip most regexes

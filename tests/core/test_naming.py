@@ -68,6 +68,9 @@ def test_other_questions_are_not(query: str) -> None:
         ("Everyone calls me Teddy, so you might as well too.", "Teddy"),
         ("I go by Sam", "Sam"),
         ("I'm called Jean-Luc at work", "Jean-Luc"),
+        ("Human: Hi, I'm Jo, I run the Leeds office.", "Jo"),
+        ("Update: my name is Ana now, not Anna", "Ana"),
+        ("user: hi, I'm Bo\nassistant: Hello Bo, I'm Ada.", "Bo"),
     ],
 )
 def test_memories_that_name_their_speaker(text: str, name: str) -> None:
@@ -88,6 +91,11 @@ def test_memories_that_name_their_speaker(text: str, name: str) -> None:
         "Assistant: Hi, I'm Claude.",
         "AI: Nice to meet you, my name is Atlas.",
         "Can we change what you call me? Ted, please, not Teddy.",
+        # a transcript states its first speaker's words: the reply is the assistant's
+        "user: what can you do?\nassistant: Hi, I'm Max, I can plan trips.",
+        "Support: Hi, this is Carla from the help desk.",
+        "Chatbot: Hello, I'm Pip!",
+        "tool: my name is search_flights",
     ],
 )
 def test_memories_that_do_not(text: str) -> None:
@@ -188,6 +196,29 @@ def test_edits_and_deletions_change_what_names_the_user(fresh: Fresh) -> None:
         assert mem.recall("What's my name?", k=3).ids[0] == named
         mem.forget(named)
         assert named not in mem.recall("What's my name?", k=3).ids
+
+
+def test_a_message_stored_with_the_assistants_role_names_no_user(fresh: Fresh) -> None:
+    """Bare texts with their chat role as metadata (as the LlamaIndex adapters store
+    messages) are read as the stale-fact rule reads them: the assistant's introduction is
+    not the user's name, whether the index is built from the store or kept on write, and
+    an edit of the role changes what names the user."""
+
+    def named(mem: Oblivion) -> list[str]:
+        result = mem.recall("What's my name?", k=4)
+        return [i.id for i in result if "names_user" in (i.why.get("relevance_signals") or {})]
+
+    with _engine(fresh) as mem:
+        sam = mem.remember("Hi, I'm Sam.", metadata={"role": "user"}).id
+        mem.remember("Hello Sam! I'm Ada, your assistant.", metadata={"role": "assistant"})
+        mem.remember_many(NOISE)
+        assert named(mem) == [sam]  # the index is built from the store
+        bot = mem.remember("Hi, I'm Max, I plan trips.", metadata={"role": "assistant"}).id
+        assert named(mem) == [sam]  # and kept on write
+        mem.edit(bot, metadata={"role": "user"})  # it was the user's line after all
+        assert sorted(named(mem)) == sorted([bot, sam])
+        mem.edit(bot, metadata={"role": "assistant"})
+        assert named(mem) == [sam]
 
 
 def test_namespaces_keep_their_own_names(fresh: Fresh) -> None:

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from oblivion_core import ManualClock, Oblivion
-from oblivion_core.supersession import Candidate, LexicalSupersession, _expand_is, as_said, parse
+from oblivion_core.speakers import as_said
+from oblivion_core.supersession import Candidate, LexicalSupersession, _expand_is, parse
 
 rule = LexicalSupersession()
 TEA = "My favourite drink is tea."

@@ -85,3 +85,31 @@ def test_a_users_message_replaces_a_fact_another_adapter_stored(
         assert _current(mem, old)
         asyncio.run(block.aput([user("My favourite colour is green now.")]))
         assert not _current(mem, old)
+
+
+def test_the_assistants_introduction_is_not_the_users_name(
+    tmp_path: Path, real_embedder: FastEmbedEmbedder
+) -> None:
+    """Real model, Chroma on disk, the block remembering both sides: "What's my name?"
+    puts the user's introduction first, and the assistant's own ("I'm Ada"), stored
+    after it with its role as metadata, is not shown as naming the user; after a reopen
+    (the name index built again from the store) too."""
+    store = tmp_path / "store"
+    clock = ManualClock()
+    with Oblivion(store, embedder=real_embedder, clock=clock) as mem:
+        block = OblivionMemoryBlock(oblivion=mem, namespace="sam", remember_roles=BOTH)
+        asyncio.run(
+            block.aput(
+                [
+                    user("Hi, I'm Sam. I look after the data platform."),
+                    assistant("Hi there, I'm Ada, your assistant. How can I help, Sam?"),
+                    user("Can you remind me about the budget review on Friday?"),
+                ]
+            )
+        )
+    for _ in range(2):
+        with Oblivion(store, embedder=real_embedder, clock=clock) as mem:
+            result = mem.recall("What's my name?", namespace="sam", k=3, feedback=False)
+            named = [i.text for i in result if "names_user" in i.why["relevance_signals"]]
+            assert named == ["Hi, I'm Sam. I look after the data platform."]
+            assert result[0].text == named[0]
