@@ -1790,7 +1790,9 @@ class Oblivion:
         """The newest memories in which the user gives their name (not superseded, not
         invalidated, not cold), for half of ``limit``'s places (at least one), as
         standing memories take (:meth:`_standing`)."""
-        if space.names is None:  # built on the first such question (0.2 s at 100k)
+        # built on the first such question: 0.85 s at 100k memories, 0.6 s of it reading
+        # their texts and metadata
+        if space.names is None:
             space.names = NameIndex()
             space.names.note(*self._written_texts(ns, space.state))
         current = self._current(space, space.names.namings(), active_only=active_only)

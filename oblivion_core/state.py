@@ -1533,8 +1533,8 @@ class StateDB:
 
     def contents(self, namespace: str, ids: Sequence[str]) -> dict[str, tuple[str, dict[str, Any]]]:
         """``(text, metadata)`` by id (what a recalled item shows; a fresh metadata dict)."""
-        return {
-            m: (v[0], self._loads(v[1], f"the metadata of memory {m!r}"))
+        return {  # most memories have none: "{}" read without the JSON parser
+            m: (v[0], {} if v[1] == "{}" else self._loads(v[1], f"the metadata of memory {m!r}"))
             for m, v in self._cached(namespace, ids).items()
         }
 
