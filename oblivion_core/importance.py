@@ -68,6 +68,7 @@ from __future__ import annotations
 import functools
 import re
 
+from oblivion_core.speakers import ROLES
 from oblivion_core.triggers import may_match
 from oblivion_core.typography import straighten
 
@@ -389,11 +390,12 @@ _WEATHER_WORDS = _CONTEXT | _words(
 _ALONE = _words(
     "morning evening afternoon night nite later laters enjoy same likewise ditto deal never"
 )
-# A speaker label opening a line: a role ("user:", "assistant:") or a name of up to three
-# capitalised words ("Caroline:", "Dr. Jane Smith:", "A:"), but not a field label such as
-# "Status:", "Note:" or "Answer:" (listed below), a weekday or a month: those are content.
+# A speaker label opening a line: a chat role (``speakers.ROLES``: "user:", "assistant:",
+# any case), "Speaker 2:", or a name of up to three capitalised words ("Caroline:",
+# "Dr. Jane Smith:", "A:"), but not a field label such as "Status:", "Note:" or "Answer:"
+# (listed below), a weekday or a month: those are content.
 _SPEAKER = re.compile(
-    r"^[ \t]*(?:(?i:user|assistant|system|human|ai|bot|agent|customer|client|me|you|"
+    r"^[ \t]*(?:(?i:" + "|".join(sorted(ROLES, key=lambda r: (-len(r), r))) + r"|"
     r"speaker(?:[ \t]*\d+)?)|(?P<name>[A-Z][\w'.-]*(?:[ \t][A-Z][\w'.-]*){0,2}))[ \t]*:"
     r"(?:[ \t]+|$)",
     re.M,

@@ -188,6 +188,10 @@ def test_short_turns_with_content_are_not_small_talk(text: str) -> None:
         # speaker labels: a role or a name
         "user: thanks!",
         "assistant: Sounds good!",
+        # every chat role the stale-fact rule knows (oblivion_core.speakers.ROLES)
+        "support: thanks, have a great day!",
+        "host: haha same",
+        "model: Sounds good!",
         "Speaker 2: ok",
         "A: ok",
         "Dr. Jane Smith: Hello!",
