@@ -23,7 +23,9 @@ phones and most LLM output write them, read as ``'``; an "'s" no possessive coul
 * **list operations** -- "add/put/stick X on/to the (shopping) list", "shopping list: X",
   "we're out of X", a bare "add X" are an *add* of X; "remove/take/cross X off the list",
   a bare "remove X", "we don't need X any more", "got the X already, cross it off",
-  "we already have X", "never mind the X" are a *remove*;
+  "we already have X", "never mind the X" are a *remove*. Asked or offered, none is
+  one ("Should I take the eggs off the list?", "Do you want me to add bread?", "Do we
+  already have eggs?"); a request is ("Can you add milk to the list?");
 * **subject = value** statements, the subject keyed by its owner (the speaker for "my
   ...", the named person for "Priya's ..."; an unknown speaker's "my" matches any
   speaker's) so two people's favourites never clash:
@@ -1109,9 +1111,34 @@ def _item_head(item: str) -> str | None:
     return words[-1] if words else None
 
 
+#: A list operation asked about or offered, not made: "Should I add eggs to the list?",
+#: "Shall we take the bread off?", "Do you want me to add milk?", "Would you like me to
+#: put ...", "Do we already have eggs?", "Have we got the milk already?". A request
+#: stays an operation: "Can you add milk to the list?".
+_OFFERED = re.compile(
+    r"\b(?:(?:should|shall|do|does|did|have|has)\s+(?:i|we|you)|(?:want|like)\s+me\s+to)"
+    r"\s+(?:also\s+|really\s+|still\s+|just\s+)?$",
+    re.I,
+)
+#: "Do we need to buy milk?", "Do I really need to get eggs?": a question, not a need.
+_NEED_ASKED = re.compile(
+    r"\b(?:do|does|did)\s+(?:i|we|you)\s+(?:also\s+|really\s+|still\s+)?need\s+to\b", re.I
+)
+
+
+def _asked(body: str, match: re.Match[str]) -> bool:
+    """Whether the list operation ``match`` found in ``body`` is a question or an offer
+    (:data:`_OFFERED`, :data:`_NEED_ASKED`): it changes no list."""
+    before = body[max(0, match.start() - 40) : match.start()]
+    return (
+        _OFFERED.search(before) is not None
+        or _NEED_ASKED.search(before[-12:] + match.group(0)) is not None
+    )
+
+
 def _list_op(body: str, lower: str) -> tuple[str, frozenset[str], str | None, str | None] | None:
     """``(op, items, list, head)`` of a list operation, if the text is one (``head``: see
-    :func:`_item_head`)."""
+    :func:`_item_head`). A question or an offer is none (:func:`_asked`)."""
     listy = "list" in lower or "shop" in lower
     for pattern, op, needed in (
         (_LIST_REMOVE, "remove", listy),
@@ -1120,21 +1147,21 @@ def _list_op(body: str, lower: str) -> tuple[str, frozenset[str], str | None, st
         (_LIST_NEED, "add", True),
     ):
         lm = pattern.search(body) if needed else None
-        if lm:
+        if lm and not _asked(body, lm):
             items, head = _item_words(lm.group("item"), body)
             if items:
                 return op, items, _list_name(lower), head
     nm = _NO_NEED.search(body) if "need" in lower else None
-    if nm and _norm_words(nm.group("item")):
+    if nm and _norm_words(nm.group("item")) and not _asked(body, nm):
         return "remove", _norm_words(nm.group("item")), None, _item_head(nm.group("item"))
     hm = _HAVE_IT.search(body) if "already" in lower or " off" in lower else None
-    if hm:
+    if hm and not _asked(body, hm):
         item = hm.group("item") or hm.group("item2") or hm.group("pron")
         items, head = _item_words(item, body)
         if items:
             return "remove", items, _list_name(lower), head
     om = _OUT_OF.search(body) if "out of" in lower or "low on" in lower else None
-    if om and _norm_words(om.group("item")):
+    if om and _norm_words(om.group("item")) and not _asked(body, om):
         return "add", _norm_words(om.group("item")), "shopping", _item_head(om.group("item"))
     for sentence in re.split(r"(?<=[.!?])\s+", body):
         clean = _strip_label(sentence)

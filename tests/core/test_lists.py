@@ -9,6 +9,7 @@ import pytest
 
 from oblivion_core import ManualClock, Oblivion
 from oblivion_core.lists import ListIndex, list_question
+from oblivion_core.supersession import parse
 
 FILLER = [
     "The train was twenty minutes late this morning, so I read the news.",
@@ -106,3 +107,61 @@ def test_a_forgotten_addition_leaves_the_list(mem: Oblivion, clock: ManualClock)
     assert ids[TURNS[1]] not in items
     assert added in items
     assert ids[TURNS[0]] not in items  # removed by "we don't need bread any more"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Should I add eggs to the shopping list too?",
+        "Shall we take the bread off the shopping list?",
+        "Do you want me to add bread to the list?",
+        "Would you like me to put milk on the shopping list?",
+        "Want me to add eggs to the list?",
+        "Do we need to buy milk?",
+        "Do we already have eggs?",
+        "Have we got the milk already?",
+        "assistant: Should I add eggs to the shopping list too?",
+        "What do I need to pack for the trip?",
+    ],
+)
+def test_a_question_or_an_offer_changes_no_list(text: str) -> None:
+    assert parse(text).op is None
+
+
+@pytest.mark.parametrize(
+    ("text", "op", "item"),
+    [
+        ("Can you add milk to the shopping list?", "add", "milk"),
+        ("Could you please put eggs on my shopping list?", "add", "egg"),
+        ("I should add eggs to the list", "add", "egg"),
+        ("We need to buy bread for Sunday.", "add", "bread"),
+        ("We already have eggs.", "remove", "egg"),
+        ("Take the eggs off the shopping list.", "remove", "egg"),
+    ],
+)
+def test_a_request_or_a_statement_still_does(text: str, op: str, item: str) -> None:
+    statement = parse(text)
+    assert (statement.op, item in statement.items) == (op, True)
+
+
+def test_a_question_hides_no_item_and_an_offer_adds_none_through_the_real_stack(
+    tmp_path: Path, real_embedder: Any
+) -> None:
+    """ "Should I take the eggs off the shopping list?" made the eggs stale (hidden from
+    recall), and an assistant's "Do you want me to add bread?" (stored with its role, as
+    the LlamaIndex adapters store messages) was listed as an item."""
+    clock = ManualClock()
+    with Oblivion(tmp_path, embedder=real_embedder, clock=clock) as mem:
+        eggs = mem.remember("Add eggs to the shopping list.").id
+        milk = mem.remember("Add oat milk to the shopping list.").id
+        for filler in FILLER:
+            clock.advance(60.0)
+            mem.remember(filler)
+        mem.remember("Should I take the eggs off the shopping list?")
+        mem.remember(
+            "Do you want me to add bread to the shopping list?", metadata={"role": "assistant"}
+        )
+        assert mem.get(eggs).superseded_by is None
+        result = mem.recall("What's on my shopping list?", k=6)
+        listed = {i.id for i in result if "list_item" in i.why["relevance_signals"]}
+        assert listed == {eggs, milk}
