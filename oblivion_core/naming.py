@@ -13,14 +13,18 @@ A memory names its speaker when it says "my name is X", "call me X" (also "pleas
 can call me X"), "I go by X", "I'm called X", or introduces itself after a greeting:
 "Hi, I'm X", "Hello, this is X". ``X`` must be capitalised, so "call me tomorrow" and
 "I'm tired" are not names, and weekdays, months and a few words that start sentences
-("Hi, I'm Sorry") are refused. Who speaks is read as the stale-fact rule reads it
-(:mod:`oblivion_core.speakers`): a memory the assistant, the system, a tool or a support
-agent says names no user, whether it opens with its label ("Assistant: Hi, I'm Ada") or
-was stored with its chat role (``metadata={"role": "assistant"}``, as the LlamaIndex
-adapters store each message; :class:`NameIndex` is given the texts as
-:func:`~oblivion_core.speakers.as_said` reads them); a transcript names the speaker of
-its first line only ("user: hi!\nassistant: Hello, I'm Max" names nobody); other
-speakers' lines ("Dana: please call me Dee") name their speaker.
+("Hi, I'm Sorry") are refused. A name refused or asked about is none: "Please don't call
+me Bobby", "Stop calling me Bob", "Why did you call me Bob?" (:func:`refused_or_asked`;
+the stale-fact rule reads it too, so such a text never replaces the user's name).
+
+Who speaks is read as the stale-fact rule reads it (:mod:`oblivion_core.speakers`): a
+memory the assistant, the system, a tool or a support agent says names no user, whether
+it opens with its label ("Assistant: Hi, I'm Ada") or was stored with its chat role
+(``metadata={"role": "assistant"}``, as the LlamaIndex adapters store each message;
+:class:`NameIndex` is given the texts as :func:`~oblivion_core.speakers.as_said` reads
+them); a transcript names the speaker of its first line only ("user: hi!\nassistant:
+Hello, I'm Max" names nobody); other speakers' lines ("Dana: please call me Dee") name
+their speaker.
 """
 
 from __future__ import annotations
@@ -65,12 +69,33 @@ _NOT_NAME_WORDS = (
 #: Capitalised words that follow those phrases without being a name.
 _NOT_NAMES = frozenset(_NOT_NAME_WORDS.split())
 _KEYWORDS = ("name", "call", "go by", "hi", "hello", "hey", "good ")
+#: Words that, among the three before a naming phrase in its clause, make it give no
+#: name: a refusal ("don't", "never", "stop", "not") or a question about it ("why",
+#: "did", "who", "when").
+_NOT_GIVING = frozenset(
+    [
+        *("don't", "dont", "not", "never", "stop", "quit", "won't", "can't", "cannot"),
+        *("longer", "didn't", "doesn't", "shouldn't", "mustn't"),
+        *("why", "did", "who", "when"),
+    ]
+)
+_CLAUSE_END = re.compile(r"[.!?,;:]")
 
 
 def name_question(query: str) -> bool:
     """Whether ``query`` asks for the user's name ("What's my name?", "Who am I?",
     "What should I call the user?", "How should you address me?")."""
     return bool(_QUESTION.search(straighten(query)))
+
+
+def refused_or_asked(text: str, start: int) -> bool:
+    """Whether the naming phrase at ``start`` of ``text`` (straightened) gives no name:
+    refused ("Don't call me Bob", "Stop calling me Bobby", "Please never call me Rob") or
+    asked about ("Why did you call me Bob?", "Who called me Bob?"). The last three words
+    of its clause before it decide (:data:`_NOT_GIVING`); a request gives one ("Can you
+    call me Bob?", "If you don't mind, call me Bob")."""
+    clause = _CLAUSE_END.split(text[:start])[-1]
+    return any(w.strip("\"'()") in _NOT_GIVING for w in clause.lower().split()[-3:])
 
 
 def names_speaker(text: str) -> str | None:
@@ -85,7 +110,7 @@ def names_speaker(text: str) -> str | None:
     for pattern in (_SAYS_NAME, _INTRODUCES):
         for found in pattern.finditer(body):
             name = found.group("name")
-            if name not in _NOT_NAMES:
+            if name not in _NOT_NAMES and not refused_or_asked(body, found.start()):
                 return name
     return None
 

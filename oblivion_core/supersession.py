@@ -159,6 +159,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from oblivion_core.naming import refused_or_asked
 from oblivion_core.overlap import content_words
 from oblivion_core.speakers import DISCOURSE, split_speaker
 from oblivion_core.triggers import gated, may_match
@@ -1568,7 +1569,7 @@ def parse(text: str) -> Statement:
         )
     if may_match(lower, _NAME_TRIGGERS):
         nm = _NAME.search(body) or _USE_NAME.search(body)
-        if nm and _stated(body, nm.start()):
+        if nm and _stated(body, nm.start()) and not refused_or_asked(body, nm.start()):
             value = frozenset({nm.group("val").lower()})
             return Statement(subject=f"@{speaker or ''}|name", value=value, **base)
     own = _QUOTED.sub(" ", body) if '"' in body or "“" in body else body  # not quoted words

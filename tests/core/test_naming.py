@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from oblivion_core import ManualClock, Oblivion, Policy
 from oblivion_core.naming import NameIndex, name_question, names_speaker
+from oblivion_core.supersession import parse
 
 Fresh = Callable[..., AbstractContextManager[Oblivion]]
 
@@ -267,3 +268,55 @@ def test_a_name_question_builds_only_the_name_index(fresh: Fresh) -> None:
         mem.recall("What's on my shopping list?", namespace="other")
         other = mem._spaces["other"]
         assert other.lists is not None and other.names is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Please don't call me Bobby.",
+        "Stop calling me Bob!",
+        "Please never call me Rob.",
+        "Can you not call me Bob?",
+        "Why did you call me Bob?",
+        "Did you just call me Bob?",
+        "Who called me Bob?",
+        "When did you start calling me Bob?",
+    ],
+)
+def test_a_name_refused_or_asked_about_is_none(text: str) -> None:
+    """Neither the name index nor the stale-fact rule reads a name here."""
+    assert names_speaker(text) is None
+    assert parse(text).subject is None
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [
+        ("Can you call me Bob?", "Bob"),
+        ("If you don't mind, call me Bob.", "Bob"),
+        ("I don't like Robert so call me Bob", "Bob"),
+        ("Call me Bob, not Robert.", "Bob"),
+    ],
+)
+def test_a_request_still_gives_the_name(text: str, name: str) -> None:
+    assert names_speaker(text) == name
+    assert parse(text).value == frozenset({name.lower()})
+
+
+def test_refusing_a_name_keeps_the_users_name_on_the_real_stack(
+    tmp_path: Path, real_embedder: Any
+) -> None:
+    """Chroma on disk, the local model: "Please don't call me Bobby" made "Bobby" the
+    user's name, superseding (hiding) "My name is Robert", and was shown first for
+    "What's my name?"."""
+    with Oblivion(tmp_path, embedder=real_embedder, clock=ManualClock()) as mem:
+        robert = mem.remember("My name is Robert.").id
+        mem.remember_many(NOISE)
+        refusal = mem.remember("Please don't call me Bobby.").id
+        asked = mem.remember("Why did you call me Bob yesterday?").id
+        assert mem.get(robert).superseded_by is None
+        result = mem.recall("What's my name?", k=4, feedback=False)
+        named = [i.id for i in result if "names_user" in i.why["relevance_signals"]]
+        assert named == [robert]
+        assert result.ids[0] == robert
+        assert {refusal, asked}.isdisjoint(named)
