@@ -50,7 +50,8 @@ _QUESTION = re.compile(
     re.I,
 )
 
-_NAME = r"(?P<name>[A-Z][a-z]+(?:[-'][A-Z]?[a-z]+)?)"
+# "Ana", "Jean-Luc", "O'Brien", "D'Angelo", "McDonald", "LeBron"
+_NAME = r"(?P<name>(?:[A-Z]')?[A-Z][a-z]+(?:[A-Z][a-z]+)?(?:[-'][A-Z]?[a-z]+)?)"
 _SAYS_NAME = re.compile(
     r"(?i:\bmy\s+name(?:'s|\s+is)|\bcall(?:ed|ing)?\s+me|\bi\s+go\s+by|\bi'?m\s+called"
     r"|\bi\s+am\s+called|\bpeople\s+call\s+me|\beveryone\s+calls\s+me)\s+" + _NAME + r"\b"
@@ -59,15 +60,23 @@ _INTRODUCES = re.compile(
     r"(?i:\b(?:hi|hello|hey|hiya|good\s+(?:morning|afternoon|evening))\b[\s,!.:-]*"
     r"(?:there[\s,!.:-]*)?(?:i'?m|i\s+am|this\s+is|it'?s))\s+" + _NAME + r"\b"
 )
+#: Words after "call me" or "I go by" that say when or how, not who: "can you call me
+#: Monday?", "I go by Uber to the airport". The stale-fact rule's name statements refuse
+#: them too.
+WHEN_OR_HOW = (
+    *("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"),
+    *("tomorrow", "tonight", "today", "later", "back", "when", "after", "before", "once"),
+    *("uber", "lyft", "bolt", "taxi", "cab", "bus", "train", "tube", "metro", "car", "bike"),
+    *("ferry", "plane", "air", "rail", "coach"),
+)
 _NOT_NAME_WORDS = (
-    "Monday Tuesday Wednesday Thursday Friday Saturday Sunday January February March "
-    "April May June July August September October November December Today Tomorrow "
-    "Tonight Later Sorry Fine Good Great Glad Happy Here Back Just Still Also Not Sure "
+    "January February March April May June July August September October November "
+    "December Sorry Fine Good Great Glad Happy Here Just Still Also Not Sure "
     "Ok Okay Ready Done Afraid Excited Home Anytime Asap Whenever The A An My Your "
     "Our This That It He She They We You Me Him Her Them Mr Mrs Ms Dr"
 )
 #: Capitalised words that follow those phrases without being a name.
-_NOT_NAMES = frozenset(_NOT_NAME_WORDS.split())
+_NOT_NAMES = frozenset([*_NOT_NAME_WORDS.split(), *(w.capitalize() for w in WHEN_OR_HOW)])
 _KEYWORDS = ("name", "call", "go by", "hi", "hello", "hey", "good ")
 #: Words that, among the three before a naming phrase in its clause, make it give no
 #: name: a refusal ("don't", "never", "stop", "not") or a question about it ("why",
@@ -110,7 +119,11 @@ def names_speaker(text: str) -> str | None:
     for pattern in (_SAYS_NAME, _INTRODUCES):
         for found in pattern.finditer(body):
             name = found.group("name")
-            if name not in _NOT_NAMES and not refused_or_asked(body, found.start()):
+            if (
+                name not in _NOT_NAMES
+                and not name.endswith("'s")  # "Hi, I'm Bob's wife": whose, not who
+                and not refused_or_asked(body, found.start())
+            ):
                 return name
     return None
 

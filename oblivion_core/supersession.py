@@ -159,7 +159,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from oblivion_core.naming import refused_or_asked
+from oblivion_core.naming import WHEN_OR_HOW, refused_or_asked
 from oblivion_core.overlap import content_words
 from oblivion_core.speakers import DISCOURSE, split_speaker
 from oblivion_core.triggers import gated, may_match
@@ -634,12 +634,8 @@ _HEAD_SYNONYMS = {
 }
 _WEEKDAY = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
 #: Capitalised words after "call me" / "I go by" that are no name: "can you call me
-#: Monday?", "I go by Uber to the airport".
-_NOT_A_NAME = (
-    r"(?!(?i:" + _WEEKDAY + r"|tomorrow|tonight|"
-    r"today|later|back|when|after|before|once|uber|lyft|bolt|taxi|cab|bus|train|tube|"
-    r"metro|car|bike|ferry|plane|air|rail|coach)\b)"
-)
+#: Monday?", "I go by Uber to the airport" (:data:`~oblivion_core.naming.WHEN_OR_HOW`).
+_NOT_A_NAME = r"(?!(?i:" + "|".join(WHEN_OR_HOW) + r")\b)"
 # Not "X called me Y" / "X calls me Y" (what another says), not "going by <source>"
 # ("Going by Google Maps, ...").
 _NAME = re.compile(

@@ -72,6 +72,9 @@ def test_other_questions_are_not(query: str) -> None:
         ("Human: Hi, I'm Jo, I run the Leeds office.", "Jo"),
         ("Update: my name is Ana now, not Anna", "Ana"),
         ("user: hi, I'm Bo\nassistant: Hello Bo, I'm Ada.", "Bo"),
+        ("My name is O'Brien", "O'Brien"),
+        ("Hi, I'm D'Angelo from the platform team", "D'Angelo"),
+        ("Call me McDonald", "McDonald"),
     ],
 )
 def test_memories_that_name_their_speaker(text: str, name: str) -> None:
@@ -97,6 +100,11 @@ def test_memories_that_name_their_speaker(text: str, name: str) -> None:
         "Support: Hi, this is Carla from the help desk.",
         "Chatbot: Hello, I'm Pip!",
         "tool: my name is search_flights",
+        # whose, not who; how, not who
+        "Hi, I'm Bob's wife, Carol.",
+        "Hello, this is Dana's assistant speaking.",
+        "I go by Uber to work",
+        "I go by train on Mondays",
     ],
 )
 def test_memories_that_do_not(text: str) -> None:
