@@ -46,7 +46,13 @@ phones and most LLM output write them, read as ``'``; an "'s" no possessive coul
     X", "I'd rather you called me X", "everyone calls me X", "to be called X", "please
     use X instead/from now on" (that ending the instruction); not what another calls the
     speaker ("Tom calls me Lex"), a day ("call me Monday"), a way to travel ("I go by
-    Uber"), a source ("going by Google Maps") or a tool ("use Zoom instead of Teams");
+    Uber"), a source ("going by Google Maps") or a tool ("use Zoom instead of Teams"),
+    nor a name refused or asked about ("please don't call me Bobby", "why did you call
+    me Bob?"); a new name needs no similarity to the old one;
+  - the language to reply in (subject ``reply language``), a whole instruction: "always
+    answer in French", "from now on, reply in English", "please speak to me in Spanish";
+    not a one-off ("answer this one in English"), a question or a task ("reply in English
+    to Tom's email"); like a name, one per speaker however little two of them share;
   - facts about the speaker: "I'm allergic to X", "I live in X", "I work as X" (a role),
     "I work at X" (an employer);
     a change of home or employer to a name: "I (just) moved / relocated to York",
@@ -587,6 +593,17 @@ _SELF_CHANGE = re.compile(
     r"(?:job|role|position)\s+|working\s+)?(?:at|for)|got\s+a\s+(?:new\s+)?job\s+(?:at|with)"
     r"|(?P<joined>joined)))\s+"
     r"(?P<val>(?-i:[A-Z][\w\-&]*)(?:\s+(?-i:[A-Z][\w\-&]*)){0,2})(?P<rest>[^.;!?]*)",
+    re.I,
+)
+#: The language replies are to be in, as a whole instruction: "Always answer in French",
+#: "From now on, reply in British English", "Please speak to me in Spanish": one per
+#: speaker. Not a one-off ("Answer this one in English"), a question, or a task ("Write the
+#: summary in French", "Reply in English to Tom's email").
+_REPLY_IN = re.compile(
+    r"^(?:(?:please|always|from now on|going forward|and|just|only|now)\W+)*"
+    r"(?:answer|reply|respond|write|speak|talk)(?:\s+(?:to\s+)?(?:me|us))?\s+(?:only\s+)?in\s+"
+    r"(?P<val>(?-i:[A-Z][a-z]+)(?:\s+(?-i:[A-Z][a-z]+))?)"
+    r"(?:[,\s]+(?:from now on|going forward|please|instead|only|again))*\s*[.!]?$",
     re.I,
 )
 #: Keys of what a speaker has one of at a time, that :data:`_SELF_CHANGE` changes.
@@ -1386,6 +1403,11 @@ def _subject_value(
             if value:
                 subj = _VERB_CATEGORY[cat.lower()] if cat else "*"
                 return f"{_owner('my', speaker)}|favourite {subj}", value, False
+        rm = _REPLY_IN.match(clean) if " in " in clean else None
+        if rm and _stated(clean, rm.start()):
+            value = _value(rm.group("val"))
+            if value:
+                return f"{_owner('my', speaker)}|reply language", value, False
         sm = _SELF.search(clean) if first_person else None
         if sm and _stated(clean, sm.start()):
             rel = (sm.group("rel") or sm.group("rel2")).lower()
@@ -1856,6 +1878,10 @@ class LexicalSupersession:
                 continue
             relation = _subject_relation(n.subject, o.subject) if n.subject and o.subject else None
             name = n.subject is not None and n.subject.endswith("|name")
+            # a whole instruction of the language to reply in: one per owner, however
+            # little the two share ("Please speak to me in Spanish" after "Always answer
+            # in British English")
+            reply = relation == "same" and (n.subject or "").endswith("|reply language")
             # a named preference ("favourite food") is one fact per owner however it is
             # phrased, so it needs less similarity than a copula ("the budget is ...")
             preference = relation == "same" and "|favourite " in (n.subject or "")
@@ -1873,6 +1899,7 @@ class LexicalSupersession:
             )
             if c.similarity < self.min_similarity and not (
                 (name and o.subject == n.subject)
+                or reply
                 or (
                     (preference or nounless_change or one_per_owner)
                     and c.similarity >= self.min_similarity - _PREFERENCE_SLACK

@@ -1058,3 +1058,40 @@ def test_look_alikes_of_s_and_the_change_verbs_leave_the_fact_alone(old: str, ne
     and "I moved my desk for better light" give no new date."""
     assert not rule.supersedes(new, old, similarity=0.9)
     assert not rule.supersedes(_curly(new), _curly(old), similarity=0.9)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "stale"),
+    [
+        ("Always answer in French.", "From now on, answer in English.", True),
+        ("Always answer in French.", "Reply in English instead.", True),
+        ("Always answer in British English.", "Please speak to me in Spanish from now on.", True),
+        ("Always answer in French.", "Always answer in French, please.", True),  # restated
+        ("Always answer in French.", "Answer this one in English, please.", False),
+        ("Always answer in French.", "Can you answer in English just this once?", False),
+        ("Always answer in French.", "Reply in English to Tom's email.", False),
+        ("Always answer in French.", "Write the summary in English.", False),
+        ("Always answer in French.", "My sister always answers in English.", False),
+        ("Dana: always answer in French.", "Sam: answer in English from now on.", False),
+    ],
+)
+def test_the_language_to_reply_in(old: str, new: str, stale: bool) -> None:
+    """A whole instruction of the language to reply in is one per speaker, however little
+    two of them share (a similarity of 0.2 here); a one-off, a question or a task is
+    none."""
+    assert rule.supersedes(new, old, similarity=0.2) is stale
+
+
+def test_a_changed_reply_language_replaces_the_standing_instruction(tmp_path: Path) -> None:
+    """The default embedder, Chroma on disk: "Always answer in French" stood beside "From
+    now on, answer in English" for every question, two instructions that contradict."""
+    clock = ManualClock()
+    with Oblivion(tmp_path, clock=clock) as mem:
+        french = mem.remember("Always answer in French.").id
+        mem.remember("The weather has been awful all week.")
+        clock.advance(3_600.0)
+        english = mem.remember("From now on, answer in English.").id
+        assert mem.get(french).superseded_by == english
+        result = mem.recall("Any plans for the weekend?", standing="instruction", k=4)
+        standing = [i.id for i in result if "standing" in i.why["relevance_signals"]]
+        assert standing == [english]
