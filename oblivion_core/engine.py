@@ -1175,8 +1175,9 @@ class Oblivion:
             if clean is not None or meta is not None:
                 # what it adds to a list, or the name it gives, is what it says now, and
                 # who says it (its metadata may name another chat role)
+                said = list(self._said(ns, [memory_id]).values())
                 space.discard_texts([memory_id])
-                space.note_texts([memory_id], list(self._said(ns, [memory_id]).values()))
+                space.note_texts([memory_id], said)
             if clean is not None and vector is not None:
                 space.set_vector(memory_id, vector)
                 self._lex.replace(ns, int(st.cols["seq"][i]), clean)
@@ -1201,7 +1202,6 @@ class Oblivion:
                         with self._consistent(ns):
                             recent_ids, recent = space.index.recent(policy.link_window + 1)
                             sims = matvec(vector, recent.T)
-                            said = [self._said(ns, [memory_id])[memory_id]]
                             stale = self._detect_supersession(
                                 ns,
                                 space,

@@ -395,7 +395,7 @@ _ALONE = _words(
 # "Dr. Jane Smith:", "A:"), but not a field label such as "Status:", "Note:" or "Answer:"
 # (listed below), a weekday or a month: those are content.
 _SPEAKER = re.compile(
-    r"^[ \t]*(?:(?i:" + "|".join(sorted(ROLES, key=lambda r: (-len(r), r))) + r"|"
+    r"^[ \t]*(?:(?i:" + "|".join(sorted(ROLES)) + r"|"
     r"speaker(?:[ \t]*\d+)?)|(?P<name>[A-Z][\w'.-]*(?:[ \t][A-Z][\w'.-]*){0,2}))[ \t]*:"
     r"(?:[ \t]+|$)",
     re.M,

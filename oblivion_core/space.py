@@ -160,8 +160,9 @@ class Space:
                 index.add([memory_id], vector)
 
     def note_texts(self, ids: Sequence[str], texts: Sequence[str]) -> None:
-        """Memories written (or edited: :meth:`discard_texts` first) with these texts:
-        the list and name indexes, where built, read them."""
+        """Memories written (or edited: :meth:`discard_texts` first) with these texts, as
+        said (with their chat role: :func:`~oblivion_core.speakers.as_said`): the list and
+        name indexes, where built, read them."""
         for index in (self.lists, self.names):
             if index is not None:
                 index.note(ids, texts)

@@ -1403,8 +1403,9 @@ def _subject_value(
             if value:
                 subj = _VERB_CATEGORY[cat.lower()] if cat else "*"
                 return f"{_owner('my', speaker)}|favourite {subj}", value, False
+        # a whole sentence: nothing before it can report it as another's
         rm = _REPLY_IN.match(clean) if " in " in clean else None
-        if rm and _stated(clean, rm.start()):
+        if rm:
             value = _value(rm.group("val"))
             if value:
                 return f"{_owner('my', speaker)}|reply language", value, False
