@@ -2551,7 +2551,9 @@ class Oblivion:
     def confirm(self, memory_id: str, *, namespace: str | None = None) -> float:
         """The user confirmed this memory: a strong boost, and it decays slower from now on.
 
-        Returns the new activation.
+        Returns the new activation. An invalidated memory is not boosted (its
+        :meth:`invalidate` stands; :meth:`remember` the fact again if it holds after all):
+        its activation, 0, is returned and nothing is recorded.
         """
         ns = self._ns(namespace)
         with self._lock:
@@ -2616,9 +2618,11 @@ class Oblivion:
             }
             touched = rows + self._spread(ns, space, policy, seeds, now, journal)
             restore = self._room_for(ns, space, policy, now, restore)
+            if restore:  # journaled after the boost that lifted them, as recall's are
+                promoted, moved = self._promote(ns, space, restore, f"{kind} boost")
+                touched += promoted
+                journal += moved
             with self._db.transaction() as conn:
-                if restore:
-                    self._move_to_active(ns, space, restore, conn, now, f"{kind} boost")
                 self._db.save_rows(conn, st, touched)
                 self._db.journal(conn, now, ns, journal)
                 if kind in ("used", "recall"):  # the counts go with the signal

@@ -670,6 +670,31 @@ def test_a_restore_by_maintain_is_journaled_once() -> None:
     assert [e.detail["reason"] for e in restores] == ["activation above 0.400"]
 
 
+@pytest.mark.parametrize("signal", ["confirm", "used"])
+def test_a_boost_that_restores_is_journaled_before_the_restore(signal: str) -> None:
+    """The journal read 'restore' and then the 'confirm' that caused it (found by the
+    engine's state machine test); a recall's promotion was already journaled after it."""
+    policy = Policy.template("balanced").replace(active_share=None, half_lives={"fact": 10.0})
+    clock = ManualClock()
+    mem = memory(clock=clock, policy=policy)
+    mid = mem.remember("the launch is code-named bluebird", category="fact", importance=0.2).id
+    clock.advance(100)
+    assert mem.maintain().archived == [mid]
+    seen = len(mem.history(mid))
+    for _ in range(3):  # a used boost may take two to lift it above the band
+        if signal == "confirm":
+            mem.confirm(mid)
+        else:
+            mem.mark_used([mid])
+        if mem.get(mid).tier == Tier.ACTIVE:
+            break
+    assert mem.get(mid).tier == Tier.ACTIVE
+    events = mem.history(mid)[seen:]
+    assert [e.kind for e in events[-2:]] == [signal, "restore"]
+    assert {e.kind for e in events[:-2]} <= {signal}
+    assert events[-1].detail["reason"] == f"{signal} boost"
+
+
 def test_memories_archived_at_the_cut_say_so() -> None:
     """A batch shares one activation; a full active tier keeps the newest of them. The
     others were archived "activation below 0.750" at exactly 0.750."""
