@@ -31,7 +31,8 @@ class TurnClock:
     and reads a namespace's time as ``now(namespace)``: the ticks every namespace shares
     (``tick()`` without a namespace) plus the namespace's own. So one user's conversation
     does not age another user's memories. ``now()`` counts every tick. The engine
-    persists the counts, so a reopened store continues where it stopped.
+    persists the counts, so a reopened store continues where it stopped, on its own
+    clock or on a new ``TurnClock()`` passed to it (:meth:`catch_up`).
     """
 
     unit = "turns"
@@ -92,6 +93,19 @@ class TurnClock:
             else:
                 self._own[namespace] = max(self._own.get(namespace, 0.0) - turns, 0.0)
             return self.now(namespace)
+
+    def catch_up(self, shared: float, namespaces: Mapping[str, float]) -> None:
+        """Move forward to at least ``shared`` shared ticks and each namespace's own count
+        in ``namespaces`` (a store's saved counts); nothing goes back. The engine calls it
+        when a store is opened with a clock of its caller's (``clock=TurnClock()`` in a new
+        process), so the store's time continues where it stopped."""
+        _check_time(shared)
+        for turns in namespaces.values():
+            _check_time(turns)
+        with self._lock:
+            self._turn = max(self._turn, float(shared))
+            for ns, turns in namespaces.items():
+                self._own[ns] = max(self._own.get(ns, 0.0), float(turns))
 
 
 class ManualClock:

@@ -330,16 +330,22 @@ class Oblivion:
                 for ns, p in self._db.namespaces().items()
                 if p is not None
             }
+            # every namespace's own ticks, those of namespaces holding no memory too
+            turns = (
+                (
+                    float(self._db.meta("turn") or 0.0),
+                    {ns: float(t) for ns, t in self._db.metas("turn:").items() if t is not None},
+                )
+                if self._policy.clock == "turns"
+                else None
+            )
             if clock is None:
-                if self._policy.clock == "turns":
-                    # every namespace's own ticks, those of namespaces holding no memory too
-                    own = self._db.metas("turn:")
-                    clock = TurnClock(
-                        float(self._db.meta("turn") or 0.0),
-                        namespaces={ns: float(t) for ns, t in own.items() if t is not None},
-                    )
-                else:
-                    clock = WallClock()
+                clock = WallClock() if turns is None else TurnClock(turns[0], namespaces=turns[1])
+            elif isinstance(clock, TurnClock) and turns is not None:
+                # a clock of the caller's (a new TurnClock() in a new process) continues
+                # where the store stopped: one behind it read every memory at an earlier
+                # time (activations rose again) and the next write saved the counts back
+                clock.catch_up(*turns)
             if not isinstance(clock, Clock):
                 raise InvalidInputError(f"clock must have a now() method, got {clock!r}")
             _check_clock_kind(clock, self._policy.clock, stored is not None)

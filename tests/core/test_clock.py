@@ -206,6 +206,41 @@ def test_a_clock_of_the_other_kind_is_refused_and_changes_nothing(tmp_path: Any)
         assert [(r.id, r.activation, r.last_accessed, r.tier) for r in mem.records()] == before
 
 
+def test_catch_up_only_moves_forward() -> None:
+    clock = TurnClock(4, namespaces={"alice": 9})
+    clock.catch_up(2, {"alice": 12, "bob": 3})
+    assert (clock.shared, clock.own("alice"), clock.own("bob")) == (4.0, 12.0, 3.0)
+    with pytest.raises(InvalidInputError):
+        clock.catch_up(float("nan"), {})
+
+
+@pytest.mark.integration
+def test_a_store_reopened_with_a_new_turn_clock_continues_where_it_stopped(
+    tmp_path: Any,
+) -> None:
+    """``clock=TurnClock()`` in a new process started the store's time again at 0 (found
+    by the engine's state machine test): every memory was read at an earlier time than
+    it was written (its activation rose back), and the next write saved the counts as 1,
+    so even a reopen with the store's own clock had lost the turns."""
+    from oblivion_core import Oblivion
+
+    path = tmp_path / "turns"
+    with Oblivion(path, embedder=HashEmbedder(), clock=TurnClock(), policy=TURNS) as mem:
+        mem.remember_many([f"note {i} about the trip" for i in range(30)], namespace="a")
+        mem.remember("keep answers short", namespace="b")
+        mem.clock.tick(2)
+        before = [(r.id, r.activation) for r in mem.records(namespace="a")]
+    with Oblivion(path, embedder=HashEmbedder(), clock=TurnClock()) as mem:
+        assert (mem.clock.now("a"), mem.clock.now("b")) == (32.0, 3.0)
+        assert [(r.id, r.activation) for r in mem.records(namespace="a")] == before
+        mem.remember("one more note", namespace="a")
+    with Oblivion(path, embedder=HashEmbedder()) as mem:  # the store's own clock
+        assert (mem.clock.now("a"), mem.clock.now("b")) == (33.0, 3.0)
+    ahead = TurnClock(100)  # a clock ahead of the store is kept as it is
+    with Oblivion(path, embedder=HashEmbedder(), clock=ahead) as mem:
+        assert mem.clock is ahead and ahead.now("a") == 131.0
+
+
 @pytest.mark.integration
 def test_a_new_store_given_a_turn_clock_decays_by_turns(tmp_path: Any) -> None:
     """``Oblivion(path, clock=TurnClock())`` with no policy (or a template name) starts
