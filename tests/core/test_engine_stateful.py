@@ -10,6 +10,7 @@ relies on:
   a memory is cold exactly when a summary stands for it;
 - nothing forgotten, invalidated, cold, superseded or from the other namespace is
   recalled unless asked for; ``k`` and the token budget hold;
+- Chroma holds exactly the stored memories, with their texts;
 - links are undirected and between stored memories; a supersession points at a stored
   memory;
 - every change the caller makes is in the journal, in the order it happened;
@@ -515,6 +516,9 @@ class EngineMachine(RuleBasedStateMachine):
             mine = self._user_ids(ns)
             assert mine <= records.keys(), f"lost: {mine - records.keys()}"
             assert self.mem.count(namespace=ns) == len(records)
+            # Chroma holds exactly these, with their texts: nothing to repair
+            assert set(self.mem.store.ids(ns)) == records.keys()
+            assert self.mem.repair_vector_store(namespace=ns) == {"put_back": 0, "removed": 0}
             for mid in mine:
                 r = records[mid]
                 assert r.text == self.texts[(ns, mid)]
