@@ -116,6 +116,102 @@ def test_eight_threads_share_one_engine(tmp_path: Path) -> None:
         mem.close()
 
 
+_WORDS = ["the", "launch", "is", "friday", "budget", "team", "lunch", "my", "colour", "blue", "Dee"]
+
+
+@pytest.mark.parametrize("max_loaded", [None, 1])
+def test_every_kind_of_change_from_four_threads(tmp_path: Path, max_loaded: int | None) -> None:
+    """Writes, edits, forgets, invalidations, boosts, maintenance with compression,
+    unloads (or, with ``max_loaded_namespaces=1``, a namespace let go at every switch)
+    and policy switches, from four threads over three namespaces: nothing raises, every
+    memory a thread kept has its last text, Chroma holds exactly what SQLite does, and a
+    reopen reads the same state back."""
+    clock = ManualClock(1_000.0)
+    policy = Policy.template("balanced").replace(
+        active_capacity=8, maintain_every=4, compress_below=0.25, compress_similarity=0.3
+    )
+
+    def open_store() -> Oblivion:
+        return Oblivion(
+            tmp_path,
+            clock=clock,
+            policy=policy,
+            embedder=HashEmbedder(dim=64),
+            token_counter=word_count,
+            max_loaded_namespaces=max_loaded,
+        )
+
+    mem = open_store()
+    errors: list[BaseException] = []
+    kept: dict[str, tuple[str, str]] = {}  # id -> (namespace, text), every thread's
+    clock_lock = threading.Lock()
+
+    def worker(t: int) -> None:
+        rng = random.Random(t)
+        mine: dict[str, tuple[str, str]] = {}
+
+        def text() -> str:
+            return " ".join(rng.choice(_WORDS) for _ in range(rng.randint(2, 8)))
+
+        try:
+            for _ in range(80):
+                ns, op = rng.choice("abc"), rng.random()
+                if op < 0.35 or not mine:
+                    for rec in mem.remember_many(
+                        [text() for _ in range(rng.randint(1, 3))], namespace=ns
+                    ):
+                        mine[rec.id] = (ns, rec.text)
+                    continue
+                mid = rng.choice(list(mine))
+                own = mine[mid][0]
+                if op < 0.5:
+                    mem.recall(
+                        text(), namespace=own, deep=rng.choice([None, True]), token_budget=20
+                    )
+                elif op < 0.58:
+                    mine[mid] = (own, mem.edit(mid, text(), namespace=own).text)
+                elif op < 0.64:
+                    mem.forget(mid, namespace=own)
+                    del mine[mid]
+                elif op < 0.7:
+                    mem.maintain(namespace=own)
+                elif op < 0.76:
+                    mem.confirm(mid, namespace=own)
+                    mem.mark_used([mid], namespace=own)
+                elif op < 0.8:
+                    mem.invalidate(mid, namespace=own)
+                elif op < 0.86:
+                    with clock_lock:
+                        clock.advance(rng.uniform(0, 30) * 86_400)
+                elif op < 0.92:
+                    mem.unload(namespace=own)
+                else:
+                    mem.set_policy(rng.choice(["support-desk", policy]), namespace=own)
+        except BaseException as exc:  # collected and re-raised in the main thread
+            errors.append(exc)
+        kept.update(mine)
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout=300)
+    assert not any(th.is_alive() for th in threads)
+    assert errors == []
+    for mid, (ns, text) in kept.items():
+        assert mem.get(mid, namespace=ns).text == text
+    namespaces = mem.namespaces()
+    for ns in namespaces:
+        assert mem.repair_vector_store(namespace=ns) == {"put_back": 0, "removed": 0}
+    before = {ns: _state(mem, ns) for ns in namespaces}
+    mem.close()
+    mem = open_store()
+    try:
+        assert {ns: _state(mem, ns) for ns in namespaces} == before
+    finally:
+        mem.close()
+
+
 def test_concurrent_writes_of_the_same_id_store_it_once(tmp_path: Path) -> None:
     """When 8 threads race to store the same id, exactly one wins and the others are told."""
     mem = _open(tmp_path, ManualClock())
