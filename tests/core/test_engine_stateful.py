@@ -16,6 +16,10 @@ relies on:
 - every change the caller makes is in the journal, in the order it happened;
 - a reopen restores every memory, its activation, the policies and the journal.
 
+``FaultMachine`` runs the same with failures injected (a SQLite transaction, a Chroma
+write before or after it lands, a delete, an embedding): the step that meets one
+changes nothing the caller can see, and every check above still holds after it.
+
 The model keeps only what the caller decides (which ids exist, their texts, which were
 invalidated); what the engine decides itself (supersession, tiers, summaries) is checked
 through these invariants, not predicted. It found two bugs: a boost journaled after the
@@ -42,6 +46,7 @@ from hypothesis.stateful import (
     consumes,
     initialize,
     invariant,
+    multiple,
     precondition,
     rule,
 )
@@ -78,9 +83,37 @@ _plain = st.lists(
     max_size=8,
 ).map(" ".join)
 BAD = ("nan importance", "blank text", "taken id", "repeated id")
+FAULTS = ("transaction", "chroma add", "chroma add, after writing", "chroma delete", "embedding")
 SUMMARY_ACTIONS = ("forget", "invalidate", "edit", "confirm")
 TEMPLATES = ("as opened", "support-desk", "research-assistant", "balanced")
 TEXTS = st.one_of(_fact, _list, _name, _plain, st.just("Always answer in French"))
+
+
+class Boom(RuntimeError):
+    """A failure :class:`FaultMachine` injects."""
+
+
+def _may_fail(*, adds: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A step that meets an injected failure (:class:`FaultMachine`) changes nothing the
+    model holds: the exception propagates before the model is updated, and is dropped
+    here (``adds``: the step adds to a bundle, and adds nothing then). Without an
+    injection armed, this is the step as written."""
+
+    def wrap(rule_fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(rule_fn)
+        def step(self: EngineMachine, *args: Any, **kwargs: Any) -> Any:
+            self.fired = False
+            try:
+                return rule_fn(self, *args, **kwargs)
+            except Exception:
+                if not self.fired:
+                    raise
+                event("a step met an injected failure")
+                return multiple() if adds else None
+
+        return step
+
+    return wrap
 
 
 def _chain_head(records: dict[str, MemoryRecord], mid: str, *, cold: bool) -> str:
@@ -115,6 +148,7 @@ class EngineMachine(RuleBasedStateMachine):
         self.invalidated: set[tuple[str, str]] = set()
         # (namespace, id) of every summary the engine made, as of the last step
         self.summaries: set[tuple[str, str]] = set()
+        self.fired = False  # an injected failure went off in this step
 
     def _open(self) -> Oblivion:
         return Oblivion(
@@ -167,6 +201,7 @@ class EngineMachine(RuleBasedStateMachine):
         text=TEXTS,
         role=st.sampled_from((None, "user", "assistant")),
     )
+    @_may_fail(adds=True)
     def remember(self, ns: str, text: str, role: str | None) -> tuple[str, str]:
         # a chat message with its role, as the adapters store one
         meta = {"role": role} if role else None
@@ -176,6 +211,7 @@ class EngineMachine(RuleBasedStateMachine):
         return (ns, rec.id)
 
     @rule(ns=st.sampled_from(NAMESPACES), texts=st.lists(TEXTS, min_size=1, max_size=8))
+    @_may_fail()
     def remember_many(self, ns: str, texts: list[str]) -> None:
         recs = self.mem.remember_many(texts, namespace=ns)
         assert [r.text for r in recs] == texts
@@ -183,6 +219,7 @@ class EngineMachine(RuleBasedStateMachine):
             self.texts[(ns, r.id)] = r.text
 
     @rule(key=memories, text=TEXTS)
+    @_may_fail()
     def edit(self, key: tuple[str, str], text: str) -> None:
         ns, mid = key
         if key in self.forgotten:
@@ -195,6 +232,7 @@ class EngineMachine(RuleBasedStateMachine):
         assert "edit" in self._kinds_since(ns, mid, seen), "the edit is not in the journal"
 
     @rule(key=consumes(memories))
+    @_may_fail()
     def forget(self, key: tuple[str, str]) -> None:
         ns, mid = key
         if key in self.forgotten:
@@ -208,6 +246,7 @@ class EngineMachine(RuleBasedStateMachine):
         self.forgotten.add(key)
 
     @rule(key=memories)
+    @_may_fail()
     def invalidate(self, key: tuple[str, str]) -> None:
         ns, mid = key
         if key in self.forgotten:
@@ -220,6 +259,7 @@ class EngineMachine(RuleBasedStateMachine):
         assert self.mem.get(mid, namespace=ns).invalidated
 
     @rule(key=memories)
+    @_may_fail()
     def confirm(self, key: tuple[str, str]) -> None:
         ns, mid = key
         if key in self.forgotten:
@@ -237,6 +277,7 @@ class EngineMachine(RuleBasedStateMachine):
             assert entry.after == pytest.approx(activation)
 
     @rule(ns=st.sampled_from(NAMESPACES), text=TEXTS)
+    @_may_fail()
     def unknown_ids_change_nothing(self, ns: str, text: str) -> None:
         if self._unknown(ns, lambda: self.mem.forget("no-such-id", namespace=ns)):
             return
@@ -252,6 +293,7 @@ class EngineMachine(RuleBasedStateMachine):
         assert self.mem.count(namespace=ns) == before
 
     @rule(old=memories, new=memories)
+    @_may_fail()
     def supersede(self, old: tuple[str, str], new: tuple[str, str]) -> None:
         if old[0] != new[0] or old[1] == new[1] or {old, new} & self.forgotten:
             return
@@ -264,6 +306,7 @@ class EngineMachine(RuleBasedStateMachine):
         assert self.mem.get(old[1], namespace=ns).superseded_by == new[1]
 
     @rule(a=memories, b=memories, weight=st.floats(0.01, 1.0))
+    @_may_fail()
     def link(self, a: tuple[str, str], b: tuple[str, str], weight: float) -> None:
         if a[0] != b[0] or a[1] == b[1] or {a, b} & self.forgotten:
             return
@@ -278,6 +321,7 @@ class EngineMachine(RuleBasedStateMachine):
         category=st.sampled_from((None, "fact", "instruction", "small_talk")),
         importance=st.one_of(st.none(), st.floats(0.0, 1.0)),
     )
+    @_may_fail()
     def recategorise(
         self, key: tuple[str, str], category: str | None, importance: float | None
     ) -> None:
@@ -291,6 +335,7 @@ class EngineMachine(RuleBasedStateMachine):
             assert rec.importance == pytest.approx(importance)
 
     @rule(ns=st.sampled_from(NAMESPACES), text=TEXTS, bad=st.sampled_from(BAD))
+    @_may_fail()
     def bad_input_changes_nothing(self, ns: str, text: str, bad: str) -> None:
         before = self._snapshot(ns)
         taken = next((m for (n, m) in self.texts if n == ns), None)
@@ -306,6 +351,7 @@ class EngineMachine(RuleBasedStateMachine):
         assert self._snapshot(ns) == before
 
     @rule(ns=st.sampled_from(NAMESPACES))
+    @_may_fail()
     def clear(self, ns: str) -> None:
         if self._unknown(ns, lambda: self.mem.clear(namespace=ns)):
             return
@@ -319,6 +365,7 @@ class EngineMachine(RuleBasedStateMachine):
 
     @precondition(lambda self: bool(self.summaries))
     @rule(data=st.data())
+    @_may_fail()
     def decompress(self, data: st.DataObject) -> None:
         ns, sid = data.draw(st.sampled_from(sorted(self.summaries)))
         event("a summary: decompress")
@@ -334,6 +381,7 @@ class EngineMachine(RuleBasedStateMachine):
 
     @precondition(lambda self: bool(self.summaries))
     @rule(action=st.sampled_from(SUMMARY_ACTIONS), data=st.data())
+    @_may_fail()
     def change_a_summary(self, action: str, data: st.DataObject) -> None:
         """What a caller may do to a summary a recall returned: its originals stay."""
         ns, sid = data.draw(st.sampled_from(sorted(self.summaries)))
@@ -348,6 +396,7 @@ class EngineMachine(RuleBasedStateMachine):
             self.mem.confirm(sid, namespace=ns)
 
     @rule(ns=st.sampled_from(NAMESPACES))
+    @_may_fail()
     def unload_and_load(self, ns: str) -> None:
         if ns not in self.mem.namespaces():
             return
@@ -359,6 +408,7 @@ class EngineMachine(RuleBasedStateMachine):
         assert self._snapshot(ns) == before
 
     @rule(ns=st.sampled_from(NAMESPACES), template=st.sampled_from(TEMPLATES))
+    @_may_fail()
     def switch_policy(self, ns: str, template: str) -> None:
         if ns not in self.mem.namespaces():
             return
@@ -380,6 +430,7 @@ class EngineMachine(RuleBasedStateMachine):
         k=st.one_of(st.none(), st.integers(1, 12)),
         standing=st.sampled_from(((), "instruction", ("instruction", "preference"))),
     )
+    @_may_fail()
     def recall(
         self,
         ns: str,
@@ -430,6 +481,7 @@ class EngineMachine(RuleBasedStateMachine):
             assert math.isfinite(item.score) and 0.0 <= item.activation <= self.policy.cap
 
     @rule(key=memories)
+    @_may_fail()
     def mark_used(self, key: tuple[str, str]) -> None:
         ns, mid = key
         if key in self.forgotten:
@@ -451,6 +503,7 @@ class EngineMachine(RuleBasedStateMachine):
             self.clock.advance(days * DAY)
 
     @rule(ns=st.sampled_from(NAMESPACES))
+    @_may_fail()
     def months_later(self, ns: str) -> None:
         """A user back after months: what faded is archived and compressed."""
         self.time_passes(200.0)
@@ -458,6 +511,7 @@ class EngineMachine(RuleBasedStateMachine):
             self.mem.maintain(namespace=ns)
 
     @rule(ns=st.sampled_from(NAMESPACES), dry_run=st.booleans())
+    @_may_fail()
     def maintain(self, ns: str, dry_run: bool) -> None:
         if self._unknown(ns, lambda: self.mem.maintain(namespace=ns)):
             return
@@ -564,6 +618,32 @@ class RealStackMachine(EngineMachine):
         self.token_counter = None  # the default, tiktoken's cl100k_base
 
 
+class FaultMachine(EngineMachine):
+    """The same with failures injected: the next SQLite transaction, Chroma write or
+    embedding fails once. The step that meets it must change nothing the caller can see
+    (``_may_fail``), and every invariant must hold after it."""
+
+    @rule(where=st.sampled_from(FAULTS))
+    def arm_a_failure(self, where: str) -> None:
+        owner, name = {
+            "transaction": (self.mem._db, "journal"),  # every change journals in one
+            "chroma add": (self.mem.store, "add"),
+            "chroma add, after writing": (self.mem.store, "add"),  # a timeout, say
+            "chroma delete": (self.mem.store, "delete"),
+            "embedding": (self.embedder, "embed_documents"),
+        }[where]
+        real = getattr(owner, name)
+
+        def broken(*args: Any, **kwargs: Any) -> Any:
+            setattr(owner, name, real)
+            self.fired = True
+            if where.endswith("after writing"):
+                real(*args, **kwargs)
+            raise Boom(f"{where} failed")
+
+        setattr(owner, name, broken)
+
+
 EngineMachine.TestCase.settings = settings(
     max_examples=20,
     stateful_step_count=30,
@@ -576,3 +656,8 @@ RealStackMachine.TestCase.settings = settings(
     EngineMachine.TestCase.settings, max_examples=6, stateful_step_count=30
 )
 TestRealStackMachine = pytest.mark.integration(RealStackMachine.TestCase)
+
+FaultMachine.TestCase.settings = settings(
+    EngineMachine.TestCase.settings, max_examples=20, stateful_step_count=30
+)
+TestFaultMachine = pytest.mark.integration(FaultMachine.TestCase)
