@@ -52,7 +52,9 @@ phones and most LLM output write them, read as ``'``; an "'s" no possessive coul
   - the language to reply in (subject ``reply language``), a whole instruction: "always
     answer in French", "from now on, reply in English", "please speak to me in Spanish";
     not a one-off ("answer this one in English"), a question or a task ("reply in English
-    to Tom's email"); like a name, one per speaker however little two of them share;
+    to Tom's email"); like a name, one per speaker however little two of them share; a
+    language refused ("don't answer in French anymore", "stop replying in French")
+    replaces the instruction to use it, and no other;
   - facts about the speaker: "I'm allergic to X", "I live in X", "I work as X" (a role),
     "I work at X" (an employer);
     a change of home or employer to a name: "I (just) moved / relocated to York",
@@ -606,6 +608,19 @@ _REPLY_IN = re.compile(
     r"(?:[,\s]+(?:from now on|going forward|please|instead|only|again))*\s*[.!]?$",
     re.I,
 )
+#: A whole instruction not to reply in a language any more: "Don't answer in French
+#: anymore", "Stop replying in German", "Please never write in Spanish". It replaces an
+#: instruction to reply in that language, and no other (:func:`_refused_language`).
+_REPLY_NOT = re.compile(
+    r"^(?:(?:please|and|so|from now on|going forward)\W+)*"
+    r"(?:don't|do\s+not|never|stop|no\s+longer)\s+"
+    r"(?:answer|reply|respond|write|speak|talk)(?:ing)?(?:\s+(?:to\s+)?(?:me|us))?\s+in\s+"
+    r"(?P<val>(?-i:[A-Z][a-z]+)(?:\s+(?-i:[A-Z][a-z]+))?)"
+    r"(?:[,\s]+(?:anymore|any more|from now on|going forward|please|again))*\s*[.!]?$",
+    re.I,
+)
+#: Marks a refused language in a ``reply language`` value: ``{"not:french"}``.
+_NOT = "not:"
 #: Keys of what a speaker has one of at a time, that :data:`_SELF_CHANGE` changes.
 _ONE_PER_OWNER = ("|home|live", "|job|work")
 #: After the name, words that make it history or not the thing itself: "when I was ten",
@@ -1404,9 +1419,11 @@ def _subject_value(
                 subj = _VERB_CATEGORY[cat.lower()] if cat else "*"
                 return f"{_owner('my', speaker)}|favourite {subj}", value, False
         # a whole sentence: nothing before it can report it as another's
-        rm = _REPLY_IN.match(clean) if " in " in clean else None
+        rm = (_REPLY_IN.match(clean) or _REPLY_NOT.match(clean)) if " in " in clean else None
         if rm:
             value = _value(rm.group("val"))
+            if value and rm.re is _REPLY_NOT:
+                value = frozenset(_NOT + w for w in value)
             if value:
                 return f"{_owner('my', speaker)}|reply language", value, False
         sm = _SELF.search(clean) if first_person else None
@@ -1638,6 +1655,14 @@ def subject_query(statement: Statement) -> str | None:
     if subject.startswith("favourite"):
         return f"{subject.replace('*', '')} best prefer"
     return subject if subject != "?" else None
+
+
+def _refused_language(value: frozenset[str]) -> frozenset[str] | None:
+    """The language a ``reply language`` value refuses (``{"not:french"}`` ->
+    ``{"french"}``), or ``None`` for a language to reply in."""
+    if not value or not all(w.startswith(_NOT) for w in value):
+        return None
+    return frozenset(w[len(_NOT) :] for w in value)
 
 
 def _owners_match(a: str, b: str) -> bool:
@@ -1883,6 +1908,9 @@ class LexicalSupersession:
             # little the two share ("Please speak to me in Spanish" after "Always answer
             # in British English")
             reply = relation == "same" and (n.subject or "").endswith("|reply language")
+            refused = _refused_language(n.value) if reply else None
+            if refused is not None and o.value not in (refused, n.value):
+                continue  # "don't answer in French" leaves "answer in Spanish" be
             # a named preference ("favourite food") is one fact per owner however it is
             # phrased, so it needs less similarity than a copula ("the budget is ...")
             preference = relation == "same" and "|favourite " in (n.subject or "")

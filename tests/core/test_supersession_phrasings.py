@@ -1073,6 +1073,17 @@ def test_look_alikes_of_s_and_the_change_verbs_leave_the_fact_alone(old: str, ne
         ("Always answer in French.", "Write the summary in English.", False),
         ("Always answer in French.", "My sister always answers in English.", False),
         ("Dana: always answer in French.", "Sam: answer in English from now on.", False),
+        # a language refused replaces the instruction to use it, and no other
+        ("Always answer in French.", "Don't answer in French anymore.", True),
+        ("Always answer in French.", "Stop replying in French, please.", True),
+        ("Reply to me in British English.", "Never write to me in British English.", True),
+        ("Always answer in Spanish.", "Don't answer in French anymore.", False),
+        ("Don't answer in French anymore.", "Stop replying in French.", True),  # restated
+        ("Stop replying in French.", "Answer in French again.", True),
+        ("Stop replying in French.", "Always answer in Spanish.", True),
+        ("Always answer in French.", "Don't answer in French to Tom.", False),  # a task
+        ("I'm learning the French language.", "Don't answer in French anymore.", False),
+        ("Always answer in French.", "I don't speak French.", False),
     ],
 )
 def test_the_language_to_reply_in(old: str, new: str, stale: bool) -> None:
@@ -1095,3 +1106,11 @@ def test_a_changed_reply_language_replaces_the_standing_instruction(tmp_path: Pa
         result = mem.recall("Any plans for the weekend?", standing="instruction", k=4)
         standing = [i.id for i in result if "standing" in i.why["relevance_signals"]]
         assert standing == [english]
+        clock.advance(3_600.0)
+        refused = mem.remember("Don't answer in English any more.").id
+        assert mem.get(english).superseded_by == refused
+        kept = mem.remember("Keep your answers short.", category="instruction").id
+        assert mem.get(kept).superseded_by is None
+        result = mem.recall("Any plans for the weekend?", standing="instruction", k=4)
+        standing = [i.id for i in result if "standing" in i.why["relevance_signals"]]
+        assert sorted(standing) == sorted([refused, kept])
