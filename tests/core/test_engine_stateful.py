@@ -51,7 +51,7 @@ from hypothesis.stateful import (
     rule,
 )
 
-from oblivion_core import FastEmbedEmbedder, Oblivion, Policy
+from oblivion_core import FastEmbedEmbedder, Oblivion, Policy, VectorStore
 from oblivion_core.clock import TurnClock
 from oblivion_core.errors import InvalidInputError, UnknownMemoryError, UnknownNamespaceError
 from oblivion_core.policy import ClockKind
@@ -158,7 +158,12 @@ class EngineMachine(RuleBasedStateMachine):
             embedder=self.embedder,
             token_counter=self.token_counter,
             max_loaded_namespaces=self.max_loaded,
+            vector_store=self._vector_store(),
         )
+
+    def _vector_store(self) -> VectorStore | None:
+        """``None``: Chroma embedded beside the state (a subclass may use a server)."""
+        return None
 
     @initialize(max_loaded=st.sampled_from((None, 1)), clock=st.sampled_from(("wall", "turns")))
     def open_store(self, max_loaded: int | None, clock: ClockKind) -> None:

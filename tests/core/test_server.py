@@ -6,6 +6,8 @@ import uuid
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis.stateful import run_state_machine_as_test
 
 from oblivion_core import (
     ManualClock,
@@ -15,6 +17,8 @@ from oblivion_core import (
     VectorStore,
 )
 from oblivion_core.testing import HashEmbedder, word_count
+
+from .test_engine_stateful import EngineMachine
 
 pytestmark = pytest.mark.server
 
@@ -186,3 +190,27 @@ def test_the_bm25_index_is_saved_beside_the_local_state(
         assert found.ids == before and found.searched_archive
         assert mem.stats()["archive_search"] == "chroma"
         assert built == []  # read back from the state folder
+
+
+def test_the_engines_state_machine_through_a_server(chroma_server: tuple[str, int]) -> None:
+    """The engine's state machine test (``test_engine_stateful.py``) with its vectors in
+    a real ``chroma run`` server: every invariant holds there too, reopens included."""
+    host, port = chroma_server
+
+    class ServerMachine(EngineMachine):
+        def __init__(self) -> None:
+            super().__init__()
+            self.prefix = f"machine-{uuid.uuid4().hex[:8]}-"  # a store of its own
+
+        def _vector_store(self) -> VectorStore:
+            return VectorStore.server(host, port, prefix=self.prefix)
+
+    run_state_machine_as_test(
+        ServerMachine,
+        settings=settings(
+            max_examples=8,
+            stateful_step_count=25,
+            deadline=None,
+            suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+        ),
+    )
