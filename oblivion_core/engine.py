@@ -1036,6 +1036,7 @@ class Oblivion:
                 pass
             except Exception:  # the write's own error is the one to report
                 logger.exception("could not remove %d unwritten memories from Chroma", n)
+                self._doubt(ns, ids)
             raise
         self._next_seq = seq0 + n
         self._known.add(ns)
@@ -3209,6 +3210,7 @@ class Oblivion:
             self._put_back(ns, st, ids)
         except Exception:
             logger.exception("could not put %d memories back into Chroma", len(ids))
+            self._doubt(ns, ids)
 
     # ================================================================ maintenance
     def maintain(self, *, dry_run: bool = False, namespace: str | None = None) -> MaintenancePlan:
@@ -4110,6 +4112,19 @@ class Oblivion:
         with self._db.transaction(durable=True) as conn:
             self._db.set_meta(f"resync:{ns}", sorted(noted | set(ids)), conn)
 
+    def _doubt(self, ns: str, ids: Sequence[str]) -> None:
+        """Chroma's records of ``ids`` may disagree with SQLite: a failed change could not
+        undo its Chroma call either (a record of a write never committed, a forgotten
+        memory's record not put back). Noted for :meth:`_resync`, before the next Chroma
+        query and on the next load; if even the note fails, the next query counts the
+        collection's records first (:meth:`_refill`)."""
+        self._resync_due.add(ns)
+        try:
+            self._note_resync(ns, ids)
+        except Exception:
+            logger.warning("could not note the records of %r to put right", ns, exc_info=True)
+            self.store.unchecked.add(ns)
+
     def _clear_resync(self, ns: str, ids: Iterable[str]) -> None:
         """Drop ``ids`` from the note of :meth:`_note_resync` once Chroma agrees with
         SQLite on them again (others noted, whose put-back failed, stay). Best effort: a
@@ -4125,9 +4140,10 @@ class Oblivion:
     def _resync(self, ns: str, st: NamespaceState, *, strict: bool = False) -> int:
         """Write again to Chroma, from SQLite, the records a crash may have left as they
         were never committed (an edit killed between Chroma's write and its commit, or
-        failed with Chroma out of reach to put it back). Returns how many; on failure
-        raises if ``strict``, else logs it and tries again before the next Chroma query
-        and on the next load."""
+        failed with Chroma out of reach to put it back; :meth:`_doubt`), and delete the
+        noted records of no memory. Returns how many were written; on failure raises if
+        ``strict``, else logs it and tries again before the next Chroma query and on the
+        next load."""
         noted = self._db.parsed(f"resync:{ns}", _stored_ids)
         if not noted:
             self._resync_due.discard(ns)
@@ -4135,6 +4151,8 @@ class Oblivion:
         ids = [m for m in sorted(noted) if m in st.index]
         try:
             self._put_back(ns, st, ids)
+            if gone := [m for m in sorted(noted) if m not in st.index]:
+                self.store.delete(ns, gone)
         except VectorStoreError:
             self._resync_due.add(ns)
             if strict:

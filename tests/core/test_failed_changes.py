@@ -196,6 +196,42 @@ def test_forget_whose_commit_fails_after_chroma_puts_the_memory_back(tmp_path: P
     mem.close()
 
 
+def test_chroma_is_put_right_before_its_next_query_when_an_undo_fails_too(
+    tmp_path: Path,
+) -> None:
+    """A write whose commit failed left its record in Chroma when removing it failed too,
+    and a forget whose commit failed left the memory out of Chroma when putting it back
+    failed too (found by the engine's state machine test with failures injected): both
+    lasted until the store was reopened. Now the next query through Chroma puts them
+    right first."""
+    mem = _open(tmp_path)
+    _seed(mem)
+    mem.EXACT_ARCHIVE_ROWS = 0  # the archive is searched through Chroma
+    mem.SKETCH_ARCHIVE_ROWS = 0
+    real_add, real_delete = mem.store.add, mem.store.delete
+
+    def delete_then_fail(*args: Any, **kwargs: Any) -> None:
+        real_delete(*args, **kwargs)  # Chroma lets go of it; then the commit fails
+        mem.store.delete = real_delete  # type: ignore[method-assign]
+        _fail_once(mem.store, "add")  # and so does putting it back
+        raise Boom("commit failed")
+
+    _fail_once(mem._db, "journal")  # the write's commit fails ...
+    _fail_once(mem.store, "delete")  # ... and so does removing its record from Chroma
+    with pytest.raises(Boom):
+        mem.remember("The parking spot is number 12.", id="parking")
+    assert "parking" in mem.store.ids("default")
+    mem.store.delete = delete_then_fail  # type: ignore[method-assign]
+    with pytest.raises(Boom):
+        mem.forget("office")
+    assert mem.store.add == real_add  # the failure to put it back went off
+    held = mem.store.ids("default")
+    assert "parking" in held and "office" not in held
+    assert mem.recall("office Leeds", k=1, deep=True, feedback=False).ids == ["office"]
+    assert mem.store.ids("default") == {r.id for r in mem.records()}
+    mem.close()
+
+
 def test_edit_whose_commit_fails_puts_the_old_text_back_in_chroma(tmp_path: Path) -> None:
     mem = _open(tmp_path)
     _seed(mem)
