@@ -6,6 +6,7 @@ import logging
 import random
 import sqlite3
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,16 @@ def _state(mem: Oblivion, namespace: str) -> list[tuple[Any, ...]]:
         (r.id, r.text, r.category, r.access_count, r.activation, r.tier, r.invalidated)
         for r in mem.records(namespace=namespace)
     ]
+
+
+def _run(worker: Callable[[int], None], threads: int, timeout: float = 300) -> None:
+    """Run ``worker(t)`` on ``threads`` threads and wait for them all to finish."""
+    started = [threading.Thread(target=worker, args=(t,)) for t in range(threads)]
+    for th in started:
+        th.start()
+    for th in started:
+        th.join(timeout=timeout)
+    assert not any(th.is_alive() for th in started)
 
 
 def test_eight_threads_share_one_engine(tmp_path: Path) -> None:
@@ -75,12 +86,7 @@ def test_eight_threads_share_one_engine(tmp_path: Path) -> None:
         except BaseException as exc:  # collected and re-raised in the main thread
             errors.append(exc)
 
-    threads = [threading.Thread(target=worker, args=(t,)) for t in range(THREADS)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join(timeout=300)
-    assert not any(th.is_alive() for th in threads)
+    _run(worker, THREADS)
     assert errors == []
 
     assert len(written) == THREADS * WRITES
@@ -191,12 +197,7 @@ def test_every_kind_of_change_from_four_threads(tmp_path: Path, max_loaded: int 
             errors.append(exc)
         kept.update(mine)
 
-    threads = [threading.Thread(target=worker, args=(t,)) for t in range(4)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join(timeout=300)
-    assert not any(th.is_alive() for th in threads)
+    _run(worker, 4)
     assert errors == []
     for mid, (ns, text) in kept.items():
         assert mem.get(mid, namespace=ns).text == text
@@ -229,11 +230,7 @@ def test_concurrent_writes_of_the_same_id_store_it_once(tmp_path: Path) -> None:
         with lock:
             outcomes.append(result)
 
-    threads = [threading.Thread(target=worker, args=(t,)) for t in range(THREADS)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join(timeout=120)
+    _run(worker, THREADS, timeout=120)
     try:
         assert sorted(outcomes) == ["rejected"] * (THREADS - 1) + ["stored"]
         assert mem.count() == 1

@@ -654,14 +654,20 @@ def test_the_active_target_counts_the_summaries_written() -> None:
     _settled(mem)
 
 
-def test_a_restore_by_maintain_is_journaled_once() -> None:
-    """It was journaled twice: by the move ('maintain') and by the plan's entry."""
+def _an_archived_fact() -> tuple[Oblivion, str, Policy]:
+    """An engine holding one fact that faded into the archive, its id, and the policy."""
     policy = Policy.template("balanced").replace(active_share=None, half_lives={"fact": 10.0})
     clock = ManualClock()
     mem = memory(clock=clock, policy=policy)
     mid = mem.remember("the launch is code-named bluebird", category="fact", importance=0.2).id
     clock.advance(100)
     assert mem.maintain().archived == [mid]
+    return mem, mid, policy
+
+
+def test_a_restore_by_maintain_is_journaled_once() -> None:
+    """It was journaled twice: by the move ('maintain') and by the plan's entry."""
+    mem, mid, policy = _an_archived_fact()
     mem.set_policy(policy.replace(archive_low=0.6, archive_high=0.9))
     mem.confirm(mid)  # above the usual band, inside this one: stays archived
     mem.set_policy(policy)
@@ -674,12 +680,7 @@ def test_a_restore_by_maintain_is_journaled_once() -> None:
 def test_a_boost_that_restores_is_journaled_before_the_restore(signal: str) -> None:
     """The journal read 'restore' and then the 'confirm' that caused it (found by the
     engine's state machine test); a recall's promotion was already journaled after it."""
-    policy = Policy.template("balanced").replace(active_share=None, half_lives={"fact": 10.0})
-    clock = ManualClock()
-    mem = memory(clock=clock, policy=policy)
-    mid = mem.remember("the launch is code-named bluebird", category="fact", importance=0.2).id
-    clock.advance(100)
-    assert mem.maintain().archived == [mid]
+    mem, mid, _ = _an_archived_fact()
     seen = len(mem.history(mid))
     for _ in range(3):  # a used boost may take two to lift it above the band
         if signal == "confirm":
