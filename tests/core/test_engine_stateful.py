@@ -102,7 +102,7 @@ def _may_fail(*, adds: bool = False) -> Callable[[Callable[..., Any]], Callable[
     def wrap(rule_fn: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(rule_fn)
         def step(self: EngineMachine, *args: Any, **kwargs: Any) -> Any:
-            self.fired = False
+            self.fired, self.in_step = False, True
             try:
                 return rule_fn(self, *args, **kwargs)
             except Exception:
@@ -110,6 +110,8 @@ def _may_fail(*, adds: bool = False) -> Callable[[Callable[..., Any]], Callable[
                     raise
                 event("a step met an injected failure")
                 return multiple() if adds else None
+            finally:
+                self.in_step = False
 
         return step
 
@@ -150,6 +152,7 @@ class EngineMachine(RuleBasedStateMachine):
         self.summaries: set[tuple[str, str]] = set()
         self.fired = False  # an injected failure went off in this step
         self.undo_failed = False  # ... in a Chroma call undoing a failed change's
+        self.in_step = False  # injected failures go off in steps, not in the checks
 
     def _open(self) -> Oblivion:
         return Oblivion(
@@ -613,7 +616,10 @@ class EngineMachine(RuleBasedStateMachine):
         for ns, mid in self.forgotten:
             with pytest.raises(UnknownMemoryError):
                 self.mem.get(mid, namespace=ns)
-        self.undo_failed = False  # repaired above
+        if all(ns in self.mem.namespaces() for ns in NAMESPACES):
+            # repaired above (a namespace whose first write failed holds no memory to
+            # repair yet: a record that write left goes when it is first used)
+            self.undo_failed = False
 
 
 @functools.cache
@@ -648,6 +654,8 @@ class FaultMachine(EngineMachine):
         real = getattr(owner, name)
 
         def broken(*args: Any, **kwargs: Any) -> Any:
+            if not self.in_step:  # a check's own call: the failure waits for a step
+                return real(*args, **kwargs)
             setattr(owner, name, real)
             # a Chroma call failing after another failure is one undoing a change
             self.undo_failed |= self.fired and where.startswith("chroma")
