@@ -597,15 +597,22 @@ _SELF_CHANGE = re.compile(
     r"(?P<val>(?-i:[A-Z][\w\-&]*)(?:\s+(?-i:[A-Z][\w\-&]*)){0,2})(?P<rest>[^.;!?]*)",
     re.I,
 )
+#: What a reply instruction (:data:`_REPLY_IN`, :data:`_REPLY_NOT`) says: the verb, who
+#: to, and the language, one or two capitalised words ("British English").
+_REPLY_VERB = r"(?:answer|reply|respond|write|speak|talk)"
+_TO_US = r"(?:\s+(?:to\s+)?(?:me|us))?"
+_LANGUAGE = r"(?P<val>(?-i:[A-Z][a-z]+)(?:\s+(?-i:[A-Z][a-z]+))?)"
 #: The language replies are to be in, as a whole instruction: "Always answer in French",
 #: "From now on, reply in British English", "Please speak to me in Spanish": one per
 #: speaker. Not a one-off ("Answer this one in English"), a question, or a task ("Write the
 #: summary in French", "Reply in English to Tom's email").
 _REPLY_IN = re.compile(
     r"^(?:(?:please|always|from now on|going forward|and|just|only|now)\W+)*"
-    r"(?:answer|reply|respond|write|speak|talk)(?:\s+(?:to\s+)?(?:me|us))?\s+(?:only\s+)?in\s+"
-    r"(?P<val>(?-i:[A-Z][a-z]+)(?:\s+(?-i:[A-Z][a-z]+))?)"
-    r"(?:[,\s]+(?:from now on|going forward|please|instead|only|again))*\s*[.!]?$",
+    + _REPLY_VERB
+    + _TO_US
+    + r"\s+(?:only\s+)?in\s+"
+    + _LANGUAGE
+    + r"(?:[,\s]+(?:from now on|going forward|please|instead|only|again))*\s*[.!]?$",
     re.I,
 )
 #: A whole instruction not to reply in a language any more: "Don't answer in French
@@ -614,9 +621,12 @@ _REPLY_IN = re.compile(
 _REPLY_NOT = re.compile(
     r"^(?:(?:please|and|so|from now on|going forward)\W+)*"
     r"(?:don't|do\s+not|never|stop|no\s+longer)\s+"
-    r"(?:answer|reply|respond|write|speak|talk)(?:ing)?(?:\s+(?:to\s+)?(?:me|us))?\s+in\s+"
-    r"(?P<val>(?-i:[A-Z][a-z]+)(?:\s+(?-i:[A-Z][a-z]+))?)"
-    r"(?:[,\s]+(?:anymore|any more|from now on|going forward|please|again))*\s*[.!]?$",
+    + _REPLY_VERB
+    + r"(?:ing)?"
+    + _TO_US
+    + r"\s+in\s+"
+    + _LANGUAGE
+    + r"(?:[,\s]+(?:anymore|any more|from now on|going forward|please|again))*\s*[.!]?$",
     re.I,
 )
 #: Marks a refused language in a ``reply language`` value: ``{"not:french"}``.
