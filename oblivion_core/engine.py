@@ -4148,10 +4148,12 @@ class Oblivion:
         if not noted:
             self._resync_due.discard(ns)
             return 0
-        ids = [m for m in sorted(noted) if m in st.index]
+        order = sorted(noted)
+        ids = [m for m in order if m in st.index]
+        gone = [m for m in order if m not in st.index]  # noted records of no memory
         try:
             self._put_back(ns, st, ids)
-            if gone := [m for m in sorted(noted) if m not in st.index]:
+            if gone:
                 self.store.delete(ns, gone)
         except VectorStoreError:
             self._resync_due.add(ns)
