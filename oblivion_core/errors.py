@@ -2,7 +2,14 @@
 
 Every error says what was wrong and what to change. Each subclasses both
 :class:`OblivionError` (catch everything from this library) and the built-in
-exception a Python user would expect (``ValueError``, ``KeyError``, ...).
+exception a Python user would expect: ``ValueError`` or ``KeyError`` for what the
+caller passed, ``OSError`` for a failure outside it (the disk, the vector store, the
+embedding model or service), as Python's own I/O failures are.
+
+Those failures are not ``RuntimeError``s: LlamaIndex's synchronous wrappers
+(``Memory.put``/``get`` through ``asyncio_run``) replace any ``RuntimeError`` raised
+inside them with "Detected nested async", which would hide a store or embedder
+outage behind advice about event loops.
 """
 
 from __future__ import annotations
@@ -38,7 +45,7 @@ class UnknownNamespaceError(OblivionError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
-class StoreError(OblivionError, RuntimeError):
+class StoreError(OblivionError, OSError):
     """The on-disk store cannot be used."""
 
 
@@ -63,5 +70,5 @@ class VectorStoreError(StoreError):
     """The vector store (Chroma) failed to add, delete or search records of a namespace."""
 
 
-class EmbeddingError(OblivionError, RuntimeError):
+class EmbeddingError(OblivionError, OSError):
     """The embedder failed or returned vectors of the wrong shape or with NaNs."""

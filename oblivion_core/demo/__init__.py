@@ -21,7 +21,12 @@ from typing import Any
 
 from oblivion_core.clock import ManualClock
 from oblivion_core.engine import Oblivion
-from oblivion_core.errors import InvalidInputError, StoreLockedError, StorePathError
+from oblivion_core.errors import (
+    InvalidInputError,
+    OblivionError,
+    StoreLockedError,
+    StorePathError,
+)
 from oblivion_core.policy import Policy
 from oblivion_core.records import Tier
 from oblivion_core.state import StateDB, release_store_lock, take_store_lock
@@ -75,6 +80,8 @@ def _fresh_dir(path: Path) -> None:
                 shutil.rmtree(path)
         path.mkdir(parents=True, exist_ok=True)
         (path / MARKER).write_text("made by `oblivion demo`, which replaces it on its next run\n")
+    except OblivionError:  # an OSError too: raised as it is
+        raise
     except OSError as exc:
         raise StorePathError(
             f"cannot make the demo's store at {path}: {exc.strerror or exc}; pass --path to "

@@ -93,14 +93,23 @@ class HashEmbedding(BaseEmbedding):
 
 
 class FlakyEmbedder(HashEmbedder):
-    """Times out (as an embedding API may) once, on the next write holding ``fail_on``."""
+    """Times out (as an embedding API may) once, on the next write holding ``fail_on``,
+    and on every call while ``down``."""
 
     def __init__(self) -> None:
         super().__init__()
         self.fail_on: str | None = None
+        self.down = False
 
     def embed_documents(self, texts: list[str]) -> Any:
         if self.fail_on is not None and self.fail_on in texts:
             self.fail_on = None
             raise TimeoutError("embedding API timed out")
+        if self.down:
+            raise TimeoutError("embedding API timed out")
         return super().embed_documents(texts)
+
+    def embed_query(self, text: str) -> Any:
+        if self.down:
+            raise TimeoutError("embedding API timed out")
+        return super().embed_query(text)

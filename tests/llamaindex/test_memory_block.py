@@ -498,6 +498,40 @@ def test_sync_memory_api_works_with_the_block(engine: Oblivion) -> None:
     assert "Refunds take five days." in (memory.get()[0].content or "")
 
 
+def test_sync_memory_api_raises_an_outage_as_it_is(clock: ManualClock) -> None:
+    """With the embedder down, ``Memory``'s sync ``put`` and ``get`` raise the
+    ``EmbeddingError`` itself, and the flushed messages wait in the block until it is back."""
+    # LlamaIndex runs them through asyncio_run, which replaces a RuntimeError raised
+    # inside with "Detected nested async": the engine's outage errors are OSErrors.
+    embedder = FlakyEmbedder()
+    engine = new_engine(clock=clock, embedder=embedder)
+    engine.remember("The cat is called Miso.")
+    block = block_for(engine, token_limit=20)
+    memory = Memory.from_defaults(
+        session_id="s",
+        token_limit=20,
+        chat_history_token_ratio=0.5,
+        token_flush_size=5,
+        memory_blocks=[block],
+        tokenizer_fn=str.split,
+    )
+    embedder.down = True
+    with pytest.raises(EmbeddingError, match="timed out"):
+        for text in ("Refunds take five working days.", "I like green tea."):
+            memory.put(user(text))
+            memory.put(assistant("Noted."))
+    with pytest.raises(EmbeddingError, match="timed out"):
+        memory.get()
+    assert [r.text for r in engine.records()] == ["The cat is called Miso."]
+    embedder.down = False
+    assert len(block.flush()) == 1
+    assert [r.text for r in engine.records()] == [
+        "The cat is called Miso.",
+        "Refunds take five working days.",
+    ]
+    engine.close()
+
+
 # ---------------------------------------------------------------- real stack
 @pytest.mark.integration
 async def test_real_chat_through_memory_block(real_engine: Oblivion, clock: ManualClock) -> None:
