@@ -1,4 +1,5 @@
-"""Shared test helpers: a scripted chat model and the five-day agent story."""
+"""Shared test helpers: a scripted chat model, an embedder that can be down, and the
+five-day agent story."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from pydantic import Field
 
+from oblivion_core.testing import HashEmbedder
 from oblivion_langchain.middleware import DEFAULT_HEADER, SEPARATOR
 
 DAY = 86_400.0
@@ -102,6 +104,24 @@ STORY: tuple[tuple[tuple[str, str], ...], ...] = (
         ("Good night!", "Safe travels."),
     ),
 )
+
+
+class SwitchableEmbedder(HashEmbedder):
+    """An embedding API that can be down (it times out while ``down``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.down = False
+
+    def embed_documents(self, texts: list[str]) -> Any:
+        if self.down:
+            raise TimeoutError("embedding API timed out")
+        return super().embed_documents(texts)
+
+    def embed_query(self, text: str) -> Any:
+        if self.down:
+            raise TimeoutError("embedding API timed out")
+        return super().embed_query(text)
 
 
 class ScriptedChatModel(GenericFakeChatModel):

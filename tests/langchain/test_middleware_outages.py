@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _lc_helpers import ScriptedChatModel, memory_block
+from _lc_helpers import ScriptedChatModel, SwitchableEmbedder, memory_block
 from langchain.agents import create_agent
 from langgraph.checkpoint.memory import InMemorySaver
 
@@ -25,29 +25,11 @@ from oblivion_core import (
     VectorStore,
     VectorStoreError,
 )
-from oblivion_core.testing import HashEmbedder, memory, word_count
+from oblivion_core.testing import memory, word_count
 from oblivion_langchain import OblivionMemoryMiddleware
 from oblivion_langchain import middleware as mw
 
 USER = {"configurable": {"user_id": "sam", "thread_id": "t"}}
-
-
-class SwitchableEmbedder(HashEmbedder):
-    """An embedding API that can be down (it times out while ``down``)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.down = False
-
-    def embed_documents(self, texts: list[str]) -> Any:
-        if self.down:
-            raise TimeoutError("embedding API timed out")
-        return super().embed_documents(texts)
-
-    def embed_query(self, text: str) -> Any:
-        if self.down:
-            raise TimeoutError("embedding API timed out")
-        return super().embed_query(text)
 
 
 @pytest.fixture
