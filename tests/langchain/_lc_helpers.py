@@ -9,6 +9,7 @@ from typing import Any
 
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import Field
 
 from oblivion_core.testing import HashEmbedder
@@ -139,6 +140,19 @@ class ScriptedChatModel(GenericFakeChatModel):
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedChatModel:
         """Tools are accepted and ignored: the replies are scripted."""
         return self
+
+
+class EchoChatModel(ScriptedChatModel):
+    """Answers each call from its own input ("Noted: <the last user message>"), so that
+    concurrent runs need no shared script."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(iter(()), **kwargs)
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
+        self.seen.append(list(messages))
+        asked = next(m for m in reversed(messages) if m.type == "human")
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(f"Noted: {asked.text}"))])
 
 
 def memory_block(messages: Sequence[BaseMessage]) -> str | None:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from _lc_helpers import ScriptedChatModel, memory_block
+from _lc_helpers import EchoChatModel, ScriptedChatModel, memory_block
 from langchain.agents import create_agent
 from langchain.agents.middleware import SummarizationMiddleware
 from langchain.agents.structured_output import ToolStrategy
@@ -604,6 +605,36 @@ def test_users_do_not_see_each_others_memories(engine: Oblivion) -> None:
     _ask(agent, "My passport number is X123.", {"configurable": {"user_id": "ana"}})
     _ask(agent, "What is my passport number?", {"configurable": {"user_id": "ben"}})
     assert memory_block(model.seen[1]) is None
+
+
+async def test_concurrent_runs_of_users_keep_their_memories_apart(engine: Oblivion) -> None:
+    """Runs for three users at once (as a server's workers make them) each recall, see
+    and store only their own user's turns."""
+    model = EchoChatModel()
+    agent = create_agent(
+        model,
+        tools=[],
+        middleware=[OblivionMemoryMiddleware(engine, token_budget=None)],
+        checkpointer=InMemorySaver(),
+    )
+    users = ("ana", "ben", "cho")
+
+    async def chat(user: str) -> None:
+        for n in range(6):
+            config = {"configurable": {"thread_id": user, "user_id": user}}
+            text = f"{user} note {n}: the {user} project meets on day {n}."
+            await agent.ainvoke({"messages": [HumanMessage(text)]}, config)
+
+    await asyncio.gather(*(chat(u) for u in users))
+    assert len(model.seen) == 18
+    for messages in model.seen:
+        (asked,) = {u for u in users if messages[-1].text.startswith(u)}
+        block = memory_block(messages) or ""
+        assert not [u for u in users if u != asked and f"{u} note" in block], block
+    for user in users:
+        turns = [r.text for r in engine.records(namespace=user)]
+        assert len(turns) == 6 and all(t.startswith(f"user: {user} note") for t in turns)
+        assert all(f"assistant: Noted: {user} note" in t for t in turns)
 
 
 @pytest.mark.parametrize("value", ["", "   ", 3.5])
