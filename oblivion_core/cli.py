@@ -1,20 +1,28 @@
-"""The ``oblivion`` command line: ``oblivion demo`` and ``oblivion stats``."""
+"""The ``oblivion`` command line: ``oblivion demo``, ``oblivion stats`` and
+``oblivion history``."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from oblivion_core.errors import (
     OblivionError,
     StoreCorruptError,
     StoreLockedError,
     StorePathError,
+    UnknownMemoryError,
 )
+
+if TYPE_CHECKING:
+    from oblivion_core.engine import Oblivion
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -35,6 +43,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     stats.add_argument("path")
     stats.add_argument("--namespace", default=None, help="only this namespace's stats()")
+    history = sub.add_parser(
+        "history",
+        help="print the journal of a namespace (or of one memory) as JSON lines, oldest first",
+    )
+    history.add_argument("path")
+    history.add_argument("id", nargs="?", default=None, help="only this memory's entries")
+    history.add_argument("--namespace", default=None, help="the namespace (default: default)")
+    history.add_argument("--last", type=int, default=None, help="only the newest N entries")
     args = parser.parse_args(argv)
     try:
         status = _run(args)
@@ -57,49 +73,67 @@ def _run(args: argparse.Namespace) -> int:
         if missed:
             print(f"\n{len(missed)} recall(s) did not surface the newest fact: {missed}")
         return 0
-    from oblivion_core.engine import Oblivion, _ephemeral_store
-    from oblivion_core.state import StateDB
-
-    path = Path(args.path)
-    db = path / StateDB.FILE
-    if not db.is_file():  # not a typo's fresh empty store
-        raise StorePathError(f"there is no Oblivion store at {args.path!r}; check the path")
-    if db.stat().st_size == 0:
-        raise StoreCorruptError(
-            f"{db} is empty: the store's activation database was lost or truncated; "
-            "restore it from a backup"
-        )
-    # the counts come from the activation database alone: the vector store (a chroma/
-    # folder, a server) is not opened, so nothing is made or put back in it
-    store = _ephemeral_store()
-    try:
-        try:
-            # a counter without a name: the counts kept for the store's own (named)
-            # counter stay as they are (a named one would clear them); stats counts none
-            mem = Oblivion(path, vector_store=store, token_counter=_counts_nothing)
-        except StoreLockedError as exc:
-            raise StoreLockedError(
-                f"the store at {args.path!r} is open in a running process (an app or "
-                "notebook using it), or another tool (a sqlite3 shell, a backup) holds its "
-                "database; `oblivion stats` reads it once that process closed it "
-                "(Oblivion.close() or exit) or the tool let go, or print mem.stats() from "
-                "that process"
-            ) from exc
-        with mem:
-            mem.REPAIR_ON_LOAD = False
+    with _reading(args.path, args.command) as mem:
+        if args.command == "stats":
             if args.namespace is not None:
                 out = mem.stats(namespace=args.namespace)
             else:  # every namespace: the memories may all be in per-user ones
                 out = {ns: mem.stats(namespace=ns) for ns in mem.namespaces()}
             json.dump(out, sys.stdout, indent=2, default=str)
             print()
+            return 0
+        events = mem.history(args.id, namespace=args.namespace, last=args.last)
+        if args.id is not None and not events:
+            ns = args.namespace if args.namespace is not None else mem.default_namespace
+            raise UnknownMemoryError(
+                f"no journal entries of a memory {args.id!r} in namespace {ns!r}; check the "
+                "id (`oblivion history PATH` lists the namespace's entries) and --namespace"
+            )
+        for event in events:
+            print(json.dumps(dataclasses.asdict(event), default=str))
+        return 0
+
+
+@contextlib.contextmanager
+def _reading(path_arg: str, command: str) -> Iterator[Oblivion]:
+    """The store at ``path_arg`` opened to read its activation database alone: the
+    vector store (a chroma/ folder, a server) is not opened, so nothing is made or put
+    back in it, and no token is counted."""
+    from oblivion_core.engine import Oblivion, _ephemeral_store
+    from oblivion_core.state import StateDB
+
+    path = Path(path_arg)
+    db = path / StateDB.FILE
+    if not db.is_file():  # not a typo's fresh empty store
+        raise StorePathError(f"there is no Oblivion store at {path_arg!r}; check the path")
+    if db.stat().st_size == 0:
+        raise StoreCorruptError(
+            f"{db} is empty: the store's activation database was lost or truncated; "
+            "restore it from a backup"
+        )
+    store = _ephemeral_store()
+    try:
+        try:
+            # a counter without a name: the counts kept for the store's own (named)
+            # counter stay as they are (a named one would clear them); nothing is counted
+            mem = Oblivion(path, vector_store=store, token_counter=_counts_nothing)
+        except StoreLockedError as exc:
+            raise StoreLockedError(
+                f"the store at {path_arg!r} is open in a running process (an app or "
+                "notebook using it), or another tool (a sqlite3 shell, a backup) holds its "
+                f"database; `oblivion {command}` reads it once that process closed it "
+                "(Oblivion.close() or exit) or the tool let go, or call "
+                f"mem.{command}() in that process"
+            ) from exc
+        with mem:
+            mem.REPAIR_ON_LOAD = False
+            yield mem
     finally:
         store.close()
-    return 0
 
 
 def _counts_nothing(text: str) -> int:
-    raise AssertionError("oblivion stats counts no tokens")
+    raise AssertionError("oblivion stats and history count no tokens")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -3630,15 +3630,23 @@ class Oblivion:
                 rows = rows[st.col("tier")[rows] == int(tier)]
             return self._records(ns, rows.tolist(), now)
 
-    def history(self, memory_id: str | None = None, *, namespace: str | None = None) -> list[Event]:
-        """The journal: every recorded change of one memory (or of the namespace); a
-        deleted memory's entries stay."""
+    def history(
+        self,
+        memory_id: str | None = None,
+        *,
+        namespace: str | None = None,
+        last: int | None = None,
+    ) -> list[Event]:
+        """The journal, oldest first: every recorded change of one memory (or of the
+        namespace), or with ``last`` only the newest ``last`` of them (a namespace's
+        journal gains about 36 entries per recall). A deleted memory's entries stay."""
         if memory_id is not None:
             memory_id = _check_id(memory_id)
+        last = check_k(last, "last")
         ns = self._ns(namespace)
         with self._lock:
             self._check_open()
-            return self._db.events(ns, memory_id)
+            return self._db.events(ns, memory_id, last)
 
     def prune_journal(
         self,

@@ -1,9 +1,12 @@
 """The `oblivion` command line: what `demo --plot` writes and reports, one-line errors for
-unusable paths, and `stats`, which reads a store without making or repairing anything."""
+unusable paths, and `stats` and `history`, which read a store without making or
+repairing anything."""
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import json
 import os
 import shutil
 import sqlite3
@@ -11,6 +14,7 @@ import subprocess
 import sys
 import uuid
 from pathlib import Path
+from typing import Any
 
 import chromadb
 import pytest
@@ -251,3 +255,86 @@ def test_stats_leaves_an_edits_resync_note_for_the_real_vector_store(
         mem.records()  # loads the namespace: the note is acted on
         got = mem.store.collection("default").get(ids=["office"], include=["documents"])
         assert got["documents"] == ["The office is in Leeds."]
+
+
+def _lines(out: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in out.splitlines()]
+
+
+def test_history_prints_a_memorys_journal_as_json_lines(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`oblivion history PATH ID` prints each recorded change of the memory, oldest
+    first, one JSON object per line, as `Oblivion.history` returns them."""
+    with Oblivion(tmp_path, embedder=HashEmbedder(), token_counter=word_count) as mem:
+        kept = mem.remember("The launch moved to Friday.", namespace="ana")
+        mem.remember("Tea, no sugar.", namespace="ana")
+        mem.recall("when is the launch", namespace="ana")
+        mem.confirm(kept.id, namespace="ana")
+        expected = [dataclasses.asdict(e) for e in mem.history(kept.id, namespace="ana")]
+    assert main(["history", str(tmp_path), kept.id, "--namespace", "ana"]) == 0
+    got = _lines(capsys.readouterr().out)
+    assert got == json.loads(json.dumps(expected))
+    assert got[0]["kind"] == "remember" and got[-1]["kind"] == "confirm"
+    assert {e["memory_id"] for e in got} == {kept.id}
+
+
+def test_history_of_a_namespace_and_its_newest_entries(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without an id it prints the namespace's journal; ``--last N`` only its newest N
+    entries, still oldest first."""
+    _store(tmp_path, n=4)
+    assert main(["history", str(tmp_path)]) == 0
+    every = _lines(capsys.readouterr().out)
+    assert [e["kind"] for e in every].count("remember") == 4
+    assert [e["seq"] for e in every] == sorted(e["seq"] for e in every)
+    assert main(["history", str(tmp_path), "--last", "2"]) == 0
+    assert _lines(capsys.readouterr().out) == every[-2:]
+
+
+@pytest.mark.parametrize(
+    ("args", "error", "says"),
+    [
+        (["no-such-id"], "UnknownMemoryError", "no journal entries of a memory 'no-such-id'"),
+        (["--namespace", "bob"], "UnknownNamespaceError", "namespace 'bob'"),
+        (["--last", "0"], "InvalidInputError", "last must be an int >= 1"),
+    ],
+)
+def test_history_refuses_what_it_cannot_show_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], error: str, says: str
+) -> None:
+    """An unknown id or namespace, or a count below 1, is one line on stderr naming what
+    to change, and exit status 1."""
+    _store(tmp_path)
+    assert main(["history", str(tmp_path), *args]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    (line,) = captured.err.splitlines()
+    assert line.startswith(f"oblivion history: {error}: ") and says in line
+
+
+def test_history_of_a_store_open_elsewhere_says_to_close_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A store a running process holds is refused with what the command needs, and the
+    running instance keeps working."""
+    with Oblivion(tmp_path, embedder=HashEmbedder(), token_counter=word_count) as mem:
+        mem.remember("kept while history is refused")
+        assert main(["history", str(tmp_path)]) == 1
+        err = capsys.readouterr().err
+        assert "`oblivion history` reads it once" in err and "mem.history()" in err
+        assert mem.count() == 1
+
+
+def test_the_installed_command_prints_a_history(tmp_path: Path) -> None:
+    """The console script runs `history` end to end in a process of its own."""
+    _store(tmp_path, n=2)
+    done = subprocess.run(
+        [sys.executable, "-m", "oblivion_core.cli", "history", str(tmp_path), "--last", "1"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    (line,) = done.stdout.splitlines()
+    assert json.loads(line)["kind"] == "remember"

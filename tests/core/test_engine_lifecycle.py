@@ -323,3 +323,15 @@ def test_history_of_the_namespace_lists_all_memories(mem: Oblivion) -> None:
         (b.id, "remember"),
     ]
     assert events == sorted(events, key=lambda e: e.seq)
+
+
+@pytest.mark.parametrize("last", [1, 2, 3, 50])
+def test_history_last_is_the_newest_entries_oldest_first(mem: Oblivion, last: int) -> None:
+    """history(last=n) is the last n entries of the full journal, of the namespace or of
+    one memory, in the same order."""
+    a = mem.remember("first note about apples")
+    mem.remember("second note about pears")
+    mem.recall("apples")
+    mem.confirm(a.id)
+    assert mem.history(last=last) == mem.history()[-last:]
+    assert mem.history(a.id, last=last) == mem.history(a.id)[-last:]
