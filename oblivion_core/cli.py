@@ -49,7 +49,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     history.add_argument("path")
     history.add_argument("id", nargs="?", default=None, help="only this memory's entries")
-    history.add_argument("--namespace", default=None, help="the namespace (default: default)")
+    history.add_argument(
+        "--namespace", default=None, help="the namespace (default: the store's default)"
+    )
     history.add_argument("--last", type=int, default=None, help="only the newest N entries")
     args = parser.parse_args(argv)
     try:

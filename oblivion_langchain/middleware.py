@@ -7,7 +7,7 @@ import json
 import logging
 import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Annotated, Any, NotRequired
+from typing import Annotated, Any, Optional
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
 from langchain.agents.middleware.types import ModelCallResult, PrivateStateAttr
@@ -22,6 +22,7 @@ from langchain_core.runnables.config import run_in_executor
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 from pydantic import BaseModel
+from typing_extensions import NotRequired  # typing's from Python 3.11 only
 
 from oblivion_core import Oblivion, Policy
 from oblivion_core.budget import render
@@ -343,9 +344,18 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
 
     # ================================================================ hooks
     def before_model(
-        self, state: OblivionMemoryState, runtime: Runtime[Any]
+        self,
+        state: OblivionMemoryState,
+        runtime: Runtime[Any],
+        config: Optional[RunnableConfig] = None,  # noqa: UP045 (the form LangGraph reads)
     ) -> dict[str, Any] | None:
-        """Recall for a new user message and keep the rendered block in the state."""
+        """Recall for a new user message and keep the rendered block in the state.
+
+        ``config`` is the run's config, which LangGraph passes to a node that names it
+        (this hook is one). Without it, ``langgraph.config.get_config()``: that finds
+        nothing in an async run on Python 3.10, where every user would share one
+        namespace.
+        """
         found = latest_human(state["messages"])
         if found is None:
             return None
@@ -353,7 +363,7 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
         previous = _memo(state)
         if previous is not None and previous.get("turn") == turn:
             return None  # a later model call of the same turn (after tools): reuse it
-        namespace = self._namespace(runtime)
+        namespace = self._namespace(runtime, config)
         # A NUL or lone surrogate in the message would make the engine reject the query
         # and crash the run: cleaned out, like OblivionStore cleans its queries.
         user = clean_text(message_text(found[1])).strip()
@@ -380,10 +390,13 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
         }
 
     async def abefore_model(
-        self, state: OblivionMemoryState, runtime: Runtime[Any]
+        self,
+        state: OblivionMemoryState,
+        runtime: Runtime[Any],
+        config: Optional[RunnableConfig] = None,  # noqa: UP045 (the form LangGraph reads)
     ) -> dict[str, Any] | None:
         """:meth:`before_model` in a worker thread."""
-        return await run_in_executor(None, self.before_model, state, runtime)
+        return await run_in_executor(None, self.before_model, state, runtime, config)
 
     def wrap_model_call(
         self,
@@ -445,13 +458,16 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
         return await run_in_executor(None, self.after_agent, state, runtime)
 
     # ================================================================ steps
-    def _namespace(self, runtime: Runtime[Any] | None) -> str | None:
+    def _namespace(
+        self, runtime: Runtime[Any] | None, config: RunnableConfig | None = None
+    ) -> str | None:
         if isinstance(self.namespace, str):
             return self.namespace
-        try:
-            config: RunnableConfig = get_config()
-        except RuntimeError:
-            config = {}
+        if config is None:
+            try:
+                config = get_config()
+            except RuntimeError:
+                config = {}
         if self.namespace is not None:
             value = self.namespace(runtime, config)  # type: ignore[arg-type]
         else:

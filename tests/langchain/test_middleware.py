@@ -20,6 +20,7 @@ from pydantic import BaseModel
 from oblivion_core import Oblivion, Policy
 from oblivion_core.testing import ManualClock, word_count
 from oblivion_langchain import OblivionMemoryMiddleware
+from oblivion_langchain import middleware as mw
 from oblivion_langchain._convert import latest_human
 from oblivion_langchain.middleware import DEFAULT_HEADER, SEPARATOR, STATE_KEY
 
@@ -597,6 +598,28 @@ def test_namespace_resolution(
     agent, _ = _agent(engine, ["ok"], namespace=namespace)
     _ask(agent, "I like trains a lot", {"configurable": config})
     assert engine.count(namespace=expected) == 1
+
+
+@pytest.mark.parametrize("use_async", [False, True])
+def test_the_namespace_is_read_from_the_config_langgraph_passes(
+    engine: Oblivion, monkeypatch: pytest.MonkeyPatch, use_async: bool
+) -> None:
+    """The user id in the configurable picks the namespace even where
+    ``langgraph.config.get_config()`` finds no config, as in an async run on Python 3.10,
+    which put every user's turns in the default namespace."""
+
+    def no_config() -> Any:
+        raise RuntimeError("Called get_config outside of a runnable context")
+
+    monkeypatch.setattr(mw, "get_config", no_config)
+    agent, _ = _agent(engine, ["ok"])
+    config = {"configurable": {"thread_id": "t", "user_id": "ana"}}
+    request = {"messages": [{"role": "user", "content": "I like trains a lot"}]}
+    if use_async:
+        asyncio.run(agent.ainvoke(request, config))
+    else:
+        agent.invoke(request, config)
+    assert engine.count(namespace="ana") == 1 and engine.count() == 0
 
 
 def test_users_do_not_see_each_others_memories(engine: Oblivion) -> None:
