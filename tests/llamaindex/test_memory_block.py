@@ -480,17 +480,21 @@ def test_sync_helpers_mirror_the_async_hooks(engine: Oblivion) -> None:
     assert block.truncate(content, 5) is None
 
 
-def test_sync_memory_api_works_with_the_block(engine: Oblivion) -> None:
-    """``Memory``'s sync ``put``/``get`` drive the async hooks correctly."""
-    block = block_for(engine, token_limit=20)
-    memory = Memory.from_defaults(
+def _word_memory(block: OblivionMemoryBlock, *, token_limit: int, ratio: float) -> Memory:
+    """One session's ``Memory`` over ``block``, counting words, flushing 5 at a time."""
+    return Memory.from_defaults(
         session_id="s",
-        token_limit=60,
-        chat_history_token_ratio=0.2,
+        token_limit=token_limit,
+        chat_history_token_ratio=ratio,
         token_flush_size=5,
         memory_blocks=[block],
         tokenizer_fn=str.split,
     )
+
+
+def test_sync_memory_api_works_with_the_block(engine: Oblivion) -> None:
+    """``Memory``'s sync ``put``/``get`` drive the async hooks correctly."""
+    memory = _word_memory(block_for(engine, token_limit=20), token_limit=60, ratio=0.2)
     for text in ["Refunds take five days.", "The cat is Miso.", "I like tea.", "refunds again?"]:
         memory.put(user(text))
         memory.put(assistant("Noted."))
@@ -507,14 +511,7 @@ def test_sync_memory_api_raises_an_outage_as_it_is(clock: ManualClock) -> None:
     engine = new_engine(clock=clock, embedder=embedder)
     engine.remember("The cat is called Miso.")
     block = block_for(engine, token_limit=20)
-    memory = Memory.from_defaults(
-        session_id="s",
-        token_limit=20,
-        chat_history_token_ratio=0.5,
-        token_flush_size=5,
-        memory_blocks=[block],
-        tokenizer_fn=str.split,
-    )
+    memory = _word_memory(block, token_limit=20, ratio=0.5)
     embedder.down = True
     with pytest.raises(EmbeddingError, match="timed out"):
         for text in ("Refunds take five working days.", "I like green tea."):
