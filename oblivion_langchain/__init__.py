@@ -14,6 +14,7 @@ The adapters convert types and call :class:`oblivion_core.Oblivion`; all decay, 
 and tiering logic lives in the engine. Install with ``pip install "oblivion-memory[langchain]"``.
 """
 
+from oblivion_langchain import _requires  # noqa: F401  (first: without the extra, one clear error)
 from oblivion_langchain.llm_hooks import LLMImportanceScorer, LLMSummarizer, LLMSupersessionJudge
 from oblivion_langchain.memory import OblivionMemory
 from oblivion_langchain.middleware import OblivionMemoryMiddleware

@@ -12,6 +12,7 @@ The adapters convert types and call :class:`oblivion_core.Oblivion`; decay, boos
 tiering live in the engine. Install with ``pip install "oblivion-memory[llamaindex]"``.
 """
 
+from oblivion_llamaindex import _requires  # noqa: F401  (first: without the extra, one clear error)
 from oblivion_llamaindex.llm_hooks import (
     LLMImportanceScorer,
     LLMSummarizer,
