@@ -85,6 +85,24 @@ def collection_name(namespace: str) -> str:
     return f"oblivion-{readable}-{digest}"
 
 
+def _refused(exc: BaseException) -> bool:
+    """Whether ``exc`` (or what it was raised from) says a server refused the caller's
+    credentials: Chroma's own auth errors, or HTTP 401/403 from a proxy in front of it
+    (the Chroma client keeps only the body's text, raising it in the handler of the
+    ``httpx`` status error, so the status is read from there)."""
+    seen: set[int] = set()
+    at: BaseException | None = exc
+    while at is not None and id(at) not in seen:
+        seen.add(id(at))
+        if type(at).__name__ in ("AuthorizationError", "ChromaAuthError"):
+            return True
+        status = getattr(getattr(at, "response", None), "status_code", None)
+        if status in (401, 403):
+            return True
+        at = at.__cause__ or at.__context__
+    return False
+
+
 def _settings() -> Any:
     from chromadb.config import Settings
 
@@ -168,29 +186,81 @@ class VectorStore:
         port: int = 8000,
         *,
         ssl: bool = False,
+        headers: Mapping[str, str] | None = None,
+        tenant: str = "default_tenant",
+        database: str = "default_database",
         prefix: str = "",
         documents: bool = True,
     ) -> VectorStore:
         """A Chroma server (``chroma run``) at ``host:port``.
 
-        ``prefix`` keeps several Oblivion stores apart on one server (e.g. one per app);
-        ``documents=False`` keeps texts out of Chroma (see the module doc).
+        ``headers`` go with every request: the credentials of a server behind a proxy
+        that checks them, e.g. ``{"Authorization": "Bearer <token>"}``. ``tenant`` and
+        ``database`` name where on the server the collections live (both must exist:
+        ``chromadb.AdminClient`` creates them). ``prefix`` keeps several Oblivion stores
+        apart in one database (e.g. one per app); ``documents=False`` keeps texts out of
+        Chroma (see the module doc).
         """
         import chromadb
 
+        if headers is not None and not (
+            isinstance(headers, Mapping)
+            and all(isinstance(k, str) and isinstance(v, str) for k, v in headers.items())
+        ):
+            raise InvalidInputError(
+                f"headers must map header names to values, both str, e.g. "
+                f'{{"Authorization": "Bearer <token>"}}; got {headers!r:.80}'
+            )
+        for name, value in (("tenant", tenant), ("database", database)):
+            if not isinstance(value, str) or not value.strip():
+                default = f"default_{name}"
+                raise InvalidInputError(
+                    f"{name} must name a {name} on the Chroma server (by default "
+                    f"{default!r}), got {value!r:.80}"
+                )
+        where = f"{host}:{port}"
         try:
-            client = chromadb.HttpClient(host=host, port=port, ssl=ssl, settings=_settings())
+            client = chromadb.HttpClient(
+                host=host,
+                port=port,
+                ssl=ssl,
+                headers=dict(headers) if headers else None,
+                tenant=tenant,
+                database=database,
+                settings=_settings(),
+            )
             client.heartbeat()
         except Exception as exc:
             said = str(exc).rstrip(" .?!")
+            if _refused(exc):
+                advice = (
+                    "the server refused the request: pass the credentials it expects as "
+                    'headers=..., e.g. headers={"Authorization": "Bearer <token>"}'
+                )
+            elif type(exc).__name__ == "NotFoundError":
+                advice = (
+                    f"the server has no such tenant or database (tenant {tenant!r}, "
+                    f"database {database!r}): create it with chromadb.AdminClient "
+                    "(create_tenant, create_database) or pass one the server has"
+                )
+            else:
+                advice = (
+                    f"start it (`chroma run --port {port}`) or pass the host and port it listens on"
+                )
             raise VectorStoreError(
-                f"could not reach the Chroma server at {host}:{port} ({said}); start it "
-                f"(`chroma run --port {port}`) or pass the host and port it listens on"
+                f"could not use the Chroma server at {where} ({said}); {advice}"
             ) from exc
         return cls(client, prefix=prefix, documents=documents)
 
     def _error(self, exc: Exception, operation: str, namespace: str) -> VectorStoreError:
         """A :class:`VectorStoreError` for a Chroma failure (the caller chains ``exc``)."""
+        if _refused(exc):
+            return VectorStoreError(
+                f"the Chroma server refused to {operation} (collection "
+                f"{self.prefix + collection_name(namespace)!r}, namespace {namespace!r}): "
+                f"{type(exc).__name__}: {exc}. Check the credentials given to "
+                "VectorStore.server(..., headers=...) (a token may have expired), then retry"
+            )
         return VectorStoreError(
             f"Chroma failed to {operation} (collection "
             f"{self.prefix + collection_name(namespace)!r}, namespace {namespace!r}): "
