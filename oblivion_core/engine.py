@@ -109,6 +109,7 @@ from oblivion_core.typing import (
     TokenCounter,
     Vectors,
 )
+from oblivion_core.where import Passing, Predicate, compile_where
 from oblivion_core.write_behind import EngineLock
 
 DEFAULT_NAMESPACE = "default"
@@ -1305,6 +1306,7 @@ class Oblivion:
         include_superseded: bool = False,
         feedback: bool = True,
         standing: str | Iterable[str] = (),
+        where: Mapping[str, Any] | None = None,
     ) -> RecallResult:
         """Find the memories that matter for ``query``, best first, within a token budget.
 
@@ -1333,9 +1335,16 @@ class Oblivion:
                 within ``k`` and the budget, as a list's items do for a list question
                 (``why["relevance_signals"]["standing"]``). They take at most half of
                 ``k``'s places (at least one), so the query's own matches keep the rest.
+            where: Only memories whose metadata pass this filter, in Chroma's ``where``
+                syntax (``{"source": "email"}``, ``{"year": {"$gte": 2025}}``,
+                ``$in``, ``$nin``, ``$and``, ``$or``; :mod:`oblivion_core.where`). Hits,
+                standing ones, neighbours and linked ones alike; each search is asked
+                for more until enough pass, so a rare match is still found. A memory a
+                newer one superseded stays hidden even if its successor does not pass.
         """
         self._check_open()
         q = _check_text(query, None, "query")
+        predicate = compile_where(where)
         standing_categories = check_standing(standing)
         budget = check_budget(token_budget)
         k = check_k(k)
@@ -1396,6 +1405,7 @@ class Oblivion:
                 bm25,
                 tier,
                 standing_categories,
+                predicate,
             )
 
     def rerank(
@@ -1496,10 +1506,12 @@ class Oblivion:
         bm25: tuple[list[int], list[float]] | None = None,
         tier: tuple[DocSet, int] | None = None,
         standing: tuple[str, ...] = (),
+        where: Predicate | None = None,
     ) -> RecallResult:
         """``bm25``: the lexical search's result, if it already ran (see :meth:`recall`);
         for ``deep=False``, over the active tier ``tier[0]`` as it stood at version
-        ``tier[1]``. ``standing``: categories whose current memories come first."""
+        ``tier[1]``. ``standing``: categories whose current memories come first.
+        ``where``: the compiled metadata filter (:func:`~oblivion_core.where.compile_where`)."""
         policy = self.policy_for(ns)
         space = self._space(ns)
         if deep is False and (
@@ -1528,9 +1540,27 @@ class Oblivion:
         # the best active memories (ties: by write order), and the similarities computed
         # on the way, kept for the candidates found otherwise (BM25, neighbours): a lookup
         # instead of reading their vectors back
-        ids, sims, active_scores = space.index.nearest(qvec, pool, st.seqs_of)
+        passes = (
+            Passing(where, lambda mids: self._db.metadatas(ns, mids)) if where is not None else None
+        )
+        if passes is None:
+            ids, found_sims, active_scores = space.index.nearest(qvec, pool, st.seqs_of)
+            sims = found_sims.tolist()
+        else:  # asked for more until `pool` of them pass; the others take no places
+            last: list[np.ndarray[Any, Any]] = []
+
+            def active_top(n: int) -> tuple[list[str], list[float]]:
+                found, found_sims, known = space.index.nearest(qvec, n, st.seqs_of)
+                last[:] = [known]
+                return found, found_sims.tolist()
+
+            ids, sims = _visible_top(active_top, pool, lambda mids: ~passes(mids), len(space.index))
+            kept = passes(ids)
+            ids = [m for m, ok in zip(ids, kept, strict=True) if ok]
+            sims = [v for v, ok in zip(sims, kept, strict=True) if ok]
+            active_scores = last[0]
         scored = [(space.index, active_scores)]
-        cand: dict[str, float] = dict(zip(ids, sims.tolist(), strict=True))
+        cand: dict[str, float] = dict(zip(ids, sims, strict=True))
         best = float(sims[0]) if len(sims) else -1.0
 
         reason: str | None = None
@@ -1543,8 +1573,10 @@ class Oblivion:
                 reason = f"best active cosine {best:.3f} < gate {policy.archive_gate:.3f}"
 
         def hidden(mids: Sequence[str | None]) -> np.ndarray[Any, Any]:
-            """Which of ``mids`` this recall cannot show (invalidated, cold, unknown)."""
-            return self._hidden(st, mids, include_invalidated, include_cold)
+            """Which of ``mids`` this recall cannot show (invalidated, cold, unknown, or
+            not passing ``where``)."""
+            out = self._hidden(st, mids, include_invalidated, include_cold)
+            return out if passes is None else out | ~passes(mids)
 
         if reason is not None:
             exact = self._exact_archive(ns, space)
@@ -1576,12 +1608,15 @@ class Oblivion:
                 bm25 = self._lex.search(ns, query, pool, allow)
             seqs, values = bm25
             by_seq = st.by_seq
-            if deep is not False:  # over the whole namespace: hidden ones take no places
+            if deep is not False or passes is not None:
+                # hidden ones take no places (deep=False: over the active tier, where
+                # only a filter hides)
+                within = space.active if deep is False else None
                 seqs, values = _visible_top(
-                    lambda n: self._lex.search(ns, query, n, None),
+                    lambda n: self._lex.search(ns, query, n, within),
                     pool,
                     lambda found: hidden([by_seq.get(seq) for seq in found]),
-                    st.n,
+                    len(space.index) if deep is False else st.n,
                     (seqs, values),
                 )
             for seq, value in zip(seqs, values, strict=True):
@@ -1651,6 +1686,7 @@ class Oblivion:
             active_only=deep is False,
             listed=first,
             scored=scored,
+            passes=passes,
         )
 
     @staticmethod
@@ -1933,6 +1969,7 @@ class Oblivion:
         listed: frozenset[str] = frozenset(),
         scored: Sequence[tuple[ActiveIndex, np.ndarray[Any, Any]]] = (),
         successors: bool = True,
+        passes: Passing | None = None,
     ) -> RecallResult:
         """Score candidates ``{id: relevance}``, pack the best into the budget, boost them.
 
@@ -1949,7 +1986,8 @@ class Oblivion:
         added or dropped; a stale candidate only ranks below a successor that is one.
 
         ``listed``: the current items of a list the query asks for; they come first and
-        bring no neighbours.
+        bring no neighbours. ``passes``: recall's ``where`` filter; only memories that
+        pass it are shown (hits, neighbours, linked ones).
         """
         st = space.state
         cand = dict(cand)
@@ -1977,6 +2015,8 @@ class Oblivion:
             keep &= st.cols["tier"][rows] != _COLD
         if heads and successors and not include_superseded and policy.hide_superseded:
             keep &= np.fromiter((m not in heads for m in cids), bool, len(cids))
+        if passes is not None:
+            keep &= passes(cids)
         if not keep.all():
             cids = [m for m, ok in zip(cids, keep, strict=True) if ok]
             rows = rows[keep]
@@ -2007,6 +2047,8 @@ class Oblivion:
                     continue  # a list item stands alone: its neighbours are other talk
                 for which, mid in self._neighbours(st, policy, hit, space.summaries):
                     if active_only and mid not in space.index:
+                        continue
+                    if passes is not None and not passes([mid])[0]:
                         continue
                     if mid not in hits and mid not in context_of:
                         context_of[mid] = (hit, which)
@@ -2108,7 +2150,17 @@ class Oblivion:
         total = sum(t + per_item for t in tokens)
         if policy.expand_links and successors and items and len(items) < limit:
             more, total = self._expansions(
-                ns, space, policy, now, items, cand, best, budget, total, limit - len(items)
+                ns,
+                space,
+                policy,
+                now,
+                items,
+                cand,
+                best,
+                budget,
+                total,
+                limit - len(items),
+                passes,
             )
             items.extend(more)
         return RecallResult(
@@ -2227,8 +2279,10 @@ class Oblivion:
         budget: int | None,
         used: int,
         room: int,
+        passes: Passing | None = None,
     ) -> tuple[list[RecalledItem], int]:
-        """Strongest linked memories of the hits, while budget remains (marked in ``why``)."""
+        """Strongest linked memories of the hits, while budget remains (marked in ``why``);
+        with ``passes`` (recall's ``where``), only those that pass it."""
         st = space.state
         taken = {it.id for it in hits}
         wanted: list[tuple[str, str, float]] = []
@@ -2240,6 +2294,7 @@ class Oblivion:
                     or st.cols["invalidated"][i]
                     or st.cols["superseded"][i]
                     or st.cols["tier"][i] == _COLD
+                    or (passes is not None and not passes([other])[0])
                 ):
                     continue
                 taken.add(other)

@@ -17,6 +17,7 @@ from pydantic import ConfigDict, field_validator
 
 from oblivion_core import Oblivion, Policy
 from oblivion_core.errors import InvalidInputError, UnknownNamespaceError
+from oblivion_core.where import compile_where
 from oblivion_langchain._convert import budget, clean_text, positive_k, to_document
 
 
@@ -67,6 +68,7 @@ class OblivionRetriever(BaseRetriever):
             docs[0].metadata["tier"]        # 'active'
             docs[0].metadata["why"]["explanation"]
             retriever.invoke("spelling", k=1, token_budget=50)   # per-call overrides
+            retriever.invoke("Where is the office?", filter={"source": "email"})
             await retriever.ainvoke("Where is the office?")
 
     Use in a chain:
@@ -86,6 +88,10 @@ class OblivionRetriever(BaseRetriever):
         deep: ``True`` always searches the archive, ``False`` never, ``None`` lets the
             engine's gate decide.
         feedback: Give the returned memories the recall boost (default). ``False`` reads only.
+        filter: Only memories whose metadata pass this filter, in Chroma's ``where``
+            syntax, as ``Chroma.as_retriever(search_kwargs={"filter": ...})`` takes it:
+            ``{"source": "email"}``, ``{"year": {"$gte": 2025}}``, ``$in``, ``$and``,
+            ``$or`` (``Oblivion.recall``'s ``where``).
 
     An unknown field (``search_kwargs=...``, a misspelling) is refused when the retriever
     is built, as an unknown ``invoke()`` argument is when it is called.
@@ -101,6 +107,7 @@ class OblivionRetriever(BaseRetriever):
     token_budget: int | None = None
     deep: bool | None = None
     feedback: bool = True
+    filter: dict[str, Any] | None = None
 
     @field_validator("k", mode="before")
     @classmethod
@@ -111,6 +118,12 @@ class OblivionRetriever(BaseRetriever):
     @classmethod
     def _check_budget(cls, value: object) -> int | None:
         return budget(value)
+
+    @field_validator("filter", mode="before")
+    @classmethod
+    def _check_filter(cls, value: object) -> object:
+        compile_where(value)  # refused when the retriever is built, not at its first call
+        return value
 
     @classmethod
     def from_path(
@@ -164,6 +177,7 @@ class OblivionRetriever(BaseRetriever):
         namespace: str | None = None,
         deep: bool | None = None,
         feedback: bool | None = None,
+        filter: dict[str, Any] | None = None,
         verbose: Any = None,
         run_id: Any = None,
         **unknown: Any,
@@ -172,8 +186,10 @@ class OblivionRetriever(BaseRetriever):
         if unknown:
             raise InvalidInputError(
                 f"unknown retriever argument(s) {sorted(unknown)}; use k, token_budget, "
-                "namespace, deep or feedback"
+                "namespace, deep, feedback or filter"
             )
+        where = filter if filter is not None else self.filter
+        compile_where(where)  # a bad filter is refused even for an empty query
         k = positive_k(k) if k is not None else self.k
         token_budget = budget(token_budget) if token_budget is not None else self.token_budget
         if isinstance(query, str):
@@ -192,6 +208,7 @@ class OblivionRetriever(BaseRetriever):
                 namespace=namespace if namespace is not None else self.namespace,
                 deep=deep if deep is not None else self.deep,
                 feedback=feedback if feedback is not None else self.feedback,
+                where=where,
             )
         except UnknownNamespaceError:
             return []

@@ -11,6 +11,7 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import NodeWithScore, QueryBundle
+from llama_index.core.vector_stores.types import MetadataFilters
 
 from oblivion_core.budget import check_k
 from oblivion_core.engine import Oblivion
@@ -21,6 +22,7 @@ from oblivion_llamaindex._convert import (
     item_to_node,
 )
 from oblivion_llamaindex._engine import check_oblivion, mark_used, open_oblivion, query_text
+from oblivion_llamaindex._filters import to_where
 
 
 class OblivionRetriever(BaseRetriever):
@@ -57,6 +59,9 @@ class OblivionRetriever(BaseRetriever):
         deep: ``True`` always searches the archive, ``False`` never, ``None`` lets the
             engine's gate decide.
         feedback: Boost what is returned.
+        filters: Only memories whose metadata pass these ``MetadataFilters`` (``==``,
+            ``!=``, ``>``, ``>=``, ``<``, ``<=``, ``in``, ``nin``; ``AND``/``OR``,
+            nested), as a vector index retriever's ``filters``; the engine's ``where``.
         callback_manager: LlamaIndex callbacks.
         verbose: LlamaIndex verbosity.
     """
@@ -70,6 +75,7 @@ class OblivionRetriever(BaseRetriever):
         token_budget: int | None = None,
         deep: bool | None = None,
         feedback: bool = True,
+        filters: MetadataFilters | None = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
     ) -> None:
@@ -81,6 +87,8 @@ class OblivionRetriever(BaseRetriever):
         self.token_budget = check_optional_limit(token_budget, "token_budget")
         self.deep = deep
         self.feedback = bool(feedback)
+        self.filters = filters
+        self._where = to_where(filters)
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
     @classmethod
@@ -122,6 +130,7 @@ class OblivionRetriever(BaseRetriever):
                 namespace=self.namespace,
                 deep=self.deep,
                 feedback=self.feedback,
+                where=self._where,
             )
         except UnknownNamespaceError:
             return []

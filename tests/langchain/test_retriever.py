@@ -129,6 +129,30 @@ def test_invoke_arguments_override_the_fields(
     assert len(retriever.invoke("office", **{field: value})) == expected
 
 
+def test_a_metadata_filter_as_chroma_takes_it(engine: Oblivion) -> None:
+    """``filter`` (a field, or per call) keeps to memories whose metadata pass it, in
+    the ``where`` syntax a Chroma retriever's ``search_kwargs["filter"]`` takes; a bad
+    one is refused when the retriever is built or called, and boosts nothing."""
+    email = engine.remember("The Acme invoice total is 420 pounds.", metadata={"source": "email"})
+    chat = engine.remember("The Bolt invoice total is 90 pounds.", metadata={"source": "chat"})
+    both = {d.id for d in OblivionRetriever(oblivion=engine).invoke("invoice total")}
+    assert both == {email.id, chat.id}
+
+    emailed = OblivionRetriever(oblivion=engine, filter={"source": "email"})
+    assert [d.id for d in emailed.invoke("invoice total")] == [email.id]
+    assert [d.id for d in emailed.invoke("invoice total", filter={"source": "chat"})] == [chat.id]
+    wide = {"source": {"$in": ["chat", "email"]}}
+    assert {d.id for d in emailed.invoke("invoice total", filter=wide)} == both
+
+    with pytest.raises(ValueError, match=r"unknown operator '\$regex'"):
+        OblivionRetriever(oblivion=engine, filter={"source": {"$regex": "mail"}})
+    before = {r.id: r.activation for r in engine.records()}
+    for query in ("invoice total", ""):
+        with pytest.raises(ValueError, match="where must be a dict"):
+            emailed.invoke(query, filter="source=email")
+    assert {r.id: r.activation for r in engine.records()} == before
+
+
 def test_namespaces_are_separate(engine: Oblivion) -> None:
     """A retriever only sees its namespace; a namespace never written returns nothing."""
     engine.remember("Ana likes jazz.", namespace="ana")
@@ -300,6 +324,29 @@ def test_real_stack_ranks_by_meaning_and_activation(real_engine: Oblivion) -> No
     assert docs[0].page_content == "The office moved to Leeds in March."
     assert sum(d.metadata["tokens"] + real_engine.policy.per_item_tokens for d in docs) <= 40
     assert docs[0].metadata["why"]["boost"]["after"] >= docs[0].metadata["activation"]
+
+
+@pytest.mark.integration
+async def test_real_stack_filters_by_metadata(real_engine: Oblivion) -> None:
+    """The real model and Chroma on disk: a filter finds the one matching memory under
+    closer ones, sync and async."""
+    real_engine.remember_many(
+        [f"Standup notes {i}: the release is planned for Friday." for i in range(30)],
+        metadatas=[{"channel": "standup"}] * 30,
+    )
+    real_engine.remember(
+        "The release moved to Monday after the security review.",
+        metadata={"channel": "security", "severity": 3},
+    )
+    where = {"$and": [{"channel": "security"}, {"severity": {"$gte": 2}}]}
+    retriever = OblivionRetriever(oblivion=real_engine, k=2, filter=where)
+    for docs in (
+        retriever.invoke("When is the release?"),
+        await retriever.ainvoke("When is the release?"),
+    ):
+        assert [d.page_content for d in docs] == [
+            "The release moved to Monday after the security review."
+        ]
 
 
 @pytest.mark.integration

@@ -6,6 +6,12 @@ import pytest
 from llama_index.core.llms import MockLLM
 from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.schema import MetadataMode, QueryBundle
+from llama_index.core.vector_stores.types import (
+    FilterCondition,
+    FilterOperator,
+    MetadataFilter,
+    MetadataFilters,
+)
 
 from oblivion_core import InvalidInputError, Oblivion, Tier, UnknownMemoryError
 from oblivion_core.testing import ManualClock
@@ -128,6 +134,68 @@ def test_bad_settings_are_refused(engine: Oblivion, kwargs: dict[str, object], m
         OblivionRetriever(engine, **kwargs)  # type: ignore[arg-type]
 
 
+def _filters(*parts: MetadataFilter | MetadataFilters, condition: str = "and") -> MetadataFilters:
+    return MetadataFilters(filters=list(parts), condition=FilterCondition(condition))
+
+
+def test_metadata_filters_keep_to_matching_memories(engine: Oblivion) -> None:
+    """``filters`` as a vector index retriever takes them: operators, AND/OR, nesting."""
+    for i, (team, year) in enumerate([("ops", 2024), ("ops", 2026), ("web", 2025), ("web", 2026)]):
+        engine.remember(
+            f"Deploy checklist {i} for the {team} team.",
+            id=f"m{i}",
+            metadata={"team": team, "year": year},
+        )
+
+    def ids(filters: MetadataFilters) -> set[str]:
+        found = OblivionRetriever(engine, k=10, filters=filters).retrieve("deploy checklist")
+        return {h.node.node_id for h in found}
+
+    assert ids(_filters(MetadataFilter(key="team", value="ops"))) == {"m0", "m1"}
+    newer = MetadataFilter(key="year", value=2025, operator=FilterOperator.GTE)
+    assert ids(_filters(MetadataFilter(key="team", value="web"), newer)) == {"m2", "m3"}
+    assert ids(_filters(MetadataFilter(key="team", value="ops"), newer, condition="or")) == {
+        "m0",
+        "m1",
+        "m2",
+        "m3",
+    }
+    nested = _filters(
+        MetadataFilter(key="year", value=[2024, 2025], operator=FilterOperator.IN),
+        _filters(
+            MetadataFilter(key="team", value="web", operator=FilterOperator.NE),
+            MetadataFilter(key="year", value=2026, operator=FilterOperator.EQ),
+        ),
+        condition="or",
+    )
+    assert ids(nested) == {"m0", "m1", "m2"}
+    assert ids(_filters()) == {"m0", "m1", "m2", "m3"}  # no filter at all
+
+
+@pytest.mark.parametrize(
+    ("filters", "match"),
+    [
+        ({"team": "ops"}, "filters must be llama_index's MetadataFilters"),
+        (
+            MetadataFilters(
+                filters=[MetadataFilter(key="team", value="o", operator=FilterOperator.TEXT_MATCH)]
+            ),
+            "operator 'text_match' \\(on 'team'\\) is not supported",
+        ),
+        (
+            _filters(MetadataFilter(key="team", value="ops"), condition="not"),
+            "condition 'not' is not supported",
+        ),
+        (_filters(MetadataFilter(key="team", value=None)), "must be a str"),  # type: ignore[arg-type]
+    ],
+)
+def test_unsupported_filters_are_refused_when_built(
+    engine: Oblivion, filters: object, match: str
+) -> None:
+    with pytest.raises(InvalidInputError, match=match):
+        OblivionRetriever(engine, filters=filters)  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize("query", ["", "   ", "\n\t"])
 async def test_an_empty_query_finds_nothing_and_boosts_nothing(
     filled: Oblivion, query: str
@@ -176,3 +244,10 @@ async def test_real_store_sync_and_async(real_engine: Oblivion, clock: ManualClo
     assert archived[0].node.node_id == "chat"
     assert archived[0].node.metadata["oblivion_tier"] == "archive"
     assert "archive" in archived[0].node.metadata["oblivion_why"]["explanation"]
+    emailed = OblivionRetriever(
+        real_engine, k=1, filters=_filters(MetadataFilter(key="src", value="email"))
+    )
+    real_engine.remember(
+        "The refund for order 77 was approved by email.", id="mail", metadata={"src": "email"}
+    )
+    assert [h.node.node_id for h in await emailed.aretrieve("Refunds take how long?")] == ["mail"]

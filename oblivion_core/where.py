@@ -1,0 +1,186 @@
+"""Metadata filters for recall, in Chroma's ``where`` syntax.
+
+``recall(query, where={"source": "email"})`` returns only memories whose metadata pass
+the filter. The syntax is Chroma's, so a filter written for a Chroma collection (or for
+LangChain's ``Chroma(...).similarity_search(filter=...)``) works unchanged:
+
+* ``{"key": value}``: equal (``{"key": {"$eq": value}}``);
+* ``{"key": {"$ne" | "$gt" | "$gte" | "$lt" | "$lte": value}}``;
+* ``{"key": {"$in" | "$nin": [value, ...]}}``;
+* ``{"$and": [filter, ...]}``, ``{"$or": [filter, ...]}``; several keys in one dict
+  must all hold (Chroma asks for an explicit ``$and``; both are accepted).
+
+Values are ``str``, ``int``, ``float`` (finite) or ``bool``. Ordering operators compare
+numbers with numbers and strings with strings (ISO dates order as text); any other
+pairing does not match. A memory without the key matches only ``$ne`` and ``$nin``
+(its value is not the one excluded). ``True`` equals ``True`` only, never ``1``.
+
+The filter is checked on the candidates a recall ranks, not on every memory: each
+search is asked for more until enough candidates pass (as for invalidated memories), so
+a filter only a few memories pass costs a wider search, never a missed match.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from oblivion_core.errors import InvalidInputError
+
+#: A compiled filter: metadata -> passes.
+Predicate = Callable[[Mapping[str, Any]], bool]
+
+_COMPARE = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte")
+_MEMBER = ("$in", "$nin")
+_LOGICAL = ("$and", "$or")
+_MISSING = object()
+
+
+def _number(x: object) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool)
+
+
+def _same(a: object, b: object) -> bool:
+    """Equal, with bools apart from numbers (``True`` is not ``1``)."""
+    return isinstance(a, bool) == isinstance(b, bool) and a == b
+
+
+def _check_value(value: object, where: str) -> Any:
+    if isinstance(value, str | bool) or (
+        _number(value) and math.isfinite(value)  # type: ignore[arg-type]
+    ):
+        return value
+    raise InvalidInputError(
+        f"where: {where} must be a str, a finite int or float, or a bool, got {value!r:.80}"
+    )
+
+
+def _ordered(op: str, actual: Any, operand: Any) -> bool:
+    if not (
+        (_number(actual) and _number(operand))
+        or (isinstance(actual, str) and isinstance(operand, str))
+    ):
+        return False
+    if op == "$gt":
+        return bool(actual > operand)
+    if op == "$gte":
+        return bool(actual >= operand)
+    if op == "$lt":
+        return bool(actual < operand)
+    return bool(actual <= operand)
+
+
+def _condition(key: str, op: str, operand: Any) -> Predicate:
+    if op == "$eq":
+        return lambda meta: _same(meta.get(key, _MISSING), operand)
+    if op == "$ne":
+        return lambda meta: not _same(meta.get(key, _MISSING), operand)
+    if op in _MEMBER:
+        inside = op == "$in"
+        return lambda meta: inside == any(_same(meta.get(key, _MISSING), v) for v in operand)
+    return lambda meta: _ordered(op, meta.get(key, _MISSING), operand)
+
+
+def _field(key: str, cond: object) -> Predicate:
+    if not isinstance(cond, Mapping):
+        return _condition(key, "$eq", _check_value(cond, f"the value of {key!r}"))
+    if len(cond) != 1:
+        raise InvalidInputError(
+            f"where: {key!r} must map to a value or to one operator, e.g. "
+            f'{{"{key}": {{"$gte": 3}}}}; got {dict(cond)!r:.80} (combine several with $and)'
+        )
+    ((op, operand),) = cond.items()
+    if op in _COMPARE:
+        return _condition(key, op, _check_value(operand, f"{key!r}'s {op}"))
+    if op in _MEMBER:
+        if not isinstance(operand, list | tuple) or not operand:
+            raise InvalidInputError(
+                f"where: {key!r}'s {op} needs a non-empty list of values, got {operand!r:.80}"
+            )
+        values = tuple(_check_value(v, f"a value of {key!r}'s {op}") for v in operand)
+        return _condition(key, op, values)
+    raise InvalidInputError(
+        f"where: unknown operator {op!r} for {key!r}; use one of {', '.join(_COMPARE + _MEMBER)}"
+    )
+
+
+def compile_where(where: object) -> Predicate | None:
+    """``where`` checked and made a predicate over a memory's metadata (``None`` or
+    ``{}``: no filter, ``None`` back). Raises :class:`InvalidInputError` naming the part
+    to change."""
+    if where is None:
+        return None
+    if not isinstance(where, Mapping):
+        raise InvalidInputError(
+            f'where must be a dict such as {{"source": "email"}} or None, got '
+            f"{type(where).__name__}"
+        )
+    if not where:
+        return None
+    return _node(where)
+
+
+def _node(where: Mapping[Any, Any]) -> Predicate:
+    parts: list[Predicate] = []
+    for key, cond in where.items():
+        if not isinstance(key, str) or not key:
+            raise InvalidInputError(f"where: keys must be non-empty str, got {key!r:.80}")
+        if key in _LOGICAL:
+            if not isinstance(cond, list | tuple) or not cond:
+                raise InvalidInputError(
+                    f"where: {key} needs a non-empty list of filters, got {cond!r:.80}"
+                )
+            subs = []
+            for sub in cond:
+                if not isinstance(sub, Mapping) or not sub:
+                    raise InvalidInputError(
+                        f"where: each filter in {key} must be a non-empty dict, got {sub!r:.80}"
+                    )
+                subs.append(_node(sub))
+            parts.append(_every(subs) if key == "$and" else _some(subs))
+        elif key.startswith("$"):
+            raise InvalidInputError(
+                f"where: unknown operator {key!r} at the top of a filter; use $and or $or "
+                "there, or a metadata key"
+            )
+        else:
+            parts.append(_field(key, cond))
+    return parts[0] if len(parts) == 1 else _every(parts)
+
+
+def _every(parts: list[Predicate]) -> Predicate:
+    held = tuple(parts)
+    return lambda meta: all(p(meta) for p in held)
+
+
+def _some(parts: list[Predicate]) -> Predicate:
+    held = tuple(parts)
+    return lambda meta: any(p(meta) for p in held)
+
+
+class Passing:
+    """Which memories pass a filter, by id: their metadata read through ``metadatas``
+    (ids -> metadata) once each, the answers kept for the rest of the recall."""
+
+    def __init__(
+        self,
+        predicate: Predicate,
+        metadatas: Callable[[list[str]], Mapping[str, Mapping[str, Any]]],
+    ) -> None:
+        self._predicate = predicate
+        self._metadatas = metadatas
+        self._known: dict[str, bool] = {}
+
+    def __call__(self, mids: Sequence[str | None]) -> np.ndarray[Any, Any]:
+        """A boolean mask over ``mids``: True for those that pass (``None``: no)."""
+        known = self._known
+        new = list({m for m in mids if m is not None and m not in known})
+        if new:
+            found = self._metadatas(new)
+            for m in new:
+                meta = found.get(m)
+                known[m] = meta is not None and bool(self._predicate(meta))
+        return np.fromiter((m is not None and known[m] for m in mids), bool, len(mids))

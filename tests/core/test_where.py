@@ -1,0 +1,392 @@
+"""``recall(where=...)``: metadata filters in Chroma's syntax.
+
+The filter's meaning is checked against Chroma's own ``get(where=...)`` on the same
+metadata (a filter written for Chroma works unchanged); recall is checked to show only
+memories that pass, and to find a match the unfiltered ranking buries, in every place a
+memory can be searched (the active tier, the archive's exact and sketch copies, Chroma,
+BM25), through the real model and embedded Chroma too.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from oblivion_core import (
+    FastEmbedEmbedder,
+    InvalidInputError,
+    ManualClock,
+    Oblivion,
+    Policy,
+    Tier,
+)
+from oblivion_core.where import compile_where
+
+DAY = 86_400.0
+
+# ------------------------------------------------------------------ the filter's meaning
+
+_KEYS = ("a", "b", "c")
+_STRS = ("x", "y", "z")
+_values = st.one_of(
+    st.sampled_from(_STRS),
+    st.integers(-3, 3),
+    st.sampled_from([-1.5, 0.0, 0.5, 2.0]),
+    st.booleans(),
+)
+_metadata = st.dictionaries(st.sampled_from(_KEYS), _values, max_size=3)
+
+
+def _leaf() -> st.SearchStrategy[dict[str, Any]]:
+    key = st.sampled_from(_KEYS)
+    # whole floats only in filters: Chroma (1.5.9) compares an int field with a
+    # fractional operand after truncating the operand (there, 0 == 0.5 and 0 >= 0.5
+    # hold); Oblivion compares the numbers
+    number = st.one_of(st.integers(-3, 3), st.sampled_from([-2.0, 0.0, 2.0]))
+    value = st.one_of(st.sampled_from(_STRS), number, st.booleans())
+    same_kind_list = st.one_of(
+        st.lists(st.sampled_from(_STRS), min_size=1, max_size=3),
+        st.lists(st.integers(-3, 3), min_size=1, max_size=3),
+        st.lists(st.booleans(), min_size=1, max_size=2),
+    )
+    return st.one_of(
+        st.builds(lambda k, v: {k: v}, key, value),
+        st.builds(lambda k, op, v: {k: {op: v}}, key, st.sampled_from(["$eq", "$ne"]), value),
+        st.builds(
+            lambda k, op, v: {k: {op: v}},
+            key,
+            st.sampled_from(["$gt", "$gte", "$lt", "$lte"]),
+            number,
+        ),
+        st.builds(
+            lambda k, op, v: {k: {op: v}}, key, st.sampled_from(["$in", "$nin"]), same_kind_list
+        ),
+    )
+
+
+# Chroma's subset: one key per dict, numbers for ordering, one kind of value per list
+_chroma_filters = st.recursive(
+    _leaf(),
+    lambda inner: st.builds(
+        lambda op, subs: {op: subs},
+        st.sampled_from(["$and", "$or"]),
+        st.lists(inner, min_size=2, max_size=3),
+    ),
+    max_leaves=6,
+)
+
+
+@pytest.fixture(scope="module")
+def oracle() -> Iterator[Callable[[list[dict[str, Any]], dict[str, Any]], set[int]]]:
+    """Which of some metadata dicts Chroma's ``get(where=...)`` returns."""
+    import chromadb
+
+    client = chromadb.EphemeralClient()
+
+    def chroma(metas: list[dict[str, Any]], where: dict[str, Any]) -> set[int]:
+        col = client.create_collection("where-" + uuid.uuid4().hex[:10])
+        try:
+            col.add(
+                ids=[str(i) for i in range(len(metas))],
+                embeddings=[[1.0, 0.0]] * len(metas),
+                metadatas=[m or None for m in metas],  # type: ignore[misc]
+            )
+            return {int(i) for i in col.get(where=where)["ids"]}  # type: ignore[arg-type]
+        finally:
+            client.delete_collection(col.name)
+
+    yield chroma
+
+
+@settings(max_examples=150)
+@given(metas=st.lists(_metadata, min_size=1, max_size=12), where=_chroma_filters)
+def test_a_filter_means_what_it_means_to_chroma(
+    oracle: Callable[[list[dict[str, Any]], dict[str, Any]], set[int]],
+    metas: list[dict[str, Any]],
+    where: dict[str, Any],
+) -> None:
+    predicate = compile_where(where)
+    assert predicate is not None
+    ours = {i for i, meta in enumerate(metas) if predicate(meta)}
+    assert ours == oracle(metas, where)
+
+
+def test_what_chroma_refuses_or_truncates_and_oblivion_accepts() -> None:
+    """Several keys in one dict all hold; strings order as text (ISO dates); an int
+    compares with a fractional float as numbers do."""
+    both = compile_where({"a": 1, "b": "x"})
+    assert both is not None
+    assert both({"a": 1, "b": "x"}) and not both({"a": 1, "b": "y"})
+    after = compile_where({"day": {"$gte": "2026-03-01"}})
+    assert after is not None
+    assert after({"day": "2026-03-28"}) and not after({"day": "2026-02-11"})
+    assert not after({"day": 20260328})  # a number never orders against a string
+    half = compile_where({"n": {"$gte": 0.5}})
+    assert half is not None
+    assert not half({"n": 0}) and half({"n": 1}) and half({"n": 0.5})
+    assert compile_where(None) is None and compile_where({}) is None
+
+
+@pytest.mark.parametrize(
+    ("where", "says"),
+    [
+        ("source=email", r"where must be a dict"),
+        ({"": 1}, r"keys must be non-empty str"),
+        ({1: "x"}, r"keys must be non-empty str"),
+        ({"a": None}, r"must be a str, a finite int or float, or a bool"),
+        ({"a": float("nan")}, r"finite"),
+        ({"a": ["x", "y"]}, r"must be a str"),
+        ({"a": {"$gt": 1, "$lt": 3}}, r"one operator.*\$and"),
+        ({"a": {"$like": "x"}}, r"unknown operator '\$like'"),
+        ({"a": {"$in": []}}, r"\$in needs a non-empty list"),
+        ({"a": {"$nin": "x"}}, r"\$nin needs a non-empty list"),
+        ({"$and": {"a": 1}}, r"\$and needs a non-empty list"),
+        ({"$or": [{"a": 1}, "b"]}, r"each filter in \$or must be a non-empty dict"),
+        ({"$not": {"a": 1}}, r"unknown operator '\$not' at the top"),
+    ],
+)
+def test_a_bad_filter_says_what_to_change(where: Any, says: str) -> None:
+    with pytest.raises(InvalidInputError, match=says):
+        compile_where(where)
+
+
+# ------------------------------------------------------------------ recall
+
+
+def _buried(mem: Oblivion, n: int = 120) -> tuple[list[str], str]:
+    """``n`` near-copies of one sentence from the chat, and the one email saying it,
+    less alike: unfiltered, the chat copies fill any top ``k``."""
+    chat = mem.remember_many(
+        [f"The quarterly report draft {i} is due on Friday." for i in range(n)],
+        metadatas=[{"source": "chat", "n": i} for i in range(n)],
+    )
+    email = mem.remember(
+        "Finance wants the final quarterly report by email.",
+        metadata={"source": "email", "n": 10_000},
+    )
+    return [r.id for r in chat], email.id
+
+
+QUERY = "When is the quarterly report due?"
+
+
+def test_only_memories_that_pass_are_shown(
+    fresh: Callable[..., AbstractContextManager[Oblivion]],
+) -> None:
+    with fresh() as mem:
+        chat, email = _buried(mem)
+        unfiltered = mem.recall(QUERY, k=5, feedback=False)
+        assert email not in unfiltered.ids
+        assert mem.recall(QUERY, k=5, where={"source": "email"}).ids == [email]
+        late = mem.recall(QUERY, k=5, where={"$and": [{"source": "chat"}, {"n": {"$gte": 117}}]})
+        assert set(late.ids) == set(chat[117:])
+        assert mem.recall(QUERY, where={"source": "fax"}).ids == []
+        # $ne on a key no memory has: every memory passes, the ranking is the unfiltered one
+        now = mem.recall(QUERY, k=3, feedback=False).ids
+        assert mem.recall(QUERY, k=3, where={"team": {"$ne": "ops"}}, feedback=False).ids == now
+
+
+@pytest.mark.parametrize("kind", ["exact", "sketch", "chroma"])
+def test_an_archived_match_is_found_however_the_archive_is_searched(
+    fresh: Callable[..., AbstractContextManager[Oblivion]], kind: str
+) -> None:
+    """Every memory archived by decay, the email among them: a deep recall with the
+    filter finds it through the archive's exact copy, its sketch copy and Chroma."""
+    clock = ManualClock()
+    with fresh(clock=clock, policy=Policy.template("balanced").replace(maintain_every=0)) as mem:
+        mem.EXACT_ARCHIVE_ROWS = 10_000 if kind == "exact" else 0
+        mem.SKETCH_ARCHIVE_ROWS = 10_000 if kind == "sketch" else 0
+        _, email = _buried(mem, 200)
+        mem.edit(email, "Finance wants the final quarterly report by email.", category="small_talk")
+        clock.advance(30 * DAY)
+        mem.maintain()
+        assert mem.get(email).tier == Tier.ARCHIVE
+        found = mem.recall(QUERY, k=3, where={"source": "email"}, deep=True, feedback=False)
+        assert found.ids == [email]
+        assert mem.stats()["archive_search"] == kind
+        # and with the gate deciding: no active memory passes, so the archive is searched
+        assert mem.recall(QUERY, k=3, where={"source": "email"}, feedback=False).ids == [email]
+
+
+def test_deep_false_filters_within_the_active_tier(
+    fresh: Callable[..., AbstractContextManager[Oblivion]],
+) -> None:
+    with fresh() as mem:
+        chat, email = _buried(mem, 60)
+        active = mem.recall(QUERY, k=5, where={"source": "email"}, deep=False)
+        assert active.ids == [email] and not active.searched_archive
+        assert mem.recall(QUERY, k=2, where={"n": 7}, deep=False).ids == [chat[7]]
+
+
+def test_the_active_search_is_widened_until_enough_pass(
+    fresh: Callable[..., AbstractContextManager[Oblivion]],
+) -> None:
+    """Without BM25 (``lexical_weight=0``) only the active tier's dense search can find
+    the email: its best 50 are chat turns, so it is asked for more."""
+    with fresh(policy=Policy.template("balanced").replace(lexical_weight=0.0)) as mem:
+        _, email = _buried(mem, 150)
+        assert email not in mem.recall(QUERY, k=50, feedback=False).ids
+        assert mem.get(email).tier == Tier.ACTIVE
+        got = mem.recall(QUERY, k=3, where={"source": "email"}, feedback=False)
+        assert got.ids == [email]
+
+
+def test_bm25_is_widened_until_enough_pass(
+    fresh: Callable[..., AbstractContextManager[Oblivion]],
+) -> None:
+    """Only BM25 searches the archive here: three active memories pass and match the
+    query well enough to keep the gate shut. Eighty archived memories that do not pass
+    say both words twice and rank above the one that passes, so BM25 is asked for more
+    until it is among them (with BM25's first 50 alone, the three active ones fill k)."""
+    clock = ManualClock()
+    with fresh(clock=clock, policy=Policy.template("balanced").replace(maintain_every=0)) as mem:
+        mem.remember_many(
+            [f"Zeppelin printer, zeppelin printer {i}." for i in range(80)],
+            categories=["small_talk"] * 80,
+            metadatas=[{"queue": "it"}] * 80,
+        )
+        wanted = mem.remember(
+            "Zeppelin printer jammed.", category="small_talk", metadata={"queue": "facilities"}
+        ).id
+        clock.advance(30 * DAY)
+        mem.maintain()
+        assert mem.get(wanted).tier == Tier.ARCHIVE
+        for name in ("Alpha", "Bravo", "Charlie"):
+            mem.remember(f"Zeppelin {name}.", metadata={"queue": "facilities"})
+
+        got = mem.recall("zeppelin printer", k=3, where={"queue": "facilities"}, feedback=False)
+        assert got.ids[0] == wanted
+        assert got.archive_reason == "BM25 matched archived memories"
+        assert "lexical" in got[0].why["relevance_signals"]
+
+
+def test_neighbours_standing_and_linked_memories_pass_too(
+    fresh: Callable[..., AbstractContextManager[Oblivion]],
+) -> None:
+    """What a recall adds beside its hits (the turn before or after, a standing
+    instruction, a linked memory) is held to the filter as the hits are."""
+    with fresh(policy=Policy.template("balanced").replace(expand_links=True)) as mem:
+        question = mem.remember(
+            "Which room is the offsite in?", metadata={"source": "chat", "role": "user"}
+        )
+        answer = mem.remember(
+            "The offsite is in the Blue Room.",
+            metadata={"source": "email", "role": "assistant"},
+        )
+        rule = mem.remember(
+            "Always give room names in full.", category="instruction", metadata={"source": "chat"}
+        )
+        linked = mem.remember("Parking is behind the building.", metadata={"source": "chat"})
+        mem.link(answer.id, linked.id, 1.0)
+
+        everything = mem.recall("offsite room", standing="instruction", k=6, feedback=False)
+        assert {question.id, rule.id, linked.id} <= set(everything.ids)  # shown unfiltered
+
+        emailed = mem.recall(
+            "offsite room", standing="instruction", k=6, where={"source": "email"}, feedback=False
+        )
+        assert emailed.ids == [answer.id]
+
+
+@settings(max_examples=40)
+@given(
+    tags=st.lists(st.sampled_from(["red", "green", "blue"]), min_size=1, max_size=40),
+    where=st.one_of(
+        st.builds(lambda t: {"tag": t}, st.sampled_from(["red", "green", "blue"])),
+        st.builds(lambda n: {"i": {"$lt": n}}, st.integers(0, 40)),
+        st.builds(
+            lambda t, n: {"$or": [{"tag": t}, {"i": {"$gte": n}}]},
+            st.sampled_from(["red", "green", "blue"]),
+            st.integers(0, 40),
+        ),
+    ),
+    k=st.integers(1, 8),
+    deep=st.sampled_from([None, True, False]),
+    days=st.sampled_from([0.0, 3.0, 30.0]),
+)
+def test_every_item_passes_and_a_passing_memory_is_never_left_out(
+    fresh: Callable[..., AbstractContextManager[Oblivion]],
+    tags: list[str],
+    where: dict[str, Any],
+    k: int,
+    deep: bool | None,
+    days: float,
+) -> None:
+    """Whatever the filter: every item shown passes it; a deep recall shows as many items
+    as pass (up to ``k``); and the filtered result is never empty while the unfiltered
+    one, asked for every memory, holds a passing one in a tier the recall searches."""
+    clock = ManualClock()
+    with fresh(clock=clock, policy=Policy.template("balanced").replace(maintain_every=0)) as mem:
+        made = mem.remember_many(
+            [f"Note {i} about the {t} project budget." for i, t in enumerate(tags)],
+            metadatas=[{"tag": t, "i": i} for i, t in enumerate(tags)],
+        )
+        clock.advance(days * DAY)
+        mem.maintain()
+        predicate = compile_where(where)
+        assert predicate is not None
+        meta = {r.id: r.metadata for r in made}
+        got = mem.recall("project budget", k=k, where=where, deep=deep, feedback=False)
+        assert all(predicate(meta[m]) for m in got.ids)
+        searched = {Tier.ACTIVE} if deep is False else {Tier.ACTIVE, Tier.ARCHIVE}
+        passing = [r.id for r in mem.records() if r.tier in searched and predicate(r.metadata)]
+        if deep is True:
+            assert len(got) == min(k, len(passing))
+        elif passing:
+            assert len(got) > 0
+
+
+def test_a_bad_filter_changes_nothing(
+    fresh: Callable[..., AbstractContextManager[Oblivion]],
+) -> None:
+    with fresh() as mem:
+        kept = mem.remember("The printer code is 4471.", metadata={"source": "email"})
+        before = (mem.get(kept.id), mem.history(kept.id))
+        with pytest.raises(InvalidInputError, match="where"):
+            mem.recall("printer code", where={"source": {"$regex": "mail"}})
+        mem._lock.settle()
+        assert (mem.get(kept.id), mem.history(kept.id)) == before
+
+
+@pytest.mark.integration
+def test_through_the_real_model_and_chroma_on_disk(
+    tmp_path: Path, real_embedder: FastEmbedEmbedder
+) -> None:
+    """The real model, Chroma on disk and its query for the archive (no in-memory
+    copy): an archived email found under ten times as many closer chat turns, and after
+    a reopen."""
+    clock = ManualClock()
+    policy = Policy.template("balanced").replace(maintain_every=0)
+
+    def open_store() -> Oblivion:
+        mem = Oblivion(tmp_path / "store", embedder=real_embedder, clock=clock, policy=policy)
+        mem.EXACT_ARCHIVE_ROWS = mem.SKETCH_ARCHIVE_ROWS = 0
+        return mem
+
+    with open_store() as mem:
+        mem.remember_many(
+            [f"Reminder {i}: the team lunch is on Thursday at noon." for i in range(40)],
+            categories=["small_talk"] * 40,
+            metadatas=[{"source": "chat"}] * 40,
+        )
+        email = mem.remember(
+            "HR confirmed by email that the team lunch moved to the canteen.",
+            category="small_talk",
+            metadata={"source": "email", "sent": "2026-11-30"},
+        ).id
+        clock.advance(30 * DAY)
+        mem.maintain()
+        assert mem.get(email).tier == Tier.ARCHIVE
+        where = {"$and": [{"source": "email"}, {"sent": {"$gte": "2026-11-01"}}]}
+        assert mem.recall("When is the team lunch?", k=3, where=where).ids == [email]
+        assert mem.stats()["archive_search"] == "chroma"
+    with open_store() as mem:
+        got = mem.recall("team lunch", k=3, where={"source": {"$in": ["email", "fax"]}})
+        assert got.ids == [email]
