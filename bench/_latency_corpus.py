@@ -322,13 +322,19 @@ def default_cache_dir() -> Path:
 
 
 def embed_corpus(
-    embedder: Any, texts: Sequence[str], model_tag: str, cache_dir: Path | None
+    embedder: Any,
+    texts: Sequence[str],
+    model_tag: str,
+    cache_dir: Path | None,
+    *,
+    cached_only: bool = False,
 ) -> tuple[np.ndarray, float, bool]:
     """Embed ``texts`` once (or load them from the cache).
 
     Returns:
         Unit-length float32 vectors, seconds spent embedding (0 when cached), and whether
-        the cache was used.
+        the cache was used (``cached_only``: an empty array and ``False`` if not cached,
+        nothing embedded).
     """
     digest = hashlib.sha256()
     digest.update(model_tag.encode())
@@ -341,6 +347,8 @@ def embed_corpus(
             vecs = np.load(path)
             if vecs.shape[0] == len(texts):
                 return vecs.astype(np.float32, copy=False), 0.0, True
+    if cached_only:
+        return np.zeros((0, 0), dtype=np.float32), 0.0, False
     started = time.perf_counter()
     chunk = 1024
     parts: list[np.ndarray] = []
@@ -418,7 +426,8 @@ def bench_args(
 
     p = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     for name, (default, what) in counts.items():
-        p.add_argument(f"--{name}", type=int, default=default, help=f"{what} ({default})")
+        flag = "--" + name.replace("_", "-")
+        p.add_argument(flag, dest=name, type=int, default=default, help=f"{what} ({default})")
     p.add_argument("--out", type=Path, default=out)
     p.add_argument(
         "--readme-table", action="store_true", help="print the table from --out and exit"

@@ -17,6 +17,7 @@ sys.path.insert(0, str(HERE))
 import latency  # noqa: E402
 import locomo  # noqa: E402
 import updates  # noqa: E402
+import where  # noqa: E402
 
 README = HERE.parent / "README.md"
 
@@ -41,6 +42,11 @@ SECTIONS = {
         "### Stale facts: knowledge updates (`python bench/updates.py`)",
         lambda d: updates.render_markdown_table(d),
         "updates.json",
+    ),
+    "where": (
+        "### Metadata filters (`python bench/where.py`)",
+        lambda d: where.table(d),
+        "where.json",
     ),
 }
 

@@ -89,7 +89,7 @@ from oblivion_core.recall import (
 )
 from oblivion_core.records import MemoryRecord, Tier, check_metadata
 from oblivion_core.sketch import SketchIndex
-from oblivion_core.space import Space
+from oblivion_core.space import FILTERS_KEPT, Space
 from oblivion_core.speakers import as_said
 from oblivion_core.state import EVENT_KINDS, Event, JournalRow, NamespaceState, StateDB
 from oblivion_core.store import VectorStore, directory_path
@@ -109,7 +109,7 @@ from oblivion_core.typing import (
     TokenCounter,
     Vectors,
 )
-from oblivion_core.where import Passing, Predicate, compile_where
+from oblivion_core.where import FilterMask, Predicate, compile_where, filter_key
 from oblivion_core.write_behind import EngineLock
 
 DEFAULT_NAMESPACE = "default"
@@ -245,6 +245,10 @@ class Oblivion:
     #: works"). ``0`` leaves archives past :attr:`EXACT_ARCHIVE_ROWS` to Chroma; both at
     #: ``0`` always query Chroma.
     SKETCH_ARCHIVE_ROWS = 131_072
+    #: A recall filtered by ``where`` that at most this many memories of the namespace
+    #: pass scores each of them (exact cosine, BM25 over them alone) instead of asking
+    #: each search for more until enough pass (README, "Metadata filters").
+    FILTER_SCORED_ROWS = 4_096
     #: Rows (vectors and spare ones) held in archive copies of either kind across all
     #: namespaces, checked as a copy is made; the least recently searched namespace's
     #: copy goes first. At 384 dimensions a row takes 1.5 KB, and half again in exact
@@ -1130,6 +1134,7 @@ class Oblivion:
             try:
                 with self._consistent(ns), self._db.transaction(durable=True) as conn:
                     if meta is not None:
+                        space.filters.clear()  # which memories pass a filter may change
                         self._db.set_metadata(conn, ns, memory_id, meta)
                     if cat is not None or imp is not None:
                         # the activation now, then decay under the new category and floor
@@ -1345,6 +1350,7 @@ class Oblivion:
         self._check_open()
         q = _check_text(query, None, "query")
         predicate = compile_where(where)
+        filtered = (filter_key(where), predicate) if predicate is not None else None  # type: ignore[arg-type]
         standing_categories = check_standing(standing)
         budget = check_budget(token_budget)
         k = check_k(k)
@@ -1375,7 +1381,10 @@ class Oblivion:
             if loaded is not None:
                 allow = loaded.active
                 tier = allow, allow.version
-        beside = lexical_now and not getattr(self.embedder, "busy_cores", False)
+        # (a filtered recall ranks BM25 under the lock, over what passes)
+        beside = (
+            lexical_now and filtered is None and not getattr(self.embedder, "busy_cores", False)
+        )
         lexical = self._background(self._lex.search, ns, q, pool, allow) if beside else None
         qvec = embed_query(self.embedder, q, self._dim)
         try:
@@ -1405,7 +1414,7 @@ class Oblivion:
                 bm25,
                 tier,
                 standing_categories,
-                predicate,
+                filtered,
             )
 
     def rerank(
@@ -1506,12 +1515,12 @@ class Oblivion:
         bm25: tuple[list[int], list[float]] | None = None,
         tier: tuple[DocSet, int] | None = None,
         standing: tuple[str, ...] = (),
-        where: Predicate | None = None,
+        where: tuple[str, Predicate] | None = None,
     ) -> RecallResult:
         """``bm25``: the lexical search's result, if it already ran (see :meth:`recall`);
         for ``deep=False``, over the active tier ``tier[0]`` as it stood at version
         ``tier[1]``. ``standing``: categories whose current memories come first.
-        ``where``: the compiled metadata filter (:func:`~oblivion_core.where.compile_where`)."""
+        ``where``: the metadata filter's key and predicate (:mod:`oblivion_core.where`)."""
         policy = self.policy_for(ns)
         space = self._space(ns)
         if deep is False and (
@@ -1540,12 +1549,36 @@ class Oblivion:
         # the best active memories (ties: by write order), and the similarities computed
         # on the way, kept for the candidates found otherwise (BM25, neighbours): a lookup
         # instead of reading their vectors back
-        passes = (
-            Passing(where, lambda mids: self._db.metadatas(ns, mids)) if where is not None else None
+        passes = self._filter_mask(ns, space, where) if where is not None else None
+        # a filter few memories pass: each of them is scored, no index searched
+        few = (
+            self._few_passing(st, passes, include_invalidated, include_cold)
+            if passes is not None
+            else None
         )
-        if passes is None:
+        near: dict[str, float] = {}
+        ranked: list[str] = []
+        if few is not None:
+            scored = [(space.index, np.full(len(space.index), np.nan, np.float32))]
+            # archived ones' vectors from the archive's copy (made as a deep recall makes
+            # it), as a search would read them: the same similarities to the last bit
+            copy = (
+                self._exact_archive(ns, space)
+                if deep is not False and any(m not in space.index for m in few)
+                else space.archive
+            )
+            if copy is not None:
+                scored.append((copy, np.full(len(copy), np.nan, np.float32)))
+            near = self._cosines(ns, space, qvec, few, scored) if few else {}
+            seq_col = st.cols["seq"]
+            # best first, ties by write order (as an index's search ranks them)
+            ranked = sorted(few, key=lambda m: (-near[m], int(seq_col[st.index[m]])))
+            ids = [m for m in ranked if m in space.index][:pool]
+            sims = [near[m] for m in ids]
+        elif passes is None:
             ids, found_sims, active_scores = space.index.nearest(qvec, pool, st.seqs_of)
             sims = found_sims.tolist()
+            scored = [(space.index, active_scores)]
         else:  # asked for more until `pool` of them pass; the others take no places
             last: list[np.ndarray[Any, Any]] = []
 
@@ -1558,8 +1591,7 @@ class Oblivion:
             kept = passes(ids)
             ids = [m for m, ok in zip(ids, kept, strict=True) if ok]
             sims = [v for v, ok in zip(sims, kept, strict=True) if ok]
-            active_scores = last[0]
-        scored = [(space.index, active_scores)]
+            scored = [(space.index, last[0])]
         cand: dict[str, float] = dict(zip(ids, sims, strict=True))
         best = float(sims[0]) if len(sims) else -1.0
 
@@ -1578,7 +1610,10 @@ class Oblivion:
             out = self._hidden(st, mids, include_invalidated, include_cold)
             return out if passes is None else out | ~passes(mids)
 
-        if reason is not None:
+        if reason is not None and few is not None:  # the archived ones that pass
+            outside = [m for m in ranked if m not in space.index][:pool]
+            archive = (outside, [near[m] for m in outside])
+        elif reason is not None:
             exact = self._exact_archive(ns, space)
             if exact is not None:
                 computed: list[np.ndarray[Any, Any]] = []  # by the last search
@@ -1603,12 +1638,17 @@ class Oblivion:
 
         lexical: dict[str, float] = {}
         if policy.lexical_weight > 0:
-            if bm25 is None:
+            if few is not None:  # over what passes (deep=False: in the active tier)
+                within_few = few if deep is not False else [m for m in few if m in space.index]
+                allow_few = DocSet()
+                allow_few.add(st.seqs_of(within_few))
+                bm25 = self._lex.search(ns, query, pool, allow_few) if within_few else ([], [])
+            elif bm25 is None:
                 allow = space.active if deep is False else None
                 bm25 = self._lex.search(ns, query, pool, allow)
             seqs, values = bm25
             by_seq = st.by_seq
-            if deep is not False or passes is not None:
+            if few is None and (deep is not False or passes is not None):
                 # hidden ones take no places (deep=False: over the active tier, where
                 # only a filter hides)
                 within = space.active if deep is False else None
@@ -1633,7 +1673,9 @@ class Oblivion:
             if reason is None and deep is not False and any(m not in space.index for m in lexical):
                 reason = "BM25 matched archived memories"
             only_lexical = [m for m in lexical if m not in cand]
-            if only_lexical:
+            if only_lexical and few is not None:
+                cand.update((m, near[m]) for m in only_lexical)
+            elif only_lexical:
                 cand.update(self._cosines(ns, space, qvec, only_lexical, scored))
         if len(cand) > 1:  # equal vectors tie, wherever they sit in an index
             untie(qvec, [index for index, _ in scored], cand)
@@ -1717,6 +1759,49 @@ class Oblivion:
         if not include_cold:
             out |= st.cols["tier"][known] == _COLD
         return out
+
+    def _filter_mask(self, ns: str, space: Space, where: tuple[str, Predicate]) -> FilterMask:
+        """Which memories of ``ns`` pass the filter ``where`` (key, predicate): kept
+        between recalls, brought up to date with the memories written since."""
+        key, predicate = where
+        masks = space.filters
+        mask = masks.get(key)
+        if mask is None:
+            mask = masks[key] = FilterMask(predicate)
+            while len(masks) > FILTERS_KEPT:
+                masks.popitem(last=False)
+        else:
+            masks.move_to_end(key)
+        st = space.state
+        if st.n:
+            seqs = st.col("seq")
+            top = int(seqs.max())
+            if top > mask.scanned:
+                if mask.scanned < 0:  # the whole namespace, in one scan
+                    rows = self._db.metadata_rows(ns)
+                else:
+                    new = np.flatnonzero(seqs > mask.scanned).tolist()
+                    rows = self._db.metadata_rows(ns, [st.ids[i] for i in new])
+                mask.take(rows, self._db.parse_metadata, top, st.ids, st.index)
+        return mask
+
+    def _few_passing(
+        self,
+        st: NamespaceState,
+        mask: FilterMask,
+        include_invalidated: bool,
+        include_cold: bool,
+    ) -> list[str] | None:
+        """The memories a filtered recall can show, if at most
+        :attr:`FILTER_SCORED_ROWS` pass the filter (each is then scored, no index
+        searched), else ``None``."""
+        live = mask.passing(st.ids, st.index, self.FILTER_SCORED_ROWS)
+        if live is None:
+            return None
+        if not live:
+            return []
+        shown = ~self._hidden(st, live, include_invalidated, include_cold)
+        return [m for m, ok in zip(live, shown.tolist(), strict=True) if ok]
 
     def _exact_archive(self, ns: str, space: Space) -> ActiveIndex | None:
         """The in-memory index of the namespace's memories outside the active tier, built
@@ -1969,7 +2054,7 @@ class Oblivion:
         listed: frozenset[str] = frozenset(),
         scored: Sequence[tuple[ActiveIndex, np.ndarray[Any, Any]]] = (),
         successors: bool = True,
-        passes: Passing | None = None,
+        passes: FilterMask | None = None,
     ) -> RecallResult:
         """Score candidates ``{id: relevance}``, pack the best into the budget, boost them.
 
@@ -2279,7 +2364,7 @@ class Oblivion:
         budget: int | None,
         used: int,
         room: int,
-        passes: Passing | None = None,
+        passes: FilterMask | None = None,
     ) -> tuple[list[RecalledItem], int]:
         """Strongest linked memories of the hits, while budget remains (marked in ``why``);
         with ``passes`` (recall's ``where``), only those that pass it."""
@@ -4723,7 +4808,10 @@ def _visible_top(
     mask = hidden(ids)
     n_hidden = int(np.count_nonzero(mask))
     while n_hidden and len(ids) >= asked < most and len(ids) - n_hidden < n:
-        asked = min(most, asked + 2 * n_hidden)
+        grown = asked + 2 * n_hidden
+        if len(ids) > n_hidden:  # what the share visible so far needs, and a quarter more
+            grown = max(grown, math.ceil(asked * n / (len(ids) - n_hidden) * 1.25))
+        asked = min(most, grown)
         ids, values = search(asked)
         mask = hidden(ids)
         n_hidden = int(np.count_nonzero(mask))

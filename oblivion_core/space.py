@@ -10,6 +10,7 @@ makes one per namespace as it loads it, and drops it when the namespace is unloa
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
@@ -23,6 +24,10 @@ from oblivion_core.lists import ListIndex
 from oblivion_core.naming import NameIndex
 from oblivion_core.state import NamespaceState
 from oblivion_core.typing import Vectors
+from oblivion_core.where import FilterMask
+
+#: Filters whose masks a namespace keeps (:attr:`Space.filters`).
+FILTERS_KEPT = 8
 
 
 class Space:
@@ -75,6 +80,10 @@ class Space:
         # built on the first question about the user's name
         self.names: NameIndex | None = None
         self.used = 0  # when last used (Oblivion._uses): the idle ones are unloaded first
+        #: recall's ``where`` filters, by :func:`~oblivion_core.where.filter_key`: which
+        #: memories pass each (the most recently used :data:`FILTERS_KEPT`); an edit of
+        #: a memory's metadata clears them
+        self.filters: OrderedDict[str, FilterMask] = OrderedDict()
 
     @property
     def graph(self) -> LinkGraph:

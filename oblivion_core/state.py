@@ -1524,6 +1524,26 @@ class StateDB:
         """Texts by id."""
         return {m: v[0] for m, v in self._cached(namespace, ids).items()}
 
+    def metadata_rows(
+        self, namespace: str, ids: Sequence[str] | None = None
+    ) -> list[tuple[str, str]]:
+        """``(id, metadata JSON)`` of memories ``ids`` (``None``: every one of the
+        namespace), read past the contents cache: a filter's scan of the whole namespace
+        would push out what recall reads."""
+        with self._translated():
+            if ids is None:
+                rows = self._namespace_rows("id, metadata", "memories", namespace)
+            else:
+                rows = self._by_ids("id, metadata", namespace, ids)
+        return [(str(r[0]), str(r[1])) for r in rows]
+
+    def parse_metadata(self, memory_id: str, raw: str) -> dict[str, Any]:
+        """A memory's metadata from its JSON (:class:`StoreCorruptError` if damaged)."""
+        if raw == "{}":
+            return {}
+        value = self._loads(raw, f"the metadata of memory {memory_id!r}")
+        return value if isinstance(value, dict) else {}
+
     def metadatas(self, namespace: str, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         """Metadata by id."""
         return {

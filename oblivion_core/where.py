@@ -15,15 +15,20 @@ numbers with numbers and strings with strings (ISO dates order as text); any oth
 pairing does not match. A memory without the key matches only ``$ne`` and ``$nin``
 (its value is not the one excluded). ``True`` equals ``True`` only, never ``1``.
 
-The filter is checked on the candidates a recall ranks, not on every memory: each
-search is asked for more until enough candidates pass (as for invalidated memories), so
-a filter only a few memories pass costs a wider search, never a missed match.
+Which memories pass is worked out once per namespace and filter (:class:`FilterMask`:
+one scan of the namespace's metadata, then only the memories written since; an edit of
+metadata starts it again). A filter that few memories pass
+(:attr:`Oblivion.FILTER_SCORED_ROWS`) has each of them scored, no index searched;
+otherwise each search is asked for more until enough of its results pass, as for
+invalidated memories. Either way a rare match is never missed (the two ways rank
+alike: ``tests/core/test_where.py``).
 """
 
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -161,26 +166,77 @@ def _some(parts: list[Predicate]) -> Predicate:
     return lambda meta: any(p(meta) for p in held)
 
 
-class Passing:
-    """Which memories pass a filter, by id: their metadata read through ``metadatas``
-    (ids -> metadata) once each, the answers kept for the rest of the recall."""
+class FilterMask:
+    """Which memories of one namespace pass one filter, kept between recalls.
 
-    def __init__(
+    Every memory is read once: the first recall with the filter scans the namespace's
+    metadata (identical metadata evaluated once), later ones read only the memories
+    written since (:meth:`take`, by write number). An edit of a memory's metadata
+    drops the namespace's masks (the engine's job). Calling it with ids gives a boolean
+    mask: does each pass (``None``, unknown: no).
+
+    It holds the ids of whichever side is smaller, those that pass or those that do
+    not (the namespace's own id strings, not copies): at most half the namespace, about
+    2 MB at 100k memories.
+    """
+
+    def __init__(self, predicate: Predicate) -> None:
+        self.predicate = predicate
+        #: The ids that pass (``inverted``: that do not), as last read. A forgotten one
+        #: may stay: it is never a candidate again, and a memory written under its id
+        #: is read anew.
+        self.members: set[str] = set()
+        self.inverted = False
+        #: Every memory whose write number is at most this was read (-1: none yet).
+        self.scanned = -1
+
+    def take(
         self,
-        predicate: Predicate,
-        metadatas: Callable[[list[str]], Mapping[str, Mapping[str, Any]]],
+        rows: Iterable[tuple[str, str]],
+        parse: Callable[[str, str], Mapping[str, Any]],
+        scanned: int,
+        ids: Sequence[str],
+        row_of: Mapping[str, int],
     ) -> None:
-        self._predicate = predicate
-        self._metadatas = metadatas
-        self._known: dict[str, bool] = {}
+        """Read ``(id, metadata JSON)`` rows (``parse(id, raw)`` makes the dict), then
+        note that every memory up to write number ``scanned`` was read. ``ids`` are the
+        namespace's memories by row and ``row_of`` their rows."""
+        memo: dict[str, bool] = {}
+        members, inverted = self.members, self.inverted
+        for mid, raw in rows:
+            ok = memo.get(raw)
+            if ok is None:
+                ok = memo[raw] = bool(self.predicate(parse(mid, raw)))
+            row = row_of.get(mid)
+            if row is None:
+                continue  # not (or no longer) a memory of the namespace
+            if ok != inverted:
+                members.add(ids[row])
+            else:
+                members.discard(mid)
+        self.scanned = max(self.scanned, scanned)
+        if len(members) > len(ids) // 2 + 64:  # hold the other side: fewer ids
+            self.members = {m for m in ids if m not in members}
+            self.inverted = not inverted
+
+    def passing(self, ids: Sequence[str], row_of: Mapping[str, int], most: int) -> list[str] | None:
+        """The namespace's memories that pass (``ids`` by row, ``row_of`` their rows),
+        or ``None`` if more than ``most`` may."""
+        if self.inverted:
+            if len(ids) - len(self.members) > most:
+                return None
+            return [m for m in ids if m not in self.members]
+        if len(self.members) > most:
+            return None
+        return [m for m in self.members if m in row_of]
 
     def __call__(self, mids: Sequence[str | None]) -> np.ndarray[Any, Any]:
-        """A boolean mask over ``mids``: True for those that pass (``None``: no)."""
-        known = self._known
-        new = list({m for m in mids if m is not None and m not in known})
-        if new:
-            found = self._metadatas(new)
-            for m in new:
-                meta = found.get(m)
-                known[m] = meta is not None and bool(self._predicate(meta))
-        return np.fromiter((m is not None and known[m] for m in mids), bool, len(mids))
+        members, inverted = self.members, self.inverted
+        return np.fromiter(
+            (m is not None and (m in members) != inverted for m in mids), bool, len(mids)
+        )
+
+
+def filter_key(where: Mapping[str, Any]) -> str:
+    """One text per filter (key order aside), to keep its mask under."""
+    return json.dumps(where, sort_keys=True, separators=(",", ":"))

@@ -121,3 +121,18 @@ def test_the_reopen_measure_opens_both_stores_in_new_processes(
     assert got["first_deep_s"] > 0 and got["raw_first_query_s"] > 0
     assert got["ratio"] == pytest.approx(got["first_recall_s"] / got["raw_first_query_s"])
     assert got["archive_search"] in (["exact"], ["chroma"])
+
+
+@pytest.mark.integration
+def test_a_small_metadata_filter_run_times_both_sides() -> None:
+    """``bench/where.py`` end to end on 300 memories: every filter timed on both sides,
+    each of Oblivion's items checked against the filter inside the run (it raises
+    otherwise), and the README table rendered."""
+    where = _bench("where")
+    out = where.run(300, 3, 5)  # type: ignore[attr-defined]
+    assert set(out["filters"]) == set(where.FILTERS)  # type: ignore[attr-defined]
+    for result in out["filters"].values():
+        assert result["raw"]["median_ms"] > 0 and result["oblivion"]["median_ms"] > 0
+        assert result["ratio_median"] > 0
+    assert out["filters"]["none"]["items_per_query"]["oblivion"] == 5
+    assert "| 0.1 % (bucket = 0) |" in where.table(out)  # type: ignore[attr-defined]

@@ -193,14 +193,23 @@ def test_only_memories_that_pass_are_shown(
         assert mem.recall(QUERY, k=3, where={"team": {"$ne": "ops"}}, feedback=False).ids == now
 
 
-@pytest.mark.parametrize("kind", ["exact", "sketch", "chroma"])
+def _searched(mem: Oblivion) -> None:
+    """Filtered recalls ask each search for more until enough pass, however few pass
+    (the way a filter many memories pass is served)."""
+    mem.FILTER_SCORED_ROWS = 0
+
+
+@pytest.mark.parametrize("kind", ["exact", "sketch", "chroma", "scored"])
 def test_an_archived_match_is_found_however_the_archive_is_searched(
     fresh: Callable[..., AbstractContextManager[Oblivion]], kind: str
 ) -> None:
     """Every memory archived by decay, the email among them: a deep recall with the
-    filter finds it through the archive's exact copy, its sketch copy and Chroma."""
+    filter finds it through the archive's exact copy, its sketch copy and Chroma, each
+    asked for more, and by scoring the one memory that passes."""
     clock = ManualClock()
     with fresh(clock=clock, policy=Policy.template("balanced").replace(maintain_every=0)) as mem:
+        if kind != "scored":
+            _searched(mem)
         mem.EXACT_ARCHIVE_ROWS = 10_000 if kind == "exact" else 0
         mem.SKETCH_ARCHIVE_ROWS = 10_000 if kind == "sketch" else 0
         _, email = _buried(mem, 200)
@@ -209,8 +218,8 @@ def test_an_archived_match_is_found_however_the_archive_is_searched(
         mem.maintain()
         assert mem.get(email).tier == Tier.ARCHIVE
         found = mem.recall(QUERY, k=3, where={"source": "email"}, deep=True, feedback=False)
-        assert found.ids == [email]
-        assert mem.stats()["archive_search"] == kind
+        assert found.ids == [email] and found.searched_archive
+        assert mem.stats()["archive_search"] == (kind if kind != "scored" else None)
         # and with the gate deciding: no active memory passes, so the archive is searched
         assert mem.recall(QUERY, k=3, where={"source": "email"}, feedback=False).ids == [email]
 
@@ -231,6 +240,7 @@ def test_the_active_search_is_widened_until_enough_pass(
     """Without BM25 (``lexical_weight=0``) only the active tier's dense search can find
     the email: its best 50 are chat turns, so it is asked for more."""
     with fresh(policy=Policy.template("balanced").replace(lexical_weight=0.0)) as mem:
+        _searched(mem)
         _, email = _buried(mem, 150)
         assert email not in mem.recall(QUERY, k=50, feedback=False).ids
         assert mem.get(email).tier == Tier.ACTIVE
@@ -247,6 +257,7 @@ def test_bm25_is_widened_until_enough_pass(
     until it is among them (with BM25's first 50 alone, the three active ones fill k)."""
     clock = ManualClock()
     with fresh(clock=clock, policy=Policy.template("balanced").replace(maintain_every=0)) as mem:
+        _searched(mem)
         mem.remember_many(
             [f"Zeppelin printer, zeppelin printer {i}." for i in range(80)],
             categories=["small_talk"] * 80,
@@ -310,6 +321,7 @@ def test_neighbours_standing_and_linked_memories_pass_too(
     k=st.integers(1, 8),
     deep=st.sampled_from([None, True, False]),
     days=st.sampled_from([0.0, 3.0, 30.0]),
+    searched=st.booleans(),
 )
 def test_every_item_passes_and_a_passing_memory_is_never_left_out(
     fresh: Callable[..., AbstractContextManager[Oblivion]],
@@ -318,12 +330,15 @@ def test_every_item_passes_and_a_passing_memory_is_never_left_out(
     k: int,
     deep: bool | None,
     days: float,
+    searched: bool,
 ) -> None:
-    """Whatever the filter: every item shown passes it; a deep recall shows as many items
-    as pass (up to ``k``); and the filtered result is never empty while the unfiltered
-    one, asked for every memory, holds a passing one in a tier the recall searches."""
+    """Whatever the filter, scored or searched: every item shown passes it; a deep
+    recall shows as many items as pass (up to ``k``); and the filtered result is never
+    empty while a memory in a tier the recall searches passes."""
     clock = ManualClock()
     with fresh(clock=clock, policy=Policy.template("balanced").replace(maintain_every=0)) as mem:
+        if searched:
+            _searched(mem)
         made = mem.remember_many(
             [f"Note {i} about the {t} project budget." for i, t in enumerate(tags)],
             metadatas=[{"tag": t, "i": i} for i, t in enumerate(tags)],
@@ -343,6 +358,77 @@ def test_every_item_passes_and_a_passing_memory_is_never_left_out(
             assert len(got) > 0
 
 
+@settings(max_examples=40)
+@given(
+    tags=st.lists(st.sampled_from(["red", "green", "blue"]), min_size=1, max_size=60),
+    tag=st.sampled_from(["red", "green", "blue"]),
+    k=st.integers(1, 12),
+    deep=st.sampled_from([None, True, False]),
+    days=st.sampled_from([0.0, 3.0, 30.0]),
+    invalid=st.sets(st.integers(0, 59), max_size=5),
+)
+def test_scoring_what_passes_ranks_as_searching_for_it(
+    fresh: Callable[..., AbstractContextManager[Oblivion]],
+    tags: list[str],
+    tag: str,
+    k: int,
+    deep: bool | None,
+    days: float,
+    invalid: set[int],
+) -> None:
+    """The two ways a filter is served give the same items, relevance, scores and
+    explanations: every passing memory scored, or each search (the active tier, the
+    archive's exact copy, BM25) asked for more until enough pass."""
+    clock = ManualClock()
+    with fresh(clock=clock, policy=Policy.template("balanced").replace(maintain_every=0)) as mem:
+        made = mem.remember_many(
+            [
+                f"Note {i} about the {t} project budget and its {t} review."
+                for i, t in enumerate(tags)
+            ],
+            metadatas=[{"tag": t} for t in tags],
+        )
+        for i in invalid & set(range(len(made))):
+            mem.invalidate(made[i].id)
+        clock.advance(days * DAY)
+        mem.maintain()
+
+        def recall() -> list[tuple[str, float, float, str]]:
+            got = mem.recall(
+                "project budget review", k=k, where={"tag": tag}, deep=deep, feedback=False
+            )
+            return [
+                (i.id, round(i.relevance, 5), round(i.score, 5), i.why["explanation"]) for i in got
+            ]
+
+        scored = recall()
+        _searched(mem)
+        assert recall() == scored
+
+
+@pytest.mark.parametrize("searched", [False, True])
+def test_a_filter_keeps_up_with_writes_edits_and_reused_ids(
+    fresh: Callable[..., AbstractContextManager[Oblivion]], searched: bool
+) -> None:
+    """Which memories pass is kept between recalls: a memory written since, a memory
+    whose metadata was edited, and a forgotten id written again are each read anew."""
+    with fresh() as mem:
+        if searched:
+            _searched(mem)
+        urgent = {"priority": "high"}
+        a = mem.remember("Pager rotation: Ana covers Monday.", metadata={"priority": "low"}).id
+        assert mem.recall("pager rotation", where=urgent).ids == []
+        b = mem.remember("Pager rotation: Ben covers Tuesday.", metadata=urgent).id
+        assert mem.recall("pager rotation", where=urgent).ids == [b]
+        mem.edit(a, metadata=urgent)
+        assert set(mem.recall("pager rotation", where=urgent).ids) == {a, b}
+        mem.edit(b, metadata={"priority": "low"})
+        assert mem.recall("pager rotation", where=urgent).ids == [a]
+        mem.forget(a)
+        mem.remember("Pager rotation: Ana swapped to Friday.", id=a, metadata={"priority": "low"})
+        assert mem.recall("pager rotation", where=urgent).ids == []
+
+
 def test_a_bad_filter_changes_nothing(
     fresh: Callable[..., AbstractContextManager[Oblivion]],
 ) -> None:
@@ -360,8 +446,8 @@ def test_through_the_real_model_and_chroma_on_disk(
     tmp_path: Path, real_embedder: FastEmbedEmbedder
 ) -> None:
     """The real model, Chroma on disk and its query for the archive (no in-memory
-    copy): an archived email found under ten times as many closer chat turns, and after
-    a reopen."""
+    copy): an archived email found under forty closer chat turns, scored and searched
+    for, and after a reopen."""
     clock = ManualClock()
     policy = Policy.template("balanced").replace(maintain_every=0)
 
@@ -385,6 +471,8 @@ def test_through_the_real_model_and_chroma_on_disk(
         mem.maintain()
         assert mem.get(email).tier == Tier.ARCHIVE
         where = {"$and": [{"source": "email"}, {"sent": {"$gte": "2026-11-01"}}]}
+        assert mem.recall("When is the team lunch?", k=3, where=where).ids == [email]
+        _searched(mem)  # Chroma asked for more until enough pass
         assert mem.recall("When is the team lunch?", k=3, where=where).ids == [email]
         assert mem.stats()["archive_search"] == "chroma"
     with open_store() as mem:

@@ -192,6 +192,8 @@ def test_metadata_filters_keep_to_matching_memories(engine: Oblivion) -> None:
 def test_unsupported_filters_are_refused_when_built(
     engine: Oblivion, filters: object, match: str
 ) -> None:
+    """A dict instead of ``MetadataFilters``, an operator or condition the engine's
+    filter cannot express, or a value it cannot compare is refused at construction."""
     with pytest.raises(InvalidInputError, match=match):
         OblivionRetriever(engine, filters=filters)  # type: ignore[arg-type]
 
