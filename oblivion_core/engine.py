@@ -1343,14 +1343,17 @@ class Oblivion:
             where: Only memories whose metadata pass this filter, in Chroma's ``where``
                 syntax (``{"source": "email"}``, ``{"year": {"$gte": 2025}}``,
                 ``$in``, ``$nin``, ``$and``, ``$or``; :mod:`oblivion_core.where`). Hits,
-                standing ones, neighbours and linked ones alike; each search is asked
-                for more until enough pass, so a rare match is still found. A memory a
-                newer one superseded stays hidden even if its successor does not pass.
+                standing ones, neighbours and linked ones alike. If few memories pass
+                (:attr:`FILTER_SCORED_ROWS`) each is scored; otherwise each search is
+                asked for more until enough pass. A memory a newer one superseded stays
+                hidden even if its successor does not pass.
         """
         self._check_open()
         q = _check_text(query, None, "query")
         predicate = compile_where(where)
-        filtered = (filter_key(where), predicate) if predicate is not None else None  # type: ignore[arg-type]
+        filtered = None
+        if predicate is not None and where is not None:
+            filtered = filter_key(where), predicate
         standing_categories = check_standing(standing)
         budget = check_budget(token_budget)
         k = check_k(k)

@@ -429,6 +429,23 @@ def test_a_filter_keeps_up_with_writes_edits_and_reused_ids(
         assert mem.recall("pager rotation", where=urgent).ids == []
 
 
+def test_a_superseded_memory_stays_hidden_when_its_successor_does_not_pass(
+    fresh: Callable[..., AbstractContextManager[Oblivion]],
+) -> None:
+    """A filter never brings a stale statement back: the older one that passes stays
+    out, unless asked for with ``include_superseded``."""
+    with fresh() as mem:
+        old = mem.remember("The office wifi password is tulip42.", metadata={"source": "chat"})
+        new = mem.remember("The office wifi password is now orchid7.", metadata={"source": "email"})
+        mem.supersede(old.id, new.id)
+        assert mem.recall("office wifi password", where={"source": "email"}).ids == [new.id]
+        assert mem.recall("office wifi password", where={"source": "chat"}).ids == []
+        stale = mem.recall(
+            "office wifi password", where={"source": "chat"}, include_superseded=True
+        )
+        assert stale.ids == [old.id]
+
+
 def test_a_bad_filter_changes_nothing(
     fresh: Callable[..., AbstractContextManager[Oblivion]],
 ) -> None:
