@@ -63,7 +63,9 @@ def _check_value(value: object, where: str) -> Any:
     )
 
 
-def _ordered(op: str, actual: Any, operand: Any) -> bool:
+def ordered(op: str, actual: Any, operand: Any) -> bool:
+    """``actual <op> operand`` for ``$gt``, ``$gte``, ``$lt``, ``$lte``: numbers with
+    numbers, strings with strings; any other pairing does not match."""
     if not (
         (_number(actual) and _number(operand))
         or (isinstance(actual, str) and isinstance(operand, str))
@@ -86,7 +88,7 @@ def _condition(key: str, op: str, operand: Any) -> Predicate:
     if op in _MEMBER:
         inside = op == "$in"
         return lambda meta: inside == any(_same(meta.get(key, _MISSING), v) for v in operand)
-    return lambda meta: _ordered(op, meta.get(key, _MISSING), operand)
+    return lambda meta: ordered(op, meta.get(key, _MISSING), operand)
 
 
 def _field(key: str, cond: object) -> Predicate:

@@ -21,6 +21,7 @@ from oblivion_core.budget import check_budget
 from oblivion_core.errors import InvalidInputError
 from oblivion_core.recall import RecalledItem
 from oblivion_core.records import check_metadata
+from oblivion_core.where import ordered
 
 logger = logging.getLogger("oblivion_langchain")
 
@@ -307,28 +308,13 @@ def _compare(actual: Any, cond: Any) -> bool:
     return bool(actual == cond)
 
 
-def _number(x: Any) -> bool:
-    return isinstance(x, int | float) and not isinstance(x, bool)
-
-
 def _apply(actual: Any, op: str, operand: Any) -> bool:
     if op == "$eq":
         return bool(actual == operand)
     if op == "$ne":
         return bool(actual != operand)
-    if not (
-        (_number(actual) and _number(operand))
-        or (isinstance(actual, str) and isinstance(operand, str))
-    ):
-        return False
-    if op == "$gt":
-        return bool(actual > operand)
-    if op == "$gte":
-        return bool(actual >= operand)
-    if op == "$lt":
-        return bool(actual < operand)
-    if op == "$lte":
-        return bool(actual <= operand)
+    if op in _OPERATORS:
+        return ordered(op, actual, operand)
     raise InvalidInputError(f"unsupported filter operator {op!r}; use one of {list(_OPERATORS)}")
 
 

@@ -13,14 +13,12 @@ import pytest
 
 from oblivion_core import (
     InvalidInputError,
-    ManualClock,
-    Oblivion,
     VectorStore,
     VectorStoreError,
 )
-from oblivion_core.testing import HashEmbedder, word_count
 
 from ._token_proxy import REFUSALS, TokenProxy
+from .test_store_owner import _open
 
 pytestmark = pytest.mark.server
 
@@ -34,16 +32,6 @@ def proxy(request: pytest.FixtureRequest, chroma_server: tuple[str, int]) -> Ite
     plain 401 page) or as Chroma's own auth does (its 403 error body)."""
     with TokenProxy(chroma_server[1], TOKEN, refusal=request.param).running() as running:
         yield running
-
-
-def _open(path: Path, store: VectorStore) -> Oblivion:
-    return Oblivion(
-        path,
-        vector_store=store,
-        clock=ManualClock(),
-        embedder=HashEmbedder(),
-        token_counter=word_count,
-    )
 
 
 def _direct(server: tuple[str, int], database: str = "default_database") -> Any:
