@@ -241,4 +241,14 @@ class FilterMask:
 
 def filter_key(where: Mapping[str, Any]) -> str:
     """One text per filter (key order aside), to keep its mask under."""
-    return json.dumps(where, sort_keys=True, separators=(",", ":"))
+    return json.dumps(_plain(where), sort_keys=True, separators=(",", ":"))
+
+
+def _plain(value: Any) -> Any:
+    """``value`` with every mapping a dict and every sequence a list (any Mapping is a
+    filter, and JSON writes dicts and lists only)."""
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value

@@ -134,6 +134,17 @@ def test_what_chroma_refuses_or_truncates_and_oblivion_accepts() -> None:
     assert compile_where(None) is None and compile_where({}) is None
 
 
+def test_any_mapping_is_a_filter(fresh: Callable[..., AbstractContextManager[Oblivion]]) -> None:
+    """A read-only mapping (and tuples for lists) filters as a dict does."""
+    from types import MappingProxyType
+
+    with fresh() as mem:
+        kept = mem.remember("The badge office opens at eight.", metadata={"site": "leeds"}).id
+        mem.remember("The badge office opens at nine.", metadata={"site": "york"})
+        where = MappingProxyType({"$or": ({"site": MappingProxyType({"$in": ("leeds",)})},)})
+        assert mem.recall("badge office", where=where).ids == [kept]
+
+
 @pytest.mark.parametrize(
     ("where", "says"),
     [
