@@ -20,8 +20,9 @@ one scan of the namespace's metadata, then only the memories written since; an e
 metadata starts it again). A filter that few memories pass
 (:attr:`Oblivion.FILTER_SCORED_ROWS`) has each of them scored, no index searched;
 otherwise each search is asked for more until enough of its results pass, as for
-invalidated memories. Either way a rare match is never missed (the two ways rank
-alike: ``tests/core/test_where.py``).
+invalidated memories, as precise as an unfiltered recall (the archive's sketch copy and
+Chroma's HNSW are approximate). Where the archive is searched exactly the two ways rank
+alike (``tests/core/test_where.py``).
 """
 
 from __future__ import annotations
