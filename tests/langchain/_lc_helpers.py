@@ -12,7 +12,6 @@ from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import Field
 
-from oblivion_core.testing import HashEmbedder
 from oblivion_langchain.middleware import DEFAULT_HEADER, SEPARATOR
 
 DAY = 86_400.0
@@ -105,24 +104,6 @@ STORY: tuple[tuple[tuple[str, str], ...], ...] = (
         ("Good night!", "Safe travels."),
     ),
 )
-
-
-class SwitchableEmbedder(HashEmbedder):
-    """An embedding API that can be down (it times out while ``down``)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.down = False
-
-    def embed_documents(self, texts: list[str]) -> Any:
-        if self.down:
-            raise TimeoutError("embedding API timed out")
-        return super().embed_documents(texts)
-
-    def embed_query(self, text: str) -> Any:
-        if self.down:
-            raise TimeoutError("embedding API timed out")
-        return super().embed_query(text)
 
 
 class ScriptedChatModel(GenericFakeChatModel):

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _lc_helpers import ScriptedChatModel, SwitchableEmbedder, memory_block
+from _lc_helpers import ScriptedChatModel, memory_block
+from _outage import SwitchableEmbedder
 from langchain.agents import create_agent
 from langgraph.checkpoint.memory import InMemorySaver
 

@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _lc_helpers import ScriptedChatModel, SwitchableEmbedder, memory_block
+from _lc_helpers import ScriptedChatModel, memory_block
+from _outage import SwitchableEmbedder
 from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule

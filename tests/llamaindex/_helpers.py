@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from _outage import SwitchableEmbedder
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.bridge.pydantic import Field
@@ -92,24 +93,16 @@ class HashEmbedding(BaseEmbedding):
         return self._get_query_embedding(query)
 
 
-class FlakyEmbedder(HashEmbedder):
+class FlakyEmbedder(SwitchableEmbedder):
     """Times out (as an embedding API may) once, on the next write holding ``fail_on``,
     and on every call while ``down``."""
 
     def __init__(self) -> None:
         super().__init__()
         self.fail_on: str | None = None
-        self.down = False
 
     def embed_documents(self, texts: list[str]) -> Any:
         if self.fail_on is not None and self.fail_on in texts:
             self.fail_on = None
             raise TimeoutError("embedding API timed out")
-        if self.down:
-            raise TimeoutError("embedding API timed out")
         return super().embed_documents(texts)
-
-    def embed_query(self, text: str) -> Any:
-        if self.down:
-            raise TimeoutError("embedding API timed out")
-        return super().embed_query(text)
