@@ -1537,25 +1537,21 @@ class StateDB:
                 rows = self._by_ids("id, metadata", namespace, ids)
         return [(str(r[0]), str(r[1])) for r in rows]
 
-    def parse_metadata(self, memory_id: str, raw: str) -> dict[str, Any]:
-        """A memory's metadata from its JSON (:class:`StoreCorruptError` if damaged)."""
+    def parse_metadata(self, memory_id: str, raw: str) -> Any:
+        """A memory's metadata from its JSON (:class:`StoreCorruptError` if damaged); most
+        memories have none: "{}" is read without the JSON parser."""
         if raw == "{}":
             return {}
-        value = self._loads(raw, f"the metadata of memory {memory_id!r}")
-        return value if isinstance(value, dict) else {}
+        return self._loads(raw, f"the metadata of memory {memory_id!r}")
 
     def metadatas(self, namespace: str, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         """Metadata by id."""
-        return {
-            m: self._loads(v[1], f"the metadata of memory {m!r}")
-            for m, v in self._cached(namespace, ids).items()
-        }
+        return {m: self.parse_metadata(m, v[1]) for m, v in self._cached(namespace, ids).items()}
 
     def contents(self, namespace: str, ids: Sequence[str]) -> dict[str, tuple[str, dict[str, Any]]]:
         """``(text, metadata)`` by id (what a recalled item shows; a fresh metadata dict)."""
-        return {  # most memories have none: "{}" read without the JSON parser
-            m: (v[0], {} if v[1] == "{}" else self._loads(v[1], f"the metadata of memory {m!r}"))
-            for m, v in self._cached(namespace, ids).items()
+        return {
+            m: (v[0], self.parse_metadata(m, v[1])) for m, v in self._cached(namespace, ids).items()
         }
 
     def _by_ids(

@@ -196,12 +196,12 @@ class FilterMask:
     def take(
         self,
         rows: Iterable[tuple[str, str]],
-        parse: Callable[[str, str], Mapping[str, Any]],
+        parse: Callable[[str, str], Any],
         scanned: int,
         ids: Sequence[str],
         row_of: Mapping[str, int],
     ) -> None:
-        """Read ``(id, metadata JSON)`` rows (``parse(id, raw)`` makes the dict), then
+        """Read ``(id, metadata JSON)`` rows (``parse(id, raw)`` reads the JSON), then
         note that every memory up to write number ``scanned`` was read. ``ids`` are the
         namespace's memories by row and ``row_of`` their rows."""
         memo: dict[str, bool] = {}
@@ -209,7 +209,8 @@ class FilterMask:
         for mid, raw in rows:
             ok = memo.get(raw)
             if ok is None:
-                ok = memo[raw] = bool(self.predicate(parse(mid, raw)))
+                meta = parse(mid, raw)  # a hand-edited value that is no object: no keys
+                ok = memo[raw] = bool(self.predicate(meta if isinstance(meta, Mapping) else {}))
             row = row_of.get(mid)
             if row is None:
                 continue  # not (or no longer) a memory of the namespace
