@@ -1,0 +1,84 @@
+"""The README's core examples run as written: the real model, Chroma on disk, and a real
+``chroma run`` server for the server example (``tests/_readme.py`` reads them from
+README.md). The adapters' examples run in ``tests/langchain`` and ``tests/llamaindex``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import chromadb
+import pytest
+from _readme import examples
+
+from oblivion_core import Oblivion
+
+# Each README section's examples, each run by a test_readme.py: an example added to the
+# README without a test, or one removed, fails test_every_example_has_a_test.
+TESTED = {"Core in 10 lines": 2, "LangChain / LangGraph": 4, "LlamaIndex": 4}
+
+
+def test_every_example_has_a_test() -> None:
+    counts: dict[str, int] = {}
+    for example in examples():
+        counts[example.section] = counts.get(example.section, 0) + 1
+    assert counts == TESTED, (
+        "README.md's Python examples changed: run each new one in its section's "
+        "tests/*/test_readme.py, then update TESTED"
+    )
+
+
+def test_examples_are_read_with_their_lines() -> None:
+    lines = Path(__file__).resolve().parents[2].joinpath("README.md").read_text().splitlines()
+    for example in examples():
+        first = example.code.splitlines()[0]
+        assert lines[example.line - 1] == first
+        assert lines[example.line - 2] == "```python"
+
+
+@pytest.mark.integration
+def test_core_in_10_lines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    examples("Core in 10 lines")[0].run({})
+    out = capsys.readouterr().out.splitlines()
+    # the instruction answers the spelling question first, with its why
+    assert out[0].startswith("Always answer in British English. active ")
+    assert out[1].strip().startswith("ranked 1 of 2:")
+    assert "instruction memory from the active tier" in out[1]
+    assert out[-1].startswith("[default] dry run:")
+    # the `with` closed the store: it reopens with both memories and the "used" boost
+    with Oblivion(tmp_path / "memory") as mem:
+        assert mem.count() == 2
+        (hit,) = mem.recall("British English", k=1)
+        assert hit.text == "Always answer in British English."
+        assert "used" in [event.kind for event in mem.history(hit.id)]
+
+
+@pytest.mark.integration
+@pytest.mark.server
+def test_chroma_server_example(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    own_chroma_server: tuple[str, int, object],
+) -> None:
+    host, port, _ = own_chroma_server
+    monkeypatch.chdir(tmp_path)
+    example = examples("Core in 10 lines")[1]
+    code = example.code.replace('"chroma.internal", 8000', f'"{host}", {port}')
+    assert code != example.code, "the example no longer names chroma.internal:8000"
+    mem = example.run({}, code)["mem"]
+    try:
+        mem.remember("The office moved to Leeds in March.")
+        assert [item.text for item in mem.recall("Where is the office?", k=1)] == [
+            "The office moved to Leeds in March."
+        ]
+        assert mem.stats()["memories"] == 1
+    finally:
+        mem.close()
+    # the vectors are on the server, the activation state in the local folder
+    (collection,) = chromadb.HttpClient(host=host, port=port).list_collections()
+    assert collection.name.startswith("oblivion-default-")
+    assert collection.count() == 1
+    assert (tmp_path / "state").is_dir()
