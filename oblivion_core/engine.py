@@ -109,7 +109,7 @@ from oblivion_core.typing import (
     TokenCounter,
     Vectors,
 )
-from oblivion_core.where import FilterMask, Predicate, compile_where, filter_key
+from oblivion_core.where import Filter, FilterMask, compile_where
 from oblivion_core.write_behind import EngineLock
 
 DEFAULT_NAMESPACE = "default"
@@ -1146,6 +1146,8 @@ class Oblivion:
                         self._set_activation(st, i, a_now, now, 0.0, count_access=False)
                         self._db.save_rows(conn, st, [i])
                     if clean is not None and vector is not None:
+                        for key in [k for k, m in space.filters.items() if m.where.reads_text]:
+                            del space.filters[key]  # a filter on the text may differ now
                         # before any row is written: a row write keeps the count too
                         st.cols["tokens"][i] = counted
                         self._db.set_text(conn, ns, memory_id, clean, vector, counted - 1)
@@ -1312,6 +1314,7 @@ class Oblivion:
         feedback: bool = True,
         standing: str | Iterable[str] = (),
         where: Mapping[str, Any] | None = None,
+        where_document: Mapping[str, Any] | None = None,
     ) -> RecallResult:
         """Find the memories that matter for ``query``, best first, within a token budget.
 
@@ -1342,18 +1345,20 @@ class Oblivion:
                 ``k``'s places (at least one), so the query's own matches keep the rest.
             where: Only memories whose metadata pass this filter, in Chroma's ``where``
                 syntax (``{"source": "email"}``, ``{"year": {"$gte": 2025}}``,
-                ``$in``, ``$nin``, ``$and``, ``$or``; :mod:`oblivion_core.where`). Hits,
-                standing ones, neighbours and linked ones alike. If few memories pass
-                (:attr:`FILTER_SCORED_ROWS`) each is scored; otherwise each search is
-                asked for more until enough pass. A memory a newer one superseded stays
-                hidden even if its successor does not pass.
+                ``$in``, ``$nin``, ``$contains`` for lists, ``$and``, ``$or``,
+                ``{"#document": {"$contains": "text"}}``; :mod:`oblivion_core.where`).
+                Hits, standing ones, neighbours and linked ones alike. If few memories
+                pass (:attr:`FILTER_SCORED_ROWS`) each is scored; otherwise each search
+                is asked for more until enough pass. A memory a newer one superseded
+                stays hidden even if its successor does not pass.
+            where_document: Only memories whose text passes this filter, in Chroma's
+                ``where_document`` syntax (``{"$contains": "invoice"}``,
+                ``$not_contains``, ``$regex``, ``$not_regex``, ``$and``, ``$or``); with
+                ``where``, both must hold.
         """
         self._check_open()
         q = _check_text(query, None, "query")
-        predicate = compile_where(where)
-        filtered = None
-        if predicate is not None and where is not None:
-            filtered = filter_key(where), predicate
+        filtered = compile_where(where, where_document)
         standing_categories = check_standing(standing)
         budget = check_budget(token_budget)
         k = check_k(k)
@@ -1518,12 +1523,12 @@ class Oblivion:
         bm25: tuple[list[int], list[float]] | None = None,
         tier: tuple[DocSet, int] | None = None,
         standing: tuple[str, ...] = (),
-        where: tuple[str, Predicate] | None = None,
+        where: Filter | None = None,
     ) -> RecallResult:
         """``bm25``: the lexical search's result, if it already ran (see :meth:`recall`);
         for ``deep=False``, over the active tier ``tier[0]`` as it stood at version
         ``tier[1]``. ``standing``: categories whose current memories come first.
-        ``where``: the metadata filter's key and predicate (:mod:`oblivion_core.where`)."""
+        ``where``: the recall's filter (:mod:`oblivion_core.where`)."""
         policy = self.policy_for(ns)
         space = self._space(ns)
         if deep is False and (
@@ -1763,14 +1768,14 @@ class Oblivion:
             out |= st.cols["tier"][known] == _COLD
         return out
 
-    def _filter_mask(self, ns: str, space: Space, where: tuple[str, Predicate]) -> FilterMask:
-        """Which memories of ``ns`` pass the filter ``where`` (key, predicate): kept
-        between recalls, brought up to date with the memories written since."""
-        key, predicate = where
+    def _filter_mask(self, ns: str, space: Space, where: Filter) -> FilterMask:
+        """Which memories of ``ns`` pass the filter ``where``: kept between recalls,
+        brought up to date with the memories written since."""
+        key = where.key
         masks = space.filters
         mask = masks.get(key)
         if mask is None:
-            mask = masks[key] = FilterMask(predicate)
+            mask = masks[key] = FilterMask(where)
             while len(masks) > FILTERS_KEPT:
                 masks.popitem(last=False)
         else:
@@ -1780,11 +1785,12 @@ class Oblivion:
             seqs = st.col("seq")
             top = int(seqs.max())
             if top > mask.scanned:
+                text = where.reads_text
                 if mask.scanned < 0:  # the whole namespace, in one scan
-                    rows = self._db.metadata_rows(ns)
+                    rows = self._db.metadata_rows(ns, texts=text)
                 else:
                     new = np.flatnonzero(seqs > mask.scanned).tolist()
-                    rows = self._db.metadata_rows(ns, [st.ids[i] for i in new])
+                    rows = self._db.metadata_rows(ns, [st.ids[i] for i in new], texts=text)
                 mask.take(rows, self._db.parse_metadata, top, st.ids, st.index)
         return mask
 

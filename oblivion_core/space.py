@@ -80,9 +80,9 @@ class Space:
         # built on the first question about the user's name
         self.names: NameIndex | None = None
         self.used = 0  # when last used (Oblivion._uses): the idle ones are unloaded first
-        #: recall's ``where`` filters, by :func:`~oblivion_core.where.filter_key`: which
-        #: memories pass each (the most recently used :data:`FILTERS_KEPT`); an edit of
-        #: a memory's metadata clears them
+        #: recall's filters, by :attr:`~oblivion_core.where.Filter.key`: which memories
+        #: pass each (the most recently used :data:`FILTERS_KEPT`); an edit of a
+        #: memory's metadata clears them, of its text those that read the text
         self.filters: OrderedDict[str, FilterMask] = OrderedDict()
 
     @property

@@ -1525,17 +1525,19 @@ class StateDB:
         return {m: v[0] for m, v in self._cached(namespace, ids).items()}
 
     def metadata_rows(
-        self, namespace: str, ids: Sequence[str] | None = None
-    ) -> list[tuple[str, str]]:
-        """``(id, metadata JSON)`` of memories ``ids`` (``None``: every one of the
-        namespace), read past the contents cache: a filter's scan of the whole namespace
-        would push out what recall reads."""
+        self, namespace: str, ids: Sequence[str] | None = None, *, texts: bool = False
+    ) -> list[tuple[str, str, str]]:
+        """``(id, metadata JSON, text)`` of memories ``ids`` (``None``: every one of the
+        namespace; ``texts=False``: ``""`` for each text, not read), read past the
+        contents cache: a filter's scan of the whole namespace would push out what
+        recall reads."""
+        columns = "id, metadata, text" if texts else "id, metadata, ''"
         with self._translated():
             if ids is None:
-                rows = self._namespace_rows("id, metadata", "memories", namespace)
+                rows = self._namespace_rows(columns, "memories", namespace)
             else:
-                rows = self._by_ids("id, metadata", namespace, ids)
-        return [(str(r[0]), str(r[1])) for r in rows]
+                rows = self._by_ids(columns, namespace, ids)
+        return [(str(r[0]), str(r[1]), str(r[2])) for r in rows]
 
     def parse_metadata(self, memory_id: str, raw: str) -> Any:
         """A memory's metadata from its JSON (:class:`StoreCorruptError` if damaged); most

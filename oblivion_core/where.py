@@ -1,23 +1,36 @@
-"""Metadata filters for recall, in Chroma's ``where`` syntax.
+"""Metadata and text filters for recall, in Chroma's ``where`` and ``where_document``
+syntax.
 
 ``recall(query, where={"source": "email"})`` returns only memories whose metadata pass
 the filter. The syntax is Chroma's, so a filter written for a Chroma collection (or for
-LangChain's ``Chroma(...).similarity_search(filter=...)``) works unchanged:
+LangChain's ``Chroma(...).similarity_search(filter=..., where_document=...)``) works
+unchanged:
 
 * ``{"key": value}``: equal (``{"key": {"$eq": value}}``);
 * ``{"key": {"$ne" | "$gt" | "$gte" | "$lt" | "$lte": value}}``;
 * ``{"key": {"$in" | "$nin": [value, ...]}}``;
+* ``{"key": {"$contains" | "$not_contains": value}}``: a list value (``{"tags":
+  ["work", "urgent"]}``) holds (does not hold) the value;
+* ``{"#document": {"$contains" | "$not_contains": "text"}}``: the memory's text holds
+  (does not hold) the text, case-sensitive;
 * ``{"$and": [filter, ...]}``, ``{"$or": [filter, ...]}``; several keys in one dict
   must all hold (Chroma asks for an explicit ``$and``; both are accepted).
 
 Values are ``str``, ``int``, ``float`` (finite) or ``bool``. Ordering operators compare
 numbers with numbers and strings with strings (ISO dates order as text); any other
-pairing does not match. A memory without the key matches only ``$ne`` and ``$nin``
-(its value is not the one excluded). ``True`` equals ``True`` only, never ``1``.
+pairing does not match. A memory without the key matches only ``$ne``, ``$nin`` and
+``$not_contains`` (its value is not the one excluded); one whose value is a list matches
+``$contains`` alone of the others, as in Chroma. ``True`` equals ``True`` only, never
+``1``.
+
+``where_document`` filters the text as Chroma's does: ``{"$contains" | "$not_contains":
+"text"}``, ``{"$regex" | "$not_regex": "pattern"}`` (Python's ``re`` syntax, searched
+anywhere in the text), ``$and`` and ``$or`` of those. It holds together with ``where``.
 
 Which memories pass is worked out once per namespace and filter (:class:`FilterMask`:
-one scan of the namespace's metadata, then only the memories written since; an edit of
-metadata starts it again). A filter that few memories pass
+one scan of the namespace's metadata, and of its texts for a filter on them, then only
+the memories written since; an edit of metadata starts it again, an edit of a text
+those that read the text). A filter that few memories pass
 (:attr:`Oblivion.FILTER_SCORED_ROWS`) has each of them scored, no index searched;
 otherwise each search is asked for more until enough of its results pass, as for
 invalidated memories, as precise as an unfiltered recall (the archive's sketch copy and
@@ -29,6 +42,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -36,13 +50,35 @@ import numpy as np
 
 from oblivion_core.errors import InvalidInputError
 
-#: A compiled filter: metadata -> passes.
-Predicate = Callable[[Mapping[str, Any]], bool]
+#: A compiled condition: (metadata, text) -> passes.
+Predicate = Callable[[Mapping[str, Any], str], bool]
+
+#: The key of a ``where`` condition on the memory's text, as in Chroma.
+DOCUMENT = "#document"
 
 _COMPARE = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte")
 _MEMBER = ("$in", "$nin")
+_HOLDS = ("$contains", "$not_contains")
+_PATTERN = ("$regex", "$not_regex")
 _LOGICAL = ("$and", "$or")
 _MISSING = object()
+
+
+class Filter:
+    """A recall filter, checked and compiled (:func:`compile_where`): call it with a
+    memory's metadata (and text) to know whether the memory passes."""
+
+    __slots__ = ("key", "reads_text", "test")
+
+    def __init__(self, key: str, test: Predicate, reads_text: bool) -> None:
+        #: One text per filter (key order aside), to keep its mask under.
+        self.key = key
+        self.test = test
+        #: Whether it reads the memory's text (``#document``, ``where_document``).
+        self.reads_text = reads_text
+
+    def __call__(self, metadata: Mapping[str, Any], text: str = "") -> bool:
+        return bool(self.test(metadata, text))
 
 
 def _number(x: object) -> bool:
@@ -81,18 +117,57 @@ def ordered(op: str, actual: Any, operand: Any) -> bool:
     return bool(actual <= operand)
 
 
+def _held(actual: object, operand: object) -> bool:
+    """A list value holds ``operand`` (anything else holds nothing, as in Chroma)."""
+    return isinstance(actual, list) and any(_same(v, operand) for v in actual)
+
+
 def _condition(key: str, op: str, operand: Any) -> Predicate:
     if op == "$eq":
-        return lambda meta: _same(meta.get(key, _MISSING), operand)
+        return lambda meta, _: _same(meta.get(key, _MISSING), operand)
     if op == "$ne":
-        return lambda meta: not _same(meta.get(key, _MISSING), operand)
+        return lambda meta, _: not _same(meta.get(key, _MISSING), operand)
     if op in _MEMBER:
         inside = op == "$in"
-        return lambda meta: inside == any(_same(meta.get(key, _MISSING), v) for v in operand)
-    return lambda meta: ordered(op, meta.get(key, _MISSING), operand)
+        return lambda meta, _: inside == any(_same(meta.get(key, _MISSING), v) for v in operand)
+    if op in _HOLDS:
+        holds = op == "$contains"
+        return lambda meta, _: holds == _held(meta.get(key, _MISSING), operand)
+    return lambda meta, _: ordered(op, meta.get(key, _MISSING), operand)
+
+
+def _document(op: str, operand: object, where: str, *, empty: bool = False) -> Predicate:
+    """A condition on the memory's text (``where``: how to name it in an error)."""
+    if op in _HOLDS:
+        if not isinstance(operand, str) or (not operand and not empty):
+            raise InvalidInputError(
+                f"{where}'s {op} needs a{'' if empty else ' non-empty'} str, got {operand!r:.80}"
+            )
+        holds = op == "$contains"
+        return lambda _, text: (operand in text) == holds
+    if not isinstance(operand, str):
+        raise InvalidInputError(f"{where}'s {op} needs a pattern str, got {operand!r:.80}")
+    try:
+        pattern = re.compile(operand)
+    except re.error as exc:
+        raise InvalidInputError(
+            f"{where}'s {op} is not a regular expression Python's re reads ({exc}): {operand!r:.80}"
+        ) from exc
+    matches = op == "$regex"
+    return lambda _, text: (pattern.search(text) is not None) == matches
 
 
 def _field(key: str, cond: object) -> Predicate:
+    if key == DOCUMENT:
+        ops = ", ".join(_HOLDS)
+        if not isinstance(cond, Mapping) or len(cond) != 1 or next(iter(cond)) not in _HOLDS:
+            raise InvalidInputError(
+                f"where: {DOCUMENT!r} (the memory's text) takes one of {ops}, e.g. "
+                f'{{"{DOCUMENT}": {{"$contains": "invoice"}}}}; got {cond!r:.80} '
+                "(where_document= takes $regex too)"
+            )
+        ((op, operand),) = cond.items()
+        return _document(op, operand, f"where: {DOCUMENT}", empty=True)
     if not isinstance(cond, Mapping):
         return _condition(key, "$eq", _check_value(cond, f"the value of {key!r}"))
     if len(cond) != 1:
@@ -110,25 +185,63 @@ def _field(key: str, cond: object) -> Predicate:
             )
         values = tuple(_check_value(v, f"a value of {key!r}'s {op}") for v in operand)
         return _condition(key, op, values)
+    if op in _HOLDS:
+        return _condition(key, op, _check_value(operand, f"{key!r}'s {op}"))
     raise InvalidInputError(
-        f"where: unknown operator {op!r} for {key!r}; use one of {', '.join(_COMPARE + _MEMBER)}"
+        f"where: unknown operator {op!r} for {key!r}; use one of "
+        f"{', '.join(_COMPARE + _MEMBER + _HOLDS)}"
     )
 
 
-def compile_where(where: object) -> Predicate | None:
-    """``where`` checked and made a predicate over a memory's metadata (``None`` or
-    ``{}``: no filter, ``None`` back). Raises :class:`InvalidInputError` naming the part
-    to change."""
-    if where is None:
+def compile_where(where: object, where_document: object = None) -> Filter | None:
+    """``where`` (on metadata) and ``where_document`` (on the text) checked and made one
+    :class:`Filter`, both to hold (``None`` or ``{}`` for both: no filter, ``None``
+    back). Raises :class:`InvalidInputError` naming the part to change."""
+    parts: list[Predicate] = []
+    if _given(where, "where", '{"source": "email"}'):
+        parts.append(_node(where))  # type: ignore[arg-type]
+    if _given(where_document, "where_document", '{"$contains": "invoice"}'):
+        parts.append(_text_node(where_document))  # type: ignore[arg-type]
+    if not parts:
         return None
-    if not isinstance(where, Mapping):
+    reads_text = bool(where_document) or _names_document(where)
+    key = filter_key({"where": where or {}, "where_document": where_document or {}})
+    return Filter(key, parts[0] if len(parts) == 1 else _every(parts), reads_text)
+
+
+def _given(value: object, name: str, example: str) -> bool:
+    if value is None:
+        return False
+    if not isinstance(value, Mapping):
         raise InvalidInputError(
-            f'where must be a dict such as {{"source": "email"}} or None, got '
-            f"{type(where).__name__}"
+            f"{name} must be a dict such as {example} or None, got {type(value).__name__}"
         )
-    if not where:
-        return None
-    return _node(where)
+    return bool(value)
+
+
+def _names_document(where: object) -> bool:
+    """Whether a (checked) ``where`` has a condition on the text anywhere."""
+    if isinstance(where, Mapping):
+        return any(k == DOCUMENT or _names_document(v) for k, v in where.items())
+    if isinstance(where, list | tuple):
+        return any(_names_document(v) for v in where)
+    return False
+
+
+def _subs(key: str, cond: object, name: str, node: Callable[[Any], Predicate]) -> Predicate:
+    """``$and`` / ``$or`` of the filters in ``cond`` (``name``: where, where_document)."""
+    if not isinstance(cond, list | tuple) or not cond:
+        raise InvalidInputError(
+            f"{name}: {key} needs a non-empty list of filters, got {cond!r:.80}"
+        )
+    subs = []
+    for sub in cond:
+        if not isinstance(sub, Mapping) or not sub:
+            raise InvalidInputError(
+                f"{name}: each filter in {key} must be a non-empty dict, got {sub!r:.80}"
+            )
+        subs.append(node(sub))
+    return _every(subs) if key == "$and" else _some(subs)
 
 
 def _node(where: Mapping[Any, Any]) -> Predicate:
@@ -137,18 +250,7 @@ def _node(where: Mapping[Any, Any]) -> Predicate:
         if not isinstance(key, str) or not key:
             raise InvalidInputError(f"where: keys must be non-empty str, got {key!r:.80}")
         if key in _LOGICAL:
-            if not isinstance(cond, list | tuple) or not cond:
-                raise InvalidInputError(
-                    f"where: {key} needs a non-empty list of filters, got {cond!r:.80}"
-                )
-            subs = []
-            for sub in cond:
-                if not isinstance(sub, Mapping) or not sub:
-                    raise InvalidInputError(
-                        f"where: each filter in {key} must be a non-empty dict, got {sub!r:.80}"
-                    )
-                subs.append(_node(sub))
-            parts.append(_every(subs) if key == "$and" else _some(subs))
+            parts.append(_subs(key, cond, "where", _node))
         elif key.startswith("$"):
             raise InvalidInputError(
                 f"where: unknown operator {key!r} at the top of a filter; use $and or $or "
@@ -159,14 +261,30 @@ def _node(where: Mapping[Any, Any]) -> Predicate:
     return parts[0] if len(parts) == 1 else _every(parts)
 
 
+def _text_node(where: Mapping[Any, Any]) -> Predicate:
+    """One ``where_document`` filter: exactly one operator, as in Chroma."""
+    ops = ", ".join(_HOLDS + _PATTERN + _LOGICAL)
+    if len(where) != 1:
+        raise InvalidInputError(
+            f"where_document: each filter takes exactly one operator ({ops}); combine "
+            f"several with $and, got {dict(where)!r:.80}"
+        )
+    ((op, operand),) = where.items()
+    if op in _LOGICAL:
+        return _subs(op, operand, "where_document", _text_node)
+    if op in _HOLDS + _PATTERN:
+        return _document(op, operand, "where_document")
+    raise InvalidInputError(f"where_document: unknown operator {op!r:.40}; use one of {ops}")
+
+
 def _every(parts: list[Predicate]) -> Predicate:
     held = tuple(parts)
-    return lambda meta: all(p(meta) for p in held)
+    return lambda meta, text: all(p(meta, text) for p in held)
 
 
 def _some(parts: list[Predicate]) -> Predicate:
     held = tuple(parts)
-    return lambda meta: any(p(meta) for p in held)
+    return lambda meta, text: any(p(meta, text) for p in held)
 
 
 class FilterMask:
@@ -183,8 +301,8 @@ class FilterMask:
     2 MB at 100k memories.
     """
 
-    def __init__(self, predicate: Predicate) -> None:
-        self.predicate = predicate
+    def __init__(self, where: Filter) -> None:
+        self.where = where
         #: The ids that pass (``inverted``: that do not), as last read. A forgotten one
         #: may stay: it is never a candidate again, and a memory written under its id
         #: is read anew.
@@ -195,22 +313,26 @@ class FilterMask:
 
     def take(
         self,
-        rows: Iterable[tuple[str, str]],
+        rows: Iterable[tuple[str, str, str]],
         parse: Callable[[str, str], Any],
         scanned: int,
         ids: Sequence[str],
         row_of: Mapping[str, int],
     ) -> None:
-        """Read ``(id, metadata JSON)`` rows (``parse(id, raw)`` reads the JSON), then
-        note that every memory up to write number ``scanned`` was read. ``ids`` are the
-        namespace's memories by row and ``row_of`` their rows."""
+        """Read ``(id, metadata JSON, text)`` rows (``parse(id, raw)`` reads the JSON;
+        the text may be ``""`` for a filter that does not read it), then note that every
+        memory up to write number ``scanned`` was read. ``ids`` are the namespace's
+        memories by row and ``row_of`` their rows."""
         memo: dict[str, bool] = {}
         members, inverted = self.members, self.inverted
-        for mid, raw in rows:
-            ok = memo.get(raw)
+        test, by_meta = self.where.test, not self.where.reads_text
+        for mid, raw, text in rows:
+            ok = memo.get(raw) if by_meta else None
             if ok is None:
                 meta = parse(mid, raw)  # a hand-edited value that is no object: no keys
-                ok = memo[raw] = bool(self.predicate(meta if isinstance(meta, Mapping) else {}))
+                ok = bool(test(meta if isinstance(meta, Mapping) else {}, text))
+                if by_meta:
+                    memo[raw] = ok
             row = row_of.get(mid)
             if row is None:
                 continue  # not (or no longer) a memory of the namespace

@@ -69,6 +69,7 @@ class OblivionRetriever(BaseRetriever):
             docs[0].metadata["why"]["explanation"]
             retriever.invoke("spelling", k=1, token_budget=50)   # per-call overrides
             retriever.invoke("Where is the office?", filter={"source": "email"})
+            retriever.invoke("Where is the office?", where_document={"$contains": "Leeds"})
             await retriever.ainvoke("Where is the office?")
 
     Use in a chain:
@@ -92,6 +93,10 @@ class OblivionRetriever(BaseRetriever):
             syntax, as ``Chroma.as_retriever(search_kwargs={"filter": ...})`` takes it:
             ``{"source": "email"}``, ``{"year": {"$gte": 2025}}``, ``$in``, ``$and``,
             ``$or`` (``Oblivion.recall``'s ``where``).
+        where_document: Only memories whose text passes this filter, in Chroma's
+            ``where_document`` syntax, as a Chroma retriever's ``search_kwargs`` take it:
+            ``{"$contains": "Leeds"}``, ``$not_contains``, ``$regex``, ``$not_regex``,
+            ``$and``, ``$or``. With ``filter``, both must hold.
 
     An unknown field (``search_kwargs=...``, a misspelling) is refused when the retriever
     is built, as an unknown ``invoke()`` argument is when it is called.
@@ -108,6 +113,7 @@ class OblivionRetriever(BaseRetriever):
     deep: bool | None = None
     feedback: bool = True
     filter: dict[str, Any] | None = None
+    where_document: dict[str, Any] | None = None
 
     @field_validator("k", mode="before")
     @classmethod
@@ -123,6 +129,12 @@ class OblivionRetriever(BaseRetriever):
     @classmethod
     def _check_filter(cls, value: object) -> object:
         compile_where(value)  # refused when the retriever is built, not at its first call
+        return value
+
+    @field_validator("where_document", mode="before")
+    @classmethod
+    def _check_where_document(cls, value: object) -> object:
+        compile_where(None, value)
         return value
 
     @classmethod
@@ -178,6 +190,7 @@ class OblivionRetriever(BaseRetriever):
         deep: bool | None = None,
         feedback: bool | None = None,
         filter: dict[str, Any] | None = None,
+        where_document: dict[str, Any] | None = None,
         verbose: Any = None,
         run_id: Any = None,
         **unknown: Any,
@@ -186,10 +199,12 @@ class OblivionRetriever(BaseRetriever):
         if unknown:
             raise InvalidInputError(
                 f"unknown retriever argument(s) {sorted(unknown)}; use k, token_budget, "
-                "namespace, deep, feedback or filter"
+                "namespace, deep, feedback, filter or where_document"
             )
         where = filter if filter is not None else self.filter
-        compile_where(where)  # a bad filter is refused even for an empty query
+        if where_document is None:
+            where_document = self.where_document
+        compile_where(where, where_document)  # a bad filter is refused even for an empty query
         k = positive_k(k) if k is not None else self.k
         token_budget = budget(token_budget) if token_budget is not None else self.token_budget
         if isinstance(query, str):
@@ -209,6 +224,7 @@ class OblivionRetriever(BaseRetriever):
                 deep=deep if deep is not None else self.deep,
                 feedback=feedback if feedback is not None else self.feedback,
                 where=where,
+                where_document=where_document,
             )
         except UnknownNamespaceError:
             return []

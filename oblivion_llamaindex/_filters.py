@@ -24,7 +24,10 @@ _OPERATORS = {
     FilterOperator.LTE: "$lte",
     FilterOperator.IN: "$in",
     FilterOperator.NIN: "$nin",
+    FilterOperator.CONTAINS: "$contains",  # a list value holds it
 }
+# a list value holds any (all) of several values: $contains of each, $or-ed ($and-ed)
+_EACH = {FilterOperator.ANY: "$or", FilterOperator.ALL: "$and"}
 _CONDITIONS = {FilterCondition.AND: "$and", FilterCondition.OR: "$or"}
 
 
@@ -57,12 +60,20 @@ def _group(filters: MetadataFilters) -> dict[str, Any]:
 
 
 def _one(f: MetadataFilter) -> dict[str, Any]:
+    value = list(f.value) if isinstance(f.value, list | tuple) else f.value
+    if f.operator in _EACH:
+        if not isinstance(value, list) or not value:
+            raise InvalidInputError(
+                f"filters: operator {f.operator.value!r} (on {f.key!r}) needs a non-empty "
+                f"list of values, got {value!r:.80}"
+            )
+        each = [{f.key: {"$contains": v}} for v in value]
+        return each[0] if len(each) == 1 else {_EACH[f.operator]: each}
     op = _OPERATORS.get(f.operator)
     if op is None:
-        supported = ", ".join(o.value for o in _OPERATORS)
+        supported = ", ".join(o.value for o in [*_OPERATORS, *_EACH])
         raise InvalidInputError(
             f"filters: operator {f.operator.value!r} (on {f.key!r}) is not supported; use "
             f"one of {supported}"
         )
-    value = list(f.value) if isinstance(f.value, list | tuple) else f.value
     return {f.key: {op: value}}

@@ -60,8 +60,9 @@ class OblivionRetriever(BaseRetriever):
             engine's gate decide.
         feedback: Boost what is returned.
         filters: Only memories whose metadata pass these ``MetadataFilters`` (``==``,
-            ``!=``, ``>``, ``>=``, ``<``, ``<=``, ``in``, ``nin``; ``AND``/``OR``,
-            nested), as a vector index retriever's ``filters``; the engine's ``where``.
+            ``!=``, ``>``, ``>=``, ``<``, ``<=``, ``in``, ``nin``; ``contains``, ``any``,
+            ``all`` for list values; ``AND``/``OR``, nested), as a vector index
+            retriever's ``filters``; the engine's ``where``.
         callback_manager: LlamaIndex callbacks.
         verbose: LlamaIndex verbosity.
     """

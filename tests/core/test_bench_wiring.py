@@ -136,3 +136,4 @@ def test_a_small_metadata_filter_run_times_both_sides() -> None:
         assert result["ratio_median"] > 0
     assert out["filters"]["none"]["items_per_query"]["oblivion"] == 5
     assert "| 0.1 % (bucket = 0) |" in where.table(out)  # type: ignore[attr-defined]
+    assert "| 1 % (text has 'security audit') |" in where.table(out)  # type: ignore[attr-defined]

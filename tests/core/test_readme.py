@@ -19,6 +19,7 @@ TESTED = {"Core in 10 lines": 2, "LangChain / LangGraph": 4, "LlamaIndex": 4}
 
 
 def test_every_example_has_a_test() -> None:
+    """Each README section holds the examples its test_readme.py runs, no more."""
     counts: dict[str, int] = {}
     for example in examples():
         counts[example.section] = counts.get(example.section, 0) + 1
@@ -29,6 +30,7 @@ def test_every_example_has_a_test() -> None:
 
 
 def test_examples_are_read_with_their_lines() -> None:
+    """An example's line number is where its code starts in README.md."""
     lines = Path(__file__).resolve().parents[2].joinpath("README.md").read_text().splitlines()
     for example in examples():
         first = example.code.splitlines()[0]
@@ -40,6 +42,8 @@ def test_examples_are_read_with_their_lines() -> None:
 def test_core_in_10_lines(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """The first example prints the instruction first with its why, then the plan; the
+    store it closed reopens with both memories and the "used" boost."""
     monkeypatch.chdir(tmp_path)
     examples("Core in 10 lines")[0].run({})
     out = capsys.readouterr().out.splitlines()
@@ -63,6 +67,8 @@ def test_chroma_server_example(
     monkeypatch: pytest.MonkeyPatch,
     own_chroma_server: tuple[str, int, object],
 ) -> None:
+    """The server example, pointed at a real ``chroma run``: memories go to the server,
+    the activation state to the local folder."""
     host, port, _ = own_chroma_server
     monkeypatch.chdir(tmp_path)
     example = examples("Core in 10 lines")[1]

@@ -40,8 +40,18 @@ _values = st.one_of(
     st.integers(-3, 3),
     st.sampled_from([-1.5, 0.0, 0.5, 2.0]),
     st.booleans(),
+    # lists as Chroma takes them: non-empty, of one kind (fractional floats only, see
+    # the $contains leaf)
+    st.lists(st.sampled_from(_STRS), min_size=1, max_size=3),
+    st.lists(st.integers(-3, 3), min_size=1, max_size=3),
+    st.lists(st.booleans(), min_size=1, max_size=2),
+    st.lists(st.sampled_from([-1.5, 0.5]), min_size=1, max_size=2),
 )
 _metadata = st.dictionaries(st.sampled_from(_KEYS), _values, max_size=3)
+_TEXTS = ("apple pie", "Apple tart", "banana split", "pie", "a pineapple")
+_PIECES = ("apple", "pie", "Apple", "an", "e t")
+# patterns Python's re and Chroma's (Rust's regex crate) read alike
+_PATTERNS = ("^a", "pie$", "[Bb]an", "(?i)apple", "p.e", r"\bpie\b", "an{2}")
 
 
 def _leaf() -> st.SearchStrategy[dict[str, Any]]:
@@ -68,6 +78,11 @@ def _leaf() -> st.SearchStrategy[dict[str, Any]]:
         st.builds(
             lambda k, op, v: {k: {op: v}}, key, st.sampled_from(["$in", "$nin"]), same_kind_list
         ),
+        st.builds(
+            lambda op, v: {"#document": {op: v}},
+            st.sampled_from(["$contains", "$not_contains"]),
+            st.sampled_from(_PIECES),
+        ),
     )
 
 
@@ -83,39 +98,93 @@ _chroma_filters = st.recursive(
 )
 
 
+def _text_leaf() -> st.SearchStrategy[dict[str, Any]]:
+    return st.one_of(
+        st.builds(
+            lambda op, v: {op: v},
+            st.sampled_from(["$contains", "$not_contains"]),
+            st.sampled_from(_PIECES),
+        ),
+        st.builds(
+            lambda op, v: {op: v},
+            st.sampled_from(["$regex", "$not_regex"]),
+            st.sampled_from(_PATTERNS),
+        ),
+    )
+
+
+_document_filters = st.recursive(
+    _text_leaf(),
+    lambda inner: st.builds(
+        lambda op, subs: {op: subs},
+        st.sampled_from(["$and", "$or"]),
+        st.lists(inner, min_size=2, max_size=3),
+    ),
+    max_leaves=5,
+)
+
+Oracle = Callable[[list[dict[str, Any]], list[str], dict[str, Any] | None, Any], set[int]]
+
+
 @pytest.fixture(scope="module")
-def oracle() -> Iterator[Callable[[list[dict[str, Any]], dict[str, Any]], set[int]]]:
-    """Which of some metadata dicts Chroma's ``get(where=...)`` returns."""
+def oracle() -> Iterator[Oracle]:
+    """Which of some memories (metadata dicts and texts) Chroma's ``get(where=...,
+    where_document=...)`` returns."""
     import chromadb
 
     client = chromadb.EphemeralClient()
 
-    def chroma(metas: list[dict[str, Any]], where: dict[str, Any]) -> set[int]:
+    def chroma(
+        metas: list[dict[str, Any]],
+        texts: list[str],
+        where: dict[str, Any] | None,
+        where_document: Any = None,
+    ) -> set[int]:
         col = client.create_collection("where-" + uuid.uuid4().hex[:10])
         try:
             col.add(
                 ids=[str(i) for i in range(len(metas))],
                 embeddings=[[1.0, 0.0]] * len(metas),
                 metadatas=[m or None for m in metas],  # type: ignore[misc]
+                documents=texts,
             )
-            return {int(i) for i in col.get(where=where)["ids"]}  # type: ignore[arg-type]
+            got = col.get(where=where, where_document=where_document)  # type: ignore[arg-type]
+            return {int(i) for i in got["ids"]}
         finally:
             client.delete_collection(col.name)
 
     yield chroma
 
 
+_memories = st.lists(st.tuples(_metadata, st.sampled_from(_TEXTS)), min_size=1, max_size=12)
+
+
 @settings(max_examples=150)
-@given(metas=st.lists(_metadata, min_size=1, max_size=12), where=_chroma_filters)
+@given(memories=_memories, where=_chroma_filters)
 def test_a_filter_means_what_it_means_to_chroma(
-    oracle: Callable[[list[dict[str, Any]], dict[str, Any]], set[int]],
-    metas: list[dict[str, Any]],
-    where: dict[str, Any],
+    oracle: Oracle, memories: list[tuple[dict[str, Any], str]], where: dict[str, Any]
 ) -> None:
+    metas, texts = [m for m, _ in memories], [t for _, t in memories]
     predicate = compile_where(where)
     assert predicate is not None
-    ours = {i for i, meta in enumerate(metas) if predicate(meta)}
-    assert ours == oracle(metas, where)
+    ours = {i for i, (meta, text) in enumerate(memories) if predicate(meta, text)}
+    assert ours == oracle(metas, texts, where)
+
+
+@settings(max_examples=100)
+@given(memories=_memories, where_document=_document_filters, where=st.none() | _chroma_filters)
+def test_a_document_filter_means_what_it_means_to_chroma(
+    oracle: Oracle,
+    memories: list[tuple[dict[str, Any], str]],
+    where_document: dict[str, Any],
+    where: dict[str, Any] | None,
+) -> None:
+    """``where_document`` alone and with ``where``: both must hold, as in Chroma."""
+    metas, texts = [m for m, _ in memories], [t for _, t in memories]
+    predicate = compile_where(where, where_document)
+    assert predicate is not None and predicate.reads_text
+    ours = {i for i, (meta, text) in enumerate(memories) if predicate(meta, text)}
+    assert ours == oracle(metas, texts, where, where_document)
 
 
 def test_what_chroma_refuses_or_truncates_and_oblivion_accepts() -> None:
@@ -132,6 +201,89 @@ def test_what_chroma_refuses_or_truncates_and_oblivion_accepts() -> None:
     assert half is not None
     assert not half({"n": 0}) and half({"n": 1}) and half({"n": 0.5})
     assert compile_where(None) is None and compile_where({}) is None
+
+
+# Memories as Chroma 1.5.9 answers $contains over them (checked by hand against
+# `get(where=...)`); the property test above leaves $contains out: there Chroma also
+# matched memories without the key whose value under another key was the operand
+# ({"a": "y"} for {"b": {"$contains": "y"}} when no memory has "b"), and once
+# left out a memory with no metadata for $not_contains.
+_LISTS = [
+    {"tags": ["a", "b"]},
+    {"tags": ["c"]},
+    {"tags": "a"},  # a str is no list: holds nothing
+    {"n": 1},
+    {"nums": [1, 2, 3]},
+    {"flags": [True]},
+    {"fl": [1.5, 2.0]},
+    {},
+]
+
+
+@pytest.mark.parametrize(
+    ("where", "passing"),
+    [
+        ({"tags": {"$contains": "a"}}, {0}),
+        ({"tags": {"$not_contains": "a"}}, {1, 2, 3, 4, 5, 6, 7}),
+        ({"tags": "a"}, {2}),  # $eq and $in see a list as one value, never equal
+        ({"tags": {"$in": ["a", "c"]}}, {2}),
+        ({"nums": {"$contains": 2}}, {4}),
+        ({"nums": {"$gt": 2}}, set()),
+        ({"flags": {"$contains": True}}, {5}),
+        ({"flags": {"$contains": 1}}, set()),  # True is not 1
+        ({"nums": {"$contains": True}}, set()),
+        ({"fl": {"$contains": 1.5}}, {6}),
+        ({"n": {"$contains": 1}}, set()),
+        ({"n": {"$not_contains": 1}}, {0, 1, 2, 3, 4, 5, 6, 7}),
+    ],
+)
+def test_contains_holds_for_list_values(where: dict[str, Any], passing: set[int]) -> None:
+    predicate = compile_where(where)
+    assert predicate is not None and not predicate.reads_text
+    assert {i for i, meta in enumerate(_LISTS) if predicate(meta)} == passing
+
+
+def test_contains_compares_numbers_as_numbers() -> None:
+    """Where Chroma keeps int and float lists apart (2.0 is not in [1, 2, 3] there),
+    Oblivion compares the numbers, as its $eq does."""
+    whole = compile_where({"nums": {"$contains": 2.0}})
+    assert whole is not None and whole({"nums": [1, 2, 3]})
+    assert not whole({"nums": [1, 3]}) and not whole({"nums": 2})
+
+
+def test_document_conditions_read_the_text() -> None:
+    """``#document`` in ``where`` and ``where_document``, alone and with metadata."""
+    texts = ["Invoice 42 is overdue.", "invoice sent", "Lunch at noon."]
+    metas = [{"to": "acme"}, {"to": "acme"}, {"to": "initech"}]
+
+    def passing(where: Any = None, where_document: Any = None) -> set[int]:
+        predicate = compile_where(where, where_document)
+        assert predicate is not None and predicate.reads_text
+        return {i for i, (m, t) in enumerate(zip(metas, texts, strict=True)) if predicate(m, t)}
+
+    assert passing({"#document": {"$contains": "Invoice"}}) == {0}  # case-sensitive
+    assert passing({"#document": {"$not_contains": "Invoice"}}) == {1, 2}
+    assert passing({"$and": [{"to": "acme"}, {"#document": {"$contains": "sent"}}]}) == {1}
+    assert passing(None, {"$regex": "(?i)^invoice"}) == {0, 1}
+    assert passing(None, {"$not_regex": "[0-9]"}) == {1, 2}
+    assert passing({"to": "acme"}, {"$not_contains": "overdue"}) == {1}
+    assert passing(None, {"$or": [{"$contains": "noon"}, {"$regex": "sent$"}]}) == {1, 2}
+    assert passing({"#document": {"$contains": ""}}) == {0, 1, 2}  # as in Chroma
+    # a filter on metadata alone does not read the text
+    plain = compile_where({"to": "acme"})
+    assert plain is not None and not plain.reads_text
+    assert compile_where(None, {}) is None
+    # the key tells filters apart, where and where_document included
+    keys = {
+        f.key
+        for f in (
+            compile_where({"to": "acme"}),
+            compile_where(None, {"$contains": "acme"}),
+            compile_where({"to": "acme"}, {"$contains": "acme"}),
+        )
+        if f is not None
+    }
+    assert len(keys) == 3
 
 
 def test_any_mapping_is_a_filter(fresh: Callable[..., AbstractContextManager[Oblivion]]) -> None:
@@ -161,11 +313,34 @@ def test_any_mapping_is_a_filter(fresh: Callable[..., AbstractContextManager[Obl
         ({"$and": {"a": 1}}, r"\$and needs a non-empty list"),
         ({"$or": [{"a": 1}, "b"]}, r"each filter in \$or must be a non-empty dict"),
         ({"$not": {"a": 1}}, r"unknown operator '\$not' at the top"),
+        ({"a": {"$contains": ["x"]}}, r"\$contains must be a str, a finite int"),
+        ({"a": {"$not_contains": None}}, r"\$not_contains must be a str"),
+        ({"#document": "invoice"}, r"'#document' \(the memory's text\) takes one of"),
+        ({"#document": {"$eq": "invoice"}}, r"where_document= takes \$regex too"),
+        ({"#document": {"$contains": 3}}, r"where: #document's \$contains needs a str"),
     ],
 )
 def test_a_bad_filter_says_what_to_change(where: Any, says: str) -> None:
     with pytest.raises(InvalidInputError, match=says):
         compile_where(where)
+
+
+@pytest.mark.parametrize(
+    ("where_document", "says"),
+    [
+        ("invoice", r"where_document must be a dict such as"),
+        ({"$contains": ""}, r"\$contains needs a non-empty str"),
+        ({"$contains": "a", "$regex": "b"}, r"exactly one operator.*combine several with \$and"),
+        ({"$regex": "(a"}, r"\$regex is not a regular expression Python's re reads"),
+        ({"$not_regex": 5}, r"\$not_regex needs a pattern str"),
+        ({"$like": "a"}, r"unknown operator '\$like'; use one of \$contains"),
+        ({"$and": []}, r"\$and needs a non-empty list"),
+        ({"$or": [{"$contains": "a"}, "b"]}, r"each filter in \$or must be a non-empty dict"),
+    ],
+)
+def test_a_bad_document_filter_says_what_to_change(where_document: Any, says: str) -> None:
+    with pytest.raises(InvalidInputError, match=says):
+        compile_where(None, where_document)
 
 
 # ------------------------------------------------------------------ recall
@@ -208,6 +383,52 @@ def _searched(mem: Oblivion) -> None:
     """Filtered recalls ask each search for more until enough pass, however few pass
     (the way a filter many memories pass is served)."""
     mem.FILTER_SCORED_ROWS = 0
+
+
+@pytest.mark.parametrize("searched", [False, True])
+def test_recall_by_list_values_and_by_text(
+    fresh: Callable[..., AbstractContextManager[Oblivion]], searched: bool
+) -> None:
+    """Tags held in a list (``$contains``) and words of the text (``where_document``,
+    ``#document``): only memories that pass are shown, each filter served by scoring
+    what passes or by searching for it."""
+    with fresh() as mem:
+        if searched:
+            _searched(mem)
+        chat, email = _buried(mem, 80)
+        tagged = mem.remember(
+            "Quarterly report: finance signs it off on Monday.",
+            metadata={"tags": ["finance", "urgent"]},
+        ).id
+        assert tagged not in mem.recall(QUERY, k=5, feedback=False).ids
+        assert mem.recall(QUERY, k=5, where={"tags": {"$contains": "urgent"}}).ids == [tagged]
+        assert mem.recall(QUERY, k=5, where_document={"$contains": "by email"}).ids == [email]
+        assert mem.recall(QUERY, k=5, where={"#document": {"$contains": "by email"}}).ids == [email]
+        drafts = mem.recall(QUERY, k=5, where_document={"$regex": "draft (7|42) "})
+        assert set(drafts.ids) == {chat[7], chat[42]}
+        both = mem.recall(
+            QUERY, k=5, where={"source": "chat"}, where_document={"$contains": "by email"}
+        )
+        assert both.ids == []
+        # a list in the text's filter's place: $not_contains keeps all but the tagged one
+        rest = mem.recall(QUERY, k=200, where={"tags": {"$not_contains": "urgent"}})
+        assert tagged not in rest.ids and email in rest.ids
+
+
+def test_a_text_filter_keeps_up_with_edits_of_the_text(
+    fresh: Callable[..., AbstractContextManager[Oblivion]],
+) -> None:
+    """Memories with the same metadata are told apart by their texts, and an edit of a
+    text is read anew by a text filter kept from an earlier recall."""
+    with fresh() as mem:
+        a = mem.remember("The plant on the balcony needs water on Monday.").id
+        b = mem.remember("The team retro is held on Thursday afternoon.").id
+        monday = {"$contains": "Monday"}
+        assert mem.recall("what happens this week", where_document=monday).ids == [a]
+        mem.edit(b, "The team retro moved to Monday afternoon.")
+        assert set(mem.recall("what happens this week", where_document=monday).ids) == {a, b}
+        mem.edit(a, "The plant on the balcony needs water on Friday.")
+        assert mem.recall("what happens this week", where_document=monday).ids == [b]
 
 
 @pytest.mark.parametrize("kind", ["exact", "sketch", "chroma", "scored"])
@@ -465,6 +686,8 @@ def test_a_bad_filter_changes_nothing(
         before = (mem.get(kept.id), mem.history(kept.id))
         with pytest.raises(InvalidInputError, match="where"):
             mem.recall("printer code", where={"source": {"$regex": "mail"}})
+        with pytest.raises(InvalidInputError, match="where_document"):
+            mem.recall("printer code", where_document={"$regex": "(4471"})
         mem._lock.settle()
         assert (mem.get(kept.id), mem.history(kept.id)) == before
 
@@ -499,10 +722,15 @@ def test_through_the_real_model_and_chroma_on_disk(
         mem.maintain()
         assert mem.get(email).tier == Tier.ARCHIVE
         where = {"$and": [{"source": "email"}, {"sent": {"$gte": "2026-11-01"}}]}
+        canteen = {"$contains": "canteen"}
         assert mem.recall("When is the team lunch?", k=3, where=where).ids == [email]
+        assert mem.recall("When is the team lunch?", k=3, where_document=canteen).ids == [email]
         _searched(mem)  # Chroma asked for more until enough pass
         assert mem.recall("When is the team lunch?", k=3, where=where).ids == [email]
+        assert mem.recall("When is the team lunch?", k=3, where_document=canteen).ids == [email]
         assert mem.stats()["archive_search"] == "chroma"
     with open_store() as mem:
         got = mem.recall("team lunch", k=3, where={"source": {"$in": ["email", "fax"]}})
+        assert got.ids == [email]
+        got = mem.recall("team lunch", k=3, where={"#document": {"$contains": "HR "}})
         assert got.ids == [email]

@@ -39,6 +39,7 @@ def names(
 def test_retriever_example(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """The retriever example prints the office first with its why, within k and budget."""
     monkeypatch.chdir(tmp_path)
     names = RETRIEVER.run({})
     try:
@@ -54,6 +55,7 @@ def test_retriever_example(
 
 
 def test_langgraph_store_example(names: dict[str, Any]) -> None:
+    """The store example's agent calls its recall tool and gets Sam's tea."""
     names["model"] = ScriptedChatModel(
         [
             AIMessage(
@@ -71,6 +73,7 @@ def test_langgraph_store_example(names: dict[str, Any]) -> None:
 
 
 def test_middleware_example(names: dict[str, Any]) -> None:
+    """The middleware example's second call sees the first turn's instruction."""
     model = names["model"] = EchoChatModel()
     MIDDLEWARE.run(names)
     assert len(model.seen) == 2
@@ -82,6 +85,7 @@ def test_middleware_example(names: dict[str, Any]) -> None:
 
 
 def test_classic_memory_example(names: dict[str, Any]) -> None:
+    """The classic memory example remembers the chain's turn and recalls it."""
     names["llm"] = FakeListLLM(responses=["Noted, no meat."])
     CLASSIC.run(names)
     history = names["classic"].load_memory_variables({"input": "Suggest a dinner"})["history"]

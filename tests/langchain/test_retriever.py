@@ -153,6 +153,29 @@ def test_a_metadata_filter_as_chroma_takes_it(engine: Oblivion) -> None:
     assert {r.id: r.activation for r in engine.records()} == before
 
 
+def test_a_document_filter_as_chroma_takes_it(engine: Oblivion) -> None:
+    """``where_document`` (a field, or per call) keeps to memories whose text passes it,
+    as a Chroma retriever's ``search_kwargs["where_document"]`` does; with ``filter``
+    both must hold; a bad one is refused when the retriever is built or called."""
+    acme = engine.remember("The Acme invoice total is 420 pounds.", metadata={"source": "email"})
+    bolt = engine.remember("The Bolt invoice total is 90 pounds.", metadata={"source": "chat"})
+    named = OblivionRetriever(oblivion=engine, where_document={"$contains": "Acme"})
+    assert [d.id for d in named.invoke("invoice total")] == [acme.id]
+    per_call = named.invoke("invoice total", where_document={"$regex": " [0-9]{2} pounds"})
+    assert [d.id for d in per_call] == [bolt.id]
+    assert named.invoke("invoice total", filter={"source": "chat"}) == []  # both must hold
+    tagged = named.invoke("invoice total", filter={"#document": {"$contains": "Bolt"}})
+    assert tagged == []
+
+    with pytest.raises(ValueError, match=r"needs a non-empty str"):
+        OblivionRetriever(oblivion=engine, where_document={"$contains": ""})
+    before = {r.id: r.activation for r in engine.records()}
+    for query in ("invoice total", ""):
+        with pytest.raises(ValueError, match="not a regular expression"):
+            named.invoke(query, where_document={"$regex": "(Acme"})
+    assert {r.id: r.activation for r in engine.records()} == before
+
+
 def test_namespaces_are_separate(engine: Oblivion) -> None:
     """A retriever only sees its namespace; a namespace never written returns nothing."""
     engine.remember("Ana likes jazz.", namespace="ana")
@@ -340,9 +363,14 @@ async def test_real_stack_filters_by_metadata(real_engine: Oblivion) -> None:
     )
     where = {"$and": [{"channel": "security"}, {"severity": {"$gte": 2}}]}
     retriever = OblivionRetriever(oblivion=real_engine, k=2, filter=where)
+    by_text = OblivionRetriever(
+        oblivion=real_engine, k=2, where_document={"$contains": "security review"}
+    )
     for docs in (
         retriever.invoke("When is the release?"),
         await retriever.ainvoke("When is the release?"),
+        by_text.invoke("When is the release?"),
+        await by_text.ainvoke("When is the release?"),
     ):
         assert [d.page_content for d in docs] == [
             "The release moved to Monday after the security review."

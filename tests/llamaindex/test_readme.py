@@ -21,6 +21,9 @@ pytestmark = pytest.mark.integration
 def test_llamaindex_examples(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """The four examples in order on one engine: the postprocessor re-ranks and explains
+    the index's node, the retriever returns Alice's memory, the memory block and the chat
+    memory run a chat, and the instruction is recalled first with its why."""
     postprocessor, retriever, block, chat_memory = examples("LlamaIndex")
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(Settings, "_llm", None)  # the example sets both globally

@@ -172,6 +172,28 @@ def test_metadata_filters_keep_to_matching_memories(engine: Oblivion) -> None:
     assert ids(_filters()) == {"m0", "m1", "m2", "m3"}  # no filter at all
 
 
+def test_list_filters_keep_to_memories_whose_lists_hold_the_values(engine: Oblivion) -> None:
+    """``contains``, ``any`` and ``all`` over a list value (``{"tags": [...]}``), as
+    LlamaIndex defines them: the list holds the value, any of the values, all of them."""
+    for i, tags in enumerate([["ops", "urgent"], ["ops"], ["web", "urgent"], []]):
+        engine.remember(f"Deploy checklist {i}.", id=f"m{i}", metadata={"tags": tags})
+
+    def ids(f: MetadataFilter) -> set[str]:
+        found = OblivionRetriever(engine, k=10, filters=_filters(f)).retrieve("deploy checklist")
+        return {h.node.node_id for h in found}
+
+    assert ids(MetadataFilter(key="tags", value="urgent", operator=FilterOperator.CONTAINS)) == {
+        "m0",
+        "m2",
+    }
+    any_of = MetadataFilter(key="tags", value=["web", "ops"], operator=FilterOperator.ANY)
+    assert ids(any_of) == {"m0", "m1", "m2"}
+    all_of = MetadataFilter(key="tags", value=["ops", "urgent"], operator=FilterOperator.ALL)
+    assert ids(all_of) == {"m0"}
+    one = MetadataFilter(key="tags", value=["web"], operator=FilterOperator.ALL)
+    assert ids(one) == {"m2"}
+
+
 @pytest.mark.parametrize(
     ("filters", "match"),
     [
@@ -187,6 +209,10 @@ def test_metadata_filters_keep_to_matching_memories(engine: Oblivion) -> None:
             "condition 'not' is not supported",
         ),
         (_filters(MetadataFilter(key="team", value=None)), "must be a str"),  # type: ignore[arg-type]
+        (
+            _filters(MetadataFilter(key="tags", value="ops", operator=FilterOperator.ANY)),
+            "operator 'any' \\(on 'tags'\\) needs a non-empty list",
+        ),
     ],
 )
 def test_unsupported_filters_are_refused_when_built(
