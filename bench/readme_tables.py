@@ -44,7 +44,7 @@ SECTIONS = {
         "updates.json",
     ),
     "where": (
-        "### Metadata filters (`python bench/where.py`)",
+        "### Metadata and text filters (`python bench/where.py`)",
         lambda d: where.table(d),
         "where.json",
     ),

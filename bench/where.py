@@ -1,23 +1,27 @@
-"""Metadata filters: ``recall(where=...)`` against Chroma's ``query(where=...)``.
+"""Metadata and text filters: ``recall(where=..., where_document=...)`` against Chroma's
+``query(where=..., where_document=...)``.
 
 Both stores hold the same N memories of the latency benchmark's corpus (same ids, same
-cached vectors), each with the same metadata: ``team`` (one of 10, so a team filter
-passes 10 %) and ``bucket`` (0-999, so ``{"bucket": {"$lt": 10}}`` passes 1 % and
-``{"bucket": 0}`` 0.1 %). The load is spread over 90 days of a manual clock, so decay
-archives most of Oblivion's memories, as in ``bench/latency.py``.
+cached vectors, the texts as Chroma's documents), each with the same metadata: ``team``
+(one of 10, so a team filter passes 10 %) and ``bucket`` (0-999, so ``{"bucket": {"$lt":
+10}}`` passes 1 % and ``{"bucket": 0}`` 0.1 %). Text filters ask for a word or phrase of
+the corpus ("moved" is in 6 % of the first 100k texts, "security audit" in 1 %, "sister"
+in 0.15 %). The load is spread over 90 days of a manual clock, so decay archives most of
+Oblivion's memories, as in ``bench/latency.py``.
 
 Per query and filter, each side embeds the query with the real model and searches:
-raw Chroma ``collection.query(query_embeddings=..., n_results=k, where=...)``, and
-Oblivion ``recall(q, k=k, where=..., deep=True)`` (the archive searched too, as Chroma
-searches everything; its feedback applied untimed before the next call). The two take
-turns going first. Reported: medians and p95 of the whole call and their ratio, and
-that every item Oblivion returned passes the filter.
+raw Chroma ``collection.query(query_embeddings=..., n_results=k, where=...,
+where_document=...)``, and Oblivion ``recall(q, k=k, where=..., where_document=...,
+deep=True)`` (the archive searched too, as Chroma searches everything; its feedback
+applied untimed before the next call). The two take turns going first. Reported: medians
+and p95 of the whole call and their ratio, and that every item Oblivion returned passes
+the filter.
 
 Reproduce (offline assets via ``../shared``; the corpus vectors are cached by
 ``bench/latency.py``'s first run, or embedded here first)::
 
     . ../shared/offline-env.sh
-    python bench/where.py                  # N=100,000, 100 queries per filter: ~6 min
+    python bench/where.py                  # N=100,000, 100 queries per filter: ~8 min
     python bench/where.py --size 20000 --queries 200
     python bench/where.py --readme-table
 
@@ -57,11 +61,15 @@ from _latency_corpus import (
 OUT = Path(__file__).resolve().parent / "results" / "where.json"
 DAY = 86_400.0
 SPAN = 90 * DAY
-FILTERS: dict[str, dict[str, Any] | None] = {
-    "none": None,
-    "10 % (team)": {"team": "team-3"},
-    "1 % (bucket < 10)": {"bucket": {"$lt": 10}},
-    "0.1 % (bucket = 0)": {"bucket": 0},
+Filter = tuple[dict[str, Any] | None, dict[str, Any] | None]  # where, where_document
+FILTERS: dict[str, Filter] = {
+    "none": (None, None),
+    "10 % (team)": ({"team": "team-3"}, None),
+    "1 % (bucket < 10)": ({"bucket": {"$lt": 10}}, None),
+    "0.1 % (bucket = 0)": ({"bucket": 0}, None),
+    "6 % (text has 'moved')": (None, {"$contains": "moved"}),
+    "1 % (text has 'security audit')": (None, {"$contains": "security audit"}),
+    "0.15 % (text has 'sister')": (None, {"$contains": "sister"}),
 }
 
 
@@ -125,6 +133,7 @@ def run(n: int, queries: int, k: int, scored_rows: int | None = None) -> dict[st
             mem.FILTER_SCORED_ROWS = scored_rows
         stats = mem.stats()
         meta = {r.id: r.metadata for r in mem.records()}
+        text = {r.id: r.text for r in mem.records()}
         out: dict[str, Any] = {
             "n": n,
             "k": k,
@@ -135,21 +144,27 @@ def run(n: int, queries: int, k: int, scored_rows: int | None = None) -> dict[st
             "filters": {},
         }
 
-        def raw(q: str, where: dict[str, Any] | None) -> tuple[float, list[str]]:
+        def raw(q: str, where: Filter) -> tuple[float, list[str]]:
             started = time.perf_counter()
             vec = np.asarray(real.embed_query(q), dtype=np.float32).reshape(1, -1)
-            res = col.query(query_embeddings=vec, n_results=k, where=where, include=["distances"])
+            res = col.query(
+                query_embeddings=vec,
+                n_results=k,
+                where=where[0],
+                where_document=where[1],  # type: ignore[arg-type]
+                include=["distances"],
+            )
             return time.perf_counter() - started, list(res["ids"][0])
 
-        def obl(q: str, where: dict[str, Any] | None) -> tuple[float, list[str]]:
+        def obl(q: str, where: Filter) -> tuple[float, list[str]]:
             started = time.perf_counter()
-            res = mem.recall(q, k=k, where=where, deep=True)
+            res = mem.recall(q, k=k, where=where[0], where_document=where[1], deep=True)
             took = time.perf_counter() - started
             mem._lock.settle()  # its feedback, untimed
             return took, res.ids
 
         for label, where in FILTERS.items():
-            passes = compile_where(where)
+            passes = compile_where(*where)
             # warm-up; Oblivion's first recall with a filter scans the metadata
             first_ms = obl(asked[0], where)[0] * 1000.0
             for q in asked[1:10]:
@@ -166,11 +181,12 @@ def run(n: int, queries: int, k: int, scored_rows: int | None = None) -> dict[st
                     times[side].append(took * 1000.0)
                     found[side].append(len(ids))
                     if side == "oblivion" and passes is not None:
-                        failed += sum(not passes(meta[m]) for m in ids)
+                        failed += sum(not passes(meta[m], text[m]) for m in ids)
             if failed:
                 raise RuntimeError(f"{failed} items did not pass {where}")
             out["filters"][label] = {
-                "where": where,
+                "where": where[0],
+                "where_document": where[1],
                 "raw": timing(times["raw"]),
                 "oblivion": timing(times["oblivion"]),
                 "first_recall_ms": first_ms,
@@ -189,14 +205,15 @@ def table(results: dict[str, Any]) -> str:
         f"{results['filter_scored_rows']:,} memories pass scored in full; medians (p95), "
         "query embedding included",
         "",
-        "| filter passes | raw Chroma `query(where=)` "
-        "| Oblivion `recall(where=, deep=True)` | ratio "
-        "| Oblivion's first recall with the filter (scans the metadata) |",
+        "| filter passes | raw Chroma `query(where= / where_document=)` "
+        "| Oblivion `recall(where= / where_document=, deep=True)` | ratio "
+        "| Oblivion's first recall with the filter (scans the metadata or texts) |",
         "|---|---:|---:|---:|---:|",
     ]
     for label, r in results["filters"].items():
         # unfiltered, the first recall is the store's first deep recall: not a filter's
-        first = "-" if r["where"] is None else f"{r['first_recall_ms']:.0f} ms"
+        plain = r["where"] is None and r.get("where_document") is None
+        first = "-" if plain else f"{r['first_recall_ms']:.0f} ms"
         lines.append(
             f"| {label} | {r['raw']['median_ms']:.2f} ms ({r['raw']['p95_ms']:.2f}) | "
             f"{r['oblivion']['median_ms']:.2f} ms ({r['oblivion']['p95_ms']:.2f}) | "
