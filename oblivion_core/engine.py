@@ -3764,19 +3764,32 @@ class Oblivion:
             return self._record(ns, self._row(space, memory_id), self._now(ns))
 
     def records(
-        self, *, namespace: str | None = None, tier: Tier | str | None = None
+        self,
+        *,
+        namespace: str | None = None,
+        tier: Tier | str | None = None,
+        where: Mapping[str, Any] | None = None,
+        where_document: Mapping[str, Any] | None = None,
     ) -> list[MemoryRecord]:
-        """Every memory of a namespace (optionally of one tier: a :class:`Tier` or its
-        label, ``"active"``, ``"archive"`` or ``"cold"``), oldest first."""
+        """Every memory of a namespace, oldest first; optionally of one tier (a
+        :class:`Tier` or its label, ``"active"``, ``"archive"`` or ``"cold"``), and only
+        those whose metadata and text pass ``where`` and ``where_document`` (as
+        :meth:`recall` takes them; Chroma's ``collection.get(where=...)``). Reads only:
+        nothing is boosted."""
         tier = _check_tier(tier)
+        filtered = compile_where(where, where_document)
         ns = self._ns(namespace)
         with self._lock:
             self._check_open()
-            st = self._space(ns).state
+            space = self._space(ns)
+            st = space.state
             now = self._now(ns)
             rows = np.argsort(st.col("seq"), kind="stable")
             if tier is not None:
                 rows = rows[st.col("tier")[rows] == int(tier)]
+            if filtered is not None and len(rows):
+                passes = self._filter_mask(ns, space, filtered)
+                rows = rows[passes([st.ids[r] for r in rows.tolist()])]
             return self._records(ns, rows.tolist(), now)
 
     def history(

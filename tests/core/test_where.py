@@ -415,6 +415,33 @@ def test_recall_by_list_values_and_by_text(
         assert tagged not in rest.ids and email in rest.ids
 
 
+def test_records_lists_what_a_filter_passes(
+    fresh: Callable[..., AbstractContextManager[Oblivion]],
+) -> None:
+    """``records(where=..., where_document=...)`` lists the memories that pass, oldest
+    first, as Chroma's ``get(where=...)`` does, within a tier too, and boosts nothing;
+    a bad filter is refused before anything is read."""
+    with fresh() as mem:
+        a = mem.remember("Invoice 1 from Acme.", metadata={"tags": ["acme", "billing"], "n": 1})
+        b = mem.remember("Lunch with Bolt on Friday.", metadata={"tags": ["bolt"], "n": 2})
+        c = mem.remember("Invoice 2 from Bolt.", metadata={"tags": ["bolt", "billing"], "n": 3})
+        before = [(r.id, r.activation, r.access_count) for r in mem.records()]
+
+        def ids(**filters: Any) -> list[str]:
+            return [r.id for r in mem.records(**filters)]
+
+        assert ids(where={"tags": {"$contains": "billing"}}) == [a.id, c.id]
+        assert ids(where_document={"$contains": "Bolt"}) == [b.id, c.id]
+        assert ids(where={"n": {"$gte": 2}}, where_document={"$regex": "^Invoice"}) == [c.id]
+        assert ids(where={"tags": {"$contains": "none"}}) == []
+        assert ids(tier="active", where={"n": 1}) == [a.id]
+        assert ids(tier="archive", where={"n": 1}) == []
+        assert ids(where={}) == [a.id, b.id, c.id]
+        with pytest.raises(InvalidInputError, match="where_document"):
+            mem.records(where_document={"$regex": "(Bolt"})
+        assert [(r.id, r.activation, r.access_count) for r in mem.records()] == before
+
+
 def test_a_text_filter_keeps_up_with_edits_of_the_text(
     fresh: Callable[..., AbstractContextManager[Oblivion]],
 ) -> None:
