@@ -129,8 +129,8 @@ def run(n: int, queries: int, k: int, scored_rows: int | None = None) -> dict[st
     asked = query_texts(queries + 10, LATENCY_SEED + 1)
     with tempfile.TemporaryDirectory(prefix="oblivion-where-") as tmp:
         mem, col = _load(n, Path(tmp), pre)
-        if scored_rows is not None:
-            mem.FILTER_SCORED_ROWS = scored_rows
+        if scored_rows is not None:  # the size rule off: scored up to scored_rows
+            mem.FILTER_SCORED_ROWS, mem.FILTER_SCORED_PER_ROOT = scored_rows, 10**9
         stats = mem.stats()
         meta = {r.id: r.metadata for r in mem.records()}
         text = {r.id: r.text for r in mem.records()}
@@ -140,7 +140,7 @@ def run(n: int, queries: int, k: int, scored_rows: int | None = None) -> dict[st
             "queries": queries,
             "active": stats["active"],
             "archive": stats["archive"],
-            "filter_scored_rows": mem.FILTER_SCORED_ROWS,
+            "filter_scored_rows": mem._scored_limit(stats["memories"]),
             "filters": {},
         }
 
@@ -231,7 +231,11 @@ def main(argv: list[str] | None = None) -> None:
         size=(100_000, "memories"),
         queries=(100, "timed queries per filter"),
         k=(10, "results per query"),
-        scored_rows=(-1, "Oblivion.FILTER_SCORED_ROWS for this run (-1: the default)"),
+        scored_rows=(
+            -1,
+            "score filters that at most this many memories pass, whatever the store's "
+            "size (-1: Oblivion's rule)",
+        ),
     )
     if args is None:
         return

@@ -245,10 +245,16 @@ class Oblivion:
     #: works"). ``0`` leaves archives past :attr:`EXACT_ARCHIVE_ROWS` to Chroma; both at
     #: ``0`` always query Chroma.
     SKETCH_ARCHIVE_ROWS = 131_072
-    #: A recall filtered by ``where`` that at most this many memories of the namespace
-    #: pass scores each of them (exact cosine, BM25 over them alone) instead of asking
-    #: each search for more until enough pass (README, "Metadata filters").
-    FILTER_SCORED_ROWS = 4_096
+    #: A recall filtered by ``where`` / ``where_document`` that few memories of the
+    #: namespace pass scores each of them (exact cosine, BM25 over them alone) instead
+    #: of asking each search for more until enough pass (README, "Metadata and text
+    #: filters"): at most this many, and at most :attr:`FILTER_SCORED_PER_ROOT` times
+    #: the square root of the namespace's size. Scoring costs about as many passing
+    #: memories as there are; searching, the share that passes inverted (each search is
+    #: widened by it), so the two meet near a multiple of the root: about 3,000 passing
+    #: at 20k memories and 7,700 at 100k (``bench/NOTES.md``). ``0`` always searches.
+    FILTER_SCORED_ROWS = 8_192
+    FILTER_SCORED_PER_ROOT = 22
     #: Rows (vectors and spare ones) held in archive copies of either kind across all
     #: namespaces, checked as a copy is made; the least recently searched namespace's
     #: copy goes first. At 384 dimensions a row takes 1.5 KB, and half again in exact
@@ -1348,9 +1354,10 @@ class Oblivion:
                 ``$in``, ``$nin``, ``$contains`` for lists, ``$and``, ``$or``,
                 ``{"#document": {"$contains": "text"}}``; :mod:`oblivion_core.where`).
                 Hits, standing ones, neighbours and linked ones alike. If few memories
-                pass (:attr:`FILTER_SCORED_ROWS`) each is scored; otherwise each search
-                is asked for more until enough pass. A memory a newer one superseded
-                stays hidden even if its successor does not pass.
+                pass (:attr:`FILTER_SCORED_ROWS`, :attr:`FILTER_SCORED_PER_ROOT`) each
+                is scored; otherwise each search is asked for more until enough pass. A
+                memory a newer one superseded stays hidden even if its successor does
+                not pass.
             where_document: Only memories whose text passes this filter, in Chroma's
                 ``where_document`` syntax (``{"$contains": "invoice"}``,
                 ``$not_contains``, ``$regex``, ``$not_regex``, ``$and``, ``$or``); with
@@ -1801,16 +1808,20 @@ class Oblivion:
         include_invalidated: bool,
         include_cold: bool,
     ) -> list[str] | None:
-        """The memories a filtered recall can show, if at most
-        :attr:`FILTER_SCORED_ROWS` pass the filter (each is then scored, no index
-        searched), else ``None``."""
-        live = mask.passing(st.ids, st.index, self.FILTER_SCORED_ROWS)
+        """The memories a filtered recall can show, if few enough pass the filter
+        (:meth:`_scored_limit`; each is then scored, no index searched), else ``None``."""
+        live = mask.passing(st.ids, st.index, self._scored_limit(st.n))
         if live is None:
             return None
         if not live:
             return []
         shown = ~self._hidden(st, live, include_invalidated, include_cold)
         return [m for m, ok in zip(live, shown.tolist(), strict=True) if ok]
+
+    def _scored_limit(self, n: int) -> int:
+        """How many of a namespace of ``n`` memories may pass a filter for each to be
+        scored (:attr:`FILTER_SCORED_ROWS`, :attr:`FILTER_SCORED_PER_ROOT`)."""
+        return int(min(self.FILTER_SCORED_ROWS, self.FILTER_SCORED_PER_ROOT * math.sqrt(n)))
 
     def _exact_archive(self, ns: str, space: Space) -> ActiveIndex | None:
         """The in-memory index of the namespace's memories outside the active tier, built

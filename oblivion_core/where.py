@@ -29,13 +29,13 @@ anywhere in the text), ``$and`` and ``$or`` of those. It holds together with ``w
 
 Which memories pass is worked out once per namespace and filter (:class:`FilterMask`:
 one scan of the namespace's metadata, and of its texts for a filter on them, then only
-the memories written since; an edit of metadata starts it again, an edit of a text
-those that read the text). A filter that few memories pass
-(:attr:`Oblivion.FILTER_SCORED_ROWS`) has each of them scored, no index searched;
-otherwise each search is asked for more until enough of its results pass, as for
-invalidated memories, as precise as an unfiltered recall (the archive's sketch copy and
-Chroma's HNSW are approximate). Where the archive is searched exactly the two ways rank
-alike (``tests/core/test_where.py``).
+the memories written since; an edit of metadata starts it again, an edit of a text those
+that read the text). A filter that few memories pass
+(:attr:`Oblivion.FILTER_SCORED_ROWS`, :attr:`Oblivion.FILTER_SCORED_PER_ROOT`) has each
+of them scored, no index searched; otherwise each search is asked for more until enough
+of its results pass, as for invalidated memories, as precise as an unfiltered recall
+(the archive's sketch copy and Chroma's HNSW are approximate). Where the archive is
+searched exactly the two ways rank alike (``tests/core/test_where.py``).
 """
 
 from __future__ import annotations

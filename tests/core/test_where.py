@@ -458,6 +458,19 @@ def test_a_text_filter_keeps_up_with_edits_of_the_text(
         assert mem.recall("what happens this week", where_document=monday).ids == [b]
 
 
+def test_how_many_may_pass_to_be_scored_grows_with_the_root_of_the_namespace(
+    fresh: Callable[..., AbstractContextManager[Oblivion]],
+) -> None:
+    """Scoring costs about as many passing memories as there are, searching the share
+    that passes inverted: the two meet near a multiple of the namespace's root (about
+    3,000 passing at 20k memories, 7,700 at 100k), capped at FILTER_SCORED_ROWS."""
+    with fresh() as mem:
+        limits = [mem._scored_limit(n) for n in (0, 100, 20_000, 100_000, 1_000_000)]
+        assert limits == [0, 220, 3_111, 6_957, 8_192]
+        mem.FILTER_SCORED_ROWS = 0  # always searched
+        assert mem._scored_limit(100_000) == 0
+
+
 @pytest.mark.parametrize("kind", ["exact", "sketch", "chroma", "scored"])
 def test_an_archived_match_is_found_however_the_archive_is_searched(
     fresh: Callable[..., AbstractContextManager[Oblivion]], kind: str
