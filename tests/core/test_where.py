@@ -86,16 +86,23 @@ def _leaf() -> st.SearchStrategy[dict[str, Any]]:
     )
 
 
+def _and_or(
+    leaf: st.SearchStrategy[dict[str, Any]], max_leaves: int
+) -> st.SearchStrategy[dict[str, Any]]:
+    """``leaf`` filters, and ``$and`` / ``$or`` of two or three of them, nested."""
+    return st.recursive(
+        leaf,
+        lambda inner: st.builds(
+            lambda op, subs: {op: subs},
+            st.sampled_from(["$and", "$or"]),
+            st.lists(inner, min_size=2, max_size=3),
+        ),
+        max_leaves=max_leaves,
+    )
+
+
 # Chroma's subset: one key per dict, numbers for ordering, one kind of value per list
-_chroma_filters = st.recursive(
-    _leaf(),
-    lambda inner: st.builds(
-        lambda op, subs: {op: subs},
-        st.sampled_from(["$and", "$or"]),
-        st.lists(inner, min_size=2, max_size=3),
-    ),
-    max_leaves=6,
-)
+_chroma_filters = _and_or(_leaf(), 6)
 
 
 def _text_leaf() -> st.SearchStrategy[dict[str, Any]]:
@@ -113,15 +120,7 @@ def _text_leaf() -> st.SearchStrategy[dict[str, Any]]:
     )
 
 
-_document_filters = st.recursive(
-    _text_leaf(),
-    lambda inner: st.builds(
-        lambda op, subs: {op: subs},
-        st.sampled_from(["$and", "$or"]),
-        st.lists(inner, min_size=2, max_size=3),
-    ),
-    max_leaves=5,
-)
+_document_filters = _and_or(_text_leaf(), 5)
 
 Oracle = Callable[[list[dict[str, Any]], list[str], dict[str, Any] | None, Any], set[int]]
 
