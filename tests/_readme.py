@@ -29,7 +29,7 @@ class Example:
     def run(self, names: dict[str, Any], code: str | None = None) -> dict[str, Any]:
         """Execute it (or ``code``, an edited copy of it) in ``names``, which it extends."""
         source = "\n" * (self.line - 1) + (self.code if code is None else code)
-        exec(compile(source, f"{README}:{self.line}", "exec"), names)
+        exec(compile(source, str(README), "exec"), names)  # tracebacks show README lines
         return names
 
 
