@@ -3273,6 +3273,49 @@ class Oblivion:
                 reasons=dict.fromkeys(sids, "an original was forgotten"),
             )
 
+    def forget_where(
+        self,
+        where: Mapping[str, Any] | None = None,
+        *,
+        where_document: Mapping[str, Any] | None = None,
+        namespace: str | None = None,
+    ) -> list[str]:
+        """Delete for good every memory whose metadata and text pass the filters (as
+        :meth:`recall` takes them; Chroma's ``collection.delete(where=...)``); returns
+        the ids deleted, oldest first, then any summary that went with its originals
+        (as :meth:`forget` does). One transaction: a failure deletes none. The journal
+        keeps the events. A filter is required: :meth:`clear` deletes a whole
+        namespace."""
+        filtered = compile_where(where, where_document)
+        if filtered is None:
+            raise InvalidInputError(
+                "forget_where() needs a filter (where= or where_document=); clear() "
+                "deletes every memory of a namespace"
+            )
+        ns = self._ns(namespace)
+        with self._lock:
+            self._check_open()
+            space = self._space(ns)
+            st = space.state
+            rows = np.argsort(st.col("seq"), kind="stable").tolist()
+            ids = [st.ids[r] for r in rows]
+            passes = self._filter_mask(ns, space, filtered)(ids).tolist() if ids else []
+            gone = [m for m, ok in zip(ids, passes, strict=True) if ok]
+            chosen = set(gone)
+            summaries = {
+                s: None for m in gone for s in self._summaries_of(space, m) if s not in chosen
+            }
+            if gone:
+                self._delete(
+                    ns,
+                    space,
+                    [st.index[m] for m in [*gone, *summaries]],
+                    self._now(ns),
+                    "forget_where() called",
+                    reasons=dict.fromkeys(summaries, "an original was forgotten"),
+                )
+            return [*gone, *summaries]
+
     @staticmethod
     def _summaries_of(space: Space, memory_id: str) -> list[str]:
         """The summaries ``memory_id`` is an original of: its text changes or goes, and

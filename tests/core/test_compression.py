@@ -482,6 +482,24 @@ def test_forgetting_an_original_drops_its_summary(tmp_path: Path) -> None:
         assert "marketing" not in summary.text
 
 
+def test_forget_where_takes_the_summaries_of_what_it_deletes(tmp_path: Path) -> None:
+    """forget_where() deletes a compressed original as forget() does: its summary goes
+    with it (named after the memories that passed) and the other originals are back in
+    the archive, after a reopen too."""
+    clock = ManualClock()
+    open_ = _persisted(tmp_path, clock)
+    with open_() as mem:
+        originals, sid = _compress_meeting(mem, clock)
+        gone = mem.forget_where(where_document={"$contains": "marketing"})
+        assert gone == [originals[1], sid]
+        assert [e.kind for e in mem.history(sid)][-1] == "forget"
+    with open_() as mem:
+        rest = [originals[0], *originals[2:]]
+        assert {r.id: r.tier for r in mem.records() if r.id in originals} == dict.fromkeys(
+            rest, Tier.ARCHIVE
+        )
+
+
 def test_editing_an_original_drops_its_summary(tmp_path: Path) -> None:
     """A new text for a compressed original: its summary still said the old one (and a
     cold memory stating something new is recalled by no one). The summary goes, the

@@ -1,10 +1,10 @@
-"""Hypothesis drives the engine through random sequences of its public operations on a
-real embedded Chroma: writes (with a chat role), edits of text, category and importance,
-forgets, invalidations, confirmations, used marks, links, supersessions, recalls with
-every option, maintenance with compression, what a caller may do to a summary, policy
-switches, unloads, bad input, time passing (wall or turn clock) and reopening the store
-(with a new clock, as a new process would). After every step it checks what a user
-relies on:
+"""Hypothesis drives the engine through random sequences of its public operations on a real
+embedded Chroma: writes (with a chat role), edits of text, category and importance,
+forgets (one, or by a filter on the text), invalidations, confirmations, used marks,
+links, supersessions, recalls with every option, maintenance with compression, what a
+caller may do to a summary, policy switches, unloads, bad input, time passing (wall or
+turn clock) and reopening the store (with a new clock, as a new process would). After
+every step it checks what a user relies on:
 
 - nothing the caller stored is lost, changed or invented; only summaries appear, and
   a memory is cold exactly when a summary stands for it;
@@ -253,6 +253,29 @@ class EngineMachine(RuleBasedStateMachine):
         del self.texts[key]
         self.invalidated.discard(key)
         self.forgotten.add(key)
+
+    @rule(
+        ns=st.sampled_from(NAMESPACES),
+        piece=st.sampled_from(("tea", "milk", "budget", "call me", "French")),
+    )
+    @_may_fail()
+    def forget_where(self, ns: str, piece: str) -> None:
+        where_document = {"$contains": piece}
+        if self._unknown(
+            ns, lambda: self.mem.forget_where(where_document=where_document, namespace=ns)
+        ):
+            return
+        mine = {m for m in self._user_ids(ns) if piece in self.texts[(ns, m)]}
+        gone = self.mem.forget_where(where_document=where_document, namespace=ns)
+        event(f"forget_where: {'some' if gone else 'nothing'} deleted")
+        assert mine <= set(gone), f"kept: {mine - set(gone)}"
+        # besides the caller's memories that hold the piece, only summaries go
+        assert all(m in mine or (ns, m) not in self.texts for m in gone)
+        for mid in mine:
+            assert self.mem.history(mid, namespace=ns)[-1].kind == "forget"
+            del self.texts[(ns, mid)]
+            self.invalidated.discard((ns, mid))
+            self.forgotten.add((ns, mid))
 
     @rule(key=memories)
     @_may_fail()

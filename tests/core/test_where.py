@@ -441,6 +441,58 @@ def test_records_lists_what_a_filter_passes(
         assert [(r.id, r.activation, r.access_count) for r in mem.records()] == before
 
 
+def test_forget_where_deletes_what_passes_and_nothing_else(
+    fresh: Callable[..., AbstractContextManager[Oblivion]],
+) -> None:
+    """``forget_where(...)`` deletes every memory that passes, as Chroma's
+    ``delete(where=...)`` does, and returns their ids oldest first; a missing or bad
+    filter deletes nothing and says what to change."""
+    with fresh() as mem:
+        a = mem.remember("Invoice 1 from Acme.", metadata={"client": "acme"}).id
+        b = mem.remember("Lunch with Bolt on Friday.", metadata={"client": "bolt"}).id
+        c = mem.remember("Invoice 2 from Acme.", metadata={"client": "acme"}).id
+        with pytest.raises(InvalidInputError, match=r"needs a filter.*clear\(\)"):
+            mem.forget_where()
+        with pytest.raises(InvalidInputError, match=r"needs a filter"):
+            mem.forget_where({})
+        with pytest.raises(InvalidInputError, match="where_document"):
+            mem.forget_where(where_document={"$regex": "(Acme"})
+        assert mem.count() == 3
+        assert mem.recall("invoice", where={"client": "acme"}, feedback=False).ids != []
+        assert mem.forget_where({"client": "acme"}) == [a, c]
+        assert [r.id for r in mem.records()] == [b]
+        assert mem.recall("invoice", where={"client": "acme"}).ids == []  # the kept mask
+        assert mem.forget_where({"client": "acme"}) == []
+        assert [e.kind for e in mem.history(a)][-1] == "forget"
+        assert mem.forget_where(where_document={"$contains": "Lunch"}) == [b]
+        assert mem.count() == 0
+
+
+@pytest.mark.integration
+def test_forget_where_through_the_real_model_and_chroma_on_disk(
+    tmp_path: Path, real_embedder: FastEmbedEmbedder
+) -> None:
+    """Deleted from Chroma on disk too: gone from its collection, from recall and after
+    a reopen; the memories that did not pass are all there."""
+
+    def open_store() -> Oblivion:
+        return Oblivion(tmp_path / "store", embedder=real_embedder)
+
+    with open_store() as mem:
+        mem.remember_many(
+            [f"Ticket {i}: the printer on floor {i % 3} is jammed." for i in range(12)],
+            metadatas=[{"floor": i % 3} for i in range(12)],
+        )
+        gone = mem.forget_where({"floor": 1}, where_document={"$not_contains": "Ticket 10"})
+        assert len(gone) == 3  # tickets 1, 4, 7 (10 stays)
+        assert mem.store.count(mem.default_namespace) == 9
+        assert not set(gone) & set(mem.recall("printer jammed", k=12).ids)
+    with open_store() as mem:
+        kept = mem.records()
+        assert len(kept) == 9 and not set(gone) & {r.id for r in kept}
+        assert mem.store.ids(mem.default_namespace) == {r.id for r in kept}
+
+
 def test_a_text_filter_keeps_up_with_edits_of_the_text(
     fresh: Callable[..., AbstractContextManager[Oblivion]],
 ) -> None:
