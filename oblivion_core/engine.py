@@ -3302,9 +3302,11 @@ class Oblivion:
             passes = self._filter_mask(ns, space, filtered)(ids).tolist() if ids else []
             gone = [m for m, ok in zip(ids, passes, strict=True) if ok]
             chosen = set(gone)
-            summaries = {
-                s: None for m in gone for s in self._summaries_of(space, m) if s not in chosen
-            }
+            summaries = [  # each summary read once (not once per memory deleted)
+                s
+                for s, originals in space.summaries.items()
+                if s not in chosen and s in st.index and not chosen.isdisjoint(originals)
+            ]
             if gone:
                 self._delete(
                     ns,
