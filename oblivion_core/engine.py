@@ -31,6 +31,9 @@ from collections.abc import (
     Mapping,
     Sequence,
 )
+from collections.abc import (
+    Set as AbstractSet,
+)
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
@@ -1124,7 +1127,7 @@ class Oblivion:
             resync = clean is not None or recategorised
             old_texts = self._db.texts(ns, [memory_id]) if resync else {}
             # a summary's original with a new text: the summary keeps saying the old one
-            sids = self._summaries_of(space, memory_id) if clean is not None else []
+            sids = self._summaries_of(space, {memory_id}) if clean is not None else []
             if sids and old_texts.get(memory_id) == clean:
                 sids = []
             old: tuple[str, Vectors] | None = None  # Chroma's record, to put back on failure
@@ -2153,7 +2156,7 @@ class Oblivion:
                 for which, mid in self._neighbours(st, policy, hit, space.summaries):
                     if active_only and mid not in space.index:
                         continue
-                    if passes is not None and not passes([mid])[0]:
+                    if passes is not None and not passes.holds(mid):
                         continue
                     if mid not in hits and mid not in context_of:
                         context_of[mid] = (hit, which)
@@ -2399,7 +2402,7 @@ class Oblivion:
                     or st.cols["invalidated"][i]
                     or st.cols["superseded"][i]
                     or st.cols["tier"][i] == _COLD
-                    or (passes is not None and not passes([other])[0])
+                    or (passes is not None and not passes.holds(other))
                 ):
                     continue
                 taken.add(other)
@@ -3263,7 +3266,7 @@ class Oblivion:
             space = self._space(ns)
             i = self._row(space, memory_id)
             # in the same transaction: a failure leaves both
-            sids = self._summaries_of(space, memory_id)
+            sids = self._summaries_of(space, {memory_id})
             self._delete(
                 ns,
                 space,
@@ -3297,16 +3300,9 @@ class Oblivion:
             self._check_open()
             space = self._space(ns)
             st = space.state
-            rows = np.argsort(st.col("seq"), kind="stable").tolist()
-            ids = [st.ids[r] for r in rows]
-            passes = self._filter_mask(ns, space, filtered)(ids).tolist() if ids else []
-            gone = [m for m, ok in zip(ids, passes, strict=True) if ok]
+            gone = [st.ids[r] for r in self._oldest_first(ns, space, None, filtered)]
             chosen = set(gone)
-            summaries = [  # each summary read once (not once per memory deleted)
-                s
-                for s, originals in space.summaries.items()
-                if s not in chosen and s in st.index and not chosen.isdisjoint(originals)
-            ]
+            summaries = [s for s in self._summaries_of(space, chosen) if s not in chosen]
             if gone:
                 self._delete(
                     ns,
@@ -3319,13 +3315,13 @@ class Oblivion:
             return [*gone, *summaries]
 
     @staticmethod
-    def _summaries_of(space: Space, memory_id: str) -> list[str]:
-        """The summaries ``memory_id`` is an original of: its text changes or goes, and
-        theirs would keep the old one."""
+    def _summaries_of(space: Space, memory_ids: AbstractSet[str]) -> list[str]:
+        """The summaries any of ``memory_ids`` is an original of: its text changes or
+        goes, and theirs would keep the old one."""
         return [
             s
             for s, originals in space.summaries.items()
-            if memory_id in originals and s in space.state.index
+            if s in space.state.index and not memory_ids.isdisjoint(originals)
         ]
 
     def _delete(
@@ -3838,15 +3834,22 @@ class Oblivion:
         with self._lock:
             self._check_open()
             space = self._space(ns)
-            st = space.state
-            now = self._now(ns)
-            rows = np.argsort(st.col("seq"), kind="stable")
-            if tier is not None:
-                rows = rows[st.col("tier")[rows] == int(tier)]
-            if filtered is not None and len(rows):
-                passes = self._filter_mask(ns, space, filtered)
-                rows = rows[passes([st.ids[r] for r in rows.tolist()])]
-            return self._records(ns, rows.tolist(), now)
+            rows = self._oldest_first(ns, space, tier, filtered)
+            return self._records(ns, rows, self._now(ns))
+
+    def _oldest_first(
+        self, ns: str, space: Space, tier: Tier | None, where: Filter | None
+    ) -> list[int]:
+        """Rows of the namespace's memories in write order, of ``tier`` and passing
+        ``where`` if given (what :meth:`records` lists and :meth:`forget_where` deletes)."""
+        st = space.state
+        rows = np.argsort(st.col("seq"), kind="stable")
+        if tier is not None:
+            rows = rows[st.col("tier")[rows] == int(tier)]
+        if where is not None and len(rows):
+            passes = self._filter_mask(ns, space, where)
+            rows = rows[passes([st.ids[r] for r in rows.tolist()])]
+        return [int(r) for r in rows.tolist()]
 
     def history(
         self,

@@ -356,6 +356,10 @@ class FilterMask:
             return None
         return [m for m in self.members if m in row_of]
 
+    def holds(self, mid: str) -> bool:
+        """Whether one memory passes."""
+        return (mid in self.members) != self.inverted
+
     def __call__(self, mids: Sequence[str | None]) -> np.ndarray[Any, Any]:
         members, inverted = self.members, self.inverted
         return np.fromiter(
