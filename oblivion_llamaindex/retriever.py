@@ -89,8 +89,19 @@ class OblivionRetriever(BaseRetriever):
         self.deep = deep
         self.feedback = bool(feedback)
         self.filters = filters
-        self._where = to_where(filters)
         super().__init__(callback_manager=callback_manager, verbose=verbose)
+
+    @property
+    def filters(self) -> MetadataFilters | None:
+        """The ``MetadataFilters`` each retrieval keeps to (``None``: none)."""
+        return self._filters
+
+    @filters.setter
+    def filters(self, filters: MetadataFilters | None) -> None:
+        # translated (and refused) when set, not at the next retrieval; the engine's
+        # where filter always follows the filters shown
+        self._where = to_where(filters)
+        self._filters = filters
 
     @classmethod
     def from_defaults(

@@ -172,6 +172,23 @@ def test_metadata_filters_keep_to_matching_memories(engine: Oblivion) -> None:
     assert ids(_filters()) == {"m0", "m1", "m2", "m3"}  # no filter at all
 
 
+def test_filters_set_on_a_built_retriever_apply(engine: Oblivion) -> None:
+    """``retriever.filters = ...`` after construction is what the next retrieval keeps
+    to; a filter the engine cannot express is refused there and the old one stays."""
+    for i, team in enumerate(["ops", "web"]):
+        engine.remember(f"Deploy checklist {i}.", id=f"m{i}", metadata={"team": team})
+    retriever = OblivionRetriever(engine, k=10)
+    retriever.filters = _filters(MetadataFilter(key="team", value="web"))
+    assert [h.node.node_id for h in retriever.retrieve("deploy checklist")] == ["m1"]
+    text_match = MetadataFilter(key="team", value="o", operator=FilterOperator.TEXT_MATCH)
+    with pytest.raises(InvalidInputError, match="text_match"):
+        retriever.filters = _filters(text_match)
+    assert retriever.filters is not None and retriever.filters.filters[0].value == "web"
+    assert [h.node.node_id for h in retriever.retrieve("deploy checklist")] == ["m1"]
+    retriever.filters = None
+    assert {h.node.node_id for h in retriever.retrieve("deploy checklist")} == {"m0", "m1"}
+
+
 def test_list_filters_keep_to_memories_whose_lists_hold_the_values(engine: Oblivion) -> None:
     """``contains``, ``any`` and ``all`` over a list value (``{"tags": [...]}``), as
     LlamaIndex defines them: the list holds the value, any of the values, all of them."""
