@@ -132,8 +132,8 @@ def run(n: int, queries: int, k: int, scored_rows: int | None = None) -> dict[st
         if scored_rows is not None:  # the size rule off: scored up to scored_rows
             mem.FILTER_SCORED_ROWS, mem.FILTER_SCORED_PER_ROOT = scored_rows, 10**9
         stats = mem.stats()
-        meta = {r.id: r.metadata for r in mem.records()}
-        text = {r.id: r.text for r in mem.records()}
+        stored = mem.records()
+        meta, text = {r.id: r.metadata for r in stored}, {r.id: r.text for r in stored}
         out: dict[str, Any] = {
             "n": n,
             "k": k,
