@@ -291,10 +291,11 @@ class FilterMask:
     """Which memories of one namespace pass one filter, kept between recalls.
 
     Every memory is read once: the first recall with the filter scans the namespace's
-    metadata (identical metadata evaluated once), later ones read only the memories
-    written since (:meth:`take`, by write number). An edit of a memory's metadata
-    drops the namespace's masks (the engine's job). Calling it with ids gives a boolean
-    mask: does each pass (``None``, unknown: no).
+    metadata, and texts for a filter that reads them (identical metadata evaluated once
+    for one that does not), later ones read only the memories written since
+    (:meth:`take`, by write number). An edit of a memory's metadata drops the
+    namespace's masks, an edit of a text those that read texts (the engine's job).
+    Calling it with ids gives a boolean mask: does each pass (``None``, unknown: no).
 
     It holds the ids of whichever side is smaller, those that pass or those that do
     not (the namespace's own id strings, not copies): at most half the namespace, about
