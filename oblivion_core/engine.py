@@ -774,8 +774,8 @@ class Oblivion:
         given_ids = _parallel(ids, n, "ids")
         clean: list[str] = []
         for i, text in enumerate(texts):
-            clean.append(_check_text(text, policy.max_text_chars, f"texts[{i}]"))
             at = f"[{i}]" if n > 1 else ""  # which element of a batch is wrong
+            clean.append(_check_text(text, policy.max_text_chars, f"texts{at}" if at else "text"))
             if cats[i] is not None:
                 cats[i] = _check_category(cats[i], f"categories{at}" if at else "category")
             if imps[i] is not None:
@@ -811,7 +811,7 @@ class Oblivion:
             if current is not policy:
                 policy = current
                 for i, text in enumerate(clean):
-                    _check_text(text, policy.max_text_chars, f"texts[{i}]")
+                    _check_text(text, policy.max_text_chars, f"texts[{i}]" if n > 1 else "text")
             clash = [i for i in final_ids if i in space.state.index]
             if clash:
                 raise InvalidInputError(

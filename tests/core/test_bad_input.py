@@ -108,13 +108,20 @@ NOT_JSON = {"when": object()}
 
 BAD_CALLS: list[Any] = [
     # ---- texts
-    ("empty text", lambda m: m.remember(""), InvalidInputError, "empty"),
-    ("whitespace text", lambda m: m.remember(" \n\t "), InvalidInputError, "empty"),
-    ("int text", lambda m: m.remember(42), InvalidInputError, "must be a string"),
-    ("None text", lambda m: m.remember(None), InvalidInputError, "must be a string"),
-    ("bytes text", lambda m: m.remember(b"hello"), InvalidInputError, "must be a string"),
+    # one text is named "text", a batch's by its place in the list
+    ("empty text", lambda m: m.remember(""), InvalidInputError, "text is empty"),
+    ("whitespace text", lambda m: m.remember(" \n\t "), InvalidInputError, "text is empty"),
+    ("int text", lambda m: m.remember(42), InvalidInputError, "text must be a string"),
+    ("None text", lambda m: m.remember(None), InvalidInputError, "text must be a string"),
+    ("bytes text", lambda m: m.remember(b"hello"), InvalidInputError, "text must be a string"),
     ("NUL in text", lambda m: m.remember("a\x00b"), InvalidInputError, "NUL"),
     ("text too long", lambda m: m.remember("x" * 32_001), TextTooLongError, "max_text_chars"),
+    (
+        "empty text in a batch",
+        lambda m: m.remember_many(["valid text", " "]),
+        InvalidInputError,
+        "texts[1] is empty",
+    ),
     ("texts is a str", lambda m: m.remember_many("abc"), InvalidInputError, "list of strings"),
     (
         "ragged batch",

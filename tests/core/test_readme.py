@@ -5,17 +5,19 @@ README.md). The adapters' examples run in ``tests/langchain`` and ``tests/llamai
 
 from __future__ import annotations
 
+import inspect
+import re
 from pathlib import Path
 
 import chromadb
 import pytest
-from _readme import examples
+from _readme import README, examples
 
 from oblivion_core import Oblivion
 
 # Each README section's examples, each run by a test_readme.py: an example added to the
 # README without a test, or one removed, fails test_every_example_has_a_test.
-TESTED = {"Core in 10 lines": 2, "LangChain / LangGraph": 4, "LlamaIndex": 4}
+TESTED = {"Core in 10 lines": 1, "Using the engine": 1, "LangChain / LangGraph": 4, "LlamaIndex": 4}
 
 
 def test_every_example_has_a_test() -> None:
@@ -38,6 +40,20 @@ def test_examples_are_read_with_their_lines() -> None:
         assert lines[example.line - 2] == "```python"
 
 
+def test_the_calls_table_lists_every_public_method() -> None:
+    """README's "The calls" names every public method of ``Oblivion``: one added to the
+    engine without a row fails here, as does a row for one that is gone."""
+    text = README.read_text(encoding="utf-8")
+    table = text[text.index("### The calls") : text.index("### Standing instructions")]
+    named = set(re.findall(r"`([a-z_]+)\(", table))
+    public = {
+        name
+        for name, value in vars(Oblivion).items()
+        if not name.startswith("_") and inspect.isfunction(value)
+    }
+    assert named == public
+
+
 @pytest.mark.integration
 def test_core_in_10_lines(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
@@ -51,6 +67,9 @@ def test_core_in_10_lines(
     assert out[0].startswith("Always answer in British English. active ")
     assert out[1].strip().startswith("ranked 1 of 2:")
     assert "instruction memory from the active tier" in out[1]
+    # the paragraph below the example quotes that explanation as printed
+    quoted = " ".join(README.read_text(encoding="utf-8").split())
+    assert f'(`why["explanation"]` in words: "{out[1].strip()}")' in quoted
     assert out[-1].startswith("[default] dry run:")
     # the `with` closed the store: it reopens with both memories and the "used" boost
     with Oblivion(tmp_path / "memory") as mem:
@@ -71,7 +90,7 @@ def test_chroma_server_example(
     the activation state to the local folder."""
     host, port, _ = own_chroma_server
     monkeypatch.chdir(tmp_path)
-    example = examples("Core in 10 lines")[1]
+    example = examples("Using the engine")[0]
     code = example.code.replace('"chroma.internal", 8000', f'"{host}", {port}')
     assert code != example.code, "the example no longer names chroma.internal:8000"
     mem = example.run({}, code)["mem"]
