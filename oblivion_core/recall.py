@@ -258,6 +258,10 @@ class RecalledItem:
     why: Mapping[str, Any]
     metadata: Mapping[str, Any] = field(default_factory=dict)
 
+    def __str__(self) -> str:
+        """One line: score, tier, category and the text (long texts shortened)."""
+        return f"{self.score:.3f} {self.tier.label:<7} {self.category}: {_shorten(self.text)}"
+
 
 @dataclass(frozen=True)
 class RecallResult:
@@ -303,6 +307,27 @@ class RecallResult:
         """Texts of the items, best first."""
         return [it.text for it in self.items]
 
+    def __str__(self) -> str:
+        """What was asked and found, then each item on a line (``str(item)``) with its
+        explanation below it: ``print(mem.recall(...))`` in a notebook or a shell."""
+        budget = "" if self.token_budget is None else f" of {self.token_budget}"
+        archive = (
+            f"archive searched: {self.archive_reason}"
+            if self.searched_archive
+            else "active tier only"
+        )
+        lines = [
+            f"recall {_shorten(self.query, 60)!r} in {self.namespace!r}: {len(self.items)} "
+            f"item(s) from {self.candidates} candidate(s), {self.total_tokens}{budget} "
+            f"tokens, {archive}"
+        ]
+        for rank, item in enumerate(self.items, 1):
+            lines.append(f"{rank:>3}. {item}")
+            explanation = item.why.get("explanation")
+            if explanation:
+                lines.append(f"       {explanation}")
+        return "\n".join(lines)
+
     def render(
         self,
         counter: TokenCounter,
@@ -313,3 +338,9 @@ class RecallResult:
         """The items as a bulleted block that fits ``budget`` tokens as a whole."""
         text, _ = render(self.texts, counter=counter, budget=budget, header=header)
         return text
+
+
+def _shorten(text: str, width: int = 100) -> str:
+    """``text`` on one line, cut to ``width`` characters with an ellipsis."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"

@@ -97,6 +97,31 @@ def test_recall_explains_every_term(mem: Oblivion) -> None:
         assert item.category in why["explanation"]
 
 
+def test_a_printed_result_reads_as_its_ranking(mem: Oblivion) -> None:
+    """``print(result)`` gives what was asked and found, then each item's rank, score,
+    tier, category and text (on one line, long ones shortened) with its explanation."""
+    mem.remember_many(FACTS)
+    long = mem.remember("colour notes:\n" + "green and blue " * 20, category="fact")
+    result = mem.recall("what colour do I like", k=3, token_budget=500, deep=True)
+    lines = str(result).splitlines()
+    assert lines[0] == (
+        f"recall 'what colour do I like' in 'default': 3 item(s) from {result.candidates} "
+        f"candidate(s), {result.total_tokens} of 500 tokens, archive searched: deep=True"
+    )
+    assert len(lines) == 1 + 2 * len(result)
+    for rank, item in enumerate(result, 1):
+        line, explained = lines[2 * rank - 1], lines[2 * rank]
+        assert line == f"{rank:>3}. {item}"
+        assert line.startswith(f"{rank:>3}. {item.score:.3f} active  {item.category}: ")
+        assert explained.strip() == item.why["explanation"]
+    (hit,) = mem.recall("colour notes green and blue", k=1)
+    assert hit.id == long.id
+    shown = str(hit).split(": ", 1)[1]  # the text, on one line and cut to 100 characters
+    assert shown == ("colour notes: " + "green and blue " * 20)[:99] + "…"
+    unbudgeted = str(mem.recall("colour", deep=False)).splitlines()[0]
+    assert unbudgeted.endswith(" tokens, active tier only") and " of " not in unbudgeted
+
+
 def test_items_are_ranked_by_score(mem: Oblivion) -> None:
     """Hits come back best score first; neighbour context follows the hit it belongs to."""
     mem.remember_many(FACTS)

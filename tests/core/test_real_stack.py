@@ -34,6 +34,9 @@ def test_default_stack_recalls_by_meaning(tmp_path: Path) -> None:
         mem.remember_many(NOTES)
         result = mem.recall("What colour do I like?", k=3)
         assert result.texts[0] == "My favourite colour is green"
+        printed = str(result).splitlines()  # the header, then each item and its why
+        assert printed[1].endswith(" preference: My favourite colour is green")
+        assert printed[2].strip().startswith("ranked 1 of ")
         count = TiktokenCounter()
         assert result.total_tokens == sum(
             count(t) + mem.policy.per_item_tokens for t in result.texts
