@@ -29,7 +29,7 @@ test: install
 lint: install
 	$(BIN)/ruff format --check .
 	$(BIN)/ruff check .
-	$(BIN)/mypy oblivion_core
+	$(BIN)/mypy oblivion_core oblivion_langchain oblivion_llamaindex
 
 format: install
 	$(BIN)/ruff format .
