@@ -16,6 +16,7 @@ sys.path.insert(0, str(HERE))
 
 import latency  # noqa: E402
 import locomo  # noqa: E402
+import move  # noqa: E402
 import updates  # noqa: E402
 import where  # noqa: E402
 
@@ -47,6 +48,11 @@ SECTIONS = {
         "### Metadata and text filters (`python bench/where.py`)",
         lambda d: where.table(d),
         "where.json",
+    ),
+    "move": (
+        "### Moving a store to a Chroma server (`python bench/move.py`)",
+        lambda d: move.table(d),
+        "move.json",
     ),
 }
 

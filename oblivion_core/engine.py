@@ -131,6 +131,7 @@ _ACTIVE, _ARCHIVE, _COLD = int(Tier.ACTIVE), int(Tier.ARCHIVE), int(Tier.COLD)
 #: New memories linked and checked for stale facts at a time by ``remember_many``.
 _WRITE_BLOCK = 1024
 _SUPERSEDE_CANDIDATES = 12  # older memories judged per new statement (dense + lexical)
+_COPY_BATCH = 5_000  # memories read from SQLite per batch when copied to a new vector store
 _MAX_COMPRESS_BATCH = 2_000  # lowest-activation candidates clustered per maintain()
 #: Per-category decay rates and recall betas, indexed like ``NamespaceState.vocab``.
 _CategoryParams = tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]
@@ -410,6 +411,13 @@ class Oblivion:
                     "this store's memories: their activation database was lost or truncated. "
                     f"Restore it from a backup; to start over instead, {fresh}"
                 )
+            # the default chroma/ goes wherever the state folder goes: not a move
+            here = vector_store.location
+            if self._owns_store and self.path is not None:
+                here = "the chroma/ folder beside it"
+            self._moving = self._note_move(here)
+            # (put back, removed) by a namespace's load, for a repair_vector_store() loading it
+            self._repaired_at_load: dict[str, tuple[int, int]] = {}
             self._dim: int | None = dim
             snapshots = None if self.path is None else LexicalSnapshots(self.path / "lexical")
             self._lex = LexicalIndex(
@@ -4164,6 +4172,7 @@ class Oblivion:
         self._db.release(ns)  # loading holds the tier the store has
         self._param_cache.pop(ns, None)
         self._exact_lru.pop(ns, None)
+        self._repaired_at_load.pop(ns, None)
 
     def _space(self, ns: str, *, create: bool = False) -> Space:
         space = self._spaces.get(ns)
@@ -4185,7 +4194,9 @@ class Oblivion:
             if have:
                 index.add(have, np.stack([vecs[m] for m in have]), st.seqs_of(have))
         if st.n and self.REPAIR_ON_LOAD:
-            self._restore_lost_vectors(ns, st)
+            repaired = self._restore_lost_vectors(ns, st)
+            if any(repaired):  # for a repair_vector_store() that loaded it
+                self._repaired_at_load[ns] = repaired
             self._resync(ns, st)
         usage = self._db.parsed(f"usage:{ns}", Usage.from_json)
         space = Space(st, index, usage)
@@ -4263,32 +4274,63 @@ class Oblivion:
         ns = self._ns(namespace)
         with self._lock:
             self._check_open()
+            loaded = ns in self._spaces
             st = self._space(ns).state
+            at_load = (0, 0) if loaded else self._repaired_at_load.pop(ns, (0, 0))
             rewritten = self._resync(ns, st, strict=True)
             held = self.store.ids(ns)
             self.store.unchecked.discard(ns)
-            put_back = self._restore_lost_vectors(ns, st, held)
+            put_back, _ = self._restore_lost_vectors(ns, st, held)
+            removed = self._drop_orphans(ns, st, held)  # (a copy's: deleted again, harmless)
             return {
-                "put_back": put_back + rewritten,
-                "removed": len(self._drop_orphans(ns, st, held)),
+                "put_back": at_load[0] + put_back + rewritten,
+                "removed": at_load[1] + len(removed),
             }
+
+    def _note_move(self, here: str | None) -> set[str]:
+        """Record where the vectors are kept now; when that is a new place (the state
+        folder opened with another vector store: an embedded store moved to a server),
+        return the namespaces whose records are to be copied there on first use."""
+        if here is None:  # in memory, or a client that does not say where
+            return set()
+        before = self._db.meta(StateDB.VECTOR_STORE)
+        if before == here:
+            return set()
+        self._db.set_meta(StateDB.VECTOR_STORE, here)
+        moving = set(self._db.namespaces())
+        if isinstance(before, str) and moving:
+            logger.info(
+                "this store's vectors were kept in %s and now are in %s: each namespace's "
+                "memories are copied there from the activation database on its first use "
+                "(repair_vector_store(namespace=...) copies one now)",
+                before,
+                here,
+            )
+            return moving
+        return set()  # the first open that records the place: nothing moved
 
     def _restore_lost_vectors(
         self, ns: str, st: NamespaceState, held: set[str] | None = None
-    ) -> int:
+    ) -> tuple[int, int]:
         """Put back into the vector store the memories of ``ns`` it lost, from the
         vectors SQLite keeps: a ``chroma/`` folder deleted or restored from an older
         backup, a server's collection dropped, a crash between a delete's Chroma call and
         its commit. Unchecked, recall through Chroma silently missed them. ``held``: the
-        vector store's ids (else its count is compared first). Returns how many.
+        vector store's ids (else its count is compared first, and records of no memory
+        are removed). After the store moved to another vector store, every memory is
+        copied there instead (:meth:`_copy_moved`). Returns how many records were put
+        back and how many removed.
 
         Raises:
             StoreCorruptError: some have no vector in SQLite (a version-1 store).
         """
-        if held is None:
-            try:
+        try:
+            if ns in self._moving:
+                return self._copy_moved(ns, st)
+            orphans: list[str] = []
+            if held is None:
                 if self.store.count(ns) == st.n:  # one call: the usual case costs no more
-                    return 0
+                    return 0, 0
                 held = self.store.ids(ns)
                 # records of no memory (a write killed between Chroma's add and its
                 # commit): removed, and they no longer hide a lost one from the count
@@ -4300,13 +4342,15 @@ class Oblivion:
                         len(orphans),
                         ns,
                     )
-            except VectorStoreError:  # a check: recall reports an unreachable server
-                logger.warning("could not check the vector store of %r", ns, exc_info=True)
-                self.store.unchecked.add(ns)  # checked again before it is next queried
-                return 0
+        except VectorStoreError:  # a check: recall reports an unreachable server
+            if held is not None:  # repair_vector_store(): its caller is told
+                raise
+            logger.warning("could not check the vector store of %r", ns, exc_info=True)
+            self.store.unchecked.add(ns)  # checked again before it is next queried
+            return 0, 0
         missing = [m for m in st.ids if m not in held]
         if not missing:
-            return 0
+            return 0, len(orphans)
         logger.warning(
             "the vector store lacked %d of the %d memories of namespace %r (its folder or "
             "collection lost, or an older copy restored); putting them back from the "
@@ -4315,16 +4359,44 @@ class Oblivion:
             st.n,
             ns,
         )
-        lost = self._put_back(ns, st, missing)
+        self._raise_lost(ns, st, len(missing), self._put_back(ns, st, missing))
+        return len(missing), len(orphans)
+
+    def _copy_moved(self, ns: str, st: NamespaceState) -> tuple[int, int]:
+        """Copy every memory of ``ns`` to the vector store this store moved to (opened
+        with another one than before), from SQLite, in batches of :data:`_COPY_BATCH`.
+        Records already there are written again: a copy an earlier move left (the
+        ``chroma/`` folder of a store moved back from a server) may predate edits, and
+        one of no memory is removed. Returns how many were copied and how many removed."""
+        held = self.store.ids(ns)
+        orphans = self._drop_orphans(ns, st, held)
+        ids = list(st.ids)
+        logger.info(
+            "copying the %d memories of namespace %r from the activation database to the "
+            "vector store this store moved to%s",
+            len(ids),
+            ns,
+            f" (replacing the {len(held):,} records of an older copy)" if held else "",
+        )
+        lost: list[str] = []
+        for start in range(0, len(ids), _COPY_BATCH):
+            lost += self._put_back(ns, st, ids[start : start + _COPY_BATCH])
+        self._moving.discard(ns)
+        self._raise_lost(ns, st, len(ids), lost)
+        return len(ids), len(orphans)
+
+    @staticmethod
+    def _raise_lost(ns: str, st: NamespaceState, tried: int, lost: list[str]) -> None:
+        """A StoreCorruptError if ``lost`` (memories the vector store lacked with no
+        vector in SQLite to put back: a version-1 store) holds any."""
         if lost:
             raise StoreCorruptError(
-                f"the vector store lacked {len(missing):,} of the {st.n:,} memories of "
+                f"the vector store lacked {tried:,} of the {st.n:,} memories of "
                 f"namespace {ns!r}, and {len(lost):,} of them have no vector in the "
                 "activation database to restore them from (the others were put back); "
                 "restore the vector store (the chroma/ folder, or the server's collections) "
                 "from a backup"
             )
-        return len(missing)
 
     def _drop_orphans(self, ns: str, st: NamespaceState, held: set[str]) -> list[str]:
         """Delete from the vector store the records of ``held`` that are no memory of
@@ -4405,7 +4477,7 @@ class Oblivion:
         if ns not in self.store.unchecked:
             return 0
         self.store.unchecked.discard(ns)
-        return self._restore_lost_vectors(ns, st)
+        return self._restore_lost_vectors(ns, st)[0]
 
     def _put_back(self, ns: str, st: NamespaceState, ids: list[str]) -> list[str]:
         """Add memories SQLite holds to the vector store again, from the vectors SQLite

@@ -777,6 +777,9 @@ class StateDB:
     #: Meta key set while ``d_ref`` still holds version-2 times (see :meth:`_migrate`).
     LEGACY_TIMES = "d_ref_holds_times"
 
+    #: Meta key naming where the store's vectors were last kept (``VectorStore.location``).
+    VECTOR_STORE = "vector_store"
+
     #: Meta key naming the token counter whose counts the ``tokens`` column holds.
     TOKEN_COUNTER = "token_counter"
 

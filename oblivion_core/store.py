@@ -53,6 +53,30 @@ MAX_PREFIX = 450
 _PREFIX = re.compile(rf"(?!.*\.\.)[a-zA-Z0-9][a-zA-Z0-9._-]{{0,{MAX_PREFIX - 1}}}")
 
 
+def location(client: Any, prefix: str = "") -> str | None:
+    """Where ``client`` keeps its collections, in words that tell two places apart: a
+    server's host, port, tenant and database, or a folder's absolute path (with the
+    collections' ``prefix``). ``None`` for an in-memory client, or one that does not say
+    (its ``get_settings()`` fails)."""
+    try:
+        settings = client.get_settings()
+        host = settings.chroma_server_host
+        if host:
+            tenant = getattr(client, "tenant", None) or "default_tenant"
+            database = getattr(client, "database", None) or "default_database"
+            where = (
+                f"the Chroma server at {host}:{settings.chroma_server_http_port} "
+                f"(tenant {tenant!r}, database {database!r})"
+            )
+        elif settings.is_persistent and settings.persist_directory:
+            where = f"Chroma on disk at {str(Path(settings.persist_directory).resolve())!r}"
+        else:
+            return None
+    except Exception:
+        return None
+    return f"{where}, prefix {prefix!r}" if prefix else where
+
+
 def directory_path(path: object, name: str, what: str, alternative: str = "") -> Path:
     """``path``, a directory the user gave as argument ``name``, checked: a str or
     os.PathLike that can name one (``what``: the directory it is, for the message;
@@ -144,6 +168,9 @@ class VectorStore:
             self.max_batch = int(client.get_max_batch_size())
         except Exception:
             self.max_batch = 5_000
+        #: Where the collections are, in words (:func:`location`); ``None`` for a
+        #: client that keeps them in memory or does not say.
+        self.location = location(client, prefix)
 
     @classmethod
     def embedded(cls, path: str | Path, *, documents: bool = True) -> VectorStore:

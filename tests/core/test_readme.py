@@ -17,7 +17,7 @@ from oblivion_core import Oblivion
 
 # Each README section's examples, each run by a test_readme.py: an example added to the
 # README without a test, or one removed, fails test_every_example_has_a_test.
-TESTED = {"Core in 10 lines": 1, "Using the engine": 1, "LangChain / LangGraph": 4, "LlamaIndex": 4}
+TESTED = {"Core in 10 lines": 1, "Using the engine": 2, "LangChain / LangGraph": 4, "LlamaIndex": 4}
 
 
 def test_every_example_has_a_test() -> None:
@@ -107,3 +107,31 @@ def test_chroma_server_example(
     assert collection.name.startswith("oblivion-default-")
     assert collection.count() == 1
     assert (tmp_path / "state").is_dir()
+
+
+@pytest.mark.integration
+@pytest.mark.server
+def test_moving_a_store_to_a_server_example(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    own_chroma_server: tuple[str, int, object],
+) -> None:
+    """A store written on disk (the real model), moved by the example: each namespace's
+    copy is printed, and the server then holds every memory."""
+    host, port, _ = own_chroma_server
+    monkeypatch.chdir(tmp_path)
+    with Oblivion("./memory") as mem:
+        mem.remember_many(["The office moved to Leeds in March.", "Refunds take five days."])
+        mem.remember("Dana's sister lives in Porto.", namespace="dana")
+    example = examples("Using the engine")[1]
+    code = example.code.replace('"chroma.internal", 8000', f'"{host}", {port}')
+    assert code != example.code, "the example no longer names chroma.internal:8000"
+    example.run({}, code)
+    assert sorted(capsys.readouterr().out.splitlines()) == [
+        "dana {'put_back': 1, 'removed': 0}",
+        "default {'put_back': 2, 'removed': 0}",
+    ]
+    held = {c.name: c.count() for c in chromadb.HttpClient(host=host, port=port).list_collections()}
+    assert sorted(held.values()) == [1, 2]
+    assert all(name.startswith("support-botoblivion-") for name in held)
