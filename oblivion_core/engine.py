@@ -4290,15 +4290,19 @@ class Oblivion:
     def _note_move(self, here: str | None) -> set[str]:
         """Record where the vectors are kept now; when that is a new place (the state
         folder opened with another vector store: an embedded store moved to a server),
-        return the namespaces whose records are to be copied there on first use."""
+        return the namespaces whose records are to be copied there on first use, and
+        keep that list until each is copied (a move a process left unfinished is
+        finished by the next)."""
         if here is None:  # in memory, or a client that does not say where
             return set()
         before = self._db.meta(StateDB.VECTOR_STORE)
         if before == here:
-            return set()
-        self._db.set_meta(StateDB.VECTOR_STORE, here)
-        moving = set(self._db.namespaces())
-        if isinstance(before, str) and moving:
+            return set(self._db.parsed(StateDB.VECTOR_STORE_COPYING, _stored_ids))
+        moving = set(self._db.namespaces()) if isinstance(before, str) else set()
+        with self._db.transaction(durable=True) as conn:
+            self._db.set_meta(StateDB.VECTOR_STORE, here, conn)
+            self._db.set_meta(StateDB.VECTOR_STORE_COPYING, sorted(moving), conn)
+        if moving:
             logger.info(
                 "this store's vectors were kept in %s and now are in %s: each namespace's "
                 "memories are copied there from the activation database on its first use "
@@ -4306,8 +4310,7 @@ class Oblivion:
                 before,
                 here,
             )
-            return moving
-        return set()  # the first open that records the place: nothing moved
+        return moving
 
     def _restore_lost_vectors(
         self, ns: str, st: NamespaceState, held: set[str] | None = None
@@ -4382,6 +4385,8 @@ class Oblivion:
         for start in range(0, len(ids), _COPY_BATCH):
             lost += self._put_back(ns, st, ids[start : start + _COPY_BATCH])
         self._moving.discard(ns)
+        with self._db.transaction(durable=True) as conn:
+            self._db.set_meta(StateDB.VECTOR_STORE_COPYING, sorted(self._moving), conn)
         self._raise_lost(ns, st, len(ids), lost)
         return len(ids), len(orphans)
 

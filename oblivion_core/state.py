@@ -777,8 +777,11 @@ class StateDB:
     #: Meta key set while ``d_ref`` still holds version-2 times (see :meth:`_migrate`).
     LEGACY_TIMES = "d_ref_holds_times"
 
-    #: Meta key naming where the store's vectors were last kept (``VectorStore.location``).
+    #: Meta key naming where the store's vectors are kept (``VectorStore.location``).
     VECTOR_STORE = "vector_store"
+    #: Meta key listing the namespaces not yet copied to the vector store the store last
+    #: moved to (copied on first use, also by a later process).
+    VECTOR_STORE_COPYING = "vector_store_copying"
 
     #: Meta key naming the token counter whose counts the ``tokens`` column holds.
     TOKEN_COUNTER = "token_counter"

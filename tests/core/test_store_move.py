@@ -117,6 +117,23 @@ def test_moving_back_replaces_the_copy_left_there(tmp_path: Path) -> None:
         assert mem.recall("printer code", k=1).ids == [added.id]
 
 
+def test_a_move_left_unfinished_is_finished_by_the_next_process(tmp_path: Path) -> None:
+    """A namespace not used before the store closed is still copied, by the next open:
+    the list of those left is kept in the state database."""
+    first = VectorStore.embedded(tmp_path / "first")
+    with _open(tmp_path / "state", first) as mem:
+        _write(mem)
+        (sister,) = mem.recall("sister Porto", namespace="dana", k=1)
+    with _open(tmp_path / "state", VectorStore.embedded(tmp_path / "second")) as mem:
+        mem.edit(sister.id, "Dana's sister moved to Braga", namespace="dana")
+    with _open(tmp_path / "state", first) as mem:  # back, and only "default" used
+        assert mem.recall("office key", k=1)
+    with _open(tmp_path / "state", first) as mem:
+        assert mem.repair_vector_store(namespace="dana") == {"put_back": 2, "removed": 0}
+        _assert_holds_the_state(mem, first, "dana")
+        assert mem._db.meta(StateDB.VECTOR_STORE_COPYING) == []
+
+
 def test_a_store_folder_moved_whole_is_not_a_move(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
