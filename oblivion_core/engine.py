@@ -4193,7 +4193,8 @@ class Oblivion:
             have = [m for m in active if m in vecs]
             if have:
                 index.add(have, np.stack([vecs[m] for m in have]), st.seqs_of(have))
-        if st.n and self.REPAIR_ON_LOAD:
+        # (an empty namespace too after a move: an older copy there may hold records)
+        if (st.n or ns in self._moving) and self.REPAIR_ON_LOAD:
             repaired = self._restore_lost_vectors(ns, st)
             if any(repaired):  # for a repair_vector_store() that loaded it
                 self._repaired_at_load[ns] = repaired

@@ -37,6 +37,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
@@ -153,6 +154,9 @@ class EngineMachine(RuleBasedStateMachine):
         self.fired = False  # an injected failure went off in this step
         self.undo_failed = False  # ... in a Chroma call undoing a failed change's
         self.in_step = False  # injected failures go off in steps, not in the checks
+        # where the vectors are kept: the default chroma/ beside the state, or another
+        # vector store the state was moved to ("a" or "b"; see move_vectors)
+        self.place = "beside"
 
     def _open(self) -> Oblivion:
         return Oblivion(
@@ -166,8 +170,11 @@ class EngineMachine(RuleBasedStateMachine):
         )
 
     def _vector_store(self) -> VectorStore | None:
-        """``None``: Chroma embedded beside the state (a subclass may use a server)."""
-        return None
+        """Chroma embedded beside the state (``None``), or in a folder of its own after a
+        move (a subclass may use a server)."""
+        if self.place == "beside":
+            return None
+        return VectorStore.embedded(self.dir / f"vectors-{self.place}")
 
     @initialize(max_loaded=st.sampled_from((None, 1)), clock=st.sampled_from(("wall", "turns")))
     def open_store(self, max_loaded: int | None, clock: ClockKind) -> None:
@@ -579,6 +586,16 @@ class EngineMachine(RuleBasedStateMachine):
                 assert fields == old_fields, mid
                 assert activation == pytest.approx(old_activation, abs=1e-6), mid
 
+    @precondition(lambda self: bool(self.texts))
+    @rule(place=st.sampled_from(("beside", "a", "b")))
+    def move_vectors(self, place: str) -> None:
+        """The store opened with another vector store (or the one it had: a reopen): each
+        namespace is copied there on first use, over any older copy a move back finds
+        (the invariants then see Chroma hold exactly what the state does)."""
+        event(f"moved to {place}" if place != self.place else "reopened where it was")
+        self.place = place
+        self.reopen()
+
     def _snapshot(self, ns: str) -> dict[str, tuple[tuple[object, ...], float]]:
         if ns not in self.mem.namespaces():
             return {}
@@ -611,6 +628,15 @@ class EngineMachine(RuleBasedStateMachine):
                 assert held == records.keys()
                 assert repaired == {"put_back": 0, "removed": 0}
             assert set(self.mem.store.ids(ns)) == records.keys()
+            # ... each with its text and the vector the state keeps (an edit's, not an older
+            # copy's: a move back to a folder written before it)
+            chroma = self.mem.store.collection(ns).get(include=["documents", "embeddings"])
+            kept = self.mem._db.vectors(ns, chroma["ids"])
+            for mid, doc, vec in zip(
+                chroma["ids"], chroma["documents"], chroma["embeddings"], strict=True
+            ):
+                assert doc == records[mid].text, mid
+                assert np.allclose(vec, kept[mid], atol=1e-6), mid
             for mid in mine:
                 r = records[mid]
                 assert r.text == self.texts[(ns, mid)]

@@ -194,7 +194,8 @@ def test_the_bm25_index_is_saved_beside_the_local_state(
 
 def test_the_engines_state_machine_through_a_server(chroma_server: tuple[str, int]) -> None:
     """The engine's state machine test (``test_engine_stateful.py``) with its vectors in
-    a real ``chroma run`` server: every invariant holds there too, reopens included."""
+    a real ``chroma run`` server: every invariant holds there too, reopens and moves
+    between prefixes included."""
     host, port = chroma_server
 
     class ServerMachine(EngineMachine):
@@ -202,8 +203,8 @@ def test_the_engines_state_machine_through_a_server(chroma_server: tuple[str, in
             super().__init__()
             self.prefix = f"machine-{uuid.uuid4().hex[:8]}-"  # a store of its own
 
-        def _vector_store(self) -> VectorStore:
-            return VectorStore.server(host, port, prefix=self.prefix)
+        def _vector_store(self) -> VectorStore:  # a move: another prefix on the server
+            return VectorStore.server(host, port, prefix=f"{self.prefix}{self.place}-")
 
     run_state_machine_as_test(
         ServerMachine,

@@ -117,6 +117,21 @@ def test_moving_back_replaces_the_copy_left_there(tmp_path: Path) -> None:
         assert mem.recall("printer code", k=1).ids == [added.id]
 
 
+def test_a_namespace_emptied_meanwhile_leaves_no_records_behind(tmp_path: Path) -> None:
+    """A namespace cleared after a move holds no memory to copy back, and its records in
+    the older copy are removed all the same."""
+    first = VectorStore.embedded(tmp_path / "first")
+    with _open(tmp_path / "state", first) as mem:
+        _write(mem)
+    with _open(tmp_path / "state", VectorStore.embedded(tmp_path / "second")) as mem:
+        assert mem.clear(namespace="dana") == 2
+    assert len(_records(first, "dana")) == 2
+    with _open(tmp_path / "state", first) as mem:
+        assert not mem.load(namespace="dana")  # its first use (not loaded before)
+        assert first.ids("dana") == set()
+        assert mem.repair_vector_store(namespace="dana") == {"put_back": 0, "removed": 0}
+
+
 def test_a_move_left_unfinished_is_finished_by_the_next_process(tmp_path: Path) -> None:
     """A namespace not used before the store closed is still copied, by the next open:
     the list of those left is kept in the state database."""
