@@ -411,10 +411,13 @@ class Oblivion:
                     "this store's memories: their activation database was lost or truncated. "
                     f"Restore it from a backup; to start over instead, {fresh}"
                 )
-            # the default chroma/ goes wherever the state folder goes: not a move
+            # the chroma/ folder beside the state goes wherever the state folder goes: a
+            # store moved whole has not moved to another vector store
             here = vector_store.location
-            if self._owns_store and self.path is not None:
+            if self.path is not None and vector_store.folder == (self.path / "chroma").resolve():
                 here = "the chroma/ folder beside it"
+                if vector_store.prefix:
+                    here += f", prefix {vector_store.prefix!r}"
             self._moving = self._note_move(here)
             # (put back, removed) by a namespace's load, for a repair_vector_store() loading it
             self._repaired_at_load: dict[str, tuple[int, int]] = {}

@@ -53,14 +53,15 @@ MAX_PREFIX = 450
 _PREFIX = re.compile(rf"(?!.*\.\.)[a-zA-Z0-9][a-zA-Z0-9._-]{{0,{MAX_PREFIX - 1}}}")
 
 
-def location(client: Any, prefix: str = "") -> str | None:
-    """Where ``client`` keeps its collections, in words that tell two places apart: a
-    server's host, port, tenant and database, or a folder's absolute path (with the
-    collections' ``prefix``). ``None`` for an in-memory client, or one that does not say
-    (its ``get_settings()`` fails)."""
+def location(client: Any, prefix: str = "") -> tuple[str | None, Path | None]:
+    """Where ``client`` keeps its collections, in words that tell two places apart (a
+    server's host, port, tenant and database, or a folder's absolute path, with the
+    collections' ``prefix``), and the folder of an on-disk client. ``None`` for what an
+    in-memory client, or one that does not say (its ``get_settings()`` fails), lacks."""
     try:
         settings = client.get_settings()
         host = settings.chroma_server_host
+        folder = None
         if host:
             tenant = getattr(client, "tenant", None) or "default_tenant"
             database = getattr(client, "database", None) or "default_database"
@@ -69,12 +70,13 @@ def location(client: Any, prefix: str = "") -> str | None:
                 f"(tenant {tenant!r}, database {database!r})"
             )
         elif settings.is_persistent and settings.persist_directory:
-            where = f"Chroma on disk at {str(Path(settings.persist_directory).resolve())!r}"
+            folder = Path(settings.persist_directory).resolve()
+            where = f"Chroma on disk at {str(folder)!r}"
         else:
-            return None
+            return None, None
     except Exception:
-        return None
-    return f"{where}, prefix {prefix!r}" if prefix else where
+        return None, None
+    return (f"{where}, prefix {prefix!r}" if prefix else where), folder
 
 
 def directory_path(path: object, name: str, what: str, alternative: str = "") -> Path:
@@ -168,9 +170,9 @@ class VectorStore:
             self.max_batch = int(client.get_max_batch_size())
         except Exception:
             self.max_batch = 5_000
-        #: Where the collections are, in words (:func:`location`); ``None`` for a
-        #: client that keeps them in memory or does not say.
-        self.location = location(client, prefix)
+        #: Where the collections are, in words (:func:`location`), and the folder of an
+        #: on-disk client; ``None`` for a client that keeps them in memory or does not say.
+        self.location, self.folder = location(client, prefix)
 
     @classmethod
     def embedded(cls, path: str | Path, *, documents: bool = True) -> VectorStore:

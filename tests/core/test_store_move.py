@@ -162,6 +162,23 @@ def test_a_store_folder_moved_whole_is_not_a_move(
     assert not caplog.records
 
 
+def test_the_folder_beside_the_state_given_as_a_vector_store_is_no_move(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``VectorStore.embedded(path / "chroma")`` is where the store keeps its vectors by
+    default: given it explicitly (or not), nothing moved."""
+    with _open(tmp_path / "state") as mem:
+        _write(mem)
+    caplog.set_level(logging.INFO, logger="oblivion_core")
+    beside = VectorStore.embedded(tmp_path / "state" / "chroma")
+    assert beside.folder == (tmp_path / "state" / "chroma").resolve()
+    with _open(tmp_path / "state", beside) as mem:
+        assert mem.repair_vector_store(namespace="dana") == {"put_back": 0, "removed": 0}
+    with _open(tmp_path / "state") as mem:
+        assert mem.repair_vector_store(namespace="dana") == {"put_back": 0, "removed": 0}
+    assert not caplog.records
+
+
 def test_a_client_that_does_not_say_where_is_never_taken_for_a_move(tmp_path: Path) -> None:
     """An in-memory client has no place to compare: opening with one records nothing,
     and the next open with the store's place copies nothing it still holds."""
