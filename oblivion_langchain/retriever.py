@@ -144,6 +144,7 @@ class OblivionRetriever(BaseRetriever):
         *,
         embeddings: Embeddings | None = None,
         policy: Policy | str | None = None,
+        engine_kwargs: dict[str, Any] | None = None,
         **fields: Any,
     ) -> OblivionRetriever:
         """Open (or create) an Oblivion store at ``path`` and wrap it.
@@ -152,9 +153,12 @@ class OblivionRetriever(BaseRetriever):
             path: Store directory (``None``: in memory).
             embeddings: Any LangChain ``Embeddings`` (``None``: the local MiniLM model).
             policy: A :class:`~oblivion_core.Policy` or template name.
+            engine_kwargs: More :class:`~oblivion_core.Oblivion` arguments, e.g.
+                ``{"vector_store": VectorStore.server("chroma.internal", 8000)}``.
             **fields: Retriever fields (``namespace``, ``k``, ``token_budget``, ...).
         """
-        return cls(oblivion=Oblivion(path, embedder=embeddings, policy=policy), **fields)
+        engine = Oblivion(path, embedder=embeddings, policy=policy, **(engine_kwargs or {}))
+        return cls(oblivion=engine, **fields)
 
     def _get_ls_params(self, **kwargs: Any) -> LangSmithRetrieverParams:
         params = super()._get_ls_params(**kwargs)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from _lc_helpers import ScriptedChatModel
@@ -11,7 +13,7 @@ from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import create_retriever_tool
 
-from oblivion_core import Oblivion, Tier
+from oblivion_core import Oblivion, Tier, VectorStore
 from oblivion_core.testing import HashEmbedder, ManualClock, word_count
 from oblivion_langchain import OblivionRetriever
 
@@ -329,6 +331,26 @@ def test_any_langchain_embeddings_works(embeddings: Embeddings) -> None:
     assert docs[0].page_content == "The office moved to Leeds."
     assert np.isfinite(docs[0].metadata["relevance"])
     retriever.oblivion.close()
+
+
+def test_from_path_passes_engine_arguments(tmp_path: Path) -> None:
+    """``engine_kwargs`` reach the engine: here a vector store of the caller's and a
+    clock, as the LlamaIndex adapters' ``from_defaults`` take them."""
+    vectors = VectorStore.embedded(tmp_path / "vectors")
+    clock = ManualClock(5.0)
+    retriever = OblivionRetriever.from_path(
+        tmp_path / "state",
+        embeddings=HashLangChainEmbeddings(),
+        engine_kwargs={"vector_store": vectors, "clock": clock},
+        k=1,
+    )
+    try:
+        assert retriever.oblivion.store is vectors and retriever.oblivion.clock is clock
+        retriever.oblivion.remember("The office moved to Leeds.")
+        assert vectors.count("default") == 1
+        assert retriever.invoke("office Leeds")[0].page_content == "The office moved to Leeds."
+    finally:
+        retriever.oblivion.close()
 
 
 @pytest.mark.integration
