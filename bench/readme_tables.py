@@ -17,6 +17,7 @@ sys.path.insert(0, str(HERE))
 import latency  # noqa: E402
 import locomo  # noqa: E402
 import move  # noqa: E402
+import store_filter  # noqa: E402
 import updates  # noqa: E402
 import where  # noqa: E402
 
@@ -53,6 +54,11 @@ SECTIONS = {
         "### Moving a store to a Chroma server (`python bench/move.py`)",
         lambda d: move.table(d),
         "move.json",
+    ),
+    "store_filter": (
+        "### The LangGraph store's filtered search (`python bench/store_filter.py`)",
+        lambda d: store_filter.table(d),
+        "store_filter.json",
     ),
 }
 

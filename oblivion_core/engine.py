@@ -1333,7 +1333,7 @@ class Oblivion:
         include_superseded: bool = False,
         feedback: bool = True,
         standing: str | Iterable[str] = (),
-        where: Mapping[str, Any] | None = None,
+        where: Mapping[str, Any] | Filter | None = None,
         where_document: Mapping[str, Any] | None = None,
     ) -> RecallResult:
         """Find the memories that matter for ``query``, best first, within a token budget.
@@ -1371,7 +1371,8 @@ class Oblivion:
                 pass (:attr:`FILTER_SCORED_ROWS`, :attr:`FILTER_SCORED_PER_ROOT`) each
                 is scored; otherwise each search is asked for more until enough pass. A
                 memory a newer one superseded stays hidden even if its successor does
-                not pass.
+                not pass. An adapter with a filter language of its own passes a
+                :class:`~oblivion_core.where.Filter` instead.
             where_document: Only memories whose text passes this filter, in Chroma's
                 ``where_document`` syntax (``{"$contains": "invoice"}``,
                 ``$not_contains``, ``$regex``, ``$not_regex``, ``$and``, ``$or``); with
@@ -3289,7 +3290,7 @@ class Oblivion:
 
     def forget_where(
         self,
-        where: Mapping[str, Any] | None = None,
+        where: Mapping[str, Any] | Filter | None = None,
         *,
         where_document: Mapping[str, Any] | None = None,
         namespace: str | None = None,
@@ -3831,7 +3832,7 @@ class Oblivion:
         *,
         namespace: str | None = None,
         tier: Tier | str | None = None,
-        where: Mapping[str, Any] | None = None,
+        where: Mapping[str, Any] | Filter | None = None,
         where_document: Mapping[str, Any] | None = None,
     ) -> list[MemoryRecord]:
         """Every memory of a namespace, oldest first; optionally of one tier (a

@@ -36,6 +36,11 @@ of them scored, no index searched; otherwise each search is asked for more until
 of its results pass, as for invalidated memories, as precise as an unfiltered recall
 (the archive's sketch copy and Chroma's HNSW are approximate). Where the archive is
 searched exactly the two ways rank alike (``tests/core/test_where.py``).
+
+An adapter with a filter language of its own (the LangGraph store's) passes ``where`` a
+:class:`Filter` it built: ``Filter(key, test, reads_text)``, ``test(metadata, text)``
+saying whether a memory passes and ``key`` naming what the filter means (the masks of a
+namespace are kept under it: two filters with one key must pass the same memories).
 """
 
 from __future__ import annotations
@@ -71,6 +76,11 @@ class Filter:
     __slots__ = ("key", "reads_text", "test")
 
     def __init__(self, key: str, test: Predicate, reads_text: bool) -> None:
+        if not isinstance(key, str) or not callable(test):
+            raise InvalidInputError(
+                "Filter(key, test, reads_text) takes a str key naming the filter and a "
+                f"callable test(metadata, text); got {key!r:.60} and {test!r:.60}"
+            )
         #: One text per filter (key order aside), to keep its mask under.
         self.key = key
         self.test = test
@@ -196,7 +206,15 @@ def _field(key: str, cond: object) -> Predicate:
 def compile_where(where: object, where_document: object = None) -> Filter | None:
     """``where`` (on metadata) and ``where_document`` (on the text) checked and made one
     :class:`Filter`, both to hold (``None`` or ``{}`` for both: no filter, ``None``
-    back). Raises :class:`InvalidInputError` naming the part to change."""
+    back); a :class:`Filter` given as ``where`` is taken as it is. Raises
+    :class:`InvalidInputError` naming the part to change."""
+    if isinstance(where, Filter):
+        if where_document:
+            raise InvalidInputError(
+                "where_document cannot be given with a Filter as where; fold its condition "
+                "on the text into the Filter's test"
+            )
+        return where
     parts: list[Predicate] = []
     if _given(where, "where", '{"source": "email"}'):
         parts.append(_node(where))  # type: ignore[arg-type]

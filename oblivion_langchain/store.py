@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ from oblivion_core.engine import MAX_NAMESPACE_CHARS
 from oblivion_core.errors import InvalidInputError, UnknownMemoryError, UnknownNamespaceError
 from oblivion_core.recall import RecalledItem
 from oblivion_core.records import MemoryRecord
+from oblivion_core.where import Filter
 from oblivion_langchain._convert import (
     appraise,
     check_filter,
@@ -101,7 +103,9 @@ class OblivionStore(BaseStore):
       namespace's best match, so across namespaces the order is by how well each item
       answers within its namespace (an item alone in its namespace with a weak match
       can rank above a better match that has stronger neighbours).
-      ``SearchItem.score`` is that score. Exactly the items returned get the recall
+      ``SearchItem.score`` is that score. The filter goes into each recall (the
+      engine ranks only the items that pass it, :class:`~oblivion_core.where.Filter`).
+      Exactly the items returned get the recall
       boost (through ``Oblivion.rerank``), on a filtered or offset page too; items
       skipped and the neighbour context the engine's recall adds get none.
       Items put with ``index=False`` are never returned by a query search, and are
@@ -479,9 +483,16 @@ class OblivionStore(BaseStore):
         extra = 2 * self.oblivion.policy_for(space).expand_neighbours
         k = max(min(want + extra, total), 1)
         deep = self.deep
+        where = _engine_filter(filter)
         while True:
             result = self.oblivion.recall(
-                query, k=k, namespace=space, deep=deep, include_cold=True, feedback=False
+                query,
+                k=k,
+                namespace=space,
+                deep=deep,
+                include_cold=True,
+                feedback=False,
+                where=where,
             )
             ranked = list(result)
             if deep is None and not result.searched_archive and any(map(_is_summary, ranked)):
@@ -607,9 +618,27 @@ def _searchable(memory: RecalledItem, filter: Mapping[str, Any] | None) -> bool:
 
 
 def _value(memory: _Memory) -> dict[str, Any]:
-    value = _meta(memory).get("value")
+    return _value_of(memory.metadata, memory.text)
+
+
+def _value_of(metadata: Mapping[str, Any], text: str) -> dict[str, Any]:
+    meta = metadata.get(META_KEY)
+    value = meta.get("value") if isinstance(meta, Mapping) else None
     # A memory written straight through the engine has no stored value: show its text.
-    return dict(value) if isinstance(value, Mapping) else {"text": memory.text}
+    return dict(value) if isinstance(value, Mapping) else {"text": text}
+
+
+def _engine_filter(filter: Mapping[str, Any] | None) -> Filter | None:
+    """A search ``filter`` as the engine's recall takes it, so that it ranks only the
+    items that pass (each scored when few do) instead of being asked for more and more
+    until enough of its results pass. Its key names the LangGraph filter: masks are
+    kept under it."""
+    if not filter:
+        return None
+    key = "langgraph:" + json.dumps(filter, sort_keys=True, default=repr)
+    return Filter(
+        key, lambda metadata, text: matches(_value_of(metadata, text), filter), reads_text=True
+    )
 
 
 def _item(memory: _Memory, namespace: tuple[str, ...]) -> Item:

@@ -27,7 +27,7 @@ from oblivion_core import (
     Policy,
     Tier,
 )
-from oblivion_core.where import compile_where
+from oblivion_core.where import Filter, compile_where
 
 DAY = 86_400.0
 
@@ -439,6 +439,34 @@ def test_records_lists_what_a_filter_passes(
         with pytest.raises(InvalidInputError, match="where_document"):
             mem.records(where_document={"$regex": "(Bolt"})
         assert [(r.id, r.activation, r.access_count) for r in mem.records()] == before
+
+
+def test_a_filter_an_adapter_built_is_taken_as_it_is(
+    fresh: Callable[..., AbstractContextManager[Oblivion]],
+) -> None:
+    """A :class:`Filter` given as ``where`` (an adapter's own filter language, here a
+    test on the metadata's nested value and on the text) filters recall, records and
+    forget_where as a compiled one does; a bad one, or one with ``where_document`` too,
+    is refused before anything is read."""
+
+    def nested(metadata: Any, text: str) -> bool:
+        return metadata.get("item", {}).get("kind") == "car" and "green" in text
+
+    car = Filter("test:green car", nested, reads_text=True)
+    with fresh() as mem:
+        a = mem.remember("a green car in the garage", metadata={"item": {"kind": "car"}}).id
+        mem.remember("a red car in the street", metadata={"item": {"kind": "car"}})
+        mem.remember("green tea in the cupboard", metadata={"item": {"kind": "tea"}})
+        assert mem.recall("green car tea street garage", where=car, k=10).ids == [a]
+        assert [r.id for r in mem.records(where=car)] == [a]
+        with pytest.raises(InvalidInputError, match="where_document cannot be given"):
+            mem.recall("green", where=car, where_document={"$contains": "car"})
+        with pytest.raises(InvalidInputError, match="a str key naming the filter"):
+            Filter(3, nested, reads_text=True)  # type: ignore[arg-type]
+        with pytest.raises(InvalidInputError, match="callable test"):
+            Filter("k", "not callable", reads_text=False)  # type: ignore[arg-type]
+        assert mem.forget_where(car) == [a]
+        assert mem.count() == 2
 
 
 def test_forget_where_deletes_what_passes_and_nothing_else(

@@ -476,6 +476,31 @@ def test_filtered_query_search_finds_matches_beyond_the_first_k(store: OblivionS
     assert [h.key for h in hits] == ["car"]
 
 
+def test_a_filtered_query_search_is_one_filtered_recall(
+    store: OblivionStore, engine: Oblivion, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The filter goes into the engine's recall, which ranks only the items that pass:
+    one recall, however few pass, instead of asking for more until enough of its
+    results do (four recalls here, the last of every item, before)."""
+    for i in range(200):
+        store.put(NS, f"tea{i}", {"text": f"green tea note {i}", "kind": "tea"})
+    store.put(NS, "car", {"text": "electric car with a green stripe", "kind": "car"})
+    store.put(NS, "van", {"text": "green delivery van", "kind": "car", "n": 3})
+    recall = engine.recall
+    calls: list[dict[str, Any]] = []
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(kwargs)
+        return recall(*args, **kwargs)
+
+    monkeypatch.setattr(engine, "recall", counted)
+    hits = store.search(NS, query="green tea", filter={"kind": "car"}, limit=5)
+    assert {h.key for h in hits} == {"car", "van"}
+    assert len(calls) == 1 and calls[0]["k"] < 20
+    assert [h.key for h in store.search(NS, query="green", filter={"n": {"$gte": 3}})] == ["van"]
+    assert [h.key for h in store.search(NS, query="green", filter={"kind": "boat"})] == []
+
+
 def test_prefix_search_spans_namespaces(store: OblivionStore, engine: Oblivion) -> None:
     """A prefix searches every namespace under it; other engine namespaces are ignored."""
     store.put(("memories", "sam"), "a", {"text": "green tea"})
