@@ -17,14 +17,9 @@ Reproduce: ``python bench/move.py`` (about a minute); writes ``bench/results/mov
 
 from __future__ import annotations
 
-import shutil
-import socket
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -36,44 +31,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _latency_corpus import bench_args, memory_texts, write_results
 
 from oblivion_core import Oblivion, VectorStore
-from oblivion_core.testing import HashEmbedder
+from oblivion_core.testing import HashEmbedder, chroma_server
 
 HERE = Path(__file__).resolve().parent
 BATCH = 5_000
-
-
-@contextmanager
-def chroma_server(root: Path) -> Iterator[tuple[str, int]]:
-    """A ``chroma run`` server with its data under ``root``, stopped on exit."""
-    import chromadb
-
-    binary = Path(sys.executable).with_name("chroma")
-    command = str(binary) if binary.exists() else shutil.which("chroma")
-    if command is None:
-        raise SystemExit("the `chroma` command (it ships with chromadb) is not installed")
-    with socket.socket() as s:
-        s.bind(("localhost", 0))
-        port = int(s.getsockname()[1])
-    log = (root / "server.log").open("wb")
-    proc = subprocess.Popen(
-        [command, "run", "--path", str(root / "db"), "--port", str(port)],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        for _ in range(150):
-            try:
-                chromadb.HttpClient(host="localhost", port=port).heartbeat()
-                break
-            except Exception:
-                time.sleep(0.2)
-        else:
-            raise SystemExit(f"`chroma run` did not answer on port {port}; see {log.name}")
-        yield "localhost", port
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-        log.close()
 
 
 def raw_copy(host: str, port: int, name: str, records: dict[str, Any]) -> float:
@@ -107,7 +68,7 @@ def measure(memories: int) -> dict[str, Any]:
             "vectors": np.stack([vectors[r.id] for r in held]),
             "texts": [r.text for r in held],
         }
-        with chroma_server(root) as (host, port):
+        with chroma_server(root / "server") as (host, port, _):
             before = raw_copy(host, port, "raw-before", records)
             server = VectorStore.server(host, port, prefix="moved")
             with Oblivion(root / "state", embedder=embedder, vector_store=server) as mem:

@@ -5,12 +5,21 @@
   similar vectors (a hashed bag of words and character trigrams), good enough for
   tests of ranking logic, not for real retrieval quality.
 * :func:`memory` builds an in-memory :class:`Oblivion` wired to both.
+* :func:`chroma_server` runs a real ``chroma run`` server for a test of server mode.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -19,7 +28,7 @@ from oblivion_core.clock import ManualClock
 from oblivion_core.engine import Oblivion
 from oblivion_core.typing import Vectors
 
-__all__ = ["HashEmbedder", "ManualClock", "memory", "word_count"]
+__all__ = ["HashEmbedder", "ManualClock", "chroma_server", "memory", "word_count"]
 
 _WORD = re.compile(r"[a-z0-9']+")
 
@@ -64,3 +73,75 @@ def memory(**kwargs: Any) -> Oblivion:
     kwargs.setdefault("embedder", HashEmbedder())
     kwargs.setdefault("token_counter", word_count)
     return Oblivion(None, **kwargs)
+
+
+def chroma_binary() -> str | None:
+    """The ``chroma`` command chromadb installs (beside this Python first), or ``None``."""
+    beside_python = Path(sys.executable).with_name("chroma")
+    if beside_python.exists():
+        return str(beside_python)
+    return shutil.which("chroma")
+
+
+@contextmanager
+def chroma_server(
+    path: str | Path, *, timeout: float = 30.0
+) -> Iterator[tuple[str, int, subprocess.Popen[bytes]]]:
+    """A real ``chroma run`` server on a free port, its data and ``server.log`` under
+    ``path``; yields ``(host, port, process)`` once it answers a heartbeat and stops it
+    on exit (a test may stop it sooner, ``process.kill()``, to test an outage)::
+
+        with chroma_server(tmp_path) as (host, port, _):
+            mem = Oblivion(tmp_path / "state", vector_store=VectorStore.server(host, port))
+
+    Raises:
+        FileNotFoundError: the ``chroma`` command is not installed.
+        RuntimeError: the server exited, or did not answer within ``timeout`` seconds
+            (the message ends with its log).
+    """
+    import chromadb
+
+    binary = chroma_binary()
+    if binary is None:
+        raise FileNotFoundError(
+            "the `chroma` command is not installed; it comes with the chromadb package"
+        )
+    root = Path(path)
+    root.mkdir(parents=True, exist_ok=True)
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("localhost", 0))
+        port = int(s.getsockname()[1])
+    log_path = root / "server.log"
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(
+            [binary, "run", "--path", str(root / "db"), "--port", str(port)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            deadline = time.monotonic() + timeout
+            while True:
+                if proc.poll() is not None:
+                    raise RuntimeError(
+                        f"`chroma run` exited with code {proc.returncode}: "
+                        f"{log_path.read_text(errors='replace')[-2000:]}"
+                    )
+                try:
+                    chromadb.HttpClient(host="localhost", port=port).heartbeat()
+                    break
+                except Exception:
+                    if time.monotonic() > deadline:
+                        raise RuntimeError(
+                            f"`chroma run` did not answer a heartbeat on port {port} within "
+                            f"{timeout:g} s: {log_path.read_text(errors='replace')[-2000:]}"
+                        ) from None
+                    time.sleep(0.2)
+            yield "localhost", port, proc
+        finally:
+            if proc.poll() is None:
+                proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)

@@ -4,20 +4,16 @@ session) and a real ``chroma run`` server (started only when a test asks for it)
 from __future__ import annotations
 
 import os
-import shutil
-import socket
 import subprocess
-import sys
-import time
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
 
-from oblivion_core import FastEmbedEmbedder, ManualClock, Oblivion, UnknownNamespaceError
+from oblivion_core import FastEmbedEmbedder, ManualClock, Oblivion, UnknownNamespaceError, testing
 from oblivion_core.testing import HashEmbedder, memory
 
 # Engine-level properties touch Chroma and SQLite, whose first call in a process is slow;
@@ -167,58 +163,19 @@ def real_embedder() -> FastEmbedEmbedder:
     return embedder
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("localhost", 0))
-        return int(s.getsockname()[1])
-
-
-def _chroma_binary() -> str | None:
-    beside_python = Path(sys.executable).with_name("chroma")
-    if beside_python.exists():
-        return str(beside_python)
-    return shutil.which("chroma")
-
-
 @contextmanager
 def _chroma_run(root: Path) -> Iterator[tuple[str, int, subprocess.Popen[bytes]]]:
-    """Start ``chroma run`` with its data under ``root``; terminate it on exit."""
-    binary = _chroma_binary()
-    if binary is None:
+    """Start ``chroma run`` with its data under ``root`` (``oblivion_core.testing``'s
+    helper); skip the test where the command is missing, fail it if the server does not
+    start."""
+    if testing.chroma_binary() is None:
         pytest.skip("the `chroma` CLI is not installed (it ships with the chromadb package)")
-    import chromadb
-
-    port = _free_port()
-    log = (root / "server.log").open("wb")
-    proc = subprocess.Popen(
-        [binary, "run", "--path", str(root / "db"), "--port", str(port)],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        for _ in range(150):  # up to ~30 s
-            if proc.poll() is not None:
-                pytest.fail(
-                    f"`chroma run` exited with code {proc.returncode}: "
-                    f"{(root / 'server.log').read_text(errors='replace')[-2000:]}"
-                )
-            try:
-                chromadb.HttpClient(host="localhost", port=port).heartbeat()
-                break
-            except Exception:
-                time.sleep(0.2)
-        else:
-            pytest.fail(f"`chroma run` did not answer a heartbeat on port {port} within 30 s")
-        yield "localhost", port, proc
-    finally:
-        if proc.poll() is None:
-            proc.terminate()
+    with ExitStack() as stack:
         try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-        log.close()
+            started = stack.enter_context(testing.chroma_server(root))
+        except RuntimeError as exc:
+            pytest.fail(str(exc))
+        yield started
 
 
 @pytest.fixture(scope="session")

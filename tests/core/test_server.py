@@ -15,6 +15,7 @@ from oblivion_core import (
     StoreConflictError,
     Tier,
     VectorStore,
+    testing,
 )
 from oblivion_core.testing import HashEmbedder, word_count
 
@@ -215,3 +216,37 @@ def test_the_engines_state_machine_through_a_server(chroma_server: tuple[str, in
             suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
         ),
     )
+
+
+def test_the_testing_helper_runs_a_server_and_stops_it(tmp_path: Path) -> None:
+    """``oblivion_core.testing.chroma_server`` (what these tests run on) yields a server
+    that answers, with its data and log under the folder given, and stops it on exit."""
+    with testing.chroma_server(tmp_path / "srv") as (host, port, proc):
+        mem = Oblivion(
+            tmp_path / "state",
+            vector_store=VectorStore.server(host, port),
+            embedder=HashEmbedder(),
+            token_counter=word_count,
+        )
+        mem.remember("the server answers")
+        assert mem.store.count("default") == 1
+        mem.close()
+        assert (tmp_path / "srv" / "server.log").exists()
+    assert proc.poll() is not None
+
+
+@pytest.mark.parametrize("broken", ["missing", "exits"])
+def test_the_testing_helper_says_why_no_server_started(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, broken: str
+) -> None:
+    """No ``chroma`` command, or one that exits at once: a clear error, not a hang."""
+    exits = tmp_path / "chroma"
+    exits.write_text("#!/bin/sh\necho 'cannot bind' >&2\nexit 3\n")
+    exits.chmod(0o755)
+    monkeypatch.setattr(
+        testing, "chroma_binary", lambda: None if broken == "missing" else str(exits)
+    )
+    error = FileNotFoundError if broken == "missing" else RuntimeError
+    says = "comes with the chromadb package" if broken == "missing" else "code 3: cannot bind"
+    with pytest.raises(error, match=says), testing.chroma_server(tmp_path / "srv"):
+        pass
