@@ -4,7 +4,7 @@
 * :class:`HashEmbedder` is a deterministic offline embedder: texts sharing words get
   similar vectors (a hashed bag of words and character trigrams), good enough for
   tests of ranking logic, not for real retrieval quality.
-* :func:`memory` builds an in-memory :class:`Oblivion` wired to both.
+* :func:`memory` builds an :class:`Oblivion` wired to both, in memory or on disk.
 * :func:`chroma_server` runs a real ``chroma run`` server for a test of server mode.
 """
 
@@ -66,13 +66,14 @@ def word_count(text: str) -> int:
     return len(text.split())
 
 
-def memory(**kwargs: Any) -> Oblivion:
-    """An in-memory :class:`Oblivion` with a :class:`ManualClock`, :class:`HashEmbedder`
-    and :func:`word_count` (each overridable by keyword)."""
+def memory(path: str | Path | None = None, **kwargs: Any) -> Oblivion:
+    """An :class:`Oblivion` with a :class:`ManualClock`, :class:`HashEmbedder` and
+    :func:`word_count` (each overridable by keyword), in memory or, given a ``path``, on
+    disk there (for tests of reopening a store)."""
     kwargs.setdefault("clock", ManualClock())
     kwargs.setdefault("embedder", HashEmbedder())
     kwargs.setdefault("token_counter", word_count)
-    return Oblivion(None, **kwargs)
+    return Oblivion(path, **kwargs)
 
 
 def chroma_binary() -> str | None:

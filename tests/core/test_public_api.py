@@ -73,7 +73,13 @@ def test_every_public_name_resolves(name: str) -> None:
 
 def test_testing_module_api_is_pinned() -> None:
     """`oblivion_core.testing` ships exactly the helpers users need for their own tests."""
-    assert testing.__all__ == ["HashEmbedder", "ManualClock", "memory", "word_count"]
+    assert testing.__all__ == [
+        "HashEmbedder",
+        "ManualClock",
+        "chroma_server",
+        "memory",
+        "word_count",
+    ]
 
 
 @pytest.mark.parametrize(

@@ -18,21 +18,14 @@ import pytest
 from oblivion_core import ManualClock, Oblivion, VectorStore, VectorStoreError
 from oblivion_core.state import StateDB
 from oblivion_core.store import _settings, collection_name
-from oblivion_core.testing import HashEmbedder, word_count
+from oblivion_core.testing import memory
 
 DAY = 86_400.0
 OFFICE = [f"office note {i}: the {w} key is in drawer {i}" for i, w in enumerate("abcdefghij")]
 
 
-def _open(path: Path, store: VectorStore | None = None, **kwargs: Any) -> Oblivion:
-    return Oblivion(
-        path,
-        vector_store=store,
-        clock=ManualClock(),
-        embedder=HashEmbedder(),
-        token_counter=word_count,
-        **kwargs,
-    )
+def _open(path: Path, store: VectorStore | None = None) -> Oblivion:
+    return memory(path, vector_store=store)
 
 
 def _records(store: VectorStore, namespace: str) -> dict[str, tuple[np.ndarray, str, Any]]:

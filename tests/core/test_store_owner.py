@@ -13,24 +13,17 @@ from pathlib import Path
 import pytest
 
 from oblivion_core import (
-    ManualClock,
     Oblivion,
     StoreConflictError,
     StoreCorruptError,
     VectorStore,
 )
 from oblivion_core.store import collection_name
-from oblivion_core.testing import HashEmbedder, word_count
+from oblivion_core.testing import memory
 
 
 def _open(path: Path, store: VectorStore) -> Oblivion:
-    return Oblivion(
-        path,
-        vector_store=store,
-        clock=ManualClock(),
-        embedder=HashEmbedder(),
-        token_counter=word_count,
-    )
+    return memory(path, vector_store=store)
 
 
 def test_a_second_store_on_the_same_collections_is_refused_and_harms_nothing(
