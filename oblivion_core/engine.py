@@ -4285,11 +4285,10 @@ class Oblivion:
             rewritten = self._resync(ns, st, strict=True)
             held = self.store.ids(ns)
             self.store.unchecked.discard(ns)
-            put_back, _ = self._restore_lost_vectors(ns, st, held)
-            removed = self._drop_orphans(ns, st, held)  # (a copy's: deleted again, harmless)
+            put_back, removed = self._restore_lost_vectors(ns, st, held)
             return {
                 "put_back": at_load[0] + put_back + rewritten,
-                "removed": at_load[1] + len(removed),
+                "removed": at_load[1] + removed,
             }
 
     def _note_move(self, here: str | None) -> set[str]:
@@ -4324,38 +4323,38 @@ class Oblivion:
         vectors SQLite keeps: a ``chroma/`` folder deleted or restored from an older
         backup, a server's collection dropped, a crash between a delete's Chroma call and
         its commit. Unchecked, recall through Chroma silently missed them. ``held``: the
-        vector store's ids (else its count is compared first, and records of no memory
-        are removed). After the store moved to another vector store, every memory is
+        vector store's ids (else its count is compared first); records of no memory are
+        removed. After the store moved to another vector store, every memory is
         copied there instead (:meth:`_copy_moved`). Returns how many records were put
         back and how many removed.
 
         Raises:
             StoreCorruptError: some have no vector in SQLite (a version-1 store).
         """
+        checking = held is None  # on a load or before a query, not repair_vector_store()
         try:
             if ns in self._moving:
                 return self._copy_moved(ns, st)
-            orphans: list[str] = []
             if held is None:
                 if self.store.count(ns) == st.n:  # one call: the usual case costs no more
                     return 0, 0
                 held = self.store.ids(ns)
-                # records of no memory (a write killed between Chroma's add and its
-                # commit): removed, and they no longer hide a lost one from the count
-                orphans = self._drop_orphans(ns, st, held)
-                if orphans:
-                    logger.warning(
-                        "the vector store held %d records of no memory of namespace %r "
-                        "(writes interrupted before their commit); removed them",
-                        len(orphans),
-                        ns,
-                    )
+            # records of no memory (a write killed between Chroma's add and its commit):
+            # removed, and they no longer hide a lost one from the count
+            orphans = self._drop_orphans(ns, st, held)
         except VectorStoreError:  # a check: recall reports an unreachable server
-            if held is not None:  # repair_vector_store(): its caller is told
+            if not checking:  # repair_vector_store(): its caller is told
                 raise
             logger.warning("could not check the vector store of %r", ns, exc_info=True)
             self.store.unchecked.add(ns)  # checked again before it is next queried
             return 0, 0
+        if orphans and checking:
+            logger.warning(
+                "the vector store held %d records of no memory of namespace %r (writes "
+                "interrupted before their commit); removed them",
+                len(orphans),
+                ns,
+            )
         missing = [m for m in st.ids if m not in held]
         if not missing:
             return 0, len(orphans)

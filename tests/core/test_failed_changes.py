@@ -23,6 +23,7 @@ from oblivion_core import (
     StoreLockedError,
     Tier,
     TurnClock,
+    VectorStore,
     VectorStoreError,
 )
 from oblivion_core.state import StateDB
@@ -741,3 +742,28 @@ def test_a_decompression_that_fails_keeps_the_summary(
     with _open(tmp_path, mem.clock) as again:
         assert _summaries(again) == []
         assert {r.tier for r in again.records()} == {Tier.ARCHIVE}
+
+
+def test_a_store_failing_while_a_load_removes_records_of_no_memory_is_checked_later(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A namespace's first use finds records of no memory in Chroma (a write killed
+    before its commit) and the store fails as they are removed: the call still answers,
+    the failure is logged, and the namespace is checked again before Chroma is next
+    queried; ``repair_vector_store`` then removes them."""
+    with _open(tmp_path) as mem:
+        kept = mem.remember("the office opens at nine").id
+        vector = mem._db.vectors("default", [kept])[kept]
+        mem.store.add("default", ["stray"], vector[None, :], ["a write never committed"])
+
+    def down(*_args: Any, **_kwargs: Any) -> None:
+        raise VectorStoreError("the server is down")
+
+    monkeypatch.setattr(VectorStore, "delete", down)
+    with _open(tmp_path) as mem, caplog.at_level(logging.WARNING, logger="oblivion_core"):
+        assert [r.id for r in mem.records()] == [kept]
+        assert "could not check the vector store" in caplog.text
+        assert "default" in mem.store.unchecked
+        monkeypatch.undo()
+        assert mem.repair_vector_store() == {"put_back": 0, "removed": 1}
+        assert mem.store.ids("default") == {kept}
