@@ -460,7 +460,7 @@ class OblivionStore(BaseStore):
             hits.extend(
                 _Hit(labels, space, it, order, rank)
                 for rank, it in enumerate(ranked)
-                if _searchable(it, op.filter)
+                if _searchable(it)
             )
         hits.sort(key=lambda h: (-h.item.score, h.order, h.rank))
         page = hits[op.offset : want]
@@ -471,7 +471,8 @@ class OblivionStore(BaseStore):
     def _ranked(
         self, space: str, query: str, want: int, filter: Mapping[str, Any] | None
     ) -> list[RecalledItem]:
-        """Read-only recall, widened until ``want`` items pass the filter or none are left.
+        """Read-only recall filtered by ``filter`` (:func:`_engine_filter`), widened until
+        ``want`` of its items are search results (:func:`_searchable`) or none are left.
 
         Compression is the engine's business, not the store's: an item it folded into a
         summary (moved to the cold tier) is still an item, so cold memories are searched
@@ -500,7 +501,7 @@ class OblivionStore(BaseStore):
                 # items it stands for are cold, outside that tier: search them as well.
                 deep = True
                 continue
-            passing = sum(1 for it in ranked if _searchable(it, filter))
+            passing = sum(1 for it in ranked if _searchable(it))
             if passing >= want or len(ranked) < k or k >= total:
                 return ranked
             k = min(total, k * 4)
@@ -607,14 +608,10 @@ def _is_summary(memory: _Memory) -> bool:
     )
 
 
-def _searchable(memory: RecalledItem, filter: Mapping[str, Any] | None) -> bool:
-    """Whether a recalled memory is a query-search result: an indexed item (not a
-    compression summary) whose value passes ``filter``."""
-    return bool(
-        not _is_summary(memory)
-        and _meta(memory).get("indexed", True)
-        and matches(_value(memory), filter)
-    )
+def _searchable(memory: RecalledItem) -> bool:
+    """Whether a recalled memory is a query-search result: an indexed item, not a
+    compression summary (the search's filter is the recall's own, :func:`_engine_filter`)."""
+    return bool(not _is_summary(memory) and _meta(memory).get("indexed", True))
 
 
 def _value(memory: _Memory) -> dict[str, Any]:
