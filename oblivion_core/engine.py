@@ -14,7 +14,6 @@ import itertools
 import json
 import logging
 import math
-import numbers
 import os
 import socket
 import time
@@ -52,6 +51,29 @@ from oblivion_core.budget import (
     pack,
     resolve_token_counter,
 )
+from oblivion_core.checks import (
+    check_category,
+    check_clock_kind,
+    check_flag,
+    check_hooks,
+    check_id,
+    check_ids,
+    check_namespace,
+    check_reason,
+    check_standing,
+    check_text,
+    check_tier,
+    check_unit,
+    clock_kind,
+    finite,
+    parallel,
+    prepare_dir,
+    store_path,
+    stored_count,
+    stored_dim,
+    stored_ids,
+    stored_policy,
+)
 from oblivion_core.clock import TurnClock, WallClock
 from oblivion_core.compression import ExtractiveSummarizer, clusters
 from oblivion_core.decay_clock import DecayClock
@@ -60,15 +82,11 @@ from oblivion_core.embedding import embed_query, embed_texts, resolve_embedder
 from oblivion_core.errors import (
     EmbeddingError,
     InvalidInputError,
-    OblivionError,
     PolicyError,
     StoreConflictError,
     StoreCorruptError,
-    StorePathError,
-    TextTooLongError,
     UnknownMemoryError,
     UnknownNamespaceError,
-    VectorStoreError,
 )
 from oblivion_core.importance import HeuristicImportance
 from oblivion_core.index import ActiveIndex, exact_links, row_tops, untie
@@ -76,7 +94,7 @@ from oblivion_core.lexical import LexicalIndex
 from oblivion_core.lexical_snapshot import LexicalSnapshots
 from oblivion_core.lists import ListIndex, list_question
 from oblivion_core.naming import NameIndex, name_question
-from oblivion_core.policy import TEMPLATES, ClockKind, Policy, resolve_policy
+from oblivion_core.policy import TEMPLATES, Policy, resolve_policy
 from oblivion_core.recall import (
     RecalledItem,
     RecallResult,
@@ -95,7 +113,7 @@ from oblivion_core.sketch import SketchIndex
 from oblivion_core.space import FILTERS_KEPT, Space
 from oblivion_core.speakers import as_said
 from oblivion_core.state import EVENT_KINDS, Event, JournalRow, NamespaceState, StateDB
-from oblivion_core.store import VectorStore, directory_path
+from oblivion_core.store import VectorStore
 from oblivion_core.supersession import (
     Candidate,
     LexicalSupersession,
@@ -112,6 +130,7 @@ from oblivion_core.typing import (
     TokenCounter,
     Vectors,
 )
+from oblivion_core.vector_sync import VectorSync
 from oblivion_core.where import Filter, FilterMask, compile_where
 from oblivion_core.write_behind import EngineLock
 
@@ -131,11 +150,9 @@ _ACTIVE, _ARCHIVE, _COLD = int(Tier.ACTIVE), int(Tier.ARCHIVE), int(Tier.COLD)
 #: New memories linked and checked for stale facts at a time by ``remember_many``.
 _WRITE_BLOCK = 1024
 _SUPERSEDE_CANDIDATES = 12  # older memories judged per new statement (dense + lexical)
-_COPY_BATCH = 5_000  # memories read from SQLite per batch when copied to a new vector store
 _MAX_COMPRESS_BATCH = 2_000  # lowest-activation candidates clustered per maintain()
 #: Per-category decay rates and recall betas, indexed like ``NamespaceState.vocab``.
 _CategoryParams = tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]
-MAX_NAMESPACE_CHARS = 256
 
 
 class _Boosts(NamedTuple):
@@ -308,11 +325,11 @@ class Oblivion:
         # recall feedback runs after the recall returns (oblivion_core/write_behind.py)
         self._lock = EngineLock()
         self.max_loaded_namespaces = check_k(max_loaded_namespaces, "max_loaded_namespaces")
-        self.default_namespace = _check_namespace(namespace)
-        self.path = _store_path(path)
-        _check_hooks(importance_scorer, summarizer, supersession_judge, vector_store)
+        self.default_namespace = check_namespace(namespace)
+        self.path = store_path(path)
+        check_hooks(importance_scorer, summarizer, supersession_judge, vector_store)
         if self.path is not None:
-            _prepare_dir(self.path)
+            prepare_dir(self.path)
         db_file = None if self.path is None else self.path / StateDB.FILE
         # no activation database yet (or an empty file): the vector store should hold none
         # of this store's memories either
@@ -320,8 +337,8 @@ class Oblivion:
         db_new = db_file is not None and (not db_existed or db_file.stat().st_size == 0)
         self._db = StateDB(self.path)
         try:
-            dim = self._db.parsed("dim", _stored_dim)  # checked before anything is written
-            stored: Policy | None = self._db.parsed("policy", _stored_policy)
+            dim = self._db.parsed("dim", stored_dim)  # checked before anything is written
+            stored: Policy | None = self._db.parsed("policy", stored_policy)
             switch_to: Policy | None = None  # another policy than the store was closed with
             if policy is None and stored is not None:
                 self._policy = stored
@@ -329,7 +346,7 @@ class Oblivion:
                 # a template name keeps the clock the store was written with; in a new
                 # store, that of the clock passed (clock=TurnClock(): decay by turns)
                 self._policy = resolve_policy(
-                    policy, clock=stored.clock if stored else _clock_kind(clock)
+                    policy, clock=stored.clock if stored else clock_kind(clock)
                 )
                 if stored is not None and self._policy.clock != stored.clock:
                     raise PolicyError(
@@ -341,7 +358,7 @@ class Oblivion:
                     switch_to, self._policy = self._policy, stored
             self._db.set_meta("policy", self._policy.to_dict())
             self._ns_policy: dict[str, Policy] = {
-                ns: self._db.checked(p, f"the policy of namespace {ns!r}", _stored_policy)
+                ns: self._db.checked(p, f"the policy of namespace {ns!r}", stored_policy)
                 for ns, p in self._db.namespaces().items()
                 if p is not None
             }
@@ -363,7 +380,7 @@ class Oblivion:
                 clock.catch_up(*turns)
             if not isinstance(clock, Clock):
                 raise InvalidInputError(f"clock must have a now() method, got {clock!r}")
-            _check_clock_kind(clock, self._policy.clock, stored is not None)
+            check_clock_kind(clock, self._policy.clock, stored is not None)
             self.clock: Clock = clock
             self._turns_read: set[str] = set()
             self._turns_saved: dict[str, str] = {}
@@ -418,7 +435,8 @@ class Oblivion:
                 here = "the chroma/ folder beside it"
                 if vector_store.prefix:
                     here += f", prefix {vector_store.prefix!r}"
-            self._moving = self._note_move(here)
+            self._sync = VectorSync(self._db, vector_store)
+            self._sync.note_move(here)
             # (put back, removed) by a namespace's load, for a repair_vector_store() loading it
             self._repaired_at_load: dict[str, tuple[int, int]] = {}
             self._dim: int | None = dim
@@ -440,7 +458,6 @@ class Oblivion:
             # namespaces with an archive copy, least recently searched first, and when
             # (time.monotonic())
             self._exact_lru: OrderedDict[str, float] = OrderedDict()
-            self._resync_due: set[str] = set()  # a resync note left to act on (_resync)
             self._known: set[str] = set(self._db.namespaces()) | {self.default_namespace}
             if self._db.meta(StateDB.LEGACY_TIMES):
                 self._convert_legacy_times()
@@ -618,8 +635,8 @@ class Oblivion:
         read from the store for it are let go again (:meth:`unload`).
         """
         if namespace is not None:
-            namespace = _check_namespace(namespace)
-        reason = _check_reason(reason)
+            namespace = check_namespace(namespace)
+        reason = check_reason(reason)
         if policy is None:  # resolve_policy() reads None as "balanced": not meant here
             raise PolicyError(
                 f"set_policy needs a Policy or a template name {list(TEMPLATES)}, got None"
@@ -660,7 +677,7 @@ class Oblivion:
                         self._policy = new
                         self._db.set_meta("policy", new.to_dict(), conn)
                     else:
-                        ns = _check_namespace(namespace)
+                        ns = check_namespace(namespace)
                         old = self._ns_policy.get(ns, self._policy).name
                         self._ns_policy[ns] = new
                         self._db.add_namespace(ns, conn)
@@ -771,30 +788,30 @@ class Oblivion:
         nothing is stored.
         """
         if supersede is not None:
-            supersede = _check_flag(supersede, "supersede")
+            supersede = check_flag(supersede, "supersede")
         self._check_open()
         if isinstance(texts, str) or not isinstance(texts, Sequence):
             raise InvalidInputError("texts must be a list of strings (use remember() for one)")
         n = len(texts)
-        ns = _check_namespace(namespace if namespace is not None else self.default_namespace)
+        ns = check_namespace(namespace if namespace is not None else self.default_namespace)
         policy = self.policy_for(ns) if ns in self._known else self._policy
-        cats = _parallel(categories, n, "categories")
-        imps = _parallel(importances, n, "importances")
-        confs = _parallel(confidences, n, "confidences", default=1.0)
-        metas = _parallel(metadatas, n, "metadatas")
-        given_ids = _parallel(ids, n, "ids")
+        cats = parallel(categories, n, "categories")
+        imps = parallel(importances, n, "importances")
+        confs = parallel(confidences, n, "confidences", default=1.0)
+        metas = parallel(metadatas, n, "metadatas")
+        given_ids = parallel(ids, n, "ids")
         clean: list[str] = []
         for i, text in enumerate(texts):
             at = f"[{i}]" if n > 1 else ""  # which element of a batch is wrong
-            clean.append(_check_text(text, policy.max_text_chars, f"texts{at}" if at else "text"))
+            clean.append(check_text(text, policy.max_text_chars, f"texts{at}" if at else "text"))
             if cats[i] is not None:
-                cats[i] = _check_category(cats[i], f"categories{at}" if at else "category")
+                cats[i] = check_category(cats[i], f"categories{at}" if at else "category")
             if imps[i] is not None:
-                imps[i] = _check_unit(imps[i], f"importances{at}" if at else "importance")
-            confs[i] = _check_unit(confs[i], f"confidences{at}" if at else "confidence")
+                imps[i] = check_unit(imps[i], f"importances{at}" if at else "importance")
+            confs[i] = check_unit(confs[i], f"confidences{at}" if at else "confidence")
             metas[i] = check_metadata(metas[i], f"metadatas{at}" if at else "metadata")
             if given_ids[i] is not None:
-                given_ids[i] = _check_id(given_ids[i])
+                given_ids[i] = check_id(given_ids[i])
         final_ids = [i if i is not None else uuid.uuid4().hex for i in given_ids]
         if len(set(final_ids)) != n:
             raise InvalidInputError("ids must be unique within one remember_many() call")
@@ -809,9 +826,9 @@ class Oblivion:
                         f"the importance scorer's categorize() returned {got!r:.60}; it must "
                         "return a non-empty category name (or pass category= yourself)"
                     )
-                cats[i] = _check_category(got)
+                cats[i] = check_category(got)
             if imps[i] is None:
-                imps[i] = _check_unit(self.importance_scorer.score(clean[i]), "scored importance")
+                imps[i] = check_unit(self.importance_scorer.score(clean[i]), "scored importance")
 
         with self._lock:
             self._check_open()
@@ -822,7 +839,7 @@ class Oblivion:
             if current is not policy:
                 policy = current
                 for i, text in enumerate(clean):
-                    _check_text(text, policy.max_text_chars, f"texts[{i}]" if n > 1 else "text")
+                    check_text(text, policy.max_text_chars, f"texts[{i}]" if n > 1 else "text")
             clash = [i for i in final_ids if i in space.state.index]
             if clash:
                 raise InvalidInputError(
@@ -1061,7 +1078,7 @@ class Oblivion:
                 pass
             except Exception:  # the write's own error is the one to report
                 logger.exception("could not remove %d unwritten memories from Chroma", n)
-                self._doubt(ns, ids)
+                self._sync.doubt(ns, ids)
             raise
         self._next_seq = seq0 + n
         self._known.add(ns)
@@ -1108,7 +1125,7 @@ class Oblivion:
         :meth:`remember`; a ``supersession_judge`` is asked after the lock is let go).
         """
         ns = self._ns(namespace)
-        clean = _check_text(text, self.policy_for(ns).max_text_chars, "text") if text else None
+        clean = check_text(text, self.policy_for(ns).max_text_chars, "text") if text else None
         if text is not None and clean is None:
             raise InvalidInputError("text must be a non-empty string")
         if text is None and metadata is None and category is None and importance is None:
@@ -1117,10 +1134,10 @@ class Oblivion:
                 "(replacing the old), category= and/or importance="
             )
         meta = check_metadata(metadata) if metadata is not None else None
-        cat = _check_category(category) if category is not None else None
-        imp = _check_unit(importance, "importance") if importance is not None else None
+        cat = check_category(category) if category is not None else None
+        imp = check_unit(importance, "importance") if importance is not None else None
         if supersede is not None:
-            supersede = _check_flag(supersede, "supersede")
+            supersede = check_flag(supersede, "supersede")
         vector = embed_texts(self.embedder, [clean], self._dim) if clean is not None else None
         # counted now, as remember() counts (held as count + 1)
         counted = count_tokens(self.token_counter, clean) + 1 if clean is not None else 0
@@ -1150,7 +1167,7 @@ class Oblivion:
             if resync:
                 # a crash between Chroma's write and the commit would leave Chroma with a
                 # text SQLite never got: noted first, put right when ``ns`` is next loaded
-                self._note_resync(ns, [memory_id])
+                self._sync.note(ns, [memory_id])
             try:
                 with self._consistent(ns), self._db.transaction(durable=True) as conn:
                     if meta is not None:
@@ -1201,12 +1218,12 @@ class Oblivion:
                     except Exception:  # the note stays: put right before the next query
                         logger.exception("could not restore the text of %r in Chroma", memory_id)
                         resync = False
-                        self._resync_due.add(ns)
+                        self._sync.due.add(ns)
                 if resync:
-                    self._clear_resync(ns, [memory_id])
+                    self._sync.clear(ns, [memory_id])
                 raise
             if resync:
-                self._clear_resync(ns, [memory_id])
+                self._sync.clear(ns, [memory_id])
             if clean is not None or meta is not None:
                 # what it adds to a list, or the name it gives, is what it says now, and
                 # who says it (its metadata may name another chat role)
@@ -1379,17 +1396,17 @@ class Oblivion:
                 ``where``, both must hold.
         """
         self._check_open()
-        q = _check_text(query, None, "query")
+        q = check_text(query, None, "query")
         filtered = compile_where(where, where_document)
         standing_categories = check_standing(standing)
         budget = check_budget(token_budget)
         k = check_k(k)
         if deep is not None and not isinstance(deep, bool):
             raise InvalidInputError(f"deep must be True, False or None, got {deep!r}")
-        include_invalidated = _check_flag(include_invalidated, "include_invalidated")
-        include_cold = _check_flag(include_cold, "include_cold")
-        include_superseded = _check_flag(include_superseded, "include_superseded")
-        feedback = _check_flag(feedback, "feedback")
+        include_invalidated = check_flag(include_invalidated, "include_invalidated")
+        include_cold = check_flag(include_cold, "include_cold")
+        include_superseded = check_flag(include_superseded, "include_superseded")
+        feedback = check_flag(feedback, "feedback")
         ns = self._ns(namespace)
         policy = self.policy_for(ns)
         pool = max(policy.candidate_pool, k if k is not None else policy.default_k)
@@ -1478,10 +1495,10 @@ class Oblivion:
             UnknownMemoryError: an id is not in the namespace (nothing is boosted).
         """
         self._check_open()
-        q = _check_text(query, None, "query")
+        q = check_text(query, None, "query")
         budget = check_budget(token_budget)
         k = check_k(k)
-        feedback = _check_flag(feedback, "feedback")
+        feedback = check_flag(feedback, "feedback")
         if isinstance(candidates, str | bytes | Mapping) or not isinstance(candidates, Iterable):
             raise InvalidInputError(
                 "candidates must be a list of (id, relevance) pairs, got "
@@ -1494,13 +1511,13 @@ class Oblivion:
                 raise InvalidInputError(f"candidates are (id, relevance) pairs, got {pair!r}")
             mid, rel = pair
             if rel is not None:
-                rel = _finite(rel, f"relevance of {mid!r}", "a similarity in [-1, 1] or None")
+                rel = finite(rel, f"relevance of {mid!r}", "a similarity in [-1, 1] or None")
                 if not -1.0 <= rel <= 1.0:
                     raise InvalidInputError(
                         f"relevance of {mid!r} must be a similarity in [-1, 1] (or None to "
                         f"compute it), got {rel!r}"
                     )
-            pairs.append((_check_id(mid), rel))
+            pairs.append((check_id(mid), rel))
         need_vec = any(rel is None for _, rel in pairs)
         qvec = embed_query(self.embedder, q, self._dim) if need_vec else None
         with self._lock:
@@ -1658,9 +1675,9 @@ class Oblivion:
                 space.archive_searched = "sketch" if isinstance(exact, SketchIndex) else "exact"
             else:
                 space.archive_searched = "chroma"
-                self._refill(ns, st)
+                self._sync.refill(ns, st)
                 archive = self.store.query(ns, qvec, n_ask)
-                if self._refill(ns, st):  # its collection vanished meanwhile: made again
+                if self._sync.refill(ns, st):  # its collection vanished meanwhile: made again
                     archive = self.store.query(ns, qvec, n_ask)
                 archive = _visible_top(
                     lambda n: self.store.query(ns, qvec, n), n_ask, hidden, st.n, archive
@@ -2622,10 +2639,10 @@ class Oblivion:
         refusing the whole call with :class:`UnknownMemoryError`; the activations
         returned are those of the memories boosted, in order.
         """
-        ids = list(dict.fromkeys(_check_ids(ids)))  # one boost per memory
-        skip_missing = _check_flag(skip_missing, "skip_missing")
+        ids = list(dict.fromkeys(check_ids(ids)))  # one boost per memory
+        skip_missing = check_flag(skip_missing, "skip_missing")
         if skip_missing:
-            name = self.default_namespace if namespace is None else _check_namespace(namespace)
+            name = self.default_namespace if namespace is None else check_namespace(namespace)
             if name not in self._known:
                 return []
         ns = self._ns(namespace)
@@ -2674,7 +2691,7 @@ class Oblivion:
             relevances: Relevance of each in ``[0, 1]`` (default 1.0).
             namespace: Where they live.
         """
-        ids = list(dict.fromkeys(_check_ids(ids)))
+        ids = list(dict.fromkeys(check_ids(ids)))
         if relevances is not None and (
             isinstance(relevances, str | bytes | Mapping)
             or not isinstance(relevances, Sequence | np.ndarray)
@@ -2685,7 +2702,7 @@ class Oblivion:
         rels = [1.0] * len(ids) if relevances is None else list(relevances)
         if len(rels) != len(ids):
             raise InvalidInputError("relevances must have one entry per (distinct) id")
-        rels = [_check_unit(r, "relevance") for r in rels]
+        rels = [check_unit(r, "relevance") for r in rels]
         ns = self._ns(namespace)
         with self._lock:
             self._check_open()
@@ -2823,10 +2840,10 @@ class Oblivion:
             The link's weight after the call.
         """
         ns = self._ns(namespace)
-        weight = _finite(weight, "link weight", "a number in (0, 1]")
+        weight = finite(weight, "link weight", "a number in (0, 1]")
         if not 0 < weight <= 1:
             raise InvalidInputError(f"link weight must be in (0, 1], got {weight!r}")
-        a, b = _check_id(a), _check_id(b)
+        a, b = check_id(a), check_id(b)
         if a == b:
             raise InvalidInputError(f"cannot link memory {a!r} to itself; pass two different ids")
         with self._lock:
@@ -2975,7 +2992,7 @@ class Oblivion:
         to its successor (``get(old_id).superseded_by``; this adds no association link,
         see :meth:`link`) and demoted; recall returns the successor in its place."""
         ns = self._ns(namespace)
-        reason = _check_reason(reason) or "explicit"
+        reason = check_reason(reason) or "explicit"
         if old_id == new_id:
             raise InvalidInputError("a memory cannot supersede itself; pass two different ids")
         with self._lock:
@@ -3210,7 +3227,7 @@ class Oblivion:
         Invalidating a memory that already is changes nothing (a retry does not lower its
         neighbours again).
         """
-        reason = _check_reason(reason)
+        reason = check_reason(reason)
         ns = self._ns(namespace)
         with self._lock:
             self._check_open()
@@ -3420,10 +3437,10 @@ class Oblivion:
         """Put memories SQLite still holds back into Chroma (a delete whose transaction
         failed); logged, not raised, if that fails too."""
         try:
-            self._put_back(ns, st, ids)
+            self._sync.put_back(ns, st, ids)
         except Exception:
             logger.exception("could not put %d memories back into Chroma", len(ids))
-            self._doubt(ns, ids)
+            self._sync.doubt(ns, ids)
 
     # ================================================================ maintenance
     def maintain(self, *, dry_run: bool = False, namespace: str | None = None) -> MaintenancePlan:
@@ -3431,7 +3448,7 @@ class Oblivion:
 
         Applying also runs self-adaptation of half-lives and betas.
         """
-        dry_run = _check_flag(dry_run, "dry_run")
+        dry_run = check_flag(dry_run, "dry_run")
         ns = self._ns(namespace)
         with self._lock:
             self._check_open()
@@ -3634,7 +3651,7 @@ class Oblivion:
                 raise TypeError(f"summarize() returned {type(summary).__name__}, not a str")
             summary = (summary or "").strip()[: policy.max_text_chars]
             if summary:  # a text remember() would take (no NUL, no lone surrogate)
-                summary = _check_text(summary, None, "the summary")
+                summary = check_text(summary, None, "the summary")
         except Exception:  # the group stays archived; maintain() goes on
             logger.exception(
                 "the summarizer failed on %d memories of namespace %r; they stay archived",
@@ -3840,7 +3857,7 @@ class Oblivion:
         those whose metadata and text pass ``where`` and ``where_document`` (as
         :meth:`recall` takes them; Chroma's ``collection.get(where=...)``). Reads only:
         nothing is boosted."""
-        tier = _check_tier(tier)
+        tier = check_tier(tier)
         filtered = compile_where(where, where_document)
         ns = self._ns(namespace)
         with self._lock:
@@ -3874,7 +3891,7 @@ class Oblivion:
         namespace), or with ``last`` only the newest ``last`` of them (a namespace's
         journal gains about 36 entries per recall). A deleted memory's entries stay."""
         if memory_id is not None:
-            memory_id = _check_id(memory_id)
+            memory_id = check_id(memory_id)
         last = check_k(last, "last")
         ns = self._ns(namespace)
         with self._lock:
@@ -3906,7 +3923,7 @@ class Oblivion:
                 :data:`~oblivion_core.EVENT_KINDS`.
             UnknownNamespaceError: the namespace does not exist.
         """
-        older_than = _finite(older_than, "older_than", "a number of clock units >= 0")
+        older_than = finite(older_than, "older_than", "a number of clock units >= 0")
         if older_than < 0:
             raise InvalidInputError(
                 f"older_than must be a finite number >= 0 (clock units), got {older_than!r}"
@@ -4030,7 +4047,7 @@ class Oblivion:
         """Number of memories in a namespace (of one ``category``, if given)."""
         ns = self._ns(namespace)
         if category is not None:
-            category = _check_category(category)
+            category = check_category(category)
         with self._lock:
             self._check_open()
             if ns not in self._spaces:  # counted where it is, not loaded for it
@@ -4109,7 +4126,7 @@ class Oblivion:
 
     # ================================================================ internals
     def _ns(self, namespace: str | None) -> str:
-        ns = self.default_namespace if namespace is None else _check_namespace(namespace)
+        ns = self.default_namespace if namespace is None else check_namespace(namespace)
         if ns not in self._known:
             known = ", ".join(repr(n) for n in sorted(self._known))
             raise UnknownNamespaceError(
@@ -4127,7 +4144,7 @@ class Oblivion:
             now = clock.now(ns)
         else:
             now = clock.now()
-        return _finite(now, "the clock's now()", "a finite number (check the clock you passed)")
+        return finite(now, "the clock's now()", "a finite number (check the clock you passed)")
 
     def _turn_rows(self) -> dict[str, str]:
         """The turn counts of the namespaces whose time was read since the last write,
@@ -4198,18 +4215,18 @@ class Oblivion:
             if have:
                 index.add(have, np.stack([vecs[m] for m in have]), st.seqs_of(have))
         # (an empty namespace too after a move: an older copy there may hold records)
-        if (st.n or ns in self._moving) and self.REPAIR_ON_LOAD:
-            repaired = self._restore_lost_vectors(ns, st)
+        if (st.n or ns in self._sync.moving) and self.REPAIR_ON_LOAD:
+            repaired = self._sync.restore_lost(ns, st)
             if any(repaired):  # for a repair_vector_store() that loaded it
                 self._repaired_at_load[ns] = repaired
-            self._resync(ns, st)
+            self._sync.resync(ns, st)
         usage = self._db.parsed(f"usage:{ns}", Usage.from_json)
         space = Space(st, index, usage)
-        space.writes_since_maintain = self._db.parsed(f"writes:{ns}", _stored_count)
+        space.writes_since_maintain = self._db.parsed(f"writes:{ns}", stored_count)
         space.read_links_later(lambda: self._db.links(ns))
         space.review = self._db.review(ns)
         space.summaries = self._db.summaries(ns)
-        space.uncompressed = self._db.parsed(f"uncompressed:{ns}", _stored_ids)
+        space.uncompressed = self._db.parsed(f"uncompressed:{ns}", stored_ids)
         space.last_write = self._last_turn(space)
         db = self._db
         space.on_tier = lambda ids, active: (db.hold if active else db.release)(ns, ids)
@@ -4282,227 +4299,14 @@ class Oblivion:
             loaded = ns in self._spaces
             st = self._space(ns).state
             at_load = (0, 0) if loaded else self._repaired_at_load.pop(ns, (0, 0))
-            rewritten = self._resync(ns, st, strict=True)
+            rewritten = self._sync.resync(ns, st, strict=True)
             held = self.store.ids(ns)
             self.store.unchecked.discard(ns)
-            put_back, removed = self._restore_lost_vectors(ns, st, held)
+            put_back, removed = self._sync.restore_lost(ns, st, held)
             return {
                 "put_back": at_load[0] + put_back + rewritten,
                 "removed": at_load[1] + removed,
             }
-
-    def _note_move(self, here: str | None) -> set[str]:
-        """Record where the vectors are kept now; when that is a new place (the state
-        folder opened with another vector store: an embedded store moved to a server),
-        return the namespaces whose records are to be copied there on first use, and
-        keep that list until each is copied (a move a process left unfinished is
-        finished by the next)."""
-        if here is None:  # in memory, or a client that does not say where
-            return set()
-        before = self._db.meta(StateDB.VECTOR_STORE)
-        if before == here:
-            return set(self._db.parsed(StateDB.VECTOR_STORE_COPYING, _stored_ids))
-        moving = set(self._db.namespaces()) if isinstance(before, str) else set()
-        with self._db.transaction(durable=True) as conn:
-            self._db.set_meta(StateDB.VECTOR_STORE, here, conn)
-            self._db.set_meta(StateDB.VECTOR_STORE_COPYING, sorted(moving), conn)
-        if moving:
-            logger.info(
-                "this store's vectors were kept in %s and now are in %s: each namespace's "
-                "memories are copied there from the activation database on its first use "
-                "(repair_vector_store(namespace=...) copies one now)",
-                before,
-                here,
-            )
-        return moving
-
-    def _restore_lost_vectors(
-        self, ns: str, st: NamespaceState, held: set[str] | None = None
-    ) -> tuple[int, int]:
-        """Put back into the vector store the memories of ``ns`` it lost, from the
-        vectors SQLite keeps: a ``chroma/`` folder deleted or restored from an older
-        backup, a server's collection dropped, a crash between a delete's Chroma call and
-        its commit. Unchecked, recall through Chroma silently missed them. ``held``: the
-        vector store's ids (else its count is compared first); records of no memory are
-        removed. After the store moved to another vector store, every memory is
-        copied there instead (:meth:`_copy_moved`). Returns how many records were put
-        back and how many removed.
-
-        Raises:
-            StoreCorruptError: some have no vector in SQLite (a version-1 store).
-        """
-        checking = held is None  # on a load or before a query, not repair_vector_store()
-        try:
-            if ns in self._moving:
-                return self._copy_moved(ns, st)
-            if held is None:
-                if self.store.count(ns) == st.n:  # one call: the usual case costs no more
-                    return 0, 0
-                held = self.store.ids(ns)
-            # records of no memory (a write killed between Chroma's add and its commit):
-            # removed, and they no longer hide a lost one from the count
-            orphans = self._drop_orphans(ns, st, held)
-        except VectorStoreError:  # a check: recall reports an unreachable server
-            if not checking:  # repair_vector_store(): its caller is told
-                raise
-            logger.warning("could not check the vector store of %r", ns, exc_info=True)
-            self.store.unchecked.add(ns)  # checked again before it is next queried
-            return 0, 0
-        if orphans and checking:
-            logger.warning(
-                "the vector store held %d records of no memory of namespace %r (writes "
-                "interrupted before their commit); removed them",
-                len(orphans),
-                ns,
-            )
-        missing = [m for m in st.ids if m not in held]
-        if not missing:
-            return 0, len(orphans)
-        logger.warning(
-            "the vector store lacked %d of the %d memories of namespace %r (its folder or "
-            "collection lost, or an older copy restored); putting them back from the "
-            "activation database",
-            len(missing),
-            st.n,
-            ns,
-        )
-        self._raise_lost(ns, st, len(missing), self._put_back(ns, st, missing))
-        return len(missing), len(orphans)
-
-    def _copy_moved(self, ns: str, st: NamespaceState) -> tuple[int, int]:
-        """Copy every memory of ``ns`` to the vector store this store moved to (opened
-        with another one than before), from SQLite, in batches of :data:`_COPY_BATCH`.
-        Records already there are written again: a copy an earlier move left (the
-        ``chroma/`` folder of a store moved back from a server) may predate edits, and
-        one of no memory is removed. Returns how many were copied and how many removed."""
-        held = self.store.ids(ns)
-        orphans = self._drop_orphans(ns, st, held)
-        ids = list(st.ids)
-        logger.info(
-            "copying the %d memories of namespace %r from the activation database to the "
-            "vector store this store moved to%s",
-            len(ids),
-            ns,
-            f" (replacing the {len(held):,} records of an older copy)" if held else "",
-        )
-        lost: list[str] = []
-        for start in range(0, len(ids), _COPY_BATCH):
-            lost += self._put_back(ns, st, ids[start : start + _COPY_BATCH])
-        self._moving.discard(ns)
-        with self._db.transaction(durable=True) as conn:
-            self._db.set_meta(StateDB.VECTOR_STORE_COPYING, sorted(self._moving), conn)
-        self._raise_lost(ns, st, len(ids), lost)
-        return len(ids), len(orphans)
-
-    @staticmethod
-    def _raise_lost(ns: str, st: NamespaceState, tried: int, lost: list[str]) -> None:
-        """A StoreCorruptError if ``lost`` (memories the vector store lacked with no
-        vector in SQLite to put back: a version-1 store) holds any."""
-        if lost:
-            raise StoreCorruptError(
-                f"the vector store lacked {tried:,} of the {st.n:,} memories of "
-                f"namespace {ns!r}, and {len(lost):,} of them have no vector in the "
-                "activation database to restore them from (the others were put back); "
-                "restore the vector store (the chroma/ folder, or the server's collections) "
-                "from a backup"
-            )
-
-    def _drop_orphans(self, ns: str, st: NamespaceState, held: set[str]) -> list[str]:
-        """Delete from the vector store the records of ``held`` that are no memory of
-        ``ns``; returns their ids."""
-        orphans = [m for m in held if m not in st.index]
-        if orphans:
-            self.store.delete(ns, orphans)
-        return orphans
-
-    def _note_resync(self, ns: str, ids: Sequence[str]) -> None:
-        """Record, durably, that Chroma's records of ``ids`` are about to change inside a
-        transaction that may not commit (see :meth:`_resync`)."""
-        noted = self._db.parsed(f"resync:{ns}", _stored_ids)
-        with self._db.transaction(durable=True) as conn:
-            self._db.set_meta(f"resync:{ns}", sorted(noted | set(ids)), conn)
-
-    def _doubt(self, ns: str, ids: Sequence[str]) -> None:
-        """Chroma's records of ``ids`` may disagree with SQLite: a failed change could not
-        undo its Chroma call either (a record of a write never committed, a forgotten
-        memory's record not put back). Noted for :meth:`_resync`, before the next Chroma
-        query and on the next load; if even the note fails, the next query counts the
-        collection's records first (:meth:`_refill`)."""
-        self._resync_due.add(ns)
-        try:
-            self._note_resync(ns, ids)
-        except Exception:
-            logger.warning("could not note the records of %r to put right", ns, exc_info=True)
-            self.store.unchecked.add(ns)
-
-    def _clear_resync(self, ns: str, ids: Iterable[str]) -> None:
-        """Drop ``ids`` from the note of :meth:`_note_resync` once Chroma agrees with
-        SQLite on them again (others noted, whose put-back failed, stay). Best effort: a
-        note left behind only writes SQLite's records again on the next load (the error
-        of the call that changed them is the one to report)."""
-        try:
-            left = self._db.parsed(f"resync:{ns}", _stored_ids) - set(ids)
-            with self._db.transaction() as conn:
-                self._db.set_meta(f"resync:{ns}", sorted(left) or None, conn)
-        except OblivionError:
-            logger.warning("could not clear the resync note of %r", ns, exc_info=True)
-
-    def _resync(self, ns: str, st: NamespaceState, *, strict: bool = False) -> int:
-        """Write again to Chroma, from SQLite, the records a crash may have left as they
-        were never committed (an edit killed between Chroma's write and its commit, or
-        failed with Chroma out of reach to put it back; :meth:`_doubt`), and delete the
-        noted records of no memory. Returns how many were written; on failure raises if
-        ``strict``, else logs it and tries again before the next Chroma query and on the
-        next load."""
-        noted = self._db.parsed(f"resync:{ns}", _stored_ids)
-        if not noted:
-            self._resync_due.discard(ns)
-            return 0
-        order = sorted(noted)
-        ids = [m for m in order if m in st.index]
-        gone = [m for m in order if m not in st.index]  # noted records of no memory
-        try:
-            self._put_back(ns, st, ids)
-            if gone:
-                self.store.delete(ns, gone)
-        except VectorStoreError:
-            self._resync_due.add(ns)
-            if strict:
-                raise
-            logger.warning("could not put right %d records of %r", len(noted), ns, exc_info=True)
-            return 0
-        self._resync_due.discard(ns)
-        self._clear_resync(ns, noted)
-        return len(ids)
-
-    def _refill(self, ns: str, st: NamespaceState) -> int:
-        """Put back what the collection of ``ns`` lacks if the vector store doubts it holds
-        every record (:attr:`VectorStore.unchecked`: made again after a server lost its
-        data while this instance was open, or not countable when ``ns`` was loaded).
-        Without it, recall through Chroma missed every archived memory until a reopen.
-        Returns how many were put back."""
-        if ns in self._resync_due:
-            self._resync(ns, st)
-        if ns not in self.store.unchecked:
-            return 0
-        self.store.unchecked.discard(ns)
-        return self._restore_lost_vectors(ns, st)[0]
-
-    def _put_back(self, ns: str, st: NamespaceState, ids: list[str]) -> list[str]:
-        """Add memories SQLite holds to the vector store again, from the vectors SQLite
-        keeps; returns those without a stored vector (left out)."""
-        vecs = self._db.vectors(ns, ids)
-        have = [m for m in ids if m in vecs]
-        if have:
-            texts = self._db.texts(ns, have)
-            self.store.add(
-                ns,
-                have,
-                np.stack([vecs[m] for m in have]),
-                [texts[m] for m in have],
-                [{"category": st.category(st.index[m])} for m in have],
-            )
-        return [m for m in ids if m not in vecs]
 
     @property
     def _own_clock(self) -> bool:
@@ -4729,167 +4533,12 @@ class Oblivion:
         return out
 
 
-# ==================================================================== validation helpers
-def _clock_kind(clock: object) -> ClockKind | None:
-    """The policy clock a :class:`WallClock` or :class:`TurnClock` counts in (``None``
-    for any other clock: a :class:`ManualClock` counts whatever its user means)."""
-    if isinstance(clock, TurnClock):
-        return "turns"
-    return "wall" if isinstance(clock, WallClock) else None
-
-
-def _check_clock_kind(clock: Clock, kind: str, stored: bool) -> None:
-    """A :class:`WallClock` counts seconds and a :class:`TurnClock` turns: under a policy
-    on the other clock every time would be read in the wrong unit (a turns store opened
-    with a wall clock sat 1.8e9 turns in the future and archived everything). A
-    :class:`ManualClock` counts whatever its user means."""
-    other = _clock_kind(clock)
-    if other is None or other == kind:
-        return
-    name = type(clock).__name__
-    if stored:
-        fix = "pass no clock: the store's own is used"
-    else:
-        fix = f"pass no clock, or policy=Policy.template('balanced', clock={other!r})"
-    raise PolicyError(
-        f"{'this store' if stored else 'the policy'} decays on the {kind!r} "
-        f"clock but clock= is a {name}; {fix}"
-    )
-
-
-def _check_namespace(namespace: object) -> str:
-    if not isinstance(namespace, str) or not namespace.strip():
-        raise InvalidInputError(f"namespace must be a non-empty string, got {namespace!r}")
-    if len(namespace) > MAX_NAMESPACE_CHARS:
-        raise InvalidInputError(f"namespace is longer than {MAX_NAMESPACE_CHARS} characters")
-    return _check_utf8(namespace, "namespace")
-
-
-def _check_utf8(text: str, name: str) -> str:
-    """Reject lone surrogates (``"\\ud800"``): neither SQLite nor Chroma can store them."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise InvalidInputError(
-            f"{name} contains {text[exc.start]!r} at position {exc.start}, a lone surrogate "
-            "that cannot be stored as UTF-8; decode your input with errors='replace' or "
-            "remove it"
-        ) from None
-    return text
-
-
-def _check_flag(value: object, name: str) -> bool:
-    if not isinstance(value, bool | np.bool_):
-        raise InvalidInputError(f"{name} must be True or False, got {value!r}")
-    return bool(value)
-
-
-def _check_tier(tier: object) -> Tier | None:
-    if tier is None or isinstance(tier, Tier):
-        return tier
-    if isinstance(tier, str):
-        for t in Tier:
-            if t.label == tier.lower():
-                return t
-    labels = ", ".join(repr(t.label) for t in Tier)
-    raise InvalidInputError(f"tier must be a Tier, one of {labels}, or None; got {tier!r}")
-
-
-def _check_reason(reason: object) -> str | None:
-    if reason is not None and not isinstance(reason, str):
-        raise InvalidInputError(f"reason must be a string or None, got {type(reason).__name__}")
-    return None if reason is None else _check_utf8(reason, "reason")
-
-
-def _check_text(text: object, max_chars: int | None, name: str) -> str:
-    if not isinstance(text, str):
-        raise InvalidInputError(f"{name} must be a string, got {type(text).__name__}")
-    if not text.strip():
-        raise InvalidInputError(f"{name} is empty or whitespace; pass some text")
-    if "\x00" in text:
-        raise InvalidInputError(f"{name} contains a NUL character; remove it")
-    if max_chars is not None and len(text) > max_chars:
-        raise TextTooLongError(
-            f"{name} has {len(text):,} characters, more than policy.max_text_chars="
-            f"{max_chars:,}; split it into several memories or raise max_text_chars"
-        )
-    return _check_utf8(text, name)
-
-
+# ==================================================================== helpers
 def _pinned_places(limit: int) -> int:
     """Places of a recall's ``limit`` that memories shown whatever the query ranks them
     (standing ones, the user's naming) take at most: half, at least one, so that the
     query's own matches keep the rest."""
     return max(1, limit // 2)
-
-
-def check_standing(standing: object) -> tuple[str, ...]:
-    """``recall(standing=...)``: one category name or several, as a sorted tuple without
-    repeats (adapters check and keep theirs this way when they are made)."""
-    if isinstance(standing, str):
-        return (_check_category(standing, "standing"),)
-    if isinstance(standing, Mapping) or not isinstance(standing, Iterable):
-        raise InvalidInputError(
-            "standing must be a category name or a list of them (e.g. 'instruction'), "
-            f"got {standing!r}"
-        )
-    return tuple(sorted({_check_category(c, f"standing[{i}]") for i, c in enumerate(standing)}))
-
-
-def _check_category(category: object, name: str = "category") -> str:
-    """``category`` as a plain str: ``Category.INSTRUCTION`` is ``"instruction"`` (its
-    ``str()`` was ``"Category.INSTRUCTION"``, a category no policy knows)."""
-    if not isinstance(category, str) or not category.strip():
-        raise InvalidInputError(f"{name} must be a non-empty string, got {category!r:.60}")
-    return _check_utf8(str.__str__(category), name)
-
-
-def _finite(value: object, name: str, want: str) -> float:
-    """``value`` as a finite float; else InvalidInputError: ``name`` must be ``want``."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise InvalidInputError(f"{name} must be {want}, got {type(value).__name__} {value!r:.60}")
-    try:
-        v = float(value)
-    except OverflowError:  # an int beyond float's range
-        v = math.inf
-    if not math.isfinite(v):
-        raise InvalidInputError(f"{name} is not finite ({value!r:.60}); it must be {want}")
-    return v
-
-
-def _check_unit(value: object, name: str) -> float:
-    v = _finite(value, name, "a number in [0, 1]")
-    if not 0.0 <= v <= 1.0:
-        raise InvalidInputError(f"{name} must be a finite number in [0, 1], got {value!r:.60}")
-    return v
-
-
-def _check_id(memory_id: object) -> str:
-    if not isinstance(memory_id, str) or not memory_id.strip() or len(memory_id) > 512:
-        raise InvalidInputError(f"ids must be non-empty strings of <= 512 chars, got {memory_id!r}")
-    return _check_utf8(memory_id, "id")
-
-
-def _check_ids(ids: object) -> list[str]:
-    if isinstance(ids, str):
-        return [_check_id(ids)]
-    if isinstance(ids, bytes | bytearray | Mapping) or not isinstance(ids, Iterable):
-        raise InvalidInputError(f"ids must be a list of strings, got {type(ids).__name__}")
-    return [_check_id(i) for i in ids]
-
-
-def _parallel(values: Sequence[Any] | None, n: int, name: str, default: Any = None) -> list[Any]:
-    if values is None:
-        return [default] * n
-    if isinstance(values, str | bytes | Mapping) or not isinstance(values, Sequence | np.ndarray):
-        raise InvalidInputError(
-            f"{name} must be a list with one entry per text ({n}), got {type(values).__name__}"
-        )
-    if len(values) != n:
-        raise InvalidInputError(
-            f"{name} must be a list with one entry per text ({n}), got {len(values)} entries"
-        )
-    return list(values)
 
 
 def _on_chain(successor: Callable[[str], str | None], start: str, target: str) -> bool:
@@ -4915,40 +4564,6 @@ def _drop_new_db(db_file: Path | None, existed: bool) -> None:
         db_file.write_bytes(b"")
     else:
         db_file.unlink(missing_ok=True)
-
-
-def _stored_dim(value: object) -> int | None:
-    """The vector dimension the meta table holds (``None`` before the first write)."""
-    if value is not None and (type(value) is not int or value <= 0):
-        raise ValueError(f"{value!r} is not a positive whole number")
-    return value
-
-
-def _stored_policy(value: object) -> Policy | None:
-    """A policy the database holds (``None``: none saved yet)."""
-    if value is None:
-        return None
-    if not isinstance(value, dict):
-        raise TypeError(f"a policy is a JSON object, not {type(value).__name__}")
-    return Policy.from_dict(value)
-
-
-def _stored_count(value: object) -> int:
-    """A count the meta table holds (absent: 0)."""
-    if value is None:
-        return 0
-    if type(value) is not int or value < 0:
-        raise ValueError(f"{value!r} is not a count")
-    return value
-
-
-def _stored_ids(value: object) -> set[str]:
-    """A list of memory ids the meta table holds (absent: none)."""
-    if value is None:
-        return set()
-    if not isinstance(value, list) or not all(isinstance(m, str) for m in value):
-        raise TypeError(f"{value!r:.60} is not a list of ids")
-    return set(value)
 
 
 def _visible_top(
@@ -4994,63 +4609,6 @@ def _owner_label(path: Path | None, store_id: str, *, shared: bool) -> str:
         return f"(in memory, {store_id[:8]})"
     folder = str(path.resolve())
     return f"{socket.gethostname()}:{folder}" if shared else folder
-
-
-def _store_path(path: object) -> Path | None:
-    """The store directory ``Oblivion(path)`` was given, checked (``None``: in memory)."""
-    if path is None:
-        return None
-    return directory_path(path, "path", "the store's directory", ", or None for a store in memory")
-
-
-def _check_hooks(scorer: object, summarizer: object, judge: object, store: object) -> None:
-    """Refuse a hook that is not what ``Oblivion()`` expects, before anything is opened
-    (else it failed on first use, with an AttributeError)."""
-    for name, value, ok, want in (
-        (
-            "importance_scorer",
-            scorer,
-            isinstance(scorer, ImportanceScorer),
-            "an object with score(text) and categorize(text)",
-        ),
-        (
-            "summarizer",
-            summarizer,
-            isinstance(summarizer, Summarizer),
-            "an object with summarize(texts)",
-        ),
-        (
-            "supersession_judge",
-            judge,
-            callable(getattr(judge, "supersedes", None)),
-            "an object with supersedes(new, old, similarity)",
-        ),
-        (
-            "vector_store",
-            store,
-            isinstance(store, VectorStore),
-            "a VectorStore, e.g. VectorStore.server(host, port)",
-        ),
-    ):
-        if value is not None and not ok:
-            raise InvalidInputError(f"{name} must be {want} (or None), got {value!r}")
-
-
-def _prepare_dir(path: Path) -> None:
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise StorePathError(
-            f"cannot create the store directory {str(path)!r}: {exc.strerror}; "
-            "pass a path you can write to"
-        ) from exc
-    if not path.is_dir():
-        raise StorePathError(f"store path {str(path)!r} exists and is not a directory")
-    if not os.access(path, os.W_OK | os.X_OK):
-        raise StorePathError(
-            f"store directory {str(path)!r} is not writable; fix its permissions or pass "
-            "another path"
-        )
 
 
 def _ephemeral_store() -> VectorStore:

@@ -164,7 +164,7 @@ class VectorStore:
         self._owner_label = ""
         #: Namespaces whose collection may lack records: made again after it vanished
         #: (a server that lost its data), or not countable when first used. The engine
-        #: puts their records back before it next queries one (:meth:`Oblivion._refill`).
+        #: puts their records back before it next queries one (:meth:`VectorSync.refill`).
         self.unchecked: set[str] = set()
         try:
             self.max_batch = int(client.get_max_batch_size())

@@ -11,7 +11,7 @@ from pydantic import ConfigDict, PrivateAttr, field_validator
 
 from oblivion_core import Oblivion
 from oblivion_core.budget import render
-from oblivion_core.engine import check_standing
+from oblivion_core.checks import check_standing
 from oblivion_core.errors import InvalidInputError, UnknownNamespaceError
 from oblivion_core.overlap import used_ids
 from oblivion_langchain._convert import (

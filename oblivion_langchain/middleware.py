@@ -26,7 +26,7 @@ from typing_extensions import NotRequired  # typing's from Python 3.11 only
 
 from oblivion_core import Oblivion, Policy
 from oblivion_core.budget import render
-from oblivion_core.engine import check_standing
+from oblivion_core.checks import check_standing
 from oblivion_core.errors import (
     EmbeddingError,
     InvalidInputError,

@@ -29,7 +29,7 @@ from langgraph.store.base import (
 )
 
 from oblivion_core import Oblivion
-from oblivion_core.engine import MAX_NAMESPACE_CHARS
+from oblivion_core.checks import MAX_NAMESPACE_CHARS
 from oblivion_core.errors import InvalidInputError, UnknownMemoryError, UnknownNamespaceError
 from oblivion_core.recall import RecalledItem
 from oblivion_core.records import MemoryRecord

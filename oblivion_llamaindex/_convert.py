@@ -12,7 +12,7 @@ from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, TextN
 from pydantic import AfterValidator, BeforeValidator
 
 from oblivion_core.budget import check_budget, check_k
-from oblivion_core.engine import check_standing
+from oblivion_core.checks import check_standing
 from oblivion_core.errors import InvalidInputError
 from oblivion_core.recall import RecalledItem
 from oblivion_core.records import check_metadata

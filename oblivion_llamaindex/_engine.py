@@ -130,7 +130,7 @@ def reinforce_shown(
                 continue
 
 
-#: How the engine refuses a text for what it says (``oblivion_core.engine._check_text``):
+#: How the engine refuses a text for what it says (``oblivion_core.checks.check_text``):
 #: ``texts[i]`` of a batch or ``text`` of one write, then "has N characters", "contains"
 #: (a NUL, a lone surrogate) or "is empty". Not "texts must be a list": a caller's bug.
 _REFUSED_TEXT = re.compile(r"texts?(?:\[(\d+)\])? (?=has |contains |is empty)")

@@ -248,7 +248,7 @@ def test_stats_leaves_an_edits_resync_note_for_the_real_vector_store(
         mem.store.collection("default").upsert(
             ids=["office"], documents=["Quarterly budget review"], embeddings=wrong
         )
-        mem._note_resync("default", ["office"])  # as a failed put-back leaves it
+        mem._sync.note("default", ["office"])  # as a failed put-back leaves it
     assert main(["stats", str(tmp_path)]) == 0
     capsys.readouterr()
     with Oblivion(tmp_path, embedder=HashEmbedder(), token_counter=word_count) as mem:

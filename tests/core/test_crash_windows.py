@@ -129,7 +129,7 @@ def test_a_later_edit_keeps_another_memorys_resync_note(tmp_path: Path) -> None:
         mem.store.collection("default").upsert(
             ids=["office"], documents=["Quarterly budget review"], embeddings=wrong
         )
-        mem._note_resync("default", ["office"])  # as a failed put-back leaves it
+        mem._sync.note("default", ["office"])  # as a failed put-back leaves it
         mem.edit("lunch", "Lunch is at one on Fridays.")
     with Oblivion(store, embedder=HashEmbedder()) as mem:
         mem.records()  # loads the namespace
