@@ -568,20 +568,20 @@ RECALL_PARTS: tuple[Part, ...] = (
         "search",
         False,
     ),
-    ("cosines of non-active hits (SQLite vectors)", "engine.py", "_cosines", False),
+    ("cosines of non-active hits (SQLite vectors)", "engine_recall.py", "_cosines", False),
     ("activation", "engine.py", "_activation", False),
     ("texts from SQLite", "state.py", "texts", False),
     ("metadata from SQLite", "state.py", "metadatas", False),
     ("token counting (tiktoken)", "budget.py", "__call__", False),
     (
         "feedback: boosts, spreading, batched writes (after the recall returns)",
-        "engine.py",
+        "engine_feedback.py",
         "_feedback",
         False,
     ),
-    ("  of which spreading activation", "engine.py", "_spread", True),
-    ("  of which promotions", "engine.py", "_promote", True),
-    ("link expansion", "engine.py", "_expansions", False),
+    ("  of which spreading activation", "engine_feedback.py", "_spread", True),
+    ("  of which promotions", "engine_maintain.py", "_promote", True),
+    ("link expansion", "engine_ranking.py", "_expansions", False),
     ("explanations", "recall.py", "explain", False),
 )
 INGEST_PARTS: tuple[Part, ...] = (
@@ -592,12 +592,12 @@ INGEST_PARTS: tuple[Part, ...] = (
     ("SQLite insert rows", "state.py", "insert", False),
     ("lexical index insert (in-process BM25)", "lexical.py", "add", False),
     ("journal", "state.py", "journal", False),
-    ("auto-linking", "engine.py", "_auto_link", False),
-    ("supersession detection", "engine.py", "_detect_supersession", False),
+    ("auto-linking", "engine_feedback.py", "_auto_link", False),
+    ("supersession detection", "engine_stale.py", "_detect_supersession", False),
     ("  of which lexical search (BM25)", "lexical.py", "search", True),
-    ("  of which cosines (SQLite vectors)", "engine.py", "_cosines", True),
+    ("  of which cosines (SQLite vectors)", "engine_recall.py", "_cosines", True),
     ("records returned", "engine.py", "_records", False),
-    ("maintain (maintain_every)", "engine.py", "_maintain", False),
+    ("maintain (maintain_every)", "engine_maintain.py", "_maintain", False),
 )
 
 
@@ -683,7 +683,7 @@ def profile_recall(mem: Oblivion, queries: Sequence[str], k: int) -> dict[str, A
                 for q in queries:
                     mem.recall(q, k=k, token_budget=None, deep=deep)
 
-            out[mode] = _profile(run, len(queries), ("engine.py", "recall"), RECALL_PARTS)
+            out[mode] = _profile(run, len(queries), ("engine_recall.py", "recall"), RECALL_PARTS)
     finally:
         del mem.WRITE_BEHIND
     return out
@@ -695,7 +695,7 @@ def profile_ingest(mem: Oblivion, texts: Sequence[str], ids: Sequence[str]) -> d
     def run() -> None:
         mem.remember_many(list(texts), ids=list(ids))
 
-    result = _profile(run, 1, ("engine.py", "remember_many"), INGEST_PARTS)
+    result = _profile(run, 1, ("engine_write.py", "remember_many"), INGEST_PARTS)
     result["batch"] = len(texts)
     result["store_size_before"] = mem.count() - len(texts)
     return result

@@ -19,12 +19,7 @@ from typing import Any
 import numpy as np
 
 from oblivion_core.clock import TurnClock, WallClock
-from oblivion_core.errors import (
-    InvalidInputError,
-    PolicyError,
-    StorePathError,
-    TextTooLongError,
-)
+from oblivion_core.errors import InvalidInputError, PolicyError, StorePathError, TextTooLongError
 from oblivion_core.policy import ClockKind, Policy
 from oblivion_core.records import Tier
 from oblivion_core.store import VectorStore, directory_path

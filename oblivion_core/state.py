@@ -206,6 +206,10 @@ _FLOAT_COLS = (
 F64 = npt.NDArray[np.float64]
 
 
+#: The journal's high-volume kinds: one entry per recalled memory and per memory a boost
+#: spread to (what prune_journal and Policy.journal_keep drop).
+BOOST_KINDS = ("recall", "spread")
+
 #: Every :attr:`Event.kind` the engine records, and what it marks.
 EVENT_KINDS: Mapping[str, str] = MappingProxyType(
     {

@@ -427,7 +427,7 @@ def test_a_batch_links_and_supersedes_the_same_a_block_at_a_time(
     """remember_many works through a big batch a block at a time (its similarity matrix
     to the memories before it grew as n x (window + n): 1.5 GB at 10,000 texts); with
     the window covering them all, blocks of 3 link and supersede as one block does."""
-    import oblivion_core.engine as engine
+    import oblivion_core.engine_write as engine_write
 
     texts = [
         "my favourite colour is blue",
@@ -441,7 +441,7 @@ def test_a_batch_links_and_supersedes_the_same_a_block_at_a_time(
     ]
 
     def outcome(block: int) -> tuple[Any, Any]:
-        monkeypatch.setattr(engine, "_WRITE_BLOCK", block)
+        monkeypatch.setattr(engine_write, "_WRITE_BLOCK", block)
         from oblivion_core.testing import memory
 
         mem = memory(supersession_judge=judge)

@@ -54,6 +54,18 @@ def test_the_calls_table_lists_every_public_method() -> None:
     assert named == public
 
 
+def test_the_code_table_names_every_core_module() -> None:
+    """README's "Where the code is" names every module of ``oblivion_core``, and only
+    those: a file added without a row, or a row for a file gone, fails here."""
+    text = README.read_text(encoding="utf-8")
+    table = text[text.index("### Where the code is") : text.index("CI (`.ci/run`) installs")]
+    named = set(re.findall(r"`(\w+\.py|\w+/)`", table))
+    package = Path(__file__).resolve().parents[2] / "oblivion_core"
+    modules = {p.name for p in package.glob("*.py") if p.name != "__init__.py"}
+    modules |= {f"{p.name}/" for p in package.iterdir() if (p / "__init__.py").exists()}
+    assert named == modules
+
+
 @pytest.mark.integration
 def test_core_in_10_lines(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]

@@ -176,7 +176,7 @@ def test_visible_top_is_the_best_n_of_what_recall_may_show(
     """Hidden results (invalidated, cold) take no places: the visible ones returned are
     exactly the best ``n`` visible ones of the whole list, in order, and every hidden one
     returned ranks above the last of them."""
-    from oblivion_core.engine import _visible_top
+    from oblivion_core.engine_recall import _visible_top
 
     order = sorted(range(len(rows)), key=lambda i: -rows[i][0])
     hidden_of = {i: rows[i][1] for i in order}

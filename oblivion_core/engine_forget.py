@@ -1,0 +1,273 @@
+"""Invalidating and forgetting memories.
+
+Part of :class:`~oblivion_core.engine.Oblivion`: each function here is one of its methods
+(assigned in its class body), written as a function of the engine.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from collections.abc import Set as AbstractSet
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from oblivion_core.checks import check_reason
+from oblivion_core.errors import InvalidInputError
+from oblivion_core.records import Tier
+from oblivion_core.space import Space
+from oblivion_core.state import JournalRow, NamespaceState
+from oblivion_core.where import Filter, compile_where
+
+if TYPE_CHECKING:
+    from oblivion_core.engine import Oblivion
+
+logger = logging.getLogger("oblivion_core")
+
+
+def clear(self: Oblivion, *, namespace: str | None = None) -> int:
+    """Delete every memory of a namespace (texts, vectors, state); returns how many.
+
+    The journal keeps the history; the namespace stays usable.
+    """
+    ns = self._ns(namespace)
+    with self._lock:
+        self._check_open()
+        space = self._space(ns)
+        n = space.state.n
+        if n:
+            self._delete(ns, space, list(range(n)), self._now(ns), "clear() called")
+        return n
+
+
+def invalidate(
+    self: Oblivion, memory_id: str, *, namespace: str | None = None, reason: str | None = None
+) -> None:
+    """Mark a memory wrong: activation drops to 0, it leaves the active tier and is kept
+    out of recall unless ``include_invalidated=True``. Nothing is deleted.
+
+    Memories linked to it at least ``policy.invalidate_link_weight`` strongly lose
+    activation too (times ``policy.invalidate_link_factor``; never raised) and are
+    flagged for review (``stats()["flagged_for_review"]`` and their ``why``).
+    Invalidating a memory that already is changes nothing (a retry does not lower its
+    neighbours again).
+    """
+    reason = check_reason(reason)
+    ns = self._ns(namespace)
+    with self._lock:
+        self._check_open()
+        space = self._space(ns)
+        policy = self.policy_for(ns)
+        st = space.state
+        i = self._row(space, memory_id)
+        if st.cols["invalidated"][i]:
+            return
+        now = self._now(ns)
+        with self._consistent(ns):
+            before = float(self._activation(ns, st, now, np.asarray([i]))[0])
+            st.cols["invalidated"][i] = True
+            self._set_activation(st, i, 0.0, now, 0.0, count_access=False)
+            detail = {"reason": reason} if reason else {}
+            journal: list[JournalRow] = [(memory_id, "invalidate", before, 0.0, detail)]
+            rows = [i]
+            flags: dict[str, str | None] = {memory_id: None}
+            # a wrong summary says nothing of its originals: they come back to the
+            # archive instead (and are not compressed again), unflagged
+            originals = dict.fromkeys(space.summaries.get(memory_id, []), memory_id)
+            near = [
+                m
+                for m, w in space.graph.neighbours(memory_id).items()
+                if w >= policy.invalidate_link_weight
+                and m in st.index
+                and m not in originals
+                and not st.cols["invalidated"][st.index[m]]
+            ]
+            if near:
+                nrows = [st.index[m] for m in near]
+                acts = self._activation(ns, st, now, np.asarray(nrows, dtype=np.int64))
+                for m, r, a in zip(near, nrows, acts, strict=True):
+                    lowered = float(a) * policy.invalidate_link_factor
+                    self._set_activation(st, r, lowered, now, 0.0, count_access=False)
+                    why = f"linked to invalidated memory {memory_id}"
+                    flags[m] = space.review[m] = why
+                    journal.append((m, "review", float(a), lowered, {"reason": why}))
+                rows += nrows
+            space.review.pop(memory_id, None)
+            with self._db.transaction() as conn:
+                if st.cols["tier"][i] == Tier.ACTIVE:
+                    st.cols["tier"][i] = Tier.ARCHIVE
+                    space.deactivate([memory_id])
+                self._db.save_rows(conn, st, rows)
+                self._db.set_review(conn, ns, flags)
+                self._db.journal(conn, now, ns, journal)
+                if originals:
+                    self._free_originals(
+                        ns, space, originals, conn, now, "its summary was invalidated"
+                    )
+                    space.uncompressed.update(originals)
+                    self._db.set_meta(f"uncompressed:{ns}", sorted(space.uncompressed), conn)
+
+
+def forget(self: Oblivion, memory_id: str, *, namespace: str | None = None) -> None:
+    """Delete a memory for good (text, vector and state). The journal keeps the event.
+
+    An original of a summary takes the summary with it (the summary says what it
+    said); the summary's other originals go back to the archive, to be compressed
+    again without it.
+    """
+    ns = self._ns(namespace)
+    with self._lock:
+        self._check_open()
+        space = self._space(ns)
+        i = self._row(space, memory_id)
+        # in the same transaction: a failure leaves both
+        sids = self._summaries_of(space, {memory_id})
+        self._delete(
+            ns,
+            space,
+            [i, *(space.state.index[s] for s in sids)],
+            self._now(ns),
+            "forget() called",
+            reasons=dict.fromkeys(sids, "an original was forgotten"),
+        )
+
+
+def forget_where(
+    self: Oblivion,
+    where: Mapping[str, Any] | Filter | None = None,
+    *,
+    where_document: Mapping[str, Any] | None = None,
+    namespace: str | None = None,
+) -> list[str]:
+    """Delete for good every memory whose metadata and text pass the filters (as
+    :meth:`recall` takes them; Chroma's ``collection.delete(where=...)``); returns
+    the ids deleted, oldest first, then any summary that went with its originals
+    (as :meth:`forget` does). One transaction: a failure deletes none. The journal
+    keeps the events. A filter is required: :meth:`clear` deletes a whole
+    namespace."""
+    filtered = compile_where(where, where_document)
+    if filtered is None:
+        raise InvalidInputError(
+            "forget_where() needs a filter (where= or where_document=); clear() "
+            "deletes every memory of a namespace"
+        )
+    ns = self._ns(namespace)
+    with self._lock:
+        self._check_open()
+        space = self._space(ns)
+        st = space.state
+        gone = [st.ids[r] for r in self._oldest_first(ns, space, None, filtered)]
+        chosen = set(gone)
+        summaries = [s for s in self._summaries_of(space, chosen) if s not in chosen]
+        if gone:
+            self._delete(
+                ns,
+                space,
+                [st.index[m] for m in [*gone, *summaries]],
+                self._now(ns),
+                "forget_where() called",
+                reasons=dict.fromkeys(summaries, "an original was forgotten"),
+            )
+        return [*gone, *summaries]
+
+
+def _summaries_of(space: Space, memory_ids: AbstractSet[str]) -> list[str]:
+    """The summaries any of ``memory_ids`` is an original of: its text changes or
+    goes, and theirs would keep the old one."""
+    return [
+        s
+        for s, originals in space.summaries.items()
+        if s in space.state.index and not memory_ids.isdisjoint(originals)
+    ]
+
+
+def _delete(
+    self: Oblivion,
+    ns: str,
+    space: Space,
+    rows: list[int],
+    now: float,
+    why: str,
+    also: Callable[[Any], None] | None = None,
+    *,
+    reasons: Mapping[str, str] | None = None,
+) -> None:
+    """Delete memories (``also``: more writes of the same change, in its transaction;
+    ``reasons``: journal reasons of some of them, instead of ``why``)."""
+    with self._consistent(ns):
+        st = space.state
+        ids = [st.ids[i] for i in rows]
+        acts = self._activation(ns, st, now, np.asarray(rows, dtype=np.int64))
+        seqs = [int(st.cols["seq"][i]) for i in rows]
+        gone = set(ids)
+        space.discard_texts(gone)
+        # Originals of a deleted summary go back to the archive: nothing is lost silently.
+        freed = {o: m for m in ids for o in space.summaries.get(m, []) if o not in gone}
+        chroma_touched = False
+        try:
+            with self._db.transaction() as conn:
+                if freed:
+                    self._free_originals(ns, space, freed, conn, now, why)
+                if space.uncompressed & gone:
+                    space.uncompressed -= gone
+                    self._db.set_meta(f"uncompressed:{ns}", sorted(space.uncompressed), conn)
+                for sid, originals in list(space.summaries.items()):
+                    if sid in gone:
+                        del space.summaries[sid]
+                        self._db.set_summary(conn, ns, sid, None)
+                    elif gone & set(originals):
+                        space.summaries[sid] = [o for o in originals if o not in gone]
+                        self._db.set_summary(conn, ns, sid, space.summaries[sid])
+                orphans = [
+                    m for m, succ in st.superseded_by.items() if succ in gone and m not in gone
+                ]
+                changes: dict[str, str | None] = {}
+                for m in orphans:
+                    # the next statement of the chain that stays takes the deleted one's
+                    # place; none (it was the newest): they are current again
+                    succ: str | None = st.superseded_by[m]
+                    seen = {m}
+                    while succ is not None and succ in gone and succ not in seen:
+                        seen.add(succ)
+                        succ = st.superseded_by.get(succ)
+                    changes[m] = None if succ is None or succ in gone else succ
+                self._repoint(ns, st, changes, now, conn, "its successor was forgotten")
+                self._db.delete_links(conn, ns, ids)
+                self._db.set_review(conn, ns, dict.fromkeys(ids))
+                self._db.delete(conn, ns, ids)
+                self._db.journal(
+                    conn,
+                    now,
+                    ns,
+                    [
+                        (m, "forget", float(a), None, {"reason": (reasons or {}).get(m, why)})
+                        for m, a in zip(ids, acts, strict=True)
+                    ],
+                )
+                if also is not None:
+                    also(conn)
+                chroma_touched = True  # last: a failure before it leaves Chroma be
+                self.store.delete(ns, ids)
+        except BaseException:
+            if chroma_touched:  # the delete, or the commit after it, failed
+                self._restore_in_chroma(ns, st, ids)
+            raise
+        self._lex.delete(ns, seqs)
+        space.discard(ids)
+        for m in ids:
+            st.remove(m)
+            space.unlink(m)
+            space.review.pop(m, None)
+        if space.last_write is not None and space.last_write[0] in gone:
+            space.last_write = self._last_turn(space)  # as a reopened store finds it
+
+
+def _restore_in_chroma(self: Oblivion, ns: str, st: NamespaceState, ids: list[str]) -> None:
+    """Put memories SQLite still holds back into Chroma (a delete whose transaction
+    failed); logged, not raised, if that fails too."""
+    try:
+        self._sync.put_back(ns, st, ids)
+    except Exception:
+        logger.exception("could not put %d memories back into Chroma", len(ids))
+        self._sync.doubt(ns, ids)
