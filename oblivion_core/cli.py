@@ -101,8 +101,9 @@ def _reading(path_arg: str, command: str) -> Iterator[Oblivion]:
     """The store at ``path_arg`` opened to read its activation database alone: the
     vector store (a chroma/ folder, a server) is not opened, so nothing is made or put
     back in it, and no token is counted."""
-    from oblivion_core.engine import Oblivion, _ephemeral_store
+    from oblivion_core.engine import Oblivion
     from oblivion_core.state import StateDB
+    from oblivion_core.store import VectorStore
 
     path = Path(path_arg)
     db = path / StateDB.FILE
@@ -113,7 +114,7 @@ def _reading(path_arg: str, command: str) -> Iterator[Oblivion]:
             f"{db} is empty: the store's activation database was lost or truncated; "
             "restore it from a backup"
         )
-    store = _ephemeral_store()
+    store = VectorStore.in_memory()
     try:
         try:
             # a counter without a name: the counts kept for the store's own (named)

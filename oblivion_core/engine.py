@@ -24,7 +24,6 @@ import json
 import logging
 import os
 import socket
-import uuid
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
@@ -337,7 +336,7 @@ class Oblivion:
             passed_store = vector_store
             if vector_store is None:
                 if self.path is None:
-                    vector_store = _ephemeral_store()
+                    vector_store = VectorStore.in_memory()
                 else:
                     vector_store = VectorStore.embedded(self.path / "chroma")
             self.store = vector_store
@@ -1494,14 +1493,3 @@ def _owner_label(path: Path | None, store_id: str, *, shared: bool) -> str:
         return f"(in memory, {store_id[:8]})"
     folder = str(path.resolve())
     return f"{socket.gethostname()}:{folder}" if shared else folder
-
-
-def _ephemeral_store() -> VectorStore:
-    import chromadb
-
-    from oblivion_core.store import _settings
-
-    # EphemeralClient shares one in-process system; a prefix keeps engines apart.
-    store = VectorStore(chromadb.EphemeralClient(settings=_settings()), prefix=uuid.uuid4().hex[:8])
-    store.ephemeral = True
-    return store

@@ -20,6 +20,7 @@ import contextlib
 import hashlib
 import os
 import re
+import uuid
 from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -207,6 +208,18 @@ class VectorStore:
                 "back from the activation database's vectors when the store is opened"
             ) from exc
         return cls(client, documents=documents)
+
+    @classmethod
+    def in_memory(cls, *, documents: bool = True) -> VectorStore:
+        """Chroma in this process, nothing on disk: what ``Oblivion(None)`` uses. Every
+        such store shares the process's one in-memory Chroma, each under a prefix of its
+        own, and deletes its collections when it closes (:attr:`ephemeral`)."""
+        import chromadb
+
+        client = chromadb.EphemeralClient(settings=_settings())
+        store = cls(client, prefix=uuid.uuid4().hex[:8], documents=documents)
+        store.ephemeral = True
+        return store
 
     @classmethod
     def server(

@@ -27,9 +27,7 @@ from oblivion_core.store import CHECK_BATCH, collection_name
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[VectorStore]:
     """One VectorStore per backend; a unique prefix keeps shared clients apart."""
     if request.param == "ephemeral":
-        import chromadb
-
-        vs = VectorStore(chromadb.EphemeralClient(), prefix=uuid.uuid4().hex[:8])
+        vs = VectorStore.in_memory()
     elif request.param == "embedded":
         vs = VectorStore.embedded(tmp_path / "chroma")
     else:
@@ -38,6 +36,20 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[VectorStor
     yield vs
     for ns in ("ns", "other"):
         vs.drop(ns)
+
+
+def test_in_memory_stores_are_apart_and_emptied_on_close() -> None:
+    """Two ``VectorStore.in_memory()`` stores share the process's in-memory Chroma but
+    not their records, and one closed leaves no collection of its own behind."""
+    a, b = VectorStore.in_memory(), VectorStore.in_memory()
+    a.add("ns", ["m0"], _unit(1), ["text"])
+    assert (a.count("ns"), b.count("ns")) == (1, 0)
+    names = {c.name for c in a.client.list_collections()}
+    assert any(n.startswith(a.prefix) for n in names)
+    a.close()
+    left = {c.name for c in b.client.list_collections()}
+    assert not any(n.startswith(a.prefix) for n in left)
+    b.close()
 
 
 def _unit(n: int, dim: int = 8, seed: int = 0) -> np.ndarray:
