@@ -4,7 +4,8 @@ The same items (the latency corpus's texts, each value ``{"text": ..., "kind": .
 go into an ``OblivionStore`` and into an ``InMemoryStore`` with an index on ``text``,
 both embedding with ``oblivion_core.testing.HashEmbedder`` (384 dimensions, no model:
 what is timed is the stores, not an embedding). Each query is a ``search(ns,
-query=..., filter=..., limit=5)`` on both, taking turns going first; medians.
+query=..., filter=..., limit=5)`` on both, and a listing the same without the query,
+taking turns going first; medians.
 
 Reproduce: ``python bench/store_filter.py`` (about a minute); writes
 ``bench/results/store_filter.json``.
@@ -12,6 +13,7 @@ Reproduce: ``python bench/store_filter.py`` (about a minute); writes
 
 from __future__ import annotations
 
+import itertools
 import statistics
 import sys
 import tempfile
@@ -40,6 +42,9 @@ FILTERS = {
     f"{RARE - 1} in {RARE} pass": {"kind": "common"},
     "no filter": None,
 }
+#: A search with a query (ranked by relevance), and one without (a listing: LangGraph's
+#: stores order it by their own rule, Oblivion's by activation).
+MODES = {"query": True, "listing": False}
 
 
 def measure(items: int, queries: int) -> dict[str, Any]:
@@ -61,18 +66,19 @@ def measure(items: int, queries: int) -> dict[str, Any]:
         for store in (ours, theirs):
             for start in tqdm(range(0, items, 1_000), desc="filling a store", unit="batch"):
                 store.batch(puts[start : start + 1_000])
-        for label, flt in FILTERS.items():
+        for (mode, queried), (label, flt) in itertools.product(MODES.items(), FILTERS.items()):
             timed: dict[str, list[float]] = {"oblivion": [], "in_memory": []}
-            for k, q in enumerate(tqdm(asked, desc=label, unit="q", leave=False)):
+            for k, q in enumerate(tqdm(asked, desc=f"{mode}, {label}", unit="q", leave=False)):
                 order = [("oblivion", ours), ("in_memory", theirs)]
                 for name, store in order if k % 2 else order[::-1]:
                     started = time.perf_counter()
-                    store.search(NS, query=q, filter=flt, limit=5)
+                    store.search(NS, query=q if queried else None, filter=flt, limit=5)
                     timed[name].append((time.perf_counter() - started) * 1e3)
             ours_ms = statistics.median(timed["oblivion"])
             theirs_ms = statistics.median(timed["in_memory"])
             results["rows"].append(
                 {
+                    "search": mode,
                     "filter": label,
                     "oblivion_ms": ours_ms,
                     "in_memory_ms": theirs_ms,
@@ -88,12 +94,13 @@ def table(results: dict[str, Any]) -> str:
     lines = [
         f"{results['items']:,} items, {results['queries']} queries, `limit=5`, medians",
         "",
-        "| filter | `InMemoryStore.search` | `OblivionStore.search` | ratio |",
-        "|---|---:|---:|---:|",
+        "| search | filter | `InMemoryStore.search` | `OblivionStore.search` | ratio |",
+        "|---|---|---:|---:|---:|",
     ]
     for r in results["rows"]:
         lines.append(
-            f"| {r['filter']} | {r['in_memory_ms']:.1f} ms | {r['oblivion_ms']:.1f} ms "
+            f"| {r.get('search', 'query')} | {r['filter']} | {r['in_memory_ms']:.2f} ms "
+            f"| {r['oblivion_ms']:.2f} ms "
             f"| {r['ratio']:.2f}x |"
         )
     return "\n".join(lines)

@@ -156,6 +156,13 @@ def check_unit(value: object, name: str) -> float:
     return v
 
 
+def check_count(value: object, name: str) -> int:
+    """``value`` as a whole number >= 0 (an offset into a list)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+        raise InvalidInputError(f"{name} must be an int >= 0, got {type(value).__name__} {value!r}")
+    return int(value)
+
+
 def check_id(memory_id: object) -> str:
     if not isinstance(memory_id, str) or not memory_id.strip() or len(memory_id) > 512:
         raise InvalidInputError(f"ids must be non-empty strings of <= 512 chars, got {memory_id!r}")

@@ -49,6 +49,7 @@ from oblivion_core.budget import check_k, resolve_token_counter
 from oblivion_core.checks import (
     check_category,
     check_clock_kind,
+    check_count,
     check_hooks,
     check_id,
     check_namespace,
@@ -762,24 +763,47 @@ class Oblivion:
         tier: Tier | str | None = None,
         where: Mapping[str, Any] | Filter | None = None,
         where_document: Mapping[str, Any] | None = None,
+        order: str = "written",
+        limit: int | None = None,
+        offset: int = 0,
     ) -> list[MemoryRecord]:
         """Every memory of a namespace, oldest first; optionally of one tier (a
         :class:`Tier` or its label, ``"active"``, ``"archive"`` or ``"cold"``), and only
         those whose metadata and text pass ``where`` and ``where_document`` (as
         :meth:`recall` takes them; Chroma's ``collection.get(where=...)``). Reads only:
-        nothing is boosted."""
+        nothing is boosted.
+
+        ``order="activation"`` lists the most active first, and the most recently
+        written first among equally active ones. ``limit`` and ``offset`` take a page of
+        the list: only that page's records are read (their texts and metadata), so the
+        100 most active of a large namespace cost little more than 100 records.
+        """
         tier = check_tier(tier)
         filtered = compile_where(where, where_document)
+        if order not in ("written", "activation"):
+            raise InvalidInputError(
+                f"order must be 'written' (oldest first) or 'activation' (most active "
+                f"first), got {order!r}"
+            )
+        limit = check_k(limit, "limit")
+        offset = check_count(offset, "offset")
         ns = self._ns(namespace)
         with self._lock:
             self._check_open()
             space = self._space(ns)
+            now = self._now(ns)
             rows = self._oldest_first(ns, space, tier, filtered)
-            return self._records(ns, rows, self._now(ns))
+            if order == "activation" and len(rows):
+                st = space.state
+                acts = self._activation(ns, st, now, rows)
+                # most active first; among equal ones, the latest written (highest seq)
+                rows = rows[np.lexsort((-st.cols["seq"][rows], -acts))]
+            end = None if limit is None else offset + limit
+            return self._records(ns, rows[offset:end].tolist(), now)
 
     def _oldest_first(
         self, ns: str, space: Space, tier: Tier | None, where: Filter | None
-    ) -> list[int]:
+    ) -> np.ndarray[Any, Any]:
         """Rows of the namespace's memories in write order, of ``tier`` and passing
         ``where`` if given (what :meth:`records` lists and :meth:`forget_where` deletes)."""
         st = space.state
@@ -789,7 +813,7 @@ class Oblivion:
         if where is not None and len(rows):
             passes = self._filter_mask(ns, space, where)
             rows = rows[passes([st.ids[r] for r in rows.tolist()])]
-        return [int(r) for r in rows.tolist()]
+        return rows
 
     def history(
         self,

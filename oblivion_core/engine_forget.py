@@ -157,7 +157,7 @@ def forget_where(
         self._check_open()
         space = self._space(ns)
         st = space.state
-        gone = [st.ids[r] for r in self._oldest_first(ns, space, None, filtered)]
+        gone = [st.ids[r] for r in self._oldest_first(ns, space, None, filtered).tolist()]
         chosen = set(gone)
         summaries = [s for s in self._summaries_of(space, chosen) if s not in chosen]
         if gone:

@@ -439,16 +439,33 @@ class OblivionStore(BaseStore):
         query = clean_text(op.query)
         if query:
             return self._search_query(op, query, spaces)
-        listed: list[tuple[float, float, tuple[str, ...], str, MemoryRecord]] = []
+        want = op.offset + op.limit
+        where = _engine_filter(op.filter)  # only the records that pass are read
+        listed: list[tuple[float, tuple[str, ...], int, MemoryRecord]] = []
         for space, labels in spaces:
-            for rec in self.oblivion.records(namespace=space):
-                if not rec.invalidated and not _is_summary(rec) and matches(_value(rec), op.filter):
-                    updated = parse_time(_meta(rec).get("updated_at")).timestamp()
-                    listed.append((-rec.activation, -updated, labels, _key(rec), rec))
-        # Highest activation first, then most recently updated, then by namespace and key.
-        listed.sort(key=lambda r: r[:4])
-        page = listed[op.offset : op.offset + op.limit]
-        return [_search_item(rec, labels, None) for _, _, labels, _, rec in page]
+            top = self._most_active(space, want, where)
+            listed.extend((-rec.activation, labels, rank, rec) for rank, rec in enumerate(top))
+        # Highest activation first; among equally active items, by namespace, then the
+        # latest written first (the engine's order).
+        listed.sort(key=lambda r: r[:3])
+        return [_search_item(rec, labels, None) for _, labels, _, rec in listed[op.offset : want]]
+
+    def _most_active(self, space: str, want: int, where: Filter | None) -> list[MemoryRecord]:
+        """The ``want`` most active items of ``space`` that pass ``where``, in the
+        engine's order, read a page at a time (``records(order="activation", limit=...)``:
+        a listing of 5 reads 5 records, not every item). Invalidated memories and
+        compression summaries are not items: read past."""
+        out: list[MemoryRecord] = []
+        offset, limit = 0, want
+        while True:
+            page = self.oblivion.records(
+                namespace=space, where=where, order="activation", limit=limit, offset=offset
+            )
+            out.extend(rec for rec in page if not rec.invalidated and not _is_summary(rec))
+            if len(out) >= want or len(page) < limit:
+                return out[:want]
+            offset += len(page)
+            limit *= 2
 
     def _search_query(
         self, op: SearchOp, query: str, spaces: list[tuple[str, tuple[str, ...]]]

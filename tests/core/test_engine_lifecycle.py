@@ -221,6 +221,59 @@ def test_records_are_oldest_first_and_filter_by_tier(mem: Oblivion, clock: Manua
     assert [r.id for r in mem.records(tier=Tier.ACTIVE)] == [b.id]
 
 
+@settings(max_examples=30, deadline=None)
+@given(
+    writes=st.lists(
+        st.tuples(st.sampled_from(["small_talk", "fact", "instruction"]), st.floats(0, 3 * DAY)),
+        min_size=1,
+        max_size=12,
+    ),
+    limit=st.one_of(st.none(), st.integers(1, 5)),
+    offset=st.integers(0, 14),
+)
+def test_records_by_activation_are_a_sorted_page(
+    fresh: Any, writes: list[tuple[str, float]], limit: int | None, offset: int
+) -> None:
+    """records(order="activation") lists the most active first and, among equally
+    active ones, the latest written first; ``limit``/``offset`` cut a page of exactly
+    that list (the same records as the oldest-first list holds)."""
+    with fresh() as m:
+        for k, (category, wait) in enumerate(writes):
+            m.remember(f"note number {k}", category=category, importance=0.5)
+            m.clock.advance(wait)
+        written = m.records()
+        seq = {r.id: k for k, r in enumerate(written)}
+        full = m.records(order="activation")
+        assert sorted(r.id for r in full) == sorted(seq)
+        keys = [(-r.activation, -seq[r.id]) for r in full]
+        assert keys == sorted(keys)
+        page = m.records(order="activation", limit=limit, offset=offset)
+        end = None if limit is None else offset + limit
+        assert [r.id for r in page] == [r.id for r in full][offset:end]
+        assert [r.id for r in m.records(limit=limit, offset=offset)] == [r.id for r in written][
+            offset:end
+        ]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"order": "newest"}, "order must be 'written'"),
+        ({"limit": 0}, "limit must be an int >= 1"),
+        ({"limit": 2.5}, "limit must be an int >= 1"),
+        ({"offset": -1}, "offset must be an int >= 0"),
+        ({"offset": True}, "offset must be an int >= 0"),
+    ],
+)
+def test_records_refuses_a_bad_order_or_page(
+    mem: Oblivion, kwargs: dict[str, Any], message: str
+) -> None:
+    """A bad ``order``, ``limit`` or ``offset`` is refused with what to pass instead."""
+    mem.remember("The office is in Leeds")
+    with pytest.raises(InvalidInputError, match=message):
+        mem.records(**kwargs)
+
+
 def test_stats_show_tiers_and_per_category_parameters(mem: Oblivion, clock: ManualClock) -> None:
     """stats() reports tier sizes and each category's half-life and beta."""
     mem.remember("ok", category="small_talk", importance=0.0)

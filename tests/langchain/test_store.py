@@ -501,6 +501,63 @@ def test_a_filtered_query_search_is_one_filtered_recall(
     assert [h.key for h in store.search(NS, query="green", filter={"kind": "boat"})] == []
 
 
+def test_a_filtered_listing_reads_only_the_items_that_pass(
+    store: OblivionStore, engine: Oblivion, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A search without a query passes its filter to the engine's ``records``, which
+    returns only the items that pass (it read every item of the namespace, before, and
+    the store tested each)."""
+    for i in range(50):
+        store.put(NS, f"tea{i}", {"text": f"green tea note {i}", "kind": "tea"})
+    store.put(NS, "car", {"text": "electric car", "kind": "car"})
+    store.put(NS, "van", {"text": "delivery van", "kind": "car", "n": 3})
+    records = engine.records
+    returned: list[int] = []
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        out = records(*args, **kwargs)
+        returned.append(len(out))
+        return out
+
+    monkeypatch.setattr(engine, "records", counted)
+    assert {h.key for h in store.search(NS, filter={"kind": "car"}, limit=10)} == {"car", "van"}
+    assert returned == [2]
+    assert [h.key for h in store.search(NS, filter={"n": {"$gte": 3}})] == ["van"]
+    assert store.search(NS, filter={"kind": "boat"}) == []
+
+
+def test_a_listing_reads_only_its_page(
+    store: OblivionStore, engine: Oblivion, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A search without a query asks the engine for the page it returns, most active
+    first: 3 records read for ``limit=3`` of 40 items, 5 for an offset of 2."""
+    for i in range(40):
+        store.put(NS, f"note{i}", {"text": f"green tea note {i}"})
+    records = engine.records
+    returned: list[int] = []
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        out = records(*args, **kwargs)
+        returned.append(len(out))
+        return out
+
+    monkeypatch.setattr(engine, "records", counted)
+    first = store.search(NS, limit=3)
+    assert returned == [3]
+    assert store.search(NS, limit=3, offset=2)[0].key == first[2].key
+    assert returned == [3, 5]
+
+
+def test_equally_active_items_list_the_latest_written_first(store: OblivionStore) -> None:
+    """Items written at one moment, alike, are equally active: the listing shows the
+    latest written first, and an update leaves an item where it was."""
+    for key in ("a", "b", "c"):
+        store.put(NS, key, {"text": "green tea note"})
+    assert [h.key for h in store.search(NS)] == ["c", "b", "a"]
+    store.put(NS, "a", {"text": "green tea note", "seen": True})
+    assert [h.key for h in store.search(NS)] == ["c", "b", "a"]
+
+
 def test_prefix_search_spans_namespaces(store: OblivionStore, engine: Oblivion) -> None:
     """A prefix searches every namespace under it; other engine namespaces are ignored."""
     store.put(("memories", "sam"), "a", {"text": "green tea"})
