@@ -501,6 +501,20 @@ def test_a_filtered_query_search_is_one_filtered_recall(
     assert [h.key for h in store.search(NS, query="green", filter={"kind": "boat"})] == []
 
 
+def _records_read(engine: Oblivion, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many records each ``engine.records`` call returns, from now on."""
+    records = engine.records
+    returned: list[int] = []
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        out = records(*args, **kwargs)
+        returned.append(len(out))
+        return out
+
+    monkeypatch.setattr(engine, "records", counted)
+    return returned
+
+
 def test_a_filtered_listing_reads_only_the_items_that_pass(
     store: OblivionStore, engine: Oblivion, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -511,15 +525,7 @@ def test_a_filtered_listing_reads_only_the_items_that_pass(
         store.put(NS, f"tea{i}", {"text": f"green tea note {i}", "kind": "tea"})
     store.put(NS, "car", {"text": "electric car", "kind": "car"})
     store.put(NS, "van", {"text": "delivery van", "kind": "car", "n": 3})
-    records = engine.records
-    returned: list[int] = []
-
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        out = records(*args, **kwargs)
-        returned.append(len(out))
-        return out
-
-    monkeypatch.setattr(engine, "records", counted)
+    returned = _records_read(engine, monkeypatch)
     assert {h.key for h in store.search(NS, filter={"kind": "car"}, limit=10)} == {"car", "van"}
     assert returned == [2]
     assert [h.key for h in store.search(NS, filter={"n": {"$gte": 3}})] == ["van"]
@@ -533,15 +539,7 @@ def test_a_listing_reads_only_its_page(
     first: 3 records read for ``limit=3`` of 40 items, 5 for an offset of 2."""
     for i in range(40):
         store.put(NS, f"note{i}", {"text": f"green tea note {i}"})
-    records = engine.records
-    returned: list[int] = []
-
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        out = records(*args, **kwargs)
-        returned.append(len(out))
-        return out
-
-    monkeypatch.setattr(engine, "records", counted)
+    returned = _records_read(engine, monkeypatch)
     first = store.search(NS, limit=3)
     assert returned == [3]
     assert store.search(NS, limit=3, offset=2)[0].key == first[2].key
