@@ -1,5 +1,5 @@
-"""The ``oblivion`` command line: ``oblivion demo``, ``oblivion stats`` and
-``oblivion history``."""
+"""The ``oblivion`` command line: ``oblivion demo``, ``oblivion stats``, ``oblivion
+records`` and ``oblivion history``."""
 
 from __future__ import annotations
 
@@ -43,6 +43,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     stats.add_argument("path")
     stats.add_argument("--namespace", default=None, help="only this namespace's stats()")
+    records = sub.add_parser(
+        "records",
+        help="print the memories of a namespace as JSON lines (oldest first, or most active)",
+    )
+    records.add_argument("path")
+    records.add_argument(
+        "--namespace", default=None, help="the namespace (default: the store's default)"
+    )
+    records.add_argument(
+        "--order",
+        choices=("written", "activation"),
+        default="written",
+        help="oldest first (default), or most active first",
+    )
+    records.add_argument(
+        "--tier", choices=("active", "archive", "cold"), default=None, help="only this tier"
+    )
+    records.add_argument("--limit", type=int, default=None, help="at most N memories")
+    records.add_argument("--offset", type=int, default=0, help="skip the first N")
     history = sub.add_parser(
         "history",
         help="print the journal of a namespace (or of one memory) as JSON lines, oldest first",
@@ -83,6 +102,17 @@ def _run(args: argparse.Namespace) -> int:
                 out = {ns: mem.stats(namespace=ns) for ns in mem.namespaces()}
             json.dump(out, sys.stdout, indent=2, default=str)
             print()
+            return 0
+        if args.command == "records":
+            for record in mem.records(
+                namespace=args.namespace,
+                tier=args.tier,
+                order=args.order,
+                limit=args.limit,
+                offset=args.offset,
+            ):
+                row = dataclasses.asdict(record) | {"tier": record.tier.label}
+                print(json.dumps(row, default=str))
             return 0
         events = mem.history(args.id, namespace=args.namespace, last=args.last)
         if args.id is not None and not events:
@@ -136,7 +166,7 @@ def _reading(path_arg: str, command: str) -> Iterator[Oblivion]:
 
 
 def _counts_nothing(text: str) -> int:
-    raise AssertionError("oblivion stats and history count no tokens")
+    raise AssertionError("oblivion stats, records and history count no tokens")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,6 +1,6 @@
 """The `oblivion` command line: what `demo --plot` writes and reports, one-line errors for
-unusable paths, and `stats` and `history`, which read a store without making or
-repairing anything."""
+unusable paths, and `stats`, `records` and `history`, which read a store without making
+or repairing anything."""
 
 from __future__ import annotations
 
@@ -325,6 +325,49 @@ def test_history_of_a_store_open_elsewhere_says_to_close_it(
         err = capsys.readouterr().err
         assert "`oblivion history` reads it once" in err and "mem.history()" in err
         assert mem.count() == 1
+
+
+def test_records_prints_the_memories_most_active_first(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`oblivion records PATH --order activation --limit N` prints the N most active
+    memories, one JSON object per line, as `Oblivion.records` returns them (the tier by
+    its label); without options, every memory oldest first."""
+    with Oblivion(tmp_path, embedder=HashEmbedder(), token_counter=word_count) as mem:
+        mem.remember("ok cool", category="small_talk", namespace="ana")
+        kept = mem.remember("Never call before 10am.", category="instruction", namespace="ana")
+        mem.remember("The office is in Leeds.", category="fact", namespace="ana")
+        expected = mem.records(namespace="ana", order="activation", limit=2)
+        written = [r.id for r in mem.records(namespace="ana")]
+    args = ["records", str(tmp_path), "--namespace", "ana"]
+    assert main([*args, "--order", "activation", "--limit", "2"]) == 0
+    got = _lines(capsys.readouterr().out)
+    assert [r["id"] for r in got] == [r.id for r in expected]
+    assert got[0]["id"] == kept.id and got[0]["tier"] == "active"
+    assert got[0]["activation"] == pytest.approx(expected[0].activation)
+    assert main(args) == 0
+    assert [r["id"] for r in _lines(capsys.readouterr().out)] == written
+
+
+@pytest.mark.parametrize(
+    ("args", "error", "says"),
+    [
+        (["--namespace", "bob"], "UnknownNamespaceError", "namespace 'bob'"),
+        (["--limit", "0"], "InvalidInputError", "limit must be an int >= 1"),
+        (["--offset", "-2"], "InvalidInputError", "offset must be an int >= 0"),
+    ],
+)
+def test_records_refuses_what_it_cannot_show_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], error: str, says: str
+) -> None:
+    """An unknown namespace or a bad page is one line on stderr naming what to change,
+    and exit status 1."""
+    _store(tmp_path)
+    assert main(["records", str(tmp_path), *args]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    (line,) = captured.err.splitlines()
+    assert line.startswith(f"oblivion records: {error}: ") and says in line
 
 
 def test_the_installed_command_prints_a_history(tmp_path: Path) -> None:
