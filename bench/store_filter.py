@@ -99,7 +99,7 @@ def table(results: dict[str, Any]) -> str:
     ]
     for r in results["rows"]:
         lines.append(
-            f"| {r.get('search', 'query')} | {r['filter']} | {r['in_memory_ms']:.2f} ms "
+            f"| {r['search']} | {r['filter']} | {r['in_memory_ms']:.2f} ms "
             f"| {r['oblivion_ms']:.2f} ms "
             f"| {r['ratio']:.2f}x |"
         )

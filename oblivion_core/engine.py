@@ -792,28 +792,35 @@ class Oblivion:
             self._check_open()
             space = self._space(ns)
             now = self._now(ns)
-            rows = self._oldest_first(ns, space, tier, filtered)
+            st = space.state
+            rows = self._selected(ns, space, tier, filtered)
             if order == "activation" and len(rows):
-                st = space.state
                 acts = self._activation(ns, st, now, rows)
                 # most active first; among equal ones, the latest written (highest seq)
                 rows = rows[np.lexsort((-st.cols["seq"][rows], -acts))]
+            else:
+                rows = rows[np.argsort(st.cols["seq"][rows])]
             end = None if limit is None else offset + limit
             return self._records(ns, rows[offset:end].tolist(), now)
 
-    def _oldest_first(
+    def _selected(
         self, ns: str, space: Space, tier: Tier | None, where: Filter | None
     ) -> np.ndarray[Any, Any]:
-        """Rows of the namespace's memories in write order, of ``tier`` and passing
-        ``where`` if given (what :meth:`records` lists and :meth:`forget_where` deletes)."""
+        """Rows of the namespace's memories of ``tier`` and passing ``where`` if given,
+        in row order (:meth:`records` sorts them as asked)."""
         st = space.state
-        rows = np.argsort(st.col("seq"), kind="stable")
-        if tier is not None:
-            rows = rows[st.col("tier")[rows] == int(tier)]
+        rows = np.arange(st.n) if tier is None else np.flatnonzero(st.col("tier") == int(tier))
         if where is not None and len(rows):
             passes = self._filter_mask(ns, space, where)
             rows = rows[passes([st.ids[r] for r in rows.tolist()])]
         return rows
+
+    def _oldest_first(
+        self, ns: str, space: Space, tier: Tier | None, where: Filter | None
+    ) -> np.ndarray[Any, Any]:
+        """:meth:`_selected` in write order (what :meth:`forget_where` deletes)."""
+        rows = self._selected(ns, space, tier, where)
+        return rows[np.argsort(space.state.cols["seq"][rows])]
 
     def history(
         self,
