@@ -14,6 +14,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import backup  # noqa: E402
 import latency  # noqa: E402
 import locomo  # noqa: E402
 import move  # noqa: E402
@@ -54,6 +55,11 @@ SECTIONS = {
         "### Moving a store to a Chroma server (`python bench/move.py`)",
         lambda d: move.table(d),
         "move.json",
+    ),
+    "backup": (
+        "### Backing up a store in use (`python bench/backup.py`)",
+        lambda d: backup.table(d),
+        "backup.json",
     ),
     "store_filter": (
         "### The LangGraph store's filtered search (`python bench/store_filter.py`)",

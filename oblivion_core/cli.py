@@ -1,5 +1,5 @@
 """The ``oblivion`` command line: ``oblivion demo``, ``oblivion stats``, ``oblivion
-records`` and ``oblivion history``."""
+records``, ``oblivion history`` and ``oblivion backup``."""
 
 from __future__ import annotations
 
@@ -72,6 +72,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--namespace", default=None, help="the namespace (default: the store's default)"
     )
     history.add_argument("--last", type=int, default=None, help="only the newest N entries")
+    backup = sub.add_parser(
+        "backup",
+        help="copy a store (open in a running app too) into a new folder, as a store of its own",
+    )
+    backup.add_argument("path")
+    backup.add_argument("folder", help="where the copy goes: a new or empty folder")
     args = parser.parse_args(argv)
     try:
         status = _run(args)
@@ -94,6 +100,8 @@ def _run(args: argparse.Namespace) -> int:
         if missed:
             print(f"\n{len(missed)} recall(s) did not surface the newest fact: {missed}")
         return 0
+    if args.command == "backup":
+        return _backup(args.path, args.folder)
     with _reading(args.path, args.command) as mem:
         if args.command == "stats":
             if args.namespace is not None:
@@ -126,11 +134,72 @@ def _run(args: argparse.Namespace) -> int:
         return 0
 
 
+def _backup(path_arg: str, folder_arg: str) -> int:
+    """``oblivion backup``: a closed store is opened (its lock taken, so no app opens it
+    meanwhile) and copied by :meth:`Oblivion.backup`; one a running process holds is
+    copied through a read-only connection (:func:`backup.copy_live`)."""
+    from oblivion_core.backup import check_folder, copy_live
+
+    folder = check_folder(folder_arg)  # before anything is opened
+    try:
+        with _opened(path_arg) as mem:
+            copy = mem.backup(folder)
+    except StoreLockedError:
+        copy = copy_live(Path(path_arg), folder)
+        print(
+            f"oblivion backup: {path_arg!r} is open in a running process; copied what it "
+            "has written (recall boosts of its last second may be missing)",
+            file=sys.stderr,
+        )
+    print(copy)
+    return 0
+
+
 @contextlib.contextmanager
 def _reading(path_arg: str, command: str) -> Iterator[Oblivion]:
+    """The store at ``path_arg`` opened to read its activation database alone (see
+    :func:`_opened`). A store a running process holds open is read from a copy of its
+    database taken now (:func:`backup.copy_live`), which lacks at most the last second
+    of that process's recall boosts."""
+    import tempfile
+
+    from oblivion_core.backup import copy_live
+
+    with contextlib.ExitStack() as stack:
+        try:
+            mem = stack.enter_context(_opened(path_arg))
+        except StoreLockedError:
+            pass  # (an error of the caller's, after the yield, is not caught here)
+        else:
+            yield mem
+            return
+    with tempfile.TemporaryDirectory(prefix="oblivion-read-") as scratch:
+        try:
+            copy_live(Path(path_arg), Path(scratch) / "copy")
+        except OblivionError as exc:
+            raise type(exc)(
+                f"the store at {path_arg!r} is open in a running process, and reading a copy "
+                f"of it failed: {exc}"
+            ) from exc
+        print(
+            f"oblivion {command}: {path_arg!r} is open in a running process; read a copy "
+            "of what it has written (recall boosts of its last second may be missing)",
+            file=sys.stderr,
+        )
+        with _opened(str(Path(scratch) / "copy")) as mem:
+            yield mem
+
+
+@contextlib.contextmanager
+def _opened(path_arg: str) -> Iterator[Oblivion]:
     """The store at ``path_arg`` opened to read its activation database alone: the
     vector store (a chroma/ folder, a server) is not opened, so nothing is made or put
-    back in it, and no token is counted."""
+    back in it, and no token is counted.
+
+    Raises:
+        StoreLockedError: a running process (or a tool such as a sqlite3 shell) holds
+            the store.
+    """
     from oblivion_core.engine import Oblivion
     from oblivion_core.state import StateDB
     from oblivion_core.store import VectorStore
@@ -146,19 +215,9 @@ def _reading(path_arg: str, command: str) -> Iterator[Oblivion]:
         )
     store = VectorStore.in_memory()
     try:
-        try:
-            # a counter without a name: the counts kept for the store's own (named)
-            # counter stay as they are (a named one would clear them); nothing is counted
-            mem = Oblivion(path, vector_store=store, token_counter=_counts_nothing)
-        except StoreLockedError as exc:
-            raise StoreLockedError(
-                f"the store at {path_arg!r} is open in a running process (an app or "
-                "notebook using it), or another tool (a sqlite3 shell, a backup) holds its "
-                f"database; `oblivion {command}` reads it once that process closed it "
-                "(Oblivion.close() or exit) or the tool let go, or call "
-                f"mem.{command}() in that process"
-            ) from exc
-        with mem:
+        # a counter without a name: the counts kept for the store's own (named)
+        # counter stay as they are (a named one would clear them); nothing is counted
+        with Oblivion(path, vector_store=store, token_counter=_counts_nothing) as mem:
             mem.REPAIR_ON_LOAD = False
             yield mem
     finally:

@@ -45,6 +45,7 @@ from oblivion_core import (
     engine_write,
 )
 from oblivion_core.adaptation import Usage, multipliers
+from oblivion_core.backup import check_folder, copy_database
 from oblivion_core.budget import check_k, resolve_token_counter
 from oblivion_core.checks import (
     check_category,
@@ -497,6 +498,48 @@ class Oblivion:
                     self._save_lexical(ns)
             finally:  # (an interrupt while saving still lets go of the store)
                 self._release(write=True)
+
+    def backup(self, folder: str | os.PathLike[str]) -> Path:
+        """Copy this store, while it is in use, into ``folder`` (new, or an empty folder),
+        and return the path of the copy's activation database.
+
+        The copy is the store as it is now: every namespace's memories with their
+        activation, links, summaries, policies, adaptation and journal, and the updates
+        still queued (recall boosts) written first. The activation database keeps each
+        memory's vector and text, so that is all the copy holds: opened
+        (``Oblivion(folder)``, or with any vector store: ``vector_store=``), it copies
+        each namespace's memories into its vector store on that namespace's first use,
+        as a store moved to a server does (:meth:`repair_vector_store` or :meth:`load`
+        does it ahead). Other calls go on while the database is copied: the copy reads
+        the state as it was committed when the backup began (SQLite's snapshot of a
+        database in WAL mode), and is checked by SQLite (``quick_check``) before it takes
+        its name. An in-memory engine (``Oblivion(None)``) is saved to disk this way
+        (other calls wait while it is copied).
+
+        To go back to a backup, close the store and open the backup's folder in its
+        place. Opened beside the store it was taken from, it is a second store under the
+        same id: give it a vector store of its own (the default ``chroma/`` folder
+        beside it is), not the original's server prefix.
+
+        Raises:
+            InvalidInputError: ``folder`` is not a path, or holds files.
+            StorePathError: ``folder`` is a file, or cannot be made or written.
+            StoreError: the disk is full (nothing is left in ``folder``).
+        """
+        path = check_folder(folder)
+        with self._lock:
+            self._check_open()
+            # what is queued (recall boosts, adaptation's counts), and the turn clock's
+            # ticks no write followed: every transaction carries them
+            with self._db.transaction():
+                pass
+            if self.path is None:  # no other connection sees an in-memory database
+                return copy_database(self._db.conn, path, of="an in-memory store")
+            reader = self._db.pinned()
+        try:  # the copy reads what was committed above, while calls go on
+            return copy_database(reader, path, of=str(self.path))
+        finally:
+            reader.close()
 
     def _save_lexical(self, ns: str) -> None:
         """Save ``ns``'s BM25 index beside the database (if built and changed since it

@@ -466,7 +466,7 @@ _CAUSE_BY_MESSAGE = (
 )
 
 
-def _cause(exc: sqlite3.Error) -> str | None:
+def sqlite_cause(exc: sqlite3.Error) -> str | None:
     """What went wrong in SQLite terms a user can act on, or ``None`` (anything else)."""
     code = getattr(exc, "sqlite_errorcode", None)
     if code is not None:
@@ -627,7 +627,7 @@ class StateDB:
             self.conn.executescript(_LEXICAL_GENERATION)
         except sqlite3.Error as exc:
             self._abandon()
-            if _cause(exc) not in (None, "corrupt"):
+            if sqlite_cause(exc) not in (None, "corrupt"):
                 raise self._error(exc) from exc
             raise StoreCorruptError(
                 f"{self.path} is not a valid Oblivion activation database ({exc}). It was not "
@@ -654,7 +654,7 @@ class StateDB:
         """The Oblivion error for SQLite failure ``exc``: it says what to change. (The
         caller raises it ``from exc``.)"""
         where = str(self.path) if self.path is not None else "the in-memory database"
-        cause = _cause(exc)
+        cause = sqlite_cause(exc)
         if cause == "locked":
             return StoreLockedError(
                 f"another process is writing to {where}; close it or open a different path "
@@ -1153,7 +1153,34 @@ class StateDB:
     def set_meta(self, key: str, value: Any, conn: sqlite3.Connection | None = None) -> None:
         """Store a JSON value in the meta table."""
         with self._translated():
-            (conn or self.conn).execute(_UPSERT_META, (key, json.dumps(value)))
+            self.write_meta(conn or self.conn, key, value)
+
+    def pinned(self) -> sqlite3.Connection:
+        """A new connection to the database with a read transaction open on what is
+        committed now: it goes on reading that state while other connections write (WAL),
+        until it is closed. For a backup (:mod:`oblivion_core.backup`)."""
+        if self.path is None:
+            raise StoreError("an in-memory database has no second connection to read it")
+        with self._translated():
+            conn = sqlite3.connect(
+                str(self.path),
+                isolation_level=None,
+                check_same_thread=False,
+                timeout=self.BUSY_TIMEOUT,
+            )
+            try:
+                conn.execute("BEGIN")
+                conn.execute("SELECT COUNT(*) FROM meta").fetchone()  # the snapshot starts
+            except BaseException:
+                conn.close()
+                raise
+        return conn
+
+    @staticmethod
+    def write_meta(conn: sqlite3.Connection, key: str, value: Any) -> None:
+        """Store a JSON value in the meta table of the database open on ``conn`` (errors
+        untranslated: a copy's, see :mod:`oblivion_core.backup`)."""
+        conn.execute(_UPSERT_META, (key, json.dumps(value)))
 
     def store_id(self) -> str:
         """This store's id, made on first use: the vector store's collections record it as

@@ -137,3 +137,16 @@ def test_a_small_metadata_filter_run_times_both_sides() -> None:
     assert out["filters"]["none"]["items_per_query"]["oblivion"] == 5
     assert "| 0.1 % (bucket = 0) |" in where.table(out)  # type: ignore[attr-defined]
     assert "| 1 % (text has 'security audit') |" in where.table(out)  # type: ignore[attr-defined]
+
+
+def test_a_small_backup_run_times_both_ways_and_restores() -> None:
+    """``bench/backup.py`` end to end on 400 memories: each round's backup and folder copy
+    timed, the backup smaller than the store (no Chroma files), both restores timed, and
+    the README table rendered."""
+    backup = _bench("backup")
+    out = backup.measure(400, 2)  # type: ignore[attr-defined]
+    assert len(out["backup_s"]) == len(out["copytree_s"]) == 2
+    assert min(out["backup_s"]) > 0 and min(out["copytree_s"]) > 0
+    assert 0 < out["bytes"]["backup"] < out["bytes"]["store"]
+    assert out["restore_s"] > 0 and out["reopen_s"] > 0
+    assert "| 400 |" in backup.table(out)  # type: ignore[attr-defined]

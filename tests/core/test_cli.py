@@ -190,19 +190,27 @@ def test_stats_shows_every_namespace(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert json.loads(capsys.readouterr().out)["memories"] == 2
 
 
-def test_stats_of_a_store_open_elsewhere_says_to_close_it(
+def test_stats_of_a_store_open_in_a_running_process_reads_a_copy(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The lock error told a shell user to share one object between threads; it says
-    what the command needs instead, and the running instance is untouched."""
+    """A store a running app holds (its lock taken) was refused; stats now reads a copy of
+    what the app has written, says so on stderr, and leaves the app's store as it was:
+    the app keeps its lock and goes on writing, and nothing is left behind."""
     state = tmp_path / "state"
     with Oblivion(state, embedder=HashEmbedder(), token_counter=word_count) as mem:
-        mem.remember("kept while stats is refused")
-        assert main(["stats", str(state)]) == 1
-        err = capsys.readouterr().err
-        assert "StoreLockedError" in err and "open in a running process" in err
-        assert "between threads" not in err
-        assert mem.count() == 1
+        mem.remember("written before stats reads the store")
+        mem.remember("in another namespace", namespace="sam")
+        files = sorted(p.name for p in state.iterdir())
+        assert main(["stats", str(state)]) == 0
+        captured = capsys.readouterr()
+        out = json.loads(captured.out)
+        assert {ns: s["memories"] for ns, s in out.items()} == {"default": 1, "sam": 1}
+        assert "open in a running process; read a copy" in captured.err
+        assert sorted(p.name for p in state.iterdir()) == files
+        mem.remember("written after")  # the app still holds and writes its store
+        assert mem.count() == 2
+        assert main(["stats", str(state), "--namespace", "default"]) == 0
+        assert json.loads(capsys.readouterr().out)["memories"] == 2
 
 
 class _NamedWords:
@@ -314,17 +322,27 @@ def test_history_refuses_what_it_cannot_show_in_one_line(
     assert line.startswith(f"oblivion history: {error}: ") and says in line
 
 
-def test_history_of_a_store_open_elsewhere_says_to_close_it(
+def test_history_and_records_of_a_store_open_in_a_running_process(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A store a running process holds is refused with what the command needs, and the
-    running instance keeps working."""
+    """history and records read a running app's store from a copy too: its journal and
+    memories as the app wrote them (a recall's boosts once written), and the app keeps
+    working."""
     with Oblivion(tmp_path, embedder=HashEmbedder(), token_counter=word_count) as mem:
-        mem.remember("kept while history is refused")
-        assert main(["history", str(tmp_path)]) == 1
-        err = capsys.readouterr().err
-        assert "`oblivion history` reads it once" in err and "mem.history()" in err
+        kept = mem.remember("kept while history reads the store")
+        mem.recall("what is kept?")
+        with mem._lock:  # the recall's boost applied and written, as within a second
+            mem._db.flush()
+        assert main(["history", str(tmp_path), kept.id]) == 0
+        captured = capsys.readouterr()
+        assert [e["kind"] for e in _lines(captured.out)] == ["remember", "recall"]
+        assert "open in a running process" in captured.err
+        assert main(["records", str(tmp_path)]) == 0
+        (row,) = _lines(capsys.readouterr().out)
+        assert row["id"] == kept.id and row["access_count"] == 1
         assert mem.count() == 1
+        mem.forget(kept.id)
+        assert mem.count() == 0
 
 
 def test_records_prints_the_memories_most_active_first(
@@ -381,3 +399,64 @@ def test_the_installed_command_prints_a_history(tmp_path: Path) -> None:
     )
     (line,) = done.stdout.splitlines()
     assert json.loads(line)["kind"] == "remember"
+
+
+def test_backup_of_a_closed_store_prints_the_copy(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`oblivion backup PATH FOLDER` copies a closed store into FOLDER and prints the
+    copy's database; the copy opens with every memory, the original is unchanged."""
+    _store(tmp_path / "store", n=4)
+    assert main(["backup", str(tmp_path / "store"), str(tmp_path / "copy")]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.strip() == str(tmp_path / "copy" / StateDB.FILE)
+    assert captured.err == ""
+    assert sorted(p.name for p in (tmp_path / "copy").iterdir()) == [StateDB.FILE]
+    for path in ("store", "copy"):
+        with Oblivion(tmp_path / path, embedder=HashEmbedder(), token_counter=word_count) as mem:
+            assert sorted(r.text for r in mem.records()) == [f"memory number {i}" for i in range(4)]
+
+
+def test_backup_of_a_store_open_in_a_running_process(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A running app's store is copied through a read-only connection: what the app has
+    written, said on stderr; the app keeps its lock and goes on."""
+    state = tmp_path / "state"
+    with Oblivion(state, embedder=HashEmbedder(), token_counter=word_count) as mem:
+        kept = mem.remember("written before the backup", namespace="sam")
+        assert main(["backup", str(state), str(tmp_path / "copy")]) == 0
+        captured = capsys.readouterr()
+        assert captured.out.strip() == str(tmp_path / "copy" / StateDB.FILE)
+        assert "open in a running process; copied what it has written" in captured.err
+        mem.remember("written after the backup", namespace="sam")
+        assert mem.count(namespace="sam") == 2
+    with Oblivion(tmp_path / "copy", embedder=HashEmbedder(), token_counter=word_count) as copy:
+        assert [r.id for r in copy.records(namespace="sam")] == [kept.id]
+        assert copy.recall("before the backup", namespace="sam").items[0].id == kept.id
+
+
+@pytest.mark.parametrize(
+    ("where", "error", "says"),
+    [
+        ("full", "InvalidInputError", "is not empty"),
+        ("nowhere", "StorePathError", "there is no Oblivion store"),
+    ],
+)
+def test_backup_refuses_in_one_line_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], where: str, error: str, says: str
+) -> None:
+    """A folder that holds files, or a path with no store: one line naming what to change,
+    exit status 1, and nothing written."""
+    _store(tmp_path / "store")
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "notes.txt").write_text("mine")
+    source = tmp_path / ("store" if where == "full" else "nowhere")
+    target = tmp_path / ("full" if where == "full" else "copy")
+    assert main(["backup", str(source), str(target)]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    (line,) = captured.err.splitlines()
+    assert line.startswith(f"oblivion backup: {error}: ") and says in line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["full", "store"]
+    assert [p.name for p in (tmp_path / "full").iterdir()] == ["notes.txt"]

@@ -596,6 +596,18 @@ class EngineMachine(RuleBasedStateMachine):
         self.place = place
         self.reopen()
 
+    @precondition(lambda self: bool(self.texts))
+    @rule()
+    def restore_a_backup(self) -> None:
+        """The store backed up, closed, and the backup opened in its place (with the
+        chroma/ folder beside it, which it fills): it holds what the store held, as a
+        reopen does (the invariants then see Chroma hold exactly what the state does)."""
+        folder = Path(tempfile.mkdtemp(prefix="oblivion-stateful-"))  # empty: it takes one
+        self.mem.backup(folder)
+        store, self.dir, self.place = self.dir, folder, "beside"
+        self.reopen()
+        shutil.rmtree(store, ignore_errors=True)
+
     def _snapshot(self, ns: str) -> dict[str, tuple[tuple[object, ...], float]]:
         if ns not in self.mem.namespaces():
             return {}
