@@ -100,8 +100,8 @@ def table(results: dict[str, Any]) -> str:
     mb = {k: v / 2**20 for k, v in r["bytes"].items()}
     return "\n".join(
         [
-            "| memories | `backup()`, store open | `copytree` of the stopped store | copy / backup | "
-            "first open + `load()` of the backup | of the store |",
+            "| memories | `backup()`, store open | `copytree` of the stopped store | "
+            "copy / backup | first open + `load()` of the backup | of the store |",
             "|---:|---:|---:|---:|---:|---:|",
             f"| {r['memories']:,} | {statistics.median(r['backup_s']):.2f} s "
             f"({mb['backup']:.0f} MB) | {statistics.median(r['copytree_s']):.2f} s "

@@ -11,10 +11,10 @@ after a move (:meth:`VectorSync.note_move`).
 
 :meth:`Oblivion.backup` writes what is queued, then copies through a second connection
 whose read transaction began right after (``StateDB.pinned``), so the engine's other
-calls go on during the copy; :func:`copy_live` copies through a read-only connection to a
-store another process holds open (the command line's ``oblivion backup``, and how ``oblivion stats`` reads a
-running app's store): that copy lacks only what the app has not written yet, at most
-``StateDB.DEFER_SECONDS`` of recall boosts.
+calls go on during the copy. :func:`copy_live` copies through a read-only connection to
+a store another process holds open (the command line's ``oblivion backup``, and how
+``oblivion stats`` reads a running app's store): that copy lacks only what the app has
+not written yet, at most ``StateDB.DEFER_SECONDS`` of recall boosts.
 """
 
 from __future__ import annotations
