@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from langchain_core.callbacks import (
@@ -71,6 +72,13 @@ class OblivionRetriever(BaseRetriever):
             retriever.invoke("Where is the office?", filter={"source": "email"})
             retriever.invoke("Where is the office?", where_document={"$contains": "Leeds"})
             await retriever.ainvoke("Where is the office?")
+
+    Add and give feedback:
+        .. code-block:: python
+
+            retriever.add_documents([Document(page_content="Refunds take 5 days.")])
+            docs = retriever.invoke("How long do refunds take?")
+            retriever.mark_used(docs[:1])   # the answer used it: the larger boost
 
     Use in a chain:
         .. code-block:: python
@@ -159,6 +167,65 @@ class OblivionRetriever(BaseRetriever):
         """
         engine = Oblivion(path, embedder=embeddings, policy=policy, **(engine_kwargs or {}))
         return cls(oblivion=engine, **fields)
+
+    def add_documents(
+        self, documents: Sequence[Document], *, category: str | None = None
+    ) -> list[str]:
+        """Remember ``documents`` in this retriever's namespace, as a vector store
+        retriever's ``add_documents`` stores them: ``page_content`` is the text,
+        ``metadata`` the memory's metadata, ``id`` (when set) its id. One batch: one
+        embedding call, one commit, and nothing stored if any document is refused.
+        Category and importance are inferred from each text unless ``category`` is
+        given. Returns the memory ids, in order.
+
+        Raises:
+            InvalidInputError: not a list of ``Document`` s, or a document the engine
+                refuses (empty text, metadata that is not JSON, an id already taken).
+        """
+        if isinstance(documents, Document) or not isinstance(documents, Sequence):
+            raise InvalidInputError(
+                f"documents must be a list of Document, got {type(documents).__name__}"
+            )
+        wrong = [type(d).__name__ for d in documents if not isinstance(d, Document)]
+        if wrong:
+            raise InvalidInputError(f"documents must be a list of Document, got {wrong[0]}")
+        records = self.oblivion.remember_many(
+            [d.page_content for d in documents],
+            categories=[category] * len(documents),
+            metadatas=[d.metadata for d in documents],
+            ids=[d.id for d in documents],
+            namespace=self.namespace,
+        )
+        return [r.id for r in records]
+
+    async def aadd_documents(
+        self, documents: Sequence[Document], *, category: str | None = None
+    ) -> list[str]:
+        """Async :meth:`add_documents` (runs in a worker thread)."""
+        return await run_in_executor(None, self.add_documents, documents, category=category)
+
+    def mark_used(self, used: Iterable[Document | str]) -> list[float]:
+        """Give the larger "used" boost to the documents (or memory ids) the answer drew
+        on: ``retriever.mark_used(docs[:1])``. Returns their new activations.
+
+        Raises:
+            UnknownMemoryError: one is not a memory of this namespace; nothing is boosted.
+        """
+        items = [used] if isinstance(used, str | Document) else list(used)
+        ids: list[str] = []
+        for item in items:
+            memory_id = item.id if isinstance(item, Document) else item
+            if memory_id is None:
+                raise InvalidInputError(
+                    "a Document without an id cannot be marked used; pass documents this "
+                    "retriever returned (their id is the memory's)"
+                )
+            ids.append(memory_id)
+        return self.oblivion.mark_used(ids, namespace=self.namespace)
+
+    async def amark_used(self, used: Iterable[Document | str]) -> list[float]:
+        """Async :meth:`mark_used` (runs in a worker thread)."""
+        return await run_in_executor(None, self.mark_used, used)
 
     def _get_ls_params(self, **kwargs: Any) -> LangSmithRetrieverParams:
         params = super()._get_ls_params(**kwargs)

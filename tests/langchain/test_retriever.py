@@ -13,7 +13,13 @@ from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import create_retriever_tool
 
-from oblivion_core import Oblivion, Tier, VectorStore
+from oblivion_core import (
+    InvalidInputError,
+    Oblivion,
+    Tier,
+    UnknownMemoryError,
+    VectorStore,
+)
 from oblivion_core.testing import HashEmbedder, ManualClock, word_count
 from oblivion_langchain import OblivionRetriever
 
@@ -414,3 +420,100 @@ def test_real_default_embedder(tmp_path: object) -> None:
     retriever.oblivion.remember("Backups run at midnight.")
     assert retriever.invoke("When do backups happen?")[0].page_content == "Backups run at midnight."
     retriever.oblivion.close()
+
+
+def test_add_documents_remembers_them_in_the_retrievers_namespace(engine: Oblivion) -> None:
+    """Text, metadata and id as given, in the retriever's namespace, in one batch;
+    the retriever then finds them with their metadata."""
+    retriever = OblivionRetriever(oblivion=engine, namespace="sam")
+    ids = retriever.add_documents(
+        [
+            Document(page_content="Refunds take 5 working days.", metadata={"source": "faq"}),
+            Document(id="shed", page_content="The key is under the shed's mat."),
+        ],
+        category="fact",
+    )
+    assert ids[1] == "shed" and len(set(ids)) == 2
+    assert [r.id for r in engine.records(namespace="sam")] == ids
+    assert {r.category for r in engine.records(namespace="sam")} == {"fact"}
+    (top, *_) = retriever.invoke("How long do refunds take?")
+    assert (top.id, top.metadata["source"]) == (ids[0], "faq")
+    assert retriever.invoke("refunds", filter={"source": "faq"})[0].id == ids[0]
+    assert engine.records() == []  # nothing in the default namespace
+
+
+@pytest.mark.parametrize(
+    ("documents", "says"),
+    [
+        (Document(page_content="one, not a list"), "must be a list of Document"),
+        (["a plain string"], "must be a list of Document, got str"),
+        ([Document(page_content="fine"), Document(page_content="   ")], "empty"),
+        ([Document(id="taken", page_content="again")], "taken"),
+    ],
+)
+def test_add_documents_refuses_a_bad_batch_whole(
+    engine: Oblivion, documents: object, says: str
+) -> None:
+    """A single Document, a string, an empty text, an id already used: refused with
+    what to change, and nothing of the batch stored."""
+    engine.remember("Kept from before.", id="taken")
+    retriever = OblivionRetriever(oblivion=engine)
+    with pytest.raises(InvalidInputError, match=says):
+        retriever.add_documents(documents)  # type: ignore[arg-type]
+    assert [r.text for r in engine.records()] == ["Kept from before."]
+
+
+def test_mark_used_gives_the_documents_the_used_boost(engine: Oblivion, clock: ManualClock) -> None:
+    """Documents the retriever returned (or their ids) get the larger "used" boost: more
+    than the retrieval gave them."""
+    engine.remember_many(FACTS)
+    clock.advance(60 * DAY)  # decayed well below the cap
+    retriever = OblivionRetriever(oblivion=engine, k=1, feedback=False)
+    (doc,) = retriever.invoke("Where is the office now?")
+    start = engine.get(doc.id).activation
+    retriever.invoke("Where is the office now?", feedback=True)
+    recalled = engine.get(doc.id).activation
+    (used,) = retriever.mark_used([doc])
+    assert used == engine.get(doc.id).activation
+    assert used - recalled > recalled - start > 0
+    assert [e.kind for e in engine.history(doc.id)][-2:] == ["recall", "used"]
+    assert retriever.mark_used(doc.id)[0] > used  # one id, not its letters
+
+
+def test_mark_used_refuses_what_the_retriever_did_not_return(engine: Oblivion) -> None:
+    engine.remember_many(FACTS)
+    retriever = OblivionRetriever(oblivion=engine)
+    (doc, *_) = retriever.invoke("office")
+    before = engine.get(doc.id).activation
+    with pytest.raises(UnknownMemoryError):
+        retriever.mark_used([doc, "no-such-memory"])
+    with pytest.raises(InvalidInputError, match="without an id"):
+        retriever.mark_used([Document(page_content="made up")])
+    assert engine.get(doc.id).activation == before
+
+
+async def test_async_add_documents_and_mark_used(engine: Oblivion) -> None:
+    retriever = OblivionRetriever(oblivion=engine)
+    (added,) = await retriever.aadd_documents([Document(page_content="Sam keeps bees.")])
+    (doc,) = await retriever.ainvoke("Who keeps bees?")
+    assert doc.id == added
+    before = engine.get(added).activation
+    assert (await retriever.amark_used([doc]))[0] > before
+
+
+@pytest.mark.integration
+def test_added_documents_are_found_by_meaning_through_the_real_stack(
+    real_engine: Oblivion,
+) -> None:
+    """The local model, Chroma on disk and tiktoken: documents added through the
+    retriever are found by a question that shares no keyword with them."""
+    retriever = OblivionRetriever(oblivion=real_engine, k=1)
+    retriever.add_documents(
+        [
+            Document(page_content="The cat sleeps on the sofa all afternoon."),
+            Document(page_content="Invoices are paid within thirty days."),
+        ]
+    )
+    (top,) = retriever.invoke("When do we settle bills?")
+    assert top.page_content == "Invoices are paid within thirty days."
+    assert real_engine.store.count(real_engine.default_namespace) == 2
