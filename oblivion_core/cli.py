@@ -1,5 +1,5 @@
 """The ``oblivion`` command line: ``oblivion demo``, ``oblivion stats``, ``oblivion
-records``, ``oblivion history`` and ``oblivion backup``."""
+records``, ``oblivion history``, ``oblivion recall`` and ``oblivion backup``."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from oblivion_core.errors import (
+    EmbeddingError,
     OblivionError,
     StoreCorruptError,
     StoreLockedError,
@@ -72,6 +73,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--namespace", default=None, help="the namespace (default: the store's default)"
     )
     history.add_argument("--last", type=int, default=None, help="only the newest N entries")
+    recall = sub.add_parser(
+        "recall",
+        help="what recall() returns for a query, and why, without boosting anything "
+        "(read from a copy of the store)",
+    )
+    recall.add_argument("path")
+    recall.add_argument("query")
+    recall.add_argument(
+        "--namespace", default=None, help="the namespace (default: the store's default)"
+    )
+    recall.add_argument("--k", type=int, default=None, help="at most N items")
+    recall.add_argument(
+        "--token-budget", type=int, default=None, help="tokens the items may cost (tiktoken)"
+    )
+    recall.add_argument(
+        "--deep", action="store_true", help="search the archive whatever the gate says"
+    )
+    recall.add_argument("--json", action="store_true", help="one JSON line per item")
+    recall.add_argument(
+        "--model",
+        default=None,
+        help="a folder holding the local model's files (all-MiniLM-L6-v2), for a machine "
+        "without network access (or set OBLIVION_EMBEDDING_MODEL_PATH)",
+    )
     backup = sub.add_parser(
         "backup",
         help="copy a store (open in a running app too) into a new folder, as a store of its own",
@@ -102,6 +127,8 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     if args.command == "backup":
         return _backup(args.path, args.folder)
+    if args.command == "recall":
+        return _recall(args)
     with _reading(args.path, args.command) as mem:
         if args.command == "stats":
             if args.namespace is not None:
@@ -135,23 +162,75 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _backup(path_arg: str, folder_arg: str) -> int:
-    """``oblivion backup``: a closed store is opened (its lock taken, so no app opens it
-    meanwhile) and copied by :meth:`Oblivion.backup`; one a running process holds is
-    copied through a read-only connection (:func:`backup.copy_live`)."""
-    from oblivion_core.backup import check_folder, copy_live
+    """``oblivion backup``: see :func:`_copy`."""
+    from oblivion_core.backup import check_folder
 
-    folder = check_folder(folder_arg)  # before anything is opened
+    print(_copy(path_arg, check_folder(folder_arg), "backup"))
+    return 0
+
+
+def _copy(path_arg: str, folder: Path, command: str) -> Path:
+    """Copy the store at ``path_arg`` into ``folder`` and return the copy's database: a
+    closed store is opened (its lock taken, so no app opens it meanwhile) and copied by
+    :meth:`Oblivion.backup`; one a running process holds is copied through a read-only
+    connection (:func:`backup.copy_live`), said on stderr."""
+    from oblivion_core.backup import copy_live
+
     try:
         with _opened(path_arg) as mem:
-            copy = mem.backup(folder)
+            return mem.backup(folder)
     except StoreLockedError:
         copy = copy_live(Path(path_arg), folder)
-        print(
-            f"oblivion backup: {path_arg!r} is open in a running process; copied what it "
-            "has written (recall boosts of its last second may be missing)",
-            file=sys.stderr,
-        )
-    print(copy)
+    print(
+        f"oblivion {command}: {path_arg!r} is open in a running process; copied what it "
+        "has written (recall boosts of its last second may be missing)",
+        file=sys.stderr,
+    )
+    return copy
+
+
+def _recall(args: argparse.Namespace) -> int:
+    """``oblivion recall``: the query recalled from a copy of the store, with every
+    archive searched in process (the copy has no vector store), and nothing boosted."""
+    import tempfile
+
+    from oblivion_core.embedding import FastEmbedEmbedder
+    from oblivion_core.engine import Oblivion
+    from oblivion_core.store import VectorStore
+
+    embedder = FastEmbedEmbedder(model_path=args.model) if args.model else None
+    with tempfile.TemporaryDirectory(prefix="oblivion-recall-") as scratch:
+        copy = _copy(args.path, Path(scratch) / "copy", "recall")
+        store = VectorStore.in_memory()
+        try:
+            with Oblivion(copy.parent, vector_store=store, embedder=embedder) as mem:
+                mem.REPAIR_ON_LOAD = False  # nothing to compare: the copy's Chroma is empty
+                mem.SKETCH_ARCHIVE_ROWS = sys.maxsize  # every archive searched in process
+                try:
+                    result = mem.recall(
+                        args.query,
+                        namespace=args.namespace,
+                        k=args.k,
+                        token_budget=args.token_budget,
+                        deep=True if args.deep else None,
+                        feedback=False,
+                    )
+                except EmbeddingError as exc:
+                    if "this store holds" not in str(exc):  # not the vectors' size
+                        raise
+                    raise EmbeddingError(
+                        f"{exc}. `oblivion recall` embeds the query with the local model "
+                        "(all-MiniLM-L6-v2; --model DIR reads its files from DIR); recall a "
+                        "store written with another embedder in its app, with feedback=False"
+                    ) from exc
+        finally:
+            store.close()
+    if not args.json:
+        print(result)
+        return 0
+    for item in result:
+        row = dataclasses.asdict(item) | {"tier": item.tier.label}
+        print(json.dumps(row, default=str))
     return 0
 
 

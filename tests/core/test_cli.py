@@ -460,3 +460,114 @@ def test_backup_refuses_in_one_line_and_writes_nothing(
     assert line.startswith(f"oblivion backup: {error}: ") and says in line
     assert sorted(p.name for p in tmp_path.iterdir()) == ["full", "store"]
     assert [p.name for p in (tmp_path / "full").iterdir()] == ["notes.txt"]
+
+
+def _files(folder: Path) -> dict[str, int]:
+    """Every file under ``folder`` (SQLite's -wal and -shm aside) by its size."""
+    return {
+        str(p.relative_to(folder)): p.stat().st_size
+        for p in folder.rglob("*")
+        if p.is_file() and not p.name.endswith(("-wal", "-shm"))
+    }
+
+
+@pytest.mark.integration
+def test_recall_shows_what_the_app_would_recall_and_changes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], real_embedder: Any
+) -> None:
+    """`oblivion recall PATH QUERY` ranks as the engine does, with each item's why, from
+    a copy: the store's memories, journal and files are as they were."""
+    texts = [
+        "The launch moved to 28 March.",
+        "Please call me Dee.",
+        "I take my coffee black.",
+        "The office is in Leeds.",
+    ]
+    with Oblivion(tmp_path / "store", embedder=real_embedder) as mem:
+        mem.remember_many(texts)
+        before = [(r.id, r.activation, r.access_count) for r in mem.records()]
+        journal = mem.history()
+    files = _files(tmp_path / "store")
+    assert main(["recall", str(tmp_path / "store"), "When is the launch?", "--k", "2"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("recall 'When is the launch?' in 'default': 2 item(s)")
+    assert "1. " in out and "The launch moved to 28 March." in out.splitlines()[1]
+    assert "ranked 1 of" in out
+    assert main(["recall", str(tmp_path / "store"), "What is my name?", "--json"]) == 0
+    rows = _lines(capsys.readouterr().out)
+    assert rows[0]["text"] == "Please call me Dee." and rows[0]["tier"] == "active"
+    assert {"relevance", "activation", "score", "tokens", "why"} <= rows[0].keys()
+    assert _files(tmp_path / "store") == files
+    with Oblivion(tmp_path / "store", embedder=real_embedder) as mem:
+        assert [(r.id, r.activation, r.access_count) for r in mem.records()] == [
+            (i, pytest.approx(a, rel=1e-6), n) for i, a, n in before
+        ]
+        assert mem.history() == journal
+        ranked = mem.recall("What is my name?", feedback=False)
+        assert [r["id"] for r in rows] == [i.id for i in ranked]
+
+
+@pytest.mark.integration
+def test_recall_of_a_running_apps_store_searches_its_archive_in_process(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    real_embedder: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A store a running app holds is read from a copy (said on stderr), which has no
+    vector store: its archive is searched in process whatever its size (here the
+    thresholds are 0, so the app itself would ask Chroma). The query shares no word
+    with the archived memory, so BM25 cannot find it instead."""
+    from oblivion_core import ManualClock
+
+    clock = ManualClock()
+    with Oblivion(tmp_path / "store", embedder=real_embedder, clock=clock) as mem:
+        old = mem.remember("Lovely weather for the picnic today!", category="small_talk")
+        mem.remember_many([f"Ticket {i} was closed by the support team." for i in range(8)])
+        clock.advance(90 * 86_400.0)
+        mem.maintain()
+        assert mem.get(old.id).tier.label == "archive"
+        monkeypatch.setattr(Oblivion, "EXACT_ARCHIVE_ROWS", 0)
+        monkeypatch.setattr(Oblivion, "SKETCH_ARCHIVE_ROWS", 0)
+        args = ["recall", str(tmp_path / "store"), "Was it sunny at our outdoor lunch?", "--deep"]
+        assert main([*args, "--json", "--k", "1"]) == 0
+        captured = capsys.readouterr()
+        (row,) = _lines(captured.out)
+        assert (row["id"], row["tier"]) == (old.id, "archive")
+        assert "open in a running process; copied what it has written" in captured.err
+        assert mem.get(old.id).tier.label == "archive"  # the app's store: not promoted
+
+
+@pytest.mark.parametrize(
+    ("args", "error", "says"),
+    [
+        (["--namespace", "bob"], "UnknownNamespaceError", "namespace 'bob'"),
+        (["--k", "0"], "InvalidInputError", "k must be an int >= 1"),
+        (["--token-budget", "-1"], "InvalidInputError", "token_budget"),
+    ],
+)
+def test_recall_refuses_what_it_cannot_answer_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], error: str, says: str
+) -> None:
+    _store(tmp_path)
+    assert main(["recall", str(tmp_path), "anything", *args]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    (line,) = captured.err.splitlines()
+    assert line.startswith(f"oblivion recall: {error}: ") and says in line
+
+
+def test_recall_of_a_store_written_with_another_model_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The store's vectors have another size than the local model's: one line saying
+    what to pass."""
+    with Oblivion(tmp_path, embedder=HashEmbedder(dim=64), token_counter=word_count) as mem:
+        mem.remember("A memory embedded by some other model.")
+    assert main(["recall", str(tmp_path), "anything"]) == 1
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("oblivion recall: EmbeddingError: ") and "64-d" in line
+    assert "another embedder" in line and "feedback=False" in line
+    assert main(["recall", str(tmp_path), "anything", "--model", str(tmp_path / "nowhere")]) == 1
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("oblivion recall: EmbeddingError: ") and "is not a directory" in line
