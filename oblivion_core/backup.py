@@ -7,7 +7,9 @@ SQLite's online backup (one read transaction: the copy is the state at one insta
 whatever is written meanwhile). The copy is checked (``PRAGMA quick_check``) before it
 takes its name, and marked as holding no vectors elsewhere: opened, its memories are
 copied into whatever vector store it is opened with, each namespace on first use, as
-after a move (:meth:`VectorSync.note_move`).
+after a move (:meth:`VectorSync.note_move`). A copy can also be re-embedded with another
+model before it takes its name (:func:`reembed`): the way to move a store to a new
+embedding model with every memory's activation, links and journal kept.
 
 :meth:`Oblivion.backup` writes what is queued, then copies through a second connection
 whose read transaction began right after (``StateDB.pinned``), so the engine's other
@@ -20,16 +22,30 @@ not written yet, at most ``StateDB.DEFER_SECONDS`` of recall boosts.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import sqlite3
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from oblivion_core.errors import InvalidInputError, StoreCorruptError, StoreError, StorePathError
+from oblivion_core.embedding import embed_texts
+from oblivion_core.errors import (
+    InvalidInputError,
+    OblivionError,
+    StoreCorruptError,
+    StoreError,
+    StorePathError,
+)
 from oblivion_core.state import StateDB, sqlite_cause
+from oblivion_core.typing import Embedder
+
+logger = logging.getLogger("oblivion_core")
 
 #: Suffix of the copy while it is written; it takes the database's name once checked.
 PARTIAL = ".partial"
+#: Texts per embedding call when a copy is re-embedded (:func:`reembed`).
+REEMBED_BATCH = 256
 
 
 def check_folder(folder: object) -> Path:
@@ -58,16 +74,20 @@ def check_folder(folder: object) -> Path:
     return path
 
 
-def copy_database(source: sqlite3.Connection, folder: Path, *, of: str) -> Path:
+def copy_database(
+    source: sqlite3.Connection, folder: Path, *, of: str, embedder: Embedder | None = None
+) -> Path:
     """Copy the activation database open on ``source`` into ``folder`` (checked by
     :func:`check_folder`, made if missing) as a store of its own, and return the path
     of the copy. ``of``: the store copied, in words (the copy's note says where it came
-    from). Nothing is left in ``folder`` when the copy fails.
+    from). ``embedder``: re-embed every memory of the copy with it (:func:`reembed`).
+    Nothing is left in ``folder`` when the copy fails.
 
     Raises:
         StorePathError: ``folder`` cannot be made or written.
         StoreCorruptError: the database copied is not a valid Oblivion database.
         StoreError: the disk is full, or SQLite failed otherwise.
+        EmbeddingError: ``embedder`` failed.
     """
     made = not folder.exists()
     try:
@@ -83,7 +103,11 @@ def copy_database(source: sqlite3.Connection, folder: Path, *, of: str) -> Path:
         target = sqlite3.connect(str(partial), isolation_level=None)
         try:
             source.backup(target)  # one step: one read transaction on the source
+            if source.in_transaction:  # a pinned snapshot (StateDB.pinned): let it go, so
+                source.rollback()  # the store's WAL is not held through a re-embedding
             _check(target, of)
+            if embedder is not None:
+                reembed(target, embedder)
             _mark(target, of)
         finally:
             target.close()
@@ -97,7 +121,7 @@ def copy_database(source: sqlite3.Connection, folder: Path, *, of: str) -> Path:
                 folder.rmdir()
         if isinstance(exc, sqlite3.Error):
             raise _error(exc, of, folder) from exc
-        if isinstance(exc, OSError) and not isinstance(exc, StoreError):
+        if isinstance(exc, OSError) and not isinstance(exc, OblivionError):
             raise StorePathError(
                 f"cannot write the backup in {str(folder)!r} ({exc.strerror or exc}); make "
                 "it writable or give another folder"
@@ -120,6 +144,62 @@ def copy_live(store: Path, folder: Path) -> Path:
         return copy_database(source, folder, of=str(store))
     finally:
         source.close()
+
+
+def reembed(copy: sqlite3.Connection, embedder: Embedder) -> int:
+    """Replace the vector of every memory of the database open on ``copy`` (a copy no
+    one else uses) by ``embedder``'s of its text, :data:`REEMBED_BATCH` texts at a
+    time, in one transaction, and record the new dimension. Shows a progress bar (tqdm,
+    which chromadb and fastembed install) or, without tqdm, logs each batch. Returns how
+    many memories were embedded.
+
+    Raises:
+        EmbeddingError: the embedder failed, or gave vectors of two sizes.
+    """
+    total = int(copy.execute("SELECT COUNT(*) FROM memories").fetchone()[0])
+    done, dim, last = 0, None, -1
+    copy.execute("BEGIN IMMEDIATE")
+    try:
+        with _progress(total) as advance:
+            while True:
+                rows = copy.execute(
+                    "SELECT rowid, namespace, id, text FROM memories WHERE rowid > ? "
+                    "ORDER BY rowid LIMIT ?",
+                    (last, REEMBED_BATCH),
+                ).fetchall()
+                if not rows:
+                    break
+                vectors = embed_texts(embedder, [r[3] for r in rows], dim)
+                dim = int(vectors.shape[1])
+                StateDB.write_vectors(copy, [r[1] for r in rows], [r[2] for r in rows], vectors)
+                last, done = rows[-1][0], done + len(rows)
+                advance(len(rows))
+        copy.execute("DELETE FROM meta WHERE key='dim'")
+        if dim is not None:
+            StateDB.write_meta(copy, "dim", dim)
+        copy.execute("COMMIT")
+    except BaseException:
+        copy.execute("ROLLBACK")
+        raise
+    return done
+
+
+@contextlib.contextmanager
+def _progress(total: int) -> Iterator[Callable[[int], None]]:
+    """A function to call with each batch's size: a tqdm bar, or a log line per batch."""
+    try:
+        from tqdm import tqdm
+    except ImportError:  # pragma: no cover - chromadb and fastembed both install tqdm
+        seen = [0]
+
+        def log(n: int) -> None:
+            seen[0] += n
+            logger.info("re-embedded %d of %d memories", seen[0], total)
+
+        yield log
+        return
+    with tqdm(total=total, desc="re-embedding", unit="memory", disable=total == 0) as bar:
+        yield bar.update
 
 
 def _check(copy: sqlite3.Connection, of: str) -> None:

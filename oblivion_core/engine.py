@@ -499,7 +499,7 @@ class Oblivion:
             finally:  # (an interrupt while saving still lets go of the store)
                 self._release(write=True)
 
-    def backup(self, folder: str | os.PathLike[str]) -> Path:
+    def backup(self, folder: str | os.PathLike[str], *, embedder: object = None) -> Path:
         """Copy this store, while it is in use, into ``folder`` (new, or an empty folder),
         and return the path of the copy's activation database.
 
@@ -521,12 +521,21 @@ class Oblivion:
         same id: give it a vector store of its own (the default ``chroma/`` folder
         beside it is), not the original's server prefix.
 
+        ``embedder``: re-embed every memory of the copy with this embedder (any that
+        ``Oblivion(embedder=...)`` takes), to move to a new embedding model: open the
+        copy with it (``Oblivion(folder, embedder=...)``) and every memory keeps its
+        activation, links and journal. The original keeps its vectors. The texts are
+        embedded in batches of ``backup.REEMBED_BATCH``, with a progress bar, while
+        calls go on; nothing is left in ``folder`` if the embedder fails.
+
         Raises:
             InvalidInputError: ``folder`` is not a path, or holds files.
             StorePathError: ``folder`` is a file, or cannot be made or written.
             StoreError: the disk is full (nothing is left in ``folder``).
+            EmbeddingError: ``embedder`` failed (nothing is left in ``folder``).
         """
         path = check_folder(folder)
+        new_model = None if embedder is None else resolve_embedder(embedder)
         with self._lock:
             self._check_open()
             # what is queued (recall boosts, adaptation's counts), and the turn clock's
@@ -534,10 +543,12 @@ class Oblivion:
             with self._db.transaction():
                 pass
             if self.path is None:  # no other connection sees an in-memory database
-                return copy_database(self._db.conn, path, of="an in-memory store")
+                return copy_database(
+                    self._db.conn, path, of="an in-memory store", embedder=new_model
+                )
             reader = self._db.pinned()
         try:  # the copy reads what was committed above, while calls go on
-            return copy_database(reader, path, of=str(self.path))
+            return copy_database(reader, path, of=str(self.path), embedder=new_model)
         finally:
             reader.close()
 

@@ -1182,6 +1182,18 @@ class StateDB:
         untranslated: a copy's, see :mod:`oblivion_core.backup`)."""
         conn.execute(_UPSERT_META, (key, json.dumps(value)))
 
+    @staticmethod
+    def write_vectors(
+        conn: sqlite3.Connection, namespaces: Sequence[str], ids: Sequence[str], vectors: Vectors
+    ) -> None:
+        """Store ``vectors`` (one row each) as the vectors of memories ``ids`` of
+        ``namespaces`` in the database open on ``conn`` (errors untranslated: a copy's,
+        see :mod:`oblivion_core.backup`)."""
+        conn.executemany(
+            _UPSERT_VECTOR,
+            [(ns, m, _blob(v)) for ns, m, v in zip(namespaces, ids, vectors, strict=True)],
+        )
+
     def store_id(self) -> str:
         """This store's id, made on first use: the vector store's collections record it as
         their owner (:meth:`VectorStore.bind`)."""
@@ -1347,9 +1359,7 @@ class StateDB:
             "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             data,
         )
-        conn.executemany(
-            "INSERT OR REPLACE INTO vectors(namespace, id, vector) VALUES(?,?,?)", blobs
-        )
+        conn.executemany(_UPSERT_VECTOR, blobs)
 
     def save_rows(self, conn: sqlite3.Connection, st: NamespaceState, rows: Iterable[int]) -> None:
         """Write the mutable columns of ``rows`` back to SQLite."""
@@ -1625,10 +1635,7 @@ class StateDB:
             "UPDATE memories SET text=?, tokens=? WHERE namespace=? AND id=?",
             (text, tokens if self.keep_tokens else None, namespace, memory_id),
         )
-        conn.execute(
-            "INSERT OR REPLACE INTO vectors(namespace, id, vector) VALUES(?,?,?)",
-            (namespace, memory_id, _blob(vector)),
-        )
+        conn.execute(_UPSERT_VECTOR, (namespace, memory_id, _blob(vector)))
 
     def vectors(self, namespace: str, ids: Sequence[str]) -> dict[str, Vectors]:
         """Stored vectors by id (ids without one, e.g. from a version-1 store, are absent)."""
@@ -1882,6 +1889,7 @@ _UPDATE_ROW = (
     "category=?, tokens=? "
     "WHERE namespace=? AND id=?"
 )
+_UPSERT_VECTOR = "INSERT OR REPLACE INTO vectors(namespace, id, vector) VALUES(?,?,?)"
 _UPSERT_META = (
     "INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value"
 )

@@ -13,9 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import chromadb
+import numpy as np
 import pytest
 
 from oblivion_core import (
+    EmbeddingError,
     FastEmbedEmbedder,
     InvalidInputError,
     ManualClock,
@@ -367,10 +369,10 @@ def test_calls_go_on_while_the_database_is_copied(
     copying, written = threading.Event(), threading.Event()
     waited: list[bool] = []
 
-    def slow_copy(source: sqlite3.Connection, folder: Path, *, of: str) -> Path:
+    def slow_copy(source: sqlite3.Connection, folder: Path, **kwargs: Any) -> Path:
         copying.set()
         waited.append(written.wait(timeout=30))  # False: the write waited for the copy
-        return real(source, folder, of=of)
+        return real(source, folder, **kwargs)
 
     monkeypatch.setattr(engine_module, "copy_database", slow_copy)
     with memory(tmp_path / "store") as mem:
@@ -387,3 +389,96 @@ def test_calls_go_on_while_the_database_is_copied(
         assert [r.id for r in restored.records()] == [before.id]
         with pytest.raises(UnknownMemoryError):
             restored.get(after.id)
+
+
+class _Failing(HashEmbedder):
+    """A HashEmbedder that fails on its call number ``fail_on`` (from 1), or, with
+    ``shrink``, returns shorter vectors from then on."""
+
+    def __init__(self, dim: int, fail_on: int, *, shrink: bool = False) -> None:
+        super().__init__(dim=dim)
+        self.batches, self.fail_on, self.shrink = 0, fail_on, shrink
+
+    def embed_documents(self, texts: Any) -> Any:
+        self.batches += 1  # (HashEmbedder's own `calls` counts queries too)
+        vectors = super().embed_documents(texts)
+        if self.batches >= self.fail_on:
+            if not self.shrink:
+                raise ConnectionError("the embedding service is down")
+            return np.ones((len(texts), 8), dtype=np.float32)
+        return vectors
+
+
+def test_a_backup_re_embedded_for_a_new_model(tmp_path: Path, snapshot: Snapshot) -> None:
+    """``backup(folder, embedder=new)``: every memory keeps its activation, tier, links
+    and journal, with the new model's vectors (another size here); opened with that
+    model it recalls as a store written with it would. The original keeps its own."""
+    clock = ManualClock()
+    old_model, new_model = HashEmbedder(dim=64), HashEmbedder(dim=32)
+    texts = [f"note {i} about the {w} in the garden" for i, w in enumerate(["shed", "pond"] * 300)]
+    with memory(tmp_path / "store", clock=clock, embedder=old_model) as mem:
+        ids = [r.id for r in mem.remember_many(texts)]
+        mem.link(ids[0], ids[1], 0.5)
+        mem.recall("the pond in the garden")
+        links = mem.links(ids[0])
+        seen = snapshot(mem)
+        journal = mem.history()
+        mem.backup(tmp_path / "new", embedder=new_model)
+        assert mem._db.meta("dim") == 64
+    with memory(tmp_path / "new", clock=ManualClock(clock.now()), embedder=new_model) as new:
+        assert snapshot(new) == seen and new.history() == journal
+        assert new.links(ids[0]) == links and ids[1] in links
+        assert new._db.meta("dim") == 32
+        stored = new._db.vectors(new.default_namespace, ids[:3])
+        assert np.allclose(
+            np.stack([stored[i] for i in ids[:3]]), new_model.embed_documents(texts[:3])
+        )
+        assert new.recall(texts[7], k=1, deep=True).items[0].id == ids[7]
+    with memory(tmp_path / "store", clock=ManualClock(clock.now()), embedder=old_model) as old:
+        assert old.recall(texts[7], k=1, deep=True).items[0].id == ids[7]
+
+
+@pytest.mark.parametrize("shrink", [False, True])
+def test_an_embedder_failing_halfway_leaves_no_copy(
+    tmp_path: Path, snapshot: Snapshot, shrink: bool
+) -> None:
+    """The new model fails (or changes its vectors' size) on the second batch: an
+    EmbeddingError, no folder, and the store as it was."""
+    with memory(tmp_path / "store") as mem:
+        mem.remember_many([f"memory number {i}" for i in range(300)])
+        before = snapshot(mem)
+        with pytest.raises(EmbeddingError):
+            mem.backup(tmp_path / "new", embedder=_Failing(32, 2, shrink=shrink))
+        assert not (tmp_path / "new").exists()
+        assert snapshot(mem) == before
+        mem.remember("and the store goes on")
+
+
+def test_a_backup_refuses_what_is_not_an_embedder_before_copying(tmp_path: Path) -> None:
+    with memory(tmp_path / "store") as mem:
+        mem.remember("kept")
+        with pytest.raises(InvalidInputError, match="embedder"):
+            mem.backup(tmp_path / "new", embedder=42)
+        assert not (tmp_path / "new").exists()
+
+
+@pytest.mark.integration
+def test_a_store_moved_to_the_local_model_recalls_by_meaning(
+    tmp_path: Path, real_embedder: FastEmbedEmbedder
+) -> None:
+    """A store written with a word-hashing embedder, re-embedded with the local model:
+    a question that shares no word with its answer now finds it, through the new
+    chroma/ folder."""
+    texts = [
+        "The cat sleeps on the sofa all afternoon.",
+        "Invoices are paid within thirty days.",
+        "The train to Leeds leaves at nine.",
+    ]
+    with memory(tmp_path / "store", embedder=HashEmbedder(dim=64)) as mem:
+        ids = [r.id for r in mem.remember_many(texts)]
+        mem.backup(tmp_path / "minilm", embedder=real_embedder)
+    with Oblivion(tmp_path / "minilm", embedder=real_embedder) as new:
+        top = new.recall("When do we settle bills?", k=1, deep=True).items[0]
+        assert top.id == ids[1]
+        assert new.store.count(new.default_namespace) == 3
+        assert new._db.meta("dim") == 384

@@ -150,3 +150,15 @@ def test_a_small_backup_run_times_both_ways_and_restores() -> None:
     assert 0 < out["bytes"]["backup"] < out["bytes"]["store"]
     assert out["restore_s"] > 0 and out["reopen_s"] > 0
     assert "| 400 |" in backup.table(out)  # type: ignore[attr-defined]
+
+
+@pytest.mark.integration
+def test_a_small_reembedding_run_times_both_sides() -> None:
+    """``bench/backup.py``'s re-embedding on 40 memories with the local model: both
+    sides timed, and the second table rendered."""
+    backup = _bench("backup")
+    got = backup.measure_reembed(40)  # type: ignore[attr-defined]
+    assert got["reembed_s"] > 0 and got["embed_s"] > 0
+    assert got["ratio"] == pytest.approx(got["embed_s"] / got["reembed_s"])
+    out = backup.measure(200, 1) | {"reembed": got}  # type: ignore[attr-defined]
+    assert "| 40 |" in backup.table(out)  # type: ignore[attr-defined]
