@@ -181,8 +181,9 @@ def _copy(path_arg: str, folder: Path, command: str) -> Path:
             return mem.backup(folder)
     except StoreLockedError:
         copy = copy_live(Path(path_arg), folder)
+    done = "copied" if command == "backup" else "read a copy of"
     print(
-        f"oblivion {command}: {path_arg!r} is open in a running process; copied what it "
+        f"oblivion {command}: {path_arg!r} is open in a running process; {done} what it "
         "has written (recall boosts of its last second may be missing)",
         file=sys.stderr,
     )
@@ -238,11 +239,9 @@ def _recall(args: argparse.Namespace) -> int:
 def _reading(path_arg: str, command: str) -> Iterator[Oblivion]:
     """The store at ``path_arg`` opened to read its activation database alone (see
     :func:`_opened`). A store a running process holds open is read from a copy of its
-    database taken now (:func:`backup.copy_live`), which lacks at most the last second
-    of that process's recall boosts."""
+    database taken now (:func:`_copy`), which lacks at most the last second of that
+    process's recall boosts."""
     import tempfile
-
-    from oblivion_core.backup import copy_live
 
     with contextlib.ExitStack() as stack:
         try:
@@ -253,19 +252,8 @@ def _reading(path_arg: str, command: str) -> Iterator[Oblivion]:
             yield mem
             return
     with tempfile.TemporaryDirectory(prefix="oblivion-read-") as scratch:
-        try:
-            copy_live(Path(path_arg), Path(scratch) / "copy")
-        except OblivionError as exc:
-            raise type(exc)(
-                f"the store at {path_arg!r} is open in a running process, and reading a copy "
-                f"of it failed: {exc}"
-            ) from exc
-        print(
-            f"oblivion {command}: {path_arg!r} is open in a running process; read a copy "
-            "of what it has written (recall boosts of its last second may be missing)",
-            file=sys.stderr,
-        )
-        with _opened(str(Path(scratch) / "copy")) as mem:
+        copy = _copy(path_arg, Path(scratch) / "copy", command)
+        with _opened(str(copy.parent)) as mem:
             yield mem
 
 

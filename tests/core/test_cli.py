@@ -534,7 +534,7 @@ def test_recall_of_a_running_apps_store_searches_its_archive_in_process(
         captured = capsys.readouterr()
         (row,) = _lines(captured.out)
         assert (row["id"], row["tier"]) == (old.id, "archive")
-        assert "open in a running process; copied what it has written" in captured.err
+        assert "open in a running process; read a copy of what it has written" in captured.err
         assert mem.get(old.id).tier.label == "archive"  # the app's store: not promoted
 
 
