@@ -111,7 +111,7 @@ def copy_database(
             _mark(target, of)
         finally:
             target.close()
-        os.replace(partial, final)
+        _take_name(partial, final)
     except BaseException as exc:
         for leftover in (partial, *(Path(f"{partial}{s}") for s in ("-wal", "-shm", "-journal"))):
             with contextlib.suppress(OSError):
@@ -128,6 +128,30 @@ def copy_database(
             ) from exc
         raise
     return final
+
+
+def _take_name(partial: Path, final: Path) -> None:
+    """Give the checked copy its name, unless a database took that name meanwhile (a
+    store opened in the folder while the copy was written): a hard link fails rather
+    than replace it. Where the file system has no hard links, the name is checked first.
+
+    Raises:
+        StorePathError: a database has the name now; it is left as it is.
+    """
+    taken = StorePathError(
+        f"an activation database appeared at {str(final)!r} while the backup was written "
+        "(a store opened in that folder?); it was left as it is: back up to another folder"
+    )
+    try:
+        os.link(partial, final)
+    except FileExistsError:
+        raise taken from None
+    except OSError:  # no hard links here
+        if final.exists():
+            raise taken from None
+        os.replace(partial, final)
+    else:
+        partial.unlink()
 
 
 def copy_live(store: Path, folder: Path) -> Path:

@@ -243,11 +243,25 @@ def test_a_closed_engine_refuses_a_backup(tmp_path: Path) -> None:
     assert not (tmp_path / "backup").exists()
 
 
-def test_an_empty_folder_takes_a_backup(tmp_path: Path) -> None:
+def _no_hard_links(*args: Any) -> None:
+    raise PermissionError(1, "Operation not permitted")  # as on a FAT or some network disks
+
+
+@pytest.mark.parametrize("hard_links", [True, False])
+def test_an_empty_folder_takes_a_backup(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hard_links: bool
+) -> None:
+    """A folder made ahead takes one, and the copy alone is left in it, with or
+    without hard links on its file system."""
+    if not hard_links:
+        monkeypatch.setattr("oblivion_core.backup.os.link", _no_hard_links)
     (tmp_path / "empty").mkdir()
     with memory(tmp_path / "store") as mem:
         mem.remember("Into a folder made ahead.")
         assert mem.backup(tmp_path / "empty") == tmp_path / "empty" / StateDB.FILE
+    assert [p.name for p in (tmp_path / "empty").iterdir()] == [StateDB.FILE]
+    with memory(tmp_path / "empty") as restored:
+        assert [r.text for r in restored.records()] == ["Into a folder made ahead."]
 
 
 @pytest.mark.parametrize("made", [True, False])
@@ -482,3 +496,39 @@ def test_a_store_moved_to_the_local_model_recalls_by_meaning(
         assert top.id == ids[1]
         assert new.store.count(new.default_namespace) == 3
         assert new._db.meta("dim") == 384
+
+
+@pytest.mark.parametrize("hard_links", [True, False])
+def test_a_store_opened_in_the_folder_meanwhile_is_not_replaced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hard_links: bool
+) -> None:
+    """Someone opens a store in the backup's folder while the copy is written: the copy
+    does not take its database's name (that store's writes would go to a deleted file);
+    a StorePathError says so, and that store keeps its memory. Where the file system has
+    no hard links, the name is checked before the copy takes it."""
+    import oblivion_core.backup as backup_module
+
+    if not hard_links:
+        monkeypatch.setattr(backup_module.os, "link", _no_hard_links)
+
+    real_mark = backup_module._mark
+    intruder: list[Oblivion] = []
+
+    def mark_then_open(copy: sqlite3.Connection, of: str) -> None:
+        real_mark(copy, of)
+        intruder.append(memory(tmp_path / "backup"))
+        intruder[0].remember("Written by the store opened in the folder.")
+
+    monkeypatch.setattr(backup_module, "_mark", mark_then_open)
+    with memory(tmp_path / "store") as mem:
+        mem.remember("The store backed up.")
+        with pytest.raises(StorePathError, match="appeared"):
+            mem.backup(tmp_path / "backup")
+    (other,) = intruder
+    assert [r.text for r in other.records()] == ["Written by the store opened in the folder."]
+    other.close()
+    assert not list((tmp_path / "backup").glob("*.partial*"))
+    with memory(tmp_path / "backup") as reopened:
+        assert [r.text for r in reopened.records()] == [
+            "Written by the store opened in the folder."
+        ]
