@@ -530,7 +530,9 @@ class Oblivion:
 
         Raises:
             InvalidInputError: ``folder`` is not a path, or holds files.
-            StorePathError: ``folder`` is a file, or cannot be made or written.
+            StorePathError: ``folder`` is a file, or cannot be made or written, or a
+                store was opened in it while the copy was written (that store is left
+                as it is).
             StoreError: the disk is full (nothing is left in ``folder``).
             EmbeddingError: ``embedder`` failed (nothing is left in ``folder``).
         """
