@@ -204,7 +204,7 @@ class OblivionRetriever(BaseRetriever):
         """Async :meth:`add_documents` (runs in a worker thread)."""
         return await run_in_executor(None, self.add_documents, documents, category=category)
 
-    def mark_used(self, used: Iterable[Document | str]) -> list[float]:
+    def mark_used(self, used: Document | str | Iterable[Document | str]) -> list[float]:
         """Give the larger "used" boost to the documents (or memory ids) the answer drew
         on: ``retriever.mark_used(docs[:1])``. Returns their new activations.
 
@@ -223,7 +223,7 @@ class OblivionRetriever(BaseRetriever):
             ids.append(memory_id)
         return self.oblivion.mark_used(ids, namespace=self.namespace)
 
-    async def amark_used(self, used: Iterable[Document | str]) -> list[float]:
+    async def amark_used(self, used: Document | str | Iterable[Document | str]) -> list[float]:
         """Async :meth:`mark_used` (runs in a worker thread)."""
         return await run_in_executor(None, self.mark_used, used)
 
