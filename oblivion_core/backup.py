@@ -170,18 +170,17 @@ def copy_live(store: Path, folder: Path) -> Path:
         source.close()
 
 
-def reembed(copy: sqlite3.Connection, embedder: Embedder) -> int:
+def reembed(copy: sqlite3.Connection, embedder: Embedder) -> None:
     """Replace the vector of every memory of the database open on ``copy`` (a copy no
     one else uses) by ``embedder``'s of its text, :data:`REEMBED_BATCH` texts at a
     time, in one transaction, and record the new dimension. Shows a progress bar (tqdm,
-    which chromadb and fastembed install) or, without tqdm, logs each batch. Returns how
-    many memories were embedded.
+    which chromadb and fastembed install) or, without tqdm, logs each batch.
 
     Raises:
         EmbeddingError: the embedder failed, or gave vectors of two sizes.
     """
     total = int(copy.execute("SELECT COUNT(*) FROM memories").fetchone()[0])
-    done, dim, last = 0, None, -1
+    dim, last = None, -1
     copy.execute("BEGIN IMMEDIATE")
     try:
         with _progress(total) as advance:
@@ -196,7 +195,7 @@ def reembed(copy: sqlite3.Connection, embedder: Embedder) -> int:
                 vectors = embed_texts(embedder, [r[3] for r in rows], dim)
                 dim = int(vectors.shape[1])
                 StateDB.write_vectors(copy, [r[1] for r in rows], [r[2] for r in rows], vectors)
-                last, done = rows[-1][0], done + len(rows)
+                last = rows[-1][0]
                 advance(len(rows))
         copy.execute("DELETE FROM meta WHERE key='dim'")
         if dim is not None:
@@ -205,7 +204,6 @@ def reembed(copy: sqlite3.Connection, embedder: Embedder) -> int:
     except BaseException:
         copy.execute("ROLLBACK")
         raise
-    return done
 
 
 @contextlib.contextmanager

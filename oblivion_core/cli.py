@@ -173,14 +173,20 @@ def _copy(path_arg: str, folder: Path, command: str) -> Path:
     """Copy the store at ``path_arg`` into ``folder`` and return the copy's database: a
     closed store is opened (its lock taken, so no app opens it meanwhile) and copied by
     :meth:`Oblivion.backup`; one a running process holds is copied through a read-only
-    connection (:func:`backup.copy_live`), said on stderr."""
-    from oblivion_core.backup import copy_live
-
+    connection (:func:`_copy_live`)."""
     try:
         with _opened(path_arg) as mem:
             return mem.backup(folder)
     except StoreLockedError:
-        copy = copy_live(Path(path_arg), folder)
+        return _copy_live(path_arg, folder, command)
+
+
+def _copy_live(path_arg: str, folder: Path, command: str) -> Path:
+    """Copy the store at ``path_arg``, which a running process holds, into ``folder``
+    through a read-only connection (:func:`backup.copy_live`), and say so on stderr."""
+    from oblivion_core.backup import copy_live
+
+    copy = copy_live(Path(path_arg), folder)
     done = "copied" if command == "backup" else "read a copy of"
     print(
         f"oblivion {command}: {path_arg!r} is open in a running process; {done} what it "
@@ -239,7 +245,7 @@ def _recall(args: argparse.Namespace) -> int:
 def _reading(path_arg: str, command: str) -> Iterator[Oblivion]:
     """The store at ``path_arg`` opened to read its activation database alone (see
     :func:`_opened`). A store a running process holds open is read from a copy of its
-    database taken now (:func:`_copy`), which lacks at most the last second of that
+    database taken now (:func:`_copy_live`), which lacks at most the last second of that
     process's recall boosts."""
     import tempfile
 
@@ -252,7 +258,7 @@ def _reading(path_arg: str, command: str) -> Iterator[Oblivion]:
             yield mem
             return
     with tempfile.TemporaryDirectory(prefix="oblivion-read-") as scratch:
-        copy = _copy(path_arg, Path(scratch) / "copy", command)
+        copy = _copy_live(path_arg, Path(scratch) / "copy", command)  # locked: no retry
         with _opened(str(copy.parent)) as mem:
             yield mem
 
