@@ -44,6 +44,7 @@ bench: install
 	$(WITH_ENV) $(BIN)/python bench/move.py
 	$(WITH_ENV) $(BIN)/python bench/store_filter.py
 	$(WITH_ENV) $(BIN)/python bench/backup.py
+	$(WITH_ENV) $(BIN)/python bench/import_chroma.py
 
 clean:
 	rm -rf $(VENV) oblivion-demo .pytest_cache .mypy_cache .ruff_cache

@@ -15,6 +15,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import backup  # noqa: E402
+import import_chroma  # noqa: E402
 import latency  # noqa: E402
 import locomo  # noqa: E402
 import move  # noqa: E402
@@ -60,6 +61,11 @@ SECTIONS = {
         "### Backing up a store in use (`python bench/backup.py`)",
         lambda d: backup.table(d),
         "backup.json",
+    ),
+    "import_chroma": (
+        "### Importing a Chroma collection (`python bench/import_chroma.py`)",
+        lambda d: import_chroma.table(d),
+        "import_chroma.json",
     ),
     "store_filter": (
         "### The LangGraph store's filtered search (`python bench/store_filter.py`)",

@@ -17,6 +17,7 @@ from oblivion_core.budget import TiktokenCounter
 from oblivion_core.clock import ManualClock, TurnClock, WallClock
 from oblivion_core.embedding import FastEmbedEmbedder
 from oblivion_core.engine import Oblivion
+from oblivion_core.engine_import import ImportReport
 from oblivion_core.errors import (
     EmbeddingError,
     InvalidInputError,
@@ -48,6 +49,7 @@ __all__ = [
     "Event",
     "FastEmbedEmbedder",
     "HeuristicImportance",
+    "ImportReport",
     "InvalidInputError",
     "MaintenancePlan",
     "ManualClock",

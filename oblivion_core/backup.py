@@ -26,7 +26,6 @@ import logging
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from oblivion_core.embedding import embed_texts
@@ -37,6 +36,7 @@ from oblivion_core.errors import (
     StoreError,
     StorePathError,
 )
+from oblivion_core.progress import progress
 from oblivion_core.state import StateDB, sqlite_cause
 from oblivion_core.typing import Embedder
 
@@ -183,7 +183,7 @@ def reembed(copy: sqlite3.Connection, embedder: Embedder) -> None:
     dim, last = None, -1
     copy.execute("BEGIN IMMEDIATE")
     try:
-        with _progress(total) as advance:
+        with progress(total, "re-embedding") as advance:
             while True:
                 rows = copy.execute(
                     "SELECT rowid, namespace, id, text FROM memories WHERE rowid > ? "
@@ -204,24 +204,6 @@ def reembed(copy: sqlite3.Connection, embedder: Embedder) -> None:
     except BaseException:
         copy.execute("ROLLBACK")
         raise
-
-
-@contextlib.contextmanager
-def _progress(total: int) -> Iterator[Callable[[int], None]]:
-    """A function to call with each batch's size: a tqdm bar, or a log line per batch."""
-    try:
-        from tqdm import tqdm
-    except ImportError:  # pragma: no cover - chromadb and fastembed both install tqdm
-        seen = [0]
-
-        def log(n: int) -> None:
-            seen[0] += n
-            logger.info("re-embedded %d of %d memories", seen[0], total)
-
-        yield log
-        return
-    with tqdm(total=total, desc="re-embedding", unit="memory", disable=total == 0) as bar:
-        yield bar.update
 
 
 def _check(copy: sqlite3.Connection, of: str) -> None:

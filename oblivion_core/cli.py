@@ -1,5 +1,6 @@
 """The ``oblivion`` command line: ``oblivion demo``, ``oblivion stats``, ``oblivion
-records``, ``oblivion history``, ``oblivion recall`` and ``oblivion backup``."""
+records``, ``oblivion history``, ``oblivion recall``, ``oblivion backup`` and ``oblivion
+import``."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from oblivion_core.errors import (
     EmbeddingError,
+    InvalidInputError,
     OblivionError,
     StoreCorruptError,
     StoreLockedError,
@@ -103,6 +105,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     backup.add_argument("path")
     backup.add_argument("folder", help="where the copy goes: a new or empty folder")
+    imp = sub.add_parser(
+        "import",
+        help="store every record of a Chroma collection on disk as a memory (its vectors "
+        "kept when they are the local model's)",
+    )
+    imp.add_argument("path", help="the Oblivion store (made if new)")
+    imp.add_argument("chroma", help="the folder of the Chroma database (PersistentClient's path)")
+    imp.add_argument("collection", help="the collection's name")
+    imp.add_argument("--namespace", default=None, help="where the memories go")
+    imp.add_argument("--category", default=None, help="one category for all (else inferred)")
+    imp.add_argument(
+        "--reembed", action="store_true", help="embed the texts with the local model again"
+    )
+    imp.add_argument(
+        "--no-supersede",
+        action="store_true",
+        help="no stale-fact detection (documents that state nothing about the user)",
+    )
+    imp.add_argument(
+        "--model",
+        default=None,
+        help="a folder holding the local model's files (or OBLIVION_EMBEDDING_MODEL_PATH)",
+    )
     args = parser.parse_args(argv)
     try:
         status = _run(args)
@@ -129,6 +154,8 @@ def _run(args: argparse.Namespace) -> int:
         return _backup(args.path, args.folder)
     if args.command == "recall":
         return _recall(args)
+    if args.command == "import":
+        return _import(args)
     with _reading(args.path, args.command) as mem:
         if args.command == "stats":
             if args.namespace is not None:
@@ -238,6 +265,39 @@ def _recall(args: argparse.Namespace) -> int:
     for item in result:
         row = dataclasses.asdict(item) | {"tier": item.tier.label}
         print(json.dumps(row, default=str))
+    return 0
+
+
+def _import(args: argparse.Namespace) -> int:
+    """``oblivion import``: :meth:`Oblivion.import_chroma` of a collection on disk."""
+    import chromadb
+
+    from oblivion_core.embedding import FastEmbedEmbedder
+    from oblivion_core.engine import Oblivion
+
+    source = Path(args.chroma)
+    if not (source / "chroma.sqlite3").is_file():
+        raise StorePathError(
+            f"there is no Chroma database in {args.chroma!r} (no chroma.sqlite3); give the "
+            "folder your app passes to chromadb.PersistentClient(path=...)"
+        )
+    client = chromadb.PersistentClient(str(source))
+    names = sorted(c.name for c in client.list_collections())
+    if args.collection not in names:
+        raise InvalidInputError(
+            f"{args.chroma!r} has no collection {args.collection!r}; it has "
+            f"{', '.join(map(repr, names)) or 'none'}"
+        )
+    embedder = FastEmbedEmbedder(model_path=args.model) if args.model else None
+    with Oblivion(args.path, embedder=embedder) as mem:
+        report = mem.import_chroma(
+            client.get_collection(args.collection),
+            namespace=args.namespace,
+            category=args.category,
+            reembed=args.reembed,
+            supersede=False if args.no_supersede else None,
+        )
+    print(report)
     return 0
 
 

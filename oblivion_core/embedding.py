@@ -11,7 +11,7 @@ import json
 import os
 import re
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -290,8 +290,12 @@ def resolve_embedder(embedder: object) -> Embedder:
     )
 
 
-def normalize(vectors: Any, expected: int, dim: int | None = None) -> Vectors:
+def normalize(
+    vectors: Any, expected: int, dim: int | None = None, source: str = "embedder returned"
+) -> Vectors:
     """Validate an embedder's output and scale rows to unit length.
+
+    ``source`` starts each error message (vectors a caller gave: ``"embeddings has"``).
 
     Raises:
         EmbeddingError: wrong row count, inconsistent or unexpected dimension, NaN/inf,
@@ -301,33 +305,50 @@ def normalize(vectors: Any, expected: int, dim: int | None = None) -> Vectors:
         arr = np.asarray(vectors, dtype=np.float32)
     except Exception as exc:  # a tensor that needs grad, an int beyond float range, ...
         raise EmbeddingError(
-            f"embedder returned something that is not a matrix of numbers "
-            f"({type(exc).__name__}: {exc})"
+            f"{source} something that is not a matrix of numbers ({type(exc).__name__}: {exc})"
         ) from exc
     if arr.ndim == 1:
         arr = arr[None, :]
     if arr.ndim != 2 or arr.shape[0] != expected:
         raise EmbeddingError(
-            f"embedder returned shape {arr.shape} for {expected} text(s); "
-            f"expected ({expected}, dim)"
+            f"{source} shape {arr.shape} for {expected} text(s); expected ({expected}, dim)"
         )
     if arr.shape[1] == 0:
-        raise EmbeddingError("embedder returned empty vectors (0 dimensions)")
+        raise EmbeddingError(f"{source} empty vectors (0 dimensions)")
     if dim is not None and arr.shape[1] != dim:
         raise EmbeddingError(
-            f"embedder returned {arr.shape[1]}-d vectors but this store holds {dim}-d vectors; "
+            f"{source} {arr.shape[1]}-d vectors but this store holds {dim}-d vectors; "
             "use the same embedding model the store was created with"
         )
     if not np.all(np.isfinite(arr)):
-        raise EmbeddingError("embedder returned NaN or infinite values")
+        raise EmbeddingError(f"{source} NaN or infinite values")
     # in float64: squares of float32 values above ~1.8e19 overflowed (every row became 0)
     # and below ~1e-23 underflowed (taken as all-zero)
     wide = arr.astype(np.float64)
     norms = np.linalg.norm(wide, axis=1, keepdims=True)
     if np.any(norms == 0):
-        raise EmbeddingError("embedder returned an all-zero vector")
+        raise EmbeddingError(f"{source} an all-zero vector")
     out: Vectors = (wide / norms).astype(np.float32)
     return out
+
+
+def given_vectors(values: Any, expected: int, dim: int | None, name: str) -> Vectors:
+    """Vectors a caller computed for ``expected`` texts (``remember_many(embeddings=)``),
+    checked as an embedder's output is and scaled to unit length.
+
+    Raises:
+        InvalidInputError: naming ``name``: not one vector per text, another size than
+            ``dim``, NaN or infinite values, or an all-zero vector.
+    """
+    if values is None or isinstance(values, (str, bytes, Mapping)):
+        raise InvalidInputError(
+            f"{name} must be one vector per text (a list of lists of numbers, or a 2-D "
+            f"array), got {type(values).__name__}"
+        )
+    try:
+        return normalize(values, expected, dim, f"{name} has")
+    except EmbeddingError as exc:
+        raise InvalidInputError(str(exc)) from None
 
 
 def estimate_tokens(text: str) -> int:

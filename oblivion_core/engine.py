@@ -38,6 +38,7 @@ from oblivion_core import (
     decay,
     engine_feedback,
     engine_forget,
+    engine_import,
     engine_maintain,
     engine_ranking,
     engine_recall,
@@ -722,10 +723,15 @@ class Oblivion:
     # Each oblivion_core/engine_*.py holds functions of the engine, assigned here as its
     # methods: the public ones first, then the helpers the others call through ``self``.
 
+    # engine_import.py: a Chroma collection made memories
+    import_chroma = engine_import.import_chroma
+    _importable = engine_import._importable
+
     # engine_write.py: writing
     remember = engine_write.remember
     remember_many = engine_write.remember_many
     edit = engine_write.edit
+    _model_dim = engine_write._model_dim
     _judge_outside_the_lock = engine_write._judge_outside_the_lock
     _store_new = engine_write._store_new
     _queue_usage = engine_write._queue_usage

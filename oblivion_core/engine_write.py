@@ -27,7 +27,7 @@ from oblivion_core.checks import (
 )
 from oblivion_core.clock import TurnClock
 from oblivion_core.decay_clock import DecayClock
-from oblivion_core.embedding import embed_texts
+from oblivion_core.embedding import embed_texts, given_vectors
 from oblivion_core.errors import InvalidInputError, StoreConflictError
 from oblivion_core.policy import Policy
 from oblivion_core.records import MemoryRecord, Tier, check_metadata
@@ -56,6 +56,7 @@ def remember(
     namespace: str | None = None,
     id: str | None = None,
     supersede: bool | None = None,
+    embedding: Any = None,
 ) -> MemoryRecord:
     """Store one memory; durable when this returns.
 
@@ -74,6 +75,10 @@ def remember(
         supersede: Let this memory supersede older ones it makes stale (``None``:
             ``policy.supersede``). ``False`` for texts that state nothing about the
             user or the world (documents, records kept for lookup only).
+        embedding: The text's vector, computed already by this store's embedding
+            model (from a collection you import, say): stored as given (scaled to unit
+            length) instead of embedding the text. Checked for its size, not for the
+            model: vectors of another model make recall rank at random.
 
     Linking and stale-fact detection run after the memory is durable; if they fail
     (a custom judge raising, say) the failure is logged on the ``oblivion_core``
@@ -90,6 +95,7 @@ def remember(
         namespace=namespace,
         ids=[id],
         supersede=supersede,
+        embeddings=None if embedding is None else [embedding],
     )[0]
 
 
@@ -104,12 +110,14 @@ def remember_many(
     namespace: str | None = None,
     ids: Sequence[str | None] | None = None,
     supersede: bool | None = None,
+    embeddings: Any = None,
 ) -> list[MemoryRecord]:
     """Store several memories in one batch (one embedding call, one commit).
 
     Arguments are parallel sequences; see :meth:`remember` (``supersede`` applies to
-    the whole batch). All or nothing: if any item is invalid, or the write fails,
-    nothing is stored.
+    the whole batch). ``embeddings``: one vector per text (a list, or an ``(n, dim)``
+    array), made by this store's embedding model; nothing is embedded then. All or
+    nothing: if any item is invalid, or the write fails, nothing is stored.
     """
     if supersede is not None:
         supersede = check_flag(supersede, "supersede")
@@ -141,7 +149,10 @@ def remember_many(
         raise InvalidInputError("ids must be unique within one remember_many() call")
     if n == 0:
         return []
-    vectors = embed_texts(self.embedder, clean, self._dim)
+    if embeddings is None:
+        vectors = embed_texts(self.embedder, clean, self._dim)
+    else:
+        vectors = given_vectors(embeddings, n, self._model_dim(clean), "embeddings")
     for i in range(n):
         if cats[i] is None:
             got = self.importance_scorer.categorize(clean[i])
@@ -256,6 +267,15 @@ def remember_many(
     if stale:
         self._judge_outside_the_lock(ns, policy, final_ids, said, stale)
     return records
+
+
+def _model_dim(self: Oblivion, texts: Sequence[str]) -> int:
+    """The size of this store's vectors; while it holds none, of its embedder's (the
+    shortest of ``texts`` embedded once), so that vectors given to a new store are
+    checked against the model its queries are embedded with."""
+    if self._dim is not None:
+        return self._dim
+    return int(embed_texts(self.embedder, [min(texts, key=len)]).shape[1])
 
 
 def _judge_outside_the_lock(

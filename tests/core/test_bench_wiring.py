@@ -162,3 +162,26 @@ def test_a_small_reembedding_run_times_both_sides() -> None:
     assert got["ratio"] == pytest.approx(got["embed_s"] / got["reembed_s"])
     out = backup.measure(200, 1) | {"reembed": got}  # type: ignore[attr-defined]
     assert "| 40 |" in backup.table(out)  # type: ignore[attr-defined]
+
+
+def test_a_small_import_run_times_each_side() -> None:
+    """``bench/import_chroma.py`` end to end on 300 records: each round times both
+    imports (each storing every record: asserted inside) and the raw copy, and the
+    README table is rendered."""
+    bench = _bench("import_chroma")
+    out = bench.measure(300, 3)  # type: ignore[attr-defined]
+    for side in ("import_s", "plain_import_s", "raw_copy_s"):
+        assert len(out[side]) == 3 and min(out[side]) > 0
+    assert out["ratio"] > 0 and out["plain_ratio"] > 0
+    assert "| 300 |" in bench.table(out)  # type: ignore[attr-defined]
+
+
+@pytest.mark.integration
+def test_a_small_import_run_with_the_local_model() -> None:
+    """The model part on 30 records: the import keeping the vectors and the one
+    embedding again both store every record, and the second table is rendered."""
+    bench = _bench("import_chroma")
+    got = bench.measure_model(30)  # type: ignore[attr-defined]
+    assert got["speedup"] == pytest.approx(got["reembed_s"] / got["kept_s"])
+    out = bench.measure(100, 1) | {"model": got}  # type: ignore[attr-defined]
+    assert "| 30 |" in bench.table(out)  # type: ignore[attr-defined]

@@ -20,6 +20,7 @@ EXPECTED_ALL = [
     "Event",
     "FastEmbedEmbedder",
     "HeuristicImportance",
+    "ImportReport",
     "InvalidInputError",
     "MaintenancePlan",
     "ManualClock",

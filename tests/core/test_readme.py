@@ -17,7 +17,7 @@ from oblivion_core import Oblivion
 
 # Each README section's examples, each run by a test_readme.py: an example added to the
 # README without a test, or one removed, fails test_every_example_has_a_test.
-TESTED = {"Core in 10 lines": 1, "Using the engine": 2, "LangChain / LangGraph": 4, "LlamaIndex": 4}
+TESTED = {"Core in 10 lines": 1, "Using the engine": 3, "LangChain / LangGraph": 4, "LlamaIndex": 4}
 
 
 def test_every_example_has_a_test() -> None:
@@ -147,3 +147,30 @@ def test_moving_a_store_to_a_server_example(
     held = {c.name: c.count() for c in chromadb.HttpClient(host=host, port=port).list_collections()}
     assert sorted(held.values()) == [1, 2]
     assert all(name.startswith("support-botoblivion-") for name in held)
+
+
+@pytest.mark.integration
+def test_importing_a_chroma_collection_example(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A collection filled as LangChain's ``Chroma`` fills one (documents embedded by the
+    local model) is imported by the example as written, with its vectors."""
+    from oblivion_core import FastEmbedEmbedder
+
+    monkeypatch.chdir(tmp_path)
+    texts = ["The office moved to Leeds in March.", "Refunds take five days."]
+    col = chromadb.PersistentClient("./chroma_db").create_collection("langchain")
+    col.add(
+        ids=["a", "b"],
+        embeddings=FastEmbedEmbedder().embed_documents(texts),
+        documents=texts,
+        metadatas=[{"source": "chat"}, {"source": "faq"}],
+    )
+    examples("Using the engine")[2].run({})
+    assert capsys.readouterr().out.startswith(
+        "imported 2 of 2 records of collection 'langchain' into namespace 'default' "
+        "(with their vectors)"
+    )
+    with Oblivion("./memory") as mem:
+        assert mem.recall("How long does a refund take?", k=1)[0].id == "b"
+        assert mem.get("a").metadata == {"source": "chat"}

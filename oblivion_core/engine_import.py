@@ -1,0 +1,226 @@
+"""Importing a Chroma collection: ``import_chroma``.
+
+Part of :class:`~oblivion_core.engine.Oblivion` (a function of the engine assigned in
+its class body, as in :mod:`engine_write`). A collection an app filled before it had
+Oblivion (its own, LangChain's ``Chroma``, LlamaIndex's ``ChromaVectorStore``) becomes
+memories with their ids, texts and metadata. Its vectors are kept when they are this
+store's model's (Chroma's default embedding function is the same all-MiniLM-L6-v2 as
+Oblivion's default), so nothing is embedded again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from oblivion_core.checks import check_category, check_flag, check_id, check_namespace, check_text
+from oblivion_core.embedding import embed_texts, normalize
+from oblivion_core.errors import EmbeddingError, InvalidInputError
+from oblivion_core.progress import progress
+from oblivion_core.records import check_metadata
+
+if TYPE_CHECKING:
+    from oblivion_core.engine import Oblivion
+
+#: Records read from the collection, and stored, at a time (one ``remember_many`` each).
+IMPORT_BATCH = 1000
+#: Texts of the collection embedded by this store's model to check that the
+#: collection's vectors are that model's: the shortest of the first batch, which fit
+#: in the model's window as they do in Chroma's embedding function's.
+MODEL_SAMPLE = 16
+#: The median cosine between the collection's vectors and this store's model's for the
+#: same texts, below which they are taken as another model's. The same model gives
+#: 0.99 and more (another ONNX export, another runtime); unrelated models of the same
+#: size give about 0.0-0.3, their axes meaning different things.
+SAME_MODEL_COSINE = 0.9
+
+
+@dataclass
+class ImportReport:
+    """What :meth:`~oblivion_core.Oblivion.import_chroma` did.
+
+    ``imported``: records stored as new memories. ``already``: records whose id the
+    namespace held before (an import run again goes on where the last one stopped).
+    ``skipped`` maps the id of each record that could not be stored to why: no text, or
+    a text, id, metadata or vector Oblivion refuses (the message says what to change).
+    """
+
+    collection: str
+    namespace: str
+    imported: int = 0
+    already: int = 0
+    skipped: dict[str, str] = field(default_factory=dict)
+    reembedded: bool = False
+
+    def __str__(self) -> str:
+        total = self.imported + self.already + len(self.skipped)
+        how = "embedded again" if self.reembedded else "with their vectors"
+        lines = [
+            f"imported {self.imported:,} of {total:,} records of collection "
+            f"{self.collection!r} into namespace {self.namespace!r} ({how}); "
+            f"{self.already:,} were there already, {len(self.skipped):,} skipped"
+        ]
+        for mid, why in list(self.skipped.items())[:10]:
+            lines.append(f"  skipped {mid!r}: {why}")
+        if len(self.skipped) > 10:
+            lines.append(f"  ... and {len(self.skipped) - 10:,} more skipped")
+        return "\n".join(lines)
+
+
+def import_chroma(
+    self: Oblivion,
+    collection: Any,
+    *,
+    namespace: str | None = None,
+    category: str | None = None,
+    reembed: bool = False,
+    supersede: bool | None = None,
+    batch_size: int = IMPORT_BATCH,
+) -> ImportReport:
+    """Store every record of a Chroma ``collection`` as a memory of ``namespace``: its
+    id, document text and metadata (a record without text is skipped and reported).
+
+    Args:
+        collection: A ``chromadb`` collection (``client.get_collection(name)``), on
+            disk or on a server. Only read.
+        namespace: Where the memories go (created on first write).
+        category: One category for all of them; inferred per text when ``None``, as
+            :meth:`remember` does.
+        reembed: Embed the texts with this store's embedder instead of keeping the
+            collection's vectors. Needed when the collection was made with another
+            model: the import checks that (16 of its texts embedded again) and says so.
+        supersede: Stale-fact detection among the imported texts (``None``: the
+            policy's). ``False`` for documents that state nothing about the user.
+        batch_size: Records read and stored at a time; each batch is stored whole or
+            not at all.
+
+    Records whose id the namespace already holds are skipped, so an import that
+    stopped (an error, a ``KeyboardInterrupt``) goes on where it stopped when run
+    again. Shows a progress bar (tqdm). New memories start as any new memory does:
+    the collection has no activation to bring.
+
+    Raises:
+        InvalidInputError: ``collection`` is not a Chroma collection, or a bad argument.
+        EmbeddingError: the collection's vectors are another model's (pass
+            ``reembed=True``, or open the store with that model as ``embedder=``).
+    """
+    self._check_open()
+    if not all(callable(getattr(collection, a, None)) for a in ("get", "count")):
+        raise InvalidInputError(
+            "collection must be a Chroma collection (chromadb's "
+            f"client.get_collection(name)), got {type(collection).__name__}"
+        )
+    ns = check_namespace(namespace if namespace is not None else self.default_namespace)
+    if category is not None:
+        category = check_category(category)
+    reembed = check_flag(reembed, "reembed")
+    if supersede is not None:
+        supersede = check_flag(supersede, "supersede")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise InvalidInputError(f"batch_size must be an int >= 1, got {batch_size!r}")
+    name = str(getattr(collection, "name", "?"))
+    report = ImportReport(collection=name, namespace=ns, reembedded=reembed)
+    total = int(collection.count())
+    include = ["documents", "metadatas"] if reembed else ["documents", "metadatas", "embeddings"]
+    checked = reembed
+    with progress(total, f"importing {name}") as advance:
+        for offset in range(0, total, batch_size):
+            page = collection.get(limit=batch_size, offset=offset, include=include)
+            ids, texts, metas, vectors = self._importable(ns, page, report, reembed)
+            if ids and not checked:
+                _check_model(self, name, texts, vectors)
+                checked = True
+            if ids:
+                self.remember_many(
+                    texts,
+                    categories=[category] * len(ids),
+                    metadatas=metas,
+                    ids=ids,
+                    namespace=ns,
+                    supersede=supersede,
+                    embeddings=None if reembed else vectors,
+                )
+                report.imported += len(ids)
+            advance(len(page["ids"]))
+    return report
+
+
+def _importable(
+    self: Oblivion, ns: str, page: Mapping[str, Any], report: ImportReport, reembed: bool
+) -> tuple[list[str], list[str], list[dict[str, Any]], list[Any]]:
+    """The records of one page of ``collection.get()`` that can be stored: ids, texts,
+    metadata and (unless ``reembed``) vectors. The others go to ``report.skipped``."""
+    got_ids = [str(i) for i in page["ids"]]
+    docs = page.get("documents") or [None] * len(got_ids)
+    raw_metas = page.get("metadatas") or [None] * len(got_ids)
+    usable = np.ones(len(got_ids), dtype=bool)
+    embs = None
+    if not reembed and got_ids:
+        embs = np.asarray(page["embeddings"], dtype=np.float64)
+        usable = np.isfinite(embs).all(axis=1) & (np.abs(embs).sum(axis=1) > 0)
+    limit = (self.policy_for(ns) if ns in self._known else self._policy).max_text_chars
+    kept: list[tuple[int, str, str, dict[str, Any]]] = []
+    for k, raw_id in enumerate(got_ids):
+        if docs[k] is None:
+            report.skipped[raw_id] = "no document text (Oblivion stores texts)"
+            continue
+        if not usable[k]:
+            report.skipped[raw_id] = "its vector has NaN or infinite values, or only zeros"
+            continue
+        try:
+            kept.append(
+                (
+                    k,
+                    check_id(raw_id),
+                    check_text(docs[k], limit, "its text"),
+                    check_metadata(raw_metas[k], "its metadata"),
+                )
+            )
+        except InvalidInputError as exc:
+            report.skipped[raw_id] = str(exc)
+    with self._lock:
+        space = self._space(ns) if ns in self._known else None
+        held = {m for _, m, _, _ in kept if space is not None and m in space.state.index}
+    ids: list[str] = []
+    texts: list[str] = []
+    metas: list[dict[str, Any]] = []
+    vectors: list[Any] = []
+    for k, mid, text, meta in kept:
+        if mid in held:
+            report.already += 1
+            continue
+        ids.append(mid)
+        texts.append(text)
+        metas.append(meta)
+        if embs is not None:
+            vectors.append(embs[k])
+    return ids, texts, metas, vectors
+
+
+def _check_model(self: Oblivion, name: str, texts: list[str], vectors: list[Any]) -> None:
+    """Raise an :class:`EmbeddingError` unless ``vectors`` (the collection's, for
+    ``texts``) are this store's embedding model's: its own vectors for the
+    :data:`MODEL_SAMPLE` shortest texts must point the same way."""
+    sample = sorted(range(len(texts)), key=lambda k: len(texts[k]))[:MODEL_SAMPLE]
+    ours = embed_texts(self.embedder, [texts[k] for k in sample], self._dim)
+    fix = (
+        "pass reembed=True to embed its texts with this store's embedder, or open the "
+        "store with the model that made them (Oblivion(path, embedder=...))"
+    )
+    theirs_dim = len(vectors[sample[0]])
+    if theirs_dim != ours.shape[1]:
+        raise EmbeddingError(
+            f"collection {name!r} holds {theirs_dim}-d vectors and this store's embedder "
+            f"makes {ours.shape[1]}-d ones: {fix}"
+        )
+    theirs = normalize([vectors[k] for k in sample], len(sample), None, f"collection {name!r} has")
+    cosine = float(np.median(np.sum(ours * theirs, axis=1)))
+    if cosine < SAME_MODEL_COSINE:
+        raise EmbeddingError(
+            f"collection {name!r} holds another model's vectors (median cosine "
+            f"{cosine:.2f} between them and this store's embedder's for {len(sample)} of "
+            f"its texts, where the same model gives 0.99): {fix}"
+        )

@@ -1,0 +1,30 @@
+"""Progress of long work (re-embedding a backup, importing a collection): a tqdm bar
+when tqdm is installed (chromadb and fastembed both install it), a log line per step
+otherwise. ``oblivion_core`` does not depend on tqdm itself."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable, Iterator
+
+logger = logging.getLogger("oblivion_core")
+
+
+@contextlib.contextmanager
+def progress(total: int, desc: str, unit: str = "memory") -> Iterator[Callable[[int], None]]:
+    """A function to call with each step's size (``total`` in all): a tqdm bar titled
+    ``desc``, or an information log line per step. No bar when ``total`` is 0."""
+    try:
+        from tqdm import tqdm
+    except ImportError:  # pragma: no cover - chromadb and fastembed both install tqdm
+        seen = [0]
+
+        def log(n: int) -> None:
+            seen[0] += n
+            logger.info("%s: %d of %d", desc, seen[0], total)
+
+        yield log
+        return
+    with tqdm(total=total, desc=desc, unit=unit, disable=total == 0) as bar:
+        yield bar.update

@@ -1,0 +1,337 @@
+"""Vectors computed already: ``remember_many(embeddings=)``, ``remember(embedding=)``,
+and ``import_chroma``, which makes a Chroma collection's records memories keeping their
+vectors (checked to be the store's model's), and ``oblivion import``."""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+import chromadb
+import numpy as np
+import pytest
+
+from oblivion_core import (
+    EmbeddingError,
+    FastEmbedEmbedder,
+    ImportReport,
+    InvalidInputError,
+    Oblivion,
+)
+from oblivion_core.cli import main
+from oblivion_core.testing import HashEmbedder, memory
+
+TEXTS = [
+    "The user's dog is called Rex.",
+    "Always reply in Spanish.",
+    "The office moved to Porto in May.",
+    "Dinner with Ana is on Friday at eight.",
+]
+
+
+@pytest.fixture
+def client(tmp_path: Path) -> Any:
+    """A real embedded Chroma on disk: the app's own, which the imports read."""
+    return chromadb.PersistentClient(str(tmp_path / "app-chroma"))
+
+
+def _collection(client: Any, name: str, texts: list[Any], vectors: Any, **extra: Any) -> Any:
+    col = client.create_collection(name, metadata={"hnsw:space": "cosine"})
+    ids = extra.pop("ids", [f"doc-{i}" for i in range(len(texts))])
+    col.add(ids=ids, embeddings=np.asarray(vectors), documents=texts, **extra)
+    return col
+
+
+# ------------------------------------------------------------------ embeddings given
+
+
+def test_given_vectors_are_stored_instead_of_the_texts_embedding(tmp_path: Path) -> None:
+    """A memory stored with another text's vector is found by that text's words, after
+    a reopen too: the vector given, not its own text's, is what recall searches."""
+    hasher = HashEmbedder()
+    zebra = hasher.embed_query("striped zebra grazing savanna")
+    banana = hasher.embed_query("bananas are yellow")
+    with memory(tmp_path / "s", embedder=hasher) as mem:
+        calls = hasher.calls
+        mem.remember_many(
+            ["apples are red", "bananas are yellow"],
+            ids=["apple", "banana"],
+            embeddings=[zebra, banana],
+        )
+        assert hasher.calls == calls + 1  # a new store's size check: one text
+        mem.remember("cherries are dark", embedding=banana)
+        assert hasher.calls == calls + 1  # nothing embedded
+        assert mem.recall("striped zebra grazing savanna", k=1)[0].id == "apple"
+    with memory(tmp_path / "s", embedder=HashEmbedder()) as again:
+        assert again.recall("striped zebra grazing savanna", k=1)[0].id == "apple"
+
+
+def test_one_memory_with_its_embedding_unscaled(mem: Oblivion) -> None:
+    """``remember(embedding=)`` takes a vector of any length (scaled to unit length)."""
+    mem.remember("lecture notes on the history of Rome", id="rome")
+    vec = 7.5 * np.asarray(mem.embedder.embed_query("quantum chromodynamics"))
+    record = mem.remember("notes from Tuesday", embedding=list(vec), id="notes")
+    assert record.id == "notes"
+    assert mem.recall("quantum chromodynamics", k=1)[0].id == "notes"
+
+
+@pytest.mark.parametrize(
+    ("embeddings", "message"),
+    [
+        ("not vectors", "one vector per text"),
+        ({"a": [1.0]}, "one vector per text"),
+        ([[1.0] * 256], "shape (1, 256) for 2 text(s)"),
+        ([[1.0] * 256, [1.0] * 255], "not a matrix of numbers"),
+        ([[1.0] * 128, [1.0] * 128], "128-d vectors but this store holds 256-d"),
+        ([[1.0] * 256, [math.nan] * 256], "NaN or infinite"),
+        ([[1.0] * 256, [math.inf] + [0.0] * 255], "NaN or infinite"),
+        ([[1.0] * 256, [0.0] * 256], "all-zero vector"),
+        ([["a"] * 256, [1.0] * 256], "not a matrix of numbers"),
+    ],
+)
+def test_bad_embeddings_are_refused_and_nothing_is_stored(
+    mem: Oblivion, embeddings: Any, message: str
+) -> None:
+    mem.remember("already here", id="kept")
+    with pytest.raises(InvalidInputError, match="embeddings") as err:
+        mem.remember_many(["one", "two"], embeddings=embeddings)
+    assert message in str(err.value)
+    assert [r.id for r in mem.records()] == ["kept"]
+
+
+def test_a_new_store_checks_given_vectors_against_its_embedder(mem: Oblivion) -> None:
+    """A store holding nothing yet checks the size against its embedder's vectors (one
+    text embedded), so a store never takes vectors its queries cannot be compared with."""
+    with pytest.raises(InvalidInputError, match="384-d vectors but this store holds 256-d"):
+        mem.remember("hello there", embedding=[0.1] * 384)
+    assert mem.count() == 0
+    mem.remember("hello there", embedding=[0.1] * 256)
+    assert mem.count() == 1
+
+
+# ------------------------------------------------------------------ import_chroma
+
+
+def test_import_keeps_ids_texts_metadata_and_vectors(client: Any) -> None:
+    hasher = HashEmbedder()
+    col = _collection(
+        client,
+        "notes",
+        TEXTS,
+        hasher.embed_documents(TEXTS),
+        metadatas=[{"source": "chat", "n": i} for i in range(len(TEXTS))],
+    )
+    with memory(embedder=hasher) as mem:
+        calls = hasher.calls
+        report = mem.import_chroma(col, namespace="ana")
+        # the model check's call and a new store's size check (one text): the
+        # collection's texts were not embedded
+        assert hasher.calls == calls + 2
+        assert (report.imported, report.already, report.skipped) == (4, 0, {})
+        assert not report.reembedded
+        records = {r.id: r for r in mem.records(namespace="ana")}
+        assert {m: r.text for m, r in records.items()} == {
+            f"doc-{i}": t for i, t in enumerate(TEXTS)
+        }
+        assert records["doc-2"].metadata == {"source": "chat", "n": 2}
+        assert mem.recall("What is the dog called?", k=1, namespace="ana")[0].id == "doc-0"
+        assert mem.count() == 0  # nothing in the default namespace
+
+
+def test_import_skips_records_it_cannot_store_and_says_why(client: Any) -> None:
+    hasher = HashEmbedder()
+    texts = ["A fine text.", None, "   ", "bad\x00text", "Another fine one."]
+    vectors = hasher.embed_documents([t or "x" for t in texts])
+    col = _collection(client, "mixed", texts, vectors)
+    with memory(embedder=hasher) as mem:
+        report = mem.import_chroma(col)
+    assert report.imported == 2
+    assert set(report.skipped) == {"doc-1", "doc-2", "doc-3"}
+    assert "no document text" in report.skipped["doc-1"]
+    assert "empty or whitespace" in report.skipped["doc-2"]
+    assert "NUL" in report.skipped["doc-3"]
+    text = str(report)
+    assert "imported 2 of 5 records of collection 'mixed'" in text
+    assert "skipped 'doc-1': no document text" in text
+
+
+def test_an_import_run_again_goes_on_where_it_stopped(client: Any) -> None:
+    """Records the namespace holds are counted, not stored twice; an import that
+    failed on its second batch is finished by running it again."""
+    hasher = HashEmbedder()
+    texts = [f"memory number {i} about topic {i % 3}" for i in range(7)]
+    col = _collection(client, "many", texts, hasher.embed_documents(texts))
+
+    class Failing:
+        name = "many"
+        reads = 0
+
+        def count(self) -> int:
+            return int(col.count())
+
+        def get(self, **kwargs: Any) -> Any:
+            self.reads += 1
+            if self.reads == 2:
+                raise KeyboardInterrupt
+            return col.get(**kwargs)
+
+    with memory(embedder=hasher) as mem:
+        with pytest.raises(KeyboardInterrupt):
+            mem.import_chroma(Failing(), batch_size=3)
+        assert mem.count() == 3  # the first batch, whole
+        report = mem.import_chroma(col, batch_size=3)
+        assert (report.imported, report.already) == (4, 3)
+        assert sorted(r.id for r in mem.records()) == sorted(f"doc-{i}" for i in range(7))
+        again = mem.import_chroma(col, batch_size=2)
+        assert (again.imported, again.already, again.skipped) == (0, 7, {})
+
+
+def test_import_refuses_another_models_vectors(client: Any) -> None:
+    """Vectors of another model (of the same size, here random ones) are refused before
+    anything is stored; reembed=True embeds the texts with the store's model."""
+    rng = np.random.default_rng(3)
+    col = _collection(client, "foreign", TEXTS, rng.standard_normal((len(TEXTS), 256)))
+    with memory() as mem:
+        with pytest.raises(EmbeddingError, match="another model's vectors") as err:
+            mem.import_chroma(col)
+        assert "reembed=True" in str(err.value)
+        assert mem.count() == 0
+        report = mem.import_chroma(col, reembed=True, category="fact")
+        assert report.reembedded and report.imported == 4
+        assert "embedded again" in str(report)
+        assert {r.category for r in mem.records()} == {"fact"}
+        assert mem.recall("What is the dog called?", k=1)[0].id == "doc-0"
+
+
+def test_import_refuses_vectors_of_another_size(client: Any) -> None:
+    col = _collection(client, "wide", TEXTS, np.ones((len(TEXTS), 384)))
+    with memory() as mem:
+        with pytest.raises(EmbeddingError, match="holds 384-d vectors and this store's"):
+            mem.import_chroma(col)
+        assert mem.count() == 0
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"collection": "notes"}, "must be a Chroma collection"),
+        ({"batch_size": 0}, "batch_size must be an int >= 1"),
+        ({"batch_size": True}, "batch_size must be an int >= 1"),
+        ({"reembed": "yes"}, "reembed"),
+        ({"supersede": 1}, "supersede"),
+        ({"namespace": ""}, "namespace"),
+        ({"category": ""}, "category"),
+    ],
+)
+def test_import_refuses_bad_arguments(client: Any, kwargs: dict[str, Any], message: str) -> None:
+    col = _collection(client, "notes", TEXTS, HashEmbedder().embed_documents(TEXTS))
+    args = {"collection": col} | kwargs
+    with memory() as mem:
+        with pytest.raises(InvalidInputError, match=message):
+            mem.import_chroma(**args)
+        assert mem.count() == 0
+
+
+def test_import_from_a_chroma_server(client: Any, chroma_server: tuple[str, int]) -> None:
+    """A collection on a real ``chroma run`` server is imported as one on disk is."""
+    host, port = chroma_server
+    remote = chromadb.HttpClient(host=host, port=port)
+    name = f"import-{os.getpid()}"
+    hasher = HashEmbedder()
+    col = _collection(remote, name, TEXTS, hasher.embed_documents(TEXTS))
+    try:
+        with memory(embedder=hasher) as mem:
+            assert mem.import_chroma(col, batch_size=3).imported == 4
+            assert mem.recall("Which city is the office in?", k=1)[0].id == "doc-2"
+    finally:
+        remote.delete_collection(name)
+
+
+# ------------------------------------------------------------------ the real stack
+
+
+def _chroma_default_function(tmp_path: Path) -> Any:
+    """Chroma's own default embedding function (all-MiniLM-L6-v2 on ONNX Runtime), its
+    files read from the local copy when ``OBLIVION_EMBEDDING_MODEL_PATH`` names one
+    (downloaded by Chroma otherwise)."""
+    from chromadb.utils.embedding_functions import ONNXMiniLM_L6_V2
+
+    ef = ONNXMiniLM_L6_V2()
+    local = os.environ.get("OBLIVION_EMBEDDING_MODEL_PATH")
+    if local:
+        (tmp_path / "chroma-model").mkdir()
+        (tmp_path / "chroma-model" / "onnx").symlink_to(local)
+        ef.DOWNLOAD_PATH = tmp_path / "chroma-model"  # type: ignore[misc]
+    return ef
+
+
+def test_a_collection_made_by_chromas_default_function_keeps_its_vectors(
+    tmp_path: Path, real_embedder: FastEmbedEmbedder
+) -> None:
+    """What a Chroma user has: a collection on disk filled by Chroma's default
+    embedding function. Its vectors are the local model's, so they are kept (only the
+    model check's 16 texts are embedded) and recall through the real stack uses them."""
+    source = chromadb.PersistentClient(str(tmp_path / "app-chroma"))
+    col = source.create_collection(
+        "langchain", embedding_function=_chroma_default_function(tmp_path)
+    )
+    texts = [f"Support ticket {i}: the customer asked about invoice {1000 + i}." for i in range(40)]
+    texts += ["The customer's dog is called Rex.", "Always answer in formal English."]
+    col.add(ids=[f"t{i}" for i in range(len(texts))], documents=texts)
+
+    embedded: list[int] = []
+
+    class Counting:
+        def embed_documents(self, batch: list[str]) -> Any:
+            embedded.append(len(batch))
+            return real_embedder.embed_documents(batch)
+
+        def embed_query(self, text: str) -> Any:
+            return real_embedder.embed_query(text)
+
+    with Oblivion(tmp_path / "mem", embedder=Counting()) as mem:
+        report = mem.import_chroma(col, batch_size=25)
+        assert report.imported == len(texts) and not report.reembedded
+        assert sum(embedded) <= 16 + 1  # the model check, and a new store's size check
+        assert mem.recall("What's the name of the customer's pet?", k=1)[0].id == "t40"
+    with Oblivion(tmp_path / "mem", embedder=real_embedder) as reopened:
+        assert reopened.count() == len(texts)
+        assert reopened.recall("Which language rule applies?", k=1)[0].id == "t41"
+
+
+def test_oblivion_import_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], real_embedder: FastEmbedEmbedder
+) -> None:
+    source = chromadb.PersistentClient(str(tmp_path / "app-chroma"))
+    col = source.create_collection("notes", metadata={"hnsw:space": "cosine"})
+    col.add(
+        ids=["a", "b"], embeddings=real_embedder.embed_documents(TEXTS[:2]), documents=TEXTS[:2]
+    )
+    store = str(tmp_path / "mem")
+    assert main(["import", store, str(tmp_path / "app-chroma"), "notes", "--namespace", "u1"]) == 0
+    assert (
+        "imported 2 of 2 records of collection 'notes' into namespace 'u1'"
+        in capsys.readouterr().out
+    )
+    assert main(["import", store, str(tmp_path / "app-chroma"), "notes", "--namespace", "u1"]) == 0
+    assert "2 were there already" in capsys.readouterr().out
+    assert main(["import", store, str(tmp_path / "app-chroma"), "nope"]) == 1
+    assert "has no collection 'nope'; it has 'notes'" in capsys.readouterr().err
+    assert main(["import", store, str(tmp_path / "nowhere"), "notes"]) == 1
+    err = capsys.readouterr().err
+    assert "no Chroma database in" in err
+    assert not (tmp_path / "nowhere").exists()  # not made by looking
+    with Oblivion(store, embedder=real_embedder) as mem:
+        assert sorted(r.id for r in mem.records(namespace="u1")) == ["a", "b"]
+
+
+def test_import_report_counts_everything() -> None:
+    report = ImportReport(
+        "c", "ns", imported=1, already=2, skipped={f"x{i}": "why" for i in range(12)}
+    )
+    text = str(report)
+    assert "imported 1 of 15 records" in text
+    assert "2 were there already, 12 skipped" in text
+    assert "... and 2 more skipped" in text
