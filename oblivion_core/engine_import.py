@@ -18,7 +18,7 @@ import numpy as np
 
 from oblivion_core.checks import check_category, check_flag, check_id, check_namespace, check_text
 from oblivion_core.embedding import embed_texts, normalize
-from oblivion_core.errors import EmbeddingError, InvalidInputError
+from oblivion_core.errors import EmbeddingError, InvalidInputError, VectorStoreError
 from oblivion_core.progress import progress
 from oblivion_core.records import check_metadata
 
@@ -97,15 +97,17 @@ def import_chroma(
         batch_size: Records read and stored at a time; each batch is stored whole or
             not at all.
 
-    Records whose id the namespace already holds are skipped, so an import that
-    stopped (an error, a ``KeyboardInterrupt``) goes on where it stopped when run
-    again. Shows a progress bar (tqdm). New memories start as any new memory does:
-    the collection has no activation to bring.
+    Records whose id the namespace already holds are counted (``report.already``), not
+    stored again, so an import that stopped (an error, a ``KeyboardInterrupt``) goes on
+    where it stopped when run again. Shows a progress bar (tqdm). New memories start as
+    any new memory does: the collection has no activation to bring.
 
     Raises:
         InvalidInputError: ``collection`` is not a Chroma collection, or a bad argument.
         EmbeddingError: the collection's vectors are another model's (pass
             ``reembed=True``, or open the store with that model as ``embedder=``).
+        VectorStoreError: Chroma failed reading the collection (the batches stored
+            before stay stored).
     """
     self._check_open()
     if not all(callable(getattr(collection, a, None)) for a in ("get", "count")):
@@ -128,7 +130,14 @@ def import_chroma(
     checked = reembed
     with progress(total, f"importing {name}") as advance:
         for offset in range(0, total, batch_size):
-            page = collection.get(limit=batch_size, offset=offset, include=include)
+            try:
+                page = collection.get(limit=batch_size, offset=offset, include=include)
+            except Exception as exc:
+                raise VectorStoreError(
+                    f"reading collection {name!r} from record {offset:,} failed "
+                    f"({type(exc).__name__}: {exc}); the {report.imported:,} memories "
+                    "imported before are stored: run the import again to go on"
+                ) from exc
             ids, texts, metas, vectors = self._importable(ns, page, report, reembed)
             if ids and not checked:
                 _check_model(self, name, texts, vectors)

@@ -19,6 +19,7 @@ from oblivion_core import (
     ImportReport,
     InvalidInputError,
     Oblivion,
+    VectorStoreError,
 )
 from oblivion_core.cli import main
 from oblivion_core.testing import HashEmbedder, memory
@@ -186,6 +187,32 @@ def test_an_import_run_again_goes_on_where_it_stopped(client: Any) -> None:
         assert sorted(r.id for r in mem.records()) == sorted(f"doc-{i}" for i in range(7))
         again = mem.import_chroma(col, batch_size=2)
         assert (again.imported, again.already, again.skipped) == (0, 7, {})
+
+
+def test_a_failed_read_says_what_is_stored_and_how_to_go_on(client: Any) -> None:
+    """Chroma failing on a later batch (a server gone, say) is a VectorStoreError that
+    says how many memories are stored; they stay stored."""
+    hasher = HashEmbedder()
+    texts = [f"memory number {i} about topic {i % 3}" for i in range(5)]
+    col = _collection(client, "flaky", texts, hasher.embed_documents(texts))
+
+    class Flaky:
+        name = "flaky"
+
+        def count(self) -> int:
+            return int(col.count())
+
+        def get(self, **kwargs: Any) -> Any:
+            if kwargs["offset"] > 0:
+                raise ConnectionError("server closed the connection")
+            return col.get(**kwargs)
+
+    with memory(embedder=hasher) as mem:
+        with pytest.raises(VectorStoreError, match="from record 2 failed") as err:
+            mem.import_chroma(Flaky(), batch_size=2)
+        assert "ConnectionError: server closed the connection" in str(err.value)
+        assert "the 2 memories imported before are stored" in str(err.value)
+        assert mem.count() == 2
 
 
 def test_import_refuses_another_models_vectors(client: Any) -> None:
