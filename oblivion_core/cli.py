@@ -116,6 +116,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     imp.add_argument("--namespace", default=None, help="where the memories go")
     imp.add_argument("--category", default=None, help="one category for all (else inferred)")
     imp.add_argument(
+        "--where",
+        default=None,
+        help='only the records this Chroma metadata filter passes, as JSON: \'{"user_id": "42"}\'',
+    )
+    imp.add_argument(
         "--reembed", action="store_true", help="embed the texts with the local model again"
     )
     imp.add_argument(
@@ -288,6 +293,14 @@ def _import(args: argparse.Namespace) -> int:
             f"{args.chroma!r} has no collection {args.collection!r}; it has "
             f"{', '.join(map(repr, names)) or 'none'}"
         )
+    where = None
+    if args.where is not None:
+        try:
+            where = json.loads(args.where)
+        except json.JSONDecodeError as exc:
+            raise InvalidInputError(
+                f'--where is not JSON ({exc}); write it as \'{{"user_id": "42"}}\''
+            ) from exc
     embedder = FastEmbedEmbedder(model_path=args.model) if args.model else None
     with Oblivion(args.path, embedder=embedder) as mem:
         report = mem.import_chroma(
@@ -296,6 +309,7 @@ def _import(args: argparse.Namespace) -> int:
             category=args.category,
             reembed=args.reembed,
             supersede=False if args.no_supersede else None,
+            where=where,
         )
     print(report)
     return 0

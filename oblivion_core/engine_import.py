@@ -10,6 +10,7 @@ Oblivion's default), so nothing is embedded again.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -78,6 +79,7 @@ def import_chroma(
     category: str | None = None,
     reembed: bool = False,
     supersede: bool | None = None,
+    where: Mapping[str, Any] | None = None,
     batch_size: int = IMPORT_BATCH,
 ) -> ImportReport:
     """Store every record of a Chroma ``collection`` as a memory of ``namespace``: its
@@ -94,6 +96,9 @@ def import_chroma(
             model: the import checks that (16 of its texts embedded again) and says so.
         supersede: Stale-fact detection among the imported texts (``None``: the
             policy's). ``False`` for documents that state nothing about the user.
+        where: Import only the records this Chroma metadata filter passes (Chroma's
+            own syntax: ``{"user_id": "42"}``, ``{"$and": [...]}``): one user's
+            records of a collection shared by many into that user's namespace, say.
         batch_size: Records read and stored at a time; each batch is stored whole or
             not at all.
 
@@ -123,21 +128,35 @@ def import_chroma(
         supersede = check_flag(supersede, "supersede")
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise InvalidInputError(f"batch_size must be an int >= 1, got {batch_size!r}")
+    if where is not None and not isinstance(where, Mapping):
+        raise InvalidInputError(
+            f"where must be a Chroma metadata filter (a dict such as {{'user_id': '42'}}), "
+            f"got {type(where).__name__}"
+        )
     name = str(getattr(collection, "name", "?"))
     report = ImportReport(collection=name, namespace=ns, reembedded=reembed)
-    total = int(collection.count())
     include = ["documents", "metadatas"] if reembed else ["documents", "metadatas", "embeddings"]
     checked = reembed
+    # with a filter, how many pass is known at the end (Chroma counts a collection whole)
+    total = None if where else int(collection.count())
     with progress(total, f"importing {name}") as advance:
-        for offset in range(0, total, batch_size):
+        for offset in itertools.count(0, batch_size):
             try:
-                page = collection.get(limit=batch_size, offset=offset, include=include)
+                page = collection.get(
+                    limit=batch_size, offset=offset, include=include, where=where or None
+                )
             except Exception as exc:
+                if where and offset == 0 and isinstance(exc, ValueError | TypeError):
+                    raise InvalidInputError(
+                        f"Chroma refused where={dict(where)!r:.200}: {exc}"
+                    ) from exc
                 raise VectorStoreError(
                     f"reading collection {name!r} from record {offset:,} failed "
                     f"({type(exc).__name__}: {exc}); the {report.imported:,} memories "
                     "imported before are stored: run the import again to go on"
                 ) from exc
+            if not page["ids"]:
+                break
             ids, texts, metas, vectors = self._importable(ns, page, report, reembed)
             if ids and not checked:
                 _check_model(self, name, texts, vectors)
@@ -154,6 +173,8 @@ def import_chroma(
                 )
                 report.imported += len(ids)
             advance(len(page["ids"]))
+            if len(page["ids"]) < batch_size:
+                break
     return report
 
 

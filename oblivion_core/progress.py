@@ -12,9 +12,10 @@ logger = logging.getLogger("oblivion_core")
 
 
 @contextlib.contextmanager
-def progress(total: int, desc: str, unit: str = "memory") -> Iterator[Callable[[int], None]]:
-    """A function to call with each step's size (``total`` in all): a tqdm bar titled
-    ``desc``, or an information log line per step. No bar when ``total`` is 0."""
+def progress(total: int | None, desc: str, unit: str = "memory") -> Iterator[Callable[[int], None]]:
+    """A function to call with each step's size (``total`` in all, or not known: ``None``):
+    a tqdm bar titled ``desc``, or an information log line per step. No bar when
+    ``total`` is 0."""
     try:
         from tqdm import tqdm
     except ImportError:  # pragma: no cover - chromadb and fastembed both install tqdm
@@ -22,7 +23,7 @@ def progress(total: int, desc: str, unit: str = "memory") -> Iterator[Callable[[
 
         def log(n: int) -> None:
             seen[0] += n
-            logger.info("%s: %d of %d", desc, seen[0], total)
+            logger.info("%s: %d of %s", desc, seen[0], "?" if total is None else total)
 
         yield log
         return

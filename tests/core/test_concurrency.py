@@ -849,3 +849,30 @@ def test_a_deep_false_recall_beside_a_failed_maintain_ranks_the_reloaded_tier(
     assert fired
     assert raced == _scores(mem, "apple orchard")
     mem.close()
+
+
+def test_async_code_shares_the_engine_through_worker_threads(tmp_path: Path) -> None:
+    """The README's way for async code, ``asyncio.to_thread``: many writes and recalls
+    gathered on one event loop each complete, and recalls made after them find the
+    writes."""
+    import asyncio
+
+    mem = _open(tmp_path / "s", ManualClock())
+
+    async def main() -> list[Any]:
+        writes = [
+            asyncio.to_thread(mem.remember, f"user {i} likes colour number {i}", id=f"u{i}")
+            for i in range(40)
+        ]
+        reads = [asyncio.to_thread(mem.recall, f"colour number {i}", k=3) for i in range(40)]
+        return await asyncio.gather(*writes, *reads)
+
+    try:
+        results = asyncio.run(main())
+        assert [r.id for r in results[:40]] == [f"u{i}" for i in range(40)]
+        assert mem.count() == 40
+        assert all(item.id.startswith("u") for result in results[40:] for item in result)
+        for i in (0, 17, 39):
+            assert f"u{i}" in [item.id for item in mem.recall(f"colour number {i}", k=3)]
+    finally:
+        mem.close()

@@ -215,6 +215,36 @@ def test_a_failed_read_says_what_is_stored_and_how_to_go_on(client: Any) -> None
         assert mem.count() == 2
 
 
+def test_one_users_records_of_a_shared_collection_into_their_namespace(client: Any) -> None:
+    """``where=`` (Chroma's filter) imports the records it passes: a collection holding
+    every user's memories, tagged by user, becomes one namespace per user."""
+    hasher = HashEmbedder()
+    texts = [f"note {i} of user {'ab'[i % 2]} about the garden" for i in range(9)]
+    col = _collection(
+        client,
+        "shared",
+        texts,
+        hasher.embed_documents(texts),
+        metadatas=[{"user_id": "ab"[i % 2]} for i in range(9)],
+    )
+    with memory(embedder=hasher) as mem:
+        for user in ("a", "b"):
+            report = mem.import_chroma(col, where={"user_id": user}, namespace=user, batch_size=2)
+            assert report.imported == (5 if user == "a" else 4)
+        assert {r.text for r in mem.records(namespace="a")} == set(texts[0::2])
+        assert {r.text for r in mem.records(namespace="b")} == set(texts[1::2])
+        assert {r.id for r in mem.recall("garden", namespace="b", k=10)} <= {
+            f"doc-{i}" for i in range(1, 9, 2)
+        }
+        none = mem.import_chroma(col, where={"user_id": "c"}, namespace="c")
+        assert (none.imported, none.already, none.skipped) == (0, 0, {})
+        with pytest.raises(InvalidInputError, match="Chroma refused where="):
+            mem.import_chroma(col, where={"user_id": {"$bogus": 1}})
+        with pytest.raises(InvalidInputError, match="where must be a Chroma metadata filter"):
+            mem.import_chroma(col, where=[("user_id", "a")])  # type: ignore[arg-type]
+        assert mem.count() == 0  # nothing went to the default namespace
+
+
 def test_import_refuses_another_models_vectors(client: Any) -> None:
     """Vectors of another model (of the same size, here random ones) are refused before
     anything is stored; reembed=True embeds the texts with the store's model."""
@@ -344,6 +374,13 @@ def test_oblivion_import_command(
     )
     assert main(["import", store, str(tmp_path / "app-chroma"), "notes", "--namespace", "u1"]) == 0
     assert "2 were there already" in capsys.readouterr().out
+    col.add(ids=["c"], embeddings=real_embedder.embed_documents(TEXTS[2:3]), documents=TEXTS[2:3])
+    col.update(ids=["a", "c"], metadatas=[{"user": "x"}, {"user": "y"}])
+    argv = ["import", store, str(tmp_path / "app-chroma"), "notes", "--namespace", "y"]
+    assert main([*argv, "--where", '{"user": "y"}']) == 0
+    assert "imported 1 of 1 records" in capsys.readouterr().out
+    assert main([*argv, "--where", "{user: y}"]) == 1
+    assert "--where is not JSON" in capsys.readouterr().err
     assert main(["import", store, str(tmp_path / "app-chroma"), "nope"]) == 1
     assert "has no collection 'nope'; it has 'notes'" in capsys.readouterr().err
     assert main(["import", store, str(tmp_path / "nowhere"), "notes"]) == 1
@@ -352,6 +389,7 @@ def test_oblivion_import_command(
     assert not (tmp_path / "nowhere").exists()  # not made by looking
     with Oblivion(store, embedder=real_embedder) as mem:
         assert sorted(r.id for r in mem.records(namespace="u1")) == ["a", "b"]
+        assert [r.id for r in mem.records(namespace="y")] == ["c"]
 
 
 def test_import_report_counts_everything() -> None:
