@@ -12,8 +12,8 @@ methods live with their concern, as functions of the engine assigned in its clas
 writing (:mod:`engine_write`), recall's candidates (:mod:`engine_recall`) and ranking
 (:mod:`engine_ranking`), activation raised by use (:mod:`engine_feedback`), stale facts
 (:mod:`engine_stale`), invalidating and forgetting (:mod:`engine_forget`), maintenance
-(:mod:`engine_maintain`). Argument checks are in :mod:`checks`; keeping Chroma equal to
-SQLite in :mod:`vector_sync`.
+(:mod:`engine_maintain`), importing a Chroma collection (:mod:`engine_import`). Argument
+checks are in :mod:`checks`; keeping Chroma equal to SQLite in :mod:`vector_sync`.
 """
 
 from __future__ import annotations

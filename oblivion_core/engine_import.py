@@ -11,7 +11,7 @@ Oblivion's default), so nothing is embedded again.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +37,12 @@ MODEL_SAMPLE = 16
 #: 0.99 and more (another ONNX export, another runtime); unrelated models of the same
 #: size give about 0.0-0.3, their axes meaning different things.
 SAME_MODEL_COSINE = 0.9
+#: Metadata keys left out by default: LlamaIndex's ``ChromaVectorStore`` keeps a JSON
+#: copy of each node beside its metadata (``_node_content``: its relationships, ids and
+#: metadata again, several hundred characters) and its class (``_node_type``). A memory
+#: has its text and metadata already; kept, they would reach a prompt through the
+#: LlamaIndex adapters' nodes.
+LLAMAINDEX_KEYS = ("_node_content", "_node_type")
 
 
 @dataclass
@@ -80,6 +86,7 @@ def import_chroma(
     reembed: bool = False,
     supersede: bool | None = None,
     where: Mapping[str, Any] | None = None,
+    drop_keys: Iterable[str] = LLAMAINDEX_KEYS,
     batch_size: int = IMPORT_BATCH,
 ) -> ImportReport:
     """Store every record of a Chroma ``collection`` as a memory of ``namespace``: its
@@ -99,6 +106,8 @@ def import_chroma(
         where: Import only the records this Chroma metadata filter passes (Chroma's
             own syntax: ``{"user_id": "42"}``, ``{"$and": [...]}``): one user's
             records of a collection shared by many into that user's namespace, say.
+        drop_keys: Metadata keys not brought over: by default LlamaIndex's serialized
+            copy of each node (:data:`LLAMAINDEX_KEYS`); ``()`` keeps every key.
         batch_size: Records read and stored at a time; each batch is stored whole or
             not at all.
 
@@ -133,6 +142,14 @@ def import_chroma(
             f"where must be a Chroma metadata filter (a dict such as {{'user_id': '42'}}), "
             f"got {type(where).__name__}"
         )
+    keys = None
+    if isinstance(drop_keys, Iterable) and not isinstance(drop_keys, str | bytes | Mapping):
+        keys = list(drop_keys)
+    if keys is None or not all(isinstance(k, str) for k in keys):
+        raise InvalidInputError(
+            f"drop_keys must be a list of metadata keys (strings), got {drop_keys!r:.100}"
+        )
+    dropped = frozenset(keys)
     name = str(getattr(collection, "name", "?"))
     report = ImportReport(collection=name, namespace=ns, reembedded=reembed)
     include = ["documents", "metadatas"] if reembed else ["documents", "metadatas", "embeddings"]
@@ -157,7 +174,7 @@ def import_chroma(
                 ) from exc
             if not page["ids"]:
                 break
-            ids, texts, metas, vectors = self._importable(ns, page, report, reembed)
+            ids, texts, metas, vectors = self._importable(ns, page, report, reembed, dropped)
             if ids and not checked:
                 _check_model(self, name, texts, vectors)
                 checked = True
@@ -179,10 +196,16 @@ def import_chroma(
 
 
 def _importable(
-    self: Oblivion, ns: str, page: Mapping[str, Any], report: ImportReport, reembed: bool
+    self: Oblivion,
+    ns: str,
+    page: Mapping[str, Any],
+    report: ImportReport,
+    reembed: bool,
+    dropped: frozenset[str],
 ) -> tuple[list[str], list[str], list[dict[str, Any]], list[Any]]:
     """The records of one page of ``collection.get()`` that can be stored: ids, texts,
-    metadata and (unless ``reembed``) vectors. The others go to ``report.skipped``."""
+    metadata without the ``dropped`` keys and (unless ``reembed``) vectors. The others
+    go to ``report.skipped``."""
     got_ids = [str(i) for i in page["ids"]]
     docs = page.get("documents") or [None] * len(got_ids)
     raw_metas = page.get("metadatas") or [None] * len(got_ids)
@@ -206,7 +229,7 @@ def _importable(
                     k,
                     check_id(raw_id),
                     check_text(docs[k], limit, "its text"),
-                    check_metadata(raw_metas[k], "its metadata"),
+                    check_metadata(_without(raw_metas[k], dropped), "its metadata"),
                 )
             )
         except InvalidInputError as exc:
@@ -228,6 +251,13 @@ def _importable(
         if embs is not None:
             vectors.append(embs[k])
     return ids, texts, metas, vectors
+
+
+def _without(metadata: Any, dropped: frozenset[str]) -> Any:
+    """``metadata`` (a record's, as Chroma gives it) without the ``dropped`` keys."""
+    if not dropped or not isinstance(metadata, Mapping) or dropped.isdisjoint(metadata):
+        return metadata
+    return {k: v for k, v in metadata.items() if k not in dropped}
 
 
 def _check_model(self: Oblivion, name: str, texts: list[str], vectors: list[Any]) -> None:

@@ -245,6 +245,42 @@ def test_one_users_records_of_a_shared_collection_into_their_namespace(client: A
         assert mem.count() == 0  # nothing went to the default namespace
 
 
+def test_llamaindexs_copy_of_each_node_is_left_out(client: Any) -> None:
+    """A collection LlamaIndex's ``ChromaVectorStore`` filled holds each node's JSON in
+    ``_node_content``: left out by default (it would reach prompts through the
+    LlamaIndex adapters), kept with ``drop_keys=()``; the rest of the metadata stays."""
+    hasher = HashEmbedder()
+    node_json = '{"id_": "n1", "metadata": {"file_name": "a.txt"}, "relationships": {}}'
+    col = _collection(
+        client,
+        "llamaindex",
+        TEXTS[:1],
+        hasher.embed_documents(TEXTS[:1]),
+        ids=["n1"],
+        metadatas=[
+            {
+                "file_name": "a.txt",
+                "_node_content": node_json,
+                "_node_type": "TextNode",
+                "ref_doc_id": "doc-a",
+            }
+        ],
+    )
+    with memory(embedder=hasher) as mem:
+        mem.import_chroma(col)
+        assert mem.get("n1").metadata == {"file_name": "a.txt", "ref_doc_id": "doc-a"}
+        mem.import_chroma(col, namespace="all", drop_keys=())
+        assert mem.get("n1", namespace="all").metadata["_node_content"] == node_json
+        mem.import_chroma(col, namespace="less", drop_keys=["file_name", "_node_content"])
+        assert mem.get("n1", namespace="less").metadata == {
+            "_node_type": "TextNode",
+            "ref_doc_id": "doc-a",
+        }
+        for bad in ("_node_content", 5, [1], {"_node_content": True}):
+            with pytest.raises(InvalidInputError, match="drop_keys must be a list"):
+                mem.import_chroma(col, namespace="bad", drop_keys=bad)  # type: ignore[arg-type]
+
+
 def test_import_refuses_another_models_vectors(client: Any) -> None:
     """Vectors of another model (of the same size, here random ones) are refused before
     anything is stored; reembed=True embeds the texts with the store's model."""
