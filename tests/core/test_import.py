@@ -12,6 +12,9 @@ from typing import Any
 import chromadb
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
 from oblivion_core import (
     EmbeddingError,
@@ -22,6 +25,7 @@ from oblivion_core import (
     VectorStoreError,
 )
 from oblivion_core.cli import main
+from oblivion_core.embedding import given_vectors
 from oblivion_core.testing import HashEmbedder, memory
 
 TEXTS = [
@@ -76,6 +80,30 @@ def test_one_memory_with_its_embedding_unscaled(mem: Oblivion) -> None:
     record = mem.remember("notes from Tuesday", embedding=list(vec), id="notes")
     assert record.id == "notes"
     assert mem.recall("quantum chromodynamics", k=1)[0].id == "notes"
+
+
+@given(
+    hnp.arrays(
+        np.float64,
+        st.tuples(st.integers(1, 6), st.integers(1, 8)),
+        elements=st.floats(-1e6, 1e6, allow_nan=False),
+    )
+)
+def test_given_vectors_keep_their_direction_at_unit_length(values: Any) -> None:
+    """Any finite vectors with no all-zero row come back one per text, of unit length,
+    each pointing where it pointed; a zero row is refused, never divided by."""
+    n, dim = values.shape
+    as_float32 = values.astype(np.float32)
+    if np.any(~as_float32.any(axis=1)):
+        with pytest.raises(InvalidInputError, match="all-zero vector"):
+            given_vectors(values, n, dim, "embeddings")
+        return
+    out = given_vectors(values.tolist(), n, dim, "embeddings")
+    assert out.shape == (n, dim) and out.dtype == np.float32
+    assert np.allclose(np.linalg.norm(out, axis=1), 1.0, atol=1e-5)
+    unit = as_float32.astype(np.float64)
+    unit /= np.linalg.norm(unit, axis=1, keepdims=True)
+    assert np.allclose(out, unit, atol=1e-5)
 
 
 @pytest.mark.parametrize(
