@@ -212,8 +212,11 @@ def _importable(
     usable = np.ones(len(got_ids), dtype=bool)
     embs = None
     if not reembed and got_ids:
-        embs = np.asarray(page["embeddings"], dtype=np.float64)
-        usable = np.isfinite(embs).all(axis=1) & (np.abs(embs).sum(axis=1) > 0)
+        # in float32, as they are stored: a value beyond its range is infinite there,
+        # one below it zero
+        with np.errstate(over="ignore"):
+            embs = np.asarray(page["embeddings"], dtype=np.float64).astype(np.float32)
+        usable = np.asarray(np.isfinite(embs).all(axis=1) & embs.any(axis=1))
     limit = (self.policy_for(ns) if ns in self._known else self._policy).max_text_chars
     kept: list[tuple[int, str, str, dict[str, Any]]] = []
     for k, raw_id in enumerate(got_ids):

@@ -186,6 +186,40 @@ def test_import_skips_records_it_cannot_store_and_says_why(client: Any) -> None:
     assert "skipped 'doc-1': no document text" in text
 
 
+def test_records_whose_vectors_cannot_be_stored_are_skipped() -> None:
+    """A vector of NaN, of zeros, or of values float32 reads as zeros or infinities
+    (Chroma's own client may hold them) is skipped with the reason; the rest of its
+    batch is stored."""
+    hasher = HashEmbedder()
+    good = hasher.embed_documents(TEXTS)
+    vectors = np.asarray(good, dtype=np.float64)
+    vectors[1] = math.nan
+    vectors[2] = 1e-50  # zero in float32
+    vectors[3, 0] = 1e300  # infinite in float32
+
+    class Page:
+        name = "odd"
+
+        def count(self) -> int:
+            return len(TEXTS)
+
+        def get(self, **kwargs: Any) -> Any:
+            ids = [f"v{i}" for i in range(len(TEXTS))]
+            end = kwargs["offset"] + kwargs["limit"]
+            return {
+                "ids": ids[kwargs["offset"] : end],
+                "documents": TEXTS[kwargs["offset"] : end],
+                "metadatas": None,
+                "embeddings": vectors[kwargs["offset"] : end],
+            }
+
+    with memory(embedder=hasher) as mem:
+        report = mem.import_chroma(Page())
+        assert report.imported == 1 and [r.id for r in mem.records()] == ["v0"]
+        assert sorted(report.skipped) == ["v1", "v2", "v3"]
+        assert all("NaN or infinite values, or only zeros" in w for w in report.skipped.values())
+
+
 def test_an_import_run_again_goes_on_where_it_stopped(client: Any) -> None:
     """Records the namespace holds are counted, not stored twice; an import that
     failed on its second batch is finished by running it again."""
