@@ -94,7 +94,8 @@ def import_chroma(
 
     Args:
         collection: A ``chromadb`` collection (``client.get_collection(name)``), on
-            disk or on a server. Only read.
+            disk or on a server, or a vector store holding one (LangChain's ``Chroma``,
+            LlamaIndex's ``ChromaVectorStore``). Only read.
         namespace: Where the memories go (created on first write).
         category: One category for all of them; inferred per text when ``None``, as
             :meth:`remember` does.
@@ -124,11 +125,16 @@ def import_chroma(
             before stay stored).
     """
     self._check_open()
-    if not all(callable(getattr(collection, a, None)) for a in ("get", "count")):
-        raise InvalidInputError(
-            "collection must be a Chroma collection (chromadb's "
-            f"client.get_collection(name)), got {type(collection).__name__}"
-        )
+    if not _is_collection(collection):
+        # LangChain's Chroma and LlamaIndex's ChromaVectorStore keep theirs here
+        inner = getattr(collection, "_collection", None)
+        if not _is_collection(inner):
+            raise InvalidInputError(
+                "collection must be a Chroma collection (chromadb's "
+                "client.get_collection(name)) or a vector store holding one (LangChain's "
+                f"Chroma, LlamaIndex's ChromaVectorStore), got {type(collection).__name__}"
+            )
+        collection = inner
     ns = check_namespace(namespace if namespace is not None else self.default_namespace)
     if category is not None:
         category = check_category(category)
@@ -254,6 +260,10 @@ def _importable(
         if embs is not None:
             vectors.append(embs[k])
     return ids, texts, metas, vectors
+
+
+def _is_collection(value: object) -> bool:
+    return all(callable(getattr(value, a, None)) for a in ("get", "count"))
 
 
 def _without(metadata: Any, dropped: frozenset[str]) -> Any:

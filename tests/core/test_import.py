@@ -169,6 +169,32 @@ def test_import_keeps_ids_texts_metadata_and_vectors(client: Any) -> None:
         assert mem.count() == 0  # nothing in the default namespace
 
 
+def test_a_frameworks_vector_store_is_read_through_its_collection(client: Any) -> None:
+    """LangChain's ``Chroma`` and LlamaIndex's ``ChromaVectorStore`` hold their
+    collection as ``_collection`` (a property, a private attribute); either is passed
+    as it is. Stand-ins here: neither package is a dependency."""
+    hasher = HashEmbedder()
+    col = _collection(client, "langchain", TEXTS, hasher.embed_documents(TEXTS))
+
+    class LangChainChroma:  # has get() of its own, no count()
+        def get(self, **kwargs: Any) -> Any:
+            raise AssertionError("the collection is read, not the wrapper")
+
+        @property
+        def _collection(self) -> Any:
+            return col
+
+    class LlamaIndexChroma:
+        def __init__(self) -> None:
+            self._collection = col
+
+    with memory(embedder=hasher) as mem:
+        assert mem.import_chroma(LangChainChroma(), namespace="lc").imported == 4
+        assert mem.import_chroma(LlamaIndexChroma(), namespace="li").imported == 4
+        with pytest.raises(InvalidInputError, match="or a vector store holding one"):
+            mem.import_chroma(object())
+
+
 def test_import_skips_records_it_cannot_store_and_says_why(client: Any) -> None:
     hasher = HashEmbedder()
     texts = ["A fine text.", None, "   ", "bad\x00text", "Another fine one."]
