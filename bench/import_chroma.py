@@ -18,7 +18,7 @@ whose vectors Chroma's default embedding function also makes): the import keepin
 collection's vectors, against ``reembed=True`` (each text embedded again, as storing
 the texts with ``remember_many`` would).
 
-Reproduce: ``python bench/import_chroma.py`` (about two minutes); writes
+Reproduce: ``python bench/import_chroma.py`` (about three minutes); writes
 ``bench/results/import_chroma.json``.
 """
 
