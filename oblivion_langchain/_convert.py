@@ -284,8 +284,9 @@ def matches(value: Mapping[str, Any], filter: Mapping[str, Any] | None) -> bool:
 
     ``{"field": x}`` is an exact match (nested dicts match field by field, lists element
     by element); ``{"field": {"$gt": 3}}`` applies ``$eq``, ``$ne``, ``$gt``, ``$gte``,
-    ``$lt`` or ``$lte``. Ordering operators compare numbers with numbers and strings
-    with strings; any other pairing does not match (rather than raising).
+    ``$lt`` or ``$lte``. Ordering operators compare as numbers when both sides read as
+    one (``"10" > 9.5``, as ``InMemoryStore``'s ``float()`` does), strings with strings
+    otherwise (ISO dates); any other pairing does not match (``InMemoryStore`` raises).
     """
     if not filter:
         return True
@@ -314,8 +315,21 @@ def _apply(actual: Any, op: str, operand: Any) -> bool:
     if op == "$ne":
         return bool(actual != operand)
     if op in _OPERATORS:
+        a, b = _as_number(actual), _as_number(operand)
+        if a is not None and b is not None:
+            return ordered(op, a, b)
         return ordered(op, actual, operand)
     raise InvalidInputError(f"unsupported filter operator {op!r}; use one of {list(_OPERATORS)}")
+
+
+def _as_number(value: Any) -> float | None:
+    """``value`` as ``float()`` reads it (a number, a bool, a numeric string), else None."""
+    if not isinstance(value, bool | int | float | str):
+        return None
+    try:
+        return float(value)
+    except (ValueError, OverflowError):  # not a number; an int beyond a float's range
+        return None
 
 
 def namespace_matches(namespace: tuple[str, ...], kind: str, path: Sequence[str]) -> bool:

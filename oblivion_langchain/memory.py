@@ -263,6 +263,11 @@ class OblivionMemory(BaseMemory):
             key = next(iter(outputs))
         elif "output" in outputs:
             key = "output"
+        elif not outputs:
+            raise InvalidInputError(
+                "got no outputs; pass the chain's answer, e.g. save_context(inputs, "
+                '{"output": answer})'
+            )
         else:
             raise InvalidInputError(
                 f"got several outputs {list(outputs)}; set output_key to the one to remember"

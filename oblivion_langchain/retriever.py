@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.callbacks import (
@@ -17,9 +17,11 @@ from langchain_core.runnables.config import run_in_executor
 from pydantic import ConfigDict, field_validator
 
 from oblivion_core import Oblivion, Policy
-from oblivion_core.errors import InvalidInputError, UnknownNamespaceError
+from oblivion_core.checks import check_text
+from oblivion_core.errors import InvalidInputError, UnknownMemoryError, UnknownNamespaceError
+from oblivion_core.records import check_metadata
 from oblivion_core.where import compile_where
-from oblivion_langchain._convert import budget, clean_text, positive_k, to_document
+from oblivion_langchain._convert import appraise, budget, clean_text, positive_k, to_document
 
 
 class OblivionRetriever(BaseRetriever):
@@ -169,18 +171,26 @@ class OblivionRetriever(BaseRetriever):
         return cls(oblivion=engine, **fields)
 
     def add_documents(
-        self, documents: Sequence[Document], *, category: str | None = None
+        self,
+        documents: Sequence[Document],
+        *,
+        ids: Sequence[str | None] | None = None,
+        category: str | None = None,
     ) -> list[str]:
         """Remember ``documents`` in this retriever's namespace, as a vector store
         retriever's ``add_documents`` stores them: ``page_content`` is the text,
-        ``metadata`` the memory's metadata, ``id`` (when set) its id. One batch: one
-        embedding call, one commit, and nothing stored if any document is refused.
-        Category and importance are inferred from each text unless ``category`` is
-        given. Returns the memory ids, in order.
+        ``metadata`` the memory's metadata, the id ``ids[i]`` or else ``id`` (when set).
+        A document whose id the namespace holds already replaces that memory's text
+        and metadata (``Oblivion.edit``: its activation is kept); the others are stored
+        in one batch (one embedding call, one commit). Every document is checked before
+        anything is written: if one is refused, nothing changes. Category and
+        importance are inferred from each text unless ``category`` is given. Returns
+        the memory ids, in order.
 
         Raises:
-            InvalidInputError: not a list of ``Document`` s, or a document the engine
-                refuses (empty text, metadata that is not JSON, an id already taken).
+            InvalidInputError: not a list of ``Document`` s, ``ids`` not one per
+                document, or a document the engine refuses (empty text, metadata that
+                is not JSON, an id given twice).
         """
         if isinstance(documents, Document) or not isinstance(documents, Sequence):
             raise InvalidInputError(
@@ -189,39 +199,139 @@ class OblivionRetriever(BaseRetriever):
         wrong = [type(d).__name__ for d in documents if not isinstance(d, Document)]
         if wrong:
             raise InvalidInputError(f"documents must be a list of Document, got {wrong[0]}")
+        if ids is not None and (isinstance(ids, str) or not isinstance(ids, Sequence)):
+            raise InvalidInputError(f"ids must be a list of strings, got {type(ids).__name__}")
+        if ids is not None and len(ids) != len(documents):
+            raise InvalidInputError(
+                f"ids has {len(ids)} entries for {len(documents)} documents; give one per "
+                "document (None for a new id)"
+            )
+        given = list(ids) if ids is not None else [d.id for d in documents]
+        held = self._held(given)
+        if not held:
+            return self._add_new(documents, given, category)
+        # Upsert: the replacements are checked first, then the new documents stored in
+        # one all-or-nothing batch, then the replacements made.
+        policy = self.oblivion.policy_for(self.namespace)
+        for i in held:
+            check_text(documents[i].page_content, policy.max_text_chars, f"documents[{i}]")
+            check_metadata(documents[i].metadata, f"documents[{i}].metadata")
+        if len({given[i] for i in held}) != len(held):
+            raise InvalidInputError("ids must be unique within one add_documents() call")
+        fresh = [i for i in range(len(documents)) if i not in held]
+        out = dict(
+            zip(
+                fresh,
+                self._add_new([documents[i] for i in fresh], [given[i] for i in fresh], category),
+                strict=True,
+            )
+        )
+        for i in held:
+            doc, memory_id = documents[i], str(given[i])
+            current = self.oblivion.get(memory_id, namespace=self.namespace)
+            text = doc.page_content if doc.page_content != current.text else None
+            cat, importance = (
+                appraise(self.oblivion, doc.page_content)
+                if text is not None and category is None
+                else (category, None)
+            )
+            self.oblivion.edit(
+                memory_id,
+                text,
+                metadata=doc.metadata,
+                namespace=self.namespace,
+                category=cat,
+                importance=importance,
+            )
+            out[i] = memory_id
+        return [out[i] for i in range(len(documents))]
+
+    def _held(self, ids: Sequence[object]) -> set[int]:
+        """Positions of ``ids`` naming a memory this retriever's namespace holds."""
+        held = set()
+        for i, memory_id in enumerate(ids):
+            if not isinstance(memory_id, str):
+                continue  # None: a new id; anything else is refused by remember_many
+            try:
+                self.oblivion.get(memory_id, namespace=self.namespace)
+            except (UnknownMemoryError, UnknownNamespaceError, InvalidInputError):
+                continue
+            held.add(i)
+        return held
+
+    def _add_new(
+        self, documents: Sequence[Document], ids: Sequence[str | None], category: str | None
+    ) -> list[str]:
         records = self.oblivion.remember_many(
             [d.page_content for d in documents],
             categories=[category] * len(documents),
             metadatas=[d.metadata for d in documents],
-            ids=[d.id for d in documents],
+            ids=ids,
             namespace=self.namespace,
         )
         return [r.id for r in records]
 
     async def aadd_documents(
-        self, documents: Sequence[Document], *, category: str | None = None
+        self,
+        documents: Sequence[Document],
+        *,
+        ids: Sequence[str | None] | None = None,
+        category: str | None = None,
     ) -> list[str]:
         """Async :meth:`add_documents` (runs in a worker thread)."""
-        return await run_in_executor(None, self.add_documents, documents, category=category)
+        return await run_in_executor(
+            None, self.add_documents, documents, ids=ids, category=category
+        )
 
     def mark_used(self, used: Document | str | Iterable[Document | str]) -> list[float]:
         """Give the larger "used" boost to the documents (or memory ids) the answer drew
         on: ``retriever.mark_used(docs[:1])``. Returns their new activations.
 
+        A document is boosted in the namespace its metadata names (a call with
+        ``namespace=`` returns another namespace's documents); an id, in this
+        retriever's namespace.
+
         Raises:
-            UnknownMemoryError: one is not a memory of this namespace; nothing is boosted.
+            UnknownMemoryError: one is not a memory of its namespace; nothing is boosted.
         """
-        items = [used] if isinstance(used, str | Document) else list(used)
-        ids: list[str] = []
+        if isinstance(used, str | Document):
+            items: list[object] = [used]
+        elif isinstance(used, Iterable) and not isinstance(used, bytes | Mapping):
+            items = list(used)
+        else:
+            raise InvalidInputError(
+                f"mark_used takes a Document, a memory id, or a list of them, got "
+                f"{type(used).__name__}"
+            )
+        default = self.namespace if self.namespace is not None else self.oblivion.default_namespace
+        wanted: list[tuple[str, str]] = []  # (namespace, id) of each, in order
         for item in items:
-            memory_id = item.id if isinstance(item, Document) else item
+            if isinstance(item, Document):
+                memory_id = item.id
+                ns = item.metadata.get("namespace")
+                ns = ns if isinstance(ns, str) else default
+            elif isinstance(item, str):
+                memory_id, ns = item, default
+            else:
+                raise InvalidInputError(
+                    f"mark_used takes Documents or memory ids, got a {type(item).__name__}"
+                )
             if memory_id is None:
                 raise InvalidInputError(
                     "a Document without an id cannot be marked used; pass documents this "
                     "retriever returned (their id is the memory's)"
                 )
-            ids.append(memory_id)
-        return self.oblivion.mark_used(ids, namespace=self.namespace)
+            wanted.append((ns, memory_id))
+        spaces = list(dict.fromkeys(ns for ns, _ in wanted))
+        if len(spaces) > 1:  # every one checked first, so a wrong one boosts nothing
+            for ns, memory_id in wanted:
+                self.oblivion.get(memory_id, namespace=ns)
+        boosted: dict[tuple[str, str], float] = {}
+        for space in spaces:
+            ids = [m for ns, m in wanted if ns == space]
+            activations = self.oblivion.mark_used(ids, namespace=space)
+            boosted.update(zip(((space, m) for m in ids), activations, strict=True))
+        return [boosted[w] for w in wanted]
 
     async def amark_used(self, used: Document | str | Iterable[Document | str]) -> list[float]:
         """Async :meth:`mark_used` (runs in a worker thread)."""

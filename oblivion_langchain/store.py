@@ -56,6 +56,10 @@ META_KEY = "langgraph"
 #: SHA-256; the key itself is kept in the metadata.
 _HASHED = "lgkey:"
 
+#: Reads and writes a put makes at most when other writers keep storing or deleting
+#: its key in between (each failed write changed nothing).
+_PUT_ATTEMPTS = 3
+
 _Memory = MemoryRecord | RecalledItem
 
 
@@ -374,7 +378,23 @@ class OblivionStore(BaseStore):
             return None
 
     def _put(self, put: _Put) -> None:
-        existing = self._record(put.space, put.key)
+        # Another writer on the same engine (a second store object, the engine's own
+        # calls) may store or delete the key between the read and the write: the write
+        # then fails without changing anything, and is made again on what is there now.
+        for attempt in range(_PUT_ATTEMPTS):
+            existing = self._record(put.space, put.key)
+            try:
+                self._write(put, existing)
+                return
+            except UnknownMemoryError:
+                if attempt + 1 == _PUT_ATTEMPTS or self._record(put.space, put.key):
+                    raise  # not deleted meanwhile: a real error
+            except InvalidInputError:
+                taken = existing is None and self._record(put.space, put.key) is not None
+                if attempt + 1 == _PUT_ATTEMPTS or not taken:
+                    raise  # not stored meanwhile: the value is refused
+
+    def _write(self, put: _Put, existing: MemoryRecord | None) -> None:
         memory_id = _memory_id(put.key)
         if put.value is None:
             if existing is not None:

@@ -307,6 +307,7 @@ def test_clear_uses_the_engines_bulk_clear(
         ({"input_key": "question"}, {"input": "1"}, {"output": "x"}, "question"),
         ({}, {"input": "1"}, {"x": "1", "y": "2"}, "output_key"),
         ({"output_key": "answer"}, {"input": "1"}, {"output": "x"}, "answer"),
+        ({}, {"input": "1"}, {}, "got no outputs"),
     ],
 )
 def test_ambiguous_keys_fail_clearly(

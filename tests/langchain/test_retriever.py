@@ -448,19 +448,110 @@ def test_add_documents_remembers_them_in_the_retrievers_namespace(engine: Oblivi
         (Document(page_content="one, not a list"), "must be a list of Document"),
         (["a plain string"], "must be a list of Document, got str"),
         ([Document(page_content="fine"), Document(page_content="   ")], "empty"),
-        ([Document(id="taken", page_content="again")], "taken"),
+        ([Document(id="x", page_content="a"), Document(id="x", page_content="b")], "unique"),
+        ([Document(page_content="new"), Document(id="taken", page_content=" ")], r"\[1\].*empty"),
+        (
+            [
+                Document(page_content="new"),
+                Document(id="taken", page_content="ok", metadata={"a": {1}}),
+            ],
+            "metadata",
+        ),
+        (
+            [Document(id="taken", page_content="a"), Document(id="taken", page_content="b")],
+            "unique",
+        ),
     ],
 )
 def test_add_documents_refuses_a_bad_batch_whole(
     engine: Oblivion, documents: object, says: str
 ) -> None:
-    """A single Document, a string, an empty text, an id already used: refused with
-    what to change, and nothing of the batch stored."""
+    """A single Document, a string, an empty text, an id given twice, a replacement
+    the engine would refuse: refused with what to change, and nothing of the batch
+    stored or replaced."""
     engine.remember("Kept from before.", id="taken")
     retriever = OblivionRetriever(oblivion=engine)
     with pytest.raises(InvalidInputError, match=says):
         retriever.add_documents(documents)  # type: ignore[arg-type]
     assert [r.text for r in engine.records()] == ["Kept from before."]
+
+
+def test_add_documents_with_a_stored_id_replaces_that_memory(
+    engine: Oblivion, clock: ManualClock
+) -> None:
+    """As a vector store upserts: a document whose id is stored replaces its text and
+    metadata (activation kept), new ones are stored, ids= names them, order is kept."""
+    engine.remember("Refunds take 5 days.", id="faq-1", metadata={"v": 1}, namespace="s")
+    clock.advance(20 * DAY)
+    before = engine.get("faq-1", namespace="s").activation
+    retriever = OblivionRetriever(oblivion=engine, namespace="s")
+    ids = retriever.add_documents(
+        [
+            Document(page_content="Shipping is free over 50 pounds."),
+            Document(id="faq-1", page_content="Refunds take 10 days.", metadata={"v": 2}),
+        ]
+    )
+    assert ids[1] == "faq-1" and ids[0] != "faq-1"
+    faq = engine.get("faq-1", namespace="s")
+    assert (faq.text, faq.metadata, faq.activation) == ("Refunds take 10 days.", {"v": 2}, before)
+    assert engine.count(namespace="s") == 2
+    assert retriever.invoke("How long do refunds take?", k=1)[0].page_content == faq.text
+    # ids= as a vector store's add_documents takes them; a same-text re-add changes
+    # only the metadata and embeds nothing
+    calls = engine.embedder.calls
+    assert retriever.add_documents(
+        [Document(page_content="Refunds take 10 days.", metadata={"v": 3})], ids=["faq-1"]
+    ) == ["faq-1"]
+    assert engine.embedder.calls == calls
+    assert engine.get("faq-1", namespace="s").metadata == {"v": 3}
+    assert engine.count(namespace="s") == 2
+
+
+@pytest.mark.parametrize(
+    ("ids", "says"), [("faq-1", "list of strings"), (["a", "b"], "2 entries for 1")]
+)
+def test_add_documents_refuses_bad_ids(engine: Oblivion, ids: object, says: str) -> None:
+    retriever = OblivionRetriever(oblivion=engine)
+    with pytest.raises(InvalidInputError, match=says):
+        retriever.add_documents([Document(page_content="a")], ids=ids)  # type: ignore[arg-type]
+    assert engine.records() == []
+
+
+def test_mark_used_boosts_each_document_in_its_own_namespace(
+    engine: Oblivion, clock: ManualClock
+) -> None:
+    """Documents a per-call namespace= returned are boosted there, not in the
+    retriever's namespace under the same id."""
+    a = OblivionRetriever(oblivion=engine, namespace="team-a")
+    b = OblivionRetriever(oblivion=engine, namespace="team-b")
+    a.add_documents([Document(page_content="Refunds take 5 days (team A).", id="faq-1")])
+    b.add_documents([Document(page_content="Refunds take 10 days (team B).", id="faq-1")])
+    b.add_documents([Document(page_content="Shipping is free over 50.", id="faq-2")])
+    clock.advance(30 * DAY)
+    (doc,) = a.invoke("refunds", namespace="team-b", k=1, feedback=False)
+    assert doc.metadata["namespace"] == "team-b"
+    in_a, in_b = (engine.get("faq-1", namespace=n).activation for n in ("team-a", "team-b"))
+    (used,) = a.mark_used([doc])
+    assert used == engine.get("faq-1", namespace="team-b").activation > in_b
+    assert engine.get("faq-1", namespace="team-a").activation == in_a
+    # several namespaces at once, each in order; a wrong one boosts nothing
+    (other,) = a.invoke("shipping", namespace="team-b", k=1, feedback=False)
+    both = a.mark_used([other, "faq-1"])
+    assert both == [
+        engine.get("faq-2", namespace="team-b").activation,
+        engine.get("faq-1", namespace="team-a").activation,
+    ]
+    before = {n: engine.get("faq-1", namespace=n).activation for n in ("team-a", "team-b")}
+    with pytest.raises(UnknownMemoryError):
+        a.mark_used([doc, "faq-2"])  # faq-2 is not in team-a
+    assert before == {n: engine.get("faq-1", namespace=n).activation for n in before}
+
+
+@pytest.mark.parametrize("used", [5, None, {"id": "x"}, [3]])
+def test_mark_used_refuses_what_is_not_a_document_or_id(engine: Oblivion, used: object) -> None:
+    engine.remember_many(FACTS)
+    with pytest.raises(InvalidInputError, match="Document"):
+        OblivionRetriever(oblivion=engine).mark_used(used)  # type: ignore[arg-type]
 
 
 def test_mark_used_gives_the_documents_the_used_boost(engine: Oblivion, clock: ManualClock) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 import time
 from collections.abc import Iterator
 from datetime import datetime, timezone
@@ -11,10 +12,13 @@ from typing import Any
 
 import pytest
 from _lc_helpers import ScriptedChatModel
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from langchain.agents import create_agent
 from langchain.tools import ToolRuntime, tool
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.store.base import GetOp, InvalidNamespaceError, ListNamespacesOp, PutOp, SearchOp
+from langgraph.store.memory import InMemoryStore
 
 from oblivion_core import InvalidInputError, Oblivion, Policy
 from oblivion_core.testing import ManualClock, memory
@@ -459,6 +463,50 @@ def test_filters_behave_like_langgraph(
     assert {h.key for h in store.search(NS, query="drink car trip", filter=filter)} == keys
 
 
+_SCALARS = st.one_of(
+    st.integers(-5, 15),
+    st.floats(-5, 15, allow_nan=False),
+    st.integers(-5, 15).map(str),
+    st.floats(-5, 15, allow_nan=False).map(str),
+    st.sampled_from(["2025-01-02", "abc", True, False]),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    values=st.lists(_SCALARS, min_size=1, max_size=6),
+    op=st.sampled_from(["$gt", "$gte", "$lt", "$lte"]),
+    operand=_SCALARS,
+)
+def test_ordering_filters_agree_with_the_in_memory_store(
+    values: list[Any], op: str, operand: Any
+) -> None:
+    """Wherever InMemoryStore answers (it raises when float() cannot read a side), an
+    ordering filter passes the same items: numbers and numeric strings compare as
+    numbers ("10" > 9.5), as its float() does."""
+    reference = InMemoryStore()
+    ours = OblivionStore(memory())
+    for i, v in enumerate(values):
+        for s in (reference, ours):
+            s.put(NS, f"k{i}", {"text": f"item {i}", "price": v})
+    flt = {"price": {op: operand}}
+    try:
+        expected = {h.key for h in reference.search(NS, filter=flt)}
+    except ValueError:  # InMemoryStore's float("abc"): ours does not raise
+        assert isinstance(ours.search(NS, filter=flt), list)
+        return
+    assert {h.key for h in ours.search(NS, filter=flt)} == expected
+    ours.oblivion.close()
+
+
+def test_iso_dates_in_filters_compare_as_text(store: OblivionStore) -> None:
+    """Strings that are not numbers compare as strings (ISO dates order right)."""
+    for day in ("2025-01-05", "2025-02-01", "2024-12-31"):
+        store.put(NS, day, {"text": f"met on {day}", "on": day})
+    found = store.search(NS, filter={"on": {"$gte": "2025-01-01"}})
+    assert {h.key for h in found} == {"2025-01-05", "2025-02-01"}
+
+
 def test_nested_filters_match_field_by_field(store: OblivionStore) -> None:
     """A nested dict filter matches nested values; lists match element by element."""
     store.put(NS, "a", {"text": "a", "meta": {"lang": "en", "v": 2}, "tags": ["x", "y"]})
@@ -817,6 +865,38 @@ def test_the_public_helpers_validate_too(store: OblivionStore) -> None:
     with pytest.raises(ValueError, match="must be dicts"):
         store.put(NS, "k", 42)  # type: ignore[arg-type]
     assert store.list_namespaces() == []
+
+
+def test_two_stores_on_one_engine_put_the_same_keys_at_once(engine: Oblivion) -> None:
+    """Puts of one key through two store objects (a store per request, one engine)
+    race between reading and writing: each still adds or updates, never fails, and
+    the key ends holding one of the values put."""
+    stores = [OblivionStore(engine) for _ in range(2)]
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(2)
+
+    def work(w: int) -> None:
+        barrier.wait()
+        for j in range(25):
+            try:
+                stores[w].put(NS, f"key{j % 5}", {"text": f"value {w} {j}"})
+                if j % 7 == 6:
+                    stores[w].delete(NS, f"key{(j + w) % 5}")
+            except BaseException as e:
+                errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(w,)) for w in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    for j in range(5):
+        item = stores[0].get(NS, f"key{j}")
+        assert item is None or item.value["text"].startswith("value ")
+    for w in range(2):  # and every key takes a put after it
+        stores[w].put(NS, "key0", {"text": f"last {w}"})
+        assert stores[1 - w].get(NS, "key0").value == {"text": f"last {w}"}  # type: ignore[union-attr]
 
 
 def test_ttl_is_not_supported(store: OblivionStore) -> None:
