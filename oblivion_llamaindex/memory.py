@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import threading
@@ -48,9 +49,15 @@ from oblivion_llamaindex._engine import (
     restore_private,
 )
 
+logger = logging.getLogger("oblivion_llamaindex")
+
 DEFAULT_TOKEN_LIMIT = 3000
 DEFAULT_TOKEN_LIMIT_RATIO = 0.75
 DEFAULT_HEADER = "Relevant memories (most relevant first):"
+
+#: Times a recall is asked again for more memories when those it returned repeat turns
+#: on screen (each time for as many more as it repeated).
+_WIDEN_TIMES = 4
 
 
 class _TokenList:
@@ -80,14 +87,16 @@ class OblivionMemory(BaseMemory):
     to the engine right after the next ``get`` recalls (so it does not recall itself)
     or at the next ``put``/``flush``; a text the engine refuses (e.g. longer than
     ``policy.max_text_chars``) raises there once, naming the message, and stays in the
-    short-term history only. When the write fails otherwise (the embedder times out,
+    short-term history only (written by ``get``, it is a warning on the
+    ``oblivion_llamaindex`` logger instead: a chat engine calls ``get`` before the
+    LLM, and a pasted log must not cost the user the turn's answer). When the write fails otherwise (the embedder times out,
     the store is busy), that error is raised and the messages not stored stay queued:
     the next ``put``/``get``/``flush`` writes them. Raised from ``put``,
     ``put_messages``, ``set`` or ``reset``, either error comes after the call did its
     own work: no message is lost to it.
     A memory whose text is still visible among the recent turns is not listed again,
-    and does not take the place of another: when the recall returns such repeats, it
-    is asked once more, for as many more memories (a second query embedding). The
+    and does not take the place of another: while the recall returns such repeats and
+    fewer than ``k`` others, it is asked again, for as many more memories. The
     memories listed get the recall boost (those hidden as visible turns do not); when
     the assistant's answer is put, the memories it echoes
     (:func:`oblivion_core.overlap.used_ids`) get the larger "used" boost. Repeated
@@ -247,9 +256,12 @@ class OblivionMemory(BaseMemory):
                 if llm is not None
                 else DEFAULT_TOKEN_LIMIT
             )
+        history = (
+            _check_messages(chat_history, "chat_history") if chat_history is not None else None
+        )
         memory = cls(oblivion=oblivion, token_limit=token_limit, **fields)
-        if chat_history is not None:
-            memory.chat_store.set_messages(memory.chat_store_key, list(chat_history))
+        if history is not None:
+            memory.chat_store.set_messages(memory.chat_store_key, history)
         return memory
 
     @property
@@ -307,7 +319,7 @@ class OblivionMemory(BaseMemory):
             if history and room < 0:
                 # Even the latest message does not fit: hand it over alone and let the
                 # LLM report it, as ChatMemoryBuffer does.
-                self._flush()
+                self._flush(warn=True)
                 self._shown = []
                 return history[-1:]
             budget = min(math.floor(available * self.memory_token_ratio), room)
@@ -316,7 +328,7 @@ class OblivionMemory(BaseMemory):
             # repeating one of them is not listed, so it must not take a memory's place.
             widest = _newest(history, costs, available)
             pool = self._recall(query, budget, widest) if query and budget > 0 else []
-            self._flush()
+            self._flush(warn=True)
             hidden: set[str] = set()
             while True:
                 items = self._pick(pool, hidden)
@@ -363,9 +375,10 @@ class OblivionMemory(BaseMemory):
 
         The recall reads only (``feedback=False``): :meth:`_reinforce` boosts what is
         shown. Memories repeating a message of ``widest`` (the turns visible without a
-        memory block) are not listed, so they must not take the places of others: when
-        the recall returns some, it is asked once more, for that many more memories
-        (and their tokens on top of the budget). :meth:`_pick` then keeps ``k`` within
+        memory block) are not listed, so they must not take the places of others: while
+        the recall returns some and fewer than ``k`` others, it is asked again, for that
+        many more memories (and their tokens on top of the budget), up to
+        ``_WIDEN_TIMES`` times. :meth:`_pick` then keeps ``k`` within
         ``budget``.
         """
         engine = self.oblivion
@@ -380,11 +393,16 @@ class OblivionMemory(BaseMemory):
                 policy = engine.policy_for(self.namespace)
                 k = self.k if self.k is not None else policy.default_k
                 self._limits = (budget - header, k, policy.per_item_tokens)
-                self._last = self._read(query, budget - header, k)
-                repeats = [it for it in self._last if it.text in visible]
-                if repeats:
+                want, extra = k, 0
+                for _ in range(_WIDEN_TIMES + 1):
+                    self._last = self._read(query, budget - header + extra, want)
+                    repeats = [it for it in self._last if it.text in visible]
+                    if len(self._last) - len(repeats) >= k or len(self._last) < want:
+                        break  # k others found, or all there is
+                    # asked again for that many more (want grows: more than want - k
+                    # repeats), their tokens on top of the budget
                     extra = sum(it.tokens + policy.per_item_tokens for it in repeats)
-                    self._last = self._read(query, budget - header + extra, k + len(repeats))
+                    want = k + len(repeats)
             except UnknownNamespaceError:
                 self._last = None
             self._last_query = query
@@ -528,10 +546,16 @@ class OblivionMemory(BaseMemory):
         with self._lock:
             self._flush()
 
-    def _flush(self) -> None:
+    def _flush(self, *, warn: bool = False) -> None:
+        """Write the waiting messages; a refused text is raised, or with ``warn`` (from
+        ``get``, which a chat engine calls before answering) logged, so the turn is
+        answered all the same."""
         refused = self._save()
-        if refused is not None:
+        if refused is None:
+            return
+        if not warn:
             raise refused
+        logger.warning("%s", refused)
 
     def _save(self, count: int | None = None) -> InvalidInputError | None:
         """Write the waiting messages (the ``count`` oldest; ``None``: all); return the
@@ -572,8 +596,9 @@ class OblivionMemory(BaseMemory):
     def set(self, messages: list[ChatMessage]) -> None:
         """Replace the short-term history (long-term memories are kept, nothing new is
         remembered). Messages still waiting for the engine are written after."""
+        history = _check_messages(messages, "set()")
         with self._lock:
-            self.chat_store.set_messages(self.chat_store_key, list(messages))
+            self.chat_store.set_messages(self.chat_store_key, history)
             self._shown = []
             self._last_query = None
             refused = self._save()
@@ -596,6 +621,18 @@ class OblivionMemory(BaseMemory):
 def _check_message(message: object) -> None:
     if not isinstance(message, ChatMessage):
         raise InvalidInputError(f"put() takes a ChatMessage, got {type(message).__name__}")
+
+
+def _check_messages(messages: object, name: str) -> list[ChatMessage]:
+    """``messages`` as a list of ``ChatMessage`` s, or a refusal naming ``name``."""
+    if isinstance(messages, str | bytes | ChatMessage) or not isinstance(messages, Sequence):
+        raise InvalidInputError(
+            f"{name} takes a list of ChatMessage, got {type(messages).__name__}"
+        )
+    wrong = [type(m).__name__ for m in messages if not isinstance(m, ChatMessage)]
+    if wrong:
+        raise InvalidInputError(f"{name} takes a list of ChatMessage, got a {wrong[0]} in it")
+    return list(messages)
 
 
 def _newest(history: Sequence[ChatMessage], costs: Sequence[int], room: int) -> list[ChatMessage]:

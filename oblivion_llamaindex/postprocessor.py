@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from collections.abc import Iterable
 from typing import Any, Literal
@@ -199,7 +200,10 @@ class OblivionNodePostprocessor(BaseNodePostprocessor):
                 )
             text = node_text(nws.node)
             score = node_score(nws) if self.relevance == "score" else None
-            unique.setdefault(nws.node.node_id, (nws, text, score))
+            seen = unique.get(nws.node.node_id)
+            if seen is None or (score is not None and (seen[2] is None or score > seen[2])):
+                # a node listed twice (two retrievers fused) ranks by its best score
+                unique[nws.node.node_id] = (seen[0] if seen else nws, text, score)
         self._register({node_id: (nws, text) for node_id, (nws, text, _) in unique.items()})
         result = self.oblivion.rerank(
             query,
@@ -249,8 +253,16 @@ class OblivionNodePostprocessor(BaseNodePostprocessor):
                     raise
                 raise named from exc
         for node_id in changed:
+            text = nodes[node_id][1]
             try:
-                engine.edit(node_id, nodes[node_id][1], namespace=self.namespace, supersede=False)
+                held = engine.get(node_id, namespace=self.namespace).text
+                engine.edit(
+                    node_id,
+                    text if text != held else None,
+                    metadata=json_metadata(nodes[node_id][0].node.metadata),
+                    namespace=self.namespace,
+                    supersede=False,
+                )
             except InvalidInputError as exc:
                 named = _refused(exc, [node_id], "Its stored text is unchanged.")
                 if named is None:
@@ -271,7 +283,9 @@ class OblivionNodePostprocessor(BaseNodePostprocessor):
             except UnknownMemoryError:
                 new.append(node_id)
                 continue
-            if record.text != text:
+            if record.text != text or _json(record.metadata) != _json(
+                json_metadata(nodes[node_id][0].node.metadata)
+            ):
                 changed.append(node_id)
         return new, changed
 
@@ -294,6 +308,11 @@ class OblivionNodePostprocessor(BaseNodePostprocessor):
     async def amark_used(self, node_ids: Iterable[str]) -> list[float]:
         """Async :meth:`mark_used` (runs in a worker thread)."""
         return await asyncio.to_thread(self.mark_used, node_ids)
+
+
+def _json(metadata: dict[str, Any]) -> str:
+    """Metadata as stored (JSON: a tuple reads back as a list), to compare."""
+    return json.dumps(metadata, sort_keys=True)
 
 
 def _refused(exc: InvalidInputError, node_ids: list[str], outcome: str) -> InvalidInputError | None:

@@ -98,9 +98,10 @@ class OblivionRetriever(BaseRetriever):
 
     @filters.setter
     def filters(self, filters: MetadataFilters | None) -> None:
-        # translated (and refused) when set, not at the next retrieval; the engine's
-        # where filter always follows the filters shown
-        self._where = to_where(filters)
+        # refused when set, not at the next retrieval; translated again by each
+        # retrieval, so one changed in place (filters.filters.append(...)) is applied,
+        # as a vector index retriever reads its filters on every query
+        to_where(filters)
         self._filters = filters
 
     @classmethod
@@ -142,7 +143,7 @@ class OblivionRetriever(BaseRetriever):
                 namespace=self.namespace,
                 deep=self.deep,
                 feedback=self.feedback,
-                where=self._where,
+                where=to_where(self._filters),
             )
         except UnknownNamespaceError:
             return []

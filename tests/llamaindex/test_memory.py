@@ -383,19 +383,81 @@ def test_put_refuses_non_messages(engine: Oblivion) -> None:
         make(engine).put("hello")  # type: ignore[arg-type]
 
 
-def test_refused_message_raises_once_and_loses_nothing(engine: Oblivion) -> None:
-    """A message the engine refuses raises on the next write, stays in the history, and
-    later turns are remembered as usual."""
+def test_refused_message_is_a_warning_from_get_and_loses_nothing(
+    engine: Oblivion, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A message the engine refuses, written by the ``get`` a chat engine makes before
+    answering, is a warning naming it, not an error (the turn is answered); it stays in
+    the history, and later turns are remembered as usual."""
     engine.remember("Refunds take five days.", id="old")
-    memory = make(engine)
+    memory = make(engine, token_limit=100_000)
     too_long = "x" * (engine.policy.max_text_chars + 1)
     memory.put(user(too_long))
-    with pytest.raises(InvalidInputError, match="max_text_chars"):
-        memory.get()
+    with caplog.at_level("WARNING", logger="oblivion_llamaindex"):
+        messages = memory.get()
+    assert messages[-1].content == too_long
+    assert "was not remembered" in caplog.text and "max_text_chars" in caplog.text
+    memory.flush()  # reported once: nothing left to raise
     assert memory.get_all()[-1].content == too_long
     memory.put(user("refunds again"))
     memory.flush()
     assert [r.text for r in engine.records()] == ["Refunds take five days.", "refunds again"]
+
+
+def test_a_chat_engine_answers_a_turn_too_long_to_remember(engine: Oblivion) -> None:
+    """A pasted log longer than the engine takes: the chat engine still answers, and
+    the next turn works (as with ChatMemoryBuffer)."""
+    memory = make(engine, namespace="u", token_limit=100_000)
+    chat = SimpleChatEngine.from_defaults(llm=MockLLM(max_tokens=3), memory=memory)
+    paste = "Please summarise this log: " + "word " * (engine.policy.max_text_chars // 5)
+    assert str(chat.chat(paste))
+    assert str(chat.chat("My sister Anna lives in Porto."))
+    memory.flush()
+    assert [r.text for r in engine.records(namespace="u")] == ["My sister Anna lives in Porto."]
+
+
+@pytest.mark.parametrize(
+    ("history", "says"),
+    [
+        ("hello", "got str"),
+        ([{"role": "user", "content": "hi"}], "got a dict in it"),
+        (user("hi"), "got ChatMessage"),
+    ],
+)
+def test_set_and_from_defaults_refuse_what_is_not_a_list_of_messages(
+    engine: Oblivion, history: object, says: str
+) -> None:
+    """Like put(), set() and from_defaults(chat_history=) say what they need rather
+    than storing something every later get() fails on."""
+    memory = make(engine)
+    memory.put(user("kept"))
+    with pytest.raises(InvalidInputError, match=f"set\\(\\) takes a list of ChatMessage, {says}"):
+        memory.set(history)  # type: ignore[arg-type]
+    assert [m.content for m in memory.get_all()] == ["kept"]
+    with pytest.raises(
+        InvalidInputError, match=f"chat_history takes a list of ChatMessage, {says}"
+    ):
+        OblivionMemory.from_defaults(oblivion=engine, chat_history=history)  # type: ignore[arg-type]
+
+
+def test_k_memories_are_listed_however_many_turns_on_screen_they_repeat(
+    engine: Oblivion,
+) -> None:
+    """Every user turn is remembered, so each recall returns the visible ones again:
+    the memory keeps asking until k others are found, turn after turn."""
+    facts = [
+        "tea fact one: user drinks green tea",
+        "tea fact two: user hates black tea",
+        "tea fact three: user buys tea in porto",
+    ]
+    for text in facts:
+        engine.remember(text, namespace="u", category="fact")
+    memory = make(engine, namespace="u", k=2, token_limit=500, standing=())
+    for i in range(5):
+        memory.put(user(f"question {i} about tea please"))
+        listed = [line for line in system_text(memory.get()).splitlines() if line.startswith("- ")]
+        assert len(listed) == 2 and all(line[2:] in facts for line in listed)
+        memory.put(assistant(f"answer {i}"))
 
 
 def test_put_after_a_refused_message_loses_nothing(engine: Oblivion) -> None:

@@ -77,6 +77,22 @@ def test_changed_node_text_is_re_embedded_in_place(engine: Oblivion) -> None:
     assert engine.get("a").text == "refunds take ten days"
 
 
+def test_a_node_s_metadata_follows_it(engine: Oblivion) -> None:
+    """A known node whose metadata changed (with or without its text) has the new
+    metadata stored, so metadata filters see it; an unchanged node is not edited."""
+    rerank = OblivionNodePostprocessor(oblivion=engine)
+    rerank.postprocess_nodes([node("a", "refunds take five days", 0.9, v=1)], query_str=QUERY)
+    rerank.postprocess_nodes([node("a", "refunds take ten days", 0.9, v=2)], query_str=QUERY)
+    assert (engine.get("a").text, engine.get("a").metadata) == ("refunds take ten days", {"v": 2})
+    calls = engine.embedder.calls
+    rerank.postprocess_nodes([node("a", "refunds take ten days", 0.9, v=3)], query_str=QUERY)
+    assert engine.get("a").metadata == {"v": 3}
+    assert engine.embedder.calls == calls  # the same text is not embedded again
+    edits = len([e for e in engine.history("a") if e.kind == "edit"])
+    rerank.postprocess_nodes([node("a", "refunds take ten days", 0.9, v=3)], query_str=QUERY)
+    assert len([e for e in engine.history("a") if e.kind == "edit"]) == edits
+
+
 def test_registration_settings_apply_to_new_nodes(engine: Oblivion) -> None:
     """``category`` and ``importance`` set what new nodes are registered with."""
     rerank = OblivionNodePostprocessor(oblivion=engine, category="fact", importance=0.7)
@@ -247,6 +263,20 @@ def test_duplicate_nodes_are_ranked_once(engine: Oblivion) -> None:
     rerank = OblivionNodePostprocessor(oblivion=engine)
     nws = node("a", "refunds take five days", 0.9)
     assert ids(rerank.postprocess_nodes([nws, nws], query_str=QUERY)) == ["a"]
+
+
+def test_a_node_listed_twice_ranks_by_its_best_score(engine: Oblivion) -> None:
+    """Two retrievers' lists fused: a node in both ranks by the higher of its scores,
+    as the engine's rerank() takes the best of an id's relevances."""
+    rerank = OblivionNodePostprocessor(oblivion=engine, feedback=False)
+    nodes = [
+        node("a", "refund policy", 0.1),
+        node("b", "shipping policy", 0.5),
+        node("a", "refund policy", 0.95),
+    ]
+    out = rerank.postprocess_nodes(nodes, query_str="refund")
+    assert ids(out) == ["a", "b"]
+    assert out[0].node.metadata["oblivion_relevance"] == pytest.approx(0.95)
 
 
 def test_no_nodes_gives_no_nodes(engine: Oblivion) -> None:

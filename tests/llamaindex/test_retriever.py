@@ -189,6 +189,23 @@ def test_filters_set_on_a_built_retriever_apply(engine: Oblivion) -> None:
     assert {h.node.node_id for h in retriever.retrieve("deploy checklist")} == {"m0", "m1"}
 
 
+def test_filters_changed_in_place_apply_to_the_next_retrieval(engine: Oblivion) -> None:
+    """As a vector index retriever reads its filters on every query, one whose
+    MetadataFilters object is changed in place keeps to the change (no tenant's
+    memories leak through a filter shown but not applied); one changed into what the
+    engine cannot express is refused at the retrieval."""
+    engine.remember("alice's invoice is overdue", metadata={"user": "alice"}, id="a")
+    engine.remember("bob's invoice is overdue", metadata={"user": "bob"}, id="b")
+    shown = MetadataFilters(filters=[])
+    retriever = OblivionRetriever(engine, k=10, filters=shown)
+    assert {h.node.node_id for h in retriever.retrieve("invoice")} == {"a", "b"}
+    shown.filters.append(MetadataFilter(key="user", value="alice"))
+    assert [h.node.node_id for h in retriever.retrieve("invoice")] == ["a"]
+    shown.filters.append(MetadataFilter(key="user", value="x", operator=FilterOperator.TEXT_MATCH))
+    with pytest.raises(InvalidInputError, match="text_match"):
+        retriever.retrieve("invoice")
+
+
 def test_list_filters_keep_to_memories_whose_lists_hold_the_values(engine: Oblivion) -> None:
     """``contains``, ``any`` and ``all`` over a list value (``{"tags": [...]}``), as
     LlamaIndex defines them: the list holds the value, any of the values, all of them."""
