@@ -90,8 +90,9 @@ class OblivionMemory(BaseMemory):
     short-term history only (written by ``get``, it is a warning on the
     ``oblivion_llamaindex`` logger instead: a chat engine calls ``get`` before the
     LLM, and a pasted log must not cost the user the turn's answer). When the write
-    fails otherwise (the embedder times out, the store is busy), that error is raised and the messages not stored stay queued:
-    the next ``put``/``get``/``flush`` writes them. Raised from ``put``,
+    fails otherwise (the embedder times out, the store is busy), that error is raised
+    and the messages not stored stay queued: the next ``put``/``get``/``flush`` writes
+    them. Raised from ``put``,
     ``put_messages``, ``set`` or ``reset``, either error comes after the call did its
     own work: no message is lost to it.
     A memory whose text is still visible among the recent turns is not listed again,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -310,7 +310,7 @@ class OblivionNodePostprocessor(BaseNodePostprocessor):
         return await asyncio.to_thread(self.mark_used, node_ids)
 
 
-def _json(metadata: dict[str, Any]) -> str:
+def _json(metadata: Mapping[str, Any]) -> str:
     """Metadata as stored (JSON: a tuple reads back as a list), to compare."""
     return json.dumps(metadata, sort_keys=True)
 
