@@ -156,6 +156,37 @@ def check_unit(value: object, name: str) -> float:
     return v
 
 
+def scored_category(scorer: ImportanceScorer, text: str) -> str:
+    """``scorer.categorize(text)``, checked: a scorer that raises or returns no category
+    name is an :class:`InvalidInputError` naming it (not its own exception: a
+    ``RuntimeError`` would reach LlamaIndex's sync ``Memory`` as "nested async")."""
+    try:
+        got = scorer.categorize(text)
+    except Exception as exc:
+        raise InvalidInputError(
+            f"the importance scorer's categorize() failed: {exc!r:.200}; fix the "
+            "importance_scorer passed to Oblivion, or pass category= yourself"
+        ) from exc
+    if not isinstance(got, str) or not got.strip():
+        raise InvalidInputError(
+            f"the importance scorer's categorize() returned {got!r:.60}; it must "
+            "return a non-empty category name (or pass category= yourself)"
+        )
+    return check_category(got)
+
+
+def scored_importance(scorer: ImportanceScorer, text: str) -> float:
+    """``scorer.score(text)``, checked as :func:`scored_category` checks a category."""
+    try:
+        got = scorer.score(text)
+    except Exception as exc:
+        raise InvalidInputError(
+            f"the importance scorer's score() failed: {exc!r:.200}; fix the "
+            "importance_scorer passed to Oblivion, or pass importance= yourself"
+        ) from exc
+    return check_unit(got, "scored importance")
+
+
 def check_count(value: object, name: str) -> int:
     """``value`` as a whole number >= 0 (an offset into a list)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from chromadb.errors import InvalidArgumentError
 
 from oblivion_core.checks import check_category, check_flag, check_id, check_namespace, check_text
 from oblivion_core.embedding import embed_texts, normalize
@@ -169,7 +170,10 @@ def import_chroma(
                     limit=batch_size, offset=offset, include=include, where=where or None
                 )
             except Exception as exc:
-                if where and offset == 0 and isinstance(exc, ValueError | TypeError):
+                # a filter Chroma refuses: its own checks raise ValueError or TypeError,
+                # its Rust binding's (an unknown top-level operator) InvalidArgumentError
+                refused = ValueError | TypeError | InvalidArgumentError
+                if where and offset == 0 and isinstance(exc, refused):
                     raise InvalidInputError(
                         f"Chroma refused where={dict(where)!r:.200}: {exc}"
                     ) from exc

@@ -359,6 +359,10 @@ def _recall(
     if reason is not None and few is not None:  # the archived ones that pass
         outside = [m for m in ranked if m not in space.index][:pool]
         archive = (outside, [near[m] for m in outside])
+    elif reason is not None and st.n == len(space.index):
+        # every memory is active: the archive is empty, and is not asked (Chroma on a
+        # server that is down would fail a recall with nothing to find there)
+        archive = ([], [])
     elif reason is not None:
         exact = self._exact_archive(ns, space)
         if exact is not None:

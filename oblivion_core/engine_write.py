@@ -24,6 +24,8 @@ from oblivion_core.checks import (
     check_text,
     check_unit,
     parallel,
+    scored_category,
+    scored_importance,
 )
 from oblivion_core.clock import TurnClock
 from oblivion_core.decay_clock import DecayClock
@@ -155,15 +157,9 @@ def remember_many(
         vectors = given_vectors(embeddings, n, self._model_dim(clean), "embeddings")
     for i in range(n):
         if cats[i] is None:
-            got = self.importance_scorer.categorize(clean[i])
-            if not isinstance(got, str) or not got.strip():
-                raise InvalidInputError(
-                    f"the importance scorer's categorize() returned {got!r:.60}; it must "
-                    "return a non-empty category name (or pass category= yourself)"
-                )
-            cats[i] = check_category(got)
+            cats[i] = scored_category(self.importance_scorer, clean[i])
         if imps[i] is None:
-            imps[i] = check_unit(self.importance_scorer.score(clean[i]), "scored importance")
+            imps[i] = scored_importance(self.importance_scorer, clean[i])
 
     with self._lock:
         self._check_open()

@@ -18,6 +18,7 @@ from langchain_core.messages import BaseMessage, HumanMessage
 
 from oblivion_core import Oblivion
 from oblivion_core.budget import check_budget
+from oblivion_core.checks import scored_category, scored_importance
 from oblivion_core.errors import InvalidInputError
 from oblivion_core.recall import RecalledItem
 from oblivion_core.records import check_metadata
@@ -168,7 +169,7 @@ def fit_text(text: str, limit: int) -> str:
 def appraise(engine: Oblivion, text: str) -> tuple[str, float]:
     """Category and importance of ``text`` from the engine's own importance scorer."""
     scorer = engine.importance_scorer
-    return scorer.categorize(text), float(scorer.score(text))
+    return scored_category(scorer, text), scored_importance(scorer, text)
 
 
 # ------------------------------------------------------------------ LangGraph store

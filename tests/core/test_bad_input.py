@@ -695,6 +695,34 @@ def test_an_inferred_category_is_checked(fresh: Any, category: Any) -> None:
         assert mem.remember("some text", category="fact").category == "fact"
 
 
+@pytest.mark.parametrize("failing", ["categorize", "score"])
+def test_a_failing_importance_scorer_is_an_oblivion_error(fresh: Any, failing: str) -> None:
+    """A custom scorer that raises (a scoring service down) fails the write with an
+    InvalidInputError naming it, not its own RuntimeError (which LlamaIndex's sync
+    Memory would report as "nested async"); nothing is stored, and a write that names
+    what the scorer would infer goes through."""
+
+    class Scorer:
+        def score(self, text: str) -> float:
+            if failing == "score":
+                raise RuntimeError("scoring service down")
+            return 0.5
+
+        def categorize(self, text: str) -> str:
+            if failing == "categorize":
+                raise RuntimeError("scoring service down")
+            return "fact"
+
+    with fresh(importance_scorer=Scorer()) as mem:
+        with pytest.raises(InvalidInputError, match=rf"{failing}\(\) failed.*service down"):
+            mem.remember("some text")
+        with pytest.raises(InvalidInputError, match="scoring service down"):
+            mem.remember_many(["a text", "another"])
+        assert mem.count() == 0
+        kept = mem.remember("some text", category="fact", importance=0.4)
+        assert (kept.category, kept.importance) == ("fact", 0.4)
+
+
 @pytest.mark.integration
 @pytest.mark.parametrize(
     ("damage", "then", "mentions"),

@@ -303,6 +303,23 @@ def test_archived_memories_without_a_stored_vector_leave_it_to_chroma(
     _check_copy(small)
 
 
+def test_an_empty_archive_is_not_searched(
+    small: Oblivion, clock: ManualClock, chroma_queries: Spy
+) -> None:
+    """While every memory is active, a deep recall asks nothing of the archive, not even
+    with Chroma as its only search (a server that is down cannot fail it); once some are
+    archived, it does."""
+    small.EXACT_ARCHIVE_ROWS = small.SKETCH_ARCHIVE_ROWS = 0  # the archive: Chroma only
+    calls = chroma_queries(small)
+    small.remember_many(_texts(12, 3))
+    result = small.recall("garden boiler", deep=True, k=3)
+    assert len(result) == 3 and calls == []
+    assert small.stats()["archive_search"] is None
+    _archive_most(small, clock, 30)
+    small.recall("garden boiler", deep=True, k=3)
+    assert len(calls) == 1 and small.stats()["archive_search"] == "chroma"
+
+
 def test_the_old_name_of_the_total_is_still_honoured(
     small: Oblivion, clock: ManualClock, chroma_queries: Spy
 ) -> None:

@@ -328,6 +328,8 @@ def test_one_users_records_of_a_shared_collection_into_their_namespace(client: A
         assert (none.imported, none.already, none.skipped) == (0, 0, {})
         with pytest.raises(InvalidInputError, match="Chroma refused where="):
             mem.import_chroma(col, where={"user_id": {"$bogus": 1}})
+        with pytest.raises(InvalidInputError, match="Chroma refused where="):
+            mem.import_chroma(col, where={"$bogus": 1})  # refused by Chroma's Rust side
         with pytest.raises(InvalidInputError, match="where must be a Chroma metadata filter"):
             mem.import_chroma(col, where=[("user_id", "a")])  # type: ignore[arg-type]
         assert mem.count() == 0  # nothing went to the default namespace

@@ -235,6 +235,22 @@ def test_the_testing_helper_runs_a_server_and_stops_it(tmp_path: Path) -> None:
     assert proc.poll() is not None
 
 
+def test_a_deep_recall_of_an_all_active_store_answers_with_the_server_down(
+    tmp_path: Path,
+) -> None:
+    """A young store holds every memory in its active tier: a deep recall (the
+    LangGraph store's default) has no archive to ask, so a Chroma server that is down
+    does not fail it."""
+    clock = ManualClock()
+    with testing.chroma_server(tmp_path / "srv") as (host, port, proc):
+        mem = _open(tmp_path / "state", (host, port), "app", clock)
+        mem.remember_many([f"fact {i} about cats" for i in range(30)])
+        proc.kill()
+        proc.wait()
+        assert len(mem.recall("cats", k=3, deep=True)) == 3
+        mem.close()
+
+
 @pytest.mark.parametrize("broken", ["missing", "exits"])
 def test_the_testing_helper_says_why_no_server_started(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, broken: str
