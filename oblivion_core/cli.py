@@ -19,6 +19,7 @@ from oblivion_core.errors import (
     InvalidInputError,
     OblivionError,
     StoreCorruptError,
+    StoreError,
     StoreLockedError,
     StorePathError,
     UnknownMemoryError,
@@ -279,6 +280,7 @@ def _import(args: argparse.Namespace) -> int:
 
     from oblivion_core.embedding import FastEmbedEmbedder
     from oblivion_core.engine import Oblivion
+    from oblivion_core.state import StateDB, folder_meta
 
     source = Path(args.chroma)
     if not (source / "chroma.sqlite3").is_file():
@@ -286,8 +288,24 @@ def _import(args: argparse.Namespace) -> int:
             f"there is no Chroma database in {args.chroma!r} (no chroma.sqlite3); give the "
             "folder your app passes to chromadb.PersistentClient(path=...)"
         )
-    client = chromadb.PersistentClient(str(source))
-    names = sorted(c.name for c in client.list_collections())
+    kept = folder_meta(Path(args.path), StateDB.VECTOR_STORE)
+    if isinstance(kept, str) and kept.startswith("the Chroma server"):
+        # opened here with its chroma/ folder, it would move to one (and back, later)
+        raise InvalidInputError(
+            f"the store at {args.path!r} keeps its vectors in {kept}; `oblivion import` "
+            "opens a store with its own chroma/ folder. Import from your app instead, "
+            "where the store is opened with its server: mem.import_chroma(collection)"
+        )
+    try:
+        client = chromadb.PersistentClient(str(source))
+        names = sorted(c.name for c in client.list_collections())
+    except Exception as exc:  # chromadb's own errors (a damaged file, a read-only folder)
+        raise StoreError(
+            f"Chroma cannot open the database in {args.chroma!r} ({type(exc).__name__}: "
+            f"{str(exc)[:200]}). Check that it is a folder a Chroma app wrote, undamaged; "
+            "Chroma opens it for writing, so it must be writable (import from a copy "
+            "otherwise)"
+        ) from exc
     if args.collection not in names:
         raise InvalidInputError(
             f"{args.chroma!r} has no collection {args.collection!r}; it has "

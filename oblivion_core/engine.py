@@ -19,6 +19,7 @@ checks are in :mod:`checks`; keeping Chroma equal to SQLite in :mod:`vector_sync
 from __future__ import annotations
 
 import atexit
+import functools
 import itertools
 import json
 import logging
@@ -85,7 +86,15 @@ from oblivion_core.policy import TEMPLATES, Policy, resolve_policy
 from oblivion_core.records import COLD, MemoryRecord, Tier
 from oblivion_core.space import Space
 from oblivion_core.speakers import as_said
-from oblivion_core.state import BOOST_KINDS, EVENT_KINDS, Event, NamespaceState, StateDB
+from oblivion_core.state import (
+    BOOST_KINDS,
+    EVENT_KINDS,
+    Event,
+    NamespaceState,
+    StateDB,
+    folder_in_use,
+    folder_store_id,
+)
 from oblivion_core.store import VectorStore
 from oblivion_core.supersession import SupersessionJudge
 from oblivion_core.typing import (
@@ -346,7 +355,13 @@ class Oblivion:
             self._owns_store = passed_store is None
             store_id = self._db.store_id()
             label = _owner_label(self.path, store_id, shared=passed_store is not None)
-            vector_store.bind(store_id, label)
+            vector_store.bind(
+                store_id,
+                label,
+                original=functools.partial(_original_of, self.path, store_id)
+                if passed_store is not None and self.path is not None
+                else None,
+            )
             self._bound = True
             held = vector_store.held() if db_new else {}
             others = {o: n for o, n in held.items() if o is not None and o != label}
@@ -360,7 +375,9 @@ class Oblivion:
                 self._db.close(write=False)
                 _drop_new_db(db_file, db_existed)
                 fresh = (
-                    "move the chroma/ folder aside too"
+                    "move the chroma/ folder aside too (it keeps every memory's vector and "
+                    "text: `oblivion import PATH OLD_CHROMA COLLECTION` brings each "
+                    "namespace's collection into the new store, as new memories)"
                     if vector_store is not passed_store
                     else "give this store its own prefix on the server "
                     f"(VectorStore.server(..., prefix=...); this one's is {vector_store.prefix!r})"
@@ -1573,6 +1590,20 @@ def _drop_new_db(db_file: Path | None, existed: bool) -> None:
         db_file.write_bytes(b"")
     else:
         db_file.unlink(missing_ok=True)
+
+
+def _original_of(path: Path, store_id: str, label: str) -> bool:
+    """Whether ``label`` (:func:`_owner_label` of a vector store given to the store)
+    names another state folder on this host, open now, that holds the store
+    ``store_id``: the original in use, of which the store at ``path`` is a copy. (Once
+    it is closed, the copy may take its place: a backup restored.)"""
+    host, sep, folder = label.partition(":")
+    if not sep or host != socket.gethostname() or not folder:
+        return False
+    other = Path(folder)
+    if other == path.resolve():
+        return False
+    return folder_store_id(other) == store_id and folder_in_use(other)
 
 
 def _owner_label(path: Path | None, store_id: str, *, shared: bool) -> str:

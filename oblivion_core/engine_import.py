@@ -99,7 +99,9 @@ def import_chroma(
             LlamaIndex's ``ChromaVectorStore``). Only read.
         namespace: Where the memories go (created on first write).
         category: One category for all of them; inferred per text when ``None``, as
-            :meth:`remember` does.
+            :meth:`remember` does (for a collection of an Oblivion store, the chroma/
+            folder of one whose activation database was lost: the category each
+            record's metadata keeps).
         reembed: Embed the texts with this store's embedder instead of keeping the
             collection's vectors. Needed when the collection was made with another
             model: the import checks that (16 of its texts embedded again) and says so.
@@ -158,6 +160,9 @@ def import_chroma(
         )
     dropped = frozenset(keys)
     name = str(getattr(collection, "name", "?"))
+    # one of an Oblivion store's own collections (the chroma/ folder of a store whose
+    # activation database was lost): each record's metadata is its memory's category
+    own = isinstance((getattr(collection, "metadata", None) or {}).get("oblivion_namespace"), str)
     report = ImportReport(collection=name, namespace=ns, reembedded=reembed)
     include = ["documents", "metadatas"] if reembed else ["documents", "metadatas", "embeddings"]
     checked = reembed
@@ -185,13 +190,17 @@ def import_chroma(
             if not page["ids"]:
                 break
             ids, texts, metas, vectors = self._importable(ns, page, report, reembed, dropped)
+            cats = [
+                category if category is not None or not own else _own_category(metas[k])
+                for k in range(len(ids))
+            ]
             if ids and not checked:
                 _check_model(self, name, texts, vectors)
                 checked = True
             if ids:
                 self.remember_many(
                     texts,
-                    categories=[category] * len(ids),
+                    categories=cats,
                     metadatas=metas,
                     ids=ids,
                     namespace=ns,
@@ -264,6 +273,16 @@ def _importable(
         if embs is not None:
             vectors.append(embs[k])
     return ids, texts, metas, vectors
+
+
+def _own_category(metadata: dict[str, Any]) -> str | None:
+    """The category an Oblivion store's collection records in a record's metadata,
+    taken out of it (``None``: inferred from the text, as when it is missing)."""
+    found = metadata.pop("category", None)
+    try:
+        return check_category(found) if found is not None else None
+    except InvalidInputError:
+        return None
 
 
 def _is_collection(value: object) -> bool:

@@ -475,6 +475,17 @@ def sqlite_cause(exc: sqlite3.Error) -> str | None:
     return next((cause for needle, cause in _CAUSE_BY_MESSAGE if needle in text), None)
 
 
+#: The way to a new activation database that keeps the memories, which errors about a
+#: damaged one give (the vector store alone holds no activation: a new database beside
+#: it is refused, as its memories would be orphans).
+START_OVER = (
+    "to start over instead, move it (with the -wal and -shm files beside it) and the "
+    "chroma/ folder beside it aside, and open the store again: the old chroma/ folder "
+    "keeps every memory's vector and text, and `oblivion import PATH OLD_CHROMA "
+    "COLLECTION` brings each namespace's collection into the new store (as new memories)"
+)
+
+
 #: Lock descriptors this process holds (:func:`take_store_lock`). An ``flock`` lasts while
 #: any copy of its descriptor is open, so a child forked while a store was open (a
 #: multiprocessing pool, a pre-forking server) kept it locked after ``close()``, until the
@@ -607,7 +618,7 @@ class StateDB:
             if version is not None and (isinstance(version, bool) or not isinstance(version, int)):
                 raise self._damaged(
                     f"its schema_version is {version!r}, not a number",
-                    "move it aside (the chroma/ folder beside it keeps the vectors) and open again",
+                    f"restore it from a backup; {START_OVER}",
                 )
             if version is not None and version > SCHEMA_VERSION:
                 raise StoreError(
@@ -631,10 +642,8 @@ class StateDB:
                 raise self._error(exc) from exc
             raise StoreCorruptError(
                 f"{self.path} is not a valid Oblivion activation database ({exc}). It was not "
-                "modified, and Oblivion does not repair it: move it aside (or restore a "
-                "backup) and open the store again; the vectors in the chroma/ folder beside "
-                "it are intact, and so are the texts (the records' documents) unless the "
-                "store was written with documents=False"
+                "modified, and Oblivion does not repair it: restore it from a backup (the "
+                f"sqlite3 tool's .recover salvages what is readable); {START_OVER}"
             ) from exc
         except Exception:
             self._abandon()
@@ -669,9 +678,8 @@ class StateDB:
         if cause == "corrupt":
             return StoreCorruptError(
                 f"{where} is damaged ({exc}). Oblivion does not repair it: restore it from a "
-                "backup, or move it aside (with the -wal and -shm files beside it) and open "
-                "the store again to start a new activation database; the sqlite3 command "
-                "line tool's .recover command can salvage what is still readable from it"
+                "backup (the sqlite3 command line tool's .recover command salvages what is "
+                f"still readable from it); {START_OVER}"
             )
         if cause == "full":
             return StoreError(
@@ -1991,6 +1999,53 @@ def _write_batch(conn: sqlite3.Connection, batch: _Batch) -> None:
 
 #: The one row of a summary whose originals were all forgotten (no memory id is empty).
 _NO_ORIGINALS = ""
+
+
+def folder_in_use(folder: Path) -> bool:
+    """Whether an Oblivion instance (this or another process on this host) holds the
+    store in ``folder`` open: its lock (:func:`take_store_lock`) is taken. Nothing is
+    created or kept."""
+    try:
+        import fcntl
+    except ImportError:
+        return False  # Windows: no way to tell
+    try:
+        fd = os.open(folder / StateDB.LOCK, os.O_RDONLY)
+    except OSError:
+        return False  # no lock file: never opened there
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)  # closing drops the shared lock, if taken
+    return False
+
+
+def folder_meta(folder: Path, key: str) -> Any:
+    """The meta value ``key`` of the activation database in ``folder``, read only;
+    ``None`` when there is none to read (no folder, no database, a damaged one)."""
+    db = folder / StateDB.FILE
+    if not db.is_file():
+        return None
+    try:
+        conn = sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True, timeout=1.0)
+        try:
+            row = conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        finally:
+            conn.close()
+        return json.loads(row[0]) if row else None
+    except (sqlite3.Error, ValueError, TypeError):
+        return None
+
+
+def folder_store_id(folder: Path) -> str | None:
+    """The store id of the Oblivion store whose state is in ``folder`` (``None``: none
+    to read)."""
+    try:
+        return _store_id(folder_meta(folder, "store_id"))
+    except ValueError:
+        return None
 
 
 def _store_id(value: object) -> str | None:

@@ -163,6 +163,7 @@ class VectorStore:
         #: and checks nothing.
         self.owner: str | None = None
         self._owner_label = ""
+        self._original: Callable[[str], bool] | None = None
         #: Namespaces whose collection may lack records: made again after it vanished
         #: (a server that lost its data), or not countable when first used. The engine
         #: puts their records back before it next queries one (:meth:`VectorSync.refill`).
@@ -314,7 +315,9 @@ class VectorStore:
         )
 
     # ---------------------------------------------------------------- collections
-    def bind(self, owner: str, label: str) -> None:
+    def bind(
+        self, owner: str, label: str, *, original: Callable[[str], bool] | None = None
+    ) -> None:
         """Claim this store's collections for the Oblivion store ``owner`` (its id, kept in
         its activation database; ``label`` names it in errors: its absolute state folder,
         with the host for a vector store the Oblivion store was given).
@@ -327,6 +330,13 @@ class VectorStore:
         A collection without an owner (written before owners were recorded) is claimed, and
         so is an empty one of the same label (its database made again); another
         store's is refused even empty: that store may be open, writing through its handle.
+
+        ``original(other_label)``: whether the store a collection of this owner names by
+        another label is open now, this store being a copy of it (a backup, a copied
+        folder, opened on the same server prefix): refused too, or each would delete
+        the other's newer records. Without it (or when it says no: the folder moved, or
+        the original is closed and this is its backup restored in its place) the
+        collection is relabelled.
         """
         if self.owner is not None and self.owner != owner:
             raise StoreConflictError(
@@ -336,11 +346,12 @@ class VectorStore:
                 "with its own prefix=...)"
             )
         self.owner, self._owner_label = owner, label
+        self._original = original
 
     def unbind(self) -> None:
         """Forget the owner :meth:`bind` set (its Oblivion store closed), and the
         collections opened for it."""
-        self.owner, self._owner_label = None, ""
+        self.owner, self._owner_label, self._original = None, "", None
         self._collections.clear()
         self.unchecked.clear()  # the next store checks each namespace when first used
 
@@ -376,6 +387,17 @@ class VectorStore:
         if found == self.owner and meta.get("oblivion_state") == self._owner_label:
             return
         mine = meta.get("oblivion_state") == self._owner_label
+        other = str(meta.get("oblivion_state", ""))
+        if found == self.owner and self._original is not None and self._original(other):
+            raise StoreConflictError(
+                f"the collection {col.name!r} (namespace {namespace!r}) belongs to the "
+                f"Oblivion store whose state is {other!r}, open now, and this store's state "
+                f"folder {self._owner_label!r} is a copy of it (a backup, or the folder "
+                "copied): sharing the collection, each would delete the other's newer "
+                "records. Open the copy with its own prefix=... (its collections are filled "
+                "there from its activation database), or, to restore it in the original's "
+                "place, close the original first"
+            )
         held = int(col.count()) if found not in (None, self.owner) else 0
         if found not in (None, self.owner) and (held > 0 or not mine):
             # another store's, even empty: it may be open, writing through its own handle

@@ -10,6 +10,14 @@ Chroma right from SQLite: records put back, records of no memory removed, record
 failed edit changed written again, every record copied after a move. The engine calls it
 when a namespace is loaded, before a query reads Chroma, and from
 ``Oblivion.repair_vector_store``; it runs under the engine's lock.
+
+A load compares counts only (one call; comparing ids would read every id of a large
+namespace on each load): a ``chroma/`` folder restored from an older copy that holds as
+many records as SQLite does memories (as many forgotten since as written) passes it.
+``repair_vector_store()`` compares ids and puts that right; run it after restoring a
+vector store from a copy. (Records whose text an edit changed since keep the copy's
+vectors: restore a store from ``Oblivion.backup()``, which fills its vector store from
+the vectors it holds, rather than from a copy of its ``chroma/`` folder.)
 """
 
 from __future__ import annotations
@@ -77,12 +85,13 @@ class VectorSync:
     ) -> tuple[int, int]:
         """Put back into the vector store the memories of ``ns`` it lost, from the
         vectors SQLite keeps: a ``chroma/`` folder deleted or restored from an older
-        backup, a server's collection dropped, a crash between a delete's Chroma call and
-        its commit. Unchecked, recall through Chroma silently missed them. ``held``: the
-        vector store's ids (else its count is compared first); records of no memory are
-        removed. After the store moved to another vector store, every memory is
-        copied there instead (:meth:`_copy_moved`). Returns how many records were put
-        back and how many removed.
+        backup (when its count differs, see the module doc), a server's collection
+        dropped, a crash between a delete's Chroma call and its commit. Unchecked,
+        recall through Chroma silently missed them. ``held``: the vector store's ids
+        (else its count is compared first); records of no memory are removed. After
+        the store moved to another vector store, every memory is copied there instead
+        (:meth:`_copy_moved`). Returns how many records were put back and how many
+        removed.
 
         Raises:
             StoreCorruptError: some have no vector in SQLite (a version-1 store).

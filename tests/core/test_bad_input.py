@@ -459,7 +459,9 @@ def test_corrupt_database_is_reported_and_left_untouched(tmp_path: Path) -> None
     db = tmp_path / "oblivion.sqlite3"
     db.write_bytes(b"this is not sqlite " * 200)
     digest = _hash(db)
-    with pytest.raises(StoreCorruptError, match="move it aside"):
+    with pytest.raises(
+        StoreCorruptError, match=r"restore it from a backup.*move it .* aside.*oblivion import"
+    ):
         _open(tmp_path)
     assert _hash(db) == digest
     with pytest.raises(StoreCorruptError):  # the failed open did not leave the store locked

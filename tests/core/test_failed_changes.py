@@ -273,6 +273,10 @@ def test_an_edit_chroma_took_but_could_not_undo_is_put_right_once_it_is_back(
     SQLite holds it (a server review saw the failed edit's text found by recall)."""
     mem = _open(tmp_path)
     _seed(mem)
+    mem.remember("Lovely weather today!", id="chat")
+    mem.invalidate("chat")
+    mem.maintain()
+    assert any(r.tier != Tier.ACTIVE for r in mem.records())  # an empty archive is not asked
     mem.EXACT_ARCHIVE_ROWS = 0  # recall asks Chroma
     mem.SKETCH_ARCHIVE_ROWS = 0
     real_add = mem.store.add

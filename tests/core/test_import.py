@@ -22,6 +22,8 @@ from oblivion_core import (
     ImportReport,
     InvalidInputError,
     Oblivion,
+    StoreCorruptError,
+    VectorStore,
     VectorStoreError,
 )
 from oblivion_core.cli import main
@@ -516,6 +518,69 @@ def test_oblivion_import_command(
     with Oblivion(store, embedder=real_embedder) as mem:
         assert sorted(r.id for r in mem.records(namespace="u1")) == ["a", "b"]
         assert [r.id for r in mem.records(namespace="y")] == ["c"]
+
+
+def test_oblivion_import_says_what_to_change_for_a_bad_chroma_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A damaged Chroma database gets the CLI's one-line message, not a traceback, and
+    the store is not touched."""
+    bad = tmp_path / "bad-chroma"
+    bad.mkdir()
+    (bad / "chroma.sqlite3").write_bytes(os.urandom(8192))
+    store = tmp_path / "mem"
+    assert main(["import", str(store), str(bad), "notes"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("oblivion import: StoreError: Chroma cannot open the database in")
+    assert "Traceback" not in err and not store.exists()
+
+
+@pytest.mark.server
+def test_oblivion_import_refuses_a_store_kept_on_a_server(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], chroma_server: tuple[str, int]
+) -> None:
+    """A store whose vectors are on a Chroma server is not opened by the CLI with a
+    chroma/ folder (a move there, and back when the app opens it): the error says to
+    import from the app."""
+    host, port = chroma_server
+    server = VectorStore.server(host, port, prefix=f"cli-{os.getpid()}")
+    with memory(tmp_path / "mem", vector_store=server) as mem:
+        mem.remember("kept on the server", id="k")
+    source = chromadb.PersistentClient(str(tmp_path / "app-chroma"))
+    source.create_collection("notes").add(ids=["a"], embeddings=[[1.0, 0.0]], documents=["x"])
+    assert main(["import", str(tmp_path / "mem"), str(tmp_path / "app-chroma"), "notes"]) == 1
+    err = capsys.readouterr().err
+    assert "keeps its vectors in the Chroma server at" in err and "mem.import_chroma" in err
+    assert not (tmp_path / "mem" / "chroma").exists()
+
+
+def test_a_store_whose_database_is_damaged_comes_back_as_its_error_says(
+    tmp_path: Path,
+) -> None:
+    """The advice for a damaged activation database works: the database and chroma/
+    folder moved aside, the store opened again, and the old folder's collection
+    imported, each memory comes back with its text, vector and category."""
+    store = tmp_path / "mem"
+    with memory(store) as mem:
+        rule = mem.remember("Always answer in British English.")
+        fact = mem.remember("The launch moved to 28 March.", category="fact")
+    db = store / "oblivion.sqlite3"
+    with db.open("r+b") as f:
+        f.truncate(db.stat().st_size // 2)
+    with pytest.raises(StoreCorruptError, match="oblivion import PATH OLD_CHROMA COLLECTION"):
+        memory(store)
+    for name in ("oblivion.sqlite3", "oblivion.sqlite3-wal", "oblivion.sqlite3-shm", "chroma"):
+        if (store / name).exists():
+            (store / name).rename(tmp_path / f"old-{name}")
+    old = chromadb.PersistentClient(str(tmp_path / "old-chroma"))
+    with memory(store) as mem:
+        (collection,) = old.list_collections()
+        report = mem.import_chroma(collection)
+        assert report.imported == 2 and not report.skipped
+        back = {r.id: r for r in mem.records()}
+        assert back[rule.id].category == "instruction" and back[fact.id].category == "fact"
+        assert back[fact.id].metadata == {}  # the category is not left in the metadata
+        assert mem.recall("When is the launch?", k=1).ids == [fact.id]
 
 
 def test_import_report_counts_everything() -> None:

@@ -187,6 +187,8 @@ def test_the_bm25_index_is_saved_beside_the_local_state(
         load = mem._lex._load
         mem._lex._load = lambda ns: (built.append(ns), load(ns))[1]
         mem.EXACT_ARCHIVE_ROWS = mem.SKETCH_ARCHIVE_ROWS = 0  # the archive from the server
+        clock.advance(60 * DAY)
+        assert mem.maintain().ids("archive")  # an archive to search (an empty one is not)
         found = mem.recall("Lisbon flight", k=1, deep=True, feedback=False)
         assert found.ids == before and found.searched_archive
         assert mem.stats()["archive_search"] == "chroma"

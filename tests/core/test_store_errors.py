@@ -235,7 +235,7 @@ def _assert_corrupt_error(exc: BaseException, db: Path) -> None:
     assert str(db) in str(exc)
     assert "does not repair" in str(exc)
     assert "backup" in str(exc)
-    assert "move it aside" in str(exc)
+    assert "restore it from a backup" in str(exc) and "oblivion import PATH" in str(exc)
     assert isinstance(exc.__cause__, sqlite3.DatabaseError)
 
 

@@ -52,6 +52,34 @@ def test_a_second_store_on_the_same_collections_is_refused_and_harms_nothing(
         b.close()
 
 
+def test_a_backup_opened_on_the_vector_store_of_its_open_original_is_refused(
+    tmp_path: Path,
+) -> None:
+    """A backup (or a copied state folder) keeps its store's id. Opened on the vector
+    store the original uses while the original is open, it is refused: rewriting the
+    collection to match itself would delete the original's records written since the
+    backup. Once the original is closed, the backup opened there is a restore."""
+    shared = tmp_path / "vectors"
+    orig = _open(tmp_path / "state", VectorStore.embedded(shared))
+    orig.remember_many([f"old fact {i} about the shed" for i in range(5)])
+    orig.backup(tmp_path / "backup")
+    newer = orig.remember_many([f"new fact {i} about the boat" for i in range(3)])
+    copy = _open(tmp_path / "backup", VectorStore.embedded(shared))
+    try:
+        with pytest.raises(StoreConflictError, match=r"open now.*is a copy of it.*own prefix"):
+            copy.load()
+        with pytest.raises(StoreConflictError, match="is a copy of it"):
+            copy.recall("old fact", deep=True)
+    finally:
+        copy.close()
+    assert orig.store.count("default") == 8  # nothing of the original's was deleted
+    assert orig.recall("new fact 2 about the boat", k=1, deep=True).ids == [newer[2].id]
+    orig.close()
+    with _open(tmp_path / "backup", VectorStore.embedded(shared)) as restored:
+        restored.load()  # the original closed: restored in its place
+        assert restored.store.count("default") == 5 == restored.count()
+
+
 def test_two_apps_each_opening_the_same_relative_path_are_two_stores(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
