@@ -77,6 +77,28 @@ def check_utf8(text: str, name: str) -> str:
     return text
 
 
+def clean_text(text: str | None) -> str:
+    """``text`` as the engine accepts it: NULs as spaces, lone surrogates as ``"?"``;
+    ``""`` when nothing but whitespace is left.
+
+    For the adapters' user input, which may carry either (a pasted binary, a badly
+    decoded file): the engine rejects both in a query or a memory text (:func:`check_text`,
+    :func:`check_utf8`), and one stray character must not crash an agent run, a chain or
+    a chat turn. A query made of nothing else recalls nothing.
+    """
+    cleaned = storable(text or "")
+    return cleaned if cleaned.strip() else ""
+
+
+def storable(text: str) -> str:
+    """``text`` with NULs as spaces and lone surrogates as ``"?"`` (whitespace kept)."""
+    if "\x00" in text:
+        text = text.replace("\x00", " ")
+    if text.isascii():
+        return text
+    return text.encode("utf-8", "replace").decode("utf-8")
+
+
 def check_flag(value: object, name: str) -> bool:
     if not isinstance(value, bool | np.bool_):
         raise InvalidInputError(f"{name} must be True or False, got {value!r}")

@@ -27,6 +27,7 @@ from oblivion_core.errors import (
 
 if TYPE_CHECKING:
     from oblivion_core.engine import Oblivion
+    from oblivion_core.typing import Embedder
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -234,11 +235,10 @@ def _recall(args: argparse.Namespace) -> int:
     archive searched in process (the copy has no vector store), and nothing boosted."""
     import tempfile
 
-    from oblivion_core.embedding import FastEmbedEmbedder
     from oblivion_core.engine import Oblivion
     from oblivion_core.store import VectorStore
 
-    embedder = FastEmbedEmbedder(model_path=args.model) if args.model else None
+    embedder = _model(args.model)
     with tempfile.TemporaryDirectory(prefix="oblivion-recall-") as scratch:
         copy = _copy(args.path, Path(scratch) / "copy", "recall")
         store = VectorStore.in_memory()
@@ -278,7 +278,6 @@ def _import(args: argparse.Namespace) -> int:
     """``oblivion import``: :meth:`Oblivion.import_chroma` of a collection on disk."""
     import chromadb
 
-    from oblivion_core.embedding import FastEmbedEmbedder
     from oblivion_core.engine import Oblivion
     from oblivion_core.state import StateDB, folder_meta
 
@@ -319,18 +318,43 @@ def _import(args: argparse.Namespace) -> int:
             raise InvalidInputError(
                 f'--where is not JSON ({exc}); write it as \'{{"user_id": "42"}}\''
             ) from exc
-    embedder = FastEmbedEmbedder(model_path=args.model) if args.model else None
+    embedder = _model(args.model)
     with Oblivion(args.path, embedder=embedder) as mem:
-        report = mem.import_chroma(
-            client.get_collection(args.collection),
-            namespace=args.namespace,
-            category=args.category,
-            reembed=args.reembed,
-            supersede=False if args.no_supersede else None,
-            where=where,
-        )
+        try:
+            report = mem.import_chroma(
+                client.get_collection(args.collection),
+                namespace=args.namespace,
+                category=args.category,
+                reembed=args.reembed,
+                supersede=False if args.no_supersede else None,
+                where=where,
+            )
+        except EmbeddingError as exc:
+            if "another model" not in str(exc) and "-d vectors" not in str(exc):
+                raise
+            # the engine's advice names Python arguments; here they are flags
+            raise EmbeddingError(
+                f"{str(exc).split(': pass reembed=True')[0]}: add --reembed to embed its "
+                "texts with the store's model, or --model DIR to open the store with the "
+                "model that made them (its folder of model.onnx and tokenizer.json)"
+            ) from exc
     print(report)
     return 0
+
+
+def _model(path: str | None) -> Embedder | None:
+    """The local model read from ``--model DIR`` (``None``: the default), checked here
+    so that the error names the flag."""
+    from oblivion_core.embedding import FastEmbedEmbedder
+
+    if path is None:
+        return None
+    if not Path(path).is_dir():
+        raise StorePathError(
+            f"--model {path!r} is not a directory; give the folder holding the model's "
+            "model.onnx and tokenizer.json, or leave --model out for the default model"
+        )
+    return FastEmbedEmbedder(model_path=path)
 
 
 @contextlib.contextmanager

@@ -646,7 +646,8 @@ class Oblivion:
         The switch changes future decay only: new half-lives start new pieces of the
         categories' decay clocks at "now" (O(categories)); a new ``floor_fraction`` or
         ``stability_sigma`` also folds the decay so far into every memory's activation
-        (O(memories)). The switch is recorded in the journal with ``reason``. Namespaces
+        (O(memories)), and a lower ``cap`` brings the activations above it down to it.
+        The switch is recorded in the journal with ``reason``. Namespaces
         read from the store for it are let go again (:meth:`unload`).
         """
         if namespace is not None:
@@ -681,11 +682,14 @@ class Oblivion:
                 for ns in known:
                     before = self._policy_of(ns)
                     after = new
-                    if (before.floor_fraction, before.stability_sigma) != (
+                    lower_cap = after.cap < before.cap
+                    if lower_cap or (before.floor_fraction, before.stability_sigma) != (
                         after.floor_fraction,
                         after.stability_sigma,
                     ):
-                        self._rebase(self._space(ns), self._now(ns))
+                        self._rebase(
+                            self._space(ns), self._now(ns), cap=after.cap if lower_cap else None
+                        )
                 with self._db.transaction() as conn:
                     if namespace is None:
                         old = self._policy.name
@@ -1526,14 +1530,17 @@ class Oblivion:
             c["access_count"][i] += 1
             c["last_accessed"][i] = now
 
-    def _rebase(self, space: Space, now: float) -> None:
+    def _rebase(self, space: Space, now: float, *, cap: float | None = None) -> None:
         """Fold the decay until ``now`` into ``a_ref`` under the policy in force, so a new
         floor or slowing by use (``floor_fraction``, ``stability_sigma``) changes future
-        decay only. A new half-life alone needs no rebase: the clocks start a new piece."""
+        decay only; with a lower ``cap``, activations above it come down to it (the
+        policy switch's journal entry says so). A new half-life alone needs no rebase:
+        the clocks start a new piece."""
         st = space.state
         if st.n == 0:
             return
-        st.col("a_ref")[:] = self._activation(st.namespace, st, now)
+        acts = self._activation(st.namespace, st, now)
+        st.col("a_ref")[:] = acts if cap is None else np.minimum(acts, cap)
         st.col("d_ref")[:] = self._clock_now(st.namespace, st, now)[st.col("cat")]
         with self._db.transaction() as c:
             self._db.save_activation(c, st, range(st.n))

@@ -6,6 +6,7 @@ Part of :class:`~oblivion_core.engine.Oblivion`: each function here is one of it
 
 from __future__ import annotations
 
+import heapq
 import logging
 import uuid
 from collections.abc import Mapping
@@ -393,28 +394,48 @@ def _move_to_active(
 
 
 def _room_for(
-    self: Oblivion, ns: str, space: Space, policy: Policy, now: float, ids: list[str]
+    self: Oblivion,
+    ns: str,
+    space: Space,
+    policy: Policy,
+    now: float,
+    ids: list[str],
+    acts: np.ndarray[Any, Any] | None = None,
 ) -> list[str]:
-    """Which of ``ids`` (archived memories a boost lifted above ``archive_high``) the
-    active tier takes: all while it is below its target; over it, one whose
-    activation beats the least activated active memory by the band's width, as
-    :meth:`maintain` ranks them. A promotion that did not cost the next
-    ``maintain()`` one of the two again, and the next recall brought it back: two
-    memories at the cut swapped tiers on every recall and maintain."""
+    """Which of ``ids`` (archived memories a boost lifted above ``archive_high``, at
+    activations ``acts``, else their activations now) the active tier takes: all while
+    it is below its target; over it, one whose activation beats, by the band's width,
+    the least activated of the memories the next :meth:`maintain` keeps (the target's
+    worth of the most activated active ones, and those promoted before it). Else the
+    promotion cost the next ``maintain()`` one of the two again, and the next recall
+    brought it back: two memories at the cut swapped tiers on every recall and
+    maintain. (Compared with the least activated active memory, a new write that the
+    next maintain archives let every hit in, to be archived again.)"""
     st = space.state
     target = policy.active_target(st.n)
     room = len(ids) if target is None else target - len(space.index)
     if not ids or room >= len(ids):  # nothing to rank: the floor is not read
         return ids
-    acts = self._activation(ns, st, now, np.asarray([st.index[m] for m in ids], np.int64))
+    if acts is None:
+        acts = self._activation(ns, st, now, np.asarray([st.index[m] for m in ids], np.int64))
     active = np.flatnonzero(st.col("tier") == ACTIVE)
-    floor = float(self._activation(ns, st, now, active).min()) if len(active) else -1.0
+    # the activations maintain() keeps (at most the target's worth): a min-heap
+    kept = self._activation(ns, st, now, active) if len(active) else np.zeros(0)
+    if target is not None and len(kept) > target:
+        kept = np.partition(kept, len(kept) - target)[len(kept) - target :]
+    heap = sorted(float(a) for a in kept)
     width = policy.archive_high - policy.archive_low
     out: list[str] = []
-    for j in np.argsort(-acts, kind="stable").tolist():
-        if room > 0 or acts[j] - width > floor:
-            out.append(ids[j])
+    for j in np.argsort(-np.asarray(acts), kind="stable").tolist():
+        a = float(acts[j])
+        if room > 0:
             room -= 1
+            heapq.heappush(heap, a)
+        elif heap and a - width > heap[0]:
+            heapq.heapreplace(heap, a)  # it takes the place of the least activated
+        else:
+            continue
+        out.append(ids[j])
     return out
 
 

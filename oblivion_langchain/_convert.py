@@ -18,6 +18,7 @@ from langchain_core.messages import BaseMessage, HumanMessage
 
 from oblivion_core import Oblivion
 from oblivion_core.budget import check_budget
+from oblivion_core.checks import clean_text as clean_text  # the adapters import it from here
 from oblivion_core.checks import scored_category, scored_importance
 from oblivion_core.errors import InvalidInputError
 from oblivion_core.recall import RecalledItem
@@ -137,20 +138,6 @@ def message_key(index: int, message: BaseMessage) -> str:
         return str(message.id)
     digest = hashlib.sha1(message_text(message).encode("utf-8")).hexdigest()[:16]
     return f"{index}:{digest}"
-
-
-def clean_text(text: str | None) -> str:
-    """``text`` as the engine accepts it: NULs as spaces, lone surrogates as ``"?"``;
-    ``""`` when nothing but whitespace is left.
-
-    User input may carry either (a pasted binary, a badly decoded file). The engine
-    rejects both in a query or a memory text, and one stray character must not crash an
-    agent run or a chain: a query made of nothing else recalls nothing.
-    """
-    if not text:
-        return ""
-    cleaned = text.replace("\x00", " ").encode("utf-8", "replace").decode("utf-8")
-    return cleaned if cleaned.strip() else ""
 
 
 #: Put by :func:`fit_text` at the end of a cut text.

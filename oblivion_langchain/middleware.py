@@ -14,6 +14,7 @@ from langchain.agents.middleware.types import ModelCallResult, PrivateStateAttr
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
+    HumanMessage,
     SystemMessage,
     ToolMessage,
 )
@@ -42,6 +43,7 @@ from oblivion_langchain._convert import (
     budget,
     clean_text,
     fit_text,
+    is_summary,
     latest_human,
     latest_summary,
     message_key,
@@ -65,6 +67,10 @@ DEFAULT_HEADER = "Relevant memories from earlier conversations (most relevant fi
 
 #: Put between the agent's own system prompt and the memory block.
 SEPARATOR = "\n\n"
+
+#: Times a recall is asked again for more memories when those it returned are turns
+#: still in the thread (each time for as many more as it repeated).
+_WIDEN_TIMES = 4
 
 NamespaceResolver = Callable[[Runtime[Any], RunnableConfig], "str | None"]
 UsedRule = Callable[[str, Sequence[tuple[str, str]]], list[str]]
@@ -90,6 +96,15 @@ class _TurnMemory:
     category: str
     importance: float
     metadata: dict[str, Any]
+
+
+def _turn_of(text: str, users: set[str] | None) -> bool:
+    """Whether ``text`` is a turn memory (``"user: ..."``, as :meth:`_record` writes
+    them) of one of the user messages ``users``."""
+    if not users or not text.startswith("user: "):
+        return False
+    user = text[len("user: ") :].split("\nassistant: ", 1)[0]
+    return user in users
 
 
 def _bullet(text: str) -> str:
@@ -367,9 +382,16 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
         # A NUL or lone surrogate in the message would make the engine reject the query
         # and crash the run: cleaned out, like OblivionStore cleans its queries.
         user = clean_text(message_text(found[1])).strip()
+        # earlier turns of this thread still in the messages (a checkpointer keeps them):
+        # their memories are not shown again, and do not take others' places
+        visible = {
+            clean_text(message_text(m)).strip()
+            for m in state["messages"][: found[0]]
+            if isinstance(m, HumanMessage) and not is_summary(m)
+        }
         try:
             self._apply_policy(namespace)
-            context, recalled = self._recall(user, namespace)
+            context, recalled = self._recall(user, namespace, visible - {""})
         except OUTAGES as exc:
             if self.on_error == "raise":
                 raise
@@ -512,8 +534,17 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
                 )
             self._policy_done.add(ns)
 
-    def _recall(self, query: str, namespace: str | None) -> tuple[str, list[list[str]]]:
-        """The rendered block and the ``[id, text]`` pairs it shows, best first."""
+    def _recall(
+        self, query: str, namespace: str | None, visible: set[str] | None = None
+    ) -> tuple[str, list[list[str]]]:
+        """The rendered block and the ``[id, text]`` pairs it shows, best first.
+
+        ``visible``: the user messages of earlier turns still in the thread. A turn
+        memory of one of them is not shown: while the recall returns such repeats and
+        fewer than ``k`` others, it is asked again for that many more (their tokens on
+        top of the budget), up to ``_WIDEN_TIMES`` times; it reads only then, and the
+        memories shown get the recall's boost after.
+        """
         if not query or self.token_budget == 0:
             return "", []
         count = self.oblivion.token_counter
@@ -521,19 +552,38 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
         # Leave the header's tokens out of what recall may pack, so render rarely drops lines.
         items_budget = None if room is None else max(room - count(self.header + "\n"), 0)
         try:
-            result = self.oblivion.recall(
-                query,
-                token_budget=items_budget,
-                k=self.k,
-                namespace=namespace,
-                standing=self.standing,
-            )
+            k = self.k if self.k is not None else self.oblivion.policy_for(namespace).default_k
+            per_item = self.oblivion.policy_for(namespace).per_item_tokens
         except UnknownNamespaceError:
             return "", []
+        want, extra, before = k, 0, -1
+        for _ in range(_WIDEN_TIMES + 1):
+            result = self.oblivion.recall(
+                query,
+                token_budget=None if items_budget is None else items_budget + extra,
+                k=want,
+                namespace=namespace,
+                standing=self.standing,
+                feedback=not visible,
+            )
+            repeats = [it for it in result.items if _turn_of(it.text, visible)]
+            got = len(result.items)
+            if not repeats or got - len(repeats) >= k or got <= before:
+                break  # none to replace, k others, or no more to be had
+            before = got
+            extra = sum(it.tokens + per_item for it in repeats)
+            want = k + len(repeats)
+        items = [it for it in result.items if not _turn_of(it.text, visible)][:k]
         block, shown = render(
-            result.texts, counter=count, budget=room, header=self.header, line=_bullet
+            [it.text for it in items], counter=count, budget=room, header=self.header, line=_bullet
         )
-        return block, [[item.id, item.text] for item in result.items[:shown]]
+        if visible and shown:  # read only: the boost recall's feedback gives, to those shown
+            self.oblivion.reinforce(
+                [it.id for it in items[:shown]],
+                relevances=[min(max(it.relevance, 0.0), 1.0) for it in items[:shown]],
+                namespace=namespace,
+            )
+        return block, [[item.id, item.text] for item in items[:shown]]
 
     def _inject(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
         memo = _memo(request.state or {})

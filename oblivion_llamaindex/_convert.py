@@ -12,7 +12,7 @@ from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, TextN
 from pydantic import AfterValidator, BeforeValidator
 
 from oblivion_core.budget import check_budget, check_k
-from oblivion_core.checks import check_standing
+from oblivion_core.checks import check_standing, storable
 from oblivion_core.errors import InvalidInputError
 from oblivion_core.recall import RecalledItem
 from oblivion_core.records import check_metadata
@@ -164,8 +164,10 @@ def json_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def message_text(message: ChatMessage) -> str:
-    """The text blocks of a chat message, joined (``""`` when it has none)."""
-    return message.content or ""
+    """The text blocks of a chat message, joined (``""`` when it has none), as the engine
+    takes it (:func:`~oblivion_core.checks.storable`: a NUL or lone surrogate pasted
+    into a message would fail the turn's recall, and the next turns' writes)."""
+    return storable(message.content or "")
 
 
 def role(message: ChatMessage) -> str:

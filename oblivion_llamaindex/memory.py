@@ -45,7 +45,6 @@ from oblivion_llamaindex._engine import (
     open_oblivion,
     reinforce_shown,
     remember_queued,
-    renamed,
     restore_private,
 )
 
@@ -86,15 +85,14 @@ class OblivionMemory(BaseMemory):
     the message when its role is in ``remember_roles``. The newest message is written
     to the engine right after the next ``get`` recalls (so it does not recall itself)
     or at the next ``put``/``flush``; a text the engine refuses (e.g. longer than
-    ``policy.max_text_chars``) raises there once, naming the message, and stays in the
-    short-term history only (written by ``get``, it is a warning on the
-    ``oblivion_llamaindex`` logger instead: a chat engine calls ``get`` before the
-    LLM, and a pasted log must not cost the user the turn's answer). When the write
-    fails otherwise (the embedder times out, the store is busy), that error is raised
-    and the messages not stored stay queued: the next ``put``/``get``/``flush`` writes
-    them. Raised from ``put``,
-    ``put_messages``, ``set`` or ``reset``, either error comes after the call did its
-    own work: no message is lost to it.
+    ``policy.max_text_chars``) is a warning on the ``oblivion_llamaindex`` logger naming
+    the message, which stays in the short-term history only (as ``OblivionMemoryBlock``
+    does: a pasted log must not cost the user a turn's answer). NULs and lone
+    surrogates are read as spaces and ``"?"``. When the write fails otherwise (the
+    embedder times out, the store is busy), that error is raised and the messages not
+    stored stay queued: the next ``put``/``get``/``flush`` writes them. Raised from
+    ``put``, ``put_messages``, ``set`` or ``reset``, it comes after the call did its own
+    work: no message is lost to it.
     A memory whose text is still visible among the recent turns is not listed again,
     and does not take the place of another: while the recall returns such repeats and
     fewer than ``k`` others, it is asked again, for as many more memories. The
@@ -320,7 +318,7 @@ class OblivionMemory(BaseMemory):
             if history and room < 0:
                 # Even the latest message does not fit: hand it over alone and let the
                 # LLM report it, as ChatMemoryBuffer does.
-                self._flush(warn=True)
+                self._save()
                 self._shown = []
                 return history[-1:]
             budget = min(math.floor(available * self.memory_token_ratio), room)
@@ -329,7 +327,7 @@ class OblivionMemory(BaseMemory):
             # repeating one of them is not listed, so it must not take a memory's place.
             widest = _newest(history, costs, available)
             pool = self._recall(query, budget, widest) if query and budget > 0 else []
-            self._flush(warn=True)
+            self._save()
             hidden: set[str] = set()
             while True:
                 items = self._pick(pool, hidden)
@@ -394,14 +392,15 @@ class OblivionMemory(BaseMemory):
                 policy = engine.policy_for(self.namespace)
                 k = self.k if self.k is not None else policy.default_k
                 self._limits = (budget - header, k, policy.per_item_tokens)
-                want, extra = k, 0
+                want, extra, before = k, 0, -1
                 for _ in range(_WIDEN_TIMES + 1):
                     self._last = self._read(query, budget - header + extra, want)
                     repeats = [it for it in self._last if it.text in visible]
-                    if len(self._last) - len(repeats) >= k or len(self._last) < want:
-                        break  # k others found, or all there is
-                    # asked again for that many more (want grows: more than want - k
-                    # repeats), their tokens on top of the budget
+                    got = len(self._last)
+                    if not repeats or got - len(repeats) >= k or got <= before:
+                        break  # none to replace, k others, or no more to be had
+                    # asked again for that many more, their tokens on top of the budget
+                    before = got
                     extra = sum(it.tokens + policy.per_item_tokens for it in repeats)
                     want = k + len(repeats)
             except UnknownNamespaceError:
@@ -475,11 +474,10 @@ class OblivionMemory(BaseMemory):
         latest ``get``.
 
         Raises:
-            InvalidInputError: the engine refused the message put before this one (see
-                the class doc); this message was appended all the same.
             OblivionError: writing the waiting messages failed (e.g. the embedder timed
                 out); this message was appended all the same, and the waiting ones stay
-                queued for the next ``put``/``get``/``flush``.
+                queued for the next ``put``/``get``/``flush``. (A text the engine
+                refuses is a logged warning: see the class doc.)
         """
         _check_message(message)
         self._put([message])
@@ -488,8 +486,6 @@ class OblivionMemory(BaseMemory):
         """Append several messages, as :meth:`put` does one by one.
 
         Raises:
-            InvalidInputError: the engine refused one of them; raised once all of them
-                are appended, so a refused message never costs the ones after it.
             OblivionError: as for :meth:`put`, raised once all of them are appended.
         """
         messages = list(messages)
@@ -514,12 +510,9 @@ class OblivionMemory(BaseMemory):
                         errors.append(exc)
             # The newest message waits for the next get (so it does not recall itself).
             try:
-                refused = self._save(len(self._unsaved) - (1 if queued else 0))
+                self._save(len(self._unsaved) - (1 if queued else 0))
             except Exception as exc:
                 errors.append(exc)
-            else:
-                if refused is not None:
-                    errors.append(refused)
         if errors:
             raise errors[0]
 
@@ -545,29 +538,19 @@ class OblivionMemory(BaseMemory):
     def flush(self) -> None:
         """Write messages still waiting for the engine (see the class doc)."""
         with self._lock:
-            self._flush()
+            self._save()
 
-    def _flush(self, *, warn: bool = False) -> None:
-        """Write the waiting messages; a refused text is raised, or with ``warn`` (from
-        ``get``, which a chat engine calls before answering) logged, so the turn is
-        answered all the same."""
-        refused = self._save()
-        if refused is None:
-            return
-        if not warn:
-            raise refused
-        logger.warning("%s", refused)
-
-    def _save(self, count: int | None = None) -> InvalidInputError | None:
-        """Write the waiting messages (the ``count`` oldest; ``None``: all); return the
-        engine's refusal of one, if any.
+    def _save(self, count: int | None = None) -> None:
+        """Write the waiting messages (the ``count`` oldest; ``None``: all).
 
         A message leaves the queue once the engine has dealt with it: stored, or refused
-        for its text (e.g. longer than policy.max_text_chars), which is reported once
-        and leaves the message in the short-term history only, instead of blocking every
-        later write. When the write fails otherwise (the embedder timed out, the store
-        is busy), that error is raised and the messages not stored stay queued, first in
-        line for the next write (a refused one is then refused, and reported, there).
+        for its text (e.g. longer than policy.max_text_chars), which is a warning on the
+        ``oblivion_llamaindex`` logger naming it, and leaves it in the short-term history
+        only: a chat engine puts the user's message and calls ``get`` before the LLM, and
+        a refusal raised there lost the turn's answer (and the next turn's, for an
+        answer remembered with ``remember_roles``). When the write fails otherwise (the
+        embedder timed out, the store is busy), that error is raised and the messages not
+        stored stay queued, first in line for the next write.
         """
         done = remember_queued(
             self.oblivion,
@@ -580,19 +563,19 @@ class OblivionMemory(BaseMemory):
             namespace=self.namespace,
         )
         if done is None:
-            return None
+            return
         pending, _, refused = done
-        if not refused:
-            return None
-        index, exc, why = refused[0]
-        message = pending[index]
-        text = message_text(message)
-        more = f" ({len(refused) - 1} more refused)" if len(refused) > 1 else ""
-        return renamed(
-            exc,
-            f"the {role(message)} message {text[:40]!r}{'...' if len(text) > 40 else ''} was "
-            f"not remembered{more}: {why}. It stays in the short-term history only.",
-        )
+        for index, _exc, why in refused:
+            message = pending[index]
+            text = message_text(message)
+            logger.warning(
+                "the %s message %r%s was not remembered: %s. It stays in the short-term "
+                "history only.",
+                role(message),
+                text[:40],
+                "..." if len(text) > 40 else "",
+                why,
+            )
 
     def set(self, messages: list[ChatMessage]) -> None:
         """Replace the short-term history (long-term memories are kept, nothing new is
@@ -602,9 +585,7 @@ class OblivionMemory(BaseMemory):
             self.chat_store.set_messages(self.chat_store_key, history)
             self._shown = []
             self._last_query = None
-            refused = self._save()
-        if refused is not None:
-            raise refused
+            self._save()
 
     def reset(self) -> None:
         """Clear the short-term history; long-term memories stay in the engine.
@@ -614,9 +595,7 @@ class OblivionMemory(BaseMemory):
             self._shown = []
             self._last = None
             self._last_query = None
-            refused = self._save()
-        if refused is not None:
-            raise refused
+            self._save()
 
 
 def _check_message(message: object) -> None:

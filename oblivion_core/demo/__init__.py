@@ -13,6 +13,7 @@ import contextlib
 import json
 import os
 import shutil
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from importlib import resources
@@ -34,6 +35,7 @@ from oblivion_core.state import StateDB, release_store_lock, take_store_lock
 DAY = 86_400.0
 TURN_GAP = 30.0  # seconds between turns within a session
 SAMPLES_PER_DAY = 4
+TAIL_DAYS = 3  # simulated days after the last session
 
 
 def load_conversation() -> dict[str, Any]:
@@ -130,7 +132,12 @@ def run_demo(
     root = Path(path)
     target = _plot_target(plot) if plot else root / "activation.png"
     _fresh_dir(root)
-    clock = ManualClock(0.0)
+    # simulated time that ends now: the store reopened after the demo (oblivion stats,
+    # records, recall) reads its memories as the demo left them, not 56 years decayed
+    # from a clock that started at 0
+    span = (float(conv["sessions"][-1]["day"]) + TAIL_DAYS) * DAY
+    origin = float(int(time.time() - span))
+    clock = ManualClock(origin)
     policy = Policy.template("balanced").replace(maintain_every=0)
     result = DemoResult(path=root)
     tracked: dict[str, str] = {}  # memory id -> label
@@ -139,8 +146,8 @@ def run_demo(
     with Oblivion(root, policy=policy, clock=clock, embedder=embedder) as mem:
         out(f"Oblivion demo: {conv['title']} -> store at {root}/")
         for s_idx, session in enumerate(conv["sessions"]):
-            start = float(session["day"]) * DAY
-            _sample_until(mem, clock, start, tracked, result)
+            start = origin + float(session["day"]) * DAY
+            _sample_until(mem, clock, origin, start, tracked, result)
             clock.set(max(clock.now(), start))
             ids = []
             for t_idx, turn in enumerate(session["turns"]):
@@ -178,13 +185,13 @@ def run_demo(
                 for item in res:
                     out(f"    - {_short(item.text, 70)}")
                     out(f"      why: {item.why['explanation']}")
-        _sample_until(mem, clock, clock.now() + 3 * DAY, tracked, result)
+        _sample_until(mem, clock, origin, clock.now() + TAIL_DAYS * DAY, tracked, result)
         final = mem.stats()
         archived_small_talk = [
             r for r in mem.records(tier=Tier.ARCHIVE) if r.category == "small_talk"
         ]
         out(
-            f"\nAfter {conv['sessions'][-1]['day'] + 3} days: {final['active']} active, "
+            f"\nAfter {conv['sessions'][-1]['day'] + TAIL_DAYS} days: {final['active']} active, "
             f"{final['archive']} archived ({len(archived_small_talk)} of them small talk); "
             "nothing was deleted."
         )
@@ -207,14 +214,20 @@ def _short(text: str, n: int = 80) -> str:
 
 
 def _sample_until(
-    mem: Oblivion, clock: ManualClock, until: float, tracked: dict[str, str], res: DemoResult
+    mem: Oblivion,
+    clock: ManualClock,
+    origin: float,
+    until: float,
+    tracked: dict[str, str],
+    res: DemoResult,
 ) -> None:
-    """Advance the clock to ``until`` in steps, recording tracked activations."""
+    """Advance the clock to ``until`` in steps, recording tracked activations (the
+    timeline in days since ``origin``, the demo's start)."""
     step = DAY / SAMPLES_PER_DAY
     while True:
         for mid, label in tracked.items():
             res.traces.setdefault(label, []).append(mem.get(mid).activation)
-        res.timeline.append(clock.now() / DAY)
+        res.timeline.append((clock.now() - origin) / DAY)
         if clock.now() + step > until:
             break
         clock.advance(step)

@@ -55,6 +55,24 @@ def test_demo_plot_without_a_suffix_reports_the_png_written(tmp_path: Path) -> N
     assert again.plot == tmp_path / "dot.png" and again.plot.is_file()
 
 
+def test_the_demo_s_store_reopened_is_as_the_demo_left_it(tmp_path: Path) -> None:
+    """The demo's simulated weeks end now: its store opened afterwards on the wall clock
+    (as `oblivion stats`, `records` and `recall` open it) reads the activations the demo
+    ended with (its last three days' decay due for archiving, not all of it: 56 of 64
+    active memories were, after 56 years of decay from a clock at 0)."""
+    import time
+
+    from oblivion_core.demo import run_demo
+
+    run_demo(tmp_path / "store", plot=tmp_path / "act.png", embedder=HashEmbedder(), out=print)
+    with Oblivion(tmp_path / "store", embedder=HashEmbedder()) as mem:
+        assert abs(mem.stats()["now"] - time.time()) < 3_600
+        plan = mem.maintain(dry_run=True)
+        assert len(plan.ids("archive")) < plan.active_before // 4
+        best = mem.records(order="activation", limit=1)[0]
+        assert best.activation > 0.9  # the day-1 instructions, confirmed along the way
+
+
 def test_demo_plot_into_an_existing_directory(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

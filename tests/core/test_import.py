@@ -520,6 +520,31 @@ def test_oblivion_import_command(
         assert [r.id for r in mem.records(namespace="y")] == ["c"]
 
 
+def test_oblivion_import_s_advice_names_its_flags(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """From the shell, another model's vectors are refused with the flags that fix it
+    (not the Python arguments), and a --model that is no folder names --model."""
+    source = chromadb.PersistentClient(str(tmp_path / "app-chroma"))
+    rng = np.random.default_rng(0)
+    source.create_collection("rand").add(
+        ids=[f"r{i}" for i in range(5)],
+        embeddings=rng.normal(size=(5, 384)).tolist(),
+        documents=[f"note {i} about the garden" for i in range(5)],
+    )
+    argv = ["import", str(tmp_path / "mem"), str(tmp_path / "app-chroma"), "rand"]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "another model's vectors" in err and "add --reembed" in err and "--model DIR" in err
+    assert "reembed=True" not in err
+    assert main([*argv, "--model", str(tmp_path / "nowhere")]) == 1
+    err = capsys.readouterr().err
+    assert "--model" in err and "is not a directory" in err
+    assert "OBLIVION_EMBEDDING_MODEL_PATH" not in err
+    assert main(["recall", str(tmp_path / "mem"), "garden", "--model", "/nonexistent"]) == 1
+    assert "--model '/nonexistent' is not a directory" in capsys.readouterr().err
+
+
 def test_oblivion_import_says_what_to_change_for_a_bad_chroma_folder(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -280,6 +280,27 @@ def test_set_policy_keeps_activation_continuous(mem: Oblivion, clock: ManualCloc
     assert mem.get(rec.id).activation == pytest.approx(before, rel=1e-12)
 
 
+def test_a_lower_cap_brings_activations_down_to_it(mem: Oblivion, clock: ManualClock) -> None:
+    """ "cap: Maximum activation": after set_policy lowers it, no memory is above it,
+    and boosts (recall, confirm) keep them at it; one below it is unchanged; the
+    switch is journaled and survives a reopen of the namespace."""
+    high = mem.remember(
+        "the office wifi password is on the fridge", category="fact", importance=1.0
+    )
+    low = mem.remember("lovely weather today", category="small_talk", importance=0.0)
+    clock.advance(DAY)
+    below = mem.get(low.id).activation
+    assert mem.get(high.id).activation > 0.5 > below
+    mem.set_policy(Policy.template("balanced").replace(cap=0.5, archive_low=0.2, archive_high=0.3))
+    assert mem.get(high.id).activation == pytest.approx(0.5)
+    assert mem.get(low.id).activation == pytest.approx(below, rel=1e-12)
+    item = mem.recall("office wifi password", k=1)[0]
+    assert item.why["boost"]["after"] <= 0.5 and mem.confirm(high.id) <= 0.5
+    mem.unload()
+    assert mem.get(high.id).activation <= 0.5
+    assert [e.kind for e in mem.history(high.id)][-2:] == ["recall", "confirm"]
+
+
 def test_set_policy_changes_future_decay(mem: Oblivion, clock: ManualClock) -> None:
     """After a switch, decay follows the new policy's half-life from the switch onwards."""
     rec = mem.remember("the backup runs on Sundays", category="fact", importance=0.0)

@@ -194,6 +194,33 @@ def test_nothing_is_injected_for_a_new_user(engine: Oblivion) -> None:
     assert engine.count(namespace="newbie") == 1
 
 
+def test_turns_still_in_the_thread_are_not_injected_again(engine: Oblivion) -> None:
+    """With a checkpointer the thread's earlier turns are in the prompt already: their
+    memories are not shown again in the block, nor boosted by it, and the recall asks
+    for more so the older memories they would have crowded out are shown."""
+    engine.remember("Sam's cat Tom is allergic to fish.", namespace="sam")
+    agent, model = _agent(
+        engine, ["Cats like fish.", "Yes, cats eat fish.", "No, Tom is allergic.", "No."], k=2
+    )
+    _ask(agent, "Do cats like fish?")
+    _ask(agent, "Can my cat eat fish?")
+    turns = {r.id: r.text for r in engine.records(namespace="sam") if r.text.startswith("user:")}
+    assert len(turns) == 2
+    before = {m: len(engine.history(m, namespace="sam")) for m in turns}
+    _ask(agent, "So can my cat Tom eat fish?")
+    block = memory_block(model.seen[-1]) or ""
+    assert "- Sam's cat Tom is allergic to fish." in block
+    assert not any(text.splitlines()[0] in block for text in turns.values())
+    assert all(  # no recall boost for the hidden ones (the third turn's write aside)
+        "recall" not in [e.kind for e in engine.history(m, namespace="sam")[before[m] :]]
+        for m in turns
+    )
+    # a new thread does not hold those turns: they are memories there
+    other = {"configurable": {"user_id": "sam", "thread_id": "t2"}}
+    agent.invoke({"messages": [{"role": "user", "content": "Can my cat eat fish?"}]}, other)
+    assert "user: Can my cat eat fish?" in (memory_block(model.seen[-1]) or "")
+
+
 @pytest.mark.parametrize("budget", [0, 5, 12, 25, 60, None])
 def test_the_block_never_exceeds_the_token_budget(engine: Oblivion, budget: int | None) -> None:
     """Whatever the budget, the injected text costs at most that many tokens."""

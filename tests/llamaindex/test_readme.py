@@ -23,7 +23,8 @@ def test_llamaindex_examples(
 ) -> None:
     """The four examples in order on one engine: the postprocessor re-ranks and explains
     the index's node, the retriever returns Alice's memory, the memory block and the chat
-    memory run a chat, and the instruction is recalled first with its why."""
+    memory run a chat, and after a reset the instruction is recalled and shown first, with
+    its why."""
     postprocessor, retriever, block, chat_memory = examples("LlamaIndex")
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(Settings, "_llm", None)  # the example sets both globally
@@ -61,5 +62,9 @@ def test_llamaindex_examples(
         (first, *_) = names["memory"].last_recall.items
         assert "always answer in British English" in first.text
         assert "instruction memory" in out[0]
+        # a new conversation: the instruction is in no recent turn, and is shown first
+        system, *_ = names["memory"].get()
+        assert system.role.value == "system"
+        assert system.content.splitlines()[1].startswith("- From now on, always answer in")
     finally:
         mem.close()
