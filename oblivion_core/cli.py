@@ -350,7 +350,7 @@ def _model(path: str | None) -> Embedder | None:
     if path is None:
         return None
     if not Path(path).is_dir():
-        raise StorePathError(
+        raise EmbeddingError(
             f"--model {path!r} is not a directory; give the folder holding the model's "
             "model.onnx and tokenizer.json, or leave --model out for the default model"
         )

@@ -400,33 +400,34 @@ def _room_for(
     policy: Policy,
     now: float,
     ids: list[str],
-    acts: np.ndarray[Any, Any] | None = None,
 ) -> list[str]:
-    """Which of ``ids`` (archived memories a boost lifted above ``archive_high``, at
-    activations ``acts``, else their activations now) the active tier takes: all while
-    it is below its target; over it, one whose activation beats, by the band's width,
-    the least activated of the memories the next :meth:`maintain` keeps (the target's
-    worth of the most activated active ones, and those promoted before it). Else the
-    promotion cost the next ``maintain()`` one of the two again, and the next recall
-    brought it back: two memories at the cut swapped tiers on every recall and
-    maintain. (Compared with the least activated active memory, a new write that the
-    next maintain archives let every hit in, to be archived again.)"""
+    """Which of ``ids`` (archived memories a boost lifted above ``archive_high``) the
+    active tier takes: all while it is below its target; over it, one whose activation
+    beats, by the band's width, the least activated of the memories the next
+    :meth:`maintain` keeps (the target's worth of the most activated active ones, and
+    those promoted before it). Else the promotion cost the next ``maintain()`` one of
+    the two again, and the next recall brought it back: two memories at the cut swapped
+    tiers on every recall and maintain. (Compared with the least activated active
+    memory, a new write that the next maintain archives let every hit in, to be
+    archived again.)"""
     st = space.state
     target = policy.active_target(st.n)
     room = len(ids) if target is None else target - len(space.index)
     if not ids or room >= len(ids):  # nothing to rank: the floor is not read
         return ids
-    if acts is None:
-        acts = self._activation(ns, st, now, np.asarray([st.index[m] for m in ids], np.int64))
+    acts = self._activation(ns, st, now, np.asarray([st.index[m] for m in ids], np.int64))
     active = np.flatnonzero(st.col("tier") == ACTIVE)
-    # the activations maintain() keeps (at most the target's worth): a min-heap
+    # the activations maintain() keeps (at most the target's worth) ...
     kept = self._activation(ns, st, now, active) if len(active) else np.zeros(0)
     if target is not None and len(kept) > target:
         kept = np.partition(kept, len(kept) - target)[len(kept) - target :]
-    heap = sorted(float(a) for a in kept)
+    # ... of which a promotion takes the least's place: one per candidate at most, so
+    # the smallest len(ids) + 1 are all a min-heap needs (not the 15k of a 100k store)
+    few = min(len(ids) + 1, len(kept))
+    heap = np.sort(np.partition(kept, few - 1)[:few]).tolist() if few else []
     width = policy.archive_high - policy.archive_low
     out: list[str] = []
-    for j in np.argsort(-np.asarray(acts), kind="stable").tolist():
+    for j in np.argsort(-acts, kind="stable").tolist():
         a = float(acts[j])
         if room > 0:
             room -= 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
@@ -34,6 +35,7 @@ from oblivion_core.errors import (
     OblivionError,
     PolicyError,
     StoreError,
+    UnknownMemoryError,
     UnknownNamespaceError,
 )
 from oblivion_core.overlap import used_ids
@@ -578,11 +580,12 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
             [it.text for it in items], counter=count, budget=room, header=self.header, line=_bullet
         )
         if visible and shown:  # read only: the boost recall's feedback gives, to those shown
-            self.oblivion.reinforce(
-                [it.id for it in items[:shown]],
-                relevances=[min(max(it.relevance, 0.0), 1.0) for it in items[:shown]],
-                namespace=namespace,
-            )
+            with contextlib.suppress(UnknownMemoryError):  # one forgotten since: no boost
+                self.oblivion.reinforce(
+                    [it.id for it in items[:shown]],
+                    relevances=[min(max(it.relevance, 0.0), 1.0) for it in items[:shown]],
+                    namespace=namespace,
+                )
         return block, [[item.id, item.text] for item in items[:shown]]
 
     def _inject(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
