@@ -394,12 +394,7 @@ def _move_to_active(
 
 
 def _room_for(
-    self: Oblivion,
-    ns: str,
-    space: Space,
-    policy: Policy,
-    now: float,
-    ids: list[str],
+    self: Oblivion, ns: str, space: Space, policy: Policy, now: float, ids: list[str]
 ) -> list[str]:
     """Which of ``ids`` (archived memories a boost lifted above ``archive_high``) the
     active tier takes: all while it is below its target; over it, one whose activation

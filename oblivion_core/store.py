@@ -383,11 +383,11 @@ class VectorStore:
         if self.owner is None:
             return
         meta = dict(getattr(col, "metadata", None) or {})
-        found = meta.get("oblivion_store")
-        if found == self.owner and meta.get("oblivion_state") == self._owner_label:
+        found, state = meta.get("oblivion_store"), meta.get("oblivion_state")
+        mine = state == self._owner_label
+        if found == self.owner and mine:
             return
-        mine = meta.get("oblivion_state") == self._owner_label
-        other = str(meta.get("oblivion_state", ""))
+        other = str(state or "")
         if found == self.owner and self._original is not None and self._original(other):
             raise StoreConflictError(
                 f"the collection {col.name!r} (namespace {namespace!r}) belongs to the "

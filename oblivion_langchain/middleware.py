@@ -40,6 +40,7 @@ from oblivion_core.errors import (
 )
 from oblivion_core.overlap import used_ids
 from oblivion_core.policy import resolve_policy
+from oblivion_core.widen import recall_besides
 from oblivion_langchain._convert import (
     appraise,
     budget,
@@ -69,10 +70,6 @@ DEFAULT_HEADER = "Relevant memories from earlier conversations (most relevant fi
 
 #: Put between the agent's own system prompt and the memory block.
 SEPARATOR = "\n\n"
-
-#: Times a recall is asked again for more memories when those it returned are turns
-#: still in the thread (each time for as many more as it repeated).
-_WIDEN_TIMES = 4
 
 NamespaceResolver = Callable[[Runtime[Any], RunnableConfig], "str | None"]
 UsedRule = Callable[[str, Sequence[tuple[str, str]]], list[str]]
@@ -543,8 +540,8 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
 
         ``visible``: the user messages of earlier turns still in the thread. A turn
         memory of one of them is not shown: while the recall returns such repeats and
-        fewer than ``k`` others, it is asked again for that many more (their tokens on
-        top of the budget), up to ``_WIDEN_TIMES`` times; it reads only then, and the
+        fewer than ``k`` others, it is asked again for that many more
+        (:func:`~oblivion_core.widen.recall_besides`); it reads only then, and the
         memories shown get the recall's boost after.
         """
         if not query or self.token_budget == 0:
@@ -554,27 +551,24 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
         # Leave the header's tokens out of what recall may pack, so render rarely drops lines.
         items_budget = None if room is None else max(room - count(self.header + "\n"), 0)
         try:
-            k = self.k if self.k is not None else self.oblivion.policy_for(namespace).default_k
-            per_item = self.oblivion.policy_for(namespace).per_item_tokens
+            policy = self.oblivion.policy_for(namespace)
         except UnknownNamespaceError:
             return "", []
-        want, extra, before = k, 0, -1
-        for _ in range(_WIDEN_TIMES + 1):
-            result = self.oblivion.recall(
+        k = self.k if self.k is not None else policy.default_k
+        result = recall_besides(
+            lambda budget, n: self.oblivion.recall(
                 query,
-                token_budget=None if items_budget is None else items_budget + extra,
-                k=want,
+                token_budget=budget,
+                k=n,
                 namespace=namespace,
                 standing=self.standing,
                 feedback=not visible,
-            )
-            repeats = [it for it in result.items if _turn_of(it.text, visible)]
-            got = len(result.items)
-            if not repeats or got - len(repeats) >= k or got <= before:
-                break  # none to replace, k others, or no more to be had
-            before = got
-            extra = sum(it.tokens + per_item for it in repeats)
-            want = k + len(repeats)
+            ),
+            items_budget,
+            k,
+            policy.per_item_tokens,
+            lambda text: _turn_of(text, visible),
+        )
         items = [it for it in result.items if not _turn_of(it.text, visible)][:k]
         block, shown = render(
             [it.text for it in items], counter=count, budget=room, header=self.header, line=_bullet

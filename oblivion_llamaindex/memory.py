@@ -29,6 +29,7 @@ from oblivion_core.errors import InvalidInputError, UnknownNamespaceError
 from oblivion_core.overlap import used_ids
 from oblivion_core.recall import RecalledItem, RecallResult
 from oblivion_core.typing import TokenCounter
+from oblivion_core.widen import recall_besides
 from oblivion_llamaindex._convert import (
     ItemCount,
     Namespace,
@@ -53,10 +54,6 @@ logger = logging.getLogger("oblivion_llamaindex")
 DEFAULT_TOKEN_LIMIT = 3000
 DEFAULT_TOKEN_LIMIT_RATIO = 0.75
 DEFAULT_HEADER = "Relevant memories (most relevant first):"
-
-#: Times a recall is asked again for more memories when those it returned repeat turns
-#: on screen (each time for as many more as it repeated).
-_WIDEN_TIMES = 4
 
 
 class _TokenList:
@@ -376,9 +373,9 @@ class OblivionMemory(BaseMemory):
         shown. Memories repeating a message of ``widest`` (the turns visible without a
         memory block) are not listed, so they must not take the places of others: while
         the recall returns some and fewer than ``k`` others, it is asked again, for that
-        many more memories (and their tokens on top of the budget), up to
-        ``_WIDEN_TIMES`` times. :meth:`_pick` then keeps ``k`` within
-        ``budget``.
+        many more memories (and their tokens on top of the budget:
+        :func:`~oblivion_core.widen.recall_besides`). :meth:`_pick` then keeps ``k``
+        within ``budget``.
         """
         engine = self.oblivion
         if self._last_query is None or query != self._last_query:
@@ -392,23 +389,19 @@ class OblivionMemory(BaseMemory):
                 policy = engine.policy_for(self.namespace)
                 k = self.k if self.k is not None else policy.default_k
                 self._limits = (budget - header, k, policy.per_item_tokens)
-                want, extra, before = k, 0, -1
-                for _ in range(_WIDEN_TIMES + 1):
-                    self._last = self._read(query, budget - header + extra, want)
-                    repeats = [it for it in self._last if it.text in visible]
-                    got = len(self._last)
-                    if not repeats or got - len(repeats) >= k or got <= before:
-                        break  # none to replace, k others, or no more to be had
-                    # asked again for that many more, their tokens on top of the budget
-                    before = got
-                    extra = sum(it.tokens + policy.per_item_tokens for it in repeats)
-                    want = k + len(repeats)
+                self._last = recall_besides(
+                    lambda b, n: self._read(query, b, n),
+                    budget - header,
+                    k,
+                    policy.per_item_tokens,
+                    visible.__contains__,
+                )
             except UnknownNamespaceError:
                 self._last = None
             self._last_query = query
         return list(self._last) if self._last is not None else []
 
-    def _read(self, query: str, budget: int, k: int) -> RecallResult:
+    def _read(self, query: str, budget: int | None, k: int) -> RecallResult:
         """A recall that boosts nothing (:meth:`_reinforce` boosts what is shown)."""
         return self.oblivion.recall(
             query,

@@ -1,0 +1,62 @@
+"""``recall_besides``: a recall asked again past memories the caller leaves out."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from oblivion_core.widen import WIDEN_TIMES, recall_besides
+
+
+def _reader(texts: list[str], tokens: int) -> tuple[Any, list[tuple[int | None, int]]]:
+    """A recall over ``texts`` (best first, ``tokens`` each) that packs them into the
+    budget and ``k``, and the calls it got."""
+    calls: list[tuple[int | None, int]] = []
+
+    def read(budget: int | None, k: int) -> Any:
+        calls.append((budget, k))
+        room = len(texts) if budget is None else budget // tokens
+        items = [SimpleNamespace(text=t, tokens=tokens) for t in texts[: min(k, room)]]
+        return SimpleNamespace(items=items)
+
+    return read, calls
+
+
+@given(
+    hidden=st.sets(st.integers(0, 19), max_size=20),
+    k=st.integers(1, 8),
+    budget=st.one_of(st.none(), st.integers(0, 200)),
+)
+def test_k_shown_whenever_they_exist_within_the_budget(
+    hidden: set[int], k: int, budget: int | None
+) -> None:
+    """However many of the best are hidden, a recall that stops before its last try
+    holds the best min(k, what the budget and the store allow) memories that are not;
+    it asks at most WIDEN_TIMES more times, the first time as the caller asked."""
+    texts = [f"m{i}" for i in range(20)]
+    read, calls = _reader(texts, tokens=5)
+    out = recall_besides(read, budget, k, 1, lambda t: int(t[1:]) in hidden)
+    shown = [it.text for it in out.items if int(it.text[1:]) not in hidden]
+    visible = [t for t in texts if int(t[1:]) not in hidden]
+    assert calls[0] == (budget, k) and len(calls) <= WIDEN_TIMES + 1
+    if len(calls) <= WIDEN_TIMES:  # it stopped on its own
+        fit = len(texts) if budget is None else budget // 5
+        assert shown[:k] == visible[: min(k, fit)]
+
+
+def test_nothing_hidden_is_one_recall() -> None:
+    read, calls = _reader(["a", "b", "c"], tokens=5)
+    out = recall_besides(read, 10, 2, 1, lambda t: False)
+    assert [it.text for it in out.items] == ["a", "b"] and calls == [(10, 2)]
+
+
+def test_hidden_ones_get_their_places_and_tokens_back() -> None:
+    """Two of the best three are on screen: asked again for k + 2, with their tokens
+    and per-item cost added to the budget."""
+    read, calls = _reader(["a", "b", "c", "d", "e"], tokens=5)
+    out = recall_besides(read, 15, 3, 1, {"a", "b"}.__contains__)
+    assert calls == [(15, 3), (15 + 2 * (5 + 1), 5)]
+    assert [it.text for it in out.items if it.text not in {"a", "b"}] == ["c", "d", "e"]
