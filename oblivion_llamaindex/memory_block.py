@@ -22,6 +22,7 @@ from oblivion_core.engine import Oblivion
 from oblivion_core.errors import InvalidInputError, UnknownNamespaceError
 from oblivion_core.overlap import used_ids
 from oblivion_core.recall import RecalledItem
+from oblivion_core.widen import recall_besides
 from oblivion_llamaindex._convert import (
     ItemCount,
     Namespace,
@@ -64,7 +65,8 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
     * ``aget`` recalls what is relevant to the latest ``retrieval_context_window``
       messages and returns it as a bulleted list that fits ``token_limit`` tokens as a
       whole (counted by the engine's token counter), leaving out memories whose text is
-      one of the messages given (still on screen). The memories listed get the recall
+      one of the messages given (still on screen; the recall is asked again for as many
+      more, so they do not take the places of others). The memories listed get the recall
       boost, once per turn: agents call ``aget`` several times per turn, and a memory
       is boosted by the turn's first call that lists it. A turn is the latest user
       message, told apart from a repeat of it by the messages around it: ``Memory``
@@ -238,21 +240,29 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
             if not isinstance(seen, list):  # new session (or one pickled as one turn)
                 seen = self._turns[key] = []
             turn = _current_turn(messages, seen)
+            visible = {message_text(m) for m in messages}
             try:
-                result = engine.recall(
-                    query,
-                    token_budget=self.token_limit,
-                    k=self.k,
-                    namespace=self.namespace,
-                    deep=self.deep,
-                    feedback=False,
-                    standing=self.standing,
+                policy = engine.policy_for(self.namespace)
+                k = self.k if self.k is not None else policy.default_k
+                result = recall_besides(
+                    lambda budget, n: engine.recall(
+                        query,
+                        token_budget=budget,
+                        k=n,
+                        namespace=self.namespace,
+                        deep=self.deep,
+                        feedback=False,
+                        standing=self.standing,
+                    ),
+                    self.token_limit,
+                    k,
+                    policy.per_item_tokens,
+                    visible.__contains__,
                 )
             except UnknownNamespaceError:
                 self._shown[key] = []
                 return ""
-            visible = {message_text(m) for m in messages}
-            items = [it for it in result if it.text not in visible]
+            items = [it for it in result if it.text not in visible][:k]
             text, n = render(
                 [it.text for it in items], counter=engine.token_counter, budget=self.token_limit
             )

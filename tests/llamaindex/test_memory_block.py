@@ -162,6 +162,23 @@ async def test_aget_skips_memories_still_in_the_conversation(engine: Oblivion) -
     assert "five days" not in content and "nine" in content
 
 
+async def test_messages_on_screen_do_not_take_the_places_of_older_memories(
+    engine: Oblivion, clock: ManualClock
+) -> None:
+    """Memories repeating messages still given are not listed, and the recall asks for
+    more so they leave ``k`` places to the others: an older memory ranked below them
+    is listed."""
+    engine.remember("The Porto apartment rent is 900 euros per month", id="rent")
+    clock.advance(3600)
+    block = block_for(engine, k=2, token_limit=1000, feedback=False)
+    on_screen = [user(f"question {i} about the Porto apartment rent") for i in range(3)]
+    await block.aput(on_screen)
+    query = [*on_screen, user("remind me: Porto apartment rent")]
+    ranked = engine.recall(query[-1].content or "", k=2, feedback=False)
+    assert "rent" not in ranked.ids  # the turns on screen rank above it
+    assert await block.aget(query) == "- The Porto apartment rent is 900 euros per month"
+
+
 async def test_a_memory_hidden_as_a_visible_message_gets_no_recall_boost(
     engine: Oblivion,
 ) -> None:
