@@ -38,6 +38,7 @@ from oblivion_core.errors import (
 )
 from oblivion_core.progress import progress
 from oblivion_core.state import StateDB, sqlite_cause
+from oblivion_core.store import directory_path
 from oblivion_core.typing import Embedder
 
 logger = logging.getLogger("oblivion_core")
@@ -60,7 +61,7 @@ def check_folder(folder: object) -> Path:
         raise InvalidInputError(
             f"a backup goes to a folder: pass its path as a str or Path, got {folder!r}"
         )
-    path = Path(os.fspath(folder))
+    path = directory_path(folder, "folder", "the backup's folder")  # a NUL cannot name one
     if path.exists() and not path.is_dir():
         raise StorePathError(
             f"{str(path)!r} is a file; a backup goes to a folder that does not exist yet or "

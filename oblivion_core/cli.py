@@ -136,6 +136,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="a folder holding the local model's files (or OBLIVION_EMBEDDING_MODEL_PATH)",
     )
     args = parser.parse_args(argv)
+    from oblivion_core import state
+
+    brief = args.command in ("stats", "records", "history", "recall", "backup")
+    # an app opening the store meanwhile is told who holds it, and that it is brief
+    holder, state.LOCK_HOLDER = state.LOCK_HOLDER, f"oblivion {args.command}" if brief else None
     try:
         status = _run(args)
         sys.stdout.flush()  # a closed pipe (`oblivion stats PATH | head`) fails here
@@ -145,6 +150,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # as Python's docs advise: no second failure at exit
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
+    finally:
+        state.LOCK_HOLDER = holder
     return status
 
 

@@ -422,7 +422,9 @@ class Oblivion:
             if self._db.meta(StateDB.LEGACY_TIMES):
                 self._convert_legacy_times()
         except BaseException:
-            self._db.close()
+            self._db.close(write=not db_new)
+            if db_new:  # a refused open of a new store leaves none (a policy it refused)
+                _drop_new_db(db_file, db_existed)
             if getattr(self, "_owns_store", False):
                 self.store.close()
             elif getattr(self, "_bound", False):
@@ -646,9 +648,11 @@ class Oblivion:
         The switch changes future decay only: new half-lives start new pieces of the
         categories' decay clocks at "now" (O(categories)); a new ``floor_fraction`` or
         ``stability_sigma`` also folds the decay so far into every memory's activation
-        (O(memories)), and a lower ``cap`` brings the activations above it down to it.
-        The switch is recorded in the journal with ``reason``. Namespaces
-        read from the store for it are let go again (:meth:`unload`).
+        (O(memories)), and a lower ``cap`` brings the activations above it down to it
+        (each such memory's ``history()`` gets a ``"policy"`` entry). The switch is
+        recorded in the journal with ``reason`` and the settings it changed
+        (``detail["changed"]``: name -> ``[before, after]``). Namespaces read from the
+        store for it are let go again (:meth:`unload`).
         """
         if namespace is not None:
             namespace = check_namespace(namespace)
@@ -679,18 +683,33 @@ class Oblivion:
             # after a failure below would drop it; if this write fails, nothing changed yet
             self._db.flush()
             try:
+                rebased: list[tuple[str, float | None]] = []
                 for ns in known:
                     before = self._policy_of(ns)
-                    after = new
-                    lower_cap = after.cap < before.cap
+                    lower_cap = new.cap < before.cap
                     if lower_cap or (before.floor_fraction, before.stability_sigma) != (
-                        after.floor_fraction,
-                        after.stability_sigma,
+                        new.floor_fraction,
+                        new.stability_sigma,
                     ):
-                        self._rebase(
-                            self._space(ns), self._now(ns), cap=after.cap if lower_cap else None
-                        )
+                        self._space(ns)  # loaded before the transaction
+                        rebased.append((ns, new.cap if lower_cap else None))
+                was = (
+                    self._policy
+                    if namespace is None
+                    else self._ns_policy.get(check_namespace(namespace), self._policy)
+                )
+                old_d, new_d = was.to_dict(), new.to_dict()
+                changed = {k: [old_d.get(k), v] for k, v in new_d.items() if old_d.get(k) != v}
                 with self._db.transaction() as conn:
+                    for ns, cap in rebased:  # in the switch's transaction: both or neither
+                        lowered = self._rebase(self._space(ns), self._now(ns), conn, cap=cap)
+                        why = {"reason": f"the policy's cap was lowered to {cap}"}
+                        self._db.journal(
+                            conn,
+                            self._now(ns),
+                            ns,
+                            [(m, "policy", b, a, why) for m, b, a in lowered],
+                        )
                     if namespace is None:
                         old = self._policy.name
                         self._policy = new
@@ -707,7 +726,13 @@ class Oblivion:
                         self._known.add(ns)
                     for ns in known:  # new half-lives start new clock pieces at now
                         self._clock_now(ns, self._space(ns).state, self._now(ns))
-                    detail = {"from": old, "to": new.name, "reason": reason, "scope": namespace}
+                    detail = {
+                        "from": old,
+                        "to": new.name,
+                        "reason": reason,
+                        "scope": namespace,
+                        "changed": changed,  # setting -> [before, after]
+                    }
                     for ns in targets:  # journaled in every namespace it applies to
                         entry = (None, "policy", None, None, detail)
                         self._db.journal(conn, self._now(ns), ns, [entry])
@@ -814,6 +839,8 @@ class Oblivion:
     forget = engine_forget.forget
     forget_where = engine_forget.forget_where
     _summaries_of = staticmethod(engine_forget._summaries_of)
+    _drop_summaries = engine_forget._drop_summaries
+    _drop_outdated = engine_forget._drop_outdated
     _delete = engine_forget._delete
     _restore_in_chroma = engine_forget._restore_in_chroma
 
@@ -918,6 +945,8 @@ class Oblivion:
         if memory_id is not None:
             memory_id = check_id(memory_id)
         last = check_k(last, "last")
+        if last is not None:
+            last = min(last, 2**63 - 1)  # SQLite's LIMIT: beyond it, every entry
         ns = self._ns(namespace)
         with self._lock:
             self._check_open()
@@ -955,7 +984,11 @@ class Oblivion:
             )
         if isinstance(kinds, Iterable) and not isinstance(kinds, str | bytes | Mapping):
             kinds = list(kinds)  # a generator is read once, here
-        if isinstance(kinds, str) or not kinds or not all(isinstance(k, str) and k for k in kinds):
+        if (
+            not isinstance(kinds, list)
+            or not kinds
+            or not all(isinstance(k, str) and k for k in kinds)
+        ):
             raise InvalidInputError(
                 f"kinds must be a non-empty list of journal kinds such as 'recall', got {kinds!r}"
             )
@@ -1347,13 +1380,16 @@ class Oblivion:
             loaded = ns in self._spaces
             st = self._space(ns).state
             at_load = (0, 0) if loaded else self._repaired_at_load.pop(ns, (0, 0))
-            rewritten = self._sync.resync(ns, st, strict=True)
-            held = self.store.ids(ns)
+            # the records a failed write left, deleted by the resync, count as removed
+            before = self.store.ids(ns)
+            rewritten, gone = self._sync.resync(ns, st, strict=True)
+            held = self.store.ids(ns) if gone or rewritten else before
+            deleted = len(before.intersection(gone))
             self.store.unchecked.discard(ns)
             put_back, removed = self._sync.restore_lost(ns, st, held)
             return {
                 "put_back": at_load[0] + put_back + rewritten,
-                "removed": at_load[1] + removed,
+                "removed": at_load[1] + removed + deleted,
             }
 
     @property
@@ -1530,20 +1566,31 @@ class Oblivion:
             c["access_count"][i] += 1
             c["last_accessed"][i] = now
 
-    def _rebase(self, space: Space, now: float, *, cap: float | None = None) -> None:
-        """Fold the decay until ``now`` into ``a_ref`` under the policy in force, so a new
-        floor or slowing by use (``floor_fraction``, ``stability_sigma``) changes future
-        decay only; with a lower ``cap``, activations above it come down to it (the
-        policy switch's journal entry says so). A new half-life alone needs no rebase:
-        the clocks start a new piece."""
+    def _rebase(
+        self, space: Space, now: float, conn: Any, *, cap: float | None = None
+    ) -> list[tuple[str, float, float]]:
+        """Fold the decay until ``now`` into ``a_ref`` under the policy in force (written in
+        the caller's transaction ``conn``), so a new floor or slowing by use
+        (``floor_fraction``, ``stability_sigma``) changes future decay only; with a lower
+        ``cap``, activations above it come down to it. A new half-life alone needs no
+        rebase: the clocks start a new piece.
+
+        Returns ``(id, before, after)`` for each memory the cap brought down (for the
+        journal)."""
         st = space.state
         if st.n == 0:
-            return
+            return []
         acts = self._activation(st.namespace, st, now)
-        st.col("a_ref")[:] = acts if cap is None else np.minimum(acts, cap)
+        lowered: list[tuple[str, float, float]] = []
+        if cap is not None:
+            lowered = [
+                (st.ids[i], float(acts[i]), cap) for i in np.flatnonzero(acts > cap).tolist()
+            ]
+            acts = np.minimum(acts, cap)
+        st.col("a_ref")[:] = acts
         st.col("d_ref")[:] = self._clock_now(st.namespace, st, now)[st.col("cat")]
-        with self._db.transaction() as c:
-            self._db.save_activation(c, st, range(st.n))
+        self._db.save_activation(conn, st, range(st.n))
+        return lowered
 
     def _record(self, ns: str, i: int, now: float) -> MemoryRecord:
         return self._records(ns, [i], now)[0]

@@ -51,7 +51,9 @@ def invalidate(
     activation too (times ``policy.invalidate_link_factor``; never raised) and are
     flagged for review (``stats()["flagged_for_review"]`` and their ``why``).
     Invalidating a memory that already is changes nothing (a retry does not lower its
-    neighbours again).
+    neighbours again). A memory it had superseded waits on the next valid statement
+    of the chain, or, with none, is current again (its importance floor back); a
+    summary holding it as an original goes (its other originals back to the archive).
     """
     reason = check_reason(reason)
     ns = self._ns(namespace)
@@ -101,12 +103,23 @@ def invalidate(
                 self._db.save_rows(conn, st, rows)
                 self._db.set_review(conn, ns, flags)
                 self._db.journal(conn, now, ns, journal)
+                # what it had made stale waits on the next valid statement of the
+                # chain; none: current again, with its importance floor back
+                self._repoint(
+                    ns, st, _next_valid(st, {memory_id}), now, conn, "its successor was invalidated"
+                )
                 if originals:
                     self._free_originals(
                         ns, space, originals, conn, now, "its summary was invalidated"
                     )
                     space.uncompressed.update(originals)
                     self._db.set_meta(f"uncompressed:{ns}", sorted(space.uncompressed), conn)
+        # a summary stating it would keep saying what is wrong: dropped, its other
+        # originals back to the archive (as for an edit of one)
+        why = "an original was invalidated"
+        self._drop_summaries(
+            ns, space, dict.fromkeys(self._summaries_of(space, {memory_id}), why), now
+        )
 
 
 def forget(self: Oblivion, memory_id: str, *, namespace: str | None = None) -> None:
@@ -172,6 +185,61 @@ def forget_where(
         return [*gone, *summaries]
 
 
+def _drop_summaries(
+    self: Oblivion, ns: str, space: Space, sids: Mapping[str, str], now: float
+) -> Space:
+    """Delete the summaries ``sids`` (id -> why) after a change to one of their originals
+    (their other originals go back to the archive, to be compressed again without it);
+    returns the namespace's state as it is after. A failure is logged, not raised: the
+    change stands, and the summaries keep their text until ``forget()`` or
+    ``decompress()`` of them."""
+    rows = [space.state.index[s] for s in sids if s in space.state.index]
+    if not rows:
+        return space
+    try:
+        self._delete(ns, space, rows, now, "an original changed", reasons=sids)
+    except Exception:
+        logger.exception(
+            "the summaries %s could not be dropped after a change to their originals; "
+            "they keep their text until forget() or decompress() of them",
+            sorted(sids),
+        )
+    return self._space(ns)  # reloaded on failure; rows moved on success
+
+
+def _drop_outdated(self: Oblivion, ns: str, now: float) -> None:
+    """Drop the summaries a supersession made outdated (``Space.outdated``: an original
+    they state is no longer current), once the change that superseded it is done
+    (deleting rows in the middle of a write would move the rows it works on)."""
+    space = self._spaces.get(ns)
+    if space is not None and space.outdated:
+        sids, space.outdated = space.outdated, {}
+        self._drop_summaries(ns, space, sids, now)
+
+
+def _next_valid(st: NamespaceState, gone: AbstractSet[str]) -> dict[str, str | None]:
+    """Each memory outside ``gone`` whose successor is in ``gone`` (deleted or
+    invalidated) -> the next statement of its chain that is still valid (neither in
+    ``gone`` nor invalidated), or ``None`` when there is none (it is current again)."""
+    invalid = st.cols["invalidated"]
+    changes: dict[str, str | None] = {}
+    for m, succ in st.superseded_by.items():
+        if succ not in gone or m in gone:
+            continue
+        node: str | None = succ
+        seen = {m}
+        while (
+            node is not None
+            and node not in seen
+            and (node in gone or node not in st.index or invalid[st.index[node]])
+        ):
+            seen.add(node)
+            node = st.superseded_by.get(node)
+        valid = node is not None and node not in seen and node in st.index
+        changes[m] = node if valid else None
+    return changes
+
+
 def _summaries_of(space: Space, memory_ids: AbstractSet[str]) -> list[str]:
     """The summaries any of ``memory_ids`` is an original of: its text changes or
     goes, and theirs would keep the old one."""
@@ -219,19 +287,9 @@ def _delete(
                     elif gone & set(originals):
                         space.summaries[sid] = [o for o in originals if o not in gone]
                         self._db.set_summary(conn, ns, sid, space.summaries[sid])
-                orphans = [
-                    m for m, succ in st.superseded_by.items() if succ in gone and m not in gone
-                ]
-                changes: dict[str, str | None] = {}
-                for m in orphans:
-                    # the next statement of the chain that stays takes the deleted one's
-                    # place; none (it was the newest): they are current again
-                    succ: str | None = st.superseded_by[m]
-                    seen = {m}
-                    while succ is not None and succ in gone and succ not in seen:
-                        seen.add(succ)
-                        succ = st.superseded_by.get(succ)
-                    changes[m] = None if succ is None or succ in gone else succ
+                # the next statement of the chain that stays takes the deleted one's
+                # place; none (it was the newest): they are current again
+                changes = _next_valid(st, gone)
                 self._repoint(ns, st, changes, now, conn, "its successor was forgotten")
                 self._db.delete_links(conn, ns, ids)
                 self._db.set_review(conn, ns, dict.fromkeys(ids))

@@ -7,6 +7,7 @@ Part of :class:`~oblivion_core.engine.Oblivion`: each function here is one of it
 from __future__ import annotations
 
 import heapq
+import json
 import logging
 import uuid
 from collections.abc import Mapping
@@ -193,6 +194,7 @@ def _compression_groups(
     )
     if "summary" in st.vocab:
         ok &= st.col("cat") != st.cat_id("summary")
+    ok[[st.index[m] for m in space.summaries if m in st.index]] = False  # recategorised
     # the current statement of a fact that changed stays recallable as itself: cold,
     # its older statement would count as current again (_chain_head)
     ok[[st.index[m] for m in set(st.superseded_by.values()) if m in st.index]] = False
@@ -211,14 +213,36 @@ def _compression_groups(
     ids = [ids[k] for k in keep]
     mat = np.stack([vecs[m] for m in ids])
     times = st.cols["created_at"][rows[keep]]
-    found = clusters(
-        mat,
-        times,
-        similarity=policy.compress_similarity,
-        window=policy.adjacency,
-        min_size=policy.compress_min_cluster,
+    # only memories whose metadata a filter reads alike share a summary, which carries
+    # it: a ``where`` then passes a summary exactly when it passes its originals (one of
+    # another user's, say, would show under a filter that leaves it out). A filter
+    # reads a dict value as it reads no value (every operator), so those may differ
+    # (the LangGraph store keeps each item's value in one).
+    raw = {m: meta for m, meta, _ in self._db.metadata_rows(ns, ids)}
+    alike: dict[str, list[int]] = {}
+    for k, m in enumerate(ids):
+        meta = self._db.parse_metadata(m, raw.get(m, "{}"))
+        read = {key: v for key, v in meta.items() if not isinstance(v, dict)}
+        alike.setdefault(json.dumps(read, sort_keys=True), []).append(k)
+    groups: list[list[str]] = []
+    for members in alike.values():
+        if len(members) < policy.compress_min_cluster:
+            continue
+        found = clusters(
+            mat[members],
+            times[members],
+            similarity=policy.compress_similarity,
+            window=policy.adjacency,
+            min_size=policy.compress_min_cluster,
+        )
+        groups.extend([ids[members[k]] for k in group] for group in found)
+    # oldest first, as one clustering of them all listed them
+    first = [st.index[g[0]] for g in groups]
+    order = sorted(
+        range(len(groups)),
+        key=lambda g: (float(st.cols["created_at"][first[g]]), int(st.cols["seq"][first[g]])),
     )
-    return [[ids[k] for k in group] for group in found]
+    return [groups[g] for g in order]
 
 
 def _compress(
@@ -229,15 +253,18 @@ def _compress(
     live = [m for m in group if m in st.index]
     if len(live) < 2:
         return None
-    texts_by_id = self._db.texts(ns, live)
-    texts = [texts_by_id[m] for m in live]
+    contents = self._db.contents(ns, live)
+    texts = [contents[m][0] for m in live]
+    # the metadata its originals share (compression groups memories a filter reads alike)
+    metas = [contents[m][1] for m in live]
+    shared = {k: v for k, v in metas[0].items() if all(k in o and o[k] == v for o in metas[1:])}
     try:
         summary = self.summarizer.summarize(texts)
         if summary is not None and not isinstance(summary, str):
             raise TypeError(f"summarize() returned {type(summary).__name__}, not a str")
-        summary = (summary or "").strip()[: policy.max_text_chars]
-        if summary:  # a text remember() would take (no NUL, no lone surrogate)
-            summary = check_text(summary, None, "the summary")
+        summary = (summary or "").strip()
+        if summary:  # a text remember() would take (no NUL, no lone surrogate, not too long)
+            summary = check_text(summary, policy.max_text_chars, "the summary")
     except Exception:  # the group stays archived; maintain() goes on
         logger.exception(
             "the summarizer failed on %d memories of namespace %r; they stay archived",
@@ -300,7 +327,7 @@ def _compress(
         ["summary"],
         [float(st.cols["importance"][rows].max())],
         [1.0],
-        [{"summary_of": live}],
+        [{**shared, "summary_of": live}],
         a_ref=[a0],
         tier=tier,
         also=originals_to_cold,

@@ -192,6 +192,20 @@ def _score_and_pack(
 
     shares = activation_share(rel, best, policy)
     boosts: dict[str, dict[str, Any]] = {}
+    # the linked memories expansion may add, as they stand before this recall's boost
+    # spreads to them (their why reports the activation they are ranked with, as a
+    # hit's does, and the spread as their boost)
+    linked: dict[str, float] = {}
+    if feedback and picked and policy.expand_links and successors:
+        near = {
+            m
+            for j in picked
+            for m, _ in space.graph.strongest(cids[j], policy.expand_max)
+            if m in st.index
+        }
+        if near:
+            near_rows = np.asarray([st.index[m] for m in near], dtype=np.int64)
+            linked = dict(zip(near, self._activation(ns, st, now, near_rows).tolist(), strict=True))
     if feedback and picked:
         boosts = self._feedback(ns, space, policy, now, cids, rows, rel, act, picked)
     items = []
@@ -250,6 +264,7 @@ def _score_and_pack(
             total,
             limit - len(items),
             passes,
+            linked,
         )
         items.extend(more)
     return RecallResult(
@@ -373,9 +388,12 @@ def _expansions(
     used: int,
     room: int,
     passes: FilterMask | None = None,
+    before: Mapping[str, float] | None = None,
 ) -> tuple[list[RecalledItem], int]:
     """Strongest linked memories of the hits, while budget remains (marked in ``why``);
-    with ``passes`` (recall's ``where``), only those that pass it."""
+    with ``passes`` (recall's ``where``), only those that pass it. ``before``: their
+    activations before this recall's feedback spread to them (ranked with those; the
+    spread is their ``why["boost"]``)."""
     st = space.state
     taken = {it.id for it in hits}
     wanted: list[tuple[str, str, float]] = []
@@ -408,6 +426,11 @@ def _expansions(
         used += cost
         rel = float(relevance.get(mid, 0.0))
         imp = float(st.cols["importance"][i])
+        boost: dict[str, Any] | None = None  # context a link brought: not boosted itself
+        if before is not None and mid in before:
+            if float(a) != before[mid]:  # but the hits' boost spread to it
+                boost = {"before": before[mid], "after": float(a), "spread": True}
+            a = before[mid]
         share = float(activation_share(np.asarray([rel]), best, policy)[0])
         out.append(
             self._item(
@@ -426,9 +449,7 @@ def _expansions(
                 tokens=t,
                 metadata=contents[mid][1],
                 archive_reason=None,
-                # context a link brought along: shown, not boosted (as the RecalledItem
-                # doc says, why["boost"] holds the boost it received: none)
-                extra={"expanded_from": source, "link_weight": w, "boost": None},
+                extra={"expanded_from": source, "link_weight": w, "boost": boost},
                 note=f"added as context: linked to {source} (weight {w:.2f})",
             )
         )

@@ -45,7 +45,18 @@ def supersede(
         self._check_open()
         space = self._space(ns)
         self._row(space, old_id)
-        self._row(space, new_id)
+        j = self._row(space, new_id)
+        if old_id in space.summaries:
+            raise InvalidInputError(
+                f"{old_id!r} is a summary: it states several memories, so nothing supersedes "
+                "it whole; supersede the original it holds (expand() lists them), or "
+                "decompress() or invalidate() the summary"
+            )
+        if space.state.cols["invalidated"][j]:
+            raise InvalidInputError(
+                f"{new_id!r} is invalidated, so it cannot be the current statement of a "
+                "fact; supersede with a valid memory"
+            )
         # old_id's own successor is replaced, so the pair makes a cycle exactly when
         # old_id is anywhere on new_id's chain (not only at its end)
         if _on_chain(space.state.superseded_by.get, new_id, old_id):
@@ -53,7 +64,9 @@ def supersede(
                 f"{new_id!r} is already superseded (directly or not) by {old_id!r}; "
                 "superseding it back would make a cycle"
             )
-        self._set_superseded(ns, space, [(old_id, new_id)], self._now(ns), reason)
+        now = self._now(ns)
+        self._set_superseded(ns, space, [(old_id, new_id)], now, reason)
+        self._drop_outdated(ns, now)
 
 
 def _detect_supersession(
@@ -238,6 +251,7 @@ def _apply_stale(
         chosen[old] = new
     if chosen:
         self._set_superseded(ns, space, list(chosen.items()), now, "detected on write")
+        self._drop_outdated(ns, now)
 
 
 def _set_superseded(
@@ -258,6 +272,10 @@ def _set_superseded(
         with self._db.transaction() as conn:
             self._db.save_rows(conn, st, rows)
             self._db.journal(conn, now, ns, journal)
+        # a summary stating an original no longer current keeps saying it: dropped
+        # once the caller's change is done (:meth:`_drop_outdated`)
+        for sid in self._summaries_of(space, {old for old, _ in pairs}):
+            space.outdated[sid] = "an original was superseded"
 
 
 def _on_chain(successor: Callable[[str], str | None], start: str, target: str) -> bool:

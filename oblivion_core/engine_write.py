@@ -247,6 +247,7 @@ def remember_many(
                 n,
                 ns,
             )
+        self._drop_outdated(ns, now)
         # by id: a failure above reloaded the namespace, and rows may have moved
         space = self._space(ns)
         rows = [space.state.index[m] for m in final_ids]
@@ -489,6 +490,9 @@ def edit(
         st = space.state
         i = self._row(space, memory_id)
         now = self._now(ns)
+        if meta is not None and memory_id in space.summaries:
+            # what marks it as a summary (expand()'s advice names it) stays
+            meta = {**meta, "summary_of": list(space.summaries[memory_id])}
         old_category = st.category(i)
         recategorised = cat is not None and cat != old_category
         # Chroma's record changes with the text or the category (it names the category)
@@ -570,17 +574,9 @@ def edit(
             space.set_vector(memory_id, vector)
             self._lex.replace(ns, int(st.cols["seq"][i]), clean)
             if sids:  # after the edit: one that fails leaves the summary as it was
-                try:
-                    rows = [st.index[m] for m in sids if m in st.index]
-                    self._delete(ns, space, rows, now, "an original was edited")
-                except Exception:
-                    logger.exception(
-                        "the summaries %s of the edited %r could not be dropped; they "
-                        "keep its old text until forget() or decompress() of them",
-                        sids,
-                        memory_id,
-                    )
-                space = self._space(ns)  # reloaded on failure
+                space = self._drop_summaries(
+                    ns, space, dict.fromkeys(sids, "an original was edited"), now
+                )
                 st = space.state
             policy = self.policy_for(ns)
             detect = policy.supersede if supersede is None else supersede
@@ -605,6 +601,7 @@ def edit(
                         )
                 except Exception:
                     logger.exception("stale-fact detection failed after editing %r", memory_id)
+                self._drop_outdated(ns, now)
         # by id: a failure above reloaded the namespace, and rows may have moved
         record = self._record(ns, self._space(ns).state.index[memory_id], now)
     if stale:

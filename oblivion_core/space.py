@@ -74,6 +74,9 @@ class Space:
         self.summaries: dict[str, list[str]] = {}
         # originals a decompress() brought back: maintain() does not compress them again
         self.uncompressed: set[str] = set()
+        #: summaries that state an original now superseded (id -> why), dropped by
+        #: :meth:`~oblivion_core.engine.Oblivion._drop_outdated` once the change is done
+        self.outdated: dict[str, str] = {}
         self.last_write: tuple[str, float] | None = None
         self.writes_since_maintain = 0
         self.lists: ListIndex | None = None  # built on the first list question

@@ -23,6 +23,7 @@ import operator
 import os
 import re
 import sqlite3
+import sys
 import threading
 import time
 import uuid
@@ -221,17 +222,18 @@ EVENT_KINDS: Mapping[str, str] = MappingProxyType(
         "link": "link() to another memory",
         "edit": "edit() of its text, category, importance or confidence",
         "supersede": "a newer memory superseded it",
-        "unsupersede": "its successor was forgotten or edited: it counts again",
+        "unsupersede": "its successor was forgotten, invalidated or edited: it counts again",
         "invalidate": "invalidate()",
         "review": "lowered and flagged for review: a memory linked to it was invalidated",
         "forget": "deleted: forget(), clear(), maintain() with forgetting on, or a summary "
-        "decompressed or whose original was forgotten or edited",
+        "decompressed or whose original was forgotten, edited, superseded or invalidated",
         "archive": "moved to the archive tier",
         "restore": "moved back to the active tier",
         "compress": "summarised: it turned cold behind a summary memory",
         "decompress": "back from cold to the archive: its summary went or was decompressed",
         "adapt": "maintain() changed learned decay rates or gains (no memory)",
-        "policy": "the namespace's policy changed (no memory)",
+        "policy": "the namespace's policy changed (no memory), or a lower cap brought "
+        "the memory's activation down to it",
     }
 )
 
@@ -540,14 +542,47 @@ def take_store_lock(directory: Path, name: str) -> int | None:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as exc:
+        holder = _lock_holder(fd)
         os.close(fd)
+        if holder is not None and holder[0] == os.getpid():
+            who = "another Oblivion instance of this process"
+        elif holder is not None:
+            who = f"process {holder[0]} ({holder[1]})"
+        else:
+            who = "another Oblivion instance (this or another process)"
+        brief = (
+            ": an `oblivion` command reading the store lets go within seconds, open it again then"
+            if holder is not None and holder[1].startswith("oblivion ")
+            else ". Share one Oblivion object between threads, or give each process its own path"
+        )
         raise StoreLockedError(
-            f"the store at {str(directory)!r} is already open in another Oblivion instance "
-            "(this or another process). Share one Oblivion object between threads, or "
-            "give each process its own path"
+            f"the store at {str(directory)!r} is already open in {who}{brief}"
         ) from exc
+    with contextlib.suppress(OSError):  # who holds it, for the refusal of another opener
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()} {LOCK_HOLDER or _program()}\n".encode(), 0)
     _HELD_LOCKS.add(fd)
     return fd
+
+
+#: What the lock file names as its holder (``None``: the program's name); the
+#: ``oblivion`` command line sets its command.
+LOCK_HOLDER: str | None = None
+
+
+def _program() -> str:
+    name = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    return "".join(c for c in name if c.isprintable())[:60] or "python"
+
+
+def _lock_holder(fd: int) -> tuple[int, str] | None:
+    """``(pid, program)`` the holder of a store's lock wrote into it (``None``: unknown,
+    e.g. a lock file of an earlier version)."""
+    try:
+        pid, _, name = os.pread(fd, 200, 0).decode("utf-8", "replace").strip().partition(" ")
+        return (int(pid), name or "python") if pid.isdigit() else None
+    except (OSError, ValueError):
+        return None
 
 
 class StateDB:

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
+import math
 import os
 import re
 import uuid
@@ -35,6 +37,8 @@ from oblivion_core.errors import (
     VectorStoreError,
 )
 from oblivion_core.typing import Vectors
+
+logger = logging.getLogger("oblivion_core")
 
 _T = TypeVar("_T")
 
@@ -127,6 +131,38 @@ def _refused(exc: BaseException) -> bool:
         if status in (401, 403):
             return True
         at = at.__cause__ or at.__context__
+    return False
+
+
+def _set_timeout(client: Any, timeout: float | None) -> None:
+    """Give the requests of ``client`` (a ``chromadb.HttpClient``) ``timeout`` seconds:
+    Chroma makes its ``httpx.Client`` with ``timeout=None`` and has no setting for it.
+    The requests made while the client was made (its tenant and database checks) had
+    none: a server that stops answering right then holds ``VectorStore.server()``."""
+    import httpx
+
+    session = getattr(getattr(client, "_server", None), "_session", None)
+    if timeout is None:
+        return
+    if not isinstance(session, httpx.Client):  # another chromadb: said once, not fatal
+        logger.warning(
+            "this chromadb's HTTP client has no session Oblivion knows: timeout=%s is not "
+            "applied, a request to the server may wait for ever",
+            timeout,
+        )
+        return
+    session.timeout = httpx.Timeout(timeout)
+
+
+def _timed_out(exc: BaseException) -> bool:
+    """Whether ``exc`` (or what it was raised from) is an HTTP request that timed out."""
+    seen: set[int] = set()
+    e: BaseException | None = exc
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if type(e).__name__.endswith("Timeout") or isinstance(e, TimeoutError):
+            return True
+        e = e.__cause__ or e.__context__
     return False
 
 
@@ -234,6 +270,7 @@ class VectorStore:
         database: str = "default_database",
         prefix: str = "",
         documents: bool = True,
+        timeout: float | None = 60.0,
     ) -> VectorStore:
         """A Chroma server (``chroma run``) at ``host:port``.
 
@@ -242,7 +279,12 @@ class VectorStore:
         ``database`` name where on the server the collections live (both must exist:
         ``chromadb.AdminClient`` creates them). ``prefix`` keeps several Oblivion stores
         apart in one database (e.g. one per app); ``documents=False`` keeps texts out of
-        Chroma (see the module doc).
+        Chroma (see the module doc). ``timeout``: seconds a request waits for the server
+        to connect or answer before it is a :class:`VectorStoreError` (``None``: for
+        ever, Chroma's own default): a server that stops answering (a stalled host, a
+        network partition) would otherwise hold every call on the engine, whose lock
+        the waiting call holds. (The requests made while the client is made, its tenant
+        and database checks, wait for ever: Chroma gives no way in before them.)
         """
         import chromadb
 
@@ -261,6 +303,16 @@ class VectorStore:
                     f"{name} must name a {name} on the Chroma server (by default "
                     f"{default!r}), got {value!r:.80}"
                 )
+        if timeout is not None and (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, int | float)
+            or not math.isfinite(timeout)
+            or timeout <= 0
+        ):
+            raise InvalidInputError(
+                f"timeout must be a number of seconds > 0 (e.g. 60.0), or None to wait for "
+                f"ever; got {timeout!r:.80}"
+            )
         where = f"{host}:{port}"
         try:
             client = chromadb.HttpClient(
@@ -272,9 +324,15 @@ class VectorStore:
                 database=database,
                 settings=_settings(),
             )
+            _set_timeout(client, timeout)
             client.heartbeat()
         except Exception as exc:
             said = str(exc).rstrip(" .?!")
+            if _timed_out(exc):
+                raise VectorStoreError(
+                    f"the Chroma server at {where} did not answer within {timeout} s; check "
+                    "that it is running and reachable, or pass a larger timeout="
+                ) from exc
             if _refused(exc):
                 advice = (
                     "the server refused the request: pass the credentials it expects as "
@@ -303,6 +361,13 @@ class VectorStore:
                 f"{self.prefix + collection_name(namespace)!r}, namespace {namespace!r}): "
                 f"{type(exc).__name__}: {exc}. Check the credentials given to "
                 "VectorStore.server(..., headers=...) (a token may have expired), then retry"
+            )
+        if _timed_out(exc):
+            return VectorStoreError(
+                f"the Chroma server did not answer in time to {operation} (collection "
+                f"{self.prefix + collection_name(namespace)!r}, namespace {namespace!r}): "
+                f"{type(exc).__name__}: {exc}. Check that it is running and reachable, "
+                "then retry (or give VectorStore.server(..., timeout=...) more seconds)"
             )
         return VectorStoreError(
             f"Chroma failed to {operation} (collection "

@@ -228,17 +228,17 @@ class VectorSync:
         except OblivionError:
             logger.warning("could not clear the resync note of %r", ns, exc_info=True)
 
-    def resync(self, ns: str, st: NamespaceState, *, strict: bool = False) -> int:
+    def resync(self, ns: str, st: NamespaceState, *, strict: bool = False) -> tuple[int, list[str]]:
         """Write again to Chroma, from SQLite, the records a crash may have left as they
         were never committed (an edit killed between Chroma's write and its commit, or
         failed with Chroma out of reach to put it back; :meth:`doubt`), and delete the
-        noted records of no memory. Returns how many were written; on failure raises if
-        ``strict``, else logs it and tries again before the next Chroma query and on the
-        next load."""
+        noted records of no memory. Returns how many were written, and the ids deleted
+        (whether Chroma held them or not); on failure raises if ``strict``, else logs it
+        and tries again before the next Chroma query and on the next load."""
         noted = self._db.parsed(f"resync:{ns}", stored_ids)
         if not noted:
             self.due.discard(ns)
-            return 0
+            return 0, []
         order = sorted(noted)
         ids = [m for m in order if m in st.index]
         gone = [m for m in order if m not in st.index]  # noted records of no memory
@@ -251,10 +251,10 @@ class VectorSync:
             if strict:
                 raise
             logger.warning("could not put right %d records of %r", len(noted), ns, exc_info=True)
-            return 0
+            return 0, []
         self.due.discard(ns)
         self.clear(ns, noted)
-        return len(ids)
+        return len(ids), gone
 
     def refill(self, ns: str, st: NamespaceState) -> int:
         """Put back what the collection of ``ns`` lacks if the vector store doubts it holds

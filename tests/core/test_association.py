@@ -274,13 +274,19 @@ def test_link_expansion_brings_archived_context_within_budget(fresh: Any) -> Non
         assert mem.links(hit.id) == {linked.id: policy.adjacency_weight}
         clock.advance(5 * DAY)
         assert mem.maintain().archived == [linked.id]
+        before = mem.get(linked.id).activation
         result = mem.recall("alpha bravo charlie", deep=False, token_budget=20)
         assert result.ids == [hit.id, linked.id]
         assert result.total_tokens <= 20
         extra = result[1].why
         assert extra["expanded_from"] == hit.id
         assert "added as context" in extra["explanation"]
-        assert extra["boost"] is None  # shown, not boosted (the key was missing)
+        # ranked with its activation before this recall, as a hit is (it read the one
+        # the hit's boost had spread to it), and that spread is its boost
+        assert result[1].activation == extra["activation"] == pytest.approx(before, abs=1e-12)
+        spread = mem.history(linked.id)[-1]
+        assert spread.kind == "spread"
+        assert extra["boost"] == {"before": spread.before, "after": spread.after, "spread": True}
         assert result[0].why["boost"] is not None
         assert len(mem.recall("alpha bravo charlie", deep=False, token_budget=7)) == 1
 

@@ -215,6 +215,8 @@ def test_a_backup_taken_while_another_thread_writes_is_one_instant(tmp_path: Pat
         (lambda p: p / "a-file" / "under-it", StorePathError, "cannot make the backup folder"),
         (lambda p: 42, InvalidInputError, "pass its path as a str or Path"),
         (lambda p: "", InvalidInputError, "pass its path as a str or Path"),
+        # a raw ValueError ("embedded null byte") from deep in pathlib
+        (lambda p: str(p / "bk\x00"), InvalidInputError, "cannot name a directory"),
     ],
 )
 def test_a_backup_that_cannot_go_where_asked_changes_nothing(

@@ -610,6 +610,7 @@ HUGE = 10**400  # an int beyond float's range
         (lambda m: m.rerank("q", [("a", 1.5)]), r"\[-1, 1\]"),
         (lambda m: m.reinforce(["a"], relevances=[HUGE]), "relevance"),
         (lambda m: m.prune_journal(HUGE), "older_than"),
+        (lambda m: m.prune_journal(1, kinds=1), "kinds"),  # was a raw TypeError
         (lambda m: m.recall("q", token_budget=-(10**400)), "token_budget"),
     ],
     ids=[
@@ -620,6 +621,7 @@ HUGE = 10**400  # an int beyond float's range
         "rerank-range",
         "reinforce",
         "prune",
+        "prune-kinds",
         "budget",
     ],
 )
@@ -632,6 +634,15 @@ def test_numbers_out_of_range_say_which(mem: Oblivion, call: Any, mentions: str)
     with pytest.raises(InvalidInputError, match=mentions):
         call(mem)
     assert [(r.id, r.activation, r.text) for r in mem.records()] == before
+
+
+def test_a_huge_history_length_is_the_whole_history(mem: Oblivion) -> None:
+    """history(last=2**70) was SQLite's raw OverflowError; beyond what SQLite counts it
+    is every entry."""
+    mem.remember("alpha note", id="a")
+    mem.recall("alpha")
+    assert mem.history("a", last=2**70) == mem.history("a")
+    assert len(mem.history("a")) == 2
 
 
 def test_a_huge_token_budget_is_no_limit(mem: Oblivion) -> None:

@@ -191,6 +191,47 @@ def test_stats_into_a_closed_pipe_exits_quietly(tmp_path: Path) -> None:
     assert "BrokenPipeError" not in err and "Traceback" not in err
 
 
+def test_an_app_opening_a_store_a_command_reads_is_told_to_open_it_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`oblivion records PATH` of a closed store holds its lock while it reads (seconds at
+    20k memories): an app starting then was refused with advice for two apps on one
+    path. The lock names its holder: the app is told which command holds it and to open
+    again in a moment; an app holding it is named as a process, with the old advice."""
+    from oblivion_core import state as state_module
+
+    _store(tmp_path / "state")
+    script = (
+        "import sys\n"
+        "from oblivion_core import Oblivion, StoreLockedError\n"
+        "from oblivion_core.testing import HashEmbedder\n"
+        "try:\n"
+        "    Oblivion(sys.argv[1], embedder=HashEmbedder())\n"
+        "except StoreLockedError as exc:\n"
+        "    print(exc)\n"
+    )
+
+    def refusal() -> str:
+        return subprocess.run(
+            [sys.executable, "-c", script, str(tmp_path / "state")],
+            cwd=Path(oblivion_core.__file__).parents[1],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        ).stdout
+
+    monkeypatch.setattr(state_module, "LOCK_HOLDER", "oblivion records")
+    with Oblivion(tmp_path / "state", embedder=HashEmbedder(), token_counter=word_count):
+        said = refusal()
+    assert f"process {os.getpid()} (oblivion records)" in said
+    assert "within seconds, open it again" in said
+    monkeypatch.setattr(state_module, "LOCK_HOLDER", None)
+    with Oblivion(tmp_path / "state", embedder=HashEmbedder(), token_counter=word_count):
+        said = refusal()
+    assert f"process {os.getpid()} (" in said and "give each process its own path" in said
+
+
 def test_stats_shows_every_namespace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Memories kept per user (the middleware's namespaces): stats printed the default
     namespace's zeros, with no hint of the others. Without --namespace it prints each
@@ -481,9 +522,10 @@ def test_backup_refuses_in_one_line_and_writes_nothing(
 
 
 def _files(folder: Path) -> dict[str, int]:
-    """Every file under ``folder`` (SQLite's -wal and -shm aside) by its size."""
+    """Every file under ``folder`` (SQLite's -wal and -shm aside) by its size (the lock
+    file's 0: it names whoever opened the store last)."""
     return {
-        str(p.relative_to(folder)): p.stat().st_size
+        str(p.relative_to(folder)): 0 if p.name == "oblivion.lock" else p.stat().st_size
         for p in folder.rglob("*")
         if p.is_file() and not p.name.endswith(("-wal", "-shm"))
     }

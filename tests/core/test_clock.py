@@ -192,6 +192,11 @@ def test_a_clock_of_the_other_kind_is_refused_and_changes_nothing(tmp_path: Any)
         Oblivion(tmp_path / "new", embedder=HashEmbedder(), clock=TurnClock(), policy=Policy())
     with pytest.raises(PolicyError, match="clock='wall'"):
         Oblivion(tmp_path / "new", embedder=HashEmbedder(), clock=WallClock(), policy=TURNS)
+    # the refused opens left no store behind (its database held the policy refused, so
+    # the advice, a wall-clock policy, was refused in turn)
+    assert not (tmp_path / "new" / "oblivion.sqlite3").exists()
+    with Oblivion(tmp_path / "new", embedder=HashEmbedder(), clock=WallClock()) as mem:
+        assert mem.policy.clock == "wall"
     path = tmp_path / "turns"
     with Oblivion(path, embedder=HashEmbedder(), policy=TURNS, token_counter=word_count) as mem:
         mem.remember_many(["We planned the trip to Porto.", "Keep answers short."])

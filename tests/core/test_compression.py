@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -204,11 +205,11 @@ _JSON = st.recursive(
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(_CHARS, max_size=5), inner),
     max_leaves=6,
 )
-_ITEM = st.tuples(
+_KIND = st.tuples(
     st.sampled_from(["event", "small_talk", "task", "fact"]),  # half-lives <= 21 days
     st.floats(0.0, 0.1),  # decay floor (importance / 2) stays below compress_below
-    st.dictionaries(st.text(_CHARS, max_size=8), _JSON, max_size=3),
 )
+_META = st.dictionaries(st.text(_CHARS, max_size=8), _JSON, max_size=3)
 
 
 @st.composite
@@ -216,13 +217,15 @@ def _sessions(draw: Any) -> list[list[tuple[str, str, float, dict[str, Any]]]]:
     """Batches of memories written together; texts may repeat within and across batches."""
     pool = draw(st.lists(_TEXT, min_size=1, max_size=5))
     text = st.sampled_from(pool) | _TEXT
-    return draw(
-        st.lists(
-            st.lists(st.tuples(text, _ITEM).map(lambda x: (x[0], *x[1])), min_size=2, max_size=6),
-            min_size=1,
-            max_size=5,
-        )
-    )
+    # a few metadata dicts, shared: compression groups memories with the same
+    meta = st.sampled_from(draw(st.lists(_META, min_size=1, max_size=3)))
+    item = st.tuples(text, _KIND, meta).map(lambda x: (x[0], *x[1], x[2]))
+    return draw(st.lists(st.lists(item, min_size=2, max_size=6), min_size=1, max_size=5))
+
+
+def _filtered(meta: dict[str, Any]) -> str:
+    """What a ``where`` filter reads of ``meta``: every value but a dict (read as none)."""
+    return json.dumps({k: v for k, v in meta.items() if not isinstance(v, dict)}, sort_keys=True)
 
 
 @settings(max_examples=40, deadline=None)
@@ -269,10 +272,20 @@ def test_compression_never_loses_text(
             unchanged(back)
             folded += [r.id for r in back]
         assert len(folded) == len(set(folded))  # no original is in two summaries
-        if not supersede:  # every batch big enough was folded (superseded ones never are)
+        if not supersede:  # in every batch, the memories a filter reads alike were
+            # folded, when enough (superseded ones never are)
             for ids in batches:
-                if len(ids) >= policy.compress_min_cluster:
-                    assert set(ids) <= set(folded)
+                alike: dict[str, list[str]] = {}
+                for m in ids:
+                    alike.setdefault(_filtered(stored[m][1]), []).append(m)
+                for same in alike.values():
+                    if len(same) >= policy.compress_min_cluster:
+                        assert set(same) <= set(folded)
+        for s in summaries:  # each holds memories a filter reads alike, and carries that
+            of = s.metadata["summary_of"]
+            assert len({_filtered(stored[m][1]) for m in of}) == 1
+            carried = {k: v for k, v in s.metadata.items() if k != "summary_of"}
+            assert _filtered(carried) == _filtered(stored[of[0]][1])
         originals = [r for r in mem.records() if r.category != "summary"]
         assert sorted(r.id for r in originals) == sorted(stored)
         unchanged(originals)
@@ -605,7 +618,8 @@ def test_a_summary_that_adds_to_a_list_is_one_live_and_after_a_reopen(tmp_path: 
 def test_restating_one_fact_of_a_summary_leaves_its_other_facts(fresh: Any) -> None:
     """A summary states several facts; "my favourite colour is blue now" superseded the
     whole summary, and the food fact folded into it was recalled no more (the same
-    memories uncompressed kept it)."""
+    memories uncompressed kept it). It supersedes the colour's original, and the
+    summary, stating the old colour, goes: the food fact is recalled from its own."""
     clock = ManualClock()
     policy = POLICY.replace(supersede=True, compress_min_cluster=2, compress_similarity=0.2)
     with fresh(clock=clock, policy=policy) as mem:
@@ -620,10 +634,12 @@ def test_restating_one_fact_of_a_summary_leaves_its_other_facts(fresh: Any) -> N
         mem.maintain()
         (summary,) = [r for r in mem.records() if r.category == "summary"]
         assert "pizza" in summary.text
-        mem.remember("My favourite colour is blue now.", category="fact")
-        assert mem.get(summary.id).superseded_by is None
+        blue = mem.remember("My favourite colour is blue now.", category="fact")
+        (green,) = [r for r in mem.records() if r.text == "My favourite colour is green."]
+        assert green.superseded_by == blue.id and green.tier == Tier.ARCHIVE
+        assert summary.id not in {r.id for r in mem.records()}
         hits = mem.recall("What is my favourite food?", k=3, deep=True).texts
-        assert any("pizza" in t for t in hits)
+        assert "My favourite food is pizza with green olives." in hits
 
 
 def test_a_cold_successor_leaves_the_older_statement_recallable(compressed: Any) -> None:
@@ -721,3 +737,127 @@ def test_a_forget_of_an_original_that_fails_keeps_its_summary(tmp_path: Path) ->
         mem.forget(originals[1])
         assert sid not in {r.id for r in mem.records()}
         assert mem.history(sid)[-1].detail["reason"] == "an original was forgotten"
+
+
+def test_a_summary_holds_memories_with_the_same_metadata(fresh: Any) -> None:
+    """Compression grouped memories whatever their metadata, and a summary carried none
+    of it: a filter on a user found none of their compressed memories, and one leaving
+    a user out (``$ne``) showed that user's text through the summary. Memories now share
+    a summary only with the same metadata, which it carries."""
+    clock = ManualClock()
+    with fresh(clock=clock, policy=POLICY) as mem:
+        for user in ("alice", "bob"):
+            mem.remember_many(
+                [f"{text} ({user})" for text in MEETING[:3]],
+                categories=["event"] * 3,
+                importances=[0.0] * 3,
+                metadatas=[{"user": user, "n": i} for i in range(3)],
+            )
+        mem.remember_many(
+            MEETING,
+            categories=["event"] * 4,
+            importances=[0.0] * 4,
+            metadatas=[{"user": "carol"}] * 4,
+        )
+        clock.advance(60 * DAY)
+        mem.maintain()
+        (summary,) = [r for r in mem.records() if r.category == "summary"]
+        assert summary.metadata == {"user": "carol", "summary_of": summary.metadata["summary_of"]}
+        assert all(mem.get(m).metadata == {"user": "carol"} for m in summary.metadata["summary_of"])
+        for user in ("alice", "bob"):  # their memories differ in "n": none compressed
+            mine = mem.recall("budget meeting", deep=True, k=10, where={"user": user})
+            assert len(mine) == 3 and all(f"({user})" in t for t in mine.texts)
+        carol = mem.recall("budget meeting", deep=True, k=10, where={"user": "carol"})
+        assert carol.ids == [summary.id]
+        others = mem.recall("budget meeting", deep=True, k=10, where={"user": {"$ne": "carol"}})
+        assert summary.id not in others.ids and len(others) == 6
+
+
+def test_a_summary_stating_a_superseded_original_is_dropped(fresh: Any) -> None:
+    """An original made stale after its compression: the summary kept stating it, and
+    a list question ranked the summary (oat milk included) first as a current addition.
+    The summary goes, as for an edit of an original; the others are archived again."""
+    clock = ManualClock()
+    with fresh(clock=clock, policy=POLICY.replace(supersede=True)) as mem:
+        mem.recall("What is on my shopping list?", feedback=False)  # the list index
+        adds = mem.remember_many(
+            [f"Add {item} to my shopping list." for item in ("oat milk", "bread", "rice")],
+            categories=["task"] * 3,
+            importances=[0.0] * 3,
+        )
+        clock.advance(60 * DAY)
+        mem.maintain()
+        (summary,) = [r for r in mem.records() if r.category == "summary"]
+        removal = mem.remember("We don't need oat milk any more, take it off the shopping list.")
+        assert mem.get(adds[0].id).superseded_by == removal.id
+        with pytest.raises(UnknownMemoryError):
+            mem.get(summary.id)
+        assert {mem.get(r.id).tier for r in adds} == {Tier.ARCHIVE}
+        assert mem.history(summary.id)[-1].detail["reason"] == "an original was superseded"
+        shown = mem.recall("What is on my shopping list?", feedback=False, deep=True)
+        listed = [it.text for it in shown if it.why["relevance_signals"].get("list_item")]
+        assert listed and not any("Add oat milk" in t for t in listed)
+
+
+def test_invalidating_an_original_drops_its_summary(tmp_path: Path) -> None:
+    """A summary kept stating an original marked wrong (recalled, only flagged for
+    review). It goes; the other originals are archived again, recallable."""
+    clock = ManualClock()
+    with _persisted(tmp_path, clock)() as mem:
+        originals, sid = _compress_meeting(mem, clock)
+        mem.invalidate(originals[2], reason="Priya asked for nothing")
+        assert sid not in {r.id for r in mem.records()}
+        assert [mem.get(m).tier for m in originals] == [Tier.ARCHIVE] * 4
+        hits = mem.recall("budget meeting", deep=True, k=10).ids
+        assert originals[2] not in hits and set(originals) - {originals[2]} <= set(hits)
+
+
+def test_supersede_refuses_a_summary_and_an_invalidated_successor(compressed: Any) -> None:
+    """supersede(summary, new) hid the summary and left its originals cold, reachable
+    by no recall; a successor marked wrong would make the older statement current
+    again at once, without its floor. Both are refused, and nothing changes."""
+    mem, originals, summaries, _, rule = compressed
+    new = mem.remember("The hiring budget review is done.", category="fact")
+    with pytest.raises(InvalidInputError, match="is a summary"):
+        mem.supersede(summaries[0].id, new.id)
+    mem.invalidate(new.id)
+    with pytest.raises(InvalidInputError, match="is invalidated"):
+        mem.supersede(rule, new.id)
+    assert mem.get(summaries[0].id).superseded_by is None
+    assert mem.get(rule).superseded_by is None
+    assert all(mem.get(m).tier == Tier.COLD for m in originals)
+
+
+def test_a_summary_longer_than_max_text_chars_leaves_the_group_archived(
+    fresh: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A summary over max_text_chars was cut to it and stored, its end lost without a
+    word. It is refused as a text remember() would refuse: logged, the group stays
+    archived."""
+    clock = ManualClock()
+    policy = POLICY.replace(max_text_chars=200)
+    with fresh(clock=clock, policy=policy, summarizer=_Returning("The team met. " * 30)) as mem:
+        recs = mem.remember_many(MEETING, categories=["event"] * 4, importances=[0.0] * 4)
+        clock.advance(60 * DAY)
+        with caplog.at_level("ERROR", logger="oblivion_core"):
+            plan = mem.maintain()
+        assert plan.ids("compress") == [] and mem.stats()["summaries"] == 0
+        assert all(mem.get(r.id).tier == Tier.ARCHIVE for r in recs)
+        assert "max_text_chars" in caplog.text
+
+
+def test_an_edited_summary_stays_a_summary(compressed: Any) -> None:
+    """edit(summary, metadata=...) dropped "summary_of", which marks a summary, and a
+    summary given another category was folded into a new summary."""
+    mem, originals, summaries, _, _ = compressed
+    sid = summaries[0].id
+    mem.edit(sid, metadata={"topic": "budget"}, category="event")
+    assert mem.get(sid).metadata == {"topic": "budget", "summary_of": originals}
+    assert [r.id for r in mem.expand(sid)] == originals
+    more = mem.remember_many(MEETING, categories=["event"] * 4, importances=[0.0] * 4)
+    mem.edit(sid, importance=0.0)
+    mem.clock.advance(120 * DAY)
+    assert sid not in mem.maintain().ids("compress")
+    assert {r.id for r in more} <= {
+        m for s in mem.records() if s.category == "summary" for m in s.metadata["summary_of"]
+    }

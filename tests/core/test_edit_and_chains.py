@@ -239,3 +239,54 @@ def test_edit_gives_another_category_and_importance_from_now_on(tmp_path: Path) 
         again = mem.get(m.id)
         assert (again.category, again.importance) == ("instruction", 0.9)
         assert again.activation == pytest.approx(live)
+
+
+def test_invalidating_the_successor_gives_the_older_statement_its_floor_back(
+    tmp_path: Path,
+) -> None:
+    """B superseded A, then B was marked wrong: recall showed A again, but A kept its
+    superseded flag, so it decayed to 0 (no importance floor) and maintain() with
+    forgetting on deleted the current statement of the fact. A is current again, as
+    after a forget() of B, and stays so after a reopen."""
+    from oblivion_core import Policy
+
+    clock = ManualClock()
+    policy = Policy().replace(forget_enabled=True, maintain_every=0, adapt=False)
+
+    def open_() -> Oblivion:
+        return Oblivion(
+            tmp_path, clock=clock, policy=policy, embedder=HashEmbedder(), token_counter=word_count
+        )
+
+    with open_() as mem:
+        a = mem.remember("My office is in building 4.", importance=0.5, category="fact")
+        clock.advance(100)
+        b = mem.remember("My office is in building 7 now.", importance=0.5, category="fact")
+        assert mem.get(a.id).superseded_by == b.id
+        mem.invalidate(b.id, reason="it never moved")
+        assert mem.get(a.id).superseded_by is None
+        last = mem.history(a.id)[-1]
+        assert (last.kind, last.detail["reason"]) == (
+            "unsupersede",
+            "its successor was invalidated",
+        )
+    with open_() as mem:
+        assert mem.get(a.id).superseded_by is None
+        for _ in range(6):
+            clock.advance(120 * 86_400.0)
+            mem.maintain()
+        kept = mem.get(a.id)  # its floor: importance 0.5 keeps it from forgetting
+        assert kept.activation > 0
+        assert a.id in mem.recall("where is my office", deep=True).ids
+
+
+def test_invalidating_the_middle_of_a_chain_hands_it_to_the_newest(mem: Oblivion) -> None:
+    """A -> B -> C with B marked wrong: A waits on C, the next valid statement."""
+    a = mem.remember("The meeting is on Monday.", category="fact")
+    b = mem.remember("The meeting is on Tuesday.", category="fact")
+    c = mem.remember("The meeting is on Wednesday.", category="fact")
+    mem.supersede(a.id, b.id)
+    mem.supersede(b.id, c.id)
+    mem.invalidate(b.id)
+    assert mem.get(a.id).superseded_by == c.id
+    assert mem.recall("When is the meeting?", deep=True, k=3).ids[0] == c.id

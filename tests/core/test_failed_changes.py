@@ -771,3 +771,32 @@ def test_a_store_failing_while_a_load_removes_records_of_no_memory_is_checked_la
         monkeypatch.undo()
         assert mem.repair_vector_store() == {"put_back": 0, "removed": 1}
         assert mem.store.ids("default") == {kept}
+
+
+def test_repair_counts_the_records_of_a_failed_write_it_removes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write whose records reached Chroma before it failed, with Chroma failing again
+    as they were taken back (a server going down mid-batch): they wait, noted, for the
+    next check. repair_vector_store() deleted them but reported ``removed: 0``."""
+    real_add = VectorStore.add
+
+    def lands_then_fails(self: VectorStore, *args: Any, **kwargs: Any) -> None:
+        real_add(self, *args, **kwargs)
+        raise VectorStoreError("the server went down mid-batch")
+
+    def down(*_args: Any, **_kwargs: Any) -> None:
+        raise VectorStoreError("the server is down")
+
+    with _open(tmp_path) as mem:
+        kept = mem.remember("the office opens at nine").id
+        monkeypatch.setattr(VectorStore, "add", lands_then_fails)
+        monkeypatch.setattr(VectorStore, "delete", down)
+        with pytest.raises(VectorStoreError):
+            mem.remember_many([f"note {i} about the office" for i in range(5)])
+        monkeypatch.undo()
+        assert [r.id for r in mem.records()] == [kept]
+        assert len(mem.store.ids("default")) == 6  # the 5 wait for the next check
+        assert mem.repair_vector_store() == {"put_back": 0, "removed": 5}
+        assert mem.store.ids("default") == {kept}
+        assert mem.repair_vector_store() == {"put_back": 0, "removed": 0}

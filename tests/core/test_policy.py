@@ -291,9 +291,17 @@ def test_a_lower_cap_brings_activations_down_to_it(mem: Oblivion, clock: ManualC
     clock.advance(DAY)
     below = mem.get(low.id).activation
     assert mem.get(high.id).activation > 0.5 > below
+    before = mem.get(high.id).activation
     mem.set_policy(Policy.template("balanced").replace(cap=0.5, archive_low=0.2, archive_high=0.3))
     assert mem.get(high.id).activation == pytest.approx(0.5)
     assert mem.get(low.id).activation == pytest.approx(below, rel=1e-12)
+    # journaled: the lowered memory's history, and the switch names what changed
+    cut = mem.history(high.id)[-1]
+    assert (cut.kind, cut.before, cut.after) == ("policy", pytest.approx(before), 0.5)
+    assert "cap" in cut.detail["reason"]
+    assert [e.kind for e in mem.history(low.id)] == ["remember"]
+    switch = [e for e in mem.history() if e.kind == "policy" and e.memory_id is None][-1]
+    assert switch.detail["changed"]["cap"] == [1.0, 0.5]
     item = mem.recall("office wifi password", k=1)[0]
     assert item.why["boost"]["after"] <= 0.5 and mem.confirm(high.id) <= 0.5
     mem.unload()

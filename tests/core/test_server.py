@@ -268,3 +268,44 @@ def test_the_testing_helper_says_why_no_server_started(
     says = "comes with the chromadb package" if broken == "missing" else "code 3: cannot bind"
     with pytest.raises(error, match=says), testing.chroma_server(tmp_path / "srv"):
         pass
+
+
+def test_a_server_that_stops_answering_is_an_error_not_a_hang(tmp_path: Path) -> None:
+    """A server that stops answering (a stalled host, a network partition: here the
+    process is stopped) held remember() for ever, and with it the engine's lock, so
+    every other call of every thread waited too. With ``timeout=`` the call fails
+    with a VectorStoreError saying so, the engine goes on, nothing stored is lost, and
+    the records agree again once the server answers."""
+    import os
+    import signal
+
+    from oblivion_core import VectorStoreError
+
+    with testing.chroma_server(tmp_path / "srv") as (host, port, proc):
+        mem = Oblivion(
+            tmp_path / "state",
+            vector_store=VectorStore.server(host, port, timeout=1.0),
+            embedder=HashEmbedder(),
+            token_counter=word_count,
+        )
+        mem.remember("written before the stall", id="a")
+        os.kill(proc.pid, signal.SIGSTOP)
+        try:
+            with pytest.raises(VectorStoreError, match="did not answer in time"):
+                mem.remember("written during the stall", id="b")
+            assert [r.id for r in mem.records()] == ["a"]  # other calls answer
+        finally:
+            os.kill(proc.pid, signal.SIGCONT)
+        mem.remember("written after it", id="c")
+        mem.repair_vector_store()  # the stalled request may have landed late
+        assert sorted(mem.store.ids("default")) == ["a", "c"]
+        mem.close()
+
+
+@pytest.mark.parametrize("timeout", [0, -1.0, float("nan"), "60", True])
+def test_a_timeout_that_is_no_number_of_seconds_is_refused(timeout: object) -> None:
+    """Refused before the server is asked anything (none listens here)."""
+    from oblivion_core import InvalidInputError
+
+    with pytest.raises(InvalidInputError, match="timeout must be a number of seconds"):
+        VectorStore.server("localhost", 1, timeout=timeout)  # type: ignore[arg-type]

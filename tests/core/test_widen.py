@@ -8,18 +8,22 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from oblivion_core.widen import WIDEN_TIMES, recall_besides
+from oblivion_core.widen import WIDEN_TIMES, besides, recall_besides
 
 
-def _reader(texts: list[str], tokens: int) -> tuple[Any, list[tuple[int | None, int]]]:
+def _reader(
+    texts: list[str], tokens: int, per_item: int = 0
+) -> tuple[Any, list[tuple[int | None, int]]]:
     """A recall over ``texts`` (best first, ``tokens`` each) that packs them into the
-    budget and ``k``, and the calls it got."""
+    budget (``tokens + per_item`` each, as recall packs) and ``k``, and the calls it got."""
     calls: list[tuple[int | None, int]] = []
 
     def read(budget: int | None, k: int) -> Any:
         calls.append((budget, k))
-        room = len(texts) if budget is None else budget // tokens
-        items = [SimpleNamespace(text=t, tokens=tokens) for t in texts[: min(k, room)]]
+        room = len(texts) if budget is None else budget // (tokens + per_item)
+        items = [
+            SimpleNamespace(id=t, text=t, tokens=tokens, why={}) for t in texts[: min(k, room)]
+        ]
         return SimpleNamespace(items=items)
 
     return read, calls
@@ -37,13 +41,15 @@ def test_k_shown_whenever_they_exist_within_the_budget(
     holds the best min(k, what the budget and the store allow) memories that are not;
     it asks at most WIDEN_TIMES more times, the first time as the caller asked."""
     texts = [f"m{i}" for i in range(20)]
-    read, calls = _reader(texts, tokens=5)
+    # (a reader packing without the per-item cost the widening adds back gave a hidden
+    # one's place more room than it took: one memory more than the budget held)
+    read, calls = _reader(texts, tokens=5, per_item=1)
     out = recall_besides(read, budget, k, 1, lambda t: int(t[1:]) in hidden)
     shown = [it.text for it in out.items if int(it.text[1:]) not in hidden]
     visible = [t for t in texts if int(t[1:]) not in hidden]
     assert calls[0] == (budget, k) and len(calls) <= WIDEN_TIMES + 1
     if len(calls) <= WIDEN_TIMES:  # it stopped on its own
-        fit = len(texts) if budget is None else budget // 5
+        fit = len(texts) if budget is None else budget // 6
         assert shown[:k] == visible[: min(k, fit)]
 
 
@@ -60,3 +66,24 @@ def test_hidden_ones_get_their_places_and_tokens_back() -> None:
     out = recall_besides(read, 15, 3, 1, {"a", "b"}.__contains__)
     assert calls == [(15, 3), (15 + 2 * (5 + 1), 5)]
     assert [it.text for it in out.items if it.text not in {"a", "b"}] == ["c", "d", "e"]
+
+
+def test_context_of_a_hidden_hit_is_left_out_too() -> None:
+    """A hit on screen brought its neighbouring turn along as context
+    (``why["context_for"]``): that turn took a place of a better memory. It is left
+    out with its hit, and the recall is asked again for both places."""
+    rows = [("a", None), ("a-next", "a"), ("b", None), ("c", None), ("d", None)]
+    calls: list[tuple[int | None, int]] = []
+
+    def read(budget: int | None, k: int) -> Any:
+        calls.append((budget, k))
+        items = [
+            SimpleNamespace(id=m, text=m, tokens=5, why={} if hit is None else {"context_for": hit})
+            for m, hit in rows[:k]
+        ]
+        return SimpleNamespace(items=items)
+
+    out = recall_besides(read, None, 2, 1, {"a"}.__contains__)
+    assert calls == [(None, 2), (None, 4)]
+    assert [it.id for it in besides(out.items, {"a"}.__contains__)] == ["b", "c"]
+    assert [it.id for it in besides(out.items, {"b"}.__contains__)] == ["a", "a-next", "c"]
