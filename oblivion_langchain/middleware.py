@@ -28,7 +28,7 @@ from typing_extensions import NotRequired  # typing's from Python 3.11 only
 
 from oblivion_core import Oblivion, Policy
 from oblivion_core.budget import render
-from oblivion_core.checks import check_standing
+from oblivion_core.checks import check_namespace, check_standing
 from oblivion_core.errors import (
     EmbeddingError,
     InvalidInputError,
@@ -40,7 +40,7 @@ from oblivion_core.errors import (
 )
 from oblivion_core.overlap import used_ids
 from oblivion_core.policy import resolve_policy
-from oblivion_core.widen import recall_besides
+from oblivion_core.widen import besides, recall_besides
 from oblivion_langchain._convert import (
     appraise,
     budget,
@@ -274,15 +274,17 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
         k: Maximum memories per recall (``None``: the policy's ``default_k``).
         namespace: Fixed namespace, a resolver ``(runtime, config) -> str | None``, or
             ``None`` to read ``user_key`` from the runtime context / configurable.
-        user_key: The key holding the user id for the default resolver.
+        user_key: The key holding the user id for the default resolver (a non-empty
+            string).
         policy: Policy (or template name, e.g. ``"support-desk"``) to apply to each
             namespace this middleware serves, once: when it first meets the namespace,
             or, for a brand-new user, right after their first turn is stored (the
             engine cannot set the policy of a namespace that does not exist yet).
-        header: First line of the injected block.
+        header: First line of the injected block (``""``: none).
         remember_turns: Store each turn (default). ``False`` only recalls and boosts.
         used_rule: ``(answer, [(id, text), ...]) -> ids`` deciding which recalled
-            memories the answer used (default :func:`oblivion_core.overlap.used_ids`).
+            memories the answer used (default :func:`oblivion_core.overlap.used_ids`;
+            ``lambda answer, items: []`` gives no used boost).
         on_error: ``"warn"`` (default) or ``"raise"``: what a store or embedder failure
             does to the run (see above).
         standing: Categories whose current memories are injected whatever the user's
@@ -316,6 +318,29 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
             raise InvalidInputError(
                 f"namespace must be a string, a callable (runtime, config) -> str, or None; "
                 f"got {namespace!r}"
+            )
+        if isinstance(namespace, str):
+            if not namespace.strip():
+                raise InvalidInputError(
+                    f"namespace must be a non-empty string, a callable (runtime, config) -> "
+                    f"str, or None (the user id under user_key); got {namespace!r}"
+                )
+            check_namespace(namespace)  # too long, a lone surrogate: refused now too
+        if not isinstance(user_key, str) or not user_key:
+            raise InvalidInputError(
+                f"user_key must be a non-empty string naming the user id in the runtime "
+                f'context or configurable (default "user_id"), got {user_key!r}'
+            )
+        if not isinstance(header, str):
+            raise InvalidInputError(
+                f'header must be a string, the first line of the injected block ("" for '
+                f"none), got {header!r}"
+            )
+        if not callable(used_rule):
+            raise InvalidInputError(
+                "used_rule must be a callable (answer, [(id, text), ...]) -> ids, e.g. "
+                "oblivion_core.overlap.used_ids (the default); to give no used boost pass "
+                f"lambda answer, items: [], got {used_rule!r}"
             )
         if on_error not in ("warn", "raise"):
             raise InvalidInputError(f'on_error must be "warn" or "raise", got {on_error!r}')
@@ -569,7 +594,7 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
             policy.per_item_tokens,
             lambda text: _turn_of(text, visible),
         )
-        items = [it for it in result.items if not _turn_of(it.text, visible)][:k]
+        items = besides(result.items, lambda text: _turn_of(text, visible))[:k]
         block, shown = render(
             [it.text for it in items], counter=count, budget=room, header=self.header, line=_bullet
         )

@@ -23,6 +23,10 @@ from oblivion_core.records import check_metadata
 from oblivion_core.where import compile_where
 from oblivion_langchain._convert import appraise, budget, clean_text, positive_k, to_document
 
+#: Attempts ``add_documents`` makes, beyond one per document, when other writers keep
+#: storing or deleting its ids between its read and its write (see there).
+_ADD_ATTEMPTS = 3
+
 
 class OblivionRetriever(BaseRetriever):
     """Retrieve memories from an :class:`~oblivion_core.Oblivion` store as ``Document`` s.
@@ -183,7 +187,9 @@ class OblivionRetriever(BaseRetriever):
         A document whose id the namespace holds already replaces that memory's text
         and metadata (``Oblivion.edit``: its activation is kept); the others are stored
         in one batch (one embedding call, one commit). Every document is checked before
-        anything is written: if one is refused, nothing changes. Category and
+        anything is written: if one is refused, nothing changes. Concurrent calls
+        with the same ids upsert too: an id another call stores or deletes meanwhile is
+        replaced or stored anew, never refused as taken. Category and
         importance are inferred from each text unless ``category`` is given. Returns
         the memory ids, in order.
 
@@ -207,56 +213,82 @@ class OblivionRetriever(BaseRetriever):
                 "document (None for a new id)"
             )
         given = list(ids) if ids is not None else [d.id for d in documents]
-        held = self._held(given)
-        if not held:
-            return self._add_new(documents, given, category)
-        # Upsert: the replacements are checked first, then the new documents stored in
-        # one all-or-nothing batch, then the replacements made.
-        policy = self.oblivion.policy_for(self.namespace)
-        for i in held:
-            check_text(documents[i].page_content, policy.max_text_chars, f"documents[{i}]")
-            check_metadata(documents[i].metadata, f"documents[{i}].metadata")
-        if len({given[i] for i in held}) != len(held):
-            raise InvalidInputError("ids must be unique within one add_documents() call")
-        fresh = [i for i in range(len(documents)) if i not in held]
-        out = dict(
-            zip(
-                fresh,
-                self._add_new([documents[i] for i in fresh], [given[i] for i in fresh], category),
-                strict=True,
-            )
-        )
-        for i in held:
-            doc, memory_id = documents[i], str(given[i])
-            current = self.oblivion.get(memory_id, namespace=self.namespace)
-            text = doc.page_content if doc.page_content != current.text else None
-            cat, importance = (
-                appraise(self.oblivion, doc.page_content)
-                if text is not None and category is None
-                else (category, None)
-            )
-            self.oblivion.edit(
-                memory_id,
-                text,
-                metadata=doc.metadata,
-                namespace=self.namespace,
-                category=cat,
-                importance=importance,
-            )
-            out[i] = memory_id
+        out: dict[int, str] = {}  # position -> memory id, of the documents written
+        # Another writer on the engine (a concurrent add_documents with the same ids)
+        # may store or delete an id between the read of which ids are held and the
+        # write. The write then fails without changing anything, and what is not
+        # written yet is sorted again on what is there now: an id stored meanwhile is
+        # replaced, one deleted meanwhile is stored anew (as OblivionStore's put does).
+        # Each such retry follows another writer's change to one of the ids, so a few
+        # more than one per document always settle it.
+        for attempt in range(len(documents) + _ADD_ATTEMPTS):
+            last = attempt + 1 == len(documents) + _ADD_ATTEMPTS
+            todo = [i for i in range(len(documents)) if i not in out]
+            held = self._held(given, todo)
+            if held:
+                # Upsert: the replacements are checked first, then the new documents
+                # stored in one all-or-nothing batch, then the replacements made.
+                policy = self.oblivion.policy_for(self.namespace)
+                for i in held:
+                    check_text(documents[i].page_content, policy.max_text_chars, f"documents[{i}]")
+                    check_metadata(documents[i].metadata, f"documents[{i}].metadata")
+                if len({given[i] for i in held}) != len(held):
+                    raise InvalidInputError("ids must be unique within one add_documents() call")
+            fresh = [i for i in todo if i not in held]
+            if fresh:
+                try:
+                    stored = self._add_new(
+                        [documents[i] for i in fresh], [given[i] for i in fresh], category
+                    )
+                except InvalidInputError:
+                    if last or not self._held(given, fresh):
+                        raise  # no id of them stored meanwhile: a document is refused
+                    continue
+                out.update(zip(fresh, stored, strict=True))
+            vanished = False
+            for i in held:
+                try:
+                    out[i] = self._replace(documents[i], str(given[i]), category)
+                except UnknownMemoryError:
+                    if last or self._held(given, [i]):
+                        raise  # not deleted meanwhile: a real error
+                    vanished = True  # stored anew on the next attempt
+                    break
+            if not vanished:
+                break
         return [out[i] for i in range(len(documents))]
 
-    def _held(self, ids: Sequence[object]) -> set[int]:
-        """Positions of ``ids`` naming a memory this retriever's namespace holds."""
-        held = set()
-        for i, memory_id in enumerate(ids):
+    def _replace(self, doc: Document, memory_id: str, category: str | None) -> str:
+        """Give the stored memory ``memory_id`` the text and metadata of ``doc``."""
+        current = self.oblivion.get(memory_id, namespace=self.namespace)
+        text = doc.page_content if doc.page_content != current.text else None
+        cat, importance = (
+            appraise(self.oblivion, doc.page_content)
+            if text is not None and category is None
+            else (category, None)
+        )
+        self.oblivion.edit(
+            memory_id,
+            text,
+            metadata=doc.metadata,
+            namespace=self.namespace,
+            category=cat,
+            importance=importance,
+        )
+        return memory_id
+
+    def _held(self, ids: Sequence[object], positions: Iterable[int]) -> list[int]:
+        """The ``positions`` of ``ids`` naming a memory this retriever's namespace holds."""
+        held = []
+        for i in positions:
+            memory_id = ids[i]
             if not isinstance(memory_id, str):
                 continue  # None: a new id; anything else is refused by remember_many
             try:
                 self.oblivion.get(memory_id, namespace=self.namespace)
             except (UnknownMemoryError, UnknownNamespaceError, InvalidInputError):
                 continue
-            held.add(i)
+            held.append(i)
         return held
 
     def _add_new(

@@ -669,10 +669,22 @@ def _engine_filter(filter: Mapping[str, Any] | None) -> Filter | None:
     kept under it."""
     if not filter:
         return None
-    key = "langgraph:" + json.dumps(filter, sort_keys=True, default=repr)
+    key = "langgraph:" + json.dumps(_filter_key(filter), sort_keys=True, default=repr)
     return Filter(
         key, lambda metadata, text: matches(_value_of(metadata, text), filter), reads_text=True
     )
+
+
+def _filter_key(node: Any) -> Any:
+    """``node`` with every dict key as its ``repr``: a filter may hold keys that are not
+    strings (``{"kind": "pref", 1: "x"}``, which matches nothing, as in InMemoryStore),
+    which ``json.dumps(sort_keys=True)`` cannot order, and which must not share a mask
+    with their string (``1`` is not ``"1"``)."""
+    if isinstance(node, Mapping):
+        return {repr(k): _filter_key(v) for k, v in node.items()}
+    if isinstance(node, list | tuple):
+        return [_filter_key(v) for v in node]
+    return node
 
 
 def _item(memory: _Memory, namespace: tuple[str, ...]) -> Item:

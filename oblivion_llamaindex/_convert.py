@@ -176,6 +176,18 @@ def role(message: ChatMessage) -> str:
     return str(getattr(r, "value", r))
 
 
+def check_messages(messages: object, name: str) -> list[ChatMessage]:
+    """``messages`` as a list of ``ChatMessage`` s, or a refusal naming ``name``."""
+    if isinstance(messages, str | bytes | ChatMessage) or not isinstance(messages, Sequence):
+        raise InvalidInputError(
+            f"{name} takes a list of ChatMessage, got {type(messages).__name__}"
+        )
+    wrong = [type(m).__name__ for m in messages if not isinstance(m, ChatMessage)]
+    if wrong:
+        raise InvalidInputError(f"{name} takes a list of ChatMessage, got a {wrong[0]} in it")
+    return list(messages)
+
+
 def query_text(messages: Sequence[ChatMessage], window: int) -> str:
     """Text of the last ``window`` messages that have text, oldest first."""
     texts = [t for t in (message_text(m) for m in messages) if t.strip()]
@@ -205,10 +217,15 @@ def check_namespace(value: object) -> str | None:
     return value
 
 
-def check_roles(roles: Iterable[object]) -> tuple[str, ...]:
-    """Role names as lower-case strings."""
+def check_roles(roles: object) -> tuple[str, ...]:
+    """Role names as lower-case strings (one name, or several)."""
     if isinstance(roles, str):
         roles = (roles,)
+    if isinstance(roles, bytes | bytearray | Mapping) or not isinstance(roles, Iterable):
+        raise InvalidInputError(
+            "remember_roles must be a role name or a list of them (e.g. ('user',) or "
+            f"('user', 'assistant')), got {type(roles).__name__} {roles!r:.60}"
+        )
     out = []
     for r in roles:
         name = getattr(r, "value", r)

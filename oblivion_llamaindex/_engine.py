@@ -85,10 +85,11 @@ def mark_used(
     """``Oblivion.mark_used`` for node ids, with an error naming every unknown id.
 
     Raises:
+        InvalidInputError: ``node_ids`` is not a node id or a list of them.
         UnknownMemoryError: some id has no memory in ``namespace``; nothing is boosted
             (the engine checks every id before changing anything).
     """
-    ids = [node_ids] if isinstance(node_ids, str) else list(node_ids)
+    ids = check_node_ids(node_ids, f"{owner}.mark_used")
     try:
         return oblivion.mark_used(ids, namespace=namespace)
     except (UnknownMemoryError, UnknownNamespaceError) as exc:
@@ -103,6 +104,26 @@ def mark_used(
             f"{owner}.mark_used: node id(s) {missing!r} are not memories in namespace "
             f"{where!r}; pass ids of nodes it returned. Nothing was boosted."
         ) from exc
+
+
+def check_node_ids(node_ids: object, name: str) -> list[str]:
+    """``node_ids`` (one node id, or several) as a list of strings; else a refusal
+    naming ``name`` and what to pass."""
+    if isinstance(node_ids, str):
+        return [node_ids]
+    if isinstance(node_ids, bytes | bytearray | Mapping) or not isinstance(node_ids, Iterable):
+        raise InvalidInputError(
+            f"{name} takes a node id or a list of node ids (strings, e.g. "
+            f"[n.node.node_id for n in response.source_nodes]), got {type(node_ids).__name__}"
+        )
+    ids = list(node_ids)
+    for i, node_id in enumerate(ids):
+        if not isinstance(node_id, str):
+            raise InvalidInputError(
+                f"{name} takes node ids as strings (node.node_id), got "
+                f"{type(node_id).__name__} {node_id!r:.60} at position {i}"
+            )
+    return ids
 
 
 def reinforce_shown(

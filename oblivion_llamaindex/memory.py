@@ -23,13 +23,14 @@ from llama_index.core.memory.memory import InsertMethod
 from llama_index.core.memory.types import DEFAULT_CHAT_STORE_KEY, BaseMemory
 from llama_index.core.storage.chat_store import BaseChatStore, SimpleChatStore
 
-from oblivion_core.budget import pack, render
+from oblivion_core.budget import count_tokens, pack, render
+from oblivion_core.checks import clean_text
 from oblivion_core.engine import Oblivion
 from oblivion_core.errors import InvalidInputError, UnknownNamespaceError
 from oblivion_core.overlap import used_ids
 from oblivion_core.recall import RecalledItem, RecallResult
 from oblivion_core.typing import TokenCounter
-from oblivion_core.widen import recall_besides
+from oblivion_core.widen import besides, recall_besides
 from oblivion_llamaindex._convert import (
     ItemCount,
     Namespace,
@@ -37,6 +38,7 @@ from oblivion_llamaindex._convert import (
     Standing,
     TokenLimit,
     check_limit,
+    check_messages,
     message_text,
     role,
 )
@@ -63,7 +65,7 @@ class _TokenList:
         self._counter = counter
 
     def __call__(self, text: str) -> range:
-        return range(int(self._counter(text)))
+        return range(count_tokens(self._counter, text))
 
 
 class OblivionMemory(BaseMemory):
@@ -252,9 +254,7 @@ class OblivionMemory(BaseMemory):
                 if llm is not None
                 else DEFAULT_TOKEN_LIMIT
             )
-        history = (
-            _check_messages(chat_history, "chat_history") if chat_history is not None else None
-        )
+        history = check_messages(chat_history, "chat_history") if chat_history is not None else None
         memory = cls(oblivion=oblivion, token_limit=token_limit, **fields)
         if history is not None:
             memory.chat_store.set_messages(memory.chat_store_key, history)
@@ -310,7 +310,7 @@ class OblivionMemory(BaseMemory):
         counter = self.oblivion.token_counter
         with self._lock:
             history = self.chat_store.get_messages(self.chat_store_key)
-            costs = [int(counter(message_text(m))) for m in history]
+            costs = [count_tokens(counter, message_text(m)) for m in history]
             room = available - (costs[-1] if history else 0)
             if history and room < 0:
                 # Even the latest message does not fit: hand it over alone and let the
@@ -346,7 +346,10 @@ class OblivionMemory(BaseMemory):
                         break
                     # Count what is really sent; joining texts can cost a token more than
                     # the parts, so drop the lowest-ranked memory until it fits.
-                    if n == 0 or sum(int(counter(message_text(m))) for m in out) <= available:
+                    if (
+                        n == 0
+                        or sum(count_tokens(counter, message_text(m)) for m in out) <= available
+                    ):
                         break
                     n -= 1
                 if not repeated:
@@ -359,8 +362,10 @@ class OblivionMemory(BaseMemory):
     def _query(self, input: str | ChatMessage | None, history: list[ChatMessage]) -> str:
         if isinstance(input, ChatMessage):
             return message_text(input).strip()
-        if isinstance(input, str) and input.strip():
-            return input.strip()
+        # NULs and lone surrogates, which the engine refuses, are read as spaces and "?"
+        query = clean_text(input) if isinstance(input, str) else ""
+        if query:
+            return query.strip()
         for message in reversed(history):
             if role(message) == "user" and message_text(message).strip():
                 return message_text(message).strip()
@@ -379,7 +384,9 @@ class OblivionMemory(BaseMemory):
         """
         engine = self.oblivion
         if self._last_query is None or query != self._last_query:
-            header = int(engine.token_counter(self.memory_header)) if self.memory_header else 0
+            header = (
+                count_tokens(engine.token_counter, self.memory_header) if self.memory_header else 0
+            )
             self._last = None
             self._boosted = set()
             if budget - header <= 0:
@@ -414,10 +421,11 @@ class OblivionMemory(BaseMemory):
         )
 
     def _pick(self, pool: list[RecalledItem], hidden: set[str]) -> list[RecalledItem]:
-        """The memories of ``pool`` whose text is not in ``hidden``, best first: at most
+        """The memories of ``pool`` whose text is not in ``hidden`` (nor context of one
+        whose text is: :func:`~oblivion_core.widen.besides`), best first: at most
         ``k`` of them, within the memory budget as the recall packs them (an item that
         does not fit is skipped, smaller ones after it may still fit)."""
-        items = [it for it in pool if it.text not in hidden]
+        items = besides(pool, hidden.__contains__)
         if not items:
             return []
         room, k, per_item = self._limits
@@ -441,7 +449,7 @@ class OblivionMemory(BaseMemory):
         """``(messages, window)``: the recent turns that fit ``available`` tokens next to
         ``block``, and those turns with ``block`` inserted."""
         counter = self.oblivion.token_counter
-        window = _newest(history, costs, available - (int(counter(block)) if block else 0))
+        window = _newest(history, costs, available - (count_tokens(counter, block) if block else 0))
         if not block:
             return window, window
         out = list(window)
@@ -573,7 +581,7 @@ class OblivionMemory(BaseMemory):
     def set(self, messages: list[ChatMessage]) -> None:
         """Replace the short-term history (long-term memories are kept, nothing new is
         remembered). Messages still waiting for the engine are written after."""
-        history = _check_messages(messages, "set()")
+        history = check_messages(messages, "set()")
         with self._lock:
             self.chat_store.set_messages(self.chat_store_key, history)
             self._shown = []
@@ -594,18 +602,6 @@ class OblivionMemory(BaseMemory):
 def _check_message(message: object) -> None:
     if not isinstance(message, ChatMessage):
         raise InvalidInputError(f"put() takes a ChatMessage, got {type(message).__name__}")
-
-
-def _check_messages(messages: object, name: str) -> list[ChatMessage]:
-    """``messages`` as a list of ``ChatMessage`` s, or a refusal naming ``name``."""
-    if isinstance(messages, str | bytes | ChatMessage) or not isinstance(messages, Sequence):
-        raise InvalidInputError(
-            f"{name} takes a list of ChatMessage, got {type(messages).__name__}"
-        )
-    wrong = [type(m).__name__ for m in messages if not isinstance(m, ChatMessage)]
-    if wrong:
-        raise InvalidInputError(f"{name} takes a list of ChatMessage, got a {wrong[0]} in it")
-    return list(messages)
 
 
 def _newest(history: Sequence[ChatMessage], costs: Sequence[int], room: int) -> list[ChatMessage]:

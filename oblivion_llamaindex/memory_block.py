@@ -17,12 +17,12 @@ from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.bridge.pydantic import ConfigDict, Field, PrivateAttr
 from llama_index.core.memory.memory import BaseMemoryBlock
 
-from oblivion_core.budget import render
+from oblivion_core.budget import count_tokens, render
 from oblivion_core.engine import Oblivion
 from oblivion_core.errors import InvalidInputError, UnknownNamespaceError
 from oblivion_core.overlap import used_ids
 from oblivion_core.recall import RecalledItem
-from oblivion_core.widen import recall_besides
+from oblivion_core.widen import besides, recall_besides
 from oblivion_llamaindex._convert import (
     ItemCount,
     Namespace,
@@ -30,6 +30,7 @@ from oblivion_llamaindex._convert import (
     Standing,
     TokenLimit,
     check_limit,
+    check_messages,
     message_text,
     query_text,
     role,
@@ -216,7 +217,8 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
         session_id: str | None = None,
         **block_kwargs: Any,
     ) -> str:
-        return await asyncio.to_thread(self.recall_block, messages or [], session_id)
+        checked = check_messages(messages if messages is not None else [], "aget()")
+        return await asyncio.to_thread(self.recall_block, checked, session_id)
 
     def recall_block(self, messages: Sequence[ChatMessage], session_id: str | None = None) -> str:
         """The block's content for ``messages`` (what ``aget`` returns), synchronously.
@@ -225,6 +227,7 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
             messages: The conversation so far, oldest first.
             session_id: Keeps "used" feedback of concurrent sessions apart.
         """
+        messages = check_messages(messages, "recall_block()")
         engine = self.oblivion
         key = session_id or ""
         with self._lock:
@@ -262,7 +265,7 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
             except UnknownNamespaceError:
                 self._shown[key] = []
                 return ""
-            items = [it for it in result if it.text not in visible][:k]
+            items = besides(result.items, visible.__contains__)[:k]
             text, n = render(
                 [it.text for it in items], counter=engine.token_counter, budget=self.token_limit
             )
@@ -309,7 +312,9 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
         Raises:
             InvalidInputError: ``tokens_to_truncate`` is negative or not an int.
         """
-        return self.truncate(content, tokens_to_truncate)
+        # in a worker thread: the block's lock may be held by a recall of another
+        # session for as long as its query takes to embed
+        return await asyncio.to_thread(self.truncate, content, tokens_to_truncate)
 
     def truncate(self, content: str, tokens_to_truncate: int) -> str | None:
         """Synchronous :meth:`atruncate`."""
@@ -321,7 +326,7 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
             items = self._rendered.get(content) if isinstance(content, str) else None
             if not items:
                 return None
-            target = int(counter(content)) - cut
+            target = count_tokens(counter, content) - cut
             keep = list(items)
             drop_order = sorted(keep, key=lambda it: (it.activation, it.score))
             for weakest in drop_order:
@@ -333,6 +338,24 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
             return None
 
     # ------------------------------------------------------------------ writing
+    async def aput(
+        self,
+        messages: list[ChatMessage],
+        from_short_term_memory: bool = False,
+        session_id: str | None = None,
+    ) -> None:
+        """Remember ``messages`` (see :meth:`remember_messages`); ``session_id`` is
+        stored as their metadata.
+
+        Raises:
+            InvalidInputError: ``messages`` is not a list of ``ChatMessage``; nothing is
+                stored.
+        """
+        checked = check_messages(messages, "aput()")
+        await super().aput(
+            checked, from_short_term_memory=from_short_term_memory, session_id=session_id
+        )
+
     async def _aput(self, messages: list[ChatMessage]) -> None:
         await asyncio.to_thread(self.remember_messages, messages)
 
@@ -354,6 +377,7 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
         Returns:
             The new memory ids (of messages queued by an earlier failed write too).
         """
+        messages = check_messages(messages, "remember_messages()")
         batch: list[tuple[str, dict[str, Any]]] = []
         for message in messages:
             r = role(message)

@@ -14,6 +14,7 @@ from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from oblivion_core.budget import check_k
+from oblivion_core.checks import check_text, clean_text
 from oblivion_core.engine import Oblivion
 from oblivion_core.errors import (
     InvalidInputError,
@@ -58,8 +59,11 @@ class OblivionNodePostprocessor(BaseNodePostprocessor):
     similarities in ``[0, 1]`` (BM25, rerankers' logits): a score more than a rounding
     error outside ``[-1, 1]`` is refused, naming the node, before anything is stored
     (a cosine of ``1.0000000000000002``, as ``VectorStoreIndex`` returns, is clipped).
-    The query is the bundle's ``custom_embedding_strs`` joined (HyDE and other query
-    transforms set them), else its query string.
+    So is a new or changed node whose text the engine would refuse (a NUL, a lone
+    surrogate, more than ``policy.max_text_chars`` characters): a refused call stores
+    nothing. The query is the bundle's ``custom_embedding_strs`` joined (HyDE and other
+    query transforms set them), else its query string; NULs and lone surrogates in it
+    are read as spaces and ``"?"``.
 
     Returned nodes are copies carrying ``oblivion_*`` metadata (id, tier, relevance,
     activation, importance, score, ``why``) that is hidden from the LLM and embedder;
@@ -186,7 +190,11 @@ class OblivionNodePostprocessor(BaseNodePostprocessor):
         if not nodes:
             return []
         query = query_text(query_bundle) if query_bundle is not None else None
-        if not isinstance(query, str) or not query.strip():
+        if isinstance(query, str):
+            # NULs and lone surrogates, which the engine refuses in a query, are read as
+            # spaces and "?" (as the retrievers and memories read them)
+            query = clean_text(query)
+        if not isinstance(query, str) or not query:
             raise InvalidInputError(
                 "OblivionNodePostprocessor needs the query: call "
                 "postprocess_nodes(nodes, query_str=...) or pass a QueryBundle"
@@ -229,7 +237,11 @@ class OblivionNodePostprocessor(BaseNodePostprocessor):
         unknown are registered (a node registered meanwhile with other text is edited).
         """
         engine = self.oblivion
-        new, changed = self._unknown(nodes)
+        new, changed, retexted = self._unknown(nodes)
+        # Every text to be written is checked, as the engine checks it, before anything
+        # is written: a changed node refused by its edit, after the batch of new nodes,
+        # left that batch stored.
+        self._check_texts({i: nodes[i][1] for i in [*new, *retexted]}, set(retexted))
         while new:
             try:
                 engine.remember_many(
@@ -243,7 +255,7 @@ class OblivionNodePostprocessor(BaseNodePostprocessor):
                 )
                 break
             except InvalidInputError as exc:
-                still_new, changed_since = self._unknown({i: nodes[i] for i in new})
+                still_new, changed_since, _ = self._unknown({i: nodes[i] for i in new})
                 if len(still_new) < len(new):  # registered meanwhile by another caller
                     new = still_new
                     changed.extend(changed_since)
@@ -269,25 +281,51 @@ class OblivionNodePostprocessor(BaseNodePostprocessor):
                     raise
                 raise named from exc
 
-    def _unknown(self, nodes: dict[str, tuple[NodeWithScore, str]]) -> tuple[list[str], list[str]]:
-        """``(new, changed)``: ids of the nodes the engine does not hold, and of those it
-        holds with another text."""
+    def _unknown(
+        self, nodes: dict[str, tuple[NodeWithScore, str]]
+    ) -> tuple[list[str], list[str], list[str]]:
+        """``(new, changed, retexted)``: ids of the nodes the engine does not hold, of
+        those it holds with another text or metadata, and of those among them whose
+        text changed."""
         engine = self.oblivion
         new: list[str] = []
         changed: list[str] = []
+        retexted: list[str] = []
         for node_id, (_, text) in nodes.items():
             try:
                 record = engine.get(node_id, namespace=self.namespace)
             except UnknownNamespaceError:
-                return list(nodes), []
+                return list(nodes), [], []
             except UnknownMemoryError:
                 new.append(node_id)
                 continue
+            if record.text != text:
+                retexted.append(node_id)
             if record.text != text or _json(record.metadata) != _json(
                 json_metadata(nodes[node_id][0].node.metadata)
             ):
                 changed.append(node_id)
-        return new, changed
+        return new, changed, retexted
+
+    def _check_texts(self, texts: dict[str, str], held: set[str]) -> None:
+        """Refuse, naming the node, a text the engine would refuse (a NUL, a lone
+        surrogate, more than ``policy.max_text_chars`` characters), before anything of
+        the call is written; ``held``: ids of nodes the engine holds (with another text)."""
+        engine = self.oblivion
+        try:
+            policy = engine.policy_for(self.namespace)
+        except UnknownNamespaceError:  # a namespace's first write uses the default policy
+            policy = engine.policy
+        max_chars = policy.max_text_chars
+        for node_id, text in texts.items():
+            try:
+                check_text(text, max_chars, "text")
+            except InvalidInputError as exc:
+                outcome = "Its stored text is unchanged. " if node_id in held else ""
+                named = _refused(exc, [node_id], outcome + "Nothing was stored.")
+                if named is None:
+                    raise
+                raise named from exc
 
     # ------------------------------------------------------------------ feedback
     def mark_used(self, node_ids: Iterable[str]) -> list[float]:

@@ -14,6 +14,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 from llama_index.core.vector_stores.types import MetadataFilters
 
 from oblivion_core.budget import check_k
+from oblivion_core.checks import clean_text
 from oblivion_core.engine import Oblivion
 from oblivion_core.errors import InvalidInputError, UnknownNamespaceError
 from oblivion_llamaindex._convert import (
@@ -35,7 +36,8 @@ class OblivionRetriever(BaseRetriever):
     ``oblivion_why`` (every term of the score and a sentence); those keys are hidden
     from the LLM and the embedder. Retrieval boosts what it returns unless
     ``feedback=False``. A namespace that was never written, or an empty or blank query,
-    returns no nodes. A
+    returns no nodes. NULs in the query are searched as spaces and lone surrogates as
+    ``"?"`` (the engine refuses both); a query of nothing else finds nothing. A
     ``QueryBundle``'s ``custom_embedding_strs`` (set by HyDE and other query
     transforms), joined, are what is searched for, as vector retrievers embed them.
 
@@ -131,10 +133,14 @@ class OblivionRetriever(BaseRetriever):
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         query = query_text(query_bundle)
-        if isinstance(query, str) and not query.strip():
-            # as with LlamaIndex's vector retrievers, not an error (an agent's tool call
-            # may send one): nothing is found and nothing boosted
-            return []
+        if isinstance(query, str):
+            # NULs and lone surrogates (a pasted binary, a badly decoded file) would make
+            # the engine refuse the query: they are searched as spaces and "?"
+            query = clean_text(query)
+            if not query:
+                # as with LlamaIndex's vector retrievers, not an error (an agent's tool
+                # call may send one): nothing is found and nothing boosted
+                return []
         try:
             result = self._oblivion.recall(
                 query,

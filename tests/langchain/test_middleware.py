@@ -17,7 +17,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import BaseModel
 
-from oblivion_core import Oblivion, Policy
+from oblivion_core import InvalidInputError, Oblivion, Policy
 from oblivion_core.testing import ManualClock, word_count
 from oblivion_langchain import OblivionMemoryMiddleware
 from oblivion_langchain import middleware as mw
@@ -268,6 +268,40 @@ def test_bad_options_fail_clearly(engine: Oblivion, options: dict[str, Any], mat
     """A negative budget (and other bad options) is refused at construction."""
     with pytest.raises(ValueError, match=match):
         OblivionMemoryMiddleware(engine, **options)
+
+
+@pytest.mark.parametrize(
+    ("options", "match"),
+    [
+        ({"header": None}, r"header must be a string.*\"\" for none"),
+        ({"header": 3}, "header must be a string"),
+        ({"used_rule": None}, "used_rule must be a callable.*used_ids"),
+        ({"used_rule": "used_ids"}, "used_rule must be a callable"),
+        ({"user_key": None}, 'user_key must be a non-empty string.*"user_id"'),
+        ({"user_key": ""}, "user_key must be a non-empty string"),
+        ({"namespace": ""}, "namespace must be a non-empty string, a callable"),
+        ({"namespace": "  "}, "namespace must be a non-empty string, a callable"),
+        ({"namespace": "x" * 300}, "namespace is longer than"),
+    ],
+)
+def test_options_every_run_would_crash_on_are_refused_at_construction(
+    seeded: Oblivion, options: dict[str, Any], match: str
+) -> None:
+    """header/used_rule/user_key None or a blank namespace are refused when the
+    middleware is built, naming the argument and what to pass, not by a TypeError
+    inside the hooks of every run."""
+    with pytest.raises(InvalidInputError, match=match):
+        OblivionMemoryMiddleware(seeded, **options)
+
+
+def test_an_empty_header_and_a_custom_user_key_run(seeded: Oblivion) -> None:
+    """header="" (no header line) and another user_key are legitimate."""
+    agent, model = _agent(seeded, ["About 313 km."], header="", user_key="uid")
+    _ask(agent, "How far is Porto in kilometres?", {"configurable": {"uid": "sam"}})
+    system = model.seen[0][0]
+    assert isinstance(system, SystemMessage)
+    assert "- Always give distances in kilometres, never miles." in system.text
+    assert DEFAULT_HEADER not in system.text
 
 
 ANA = [

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -505,6 +508,79 @@ def test_add_documents_with_a_stored_id_replaces_that_memory(
     assert engine.embedder.calls == calls
     assert engine.get("faq-1", namespace="s").metadata == {"v": 3}
     assert engine.count(namespace="s") == 2
+
+
+def test_add_documents_upserts_an_id_another_writer_stores_meanwhile(
+    engine: Oblivion, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An id another writer stores between add_documents' read of which ids are held
+    and its write is replaced, not refused ("already exists"); the rest are stored."""
+    remember_many = engine.remember_many
+
+    def racing(*args: object, **kwargs: object) -> object:
+        monkeypatch.setattr(engine, "remember_many", remember_many)
+        engine.remember("Refunds take 5 days.", id="d1", namespace="s")  # the other writer
+        return remember_many(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(engine, "remember_many", racing)
+    retriever = OblivionRetriever(oblivion=engine, namespace="s")
+    docs = [Document(page_content=f"Refunds take {n} days.", id=f"d{n}") for n in (0, 1, 2)]
+    assert retriever.add_documents(docs) == ["d0", "d1", "d2"]
+    assert sorted((r.id, r.text) for r in engine.records(namespace="s")) == [
+        (d.id, d.page_content) for d in docs
+    ]
+
+
+def test_add_documents_stores_anew_an_id_another_writer_deletes_meanwhile(
+    engine: Oblivion, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stored id another writer forgets before add_documents replaces it is stored
+    anew, not an UnknownMemoryError."""
+    engine.remember("Refunds take 5 days.", id="faq", namespace="s")
+    edit = engine.edit
+
+    def racing(memory_id: str, *args: object, **kwargs: object) -> object:
+        monkeypatch.setattr(engine, "edit", edit)
+        engine.forget(memory_id, namespace="s")  # the other writer
+        return edit(memory_id, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(engine, "edit", racing)
+    retriever = OblivionRetriever(oblivion=engine, namespace="s")
+    docs = [Document(page_content="Refunds take 10 days.", id="faq"), Document(page_content="x")]
+    ids = retriever.add_documents(docs)
+    assert ids[0] == "faq"
+    assert sorted(r.text for r in engine.records(namespace="s")) == ["Refunds take 10 days.", "x"]
+
+
+def test_concurrent_add_documents_with_the_same_ids_all_upsert(engine: Oblivion) -> None:
+    """Many threads and gathered aadd_documents calls upserting the same ids: none
+    raises, and each id ends as one memory holding one of the versions written."""
+    retriever = OblivionRetriever(oblivion=engine, namespace="docs")
+
+    def batch(v: int) -> list[Document]:
+        return [Document(page_content=f"doc {j} version {v}", id=f"d{j}") for j in range(3)]
+
+    async def gathered() -> list[object]:
+        calls = [retriever.aadd_documents(batch(v)) for v in range(20)]
+        return await asyncio.gather(*calls, return_exceptions=True)
+
+    start = threading.Barrier(8)
+
+    def thread(v: int) -> list[str]:
+        start.wait()  # all at once: each reads which ids are held before any writes
+        return retriever.add_documents(batch(v))
+
+    results = asyncio.run(gathered())
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        threads = [pool.submit(thread, v) for v in range(20, 28)]
+        results += [f.exception() or f.result() for f in threads]
+    assert [r for r in results if isinstance(r, BaseException)] == []
+    assert all(r == ["d0", "d1", "d2"] for r in results)
+    stored = engine.records(namespace="docs")
+    assert sorted(r.id for r in stored) == ["d0", "d1", "d2"]
+    for record in stored:
+        j = int(record.id[1:])
+        assert record.text in {f"doc {j} version {v}" for v in range(28)}
 
 
 @pytest.mark.parametrize(

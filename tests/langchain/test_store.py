@@ -499,6 +499,35 @@ def test_ordering_filters_agree_with_the_in_memory_store(
     ours.oblivion.close()
 
 
+def test_filters_with_keys_that_are_not_strings_behave_like_the_in_memory_store(
+    store: OblivionStore,
+) -> None:
+    """A filter key that is not a string (next to string keys, or nested) does not
+    crash a search: like InMemoryStore, the item's value has no such field, so
+    ``{1: "x"}`` matches nothing and ``{1: None}`` everything; ``1`` is not ``"1"``."""
+    reference = InMemoryStore()
+    for s in (reference, store):
+        s.put(NS, "tea", {"text": "Sam prefers green tea", "kind": "pref"})
+        s.put(NS, "one", {"text": "Sam likes the number one", "kind": "pref", "1": "x"})
+        s.put(NS, "car", {"text": "Sam drives an electric car", "kind": "fact"})
+    filters: list[dict[Any, Any]] = [
+        {"1": "x"},  # first: its mask must not answer for {1: "x"}
+        {"kind": "pref", 1: "x"},
+        {1: "x"},
+        {1: None},
+        {"kind": {"$eq": "pref"}, 1: {"$ne": "x"}},
+        {(1, 2): "x", "kind": "pref"},
+    ]
+    for flt in filters:
+        expected = {h.key for h in reference.search(("memories",), filter=flt)}
+        assert {h.key for h in store.search(("memories",), filter=flt)} == expected, flt
+        found = store.search(("memories",), query="Sam tea car number", filter=flt)
+        assert {h.key for h in found} == expected, flt
+    # nested (InMemoryStore raises AttributeError here): no value has that field
+    assert store.search(NS, filter={"kind": {"a": 1, 2: 3}}) == []
+    assert store.search(NS, query="tea", filter={"kind": {"a": 1, 2: 3}}) == []
+
+
 def test_iso_dates_in_filters_compare_as_text(store: OblivionStore) -> None:
     """Strings that are not numbers compare as strings (ISO dates order right)."""
     for day in ("2025-01-05", "2025-02-01", "2024-12-31"):

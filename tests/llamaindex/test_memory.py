@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterator, Sequence
 
@@ -145,6 +146,35 @@ def test_input_overrides_the_query(engine: Oblivion) -> None:
     memory = make(engine, k=1)
     memory.put(user("hello"))
     assert "Miso" in system_text(memory.get(input="office cat name"))
+
+
+@pytest.mark.parametrize("stray", ["\x00", "\ud83d"])
+def test_an_input_with_a_stray_character_is_read_cleaned(engine: Oblivion, stray: str) -> None:
+    """A NUL or lone surrogate in ``input`` (LlamaIndex passes the user's raw message)
+    is read as a space or "?", as in put: the turn is not failed by the engine's
+    refusal of the query."""
+    engine.remember("The office cat is called Miso.")
+    memory = make(engine, k=1)
+    memory.put(user("hello"))
+    assert "Miso" in system_text(memory.get(input=f"office cat name{stray}"))
+    assert "Miso" in system_text(memory.get(input=f"office{stray}cat"))
+
+
+def test_a_chat_engine_answers_a_message_with_a_stray_character(engine: Oblivion) -> None:
+    """``CondenseQuestionChatEngine`` hands the raw message to ``get(input=...)``."""
+    from llama_index.core.chat_engine import CondenseQuestionChatEngine
+    from llama_index.core.query_engine import CustomQueryEngine
+
+    class Echo(CustomQueryEngine):
+        def custom_query(self, query_str: str) -> str:
+            return "Porto."
+
+    memory = make(engine, namespace="alice")
+    chat = CondenseQuestionChatEngine.from_defaults(
+        query_engine=Echo(), memory=memory, llm=MockLLM()
+    )
+    assert str(chat.chat("Where does Anna live?\x00")) == "Porto."
+    assert str(chat.chat("Where does Anna live? \ud83d")) == "Porto."
 
 
 def test_memories_still_in_the_window_are_not_repeated(engine: Oblivion) -> None:
@@ -294,6 +324,29 @@ def test_token_limit_property(
     engine.close()
 
 
+def _fractional(text: str) -> float:
+    """An estimating token counter: 1.9 tokens a word (the engine rounds it up)."""
+    return len(text.split()) * 1.9
+
+
+@pytest.mark.parametrize("limit", [8, 20, 33, 60])
+def test_a_fractional_token_counter_never_exceeds_the_limit(limit: int) -> None:
+    """With a counter returning fractions, turns and memories are counted rounded up, as
+    the engine counts them (``oblivion_core.budget.count_tokens``), so ``get`` fits
+    ``token_limit`` by that count; ``tokenizer_fn`` rounds up too."""
+    engine = new_engine(token_counter=_fractional)
+    for i in range(6):
+        engine.remember(f"fact {i}: word{i} matters", namespace="u")
+    memory = make(engine, namespace="u", token_limit=limit, memory_token_ratio=0.5)
+    for i in range(12):
+        memory.put(user(f"word{i}") if i % 2 == 0 else assistant(f"fact {i}"))
+    messages = memory.get(input="fact word3 matters")
+    used = sum(math.ceil(_fractional(m.content or "")) for m in messages)
+    assert used <= limit
+    assert len(memory.tokenizer_fn("one two")) == 4  # 3.8 tokens is 4
+    engine.close()
+
+
 def test_memory_share_is_bounded_by_the_ratio(engine: Oblivion) -> None:
     """Recalled memories use at most ``memory_token_ratio`` of the tokens."""
     for i in range(10):
@@ -361,6 +414,8 @@ def test_tokenizer_fn_counts_with_the_engine(engine: Oblivion) -> None:
         ("memory_token_ratio", 1.5),
         ("k", 0),
         ("remember_roles", [3]),
+        ("remember_roles", 1),
+        ("remember_roles", None),
         ("namespace", ""),
     ],
 )

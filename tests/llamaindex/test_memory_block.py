@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import pickle
+import threading
+from typing import Any
 
+import numpy as np
 import pytest
 from llama_index.core.agent.workflow import FunctionAgent
 from llama_index.core.base.llms.types import ChatMessage, ToolCallBlock
@@ -15,7 +19,7 @@ from llama_index.core.memory import Memory
 from llama_index.core.tools import FunctionTool
 
 from oblivion_core import EmbeddingError, InvalidInputError, Oblivion
-from oblivion_core.testing import ManualClock, word_count
+from oblivion_core.testing import HashEmbedder, ManualClock, word_count
 from oblivion_core.testing import memory as new_engine
 from oblivion_llamaindex import OblivionMemoryBlock
 
@@ -177,6 +181,33 @@ async def test_messages_on_screen_do_not_take_the_places_of_older_memories(
     ranked = engine.recall(query[-1].content or "", k=2, feedback=False)
     assert "rent" not in ranked.ids  # the turns on screen rank above it
     assert await block.aget(query) == "- The Porto apartment rent is 900 euros per month"
+
+
+async def test_a_hidden_memory_brings_no_context_of_its_own(engine: Oblivion) -> None:
+    """A memory left out as still on screen takes the neighbouring turn it brought as
+    context (``why["context_for"]``; it took the places of better matches) out with it,
+    so the block lists what a recall with the hidden texts filtered out ranks first."""
+    scenic = [8, 6, 5, 7, 11, 0, 7, 0, 4, 11, 9, 9, 9, 6, 10]
+    texts = [f"I like hiking trail {i} near the lake" + " scenic" * s for i, s in enumerate(scenic)]
+    engine.remember_many(texts, ids=[f"t{i}" for i in range(15)])
+    query = "which hiking trail near the lake do I like?"
+    on_screen = [texts[5], texts[6], texts[7]]
+    limit = 36
+    plain = engine.recall(query, k=3, token_budget=limit, feedback=False, standing=())
+    assert set(plain.ids) <= {"t5", "t6", "t7"}  # the recall's places go to those on screen
+    unseen = engine.recall(
+        query,
+        k=3,
+        token_budget=limit,
+        feedback=False,
+        standing=(),
+        where_document={"$and": [{"$not_contains": t} for t in on_screen]},
+    )
+    block = block_for(engine, token_limit=limit, k=3, standing=(), feedback=False)
+    content = await block.aget([*map(user, on_screen), user(query)])
+    listed = [line[2:] for line in content.splitlines()]
+    assert listed and listed == unseen.texts[: len(listed)]
+    assert not set(listed) & set(on_screen)
 
 
 async def test_a_memory_hidden_as_a_visible_message_gets_no_recall_boost(
@@ -432,6 +463,93 @@ async def test_memory_truncates_the_block_by_activation(ranked: Oblivion) -> Non
     assert "strong" in system and "weak" not in system
 
 
+async def test_atruncate_cuts_no_more_than_asked_with_a_fractional_counter(
+    clock: ManualClock,
+) -> None:
+    """With a counter returning fractions, the content is counted rounded up, as the
+    engine counts it (``count_tokens``): cutting 5 of its 14 tokens (13.5) keeps the two
+    most active memories (9 tokens), rather than cutting to 8 and keeping one."""
+    engine = new_engine(clock=clock, token_counter=lambda text: len(text.split()) * 0.9)
+    engine.remember("refund rule weak one", id="weak", category="task", importance=0.1)
+    engine.remember("refund rule middle one", id="mid", category="fact", importance=0.5)
+    engine.remember("refund rule strong one", id="strong", category="instruction")
+    clock.advance(2 * DAY)
+    block = block_for(engine, feedback=False, standing=())
+    content = await block.aget([user("which refund rule is the weak one")])
+    assert len(content.splitlines()) == 3
+    shorter = await block.atruncate(content, 5)
+    assert shorter == "- refund rule middle one\n- refund rule strong one"
+    engine.close()
+
+
+async def test_atruncate_leaves_the_event_loop_free_while_it_waits(clock: ManualClock) -> None:
+    """``atruncate`` waits for the block's lock (held by another session's recall for as
+    long as its query takes to embed) in a worker thread: other tasks on the loop run
+    meanwhile, here the one that lets that recall finish."""
+    entered, release = threading.Event(), threading.Event()
+
+    class GatedEmbedder(HashEmbedder):
+        gated = False
+
+        def embed_query(self, text: str) -> np.ndarray:
+            if self.gated:
+                entered.set()
+                release.wait(timeout=10)  # only if the loop is blocked (the defect)
+            return super().embed_query(text)
+
+    embedder = GatedEmbedder()
+    engine = new_engine(clock=clock, embedder=embedder)
+    engine.remember_many([f"the user likes board game {i}" for i in range(5)])
+    block = block_for(engine, k=5)
+    content = await block.aget([user("which board games do I like?")], session_id="A")
+    assert content
+    embedder.gated = True
+    other = asyncio.create_task(block.aget([user("games again?")], session_id="B"))
+    await asyncio.to_thread(entered.wait, 10)  # B's recall holds the lock, embedding
+    assert entered.is_set()
+    order: list[str] = []
+
+    async def truncate() -> None:
+        await block.atruncate(content, 1)
+        order.append("truncated")
+
+    async def heartbeat() -> None:
+        order.append("heartbeat")
+        release.set()
+
+    await asyncio.gather(truncate(), heartbeat())
+    await other
+    assert order == ["heartbeat", "truncated"]
+    engine.close()
+
+
+@pytest.mark.parametrize(
+    ("call", "name"),
+    [
+        (lambda b: b.aput(None), "aput"),
+        (lambda b: b.aput(None, session_id="s"), "aput"),
+        (lambda b: b.aput([user("hi"), "hello"], session_id="s"), "aput"),
+        (lambda b: b.aput(user("hi")), "aput"),
+        (lambda b: b.aget(["not a ChatMessage"]), "aget"),
+        (lambda b: b.aget("hello"), "aget"),
+    ],
+)
+async def test_hooks_refuse_what_is_not_a_list_of_messages(
+    engine: Oblivion, call: Any, name: str
+) -> None:
+    """``aput``/``aget`` of something that is not a list of ``ChatMessage`` is an
+    ``InvalidInputError`` saying what to pass (not a ``TypeError`` or an
+    ``AttributeError``), and nothing is stored."""
+    block = block_for(engine)
+    with pytest.raises(InvalidInputError, match=rf"{name}\(\) takes a list of ChatMessage"):
+        await call(block)
+    with pytest.raises(InvalidInputError, match="takes a list of ChatMessage"):
+        block.remember_messages(None)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="takes a list of ChatMessage"):
+        block.recall_block([3])  # type: ignore[list-item]
+    assert engine.count() == 0
+
+
 # ---------------------------------------------------------------- settings
 @pytest.mark.parametrize(
     ("field", "value"),
@@ -443,6 +561,8 @@ async def test_memory_truncates_the_block_by_activation(ranked: Oblivion) -> Non
         ("k", 0),
         ("importance", -0.1),
         ("remember_roles", [""]),
+        ("remember_roles", 1),
+        ("remember_roles", b"user"),
         ("namespace", "  "),
     ],
 )

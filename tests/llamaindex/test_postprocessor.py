@@ -519,6 +519,71 @@ def test_refused_node_text_names_the_node_and_stores_nothing(engine: Oblivion) -
     assert engine.get("seen").text == "refunds take five days"
 
 
+@pytest.mark.parametrize("bad", ["nul", "surrogate", "too long"])
+def test_a_refused_changed_node_stores_nothing_of_the_call(engine: Oblivion, bad: str) -> None:
+    """A node re-sent with a text the engine refuses is refused before any write: the
+    new nodes of the same call are not stored either (all texts are checked first)."""
+    rerank = OblivionNodePostprocessor(oblivion=engine, namespace="docs")
+    rerank.postprocess_nodes([node("seen", "refunds take five days", 0.5)], query_str=QUERY)
+    text = {
+        "nul": "refunds take\x00 five days",
+        "surrogate": "refunds take \ud83d five days",
+        "too long": "word " * (engine.policy_for("docs").max_text_chars // 5 + 1),
+    }[bad]
+    nodes = [node("new", "shipping is free over 50 EUR", 0.4), node("seen", text, 0.5)]
+    with pytest.raises(InvalidInputError, match=r"node 'seen'.*unchanged.*Nothing was stored"):
+        rerank.postprocess_nodes(nodes, query_str=QUERY)
+    assert [r.id for r in engine.records(namespace="docs")] == ["seen"]
+    assert engine.get("seen", namespace="docs").text == "refunds take five days"
+    # the call without the bad node goes through
+    rerank.postprocess_nodes(nodes[:1], query_str=QUERY)
+    assert sorted(r.id for r in engine.records(namespace="docs")) == ["new", "seen"]
+
+
+def test_a_node_whose_metadata_alone_changed_is_not_re_checked(engine: Oblivion) -> None:
+    """Only texts to be written are checked: a held node whose metadata changed is
+    edited even when its text would now be too long (a lowered ``max_text_chars``)."""
+    rerank = OblivionNodePostprocessor(oblivion=engine)
+    text = "refunds take five working days " * 4
+    rerank.postprocess_nodes([node("a", text, 0.5)], query_str=QUERY)
+    engine.set_policy(engine.policy.replace(max_text_chars=20))
+    rerank.postprocess_nodes([node("a", text, 0.5, src="faq")], query_str=QUERY)
+    assert engine.get("a").metadata == {"src": "faq"}
+
+
+@pytest.mark.parametrize("stray", ["\x00", "\ud83d"])
+def test_a_query_with_a_stray_character_is_read_cleaned(engine: Oblivion, stray: str) -> None:
+    """A NUL or lone surrogate in the query (the engine refuses both) is read as a space
+    or "?", as the retrievers and memories read it: the nodes are ranked, not refused."""
+    rerank = OblivionNodePostprocessor(oblivion=engine, relevance="embedding")
+    nodes = [node("a", "refunds take five days", 0.5), node("b", "the cat is Miso", 0.5)]
+    assert ids(rerank.postprocess_nodes(nodes, query_str=f"refunds{stray} days"))[0] == "a"
+    with pytest.raises(InvalidInputError, match="query_str"):
+        rerank.postprocess_nodes(nodes, query_str="\x00\x00")
+
+
+@pytest.mark.parametrize(
+    ("node_ids", "match"),
+    [
+        (None, "node id or a list of node ids.*NoneType"),
+        (b"a", "node id or a list of node ids.*bytes"),
+        (3, "node id or a list of node ids.*int"),
+        ([1], "node ids as strings.*int 1"),
+    ],
+)
+def test_mark_used_refuses_what_is_not_node_ids(
+    engine: Oblivion, node_ids: object, match: str
+) -> None:
+    """``mark_used`` of something that is not node ids says what to pass (not a
+    ``TypeError``, nor an id of ``120`` read from ``b"x"``), and boosts nothing."""
+    rerank = OblivionNodePostprocessor(oblivion=engine)
+    rerank.postprocess_nodes([node("a", "refunds take five days", 0.5)], query_str=QUERY)
+    before = engine.get("a").activation
+    with pytest.raises(InvalidInputError, match=f"OblivionNodePostprocessor.mark_used.*{match}"):
+        rerank.mark_used(node_ids)  # type: ignore[arg-type]
+    assert engine.get("a").activation == before
+
+
 def test_missing_query_is_refused(engine: Oblivion) -> None:
     """Re-ranking without a query says how to pass one."""
     with pytest.raises(InvalidInputError, match="query_str"):

@@ -272,6 +272,38 @@ async def test_an_empty_query_finds_nothing_and_boosts_nothing(
     assert {r.id: (r.activation, r.access_count) for r in filled.records()} == before
 
 
+@pytest.mark.parametrize("stray", ["\x00", "\ud83d"])
+async def test_a_query_with_a_stray_character_is_searched_cleaned(
+    filled: Oblivion, stray: str
+) -> None:
+    """A NUL or lone surrogate in the query (the engine refuses both) is searched as a
+    space or "?", sync and async, as the LangChain retriever does; a query of nothing
+    but NULs finds nothing."""
+    retriever = OblivionRetriever(filled, k=1)
+    query = f"how many days do refunds take{stray}"
+    assert [h.node.node_id for h in retriever.retrieve(query)] == ["refund"]
+    assert [h.node.node_id for h in await retriever.aretrieve(query)] == ["refund"]
+    assert retriever.retrieve("\x00 \x00") == []
+
+
+@pytest.mark.parametrize(
+    ("node_ids", "match"),
+    [
+        (None, "node id or a list of node ids.*NoneType"),
+        (b"cat", "node id or a list of node ids.*bytes"),
+        (["cat", 7], "node ids as strings.*int 7 at position 1"),
+    ],
+)
+def test_mark_used_refuses_what_is_not_node_ids(
+    filled: Oblivion, node_ids: object, match: str
+) -> None:
+    """Not node ids is an ``InvalidInputError`` saying what to pass, and boosts nothing."""
+    before = filled.get("cat").activation
+    with pytest.raises(InvalidInputError, match=f"OblivionRetriever.mark_used.*{match}"):
+        OblivionRetriever(filled).mark_used(node_ids)  # type: ignore[arg-type]
+    assert filled.get("cat").activation == before
+
+
 async def test_async_retrieve_matches_sync(filled: Oblivion) -> None:
     """``aretrieve`` returns the same nodes as ``retrieve``."""
     retriever = OblivionRetriever(filled, feedback=False)
