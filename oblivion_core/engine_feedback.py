@@ -388,7 +388,9 @@ def _bump(
             promoted, moved = self._promote(ns, space, restore, f"{kind} boost")
             touched += promoted
             journal += moved
-        with self._db.transaction() as conn:
+        # a confirmation is synced to disk as it returns (rare, and the user said so);
+        # use boosts, one per answer, commit as recall boosts do
+        with self._db.transaction(durable=kind == "confirm") as conn:
             self._db.save_rows(conn, st, touched)
             self._db.journal(conn, now, ns, journal)
             if kind in ("used", "recall"):  # the counts go with the signal

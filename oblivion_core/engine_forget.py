@@ -96,7 +96,7 @@ def invalidate(
                     journal.append((m, "review", float(a), lowered, {"reason": why}))
                 rows += nrows
             space.review.pop(memory_id, None)
-            with self._db.transaction() as conn:
+            with self._db.transaction(durable=True) as conn:  # synced as it returns
                 if st.cols["tier"][i] == Tier.ACTIVE:
                     st.cols["tier"][i] = Tier.ARCHIVE
                     space.deactivate([memory_id])
@@ -274,7 +274,8 @@ def _delete(
         freed = {o: m for m in ids for o in space.summaries.get(m, []) if o not in gone}
         chroma_touched = False
         try:
-            with self._db.transaction() as conn:
+            # synced as it returns: a power loss must not bring back what was deleted
+            with self._db.transaction(durable=True) as conn:
                 if freed:
                     self._free_originals(ns, space, freed, conn, now, why)
                 if space.uncompressed & gone:

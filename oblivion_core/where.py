@@ -155,8 +155,10 @@ def _document(op: str, operand: object, where: str, *, empty: bool = False) -> P
             )
         holds = op == "$contains"
         return lambda _, text: (operand in text) == holds
-    if not isinstance(operand, str):
-        raise InvalidInputError(f"{where}'s {op} needs a pattern str, got {operand!r:.80}")
+    if not isinstance(operand, str) or not operand:  # Chroma refuses an empty one too
+        raise InvalidInputError(
+            f"{where}'s {op} needs a non-empty pattern str, got {operand!r:.80}"
+        )
     try:
         pattern = re.compile(operand)
     except re.error as exc:
@@ -187,6 +189,13 @@ def _field(key: str, cond: object) -> Predicate:
         )
     ((op, operand),) = cond.items()
     if op in _COMPARE:
+        if isinstance(operand, bool) and op not in ("$eq", "$ne"):
+            # no value orders with a bool: a filter that could pass nothing (Chroma
+            # refuses it too)
+            raise InvalidInputError(
+                f"where: {key!r}'s {op} needs a number or a str to order by, got {operand!r} "
+                f'(a flag is compared with $eq or $ne, e.g. {{"{key}": {operand!r}}})'
+            )
         return _condition(key, op, _check_value(operand, f"{key!r}'s {op}"))
     if op in _MEMBER:
         if not isinstance(operand, list | tuple) or not operand:

@@ -359,6 +359,43 @@ def test_an_explicit_policy_replaces_the_stored_one(tmp_path: Path) -> None:
         mem.close()
 
 
+@pytest.mark.parametrize(
+    ("call", "synced"),
+    [
+        (lambda m: m.remember("another memory"), True),
+        (lambda m: m.edit("a", "Sam likes black tea"), True),
+        (lambda m: m.confirm("a"), True),
+        (lambda m: m.invalidate("b"), True),
+        (lambda m: m.forget("c"), True),
+        (lambda m: m.forget_where(where={"kind": "pin"}), True),
+        (lambda m: m.clear(), True),
+        (lambda m: m.mark_used(["a"]), False),  # a boost per answer, as recall's
+    ],
+    ids=["remember", "edit", "confirm", "invalidate", "forget", "forget_where", "clear", "used"],
+)
+def test_explicit_changes_are_synced_to_disk_as_they_return(
+    tmp_path: Path, call: Any, synced: bool
+) -> None:
+    """A commit in WAL mode with synchronous=NORMAL may be rolled back by a power loss:
+    a forget() (a PIN) could come back, a confirm() or invalidate() be undone. Those
+    commit with synchronous=FULL, as remember() does; a use boost does not."""
+    mem = _open(tmp_path)
+    try:
+        mem.remember_many(
+            ["Sam likes green tea", "Sam lives in Porto", "Sam's PIN is 1234"],
+            ids=["a", "b", "c"],
+            metadatas=[{}, {}, {"kind": "pin"}],
+        )
+        statements: list[str] = []
+        mem._db.conn.set_trace_callback(statements.append)
+        call(mem)
+        mem._db.conn.set_trace_callback(None)
+        full = any("synchronous=FULL" in s.replace(" ", "") for s in statements)
+        assert full == synced
+    finally:
+        mem.close()
+
+
 def test_remember_is_durable_without_close(tmp_path: Path) -> None:
     """A memory is on disk once remember() returns, even if the process then dies."""
     code = textwrap.dedent(

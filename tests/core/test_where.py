@@ -317,6 +317,9 @@ def test_any_mapping_is_a_filter(fresh: Callable[..., AbstractContextManager[Obl
         ({"#document": "invoice"}, r"'#document' \(the memory's text\) takes one of"),
         ({"#document": {"$eq": "invoice"}}, r"where_document= takes \$regex too"),
         ({"#document": {"$contains": 3}}, r"where: #document's \$contains needs a str"),
+        # no value orders with a bool: it passed nothing, silently (Chroma refuses it)
+        ({"urgent": {"$gte": True}}, r"'urgent''s \$gte needs a number or a str"),
+        ({"urgent": {"$lt": False}}, r"a flag is compared with \$eq or \$ne"),
     ],
 )
 def test_a_bad_filter_says_what_to_change(where: Any, says: str) -> None:
@@ -331,7 +334,10 @@ def test_a_bad_filter_says_what_to_change(where: Any, says: str) -> None:
         ({"$contains": ""}, r"\$contains needs a non-empty str"),
         ({"$contains": "a", "$regex": "b"}, r"exactly one operator.*combine several with \$and"),
         ({"$regex": "(a"}, r"\$regex is not a regular expression Python's re reads"),
-        ({"$not_regex": 5}, r"\$not_regex needs a pattern str"),
+        ({"$not_regex": 5}, r"\$not_regex needs a non-empty pattern str"),
+        # Chroma refuses an empty pattern (it matched everything, or nothing)
+        ({"$regex": ""}, r"\$regex needs a non-empty pattern str"),
+        ({"$not_regex": ""}, r"\$not_regex needs a non-empty pattern str"),
         ({"$like": "a"}, r"unknown operator '\$like'; use one of \$contains"),
         ({"$and": []}, r"\$and needs a non-empty list"),
         ({"$or": [{"$contains": "a"}, "b"]}, r"each filter in \$or must be a non-empty dict"),
