@@ -15,7 +15,10 @@ can call me X"), "I go by X", "I'm called X", or introduces itself after a greet
 "I'm tired" are not names, and weekdays, months and a few words that start sentences
 ("Hi, I'm Sorry") are refused. A name refused or asked about is none: "Please don't call
 me Bobby", "Stop calling me Bob", "Why did you call me Bob?" (:func:`refused_or_asked`;
-the stale-fact rule reads it too, so such a text never replaces the user's name).
+the stale-fact rule reads it too, so such a text never replaces the user's name), and
+so is a name quoted, played or to translate: 'How do I say "my name is Pedro" in
+French?', "Pretend my name is Pedro", "Let's role-play: call me Captain", "Translate
+to French: My name is Pedro" (:data:`QUOTED`, :func:`played`).
 
 Who speaks is read as the stale-fact rule reads it (:mod:`oblivion_core.speakers`): a
 memory the assistant, the system, a tool or a support agent says names no user, whether
@@ -89,6 +92,23 @@ _NOT_GIVING = frozenset(
     ]
 )
 _CLAUSE_END = re.compile(r"[.!?,;:]")
+#: Words that, right before a statement, make it a game's, a story's or a phrase to
+#: translate, not a fact of the speaker's: "Pretend my name is Pedro", "Let's role-play:
+#: call me Captain", "In the story, my name is Pedro", "Translate to French: My name is
+#: Pedro", "How do you say my name is Pedro in French?". The stale-fact rule reads them
+#: before any fact ("Pretend my favourite colour is red").
+PLAYED = (
+    r"(?:let's\s+)?pretend(?:ing)?(?:\s+that)?|let's\s+say|role[\s-]?play(?:ing)?|"
+    r"in\s+(?:the|this|my|our|a|your)\s+(?:story|game|novel|script|scene|scenario|"
+    r"role[\s-]?play)|in\s+character|"
+    r"translat(?:e|ed|ing|ion)(?:\s+(?:this|that|it|the\s+following|(?:the\s+|this\s+)?"
+    r"(?:sentence|phrase|line)))?(?:\s+(?:to|into|in)\s+[a-z]+)?|"
+    r"(?:do|does|would|could|can|should)\s+(?:i|you|we|one)\s+say"
+)
+_PLAYED_BEFORE = re.compile(r"\b(?:" + PLAYED + r")\W*$", re.I)
+#: Quoted words are another's or a phrase's ('How do I say "my name is Pedro"?'): they
+#: name no speaker and state no fact of theirs.
+QUOTED = re.compile(r'"[^"]*"|“[^”]*”')
 
 
 def name_question(query: str) -> bool:
@@ -107,6 +127,12 @@ def refused_or_asked(text: str, start: int) -> bool:
     return any(w.strip("\"'()") in _NOT_GIVING for w in clause.lower().split()[-3:])
 
 
+def played(text: str, start: int) -> bool:
+    """Whether the statement at ``start`` of ``text`` (straightened) is a game's, a
+    story's or a phrase to translate (:data:`PLAYED` right before it)."""
+    return _PLAYED_BEFORE.search(text[:start]) is not None
+
+
 def names_speaker(text: str) -> str | None:
     """The name the speaker of ``text`` gives themselves, or ``None`` (module doc)."""
     text = straighten(text)
@@ -116,6 +142,8 @@ def names_speaker(text: str) -> str | None:
     speaker, body = split_speaker(text)
     if speaker in NOT_THE_USER:
         return None
+    if '"' in body or "“" in body:
+        body = QUOTED.sub(" ", body)
     for pattern in (_SAYS_NAME, _INTRODUCES):
         for found in pattern.finditer(body):
             name = found.group("name")
@@ -123,6 +151,7 @@ def names_speaker(text: str) -> str | None:
                 name not in _NOT_NAMES
                 and not name.endswith("'s")  # "Hi, I'm Bob's wife": whose, not who
                 and not refused_or_asked(body, found.start())
+                and not played(body, found.start())
             ):
                 return name
     return None

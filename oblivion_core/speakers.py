@@ -238,10 +238,18 @@ def _first_turn(body: str, *, roles_only: bool = False) -> str:
     return body
 
 
+#: Labels that look like a name but open a phrase to translate or a game: "Translate: my
+#: name is Pedro" is no speaker's line (the text rules read it as not stated).
+_NOT_SPEAKERS = frozenset(["translate", "translation", "roleplay", "role-play", "pretend"])
+
+
 def is_speaker(label: str) -> bool:
-    """A role ("user") or a name ("Dana", "Dr. Lee"), not a label ("Update", "PS")."""
+    """A role ("user") or a name ("Dana", "Dr. Lee"), not a label ("Update", "PS",
+    "Translate")."""
     if label.lower() in ROLES:
         return True
+    if label.lower() in _NOT_SPEAKERS:
+        return False
     words = label.split()
     if not 1 <= len(words) <= 3:
         return False

@@ -27,8 +27,11 @@ phones and most LLM output write them, read as ``'``; an "'s" no possessive coul
   one ("Should I take the eggs off the list?", "Do you want me to add bread?", "Do we
   already have eggs?"); a request is ("Can you add milk to the list?");
 * **subject = value** statements, the subject keyed by its owner (the speaker for "my
-  ...", the named person for "Priya's ..."; an unknown speaker's "my" matches any
-  speaker's) so two people's favourites never clash:
+  ...", the named person for "Priya's ..."; an unknown speaker's "my" matches another
+  speaker's, but never that of one whose "I" is not the user's, the assistant's, a
+  system's, a tool's, a support agent's) so two people's favourites never clash; a
+  possessive in the subject ("my sister's", "my parents' phone number") and "other" ("my
+  other sister") keep it apart:
 
   - preferences: "my favourite/go-to/usual/preferred drink is matcha", "matcha is my
     favourite drink now", "my drink of choice is ...", "the drink I like best is ...",
@@ -94,8 +97,10 @@ phones and most LLM output write them, read as ``'``; an "'s" no possessive coul
 
 Questions ("what's my favourite drink these days?", "remind me, what's my favourite
 wine? ..."), another's words ("Tom told me: ...", "Forwarded from Dana: ...", "Email from
-Tom: ...", quoted speech), a value under a condition ("... will be £1,500 if we move"),
-embedded clauses
+Tom: ...", quoted speech, a name too: 'How do I say "my name is Pedro" in French?'), a
+game, a story or a translation ("Pretend my name is Pedro", "Let's role-play: call me
+Captain", "In the story, ...", "Translate to French: ..."), a value under a condition
+("... will be £1,500 if we move"), embedded clauses
 ("find out if my favourite restaurant is open") and suppositions ("worst case: ...")
 state no fact of the speaker's; "too", "also", "as well" add a value ("I'm allergic to
 shellfish too", "Also, I'm allergic to cats"), and one more allergy is one more, not a
@@ -105,7 +110,9 @@ leading clause is read ("I got a raise, my salary is 58k") unless the clause hol
 condition or time, a hedge, another's words or a scope ("But if we lose the client, ...",
 "Maybe, ...", "Per Tom, ...", "On weekends, ..."). A new statement
 supersedes an older memory of the same speaker (a named speaker never supersedes
-another's memory) when:
+another's memory; the assistant, a system, a tool or a support agent and an unlabelled
+memory supersede each other only through a subject not the speaker's own, "the
+launch") when:
 
 1. both are subject = value statements with the same subject and different values --
    or the same value restated: the newest statement of a fact is the one to show -- at
@@ -153,6 +160,12 @@ another's memory) when:
    named preference: the older value is no longer current, whether or not the new one
    names the next.
 
+An older memory that states facts of several subjects, in sentences or in clauses ("I
+live in Porto and work at Google as a designer", "my sister lives in Porto and is a
+nurse": :func:`_facts`), is superseded only by a new one that restates every one of them:
+like a summary, it stays when one of its facts changes ("I moved to Lisbon"), for the
+others still hold.
+
 Everything else -- "I went to Paris in May" / "I went to Rome in June", two people's
 favourite colours, a window seat outbound and an aisle seat on the return, "my plan for
 the evening is X" on two different evenings -- stays first-class. An LLM-backed judge
@@ -167,9 +180,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from oblivion_core.naming import WHEN_OR_HOW, refused_or_asked
+from oblivion_core.naming import PLAYED, QUOTED, WHEN_OR_HOW, refused_or_asked
 from oblivion_core.overlap import content_words
-from oblivion_core.speakers import DISCOURSE, split_speaker
+from oblivion_core.speakers import DISCOURSE, NOT_THE_USER, split_speaker
 from oblivion_core.triggers import gated, may_match
 from oblivion_core.triggers import has_any as _has
 from oblivion_core.typography import straighten
@@ -440,7 +453,7 @@ _NAMED_ELSEWHERE = re.compile(
 )
 
 # ---------------------------------------------------------------- subject = value
-_OWNER = r"(?P<owner>\b(?:my|our|[A-Z][a-z]+'s))"
+_OWNER = r"(?P<owner>\b(?:my|our|[A-Z][a-z]+'s|[A-Z][a-z]+s'(?!\w)))"
 #: Words that make a noun a preference: "favourite drink", "go-to drink", "usual drink".
 _PREF = r"(?:favou?rite|fave|fav|preferred|go-to|go to|usual)"
 _IS = (
@@ -722,7 +735,9 @@ _THERE_ARE = re.compile(
     re.I,
 )
 _COPULA = re.compile(
-    r"^(?P<owner>my|our|the|[A-Z][a-z]+'s|"
+    # not "Let's pretend the budget is ...", "That's the plan": no one's
+    r"^(?!(?:let|it|that|what|there|here|he|she|who|where|when|how|why|this)'s\b)"
+    r"(?P<owner>my|our|the|[A-Z][a-z]+'s|"
     + _NAMED_OWNER
     + r")\s+(?P<subj>[a-z][\w\s'\-]{0,30}?)\s+"
     r"(?:(?:[a-z]+ed|left|quit|sold|bought)\s+(?:[\w']+\s+){0,2}and\s+)?"
@@ -1072,6 +1087,9 @@ def _strip_label(body: str) -> str:
 
 #: Words that date a subject rather than name it ("my new manager" is "my manager").
 _STATE_WORDS = frozenset(["new", "current", "latest", "present"])
+#: Stop words a subject keeps: "my other sister" is not "my sister", as "my second
+#: sister" is not.
+_KEPT = frozenset(["name", "other"])
 
 
 def _subject_words(subject: str) -> str:
@@ -1084,7 +1102,9 @@ def _subject_words(subject: str) -> str:
             words.append("#" + token.lower())
             continue
         w = token.lower()
-        if w[0].isalpha() and (w in content_words(w) or w == "name") and w not in _STATE_WORDS:
+        if w.endswith("s'") and w[:-1] in content_words(w[:-1]):
+            words.append(_norm_word(w[:-1]) + "'")  # "my parents' phone number": whose
+        elif w[0].isalpha() and (w in content_words(w) or w in _KEPT) and w not in _STATE_WORDS:
             words.append(_norm_word(w))
     nouns = [k for k, w in enumerate(words) if not w.startswith("#")]
     if nouns:
@@ -1098,7 +1118,7 @@ def _owner(owner: str, speaker: str | None) -> str:
         return "@" + (speaker or "")
     if owner_l == "the":
         return "the"
-    return " ".join(owner_l.removesuffix("'s").split())
+    return " ".join(owner_l.removesuffix("'s").removesuffix("'").split())  # "kids'": kids
 
 
 #: An email address: a value of its own ("jo@new.com" and "jo@old.com" are two values,
@@ -1260,13 +1280,17 @@ _NOT_STATED = re.compile(
     r"\b(?:if|whether|ask|asked|asking|check|checking|see|wonder|wondering|find out|"
     r"what|what's|which|who|where|when|why|how|worst case|best case|hypothetically|"
     r"suppose|supposing|imagine|in theory|plan b|"
+    # a game, a story, a translation: "Pretend my favourite colour is red", "In the
+    # story, ...", "Translate to French: ..." (names: "Let's role-play: call me Captain")
+    rf"{PLAYED}|"
     # another's words; "I'd say", "as I said", "I think" are the speaker's own
     rf"(?<!\bi )(?<!\bi'd )(?<!\bwe )(?:{_REPORTING}))\b(?:\s+(?:me|us|him|her|them|you))?\W*$",
     re.I,
 )
 #: A question's start ("what's my ...?", "remind me, which ...?").
 _QUESTION = re.compile(
-    r"(?:^|(?<=[.!?])\s+)(?:(?:remind me|tell me|quick question|so|and|but|ok|okay|hey|hi)"
+    r"(?:^|(?<=[.!?])\s+)(?:(?:remind me|tell me|quick question|so|and|but|ok|okay|hey|hi|"
+    r"sorry|actually|oh|um|wait|btw|by the way)"
     r"\W+)*(?:what|what's|which|who|who's|whose|where|where's|when|when's|why|how|is|are|"
     r"am|was|were|do|does|did|can|could|will|would|should|have|has|any idea)\b[^.!?]*\?",
     re.I,
@@ -1304,8 +1328,6 @@ def _word_set(words: str) -> frozenset[str]:
     return frozenset(words.split())
 
 
-#: Quoted speech is someone's words, not a statement of the speaker's.
-_QUOTED = re.compile(r'"[^"]*"|“[^”]*”')
 _PREPOSITIONS = _word_set(
     "in at on from to with by near under for off out inside outside behind above "
     "below into onto over across beside between of"
@@ -1596,7 +1618,9 @@ def parse(text: str) -> Statement:
     base: dict[str, Any] = {  # Statement's fields every kind of statement has
         "speaker": speaker,
         "cue": cue,
-        "strong_cue": cue and bool(_STRONG_CUES.search(body)),
+        # a cue inside a question corrects nothing ("Sorry, what was my cat called?")
+        "strong_cue": cue
+        and bool(_STRONG_CUES.search(_QUESTION.sub(" ", body) if "?" in body else body)),
         "negation": negation,
         "words": words,
         "negated": negated - _VALUE_FILLER,
@@ -1613,12 +1637,13 @@ def parse(text: str) -> Statement:
         return Statement(
             op=op[0], items=op[1], list_name=op[2], item_head=op[3], several=several, **base
         )
+    own = QUOTED.sub(" ", body) if '"' in body or "“" in body else body  # not quoted words
     if may_match(lower, _NAME_TRIGGERS):
-        nm = _NAME.search(body) or _USE_NAME.search(body)
-        if nm and _stated(body, nm.start()) and not refused_or_asked(body, nm.start()):
+        # quoted words are another's or a phrase's ('How do I say "my name is Pedro"?')
+        nm = _NAME.search(own) or _USE_NAME.search(own)
+        if nm and _stated(own, nm.start()) and not refused_or_asked(own, nm.start()):
             value = frozenset({nm.group("val").lower()})
             return Statement(subject=f"@{speaker or ''}|name", value=value, **base)
-    own = _QUOTED.sub(" ", body) if '"' in body or "“" in body else body  # not quoted words
     first = re.split(r"(?<=[.!?])\s+", _resolve_pronouns(own))
     # clauses after ", so" / "; ": "Marcus is moving teams, so my new manager is Priya"
     first += [c for part in first for c in _CLAUSES.split(part)[1:] if c]
@@ -1654,6 +1679,66 @@ _NOW_TRIGGERS = (
 )
 
 
+#: Where one fact of a text may end and another start: a sentence's or line's end, "; ",
+#: "and", "but" ("I live in Porto and work at Google"). Not ", so": what follows is what
+#: the fact means ("The launch is on 14 March, so the clock is ticking").
+_FACT_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+|;\s+|,?\s+(?:and|but)\s+(?:also\s+)?", re.I)
+_FACT_SPLIT_TRIGGERS = (".", "!", "?", "\n", ";", " and ", " but ")
+#: Words a clause opens with that are not a verb sharing the subject before it.
+_NOT_A_VERB = _DETERMINERS | _word_set("i we you he she they it there here which who that")
+
+
+def _subject_phrase(clause: str) -> str | None:
+    """What a clause's statement is about, to read a clause after it that has none of its
+    own ("... and work at Google"): "I" or "we", or the words before a copula's verb
+    ("My sister" of "My sister lives in Porto")."""
+    fm = re.match(r"(?:i|we)\b", clause, re.I)
+    if fm:
+        return fm.group(0)
+    expanded = _expand_is(clause)
+    cm = _COPULA.match(expanded)
+    return expanded[: cm.start("verb")].strip() if cm else None
+
+
+@functools.lru_cache(maxsize=8_192)
+def _facts(text: str) -> frozenset[str]:
+    """The subjects of every fact ``text`` states (owners read as the unknown speaker's:
+    one text has one speaker): each sentence and each "and", "but", ";" clause, parsed
+    on its own, a clause with no subject of its own read with the one before it ("I live
+    in Porto and work at Google": a home and an employer; "my sister lives in Porto and
+    is a nurse": where she lives and what she does). Additions count ("... and I'm also
+    allergic to peanuts")."""
+    found = set()
+    if (whole := parse(text).subject) is not None:
+        found.add(whole)
+    _, body = split_speaker(straighten(text))
+    if may_match(body.lower(), _FACT_SPLIT_TRIGGERS):
+        carry: str | None = None
+        for part in _FACT_SPLIT.split(_resolve_pronouns(body)):
+            clause = _strip_label(_ADDITIVE.sub(" ", part)).strip()
+            if not clause:
+                continue
+            subject = parse(clause).subject
+            first = clause.split(maxsplit=1)[0].lower()
+            if subject is None and carry and clause[0].islower() and first not in _NOT_A_VERB:
+                subject = parse(f"{carry} {clause}").subject  # "... and work at Google"
+            else:
+                carry = _subject_phrase(clause)
+            if subject is not None:
+                found.add(subject)
+    return frozenset(re.sub(r"^@[^|]*", "@", subject) for subject in found)
+
+
+def _compound(new: str, old: str) -> bool:
+    """Whether ``old`` states facts of several subjects (:func:`_facts`) and ``new``
+    restates only some of them: like a summary, it stays, for the others still hold."""
+    old_facts = _facts(old)
+    if len(old_facts) < 2:
+        return False
+    new_facts = _facts(new)
+    return not all(any(_subject_relation(n, o) == "same" for n in new_facts) for o in old_facts)
+
+
 def subject_query(statement: Statement) -> str | None:
     """Words that find older statements of the same subject by keyword (BM25), however
     far back and however unlike the new text they are: ``"favourite colour best"``."""
@@ -1676,12 +1761,26 @@ def _refused_language(value: frozenset[str]) -> frozenset[str] | None:
 
 
 def _owners_match(a: str, b: str) -> bool:
-    """Same owner; ``@`` (the unknown speaker's "my") matches any speaker's "my"."""
-    if a == b or (a.startswith("@") and b.startswith("@") and "@" in (a, b)):
+    """Same owner; ``@`` (the unknown speaker's "my") matches another speaker's "my",
+    but never that of a speaker whose "I" is not the user's
+    (:data:`~oblivion_core.speakers.NOT_THE_USER`): "assistant: my name is Ada" neither
+    replaces nor is replaced by a bare "My name is Robert". A named speaker's does match
+    it: a label such as "Flight:" or "Confession:" reads as a name, and the user's own
+    lines open with them ("Flight: my flight is on Thursday now")."""
+    if a == b:
         return True
+    if a.startswith("@") and b.startswith("@") and "@" in (a, b):
+        return (a if b == "@" else b)[1:] not in NOT_THE_USER
     if "the" in (a, b):  # "the flight" is the speaker's flight too
         return a.startswith("@") or b.startswith("@")
     return a.lstrip("@") == b.lstrip("@") and a not in ("@", "the") and b not in ("@", "the")
+
+
+def _other_side(new: str | None, old: str | None) -> bool:
+    """Whether one of two texts is unlabelled and the other's speaker one whose "I" is
+    never the user's (the assistant, a system, a tool, a support agent: see
+    :func:`_owners_match`)."""
+    return (new is None) != (old is None) and (new or old) in NOT_THE_USER
 
 
 def _speakers_own(subject: str | None) -> bool:
@@ -1887,8 +1986,14 @@ class LexicalSupersession:
         for c, o in parsed:
             if n.speaker and o.speaker and n.speaker != o.speaker:
                 continue
+            # the assistant's text and an unlabelled memory: only a subject that is not
+            # the speaker's own ("the launch") lets one supersede the other
+            other_side = _other_side(n.speaker, o.speaker) and (
+                n.subject is None or n.subject.startswith("@")
+            )
             if (
                 n.switched
+                and not other_side
                 and _speakers_own(o.subject)
                 and _subject_head(o.subject or "") in n.switched
                 and c.similarity >= self.min_similarity - _PREFERENCE_SLACK
@@ -1977,6 +2082,8 @@ class LexicalSupersession:
                 ):
                     chosen.append(c.id)  # rule 3: "gone off tea" names the old value
                 continue
+            if other_side:
+                continue  # "assistant: I've gone off tea" leaves the user's favourite
             if (
                 o.subject
                 and o.value
@@ -2016,18 +2123,29 @@ class LexicalSupersession:
                 and c.similarity >= self.fallback_similarity
             ):  # rule 5: a later clean statement replaces an earlier negated restatement
                 chosen.append(c.id)
+        # "I live in Porto and work at Google": "I moved" leaves the job. Checked for the
+        # few chosen only (reading a text's every clause costs a parse each)
+        texts = {c.id: (c.text, o) for c, o in parsed}
+
+        def compound(memory_id: str) -> bool:
+            text, o = texts[memory_id]
+            return not o.op and _compound(new, text)
+
+        chosen = [m for m in chosen if not compound(m)]
+        maybe = [(sim, m) for sim, m in maybe if not compound(m)]
         if maybe and not chosen:
             chosen.append(max(maybe)[1])
         if chosen or not fallback or n.subject or n.op or not n.strong_cue:
             return chosen
-        best = max(
+        near = sorted(
             (
                 (c.similarity, c.id)
                 for c, o in parsed
-                if o.subject and (not n.speaker or not o.speaker or n.speaker == o.speaker)
+                if o.subject
+                and (not n.speaker or not o.speaker or n.speaker == o.speaker)
+                and not _other_side(n.speaker, o.speaker)
+                and c.similarity >= self.fallback_similarity
             ),
-            default=None,
+            reverse=True,
         )
-        if best is not None and best[0] >= self.fallback_similarity:
-            return [best[1]]
-        return []
+        return next(([m] for _, m in near if not _compound(new, texts[m][0])), [])

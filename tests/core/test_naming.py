@@ -328,3 +328,23 @@ def test_refusing_a_name_keeps_the_users_name_on_the_real_stack(
         assert named == [robert]
         assert result.ids[0] == robert
         assert {refusal, asked}.isdisjoint(named)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'How do I say "my name is Pedro" in French?',
+        'Translate "my name is Pedro" into Spanish.',
+        "Translate to French: My name is Pedro.",
+        "Pretend my name is Pedro.",
+        "Let's role-play: call me Captain.",
+        "In the story, my name is Pedro.",
+        'My brother always says "call me Ishmael".',
+        "Translate: my name is Pedro.",
+    ],
+)
+def test_a_name_quoted_played_or_to_translate_is_none(text: str) -> None:
+    """Neither the name index nor the stale-fact rule reads a name here: each was the
+    user's newest naming, shown first for "What's my name?", and replaced their name."""
+    assert names_speaker(text) is None
+    assert parse(text).subject is None

@@ -29,6 +29,9 @@ TEA = "My favourite drink is tea."
         ("Reminder", None),
         ("FYI", None),
         ("Shopping list", None),
+        # a phrase to translate or a game: no one's line
+        ("Translate", None),
+        ("Roleplay", None),
     ],
 )
 def test_only_names_and_roles_are_speakers(label: str, speaker: str | None) -> None:
@@ -1114,3 +1117,256 @@ def test_a_changed_reply_language_replaces_the_standing_instruction(tmp_path: Pa
         result = mem.recall("Any plans for the weekend?", standing="instruction", k=4)
         standing = [i.id for i in result if "standing" in i.why["relevance_signals"]]
         assert sorted(standing) == sorted([refused, kept])
+
+
+ROBERT = "My name is Robert."
+
+
+@pytest.mark.parametrize(
+    "new",
+    [
+        'How do I say "my name is Pedro" in French?',
+        'Translate "my name is Pedro" into Spanish.',
+        "Translate to French: My name is Pedro.",
+        "How do you say my name is Pedro in Spanish?",
+        "Pretend my name is Pedro.",
+        "Let's pretend that my name is Pedro.",
+        "Let's role-play: call me Captain.",
+        "In the story, my name is Pedro.",
+        "Translate: my name is Pedro.",
+        "Roleplay: call me Captain.",
+    ],
+)
+def test_a_quoted_played_or_translated_name_leaves_the_users_name(new: str) -> None:
+    """A name in quotes, in a phrase to translate, a game or a story is no name of the
+    speaker's: each replaced "My name is Robert" (the name rule read the text before its
+    quoted words were dropped, and knew no pretending)."""
+    assert parse(new).subject is None
+    assert rule.supersedes(new, ROBERT, similarity=0.9) is False
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("My favourite colour is blue.", "Pretend my favourite colour is red."),
+        ("My favourite colour is blue.", "Let's say my favourite colour is red."),
+        ("My favourite colour is blue.", "In the story, my favourite colour is red."),
+        ("My favourite colour is blue.", "Translate to Spanish: my favourite colour is red."),
+        ("My favourite colour is blue.", "Translate: my favourite colour is red."),
+        ("I live in Porto.", "In the game, I live in Lisbon."),
+        ("I live in Porto.", "Let's role-play: I live in Lisbon now."),
+    ],
+)
+def test_a_game_a_story_or_a_translation_states_no_fact(old: str, new: str) -> None:
+    """What a game, a story or a phrase to translate says is not the speaker's fact."""
+    assert rule.supersedes(new, old, similarity=0.9) is False
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("Hi, my name is Robert.", "assistant: Hi, my name is Ada."),
+        ("My name is Robert, nice to meet you.", "assistant: My name is Ada, nice to meet you."),
+        ("Hello, my name is Robert.", "assistant: Hello Robert, my name is Ada."),
+        ("Hi, my name is Robert.", "support: Hi, my name is Jake from support."),
+        ("My name is Robert.", "system: My name is Ada."),
+        ("I live in Porto.", "assistant: I live in Lisbon now."),
+        ("My favourite colour is blue.", "AI: My favourite colour is green now."),
+        # and the other way: the user's bare "my" is not the assistant's
+        ("assistant: My name is Ada.", "My name is Robert."),
+        ("assistant: I live in Lisbon.", "I moved to Porto."),
+        # nor does what it rejects or switches, with no subject of its own
+        ("My favourite drink is tea.", "assistant: I've gone off tea."),
+        ("I live in Porto.", "assistant: Actually, you no longer live in Porto."),
+        ("My editor of choice is Vim.", "assistant: I've switched editors."),
+    ],
+)
+def test_the_assistants_my_never_replaces_the_unlabelled_users(old: str, new: str) -> None:
+    """A memory stored without a label (a plain ``remember()``, the user's own facts) is
+    the unknown speaker's, whose "my" matched every speaker's: the assistant's "Hi, my
+    name is Ada" replaced the user's name, its "I live in Lisbon now" the user's home."""
+    assert rule.supersedes(new, old, similarity=0.9) is False
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        (ROBERT, "user: Actually, call me Bob."),
+        (ROBERT, "Human: My name is Bob now."),
+        ("I live in Porto.", "user: I moved to Lisbon."),
+        # an unknown speaker's "my" still matches a named one's
+        ("Dana: My favourite colour is blue.", "My favourite colour is green now."),
+        ("My editor of choice is Vim.", "user: I've switched editors."),
+        # a topic label reads as a name: the user's own lines open with them
+        ("My flight is on Tuesday.", "Flight: my flight is on Thursday now."),
+        ("My editor of choice is Vim.", "Confession: I've switched editors."),
+        # and "the" is anyone's: the assistant may restate the launch date
+        ("The launch is on 14 March.", "Assistant: Updated. The launch is now 28 March."),
+        ("14 March for the launch.", "Assistant: Updated. The launch is now 28 March."),
+    ],
+)
+def test_the_users_chat_role_still_replaces_an_unlabelled_memory(old: str, new: str) -> None:
+    """The person's side of a chat ("user:", "Human:"), and a topic label the user opens
+    a line with ("Flight:", read as a name), are the unlabelled speaker's too."""
+    assert rule.supersedes(new, old, similarity=0.9) is True
+
+
+def test_the_assistants_correction_without_a_subject_picks_no_unlabelled_memory() -> None:
+    """Rule 4's fallback: the assistant's "Sorry, I got that wrong" is not the user's
+    correction of their own fact."""
+    chosen = rule.choose(
+        "assistant: Actually, sorry, I got that wrong.",
+        [Candidate("old", "My favourite drink is tea.", 0.9)],
+    )
+    assert chosen == []
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "stale"),
+    [
+        ("My phone number is 555-1234.", "My parents' phone number is 555-9876.", False),
+        ("My doctor is Dr Smith.", "My parents' doctor is Dr Jones.", False),
+        ("My dentist is Dr Smith.", "My kids' dentist is Dr Jones now.", False),
+        ("My favourite colour is blue.", "My kids' favourite colour is green.", False),
+        ("My address is 4 Mill Lane.", "My parents' address is 10 High Street.", False),
+        # their own fact, changed
+        (
+            "My parents' phone number is 555-9876.",
+            "My parents' phone number is 555-0000 now.",
+            True,
+        ),
+        ("My kids' favourite colour is green.", "My kids' favourite colour is red now.", True),
+    ],
+)
+def test_a_plural_possessive_is_another_owner(old: str, new: str, stale: bool) -> None:
+    """ "My parents' phone number" is theirs, as "my sister's" is hers: the trailing
+    apostrophe was dropped with the word, which left "my phone number"."""
+    assert rule.supersedes(new, old, similarity=0.9) is stale
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "stale"),
+    [
+        ("My sister lives in Porto.", "My other sister lives in Lisbon now.", False),
+        ("My son is 7.", "My other son is 9 now.", False),
+        ("My car is a blue Golf.", "My other car is a red Polo now.", False),
+        ("My cat is called Tom.", "My other cat is called Felix.", False),
+        # the other one's own fact, changed
+        ("My other sister lives in Lisbon.", "My other sister moved to Faro.", True),
+        ("My other half is vegetarian.", "My other half is vegan now.", True),
+    ],
+)
+def test_my_other_one_is_another_one(old: str, new: str, stale: bool) -> None:
+    """ "My other sister" is a second sister, as "my second sister" is: "other" was
+    dropped as a stop word, so she replaced what the user said of the first."""
+    assert rule.supersedes(new, old, similarity=0.9) is stale
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "stale"),
+    [
+        ("I live in Porto and work at Google as a designer.", "I moved to Lisbon.", False),
+        (
+            "My sister lives in Porto and is a nurse at the children's hospital.",
+            "My sister lives in Lisbon now.",
+            False,
+        ),
+        (
+            "My flight is on Tuesday and my hotel is the Hilton on 5th Avenue.",
+            "My flight is on Thursday now.",
+            False,
+        ),
+        (
+            "My favourite drink is coffee and I'm allergic to peanuts.",
+            "My favourite drink is tea now.",
+            False,
+        ),
+        (
+            "My flight is on Tuesday. My hotel is the Hilton.",
+            "My flight is on Thursday now.",
+            False,
+        ),
+        (
+            "My favourite drink is coffee and I'm also allergic to peanuts.",
+            "I've gone off coffee.",
+            False,
+        ),
+        # every fact restated: nothing is lost
+        (
+            "I live in Porto and work at Google.",
+            "I live in Lisbon now and work at Globex.",
+            True,
+        ),
+        # one fact and what goes with it: the demo's editor, a value with "and" in it
+        (
+            "Dana: For the record, my editor of choice is Vim. I've lived in it for about ten "
+            "years.",
+            "Dana: My editor of choice is Helix now.",
+            True,
+        ),
+        (
+            "Dana: For the record, my editor of choice is Vim. I've lived in it for about ten "
+            "years.",
+            "Dana: Confession: I've switched editors. I'm using Helix full-time now and Vim "
+            "is officially retired.",
+            True,
+        ),
+        ("My favourite food is fish and chips.", "My favourite food is pho now.", True),
+        (
+            "The launch is on 14 March, so the clock is ticking.",
+            "The launch is now 28 March.",
+            True,
+        ),
+    ],
+)
+def test_a_memory_of_several_facts_stays_when_one_changes(old: str, new: str, stale: bool) -> None:
+    """A memory that states facts of several subjects was hidden whole when one of them
+    changed: "Where do I work?" lost Google. Like a summary, it stays unless the new one
+    restates every one of them."""
+    assert rule.supersedes(new, old, similarity=0.9) is stale
+
+
+def test_a_memory_of_several_facts_is_not_the_fallbacks_choice() -> None:
+    """A correction without a subject of its own (rule 4) picks no memory of several
+    facts either."""
+    old = "I live in Porto and work at Google as a designer."
+    chosen = rule.choose("Actually, sorry, that's wrong.", [Candidate("old", old, 0.9)])
+    assert chosen == []
+
+
+def test_a_memory_of_several_facts_keeps_them_through_the_engine(tmp_path: Path) -> None:
+    """The default embedder, Chroma on disk: "I moved to Lisbon" hid "I live in Porto and
+    work at Google as a designer", so "Where do I work?" found no employer."""
+    clock = ManualClock()
+    with Oblivion(tmp_path, clock=clock) as mem:
+        both = mem.remember("I live in Porto and work at Google as a designer.").id
+        mem.remember("The weather has been awful all week.")
+        clock.advance(3_600.0)
+        mem.remember("I moved to Lisbon.")
+        assert mem.get(both).superseded_by is None
+        assert both in mem.recall("Where do I work?", k=3, feedback=False).ids
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Sorry, what was my cat called again?",
+        "Sorry what is my cat called?",
+        "Actually, what's my cat called?",
+        "Oh wait, what was my cat's name?",
+        "By the way, what is my cat called?",
+    ],
+)
+def test_a_question_with_a_correction_cue_corrects_nothing(question: str) -> None:
+    """ "Sorry" is a cue strong enough for the rule without a subject, and a chat memory
+    stores every user turn: "Sorry, what was my cat called again?" replaced the fact it
+    asked about, which then left recall. A cue inside a question states no fact."""
+    old = Candidate("old", "My cat is called Whiskers.", 0.9)
+    assert LexicalSupersession().choose(question, [old]) == []
+
+
+def test_a_correction_before_a_question_still_corrects() -> None:
+    """The cue of a statement beside a question still counts."""
+    old = Candidate("old", "The standup is at 9:30.", 0.8)
+    new = "Sorry, the standup is at 10:00 now. Is that OK for you?"
+    assert LexicalSupersession().choose(new, [old]) == ["old"]
