@@ -176,6 +176,25 @@ def role(message: ChatMessage) -> str:
     return str(getattr(r, "value", r))
 
 
+def calls_tools(message: ChatMessage) -> bool:
+    """Whether ``message`` calls tools (``tool_calls`` in its kwargs, or a tool-call block)."""
+    if message.additional_kwargs.get("tool_calls"):
+        return True
+    return any(getattr(b, "block_type", None) == "tool_call" for b in message.blocks)
+
+
+def is_answer(message: ChatMessage) -> bool:
+    """Whether ``message`` is an assistant's answer: assistant text calling no tool.
+
+    A read of the memory whose latest message is one (and no ``input``) is the view
+    after the answer: agents read the memory once more after answering
+    (``parse_agent_output``), and that read never reaches the LLM.
+    """
+    if role(message) != "assistant" or calls_tools(message):
+        return False
+    return bool(message_text(message).strip())
+
+
 def check_messages(messages: object, name: str) -> list[ChatMessage]:
     """``messages`` as a list of ``ChatMessage`` s, or a refusal naming ``name``."""
     if isinstance(messages, str | bytes | ChatMessage) or not isinstance(messages, Sequence):

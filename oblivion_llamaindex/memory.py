@@ -39,6 +39,7 @@ from oblivion_llamaindex._convert import (
     TokenLimit,
     check_limit,
     check_messages,
+    is_answer,
     message_text,
     role,
 )
@@ -99,7 +100,12 @@ class OblivionMemory(BaseMemory):
     the assistant's answer is put, the memories it echoes
     (:func:`oblivion_core.overlap.used_ids`) get the larger "used" boost. Repeated
     ``get`` calls for the same user message (agents call it several times per turn)
-    reuse one recall, and boost each memory once: when it is first listed.
+    reuse one recall, and boost each memory once: when it is first listed. A ``get``
+    without ``input`` whose latest message is the assistant's answer (text, no tool
+    call) boosts nothing: it is the view after the answer (``FunctionAgent`` and
+    ``ReActAgent`` read the memory once more after answering, and that read never
+    reaches the LLM). Chat engines and agents read with the user's message last, or
+    pass it as ``input``.
 
     ``set`` and ``reset`` change the short-term history only; long-term memories stay
     in the engine (delete them with ``Oblivion.forget``).
@@ -355,6 +361,11 @@ class OblivionMemory(BaseMemory):
                 if not repeated:
                     break
             shown = items[:n]
+            if history and is_answer(history[-1]) and not self._query(input, []):
+                # The view after the answer (agents read once more after answering):
+                # no LLM call follows it, so what it lists is neither boosted nor
+                # matched against a later answer.
+                return out
             self._shown = [(it.id, it.text) for it in shown]
             self._reinforce(shown)
             return out

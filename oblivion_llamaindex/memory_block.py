@@ -7,6 +7,7 @@ import hashlib
 import logging
 import os
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -29,8 +30,10 @@ from oblivion_llamaindex._convert import (
     Roles,
     Standing,
     TokenLimit,
+    calls_tools,
     check_limit,
     check_messages,
+    is_answer,
     message_text,
     query_text,
     role,
@@ -67,21 +70,36 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
       messages and returns it as a bulleted list that fits ``token_limit`` tokens as a
       whole (counted by the engine's token counter), leaving out memories whose text is
       one of the messages given (still on screen; the recall is asked again for as many
-      more, so they do not take the places of others). The memories listed get the recall
-      boost, once per turn: agents call ``aget`` several times per turn, and a memory
-      is boosted by the turn's first call that lists it. A turn is the latest user
-      message, told apart from a repeat of it by the messages around it: ``Memory``
-      only appends messages and flushes the oldest out, so a view with more messages
-      before it, or other ones, is a new turn, while the same turn after its earlier
-      messages were flushed (the user message too) is not. A copy of it that an agent
-      appends as ``input`` after its tool calls (only tool calls and results between)
-      is the same turn, and the last few turns of each session are remembered, so a
-      call returning to an earlier view of the turn does not boost again.
-      When a later ``aget`` sees the assistant's answer to that turn, the memories the
-      answer echoes (:func:`oblivion_core.overlap.used_ids`) get the larger "used" boost.
+      more, so they do not take the places of others). The memories delivered get the
+      recall boost, once per turn: agents call ``aget`` several times per turn, and a
+      memory is boosted by the turn's first call that delivers it. ``Memory`` may
+      truncate the content after ``aget`` returns (see ``atruncate``), so the boost
+      waits until the read is over: when the asyncio task that called ``aget`` ends
+      (the sync ``Memory.get`` and agents' workflow steps run it in their own task),
+      at the session's next ``aget``, or at :meth:`flush` (call it when a
+      conversation ends in a long-running task); memories truncated away get none.
+      A view whose latest message is the assistant's answer (text, no tool call)
+      boosts nothing: agents read the memory once more after answering
+      (``parse_agent_output``), and that read never reaches the LLM. A turn is the
+      latest user message, told apart from a repeat of it by the messages around it:
+      ``Memory`` only appends messages and flushes the oldest out, so a view with more
+      messages before it, or other ones, or fewer after it, is a new turn (the same
+      opening message after ``Memory.reset()`` once a later view showed the turn go
+      on), while the same turn after its earlier messages were flushed (the user
+      message too) is not. A copy of it that an agent appends as ``input`` after its
+      tool calls (only tool calls and results between) is the same turn, and the last
+      few turns of each session are remembered, so a call returning to an earlier view
+      of the turn does not boost again. After ``Memory.reset()``, a conversation whose
+      messages so far are exactly those of the last view before the reset cannot be
+      told from that view read again, and is not boosted again.
+      When a later ``aget`` sees the assistant's answer to that turn, the memories it
+      was given that the answer echoes (:func:`oblivion_core.overlap.used_ids`) get
+      the larger "used" boost, once per answer (the same text answering another turn
+      is another answer).
     * ``atruncate`` (called by ``Memory`` when the whole context is over its limit, for
       blocks with ``priority > 0``) drops the memories with the *lowest activation*
-      first, not the last lines.
+      first, not the last lines. (When ``Memory`` then drops the rest of the block too,
+      which it does without telling the block, those memories still count as delivered.)
 
     Memories are kept per engine ``namespace``, not per ``Memory`` session: recall finds
     what any session of the namespace remembered (``session_id`` is only stored as
@@ -156,8 +174,10 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
     _lock: Any = PrivateAttr(default_factory=threading.RLock)
     _rendered: OrderedDict[str, list[RecalledItem]] = PrivateAttr(default_factory=OrderedDict)
     _shown: dict[str, list[tuple[str, str]]] = PrivateAttr(default_factory=dict)
-    _answered: dict[str, str] = PrivateAttr(default_factory=dict)
+    _answered: dict[str, tuple[_Turn | None, str]] = PrivateAttr(default_factory=dict)
     _turns: dict[str, list[_Turn]] = PrivateAttr(default_factory=dict)
+    _pending: dict[str, _View] = PrivateAttr(default_factory=dict)
+    _watched: weakref.WeakSet[asyncio.Task[Any]] = PrivateAttr(default_factory=weakref.WeakSet)
     _unsaved: list[tuple[str, dict[str, Any]]] = PrivateAttr(default_factory=list)
 
     def __init__(self, oblivion: Oblivion, **data: Any) -> None:
@@ -173,6 +193,7 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
         private = dict(state.get("__pydantic_private__") or {})
         private.pop("_oblivion", None)
         private.pop("_lock", None)
+        private.pop("_watched", None)
         state["__pydantic_private__"] = private
         return state
 
@@ -218,25 +239,46 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
         **block_kwargs: Any,
     ) -> str:
         checked = check_messages(messages if messages is not None else [], "aget()")
-        return await asyncio.to_thread(self.recall_block, checked, session_id)
+        task = _current_task()
+        text, watch = await asyncio.to_thread(self._recall, checked, session_id, task)
+        if watch and task is not None:
+            # Memory.aget may still truncate the content: the boost waits for the task
+            task.add_done_callback(self._task_done)
+        return text
 
     def recall_block(self, messages: Sequence[ChatMessage], session_id: str | None = None) -> str:
         """The block's content for ``messages`` (what ``aget`` returns), synchronously.
+
+        The recall boost of the memories listed waits, as ``aget``'s does, for the
+        session's next ``recall_block``/``aget`` or :meth:`flush` (``truncate`` may cut
+        some of them first).
 
         Args:
             messages: The conversation so far, oldest first.
             session_id: Keeps "used" feedback of concurrent sessions apart.
         """
         messages = check_messages(messages, "recall_block()")
+        return self._recall(messages, session_id, None)[0]
+
+    def _recall(
+        self,
+        messages: list[ChatMessage],
+        session_id: str | None,
+        task: asyncio.Task[Any] | None,
+    ) -> tuple[str, bool]:
+        """``(content, watch)``: the block's content, and whether ``task`` (that of the
+        ``Memory.aget`` reading it, if any) is new to watch for the boost it waits for."""
         engine = self.oblivion
         key = session_id or ""
         with self._lock:
+            # The session's previous view was delivered (and truncated) by now.
+            self._settle(key)
             if self.feedback:
                 self._feedback(messages, key)
             query = query_text(messages, self.retrieval_context_window)
             if not query.strip() or self.token_limit == 0:
                 self._shown[key] = []
-                return ""
+                return "", False
             # Agents call aget several times per turn: a memory is boosted once per turn,
             # by the first call that shows it.
             seen = self._turns.get(key)
@@ -264,27 +306,82 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
                 )
             except UnknownNamespaceError:
                 self._shown[key] = []
-                return ""
+                return "", False
             items = besides(result.items, visible.__contains__)[:k]
             text, n = render(
                 [it.text for it in items], counter=engine.token_counter, budget=self.token_limit
             )
             shown = items[:n]
-            if self.feedback:
-                fresh = [it for it in shown if it.id not in turn.boosted]
-                if fresh:
-                    turn.boosted.update(it.id for it in fresh)
-                    reinforce_shown(engine, fresh, self.namespace)
-            self._shown[key] = [(it.id, it.text) for it in shown]
             self._cache(text, shown)
-            return text
+            if messages and is_answer(messages[-1]):
+                # The view after the answer (agents read once more after answering):
+                # no LLM call follows it, so it is neither boosted nor matched against
+                # a later answer.
+                self._shown[key] = []
+                return text, False
+            self._shown[key] = [(it.id, it.text) for it in shown]
+            watch = False
+            if self.feedback and shown:
+                self._pending[key] = _View(turn, text, shown, task)
+                if task is not None and task not in self._watched:
+                    self._watched.add(task)
+                    watch = True
+            return text, watch
+
+    def _settle(self, key: str) -> None:
+        """Give the recall boost of the session's last view to the memories delivered
+        (what ``truncate`` left of it), once per turn."""
+        view = self._pending.pop(key, None)
+        if view is None or not self.feedback:
+            return
+        fresh = [it for it in view.items if it.id not in view.turn.boosted]
+        if fresh:
+            view.turn.boosted.update(it.id for it in fresh)
+            reinforce_shown(self.oblivion, fresh, self.namespace)
+
+    def _settle_ready(self, current: asyncio.Task[Any] | None) -> None:
+        """Settle the views whose reading is over: read synchronously, by ``current``
+        (the caller's own task) or by a task that has ended."""
+        for key, view in list(self._pending.items()):
+            task = view.task
+            if task is None or task is current or task.done():
+                self._settle(key)
+
+    def _task_done(self, task: asyncio.Task[Any]) -> None:
+        """A task that read views has ended (its ``Memory.aget`` calls and truncations
+        with it): give their boosts, off the event loop when a recall holds the lock."""
+        if self._lock.acquire(blocking=False):
+            try:
+                self._settle_task(task)
+            finally:
+                self._lock.release()
+        else:
+            threading.Thread(target=self._settle_task, args=(task,), daemon=True).start()
+
+    def _settle_task(self, task: asyncio.Task[Any]) -> None:
+        try:
+            with self._lock:
+                self._watched.discard(task)
+                for key in [k for k, v in self._pending.items() if v.task is task]:
+                    self._settle(key)
+        except Exception as exc:  # a callback: nobody to raise to
+            logger.warning("OblivionMemoryBlock: a recall boost was not given: %s", exc)
 
     def _feedback(self, messages: Sequence[ChatMessage], key: str) -> None:
-        """Give the "used" boost for the last answer, once per answer."""
-        answer = next((message_text(m) for m in reversed(messages) if role(m) == "assistant"), "")
-        if not answer.strip() or self._answered.get(key) == answer:
+        """Give the "used" boost for the last answer, once per answer: an answer with
+        the text of the previous one is a new answer when it answers another turn."""
+        at = next(
+            (i for i in range(len(messages) - 1, -1, -1) if role(messages[i]) == "assistant"), -1
+        )
+        answer = message_text(messages[at]) if at >= 0 else ""
+        if not answer.strip():
             return
-        self._answered[key] = answer
+        turn = _turn(messages[: at + 1])
+        last = self._answered.get(key)
+        old_turn, old_answer = last if isinstance(last, tuple) else (None, last)
+        if old_answer == answer and (old_turn is None or turn is None or old_turn.same(turn)):
+            return
+        self._answered[key] = (turn, answer)
         shown = self._shown.pop(key, [])
         used = used_ids(answer, shown)
         if used:
@@ -314,10 +411,18 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
         """
         # in a worker thread: the block's lock may be held by a recall of another
         # session for as long as its query takes to embed
-        return await asyncio.to_thread(self.truncate, content, tokens_to_truncate)
+        task = _current_task()
+        return await asyncio.to_thread(self._truncate, content, tokens_to_truncate, task)
 
     def truncate(self, content: str, tokens_to_truncate: int) -> str | None:
         """Synchronous :meth:`atruncate`."""
+        return self._truncate(content, tokens_to_truncate, None)
+
+    def _truncate(
+        self, content: str, tokens_to_truncate: int, task: asyncio.Task[Any] | None
+    ) -> str | None:
+        """:meth:`truncate`; the memories cut from a view read by ``task`` (any view of
+        ``content`` for ``None``) lose the recall boost it waits to give them."""
         cut = check_limit(tokens_to_truncate, "tokens_to_truncate")
         if cut == 0:
             return content or None
@@ -325,6 +430,8 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
         with self._lock:
             items = self._rendered.get(content) if isinstance(content, str) else None
             if not items:
+                if isinstance(content, str):
+                    self._delivered(content, "", [], task)
                 return None
             target = count_tokens(counter, content) - cut
             keep = list(items)
@@ -334,8 +441,23 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
                 text, n = render([it.text for it in keep], counter=counter, budget=max(target, 0))
                 if keep and n == len(keep):
                     self._cache(text, keep)
+                    self._delivered(content, text, keep, task)
                     return text
+            self._delivered(content, "", [], task)
             return None
+
+    def _delivered(
+        self, content: str, text: str, kept: list[RecalledItem], task: asyncio.Task[Any] | None
+    ) -> None:
+        """``content``, as a session's view waiting for its boost, was cut to ``text``
+        (``kept``): only those are boosted, and matched against the answer."""
+        ids = {it.id for it in kept}
+        for key, view in self._pending.items():
+            if view.text != content or (task is not None and view.task not in (None, task)):
+                continue
+            view.text = text
+            view.items = [it for it in view.items if it.id in ids]
+            self._shown[key] = [(it.id, it.text) for it in view.items]
 
     # ------------------------------------------------------------------ writing
     async def aput(
@@ -395,17 +517,25 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
 
     async def aflush(self) -> list[str]:
         """Asynchronous :meth:`flush`."""
-        return await asyncio.to_thread(self.flush)
+        task = _current_task()
+        return await asyncio.to_thread(self._flush, task)
 
     def flush(self) -> list[str]:
         """Write the messages still queued after a failed write (see
-        :meth:`remember_messages`); returns the new memory ids.
+        :meth:`remember_messages`) and give the recall boosts still waiting (see the
+        class doc) of reads that are over; returns the new memory ids.
 
         Raises:
             OblivionError: the write failed again; the messages stay queued.
         """
+        return self._flush(_current_task())
+
+    def _flush(self, current: asyncio.Task[Any] | None) -> list[str]:
         with self._lock:
-            return self._save()
+            try:
+                return self._save()
+            finally:
+                self._settle_ready(current)
 
     def _save(self) -> list[str]:
         """Write the queued messages; those not stored stay queued when the write raises."""
@@ -438,6 +568,14 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
 _CONTEXT_KEPT = 8
 
 
+def _current_task() -> asyncio.Task[Any] | None:
+    """The running asyncio task, ``None`` outside one."""
+    try:
+        return asyncio.current_task()
+    except RuntimeError:  # no running event loop
+        return None
+
+
 @dataclass
 class _Turn:
     """A turn seen by ``aget``: its user message's text, how many messages came before
@@ -453,34 +591,81 @@ class _Turn:
     def same(self, other: _Turn) -> bool:
         """Whether ``other`` is a later view of this turn. ``Memory`` only appends
         messages and flushes the oldest out, so a later view has no more messages
-        before the user message, those it has end the ones seen, and the messages after
-        it agree with the ones seen as far as both go."""
+        before the user message, those it has end the ones seen, and it has at least
+        the messages seen after it, the same ones first (a view with fewer, after
+        ``Memory.reset()``, is a new conversation asking the same)."""
         if other.text != self.text or other.before_count > self.before_count:
             return False
         m = min(other.before_count, len(self.before), len(other.before))
         if m and other.before[-m:] != self.before[-m:]:
             return False
-        m = min(len(self.after), len(other.after))
-        return other.after[:m] == self.after[:m]
+        if len(other.after) < len(self.after):
+            return False
+        return other.after[: len(self.after)] == self.after
+
+
+@dataclass(eq=False)
+class _View:
+    """What ``aget`` gave a session: its turn, the content and the memories listed. Their
+    recall boost waits until the content is known to be what was delivered (``Memory``
+    truncates it after ``aget`` returns), ``task`` being the one reading it (``None``:
+    read synchronously; not pickled)."""
+
+    turn: _Turn
+    text: str
+    items: list[RecalledItem]
+    task: asyncio.Task[Any] | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "task": None}
 
 
 def _current_turn(messages: Sequence[ChatMessage], seen: list[_Turn]) -> _Turn:
-    """The turn ``messages`` show: one of ``seen`` (the session's latest turns) when it
-    is a view of it, else a new turn appended to ``seen`` (the last few kept). A view
-    without a user message (``Memory`` flushed it) continues the latest turn."""
+    """The turn ``messages`` show: one of ``seen`` (the session's latest turns, oldest
+    first) when it is a view of it, else a new turn appended to ``seen`` (the last few
+    kept). A view without a user message (``Memory`` flushed it) continues the latest
+    turn.
+
+    ``Memory`` only appends messages, so a view showing, before its user message, a
+    turn seen after the one it matches comes after that later turn: it is a new turn
+    (the conversation was reset and asks the same again). The earlier turns a view
+    shows learn the messages after them there (the answer, the next question), so a
+    view with fewer after ``Memory.reset()`` is a new turn too (:meth:`_Turn.same`).
+    """
     turn = _turn(messages)
     if turn is None:
         if seen and isinstance(seen[-1], _Turn):
             return seen[-1]
         turn = _Turn("", 0, (), ())
-    for old in reversed(seen):
-        if isinstance(old, _Turn) and old.same(turn):
-            if len(turn.after) > len(old.after):
-                old.after = turn.after
-            return old
-    seen.append(turn)
-    del seen[:-_TURNS_KEPT]
-    return turn
+    turns = [old for old in seen if isinstance(old, _Turn)]
+    shown = [_shown_at(messages, turn.before_count, old) for old in turns]
+    current = None
+    for n in range(len(turns) - 1, -1, -1):
+        if turns[n].same(turn) and not any(shown[n + 1 :]):
+            current = turns[n]
+            break
+    if current is None:
+        seen.append(turn)
+        del seen[:-_TURNS_KEPT]
+        current = turn
+    elif len(turn.after) > len(current.after):
+        current.after = turn.after
+    for old, view in zip(turns, shown, strict=True):
+        if view is not None and old is not current:
+            old.after = view.after
+    return current
+
+
+def _shown_at(messages: Sequence[ChatMessage], end: int, turn: _Turn) -> _Turn | None:
+    """A later view of ``turn`` in ``messages``, its user message before ``end`` (the
+    latest such), with all the messages after it; ``None`` when there is none."""
+    for i in range(min(end, len(messages)) - 1, -1, -1):
+        if role(messages[i]) != "user" or message_text(messages[i]) != turn.text:
+            continue
+        view = _turn_at(messages, i, len(messages))
+        if turn.same(view):
+            return view
+    return None
 
 
 def _turn(messages: Sequence[ChatMessage]) -> _Turn | None:
@@ -503,6 +688,11 @@ def _turn(messages: Sequence[ChatMessage]) -> _Turn | None:
             _tool_step(m) for m in messages[j + 1 : i]
         ):
             i, end = j, i
+    return _turn_at(messages, i, end)
+
+
+def _turn_at(messages: Sequence[ChatMessage], i: int, end: int) -> _Turn:
+    """The turn of the user message ``messages[i]``, its messages after it ending at ``end``."""
     return _Turn(
         message_text(messages[i]),
         i,
@@ -525,8 +715,4 @@ def _tool_step(message: ChatMessage) -> bool:
         return True
     if r != "assistant":
         return False
-    if message.additional_kwargs.get("tool_calls"):
-        return True
-    if any(getattr(b, "block_type", None) == "tool_call" for b in message.blocks):
-        return True
-    return not message_text(message).strip()
+    return calls_tools(message) or not message_text(message).strip()

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from _outage import SwitchableEmbedder
+from llama_index.core.agent.workflow import FunctionAgent
 from llama_index.core.base.embeddings.base import BaseEmbedding
-from llama_index.core.base.llms.types import ChatMessage
+from llama_index.core.base.llms.types import ChatMessage, MessageRole, ToolCallBlock
 from llama_index.core.bridge.pydantic import Field
+from llama_index.core.llms.mock import MockFunctionCallingLLM
+from llama_index.core.memory.types import BaseMemory
 from llama_index.core.schema import BaseNode, NodeWithScore, TextNode
 from llama_index.core.vector_stores.types import (
     BasePydanticVectorStore,
@@ -17,6 +21,7 @@ from llama_index.core.vector_stores.types import (
     VectorStoreQueryResult,
 )
 
+from oblivion_core import Oblivion
 from oblivion_core.testing import HashEmbedder
 
 HOUR = 3600.0
@@ -106,3 +111,66 @@ class FlakyEmbedder(SwitchableEmbedder):
             self.fail_on = None
             raise TimeoutError("embedding API timed out")
         return super().embed_documents(texts)
+
+
+#: Turns of an agent conversation whose answers push earlier turns out of the window.
+AGENT_TURNS = (
+    "From now on, always answer in British English.",
+    "My cat is called Whiskers.",
+    "I live in Porto.",
+    "I like tea.",
+    "My sister is Anna.",
+    "Tell me a joke.",
+)
+
+
+def weather(city: str = "Porto") -> str:
+    """Weather in a city."""
+    return "sunny"
+
+
+async def agent_turns(
+    engine: Oblivion,
+    memory: BaseMemory,
+    turns: Sequence[str],
+    namespace: str,
+    *,
+    answer: str = "Done " * 12,
+    call_tool: bool = False,
+) -> list[tuple[Counter[str], set[str]]]:
+    """Run each of ``turns`` through a ``FunctionAgent`` (a mock LLM answering
+    ``answer``; with ``call_tool``, after a round calling ``weather`` first) and return,
+    per turn, the recall boosts each memory got (by text) and the memories listed
+    (``"- text"``) in a prompt the LLM was given."""
+    prompts: list[str] = []
+    calls = 0
+
+    def respond(messages: Sequence[ChatMessage], **kwargs: Any) -> ChatMessage:
+        nonlocal calls
+        prompts.append("\n".join(m.content or "" for m in messages))
+        if call_tool and not any(m.role == MessageRole.TOOL for m in messages):
+            calls += 1
+            block = ToolCallBlock(tool_call_id=f"call-{calls}", tool_name="weather", tool_kwargs={})
+            return ChatMessage(role="assistant", blocks=[block])
+        return ChatMessage(role="assistant", content=answer)
+
+    agent = FunctionAgent(tools=[weather], llm=MockFunctionCallingLLM(response_generator=respond))
+
+    def boosts() -> Counter[str]:
+        if namespace not in engine.namespaces():
+            return Counter()
+        return Counter(
+            e.memory_id for e in engine.history(namespace=namespace) if e.kind == "recall"
+        )
+
+    out = []
+    for question in turns:
+        prompts.clear()
+        before = boosts()
+        await agent.run(user_msg=question, memory=memory)
+        known = namespace in engine.namespaces()
+        texts = {r.id: r.text for r in engine.records(namespace=namespace)} if known else {}
+        got = Counter({texts[m]: n for m, n in (boosts() - before).items() if m in texts})
+        listed = {t for t in texts.values() if any(f"- {t}" in p for p in prompts)}
+        out.append((got, listed))
+    return out

@@ -24,7 +24,7 @@ from oblivion_core.testing import memory as new_engine
 from oblivion_llamaindex import OblivionMemory
 from oblivion_llamaindex._engine import text_refusal
 
-from ._helpers import FlakyEmbedder, assistant, context_tokens, user
+from ._helpers import AGENT_TURNS, FlakyEmbedder, agent_turns, assistant, context_tokens, user
 
 
 def make(engine: Oblivion, **fields: object) -> OblivionMemory:
@@ -819,6 +819,38 @@ async def test_react_agent_with_mock_llm(engine: Oblivion) -> None:
     stored = memory.get_all()
     assert stored[0].content == "How do you spell the colour of the sky?"  # not the copy
     assert (stored[-1].content or "").endswith("Answer: Colour, not color.")
+
+
+@pytest.mark.parametrize("call_tool", [False, True])
+async def test_an_agent_boosts_exactly_what_its_prompts_list(
+    engine: Oblivion, call_tool: bool
+) -> None:
+    """Each agent turn boosts the memories its prompts listed, once, and no other: the
+    read after the answer (``parse_agent_output``) reaches no LLM, and a tool-call round
+    boosts nothing twice."""
+    memory = make(engine, namespace="u", token_limit=45, memory_token_ratio=0.5)
+    turns = await agent_turns(engine, memory, AGENT_TURNS, "u", call_tool=call_tool)
+    assert sum(len(listed) for _, listed in turns) >= 3
+    for got, listed in turns:
+        assert got == dict.fromkeys(listed, 1)
+
+
+def test_a_read_after_the_answer_lists_memories_but_boosts_none(engine: Oblivion) -> None:
+    """``get`` after the answer (no ``input``) lists the memory the answer pushed out
+    of the window without boosting it; with ``input`` it is a read before an LLM call."""
+    engine.remember("I like green tea.", id="tea")
+    engine.remember("My sister is Anna.", id="anna")
+    memory = make(engine, token_limit=30, memory_token_ratio=0.5, standing=(), remember_roles=())
+    memory.put(user("I like green tea."))
+    memory.put(assistant("Noted."))
+    memory.put(user("what do I like, my sister or tea?"))
+    assert "green tea" not in system_text(memory.get())  # still a visible turn
+    memory.put(assistant("You like green tea, and your sister is Anna."))
+    after = system_text(memory.get())
+    assert "- I like green tea." in after
+    assert engine.get("tea").access_count == 0
+    memory.get(input="what do I like, my sister or tea?")
+    assert engine.get("tea").access_count == 1
 
 
 def test_user_insertion_fits_the_limit(engine: Oblivion) -> None:

@@ -6,6 +6,7 @@ import asyncio
 import logging
 import pickle
 import threading
+import time
 from typing import Any
 
 import numpy as np
@@ -23,7 +24,7 @@ from oblivion_core.testing import HashEmbedder, ManualClock, word_count
 from oblivion_core.testing import memory as new_engine
 from oblivion_llamaindex import OblivionMemoryBlock
 
-from ._helpers import DAY, HOUR, FlakyEmbedder, assistant, user
+from ._helpers import AGENT_TURNS, DAY, HOUR, FlakyEmbedder, agent_turns, assistant, user
 
 
 def block_for(engine: Oblivion, **fields: object) -> OblivionMemoryBlock:
@@ -215,7 +216,7 @@ async def test_a_memory_hidden_as_a_visible_message_gets_no_recall_boost(
 ) -> None:
     """Only the memories listed are boosted: one left out because its text is still
     among the messages gets no recall boost, and a listed one gets exactly the boost
-    a recall with feedback would have given it."""
+    a recall with feedback would have given it (once ``flush`` says the read is over)."""
     engine.remember("Refunds take five days.", id="five")
     engine.remember("Refund desks open at nine.", id="nine")
     twin = new_engine(clock=ManualClock(0.0))
@@ -224,6 +225,7 @@ async def test_a_memory_hidden_as_a_visible_message_gets_no_recall_boost(
     block = block_for(engine)
     content = await block.aget([user("Refunds take five days."), user("refunds")], session_id="s")
     assert "five days" not in content and "nine" in content
+    block.flush()  # this task's read is over: its boost is given
     assert [e.memory_id for e in engine.history() if e.kind == "recall"] == ["nine"]
     twin.recall("refunds", token_budget=block.token_limit)
     assert engine.get("nine").activation == pytest.approx(twin.get("nine").activation)
@@ -272,7 +274,8 @@ async def test_repeated_gets_in_one_turn_boost_once(engine: Oblivion) -> None:
     """Agents call ``Memory.aget`` several times per turn: the turn boosts its memories
     once; a new turn, even repeating the question, boosts again."""
     engine.remember("Alice's sister Anna lives in Porto.", id="anna")
-    memory = Memory.from_defaults(session_id="s", memory_blocks=[block_for(engine)])
+    block = block_for(engine)
+    memory = Memory.from_defaults(session_id="s", memory_blocks=[block])
     question = user("Where does Anna live?")
     await memory.aput(question)
     for _ in range(3):
@@ -286,6 +289,7 @@ async def test_repeated_gets_in_one_turn_boost_once(engine: Oblivion) -> None:
     await memory.aput(assistant("I do not know."))
     await memory.aput(user("Which city is Anna in?"))
     await memory.aget()
+    block.flush()  # this task's reads are over: their boosts are given
     assert engine.get("anna").access_count == 3
 
 
@@ -343,6 +347,7 @@ async def test_a_copy_of_the_user_message_after_tool_calls_is_the_same_turn(
         assert "Porto" in await block.aget(messages, session_id="s")
     assert boosts() == 1
     await block.aget([*earlier, question, call, result, answer, question], session_id="s")
+    block.flush()  # this task's reads are over: their boosts are given
     assert boosts() == 2
 
 
@@ -376,8 +381,10 @@ async def test_a_turn_whose_earlier_messages_memory_flushes_mid_turn_boosts_once
         assert "Porto" in await block.aget(messages, session_id="s")
     assert boosts() == 1
     await block.aget([question, call, result, answer, question], session_id="s")
+    block.flush()  # this task's reads are over: their boosts are given
     assert boosts() == 2
     await block.aget([answer, question], session_id="s")  # flushed again: same turn
+    block.flush()
     assert boosts() == 2
 
 
@@ -395,6 +402,137 @@ async def test_standing_instructions_are_shown_whatever_the_query(engine: Oblivi
     assert "kilometres" not in content and content.count("Ana") == 2
     with pytest.raises(ValueError, match="standing must be a category name"):
         block_for(engine, standing=3)
+
+
+@pytest.mark.parametrize("call_tool", [False, True])
+async def test_an_agent_boosts_exactly_what_its_prompts_list(
+    engine: Oblivion, call_tool: bool
+) -> None:
+    """Each agent turn boosts the memories its prompts listed, once, and no other: the
+    read after the answer (``parse_agent_output``) reaches no LLM, and a tool-call round
+    boosts nothing twice."""
+    block = block_for(engine, namespace="u", token_limit=200)
+    memory = Memory.from_defaults(
+        session_id="s",
+        token_limit=80,
+        chat_history_token_ratio=0.5,
+        token_flush_size=10,
+        memory_blocks=[block],
+    )
+    turns = await agent_turns(engine, memory, AGENT_TURNS, "u", call_tool=call_tool)
+    assert sum(len(listed) for _, listed in turns) >= 3
+    for got, listed in turns:
+        assert got == dict.fromkeys(listed, 1)
+
+
+async def test_each_answer_echoing_a_memory_gives_the_used_boost(engine: Oblivion) -> None:
+    """Answers with the same text to different questions are different answers: each one
+    echoing a memory the block listed gives it the "used" boost."""
+    engine.remember("My cat is called Whiskers.", id="cat")
+    memory = Memory.from_defaults(session_id="s", memory_blocks=[block_for(engine)])
+    llm = MockLLM(messages_to_prompt=lambda messages: "Your cat is called Whiskers.")
+    chat = SimpleChatEngine.from_defaults(llm=llm, memory=memory)
+    questions = ["What is my cat called?", "Sorry, what was it again?", "Its name?", "Bye."]
+    for question in questions:
+        await chat.achat(question)
+    assert [e.memory_id for e in engine.history() if e.kind == "used"] == ["cat"] * 3
+
+
+def _recalls(engine: Oblivion, memory_id: str) -> int:
+    """How many recall boosts ``memory_id`` got."""
+    return sum(e.kind == "recall" for e in engine.history(memory_id))
+
+
+async def test_an_agents_new_conversation_opening_as_the_last_is_a_new_turn(
+    engine: Oblivion,
+) -> None:
+    """After ``Memory.reset()``, the opening message of the conversation before is a new
+    turn, boosted again: the agent's read after its answer saw that turn go on, and a
+    view with fewer messages after the user's is not that turn."""
+    engine.remember("My cat is called Whiskers.", id="cat")
+    memory = Memory.from_defaults(session_id="s", memory_blocks=[block_for(engine)])
+
+    def respond(messages: Any, **kwargs: Any) -> ChatMessage:
+        return assistant("Noted.")
+
+    agent = FunctionAgent(tools=[], llm=MockFunctionCallingLLM(response_generator=respond))
+    for day in range(3):
+        await agent.run(user_msg="Hi, what's my cat called?", memory=memory)
+        assert _recalls(engine, "cat") == day + 1
+        await memory.areset()
+
+
+async def test_a_chats_new_conversation_opening_as_the_last_is_a_new_turn(
+    engine: Oblivion,
+) -> None:
+    """After ``Memory.reset()``, a chat engine's conversation opening with the message
+    of the one before is a new turn: a later view of the session showed that turn's
+    answer and the next question."""
+    engine.remember("My cat is called Whiskers.", id="cat")
+    block = block_for(engine)
+    memory = Memory.from_defaults(session_id="s", memory_blocks=[block])
+    llm = MockLLM(messages_to_prompt=lambda messages: "Noted.")
+    chat = SimpleChatEngine.from_defaults(llm=llm, memory=memory)
+    for _ in range(3):
+        before = _recalls(engine, "cat")
+        await chat.achat("Hi, what's my cat called?")
+        await chat.achat("And how old is my cat?")
+        block.flush()  # this task's reads are over: their boosts are given
+        assert _recalls(engine, "cat") - before == 2
+        await memory.areset()
+
+
+async def test_a_reads_boost_is_given_when_its_task_ends(engine: Oblivion) -> None:
+    """A ``Memory.aget`` run as a task of its own (as the sync ``Memory.get`` and agent
+    steps run it) boosts what it delivered when the task ends, off the event loop when
+    another read holds the block."""
+    engine.remember("Alice's sister Anna lives in Porto.", id="anna")
+    block = block_for(engine)
+    memory = Memory.from_defaults(session_id="s", memory_blocks=[block])
+    await memory.aput(user("Where does Anna live?"))
+    await asyncio.create_task(memory.aget())
+    await asyncio.sleep(0)  # the task's done callbacks run
+    assert _recalls(engine, "anna") == 1
+    await memory.aput(assistant("In Porto."))
+    await memory.aput(user("Is Anna near the river in Porto?"))
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with block._lock:
+            held.set()
+            release.wait()
+
+    holder = threading.Thread(target=hold, daemon=True)
+
+    async def read_then_hold() -> None:
+        await memory.aget()
+        holder.start()  # another thread holds the block as the task ends
+        held.wait()
+
+    try:
+        await asyncio.create_task(read_then_hold())
+        await asyncio.sleep(0)
+        assert _recalls(engine, "anna") == 1  # the boost waits for the lock, off the loop
+    finally:
+        release.set()
+        if holder.is_alive():
+            holder.join()
+    for _ in range(500):
+        if _recalls(engine, "anna") == 2:
+            break
+        time.sleep(0.01)
+    assert _recalls(engine, "anna") == 2
+
+
+def test_the_sync_memory_api_boosts_as_each_get_returns(engine: Oblivion) -> None:
+    """``Memory.get`` (sync) has given the recall boost when it returns."""
+    engine.remember("Alice's sister Anna lives in Porto.", id="anna")
+    memory = Memory.from_defaults(session_id="s", memory_blocks=[block_for(engine)])
+    memory.put(user("Where does Anna live?"))
+    assert "Porto" in (memory.get()[0].content or "")
+    assert _recalls(engine, "anna") == 1
+    memory.get()
+    assert _recalls(engine, "anna") == 1
 
 
 # ---------------------------------------------------------------- truncation
@@ -461,6 +599,42 @@ async def test_memory_truncates_the_block_by_activation(ranked: Oblivion) -> Non
     messages = await memory.aget()
     system = messages[0].content or ""
     assert "strong" in system and "weak" not in system
+
+
+async def test_memories_truncation_cuts_are_not_boosted(
+    engine: Oblivion, clock: ManualClock
+) -> None:
+    """A memory ``Memory`` truncates away never reaches the LLM: it gets no recall
+    boost, and an answer echoing it no "used" boost; those delivered get theirs."""
+    engine.remember("Anna's cat Miso sleeps all day.", id="weak", category="task", importance=0.1)
+    engine.remember("Anna's brother Bruno plays the cello.", id="mid", category="fact")
+    engine.remember("Anna lives in Porto by the river.", id="strong", category="preference")
+    clock.advance(2 * DAY)
+    block = block_for(engine, token_limit=100, standing=())
+    memory = Memory.from_defaults(
+        session_id="s",
+        token_limit=22,
+        chat_history_token_ratio=0.9,
+        memory_blocks=[block],
+        tokenizer_fn=str.split,
+    )
+    prompts: list[str] = []
+
+    def answer(messages: Any) -> str:
+        prompts.append("\n".join(m.content or "" for m in messages))
+        return "Miso sleeps all day, and Anna lives in Porto by the river."
+
+    chat = SimpleChatEngine.from_defaults(llm=MockLLM(messages_to_prompt=answer), memory=memory)
+    await chat.achat("Tell me about Anna.")
+    assert "Bruno" in prompts[0] and "Miso" not in prompts[0]  # truncated: least active
+    block.flush()  # this task's reads are over: their boosts are given
+    assert {m: _recalls(engine, m) for m in ("weak", "mid", "strong")} == {
+        "weak": 0,
+        "mid": 1,
+        "strong": 1,
+    }
+    await chat.achat("Thanks.")  # the block sees the answer
+    assert [e.memory_id for e in engine.history() if e.kind == "used"] == ["strong"]
 
 
 async def test_atruncate_cuts_no_more_than_asked_with_a_fractional_counter(
