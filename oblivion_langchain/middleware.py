@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import json
 import logging
 import threading
@@ -95,6 +96,7 @@ class _TurnMemory:
     category: str
     importance: float
     metadata: dict[str, Any]
+    id: str | None = None  # from the user message's id: a regenerated answer replaces it
 
 
 def _turn_of(text: str, users: set[str] | None) -> bool:
@@ -104,6 +106,13 @@ def _turn_of(text: str, users: set[str] | None) -> bool:
         return False
     user = text[len("user: ") :].split("\nassistant: ", 1)[0]
     return user in users
+
+
+def _turn_id(namespace: str | None, message_id: str) -> str:
+    """The id of the memory of the turn of the user message ``message_id`` (LangGraph
+    gives each message a unique id): one per turn, so a regenerated answer finds it."""
+    digest = hashlib.sha256(f"{namespace or ''}\0{message_id}".encode("utf-8", "surrogatepass"))
+    return "turn-" + digest.hexdigest()[:32]
 
 
 def _bullet(text: str) -> str:
@@ -231,7 +240,10 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
        ``response_format=ToolStrategy(...)`` (its only field when that is a string,
        else the response as JSON), else the last tool result of a ``return_direct``
        tool, else the text of the turn's last ``AIMessage``. A turn is never recorded
-       twice.
+       twice: an answer regenerated from a checkpoint taken before the model call
+       (LangGraph's ``invoke(None, config)``) replaces the turn's memory (its id comes
+       from the user message's), and the first answer's "used" boost is not given
+       again.
 
     When the store or the embedder fails (:data:`OUTAGES`: a Chroma server down, the
     store locked by another process, the embedding model failing), the run goes on
@@ -432,6 +444,8 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
                 "context": context,
                 "recalled": recalled,
                 "recorded": False,
+                # the turn memory's id (None: the message has no id of its own)
+                "memory": _turn_id(namespace, found[1].id) if found[1].id else None,
             }
         }
 
@@ -566,8 +580,9 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
         ``visible``: the user messages of earlier turns still in the thread. A turn
         memory of one of them is not shown: while the recall returns such repeats and
         fewer than ``k`` others, it is asked again for that many more
-        (:func:`~oblivion_core.widen.recall_besides`); it reads only then, and the
-        memories shown get the recall's boost after.
+        (:func:`~oblivion_core.widen.recall_besides`). The recall reads only; the
+        memories the block shows get the recall's boost after (not one whose lines
+        ``render`` dropped to keep the budget).
         """
         if not query or self.token_budget == 0:
             return "", []
@@ -587,7 +602,7 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
                 k=n,
                 namespace=namespace,
                 standing=self.standing,
-                feedback=not visible,
+                feedback=False,  # boosted below: only what the block shows
             ),
             items_budget,
             k,
@@ -598,7 +613,10 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
         block, shown = render(
             [it.text for it in items], counter=count, budget=room, header=self.header, line=_bullet
         )
-        if visible and shown:  # read only: the boost recall's feedback gives, to those shown
+        # The recall read only: the boost its feedback gives goes to the memories the
+        # block shows (render drops the last lines when they overflow the budget: a
+        # memory of many lines costs more rendered than recall packed it for)
+        if shown:
             with contextlib.suppress(UnknownMemoryError):  # one forgotten since: no boost
                 self.oblivion.reinforce(
                     [it.id for it in items[:shown]],
@@ -628,6 +646,10 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
         # the engine refuses a text holding a NUL or a lone surrogate
         user, answer = clean_text(user).strip(), clean_text(answer).strip()
         recalled = [(str(i), str(t)) for i, t in memo.get("recalled") or []]
+        memory_id = memo.get("memory")
+        memory_id = memory_id if isinstance(memory_id, str) else None
+        if memory_id is not None and self._regenerated(memory_id, namespace, user, answer):
+            return
         if answer and recalled:
             try:
                 # one forgotten since the recall does not cost the others their boost
@@ -651,8 +673,37 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
                 category,
                 importance,
                 {"source": "oblivion_langchain.middleware", "kind": "turn"},
+                memory_id,
             )
             self._store_turns(turn, raise_outage=self.on_error == "raise")
+
+    def _regenerated(self, memory_id: str, namespace: str | None, user: str, answer: str) -> bool:
+        """Whether the turn of ``memory_id`` was recorded already: an answer regenerated
+        from a checkpoint taken before the model call (``agent.invoke(None, config)``),
+        whose state says the turn is not recorded yet. The turn memory then takes the new
+        answer (keeping its activation), and the memories the first answer used keep the
+        one "used" boost they got (else each regeneration gave another)."""
+        try:
+            current = self.oblivion.get(memory_id, namespace=namespace)
+        except (UnknownMemoryError, UnknownNamespaceError):
+            return False
+        except OUTAGES as exc:
+            if self.on_error == "raise":
+                raise
+            logger.warning("OblivionMemoryMiddleware: the turn was not recorded: %s", exc)
+            return True
+        if not self.remember_turns or not user:
+            return True
+        text = f"user: {user}\nassistant: {answer}" if answer else f"user: {user}"
+        text = fit_text(text, self.oblivion.policy_for(namespace).max_text_chars)
+        if text != current.text:
+            try:
+                self.oblivion.edit(memory_id, text, namespace=namespace)
+            except OUTAGES as exc:
+                if self.on_error == "raise":
+                    raise
+                logger.warning("OblivionMemoryMiddleware: the new answer was not stored: %s", exc)
+        return True
 
     def _store_turns(self, turn: _TurnMemory | None, *, raise_outage: bool) -> None:
         """Store the pending turns, then ``turn``, in order. On an outage the ones not
@@ -670,6 +721,7 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
                     importance=memory.importance,
                     metadata=memory.metadata,
                     namespace=memory.namespace,
+                    id=memory.id,
                 )
             except OUTAGES as exc:
                 left = todo[n:]

@@ -18,7 +18,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import BaseModel
 
 from oblivion_core import InvalidInputError, Oblivion, Policy
-from oblivion_core.testing import ManualClock, word_count
+from oblivion_core.testing import HashEmbedder, ManualClock, word_count
 from oblivion_langchain import OblivionMemoryMiddleware
 from oblivion_langchain import middleware as mw
 from oblivion_langchain._convert import latest_human
@@ -781,3 +781,72 @@ def test_real_stack_middleware(real_engine: Oblivion, clock: ManualClock) -> Non
     instruction = real_engine.records(namespace="sam")[0].id
     assert "used" in _events(real_engine, instruction)
     assert real_engine.count(namespace="sam") == 3
+
+
+def test_only_the_memories_the_block_shows_get_the_recall_boost() -> None:
+    """Recall packs a memory by its tokens plus ``per_item_tokens``, but the block indents
+    every line of a memory of many lines: over the budget, ``render`` drops the last
+    memories, which the recall (with feedback on a thread's first turn) had already
+    boosted though the model never saw them. The boost now goes to what is shown."""
+    engine = Oblivion(None, clock=ManualClock(), embedder=HashEmbedder())  # real tiktoken
+    facts = [
+        "Sam's tea order: green tea with\n  a slice of lemon, no sugar, in the blue mug.",
+        "Sam's tea preference\n- green tea from\n- Kyoto\n- in the morning\n- never black tea.",
+        "Sam likes tea breaks at 10:30 and 15:30 with colleagues from the Leeds office.",
+        "user: What tea should I buy?\nassistant: Buy sencha; it suits your taste for green tea.",
+        "Sam's green tea list:\n" + "\n".join(f"{i}. green tea" for i in range(1, 25)),
+        "Sam's favourite tea shop is on Briggate in Leeds; it sells loose-leaf green tea.",
+    ]
+    for fact in facts:
+        engine.remember(fact, namespace="sam", category="fact")
+    dropped = 0
+    try:
+        for budget in range(150, 260, 4):
+            agent, model = _agent(engine, ["Noted."], token_budget=budget, standing=())
+            since = engine.history(namespace="sam")[-1].seq
+            _ask(
+                agent,
+                "Which green tea does Sam like?",
+                {"configurable": {"user_id": "sam", "thread_id": f"b{budget}"}},
+            )
+            block = memory_block(model.seen[0]) or ""
+            shown = {t for t in facts if "- " + t.replace("\n", "\n  ") in block}
+            boosted = {
+                engine.get(e.memory_id, namespace="sam").text
+                for e in engine.history(namespace="sam")
+                if e.seq > since and e.kind == "recall"
+            }
+            assert boosted == shown
+            dropped += len(
+                engine.recall(
+                    "Which green tea does Sam like?",
+                    namespace="sam",
+                    token_budget=budget,
+                    feedback=False,
+                )
+            ) > len(shown)
+            for record in engine.records(namespace="sam"):
+                if record.metadata.get("kind") == "turn":
+                    engine.forget(record.id, namespace="sam")
+    finally:
+        engine.close()
+    assert dropped  # some budgets made render drop a memory the recall had packed
+
+
+def test_an_answer_regenerated_from_a_checkpoint_replaces_the_turn(engine: Oblivion) -> None:
+    """Regenerating an answer from the checkpoint before the model call (LangGraph's
+    ``invoke(None, config)``) stored the turn a second time and gave a second "used"
+    boost, the checkpoint saying the turn was not recorded yet. The turn's memory, one
+    per user message, takes the new answer and keeps its activation."""
+    fact = engine.remember("Sam lives in Leeds and likes green tea.", namespace="sam").id
+    agent, _ = _agent(engine, ["First answer: green tea in Leeds.", "Second answer: green tea."])
+    config = {"configurable": {"user_id": "sam", "thread_id": "regen"}}
+    agent.invoke({"messages": [{"role": "user", "content": "Which tea do I like?"}]}, config)
+    (first,) = [r for r in engine.records(namespace="sam") if r.metadata.get("kind") == "turn"]
+    before_model = next(h for h in agent.get_state_history(config) if h.next == ("model",))
+    agent.invoke(None, before_model.config)
+    (turn,) = [r for r in engine.records(namespace="sam") if r.metadata.get("kind") == "turn"]
+    assert turn.id == first.id
+    assert turn.text == "user: Which tea do I like?\nassistant: Second answer: green tea."
+    assert _events(engine, fact).count("used") == 1
+    assert _events(engine, turn.id)[-1] == "edit"
