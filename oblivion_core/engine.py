@@ -24,7 +24,9 @@ import itertools
 import json
 import logging
 import os
+import re
 import socket
+import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
@@ -335,6 +337,8 @@ class Oblivion:
             check_clock_kind(clock, self._policy.clock, stored is not None)
             self.clock: Clock = clock
             self._turns_read: set[str] = set()
+            # set by import_chroma() in its thread: its writes tick no turn
+            self._no_ticks = threading.local()
             self._turns_saved: dict[str, str] = {}
             if isinstance(clock, TurnClock):
                 self._db.carry_meta = self._turn_rows
@@ -751,18 +755,20 @@ class Oblivion:
     def use_template_for(self, signal: str, *, namespace: str | None = None) -> Policy:
         """Pick a policy template from a caller's signal and switch to it (journaled).
 
-        The signal is matched by keyword: "support"/"help desk"/"ticket" -> ``support-desk``,
-        "research"/"study"/"analysis" -> ``research-assistant``, anything else ->
-        ``balanced``.
+        The signal is matched by keyword, whole words: "support"/"help desk"/"ticket" ->
+        ``support-desk``, "research"/"study"/"analysis" -> ``research-assistant`` (the
+        first named, when it names both), anything else -> ``balanced``.
         """
         if not isinstance(signal, str) or not signal.strip():
             raise InvalidInputError(f"signal must be a non-empty string, got {signal!r}")
-        low = signal.lower()
-        name = "balanced"
-        for template, words in _SIGNALS.items():
-            if any(w in low for w in words):
-                name = template
-                break
+        # whole words ("unsupported" is no support), the first named winning
+        found = [
+            (m.start(), template)
+            for template, words in _SIGNALS.items()
+            for w in words
+            if (m := re.search(rf"\b{re.escape(w)}s?\b", signal, re.I)) is not None
+        ]
+        name = min(found)[1] if found else "balanced"
         return self.set_policy(name, namespace=namespace, reason=f"signal {signal!r}")
 
     # ====================================================== the parts in their own files

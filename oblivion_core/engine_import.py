@@ -168,49 +168,55 @@ def import_chroma(
     checked = reembed
     # with a filter, how many pass is known at the end (Chroma counts a collection whole)
     total = None if where else int(collection.count())
-    with progress(total, f"importing {name}") as advance:
-        for offset in itertools.count(0, batch_size):
-            try:
-                page = collection.get(
-                    limit=batch_size, offset=offset, include=include, where=where or None
-                )
-            except Exception as exc:
-                # a filter Chroma refuses: its own checks raise ValueError or TypeError,
-                # its Rust binding's (an unknown top-level operator) InvalidArgumentError
-                refused = ValueError | TypeError | InvalidArgumentError
-                if where and offset == 0 and isinstance(exc, refused):
-                    raise InvalidInputError(
-                        f"Chroma refused where={dict(where)!r:.200}: {exc}"
+    # an import is no interaction: on the turn clock it stores its records at the
+    # namespace's turn (a tick per record aged the user's own memories by as many turns)
+    self._no_ticks.active = True
+    try:
+        with progress(total, f"importing {name}") as advance:
+            for offset in itertools.count(0, batch_size):
+                try:
+                    page = collection.get(
+                        limit=batch_size, offset=offset, include=include, where=where or None
+                    )
+                except Exception as exc:
+                    # a filter Chroma refuses: its own checks raise ValueError or TypeError,
+                    # its Rust binding's (an unknown top-level operator) InvalidArgumentError
+                    refused = ValueError | TypeError | InvalidArgumentError
+                    if where and offset == 0 and isinstance(exc, refused):
+                        raise InvalidInputError(
+                            f"Chroma refused where={dict(where)!r:.200}: {exc}"
+                        ) from exc
+                    raise VectorStoreError(
+                        f"reading collection {name!r} from record {offset:,} failed "
+                        f"({type(exc).__name__}: {exc}); the {report.imported:,} memories "
+                        "imported before are stored: run the import again to go on"
                     ) from exc
-                raise VectorStoreError(
-                    f"reading collection {name!r} from record {offset:,} failed "
-                    f"({type(exc).__name__}: {exc}); the {report.imported:,} memories "
-                    "imported before are stored: run the import again to go on"
-                ) from exc
-            if not page["ids"]:
-                break
-            ids, texts, metas, vectors = self._importable(ns, page, report, reembed, dropped)
-            cats = [
-                category if category is not None or not own else _own_category(metas[k])
-                for k in range(len(ids))
-            ]
-            if ids and not checked:
-                _check_model(self, name, texts, vectors)
-                checked = True
-            if ids:
-                self.remember_many(
-                    texts,
-                    categories=cats,
-                    metadatas=metas,
-                    ids=ids,
-                    namespace=ns,
-                    supersede=supersede,
-                    embeddings=None if reembed else vectors,
-                )
-                report.imported += len(ids)
-            advance(len(page["ids"]))
-            if len(page["ids"]) < batch_size:
-                break
+                if not page["ids"]:
+                    break
+                ids, texts, metas, vectors = self._importable(ns, page, report, reembed, dropped)
+                cats = [
+                    category if category is not None or not own else _own_category(metas[k])
+                    for k in range(len(ids))
+                ]
+                if ids and not checked:
+                    _check_model(self, name, texts, vectors)
+                    checked = True
+                if ids:
+                    self.remember_many(
+                        texts,
+                        categories=cats,
+                        metadatas=metas,
+                        ids=ids,
+                        namespace=ns,
+                        supersede=supersede,
+                        embeddings=None if reembed else vectors,
+                    )
+                    report.imported += len(ids)
+                advance(len(page["ids"]))
+                if len(page["ids"]) < batch_size:
+                    break
+    finally:
+        self._no_ticks.active = False
     return report
 
 

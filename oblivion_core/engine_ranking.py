@@ -231,6 +231,11 @@ def _score_and_pack(
             note = "standing: shown whatever the query (recall's standing=)"
         elif signals is not None and mid in signals.named:
             note = "names the user: shown first for a question about the user's name"
+        elif signals is not None and mid in signals.listed:
+            note = (
+                "list item: shown first for a question about the list, with the "
+                "relevance of the query's best match"
+            )
         items.append(
             self._item(
                 ns,
@@ -265,6 +270,7 @@ def _score_and_pack(
             limit - len(items),
             passes,
             linked,
+            (qvec, scored, signals is not None),
         )
         items.extend(more)
     return RecallResult(
@@ -301,6 +307,11 @@ def _item(
         extra["flagged_for_review"] = space.review[mid]
     if mid in space.summaries:
         extra["summary_of"] = list(space.summaries[mid])
+    if st.cols["invalidated"][i]:  # shown on request (include_invalidated=True) only
+        extra["invalidated"] = True
+        note = "invalidated: shown because include_invalidated=True, never boosted" + (
+            f"; {note}" if note else ""
+        )
     rel, act, imp, share = values
     category = st.category(i)
     why = explain(
@@ -389,12 +400,17 @@ def _expansions(
     room: int,
     passes: FilterMask | None = None,
     before: Mapping[str, float] | None = None,
+    query: tuple[Vectors | None, Sequence[tuple[ActiveIndex, Any]], bool] | None = None,
 ) -> tuple[list[RecalledItem], int]:
     """Strongest linked memories of the hits, while budget remains (marked in ``why``);
     with ``passes`` (recall's ``where``), only those that pass it. ``before``: their
     activations before this recall's feedback spread to them (ranked with those; the
-    spread is their ``why["boost"]``)."""
+    spread is their ``why["boost"]``). ``query``: the query vector, the searches'
+    similarities and whether relevance is fused: one that was no candidate gets its
+    similarity to the query, as a neighbouring turn does (a link is followed whatever
+    ``deep`` says: no search reads the archive for it)."""
     st = space.state
+    qvec, scored, fused = query or (None, (), False)
     taken = {it.id for it in hits}
     wanted: list[tuple[str, str, float]] = []
     for hit in hits:
@@ -412,6 +428,13 @@ def _expansions(
             wanted.append((other, hit.id, w))
     if not wanted:
         return [], used
+    fresh = [m for m, _, _ in wanted if m not in relevance]
+    if fresh and qvec is not None:  # linked memories that were not candidates
+        near = self._cosines(ns, space, qvec, fresh, scored)
+        f_rel = np.asarray([near.get(m, 0.0) for m in fresh], dtype=np.float64)
+        if fused:  # recall's relevance is fused: theirs too (no BM25)
+            f_rel = fuse(f_rel, np.zeros_like(f_rel), policy)
+        relevance = {**relevance, **dict(zip(fresh, f_rel.tolist(), strict=True))}
     contents = self._db.contents(ns, [m for m, _, _ in wanted])
     rows = np.asarray([st.index[m] for m, _, _ in wanted], dtype=np.int64)
     acts = self._activation(ns, st, now, rows)

@@ -346,7 +346,10 @@ def _recall(
         reason = "deep=True"
     elif deep is None:
         if len(ids) < limit and st.n > len(space.index):
-            reason = f"only {len(ids)} active memories for k={limit}"
+            few_active = len(ids)
+            noun = "active memory" if few_active == 1 else "active memories"
+            verb = " passes the filter" if few_active == 1 else " pass the filter"
+            reason = f"only {few_active} {noun}{verb if passes else ''} for k={limit}"
         elif best < policy.archive_gate and st.n > len(space.index):
             reason = f"best active cosine {best:.3f} < gate {policy.archive_gate:.3f}"
 

@@ -178,7 +178,12 @@ def remember_many(
                 "change it or forget() it first"
             )
         turns = self.clock if isinstance(self.clock, TurnClock) else None
-        ticked = turns is not None and policy.clock == "turns"
+        # (an import_chroma() is no interaction: it ticks nothing)
+        ticked = (
+            turns is not None
+            and policy.clock == "turns"
+            and not getattr(self._no_ticks, "active", False)
+        )
         if turns is not None and ticked:  # one interaction per memory, in its namespace
             turns.tick(n, namespace=ns)
         now = self._now(ns)

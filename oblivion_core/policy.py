@@ -83,6 +83,8 @@ _MAX_ELAPSED = 1e15
 #: of at most this times 1, far from overflowing).
 MAX_WEIGHT = 1e6
 _MIN_HALF_LIFE = _LN2 * _MAX_ELAPSED / sys.float_info.max  # ~3.9e-294
+#: Longest half-life, once adapted (far beyond any elapsed time: no decay at all).
+_MAX_HALF_LIFE = 1e300
 
 
 #: The fusion weights (normalised by their sum): only their ratio matters.
@@ -312,10 +314,20 @@ class Policy:
         return cls(name=name, clock=clock, half_lives=half_lives, **_TEMPLATE_OVERRIDES[name])
 
     def replace(self, **changes: Any) -> Policy:
-        """Return a copy with ``changes`` applied (validated again)."""
+        """Return a copy with ``changes`` applied (validated again).
+
+        Another ``clock`` needs ``half_lives`` for it too: half-lives are in the clock's
+        units (seconds or turns), and the wall clock's read as turns would not decay.
+        """
         unknown = set(changes) - {f.name for f in dataclasses.fields(self)}
         if unknown:
             raise PolicyError(f"unknown policy field(s) {sorted(unknown)}")
+        if changes.get("clock", self.clock) != self.clock and "half_lives" not in changes:
+            raise PolicyError(
+                f"clock={changes['clock']!r} changes the unit of every half-life "
+                f"({self.clock!r} -> {changes['clock']!r}): pass half_lives= for it too, or "
+                f"start from Policy.template({self.name!r}, clock={changes['clock']!r})"
+            )
         return dataclasses.replace(self, **changes)
 
     # ------------------------------------------------------------------ lookups
@@ -425,6 +437,11 @@ class Policy:
                 hl * lo_b >= _MIN_HALF_LIFE,
                 f"half_lives[{cat!r}] must be >= {_MIN_HALF_LIFE / lo_b:.3g} (with adapt_bounds "
                 f"lo={lo_b!r}) so that the decay rate ln2/half_life stays finite; got {hl!r}",
+            )
+            _require(  # adaptation may lengthen it hi times: it must stay a number
+                hl * hi_b <= _MAX_HALF_LIFE,
+                f"half_lives[{cat!r}] must be <= {_MAX_HALF_LIFE / hi_b:.3g} (with adapt_bounds "
+                f"hi={hi_b!r}) so that an adapted half-life stays finite; got {hl!r}",
             )
         for cat, b in self.betas.items():
             _require(_finite(b) and 0 < b <= 1, f"betas[{cat!r}] must be in (0, 1], got {b!r}")

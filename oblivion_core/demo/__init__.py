@@ -284,7 +284,13 @@ def _plot(res: DemoResult, target: Path, out: Callable[[str], None]) -> Path | N
         ax.plot(res.timeline, values, label=label)
     policy = Policy.template("balanced")
     ax.axhspan(policy.archive_low, policy.archive_high, color="grey", alpha=0.15)
-    ax.text(0.1, policy.archive_high + 0.01, "hysteresis band", fontsize=8, color="grey")
+    ax.text(
+        0.1,
+        policy.archive_high + 0.01,
+        "hysteresis band (the policy's; a full tier raises it)",
+        fontsize=8,
+        color="grey",
+    )
     ax.set_xlabel("day")
     ax.set_ylabel("activation")
     ax.set_ylim(0, 1.05)

@@ -284,6 +284,7 @@ def test_link_expansion_brings_archived_context_within_budget(fresh: Any) -> Non
         # ranked with its activation before this recall, as a hit is (it read the one
         # the hit's boost had spread to it), and that spread is its boost
         assert result[1].activation == extra["activation"] == pytest.approx(before, abs=1e-12)
+
         spread = mem.history(linked.id)[-1]
         assert spread.kind == "spread"
         assert extra["boost"] == {"before": spread.before, "after": spread.after, "spread": True}
@@ -527,3 +528,31 @@ def test_links_added_at_once_equal_links_added_one_by_one(
         one.add(a, b, w)
     many.add_many(links)
     assert many.adj == one.adj
+
+
+def test_a_linked_memory_that_was_no_candidate_gets_its_own_relevance(fresh: Any) -> None:
+    """An archived memory a link brings to a ``deep=False`` recall was no candidate, and
+    its ``why`` said relevance 0.000 (its cosine to the query is 0.545): it is scored
+    on its own now, as a neighbouring turn is (fused, with no BM25)."""
+    from oblivion_core.recall import fuse
+
+    clock = ManualClock()
+    policy = Policy().replace(expand_links=True, expand_neighbours=0, maintain_every=0)
+    with fresh(clock=clock, policy=policy) as mem:
+        linked = mem.remember(
+            "lol Project Falcon PostgreSQL admin is Joran haha", category="small_talk"
+        )
+        clock.advance(5 * DAY)
+        mem.maintain()
+        hit = mem.remember("Project Falcon uses PostgreSQL.", category="fact")
+        mem.link(hit.id, linked.id, 0.9)
+        query = "Project Falcon uses PostgreSQL"
+        result = mem.recall(query, k=4, deep=False, feedback=False)
+        (item,) = [it for it in result if it.why.get("expanded_from") == hit.id]
+        embedder = HashEmbedder()
+        cosine = float(
+            np.dot(embedder.embed_query(query), embedder.embed_documents([linked.text])[0])
+        )
+        expected = float(fuse(np.asarray([cosine]), np.zeros(1), policy)[0])
+        assert cosine > 0.3 and item.relevance == pytest.approx(expected, abs=1e-6)
+        assert f"relevance {expected:.3f}" in item.why["explanation"]

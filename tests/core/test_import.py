@@ -616,3 +616,27 @@ def test_import_report_counts_everything() -> None:
     assert "imported 1 of 15 records" in text
     assert "2 were there already, 12 skipped" in text
     assert "... and 2 more skipped" in text
+
+
+def test_an_import_costs_no_turns_on_the_turn_clock(client: Any) -> None:
+    """On the turn clock each stored record ticked a turn: importing 300 records aged the
+    user's own memories by 300 turns (a fact fell towards the archive) and the first
+    records by more than the last. An import is no interaction: the namespace's turn
+    and every memory's activation stay as they were, and the records start alike."""
+    from oblivion_core import Policy, TurnClock
+
+    hasher = HashEmbedder()
+    texts = [f"Note {i} about the quarterly report." for i in range(300)]
+    col = _collection(client, "notes", texts, hasher.embed_documents(texts))
+    policy = Policy.template("balanced", clock="turns")
+    with memory(embedder=hasher, clock=TurnClock(), policy=policy) as mem:
+        fact = mem.remember("My daughter's name is Ada.", category="fact")
+        turn = mem.clock.now()
+        before = mem.get(fact.id).activation
+        assert mem.import_chroma(col).imported == 300
+        assert mem.clock.now() == turn
+        assert mem.get(fact.id).activation == pytest.approx(before)
+        imported = [r for r in mem.records() if r.id.startswith("doc-")]
+        assert len({round(r.activation, 9) for r in imported}) == 1
+        mem.remember("And the next turn ticks as before.")
+        assert mem.clock.now() == turn + 1

@@ -347,6 +347,11 @@ def test_set_policy_rejects_unknown_template(mem: Oblivion) -> None:
         ("customer support session", "support-desk"),
         ("Research on protein folding", "research-assistant"),
         ("casual chat", "balanced"),
+        # whole words, the first named: "unsupported" named support-desk, and so did
+        # research on a support topic (the dict's order)
+        ("this option is unsupported", "balanced"),
+        ("Research on support tickets", "research-assistant"),
+        ("Tickets about a study", "support-desk"),
     ],
 )
 def test_use_template_for_picks_a_template_from_a_signal_and_journals_it(

@@ -319,3 +319,22 @@ def test_a_store_saved_with_such_weights_opens(tmp_path: Any) -> None:
         assert mem.policy.w_relevance == 1e6
         assert mem.policy_for("desk").w_relevance == 1e6
         assert mem.recall("office").ids
+
+
+def test_another_clock_needs_its_own_half_lives() -> None:
+    """``replace(clock="turns")`` kept the wall clock's half-lives, in seconds, and read
+    them as turns (a fact's 1,814,400 turns: nothing decayed)."""
+    wall = Policy.template("balanced")
+    with pytest.raises(PolicyError, match=r"pass half_lives= for it too.*clock='turns'"):
+        wall.replace(clock="turns")
+    turns = wall.replace(clock="turns", half_lives={"fact": 600.0})
+    assert (turns.clock, turns.half_life("fact")) == ("turns", 600.0)
+    assert Policy.template("balanced", clock="turns").half_life("fact") == 600.0
+
+
+def test_a_half_life_adaptation_would_make_infinite_is_refused() -> None:
+    """1.7e308 passed, and one adaptation step (x1.1) made it inf in stats() and the
+    journal (written as non-standard JSON)."""
+    with pytest.raises(PolicyError, match=r"half_lives\['task'\] must be <="):
+        Policy().replace(half_lives={**Policy().half_lives, "task": 1.7e308})
+    assert Policy().replace(half_lives={**Policy().half_lives, "task": 1e250}).half_life("task")

@@ -251,3 +251,33 @@ def test_a_memory_kept_out_of_recall_does_not_set_the_bm25_scale() -> None:
         out[drop] = (item.relevance, item.score)
         mem.close()
     assert out["invalidate"] == pytest.approx(out["forget"])
+
+
+def test_every_kind_of_item_says_why_it_is_where_it_is() -> None:
+    """Three explanations were short of the truth: a list item ranked first with a lower
+    score said nothing of the list; an invalidated memory shown on request was marked
+    nowhere; and the archive's reason said "only 1 active memories" where one memory
+    passed the filter in a tier of more."""
+    clock = ManualClock()
+    with memory(clock=clock, policy=Policy().replace(maintain_every=0)) as mem:
+        mem.recall("What is on my shopping list?", feedback=False)  # the list index
+        mem.remember("Add oat milk to the shopping list.")
+        mem.remember("The shopping list app on my phone is called Listy.", category="fact")
+        listed = mem.recall("What is on my shopping list?", feedback=False, k=2)
+        (oat,) = [it for it in listed if "oat milk" in it.text]
+        assert "list item: shown first for a question about the list" in oat.why["explanation"]
+
+        wrong = mem.remember("The standup is at 9:00.", category="fact", metadata={"team": "a"})
+        mem.invalidate(wrong.id)
+        shown = mem.recall("When is the standup?", include_invalidated=True, feedback=False)
+        (item,) = [it for it in shown if it.id == wrong.id]
+        assert item.why["invalidated"] is True
+        assert "invalidated: shown because include_invalidated=True" in item.why["explanation"]
+        assert all("invalidated" not in it.why for it in shown if it.id != wrong.id)
+
+        mem.remember("The standup moved to 9:30.", category="fact", metadata={"team": "a"})
+        clock.advance(90 * 86_400)
+        mem.remember("Team b's standup is at ten.", category="fact", metadata={"team": "b"})
+        mem.maintain()
+        filtered = mem.recall("When is the standup?", k=3, where={"team": "b"}, feedback=False)
+        assert filtered.archive_reason == "only 1 active memory passes the filter for k=3"

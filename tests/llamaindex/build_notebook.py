@@ -155,9 +155,9 @@ for item in memory.last_recall:
         "markdown",
         """## Where the memories are now
 
-Small talk decayed below the archive threshold and was moved out of the active tier
-(it is still searchable in the archive; nothing was deleted). Instructions,
-preferences and facts stayed active.""",
+Small talk older than a day decayed below the archive threshold and was moved out of
+the active tier (it is still searchable in the archive; nothing was deleted); the last
+day's is still above it. Instructions, preferences and facts stayed active.""",
     ),
     (
         "code",
