@@ -303,6 +303,9 @@ def _item(
     i = st.index[mid]
     if mid in st.superseded_by:
         extra["superseded_by"] = st.superseded_by[mid]
+        head = self._chain_head(st, mid, cold=True)
+        if head != mid and "ranked_below" not in extra:  # (a capped one says so below)
+            note = f"stale: {head} states it now" + (f"; {note}" if note else "")
     if mid in space.review:
         extra["flagged_for_review"] = space.review[mid]
     if mid in space.summaries:

@@ -281,3 +281,19 @@ def test_every_kind_of_item_says_why_it_is_where_it_is() -> None:
         mem.maintain()
         filtered = mem.recall("When is the standup?", k=3, where={"team": "b"}, feedback=False)
         assert filtered.archive_reason == "only 1 active memory passes the filter for k=3"
+
+
+def test_a_stale_statement_shown_on_request_says_so() -> None:
+    """With ``include_superseded=True`` a superseded memory was called stale in its
+    sentence only when its score had been capped below its successor's; one ranked
+    apart from it (another query's best match) read as current."""
+    with memory() as mem:
+        old = mem.remember("My office is in building 4.", category="fact")
+        new = mem.remember("My office is in building 7 now.", category="fact")
+        assert mem.get(old.id).superseded_by == new.id
+        shown = mem.recall("building 4", include_superseded=True, feedback=False, k=5)
+        (item,) = [it for it in shown if it.id == old.id]
+        assert item.why["superseded_by"] == new.id
+        assert f"stale: {new.id} states it now" in item.why["explanation"]
+        (current,) = [it for it in shown if it.id == new.id]
+        assert "stale" not in current.why["explanation"]
