@@ -196,7 +196,8 @@ def _score_and_pack(
     # spreads to them (their why reports the activation they are ranked with, as a
     # hit's does, and the spread as their boost)
     linked: dict[str, float] = {}
-    if feedback and picked and policy.expand_links and successors:
+    # (only when expansion will run: as many items as picked, and fewer than the limit)
+    if feedback and picked and policy.expand_links and successors and len(picked) < limit:
         near = {
             m
             for j in picked

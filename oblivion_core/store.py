@@ -23,7 +23,7 @@ import math
 import os
 import re
 import uuid
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -116,22 +116,26 @@ def collection_name(namespace: str) -> str:
     return f"oblivion-{readable}-{digest}"
 
 
+def _raised_from(exc: BaseException) -> Iterator[BaseException]:
+    """``exc`` and what it was raised from, in turn (cycle-safe)."""
+    seen: set[int] = set()
+    at: BaseException | None = exc
+    while at is not None and id(at) not in seen:
+        seen.add(id(at))
+        yield at
+        at = at.__cause__ or at.__context__
+
+
 def _refused(exc: BaseException) -> bool:
     """Whether ``exc`` (or what it was raised from) says a server refused the caller's
     credentials: Chroma's own auth errors, or HTTP 401/403 from a proxy in front of it
     (the Chroma client keeps only the body's text, raising it in the handler of the
     ``httpx`` status error, so the status is read from there)."""
-    seen: set[int] = set()
-    at: BaseException | None = exc
-    while at is not None and id(at) not in seen:
-        seen.add(id(at))
-        if type(at).__name__ in ("AuthorizationError", "ChromaAuthError"):
-            return True
-        status = getattr(getattr(at, "response", None), "status_code", None)
-        if status in (401, 403):
-            return True
-        at = at.__cause__ or at.__context__
-    return False
+    return any(
+        type(at).__name__ in ("AuthorizationError", "ChromaAuthError")
+        or getattr(getattr(at, "response", None), "status_code", None) in (401, 403)
+        for at in _raised_from(exc)
+    )
 
 
 def _set_timeout(client: Any, timeout: float | None) -> None:
@@ -156,14 +160,10 @@ def _set_timeout(client: Any, timeout: float | None) -> None:
 
 def _timed_out(exc: BaseException) -> bool:
     """Whether ``exc`` (or what it was raised from) is an HTTP request that timed out."""
-    seen: set[int] = set()
-    e: BaseException | None = exc
-    while e is not None and id(e) not in seen:
-        seen.add(id(e))
-        if type(e).__name__.endswith("Timeout") or isinstance(e, TimeoutError):
-            return True
-        e = e.__cause__ or e.__context__
-    return False
+    return any(
+        type(at).__name__.endswith("Timeout") or isinstance(at, TimeoutError)
+        for at in _raised_from(exc)
+    )
 
 
 def _settings() -> Any:

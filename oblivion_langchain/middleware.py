@@ -662,20 +662,25 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
                 logger.warning("OblivionMemoryMiddleware: the used boost was skipped: %s", exc)
         if self.remember_turns and user:
             category, importance = appraise(self.oblivion, user)
-            text = f"user: {user}\nassistant: {answer}" if answer else f"user: {user}"
-            try:
-                limit = self.oblivion.policy_for(namespace).max_text_chars
-            except UnknownNamespaceError:
-                limit = self.oblivion.policy.max_text_chars
             turn = _TurnMemory(
                 namespace,
-                fit_text(text, limit),
+                self._turn_text(namespace, user, answer),
                 category,
                 importance,
                 {"source": "oblivion_langchain.middleware", "kind": "turn"},
                 memory_id,
             )
             self._store_turns(turn, raise_outage=self.on_error == "raise")
+
+    def _turn_text(self, namespace: str | None, user: str, answer: str) -> str:
+        """A turn's memory text, ``"user: ...\nassistant: ..."``, cut to fit the
+        namespace's ``max_text_chars`` (the default policy's for a new namespace)."""
+        text = f"user: {user}\nassistant: {answer}" if answer else f"user: {user}"
+        try:
+            limit = self.oblivion.policy_for(namespace).max_text_chars
+        except UnknownNamespaceError:
+            limit = self.oblivion.policy.max_text_chars
+        return fit_text(text, limit)
 
     def _regenerated(self, memory_id: str, namespace: str | None, user: str, answer: str) -> bool:
         """Whether the turn of ``memory_id`` was recorded already: an answer regenerated
@@ -694,8 +699,7 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
             return True
         if not self.remember_turns or not user:
             return True
-        text = f"user: {user}\nassistant: {answer}" if answer else f"user: {user}"
-        text = fit_text(text, self.oblivion.policy_for(namespace).max_text_chars)
+        text = self._turn_text(namespace, user, answer)
         if text != current.text:
             try:
                 self.oblivion.edit(memory_id, text, namespace=namespace)
