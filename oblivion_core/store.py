@@ -22,6 +22,7 @@ import logging
 import math
 import os
 import re
+import threading
 import uuid
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -142,7 +143,7 @@ def _set_timeout(client: Any, timeout: float | None) -> None:
     """Give the requests of ``client`` (a ``chromadb.HttpClient``) ``timeout`` seconds:
     Chroma makes its ``httpx.Client`` with ``timeout=None`` and has no setting for it.
     The requests made while the client was made (its tenant and database checks) had
-    none: a server that stops answering right then holds ``VectorStore.server()``."""
+    none: :func:`_within` bounds them."""
     import httpx
 
     session = getattr(getattr(client, "_server", None), "_session", None)
@@ -156,6 +157,34 @@ def _set_timeout(client: Any, timeout: float | None) -> None:
         )
         return
     session.timeout = httpx.Timeout(timeout)
+
+
+def _within(timeout: float | None, make: Callable[[], Any]) -> Any:
+    """``make()``, or :class:`TimeoutError` when it takes longer than ``timeout`` s.
+
+    Chroma's ``HttpClient`` asks the server for its tenant and database while it is
+    made, on a session with no timeout and before any can be set: a server that
+    accepts the connection and never answers would hold the caller for ever. So it is
+    made on a daemon thread, waited for ``timeout`` seconds; one that never returns is
+    left to the server (it holds no lock of ours and nothing of it is used)."""
+    if timeout is None:
+        return make()
+    made: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            made["client"] = make()
+        except BaseException as exc:  # handed to the caller below
+            made["error"] = exc
+
+    thread = threading.Thread(target=run, name="oblivion-chroma-connect", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if thread.is_alive():
+        raise TimeoutError(f"no answer within {timeout} s while connecting")
+    if "error" in made:
+        raise made["error"]
+    return made["client"]
 
 
 def _timed_out(exc: BaseException) -> bool:
@@ -283,8 +312,8 @@ class VectorStore:
         to connect or answer before it is a :class:`VectorStoreError` (``None``: for
         ever, Chroma's own default): a server that stops answering (a stalled host, a
         network partition) would otherwise hold every call on the engine, whose lock
-        the waiting call holds. (The requests made while the client is made, its tenant
-        and database checks, wait for ever: Chroma gives no way in before them.)
+        the waiting call holds. The client is made within the same time (Chroma asks the
+        server for the tenant and database then).
         """
         import chromadb
 
@@ -315,14 +344,17 @@ class VectorStore:
             )
         where = f"{host}:{port}"
         try:
-            client = chromadb.HttpClient(
-                host=host,
-                port=port,
-                ssl=ssl,
-                headers=dict(headers) if headers else None,
-                tenant=tenant,
-                database=database,
-                settings=_settings(),
+            client = _within(
+                timeout,
+                lambda: chromadb.HttpClient(
+                    host=host,
+                    port=port,
+                    ssl=ssl,
+                    headers=dict(headers) if headers else None,
+                    tenant=tenant,
+                    database=database,
+                    settings=_settings(),
+                ),
             )
             _set_timeout(client, timeout)
             client.heartbeat()

@@ -302,6 +302,49 @@ def test_a_server_that_stops_answering_is_an_error_not_a_hang(tmp_path: Path) ->
         mem.close()
 
 
+def test_a_server_that_never_answers_while_the_client_is_made_is_an_error(
+    tmp_path: Path,
+) -> None:
+    """Chroma's client asks the server for its tenant and database while it is made,
+    with no timeout: a host that accepts the connection and never answers (here a
+    socket nobody reads, then a stopped ``chroma run``) held ``VectorStore.server()``
+    for ever. It now fails within ``timeout=`` with a VectorStoreError, and no local
+    state is made."""
+    import os
+    import signal
+    import socket
+
+    from oblivion_core import VectorStoreError
+
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        port = silent.getsockname()[1]
+        with pytest.raises(VectorStoreError, match=r"did not answer within 0\.5 s"):
+            VectorStore.server("127.0.0.1", port, timeout=0.5)
+    with testing.chroma_server(tmp_path / "srv") as (host, port, proc):
+        os.kill(proc.pid, signal.SIGSTOP)
+        try:
+            with pytest.raises(VectorStoreError, match="did not answer within"):
+                Oblivion(
+                    tmp_path / "state",
+                    vector_store=VectorStore.server(host, port, timeout=1.0),
+                    embedder=HashEmbedder(),
+                )
+            assert not (tmp_path / "state").exists()
+        finally:
+            os.kill(proc.pid, signal.SIGCONT)
+        mem = Oblivion(
+            tmp_path / "state",
+            vector_store=VectorStore.server(host, port, timeout=1.0),
+            embedder=HashEmbedder(),
+            token_counter=word_count,
+        )
+        mem.remember("the server answers again", id="a")
+        assert [item.id for item in mem.recall("server answers", k=1)] == ["a"]
+        mem.close()
+
+
 @pytest.mark.parametrize("timeout", [0, -1.0, float("nan"), "60", True])
 def test_a_timeout_that_is_no_number_of_seconds_is_refused(timeout: object) -> None:
     """Refused before the server is asked anything (none listens here)."""
