@@ -173,17 +173,26 @@ def render(
     budget: int | None = None,
     header: str = "",
     line: Callable[[str], str] = lambda t: f"- {t}",
-) -> tuple[str, int]:
+) -> tuple[str, list[int]]:
     """Join memory texts into one block that is guaranteed to fit ``budget`` tokens.
 
-    Texts are taken best first; the whole rendered block (header included) is counted,
-    and the lowest-ranked lines are dropped until it fits. Returns ``(text, n_lines)``;
-    the text is empty when nothing fits.
+    Texts are taken best first, each kept when the whole block (header included) still
+    fits with it; one that does not is skipped and the next ones are tried, as
+    :func:`pack` does: a memory of many lines can cost more rendered (``line``) than
+    recall packed it for, and must not push out the shorter ones after it. Returns
+    ``(text, shown)``: the block and the indices of the texts it shows, in order; the
+    text is empty when nothing fits.
     """
     lines = [line(t) for t in texts]
-    while lines:
-        block = "\n".join([header, *lines] if header else lines)
-        if budget is None or counter(block) <= budget:
-            return block, len(lines)
-        lines.pop()
-    return "", 0
+    if budget is None:
+        shown = list(range(len(lines)))
+    else:
+        shown = []
+        for i in range(len(lines)):
+            kept = [lines[j] for j in (*shown, i)]
+            if counter("\n".join([header, *kept] if header else kept)) <= budget:
+                shown.append(i)
+    if not shown:
+        return "", []
+    kept = [lines[j] for j in shown]
+    return "\n".join([header, *kept] if header else kept), shown

@@ -150,6 +150,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # as Python's docs advise: no second failure at exit
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
+    except KeyboardInterrupt:  # Ctrl-C: the store closed on the way out, as it was
+        print(f"oblivion {args.command}: interrupted", file=sys.stderr)
+        return 130
     finally:
         state.LOCK_HOLDER = holder
     return status
@@ -295,12 +298,13 @@ def _import(args: argparse.Namespace) -> int:
             "folder your app passes to chromadb.PersistentClient(path=...)"
         )
     kept = folder_meta(Path(args.path), StateDB.VECTOR_STORE)
-    if isinstance(kept, str) and kept.startswith("the Chroma server"):
-        # opened here with its chroma/ folder, it would move to one (and back, later)
+    if isinstance(kept, str) and not kept.startswith("the chroma/ folder beside it"):
+        # opened here with its chroma/ folder, it would move to one (and back, later:
+        # every memory copied twice)
         raise InvalidInputError(
             f"the store at {args.path!r} keeps its vectors in {kept}; `oblivion import` "
             "opens a store with its own chroma/ folder. Import from your app instead, "
-            "where the store is opened with its server: mem.import_chroma(collection)"
+            "where the store is opened with its vector store: mem.import_chroma(collection)"
         )
     try:
         client = chromadb.PersistentClient(str(source))

@@ -356,6 +356,7 @@ class Oblivion:
                 else:
                     vector_store = VectorStore.embedded(self.path / "chroma")
             self.store = vector_store
+            self._lock.on_call = vector_store.new_call  # a stalled server: see new_call
             self._owns_store = passed_store is None
             store_id = self._db.store_id()
             label = _owner_label(self.path, store_id, shared=passed_store is not None)
@@ -381,7 +382,8 @@ class Oblivion:
                 fresh = (
                     "move the chroma/ folder aside too (it keeps every memory's vector and "
                     "text: `oblivion import PATH OLD_CHROMA COLLECTION` brings each "
-                    "namespace's collection into the new store, as new memories)"
+                    "namespace's collection into the new store, as new memories in the "
+                    "namespace it held)"
                     if vector_store is not passed_store
                     else "give this store its own prefix on the server "
                     f"(VectorStore.server(..., prefix=...); this one's is {vector_store.prefix!r})"
@@ -1071,9 +1073,9 @@ class Oblivion:
         Every namespace used since the engine opened stays in memory: its activation
         columns, the vectors of its active tier (1.5 KB per memory with the default
         384-dimension model, 2.3 KB in a tier of 8,192 or more), its BM25 index, links
-        and summaries. A process serving many users, a namespace each, can unload those
-        gone idle, or have the least recently used past some number unloaded for it
-        (``max_loaded_namespaces``).
+        and summaries, and the vector store's handle on its collection. A process
+        serving many users, a namespace each, can unload those gone idle, or have the
+        least recently used past some number unloaded for it (``max_loaded_namespaces``).
         What is queued for the namespace (activation updates, recall feedback, use
         counters) is written first, and its BM25 index saved beside the database
         (namespaces of :attr:`LEXICAL_SNAPSHOT_DOCUMENTS` memories or more); the next
@@ -1105,6 +1107,7 @@ class Oblivion:
         self._reload(ns)
         self._save_lexical(ns)
         self._lex.drop(ns)
+        self.store.release(ns)
         return True
 
     def count(self, *, namespace: str | None = None, category: str | None = None) -> int:

@@ -45,7 +45,10 @@ def invalidate(
     self: Oblivion, memory_id: str, *, namespace: str | None = None, reason: str | None = None
 ) -> None:
     """Mark a memory wrong: activation drops to 0, it leaves the active tier and is kept
-    out of recall unless ``include_invalidated=True``. Nothing is deleted.
+    out of recall unless ``include_invalidated=True``. Nothing is deleted by this call;
+    with forgetting on (``forget_enabled``), a later ``maintain()`` deletes it as it
+    does any memory below ``forget_below`` it may forget (protected categories and
+    important memories stay).
 
     Memories linked to it at least ``policy.invalidate_link_weight`` strongly lose
     activation too (times ``policy.invalidate_link_factor``; never raised) and are

@@ -97,7 +97,10 @@ def import_chroma(
         collection: A ``chromadb`` collection (``client.get_collection(name)``), on
             disk or on a server, or a vector store holding one (LangChain's ``Chroma``,
             LlamaIndex's ``ChromaVectorStore``). Only read.
-        namespace: Where the memories go (created on first write).
+        namespace: Where the memories go (created on first write). ``None``: the
+            namespace a collection of an Oblivion store was made for (each user's
+            memories back in their own, in a store whose activation database was
+            lost), else the engine's default.
         category: One category for all of them; inferred per text when ``None``, as
             :meth:`remember` does (for a collection of an Oblivion store, the chroma/
             folder of one whose activation database was lost: the category each
@@ -138,7 +141,14 @@ def import_chroma(
                 f"Chroma, LlamaIndex's ChromaVectorStore), got {type(collection).__name__}"
             )
         collection = inner
-    ns = check_namespace(namespace if namespace is not None else self.default_namespace)
+    # one of an Oblivion store's own collections (the chroma/ folder of a store whose
+    # activation database was lost): each record's metadata is its memory's category,
+    # and the collection's its namespace
+    made_for = (getattr(collection, "metadata", None) or {}).get("oblivion_namespace")
+    own = isinstance(made_for, str)
+    if namespace is None:
+        namespace = made_for if own else self.default_namespace
+    ns = check_namespace(namespace)
     if category is not None:
         category = check_category(category)
     reembed = check_flag(reembed, "reembed")
@@ -160,9 +170,6 @@ def import_chroma(
         )
     dropped = frozenset(keys)
     name = str(getattr(collection, "name", "?"))
-    # one of an Oblivion store's own collections (the chroma/ folder of a store whose
-    # activation database was lost): each record's metadata is its memory's category
-    own = isinstance((getattr(collection, "metadata", None) or {}).get("oblivion_namespace"), str)
     report = ImportReport(collection=name, namespace=ns, reembedded=reembed)
     include = ["documents", "metadatas"] if reembed else ["documents", "metadatas", "embeddings"]
     checked = reembed

@@ -137,7 +137,11 @@ def _maintain(self: Oblivion, ns: str, *, dry_run: bool) -> MaintenancePlan:
                         if e.action not in ("forget", "compress", "restore")
                     ],
                 )
-                share = self._archived_share(st) if decision.pressure else None
+                # a tier held at its target (over it, or just full: a read-only phase
+                # promotes nothing) keeps most memories archived whatever their decay
+                target = policy.active_target(will_hold)
+                held = decision.pressure or (target is not None and after >= target)
+                share = self._archived_share(st) if held else None
                 adapted = adapt(space.usage, policy, share)
                 if adapted:
                     # new half-lives start new clock pieces at now: the decay so far stays

@@ -198,11 +198,11 @@ def _score_and_pack(
     linked: dict[str, float] = {}
     # (only when expansion will run: as many items as picked, and fewer than the limit)
     if feedback and picked and policy.expand_links and successors and len(picked) < limit:
+        # _expansions skips the links it has taken (the hits, and each hit's linked
+        # memories for the next hits): each hit's next ones stand past those
+        reach = policy.expand_max * (len(picked) + 1) + len(picked)
         near = {
-            m
-            for j in picked
-            for m, _ in space.graph.strongest(cids[j], policy.expand_max)
-            if m in st.index
+            m for j in picked for m, _ in space.graph.strongest(cids[j], reach) if m in st.index
         }
         if near:
             near_rows = np.asarray([st.index[m] for m in near], dtype=np.int64)

@@ -164,9 +164,10 @@ class Policy:
         default_k: Items returned when no ``k`` is given.
         candidate_pool: Candidates fetched per tier before scoring.
         dense_weight / lexical_weight: Fusion of the two relevance signals:
-            ``relevance = dense_weight * cosine + lexical_weight * bm25 / max_bm25``
-            (BM25 as SQLite FTS5 scores it, normalised by the query's best lexical hit).
-            ``lexical_weight=0`` turns lexical retrieval off.
+            ``relevance = (dense_weight * max(cosine, 0) + lexical_weight *
+            min(bm25 / top_bm25, 1)) / (dense_weight + lexical_weight)`` (BM25 from the
+            in-process index, normalised by the best of the candidates recall may show).
+            ``lexical_weight=0`` turns lexical retrieval off: relevance is the cosine.
         w_relevance / w_activation / w_importance: Score weights;
             ``score = w_relevance*relevance + share*(w_activation*activation +
             w_importance*importance)``.

@@ -484,7 +484,8 @@ START_OVER = (
     "to start over instead, move it (with the -wal and -shm files beside it) and the "
     "chroma/ folder beside it aside, and open the store again: the old chroma/ folder "
     "keeps every memory's vector and text, and `oblivion import PATH OLD_CHROMA "
-    "COLLECTION` brings each namespace's collection into the new store (as new memories)"
+    "COLLECTION` brings each namespace's collection into the new store (as new memories, "
+    "in the namespace it held)"
 )
 
 

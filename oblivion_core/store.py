@@ -187,6 +187,11 @@ def _within(timeout: float | None, make: Callable[[], Any]) -> Any:
     return made["client"]
 
 
+#: How Chroma says the tenant or database a client was made for is gone (a server whose
+#: data was wiped while a store was open).
+_LOST_PLACE = re.compile(r"\b(Tenant|Database) \[([^\]]*)\] (?:does not exist|not found)")
+
+
 def _timed_out(exc: BaseException) -> bool:
     """Whether ``exc`` (or what it was raised from) is an HTTP request that timed out."""
     return any(
@@ -224,6 +229,7 @@ class VectorStore:
         #: Store each memory's text as its Chroma document too (see the module doc).
         self.documents = documents
         self._collections: dict[str, Any] = {}
+        self._stalled: str | None = None  # what a request of this engine call timed out on
         #: The Oblivion store whose collections these are (:meth:`bind`); ``None`` claims
         #: and checks nothing.
         self.owner: str | None = None
@@ -386,13 +392,28 @@ class VectorStore:
         return cls(client, prefix=prefix, documents=documents)
 
     def _error(self, exc: Exception, operation: str, namespace: str) -> VectorStoreError:
-        """A :class:`VectorStoreError` for a Chroma failure (the caller chains ``exc``)."""
+        """A :class:`VectorStoreError` for a Chroma failure (the caller chains ``exc``).
+
+        One that timed out stalls the rest of the engine's call (:meth:`new_call`)."""
+        if _timed_out(exc):
+            self._stalled = operation
         if _refused(exc):
             return VectorStoreError(
                 f"the Chroma server refused to {operation} (collection "
                 f"{self.prefix + collection_name(namespace)!r}, namespace {namespace!r}): "
                 f"{type(exc).__name__}: {exc}. Check the credentials given to "
                 "VectorStore.server(..., headers=...) (a token may have expired), then retry"
+            )
+        lost = _LOST_PLACE.search(" ".join(str(at) for at in _raised_from(exc)))
+        if lost:
+            tenant = getattr(self.client, "tenant", "default_tenant")
+            database = getattr(self.client, "database", "default_database")
+            return VectorStoreError(
+                f"the Chroma server has no {lost.group(1).lower()} {lost.group(2)!r} any "
+                f"more, where this store's collections live (tenant {tenant!r}, database "
+                f"{database!r}), so it could not {operation} (namespace {namespace!r}). "
+                "Create it again with chromadb.AdminClient (create_tenant, create_database)"
+                ": the open store then puts its memories back from its activation database"
             )
         if _timed_out(exc):
             return VectorStoreError(
@@ -456,6 +477,7 @@ class VectorStore:
         """The collection of ``namespace``, created on first use (cosine space)."""
         col = self._collections.get(namespace)
         if col is None:
+            self._check_answering("open (or create) the collection", namespace)
             meta: dict[str, Any] = {"oblivion_namespace": namespace}
             if self.owner is not None:
                 meta |= {"oblivion_store": self.owner, "oblivion_state": self._owner_label}
@@ -537,6 +559,31 @@ class VectorStore:
             with contextlib.suppress(Exception):  # releasing, not a reason to fail close()
                 closer()
 
+    def new_call(self) -> None:
+        """An engine call begins: its requests go to the server again, whatever an
+        earlier call's did (see :meth:`_check_answering`)."""
+        self._stalled = None
+
+    def _check_answering(self, action: str, namespace: str) -> None:
+        """Refuse at once a request of the engine call whose earlier request timed out:
+        each would wait ``timeout=`` seconds more for a server known not to answer (a
+        recall's checks, put-backs and query made one call wait five times as long),
+        and the engine's lock with it."""
+        if self._stalled is not None:
+            raise VectorStoreError(
+                f"the Chroma server did not answer in time to {self._stalled} earlier in "
+                f"this call, so it was not asked to {action} (collection "
+                f"{self.prefix + collection_name(namespace)!r}, namespace {namespace!r}). "
+                "Check that it is running and reachable, then retry (or give "
+                "VectorStore.server(..., timeout=...) more seconds)"
+            )
+
+    def release(self, namespace: str) -> None:
+        """Let go of the handle of ``namespace``'s collection (its namespace unloaded):
+        a server with many users would otherwise hold one for every user it has seen.
+        The next use opens it again."""
+        self._collections.pop(namespace, None)
+
     def drop(self, namespace: str) -> None:
         """Delete the whole collection of ``namespace``."""
         self._collections.pop(namespace, None)
@@ -551,6 +598,7 @@ class VectorStore:
         is made again and the call tried once more: a cached handle of a dropped
         collection failed every later call until the store was reopened."""
         for attempt in (0, 1):
+            self._check_answering(action, namespace)
             col = self.collection(namespace)
             try:
                 return call(col)

@@ -47,10 +47,15 @@ class EngineLock:
         self._wake = threading.Event()
         self._timer: threading.Timer | None = None  # see due()
         self._stopped = False
+        #: run each time the lock is taken from outside (a call begins), before the
+        #: queued jobs
+        self.on_call: Callable[[], None] | None = None
 
     def __enter__(self) -> EngineLock:
         self._lock.acquire()
         self._depth += 1
+        if self._depth == 1 and self.on_call is not None:
+            self.on_call()
         if self._depth == 1 and self._queued:
             try:
                 self._run_queued()

@@ -14,6 +14,7 @@ from oblivion_core.budget import render
 from oblivion_core.checks import check_standing
 from oblivion_core.errors import InvalidInputError, UnknownNamespaceError
 from oblivion_core.overlap import used_ids
+from oblivion_core.shown import reinforce_shown
 from oblivion_langchain._convert import (
     CUT_MARKER,
     appraise,
@@ -134,6 +135,7 @@ class OblivionMemory(BaseMemory):
         query = clean_text(value_text(inputs[self._input_key(inputs)])).strip()
         items = self._recall(query) if query else []
         if self.return_messages:
+            reinforce_shown(self.oblivion, items, self.namespace)
             self._last_recalled = [(i.id, i.text) for i in items]
             return {self.memory_key: self._messages(items)}
         counter = self.oblivion.token_counter
@@ -144,7 +146,11 @@ class OblivionMemory(BaseMemory):
             header=self.header,
             line=lambda t: "- " + t.replace("\n", "\n  "),
         )
-        self._last_recalled = [(i.id, i.text) for i in items[:shown]]
+        # the recall only read: what the block lists gets its boost (a line of many
+        # lines costs more rendered than recall packed it for, and may be left out)
+        listed = [items[i] for i in shown]
+        reinforce_shown(self.oblivion, listed, self.namespace)
+        self._last_recalled = [(i.id, i.text) for i in listed]
         return {self.memory_key: text}
 
     def _recall(self, query: str) -> list[Any]:
@@ -158,6 +164,7 @@ class OblivionMemory(BaseMemory):
                 k=self.k,
                 namespace=self.namespace,
                 standing=self.standing,
+                feedback=False,  # boosted once shown (load_memory_variables)
             )
         except UnknownNamespaceError:
             return []

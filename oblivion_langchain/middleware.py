@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import hashlib
 import json
@@ -41,6 +40,7 @@ from oblivion_core.errors import (
 )
 from oblivion_core.overlap import used_ids
 from oblivion_core.policy import resolve_policy
+from oblivion_core.shown import reinforce_shown
 from oblivion_core.widen import besides, recall_besides
 from oblivion_langchain._convert import (
     appraise,
@@ -614,16 +614,11 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
             [it.text for it in items], counter=count, budget=room, header=self.header, line=_bullet
         )
         # The recall read only: the boost its feedback gives goes to the memories the
-        # block shows (render drops the last lines when they overflow the budget: a
-        # memory of many lines costs more rendered than recall packed it for)
-        if shown:
-            with contextlib.suppress(UnknownMemoryError):  # one forgotten since: no boost
-                self.oblivion.reinforce(
-                    [it.id for it in items[:shown]],
-                    relevances=[min(max(it.relevance, 0.0), 1.0) for it in items[:shown]],
-                    namespace=namespace,
-                )
-        return block, [[item.id, item.text] for item in items[:shown]]
+        # block shows (render leaves out a line that overflows the budget: a memory of
+        # many lines costs more rendered than recall packed it for)
+        listed = [items[i] for i in shown]
+        reinforce_shown(self.oblivion, listed, namespace)
+        return block, [[item.id, item.text] for item in listed]
 
     def _inject(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
         memo = _memo(request.state or {})

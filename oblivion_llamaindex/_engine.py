@@ -14,7 +14,6 @@ from llama_index.core.schema import QueryBundle
 
 from oblivion_core.engine import Oblivion
 from oblivion_core.errors import InvalidInputError, UnknownMemoryError, UnknownNamespaceError
-from oblivion_core.recall import RecalledItem
 from oblivion_llamaindex._embedding import LlamaIndexEmbedder
 
 
@@ -124,31 +123,6 @@ def check_node_ids(node_ids: object, name: str) -> list[str]:
                 f"{type(node_id).__name__} {node_id!r:.60} at position {i}"
             )
     return ids
-
-
-def reinforce_shown(
-    oblivion: Oblivion, items: Sequence[RecalledItem], namespace: str | None
-) -> None:
-    """Give ``items``, recalled with ``feedback=False`` and then shown, the boost that
-    recall's feedback would have given them: ``Oblivion.reinforce`` with each item's
-    relevance (recall boosts by the same relevance, and counts the boost as a recall).
-
-    A memory forgotten since the recall (by another thread) is skipped; the others are
-    still boosted.
-    """
-    relevance = {it.id: min(max(float(it.relevance), 0.0), 1.0) for it in items}
-    if not relevance:
-        return
-    try:
-        oblivion.reinforce(
-            list(relevance), relevances=list(relevance.values()), namespace=namespace
-        )
-    except (UnknownMemoryError, UnknownNamespaceError):
-        for memory_id, rel in relevance.items():
-            try:
-                oblivion.reinforce([memory_id], relevances=[rel], namespace=namespace)
-            except (UnknownMemoryError, UnknownNamespaceError):
-                continue
 
 
 #: How the engine refuses a text for what it says (``oblivion_core.checks.check_text``):

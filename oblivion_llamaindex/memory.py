@@ -7,6 +7,7 @@ import math
 import os
 import threading
 from collections.abc import Sequence
+from fractions import Fraction
 from typing import Any
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -29,6 +30,7 @@ from oblivion_core.engine import Oblivion
 from oblivion_core.errors import InvalidInputError, UnknownNamespaceError
 from oblivion_core.overlap import used_ids
 from oblivion_core.recall import RecalledItem, RecallResult
+from oblivion_core.shown import reinforce_shown
 from oblivion_core.typing import TokenCounter
 from oblivion_core.widen import besides, recall_besides
 from oblivion_llamaindex._convert import (
@@ -47,7 +49,6 @@ from oblivion_llamaindex._engine import (
     check_oblivion,
     need_engine,
     open_oblivion,
-    reinforce_shown,
     remember_queued,
     restore_private,
 )
@@ -324,7 +325,7 @@ class OblivionMemory(BaseMemory):
                 self._save()
                 self._shown = []
                 return history[-1:]
-            budget = min(math.floor(available * self.memory_token_ratio), room)
+            budget = min(math.floor(Fraction(available) * Fraction(self.memory_token_ratio)), room)
             query = self._query(input, history)
             # Turns visible without any memory block (the widest window): a memory
             # repeating one of them is not listed, so it must not take a memory's place.
@@ -334,33 +335,32 @@ class OblivionMemory(BaseMemory):
             hidden: set[str] = set()
             while True:
                 items = self._pick(pool, hidden)
-                n = len(items)
                 while True:
-                    block, n = render(
-                        [it.text for it in items[:n]],
+                    block, listed = render(
+                        [it.text for it in items],
                         counter=counter,
                         budget=budget,
                         header=self.memory_header,
                     )
+                    shown = [items[i] for i in listed]
                     out, window = self._compose(history, costs, available, block)
                     # A turn still visible in the window need not be listed as a memory
                     # too; the next memories down take its place.
                     visible = {message_text(m) for m in window}
-                    repeated = {it.text for it in items[:n] if it.text in visible}
+                    repeated = {it.text for it in shown if it.text in visible}
                     if repeated:
                         hidden |= repeated
                         break
                     # Count what is really sent; joining texts can cost a token more than
-                    # the parts, so drop the lowest-ranked memory until it fits.
+                    # the parts, so drop the lowest-ranked memory shown until it fits.
                     if (
-                        n == 0
+                        not shown
                         or sum(count_tokens(counter, message_text(m)) for m in out) <= available
                     ):
                         break
-                    n -= 1
+                    items = shown[:-1]
                 if not repeated:
                     break
-            shown = items[:n]
             if history and is_answer(history[-1]) and not self._query(input, []):
                 # The view after the answer (agents read once more after answering):
                 # no LLM call follows it, so what it lists is neither boosted nor

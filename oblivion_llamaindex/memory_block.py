@@ -23,6 +23,7 @@ from oblivion_core.engine import Oblivion
 from oblivion_core.errors import InvalidInputError, UnknownNamespaceError
 from oblivion_core.overlap import used_ids
 from oblivion_core.recall import RecalledItem
+from oblivion_core.shown import reinforce_shown
 from oblivion_core.widen import besides, recall_besides
 from oblivion_llamaindex._convert import (
     ItemCount,
@@ -41,7 +42,6 @@ from oblivion_llamaindex._convert import (
 from oblivion_llamaindex._engine import (
     check_oblivion,
     open_oblivion,
-    reinforce_shown,
     remember_queued,
     restore_private,
 )
@@ -308,10 +308,10 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
                 self._shown[key] = []
                 return "", False
             items = besides(result.items, visible.__contains__)[:k]
-            text, n = render(
+            text, listed = render(
                 [it.text for it in items], counter=engine.token_counter, budget=self.token_limit
             )
-            shown = items[:n]
+            shown = [items[i] for i in listed]
             self._cache(text, shown)
             if messages and is_answer(messages[-1]):
                 # The view after the answer (agents read once more after answering):
@@ -438,8 +438,10 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
             drop_order = sorted(keep, key=lambda it: (it.activation, it.score))
             for weakest in drop_order:
                 keep.remove(weakest)
-                text, n = render([it.text for it in keep], counter=counter, budget=max(target, 0))
-                if keep and n == len(keep):
+                text, listed = render(
+                    [it.text for it in keep], counter=counter, budget=max(target, 0)
+                )
+                if keep and len(listed) == len(keep):
                     self._cache(text, keep)
                     self._delivered(content, text, keep, task)
                     return text

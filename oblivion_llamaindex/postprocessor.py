@@ -137,14 +137,14 @@ class OblivionNodePostprocessor(BaseNodePostprocessor):
     def _check_namespace(cls, value: object) -> str | None:
         return check_namespace(value)
 
-    @field_validator("top_n")
+    @field_validator("top_n", mode="before")  # before pydantic reads True or "2" as ints
     @classmethod
-    def _check_top_n(cls, value: int | None) -> int | None:
+    def _check_top_n(cls, value: object) -> int | None:
         return check_k(value, "top_n")
 
-    @field_validator("token_budget")
+    @field_validator("token_budget", mode="before")  # before pydantic reads True or "2" as ints
     @classmethod
-    def _check_token_budget(cls, value: int | None) -> int | None:
+    def _check_token_budget(cls, value: object) -> int | None:
         return check_optional_limit(value, "token_budget")
 
     @classmethod

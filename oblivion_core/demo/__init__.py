@@ -79,7 +79,13 @@ def _fresh_dir(path: Path) -> None:
                     "replaces its own stores; pass --path to an empty or new directory"
                 )
             with _unused(path):
-                shutil.rmtree(path)
+                # what it holds, not the folder: it may be the working directory
+                # (`--path .`), which cannot be removed
+                for entry in path.iterdir():
+                    if entry.is_dir() and not entry.is_symlink():
+                        shutil.rmtree(entry)
+                    else:
+                        entry.unlink()
         path.mkdir(parents=True, exist_ok=True)
         (path / MARKER).write_text("made by `oblivion demo`, which replaces it on its next run\n")
     except OblivionError:  # an OSError too: raised as it is

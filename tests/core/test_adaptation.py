@@ -13,7 +13,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from oblivion_core import ManualClock, Oblivion, Policy, Tier
-from oblivion_core.adaptation import ARCHIVE_HIT_Z, CategoryUsage, Usage, adapt, multipliers
+from oblivion_core.adaptation import (
+    ARCHIVE_HIT_RATE,
+    ARCHIVE_HIT_Z,
+    CategoryUsage,
+    Usage,
+    adapt,
+    multipliers,
+)
 from oblivion_core.testing import HashEmbedder, word_count
 
 DAY = 86_400.0
@@ -271,6 +278,45 @@ def test_archive_hits_under_a_full_active_tier(
         half_life = mem.stats()["categories"]["fact"]["half_life"]
         expected = POLICY.half_life("fact") * (1 + POLICY.adapt_step if lengthened else 1)
         assert half_life == pytest.approx(expected)
+
+
+def test_a_tier_held_exactly_at_its_target_uses_the_archived_share_bar(fresh: Any) -> None:
+    """A read-only phase: the active tier is full (75 of 300 facts), recalls promote
+    nothing, so maintain() finds it at its target rather than over it. 70 % of the
+    recalls came from the archive, less than the 75 % it holds: the half-life stays.
+    The archived-share bar applied only to a tier found over its target, so the plain
+    30 % bar lengthened it at every such maintain()."""
+    rng = random.Random(0)
+    clock = ManualClock()
+    policy = POLICY.replace(
+        link_on_write=False, expand_neighbours=0, spread_fraction=0.0,
+        betas={**POLICY.betas, "fact": 0.03},
+    )  # fmt: skip
+    words = [f"w{i}" for i in range(60)]
+    half_life = policy.half_lives["fact"]
+    with fresh(clock=clock, policy=policy) as mem:
+
+        def store(n: int) -> None:
+            texts = [" ".join(rng.sample(words, 4)) for _ in range(n)]
+            mem.remember_many(texts, categories=["fact"] * n, importances=[0.0] * n)
+
+        store(225)
+        # the older facts decay to 0.2 below the band, the newer ones to 0.35 within it
+        later = half_life * math.log2(0.5 / 0.35)
+        clock.advance(half_life * math.log2(0.5 / 0.2) - later)
+        store(75)
+        clock.advance(later)
+        mem.maintain()
+        for _ in range(25):
+            mem.recall(" ".join(rng.sample(words, 2)), k=8)
+        window = mem.stats()["categories"]["fact"]["window"]
+        plan = mem.maintain()
+        stats = mem.stats()
+        assert (stats["active"], stats["active_target"], stats["archive"]) == (75, 75, 225)
+        assert not plan.archived and not plan.restored  # held at the target, not over it
+        hits = window["archive_hits"] / window["recalled"]
+        assert ARCHIVE_HIT_RATE < hits < 0.75
+        assert stats["categories"]["fact"]["half_life_multiplier"] == 1.0
 
 
 def _store(mem: Oblivion, texts: list[str], category: str) -> list[str]:

@@ -292,6 +292,42 @@ def test_link_expansion_brings_archived_context_within_budget(fresh: Any) -> Non
         assert len(mem.recall("alpha bravo charlie", deep=False, token_budget=7)) == 1
 
 
+def test_a_linked_memory_past_a_hit_among_the_strongest_reports_its_pre_spread_value(
+    fresh: Any,
+) -> None:
+    """A hit's strongest link is itself a hit, so expansion takes the next one down: it
+    was ranked with, and reported, the activation this recall's spread had already
+    raised, with no boost. Every linked memory shown now reports the value before the
+    spread, and the spread as its boost."""
+    clock = ManualClock()
+    policy = Policy().replace(
+        adapt=False, maintain_every=0, link_on_write=False, expand_neighbours=0,
+        expand_links=True, expand_max=2,
+    )  # fmt: skip
+    with fresh(clock=clock, policy=policy) as mem:
+        hit = mem.remember("the zebra lives in the savanna", category="fact", importance=1.0)
+        also = mem.remember("a zebra has black and white stripes", category="fact", importance=1.0)
+        far = [
+            mem.remember(text, category="fact", importance=0.0).id
+            for text in ("penguins huddle on the antarctic ice", "koalas chew eucalyptus leaves")
+        ]
+        for other, weight in ((also.id, 0.9), (far[0], 0.8), (far[1], 0.7)):
+            mem.link(hit.id, other, weight)
+        clock.advance(policy.half_lives["fact"] * 3)
+        mem.maintain()
+        before = {m: mem.get(m).activation for m in far}
+        result = mem.recall("zebra", k=10, deep=False)
+        shown = {it.id: it for it in result if it.id in far}
+        assert set(shown) == set(far)
+        for m, item in shown.items():
+            assert item.activation == pytest.approx(before[m], abs=1e-12)
+            assert item.why["boost"] == {
+                "before": pytest.approx(before[m], abs=1e-12),
+                "after": pytest.approx(mem.get(m).activation, abs=1e-12),
+                "spread": True,
+            }
+
+
 @pytest.mark.integration
 def test_links_persist(tmp_path: Path) -> None:
     """Links survive closing and reopening the store."""

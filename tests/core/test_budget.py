@@ -90,24 +90,37 @@ def test_render_counted_as_a_whole_fits_the_budget(
     texts: list[str], budget: int, header: str
 ) -> None:
     """The rendered block, header and bullets included, never exceeds the budget."""
-    text, n = render(texts, counter=word_count, budget=budget, header=header)
+    text, shown = render(texts, counter=word_count, budget=budget, header=header)
     assert word_count(text) <= budget
-    assert 0 <= n <= len(texts)
-    if n == 0:
+    assert shown == sorted(set(shown)) and all(0 <= i < len(texts) for i in shown)
+    if not shown:
         assert text == ""
 
 
 @given(texts=st.lists(words, min_size=1, max_size=20), budget=st.integers(0, 200))
-def test_render_keeps_the_best_first_prefix(texts: list[str], budget: int) -> None:
-    """render() drops the lowest-ranked lines: what remains is a prefix of the input."""
-    text, n = render(texts, counter=len, budget=budget)
-    assert text == "\n".join(f"- {t}" for t in texts[:n])
+def test_render_skips_only_the_lines_that_do_not_fit(texts: list[str], budget: int) -> None:
+    """render() keeps the texts in rank order and leaves out exactly those that would
+    not fit beside the ones kept before them: a long one does not push out the shorter
+    ones after it (as pack() does)."""
+    text, shown = render(texts, counter=len, budget=budget)
+    assert text == "\n".join(f"- {texts[i]}" for i in shown)
+    for i in range(len(texts)):
+        if i not in shown:
+            before = [texts[j] for j in shown if j < i]
+            assert len("\n".join(f"- {t}" for t in [*before, texts[i]])) > budget
+
+
+def test_render_keeps_the_short_lines_after_one_too_long() -> None:
+    """The best text rendered over the budget: it alone is left out."""
+    long_one = "step " * 40
+    text, shown = render([long_one, "my name is Dee", "I like tea"], counter=word_count, budget=12)
+    assert (text, shown) == ("- my name is Dee\n- I like tea", [1, 2])
 
 
 def test_render_without_budget_keeps_everything() -> None:
     """With no budget every text is rendered, under the header."""
-    text, n = render(["a", "b"], counter=word_count, header="Known:")
-    assert (text, n) == ("Known:\n- a\n- b", 2)
+    text, shown = render(["a", "b"], counter=word_count, header="Known:")
+    assert (text, shown) == ("Known:\n- a\n- b", [0, 1])
 
 
 @pytest.mark.parametrize("budget", [None, 0, 1, 100, 5.0])

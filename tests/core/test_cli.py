@@ -631,3 +631,36 @@ def test_recall_of_a_store_written_with_another_model_says_so(
     assert main(["recall", str(tmp_path), "anything", "--model", str(tmp_path / "nowhere")]) == 1
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith("oblivion recall: EmbeddingError: ") and "is not a directory" in line
+
+
+def test_the_demo_replaces_its_store_from_inside_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`oblivion demo --path .` run from inside the demo's folder (to look at its plot)
+    deleted everything, then failed removing the working directory itself, leaving the
+    folder empty. What the folder holds is replaced; the folder stays."""
+    from oblivion_core.demo import MARKER, _fresh_dir
+
+    folder = tmp_path / "oblivion-demo"
+    (folder / "chroma").mkdir(parents=True)
+    (folder / "chroma" / "data.bin").write_bytes(b"old")
+    (folder / "activation.png").write_bytes(b"png")
+    (folder / MARKER).write_text("made by `oblivion demo`\n")
+    monkeypatch.chdir(folder)
+    _fresh_dir(Path("."))
+    assert sorted(p.name for p in folder.iterdir()) == [MARKER]
+
+
+def test_ctrl_c_is_one_line_and_status_130(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Ctrl-C in a long command (an import, the demo) printed a Python traceback; it is
+    one line on stderr and the shell's status for an interrupt."""
+    import oblivion_core.cli as cli
+
+    def interrupted(args: Any) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "_run", interrupted)
+    assert main(["stats", str(tmp_path)]) == 130
+    assert capsys.readouterr().err == "oblivion stats: interrupted\n"

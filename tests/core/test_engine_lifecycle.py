@@ -149,6 +149,31 @@ def test_maintenance_never_restores_an_invalidated_memory(
     assert mem.get(wrong.id).tier == Tier.ARCHIVE
 
 
+def test_with_forgetting_on_maintain_deletes_an_invalidated_memory_it_may_forget(
+    fresh: Any,
+) -> None:
+    """invalidate() deletes nothing; with forgetting on, the next maintain() deletes the
+    wrong memory as any below ``forget_below`` (its activation is 0), within the same
+    protections: an important one stays, invalidated (the README and the docstring say
+    so)."""
+    clock = ManualClock()
+    policy = Policy.template("balanced").replace(
+        forget_enabled=True, forget_below=0.05, forget_min_age=DAY
+    )
+    with fresh(clock=clock, policy=policy) as mem:
+        wrong = mem.remember("the meeting is in room 12", category="fact", importance=0.4)
+        vital = mem.remember("my blood type is B negative", category="fact", importance=0.9)
+        clock.advance(2 * DAY)
+        mem.invalidate(wrong.id)
+        mem.invalidate(vital.id)
+        assert mem.count() == 2
+        plan = mem.maintain()
+        assert plan.forgotten == [wrong.id]
+        with pytest.raises(UnknownMemoryError):
+            mem.get(wrong.id)
+        assert mem.recall("blood type", include_invalidated=True).ids == [vital.id]
+
+
 def test_forget_deletes_for_good(mem: Oblivion) -> None:
     """forget() removes text, vector and state; the journal keeps the event."""
     rec = mem.remember("my old phone number is 555 0101", category="fact")

@@ -608,6 +608,55 @@ def test_a_store_whose_database_is_damaged_comes_back_as_its_error_says(
         assert mem.recall("When is the launch?", k=1).ids == [fact.id]
 
 
+def test_a_lost_database_comes_back_with_each_user_in_their_own_namespace(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], real_embedder: FastEmbedEmbedder
+) -> None:
+    """The advice for a lost activation database, followed as printed (one `oblivion
+    import PATH OLD_CHROMA COLLECTION` per collection), put every user's memories into
+    the store's default namespace, where each user could recall the others'. Each
+    collection of an Oblivion store now goes back into the namespace it was made for."""
+    store = tmp_path / "mem"
+    with Oblivion(store, embedder=real_embedder) as mem:
+        mem.remember("Anna's bank PIN hint is her cat's name", namespace="anna", id="pin")
+        mem.remember("Bob likes sailing", namespace="bob", id="sail")
+    (store / "oblivion.sqlite3").write_bytes(b"")
+    with pytest.raises(StoreCorruptError, match="in the namespace it held"):
+        Oblivion(store, embedder=real_embedder)
+    for name in ("oblivion.sqlite3", "oblivion.sqlite3-wal", "oblivion.sqlite3-shm", "chroma"):
+        if (store / name).exists():
+            (store / name).rename(tmp_path / f"old-{name}")
+    old = tmp_path / "old-chroma"
+    names = [c.name for c in chromadb.PersistentClient(str(old)).list_collections()]
+    assert len(names) == 2
+    for name in names:
+        assert main(["import", str(store), str(old), name]) == 0
+    out = capsys.readouterr().out
+    assert "into namespace 'anna'" in out and "into namespace 'bob'" in out
+    with Oblivion(store, embedder=real_embedder) as mem:
+        assert mem.count() == 0  # the default namespace: nobody's memories
+        assert [r.id for r in mem.records(namespace="anna")] == ["pin"]
+        assert [r.id for r in mem.records(namespace="bob")] == ["sail"]
+
+
+def test_oblivion_import_refuses_a_store_kept_in_another_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A store whose app keeps its vectors in another folder than PATH/chroma: the CLI,
+    opening it with PATH/chroma, moved it there (every memory copied, and copied back
+    when the app opened it again). It is refused, as a store on a server is."""
+    elsewhere = VectorStore.embedded(tmp_path / "vectors")
+    with memory(tmp_path / "mem", vector_store=elsewhere) as mem:
+        mem.remember("kept in another folder", id="k")
+    source = chromadb.PersistentClient(str(tmp_path / "app-chroma"))
+    source.create_collection("notes").add(ids=["a"], embeddings=[[1.0, 0.0]], documents=["x"])
+    assert main(["import", str(tmp_path / "mem"), str(tmp_path / "app-chroma"), "notes"]) == 1
+    err = capsys.readouterr().err
+    assert "keeps its vectors in Chroma on disk at" in err and "mem.import_chroma" in err
+    assert not (tmp_path / "mem" / "chroma").exists()
+    with memory(tmp_path / "mem", vector_store=VectorStore.embedded(tmp_path / "vectors")) as mem:
+        assert [r.id for r in mem.records()] == ["k"]
+
+
 def test_import_report_counts_everything() -> None:
     report = ImportReport(
         "c", "ns", imported=1, already=2, skipped={f"x{i}": "why" for i in range(12)}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -342,6 +343,102 @@ def test_a_server_that_never_answers_while_the_client_is_made_is_an_error(
         )
         mem.remember("the server answers again", id="a")
         assert [item.id for item in mem.recall("server answers", k=1)] == ["a"]
+        mem.close()
+
+
+def test_a_call_asks_a_stalled_server_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the server stalled, a recall through Chroma sent five requests (a count, two
+    put-backs, a count, the query), each waiting the whole ``timeout=``, while holding
+    the engine's lock: five times the wait the README promises. After one request of a
+    call times out, the call's next ones fail at once; the next call asks again, and
+    once the server answers everything is put right."""
+    import os
+    import signal
+
+    import httpx
+
+    from oblivion_core import VectorStoreError
+
+    monkeypatch.setattr(Oblivion, "EXACT_ARCHIVE_ROWS", 0)  # the archive through Chroma
+    monkeypatch.setattr(Oblivion, "SKETCH_ARCHIVE_ROWS", 0)
+    sent: list[str] = []
+    send = httpx.Client.send
+
+    def counted(client: httpx.Client, request: httpx.Request, **kw: Any) -> httpx.Response:
+        sent.append(request.url.path.rsplit("/", 1)[-1])
+        return send(client, request, **kw)
+
+    monkeypatch.setattr(httpx.Client, "send", counted)
+    clock = ManualClock()
+    with testing.chroma_server(tmp_path / "srv") as (host, port, proc):
+        mem = Oblivion(
+            tmp_path / "state",
+            vector_store=VectorStore.server(host, port, timeout=1.0),
+            embedder=HashEmbedder(),
+            token_counter=word_count,
+            clock=clock,
+        )
+        ids = mem.remember_many([f"fact {i} about owls" for i in range(20)])
+        clock.advance(60 * 86_400)
+        assert mem.maintain().archived
+        os.kill(proc.pid, signal.SIGSTOP)
+        try:
+            for call in (
+                lambda: mem.remember("a late write about owls"),
+                lambda: mem.forget(ids[3].id),
+                lambda: mem.recall("owls", k=2, deep=True),
+                lambda: mem.recall("owls", k=2, deep=True),
+            ):
+                sent.clear()
+                with pytest.raises(VectorStoreError, match="did not answer in time"):
+                    call()
+                assert len(sent) == 1, sent
+        finally:
+            os.kill(proc.pid, signal.SIGCONT)
+        assert len(mem.recall("owls", k=2, deep=True)) == 2
+        mem.repair_vector_store()
+        assert mem.store.ids("default") == {r.id for r in mem.records()}
+        assert mem.count() == 20
+        mem.close()
+
+
+def test_a_database_the_server_lost_is_named_with_the_way_to_make_it_again(
+    tmp_path: Path,
+) -> None:
+    """The server lost the tenant's database the store lives in (its data wiped, or the
+    database deleted) while the store was open: the error said the disk may be full or
+    the Chroma store damaged. It now names the database and how to make it again, and
+    once it is made the open store puts its memories back."""
+    import chromadb
+    from chromadb.config import Settings
+
+    from oblivion_core import VectorStoreError
+
+    with testing.chroma_server(tmp_path / "srv") as (host, port, _):
+        admin = chromadb.AdminClient(
+            Settings(
+                chroma_api_impl="chromadb.api.fastapi.FastAPI",
+                chroma_server_host=host,
+                chroma_server_http_port=port,
+            )
+        )
+        admin.create_tenant("acme")
+        admin.create_database("db1", tenant="acme")
+        mem = Oblivion(
+            tmp_path / "state",
+            vector_store=VectorStore.server(host, port, tenant="acme", database="db1"),
+            embedder=HashEmbedder(),
+            token_counter=word_count,
+        )
+        mem.remember_many([f"fact {i} about tea" for i in range(5)])
+        admin.delete_database("db1", tenant="acme")
+        for call in (lambda: mem.remember("after the loss"), mem.repair_vector_store):
+            with pytest.raises(VectorStoreError, match=r"no database 'db1'.*AdminClient"):
+                call()
+        assert mem.count() == 5
+        admin.create_database("db1", tenant="acme")
+        assert mem.repair_vector_store()["put_back"] == 5
+        assert mem.store.count("default") == 5
         mem.close()
 
 

@@ -374,6 +374,26 @@ def test_the_least_recently_used_namespaces_go_first(tmp_path: Path) -> None:
         assert mem.loaded_namespaces() == ["bo", "cy"]
 
 
+def test_an_unloaded_namespace_lets_go_of_its_chroma_collection(tmp_path: Path) -> None:
+    """The vector store kept a handle on the collection of every namespace ever used
+    (about 9 KB each on a Chroma server's client): a server's memory grew with every
+    user it had seen, whatever ``max_loaded_namespaces``. Unloading lets go of it, and
+    the next use opens it again, archive and writes included."""
+    with Oblivion(
+        tmp_path, embedder=HashEmbedder(), token_counter=word_count, max_loaded_namespaces=3
+    ) as mem:
+        for i in range(12):
+            mem.remember(f"user {i} keeps the spare key in box {i}", namespace=f"u{i}", id="key")
+            mem.recall("spare key", namespace=f"u{i}")
+            mem._lock.settle()
+            assert set(mem.store._collections) <= set(mem.loaded_namespaces())
+        mem.edit("key", "user 0 keeps the spare key in the shed", namespace="u0")
+        assert set(mem.store.ids("u0")) == {"key"}
+        assert mem.recall("spare key shed", namespace="u0", deep=True).texts == [
+            "user 0 keeps the spare key in the shed"
+        ]
+
+
 @pytest.mark.parametrize("bad", [0, -1, 1.5, "2", True])
 def test_max_loaded_namespaces_must_be_a_positive_int(tmp_path: Path, bad: object) -> None:
     """Anything but None or an int >= 1 is refused, naming the argument."""

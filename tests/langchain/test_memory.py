@@ -11,7 +11,7 @@ from langchain_core.language_models.fake import FakeListLLM
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
 from oblivion_core import Oblivion, Policy
-from oblivion_core.testing import ManualClock, memory, word_count
+from oblivion_core.testing import HashEmbedder, ManualClock, memory, word_count
 from oblivion_langchain import OblivionMemory
 
 DAY = 86_400.0
@@ -183,6 +183,34 @@ def test_a_memory_forgotten_since_the_load_does_not_cancel_the_others_used_boost
     )
     assert "used" in _kinds(engine, veg)
     assert engine.get(veg, namespace="ana").activation > before
+
+
+def test_a_long_best_memory_over_the_budget_leaves_the_others_loaded_and_boosted() -> None:
+    """A memory of many lines costs more rendered (each line indented) than recall packed
+    it for: the loaded text left out every memory, the short ones that fit included,
+    and the recall had boosted all three although the chain saw none. Now only the long
+    one is left out, and only the memories loaded get the recall's boost."""
+    engine = Oblivion(None, clock=ManualClock(), embedder=HashEmbedder())  # real tiktoken
+    party = "Shopping list for the party:\n" + "\n".join(
+        f"{i}. party item {i}" for i in range(1, 25)
+    )
+    small = ["The party is on Saturday at Anna's flat.", "Tom brings the party music."]
+    ids = {
+        text: engine.remember(text, namespace="u", category="fact").id for text in (party, *small)
+    }
+    query = "shopping list for the party"
+    packed = engine.recall(query, namespace="u", feedback=False)
+    assert packed[0].text == party
+    budget = sum(it.tokens + engine.policy.per_item_tokens for it in packed)
+    text = OblivionMemory(
+        oblivion=engine, namespace="u", token_budget=budget
+    ).load_memory_variables({"input": query})["history"]
+    assert text == "\n".join(f"- {t}" for t in small) or text == "\n".join(
+        f"- {t}" for t in reversed(small)
+    )
+    counts = {t: engine.get(i, namespace="u").access_count for t, i in ids.items()}
+    assert counts == {party: 0, small[0]: 1, small[1]: 1}
+    engine.close()
 
 
 @pytest.mark.parametrize("odd", ["\x00", "\ud800"])

@@ -833,6 +833,46 @@ def test_only_the_memories_the_block_shows_get_the_recall_boost() -> None:
     assert dropped  # some budgets made render drop a memory the recall had packed
 
 
+def test_a_long_best_memory_that_renders_over_the_budget_leaves_the_others_shown() -> None:
+    """A list of many lines ranked first costs more rendered (each line indented) than
+    recall packed it for. The block dropped lines from its end until it fit, so the
+    short memories after the list went first, then the list itself: the model got no
+    block at all. Now only the list is left out, as recall's packing skips what does
+    not fit, and only what is shown is boosted."""
+    engine = Oblivion(None, clock=ManualClock(), embedder=HashEmbedder())  # real tiktoken
+    count = engine.token_counter
+    party = "Shopping list for the party:\n" + "\n".join(
+        f"{i}. party item {i}" for i in range(1, 25)
+    )
+    small = ["The party is on Saturday at Anna's flat.", "Tom brings the party music."]
+    for text in (party, *small):
+        engine.remember(text, namespace="sam", category="fact")
+    try:
+        query = "shopping list for the party"
+        packed = engine.recall(query, namespace="sam", feedback=False)
+        assert packed[0].text == party
+        budget = (
+            sum(it.tokens + engine.policy.per_item_tokens for it in packed)
+            + count(SEPARATOR)
+            + count(DEFAULT_HEADER + "\n")
+        )
+        assert count("- " + party.replace("\n", "\n  ")) > budget  # the list alone overflows
+        agent, model = _agent(engine, ["Noted."], token_budget=budget, standing=())
+        since = engine.history(namespace="sam")[-1].seq
+        _ask(agent, query)
+        block = memory_block(model.seen[0]) or ""
+        assert all(f"- {text}" in block for text in small)
+        assert "party item" not in block
+        boosted = {
+            engine.get(e.memory_id, namespace="sam").text
+            for e in engine.history(namespace="sam")
+            if e.seq > since and e.kind == "recall"
+        }
+        assert boosted == set(small)
+    finally:
+        engine.close()
+
+
 def test_an_answer_regenerated_from_a_checkpoint_replaces_the_turn(engine: Oblivion) -> None:
     """Regenerating an answer from the checkpoint before the model call (LangGraph's
     ``invoke(None, config)``) stored the turn a second time and gave a second "used"

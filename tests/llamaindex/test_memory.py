@@ -292,6 +292,15 @@ def test_get_never_exceeds_the_token_limit(engine: Oblivion, limit: int) -> None
     assert context_tokens(messages, word_count) <= limit or last_alone
 
 
+def test_a_token_limit_too_large_for_a_float_is_no_limit_in_practice(engine: Oblivion) -> None:
+    """``token_limit=10**400`` is accepted (as the engine accepts such a budget): get()
+    failed with a bare OverflowError turning it into a float for the memories' share."""
+    engine.remember("refunds need form 7")
+    memory = make(engine, token_limit=10**400)
+    memory.put(user("which form do refunds need?"))
+    assert "form 7" in system_text(memory.get())
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     turns=st.lists(st.integers(1, 12), min_size=1, max_size=12),

@@ -604,14 +604,20 @@ def test_non_node_items_are_refused(engine: Oblivion) -> None:
     [
         ("token_budget", -1),
         ("token_budget", 2.5),
+        ("token_budget", True),
+        ("token_budget", "300"),
         ("top_n", 0),
         ("top_n", -3),
+        ("top_n", True),
+        ("top_n", "2"),
         ("importance", 2),
         ("namespace", ""),
     ],
 )
 def test_bad_settings_are_refused(engine: Oblivion, field: str, value: object) -> None:
-    """Negative budgets, non-positive ``top_n`` and out-of-range importance fail at construction."""
+    """Negative budgets, non-positive ``top_n`` and out-of-range importance fail at
+    construction; so do a bool or a string, which pydantic would read as an int (``True``
+    as a budget of 1 kept nothing), as every other adapter and the engine refuse them."""
     with pytest.raises(ValueError, match=field):
         OblivionNodePostprocessor(oblivion=engine, **{field: value})
 
