@@ -257,6 +257,10 @@ def _apply_stale(
 def _set_superseded(
     self: Oblivion, ns: str, space: Space, pairs: list[tuple[str, str]], now: float, reason: str
 ) -> None:
+    # one transition per stale memory: two texts of one batch restating its fact both
+    # name it (the later one is its successor), and a second entry would journal a
+    # ``before`` the first had already lowered
+    pairs = list({old: (old, new) for old, new in pairs}.values())
     with self._consistent(ns):
         st = space.state
         policy = self.policy_for(ns)

@@ -578,17 +578,19 @@ _FIRST_PERSON = re.compile(r"\b(?:i|we)\b", re.I)
 #: Facts about the speaker: "I'm allergic to shellfish", "I live in Leeds", "I work as a nurse".
 _SELF = re.compile(
     r"\b(?:i'm|i am|i've been|i have been)\s+(?:now\s+|actually\s+|currently\s+)?"
-    r"(?P<rel>allergic to|based in|living in|married to|engaged to|working at|working as|"
-    r"working for)\s+(?P<val>[^,.;!?]+)"
-    r"|\b(?:i|we)\s+(?:now\s+|actually\s+|currently\s+)?(?P<rel2>live in|work at|work as|"
-    r"work for)\s+(?P<val2>[^,.;!?]+)",
+    r"(?P<rel>allergic to|based in|living in|living at|married to|engaged to|working at|"
+    r"working as|working for)\s+(?P<val>[^,.;!?]+)"
+    r"|\b(?:i|we)\s+(?:now\s+|actually\s+|currently\s+)?(?P<rel2>live in|live at|work at|"
+    r"work as|work for)\s+(?P<val2>[^,.;!?]+)",
     re.I,
 )
 _SELF_KEY = {
     "allergic to": "allergy",
     "based in": "home|live",
     "living in": "home|live",
+    "living at": "home|live",
     "live in": "home|live",
+    "live at": "home|live",
     "married to": "spouse",
     "engaged to": "spouse",
     "working at": "job|work",
@@ -607,7 +609,9 @@ _SELF_CHANGE = re.compile(
     r"(?:(?P<home>moved|relocated)\s+(?:back\s+)?to|(?P<job>started\s+(?:a\s+new\s+"
     r"(?:job|role|position)\s+|working\s+)?(?:at|for)|got\s+a\s+(?:new\s+)?job\s+(?:at|with)"
     r"|(?P<joined>joined)))\s+"
-    r"(?P<val>(?-i:[A-Z][\w\-&]*)(?:\s+(?-i:[A-Z][\w\-&]*)){0,2})(?P<rest>[^.;!?]*)",
+    # a place ("Leeds", "New York") or an address ("4 Elm Road")
+    r"(?P<val>(?:\d+[a-z]?\s+)?(?-i:[A-Z][\w\-&]*)(?:\s+(?-i:[A-Z][\w\-&]*)){0,2})"
+    r"(?P<rest>[^.;!?]*)",
     re.I,
 )
 #: What a reply instruction (:data:`_REPLY_IN`, :data:`_REPLY_NOT`) says: the verb, who
@@ -739,7 +743,7 @@ _COPULA = re.compile(
     r"^(?!(?:let|it|that|what|there|here|he|she|who|where|when|how|why|this)'s\b)"
     r"(?P<owner>my|our|the|[A-Z][a-z]+'s|"
     + _NAMED_OWNER
-    + r")\s+(?P<subj>[a-z][\w\s'\-]{0,30}?)\s+"
+    + r")\s+(?P<subj>[a-z][\w\s'\-]{0,40}?)\s+"
     r"(?:(?:[a-z]+ed|left|quit|sold|bought)\s+(?:[\w']+\s+){0,2}and\s+)?"
     r"(?:now\s+|still\s+|also\s+|currently\s+)?"
     # an amount that grew or fell ("the team grows to nine", "my rent went up to
@@ -1498,7 +1502,11 @@ def _subject_value(
                 episodic = bool(set(subj.split()) & _EPISODIC)
                 if " and " in cm.group("subj"):
                     continue
-                key = f"{_owner(cm.group('owner'), speaker)}|{subj}|{verb}"
+                owner = _owner(cm.group("owner"), speaker)
+                if subj in ("address", "home address") and owner.startswith("@"):
+                    # where the speaker lives, as "I live at 12 Baker Street" says it
+                    return f"{owner}|home|live", value, episodic
+                key = f"{owner}|{subj}|{verb}"
                 return key, value, episodic
     return None
 
@@ -1739,12 +1747,24 @@ def _compound(new: str, old: str) -> bool:
     return not all(any(_subject_relation(n, o) == "same" for n in new_facts) for o in old_facts)
 
 
+#: The words older statements of a self-fact key use ("I live in London" is a ``home``,
+#: "I work at Acme" a ``job``): the key alone is a word they need not hold.
+_SUBJECT_QUERY = {
+    "home": "home live lives living based moved address",
+    "job": "job work works working employer company joined role",
+    "allergy": "allergy allergic allergies",
+    "spouse": "married engaged wife husband partner spouse",
+}
+
+
 def subject_query(statement: Statement) -> str | None:
     """Words that find older statements of the same subject by keyword (BM25), however
     far back and however unlike the new text they are: ``"favourite colour best"``."""
     if statement.subject is None:
         return None
     subject = statement.subject.split("|")[1]
+    if subject in _SUBJECT_QUERY:  # a key the rules name: the words its statements use
+        return _SUBJECT_QUERY[subject]
     if subject == "name":
         return "name call calls called going by"
     if subject.startswith("favourite"):

@@ -48,3 +48,33 @@ def test_an_adapter_without_its_extra_says_what_to_install(
         f"ModuleNotFoundError: {package} needs {blocked} (not installed): "
         f'pip install "oblivion-memory[{extra}]"'
     )
+
+
+def test_a_release_older_than_the_code_needs_is_named_with_the_upgrade() -> None:
+    """An environment that had the framework before: langchain 1.0 has no
+    ``ModelRequest.system_message``, langgraph-checkpoint before 4.3 no
+    ``validate_op_namespace``, and the import failed deep inside the package (or the
+    first model call did). Each distribution older than its minimum is named, with the
+    ``pip install -U`` that upgrades it; a new enough or absent one passes."""
+    import numpy as np
+
+    with pytest.raises(ImportError) as caught:
+        require("pkg", ("numpy",), "langchain", minimum={"numpy": "999.1", "tiktoken": "0.1"})
+    assert str(caught.value) == (
+        f"pkg needs numpy >= 999.1 (installed: {np.__version__}): "
+        'pip install -U "oblivion-memory[langchain]"'
+    )
+    require("pkg", ("numpy",), "x", minimum={"numpy": "1.0", "no-such-dist-x": "9"})
+
+
+@pytest.mark.parametrize(
+    ("version", "numbers"),
+    [("1.1", (1, 1)), ("1.1.0", (1, 1)), ("1.1.0rc1", (1, 1)), ("4.3.2", (4, 3, 2)), ("x", (0,))],
+)
+def test_release_numbers_compare_as_pip_orders_releases(
+    version: str, numbers: tuple[int, ...]
+) -> None:
+    """ "1.1" and "1.1.0" are one release; a pre-release counts as its release."""
+    from oblivion_core.extras import _numbers
+
+    assert _numbers(version) == numbers

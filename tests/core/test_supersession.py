@@ -163,6 +163,25 @@ def test_newer_statement_supersedes_on_write(colours: tuple[Oblivion, str, str])
     assert mem.stats()["superseded"] == 1
 
 
+def test_two_restatements_in_one_batch_journal_one_supersession(
+    mem: Oblivion, clock: ManualClock
+) -> None:
+    """Both texts of a batch restating an older fact named it stale: it got two
+    "supersede" entries, the second with a ``before`` the first had already lowered,
+    and the first naming a successor the engine did not keep. One entry now, naming the
+    successor the engine holds, and the journal's values chain."""
+    old = mem.remember("my favourite colour is yellow").id
+    clock.advance(100.0)
+    _, green = (
+        r.id
+        for r in mem.remember_many(["my favourite colour is red", "my favourite colour is green"])
+    )
+    (event,) = [e for e in mem.history(old) if e.kind == "supersede"]
+    assert event.detail["by"] == green == mem.get(old).superseded_by
+    assert event.after == pytest.approx(mem.get(old).activation, abs=1e-12)
+    assert mem.recall("favourite colour").ids[0] == green
+
+
 def test_recall_returns_the_newest_statement(colours: tuple[Oblivion, str, str]) -> None:
     """A query about the fact returns the successor, not the stale statement."""
     mem, _, new = colours
