@@ -9,7 +9,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from oblivion_core.errors import InvalidInputError
+from oblivion_core.errors import InvalidInputError, OblivionError, TokenizerError
 from oblivion_core.typing import TokenCounter
 
 
@@ -17,7 +17,9 @@ class TiktokenCounter:
     """Counts tokens with a tiktoken encoding (``cl100k_base`` by default).
 
     The encoding is loaded on first use; tiktoken reads ``TIKTOKEN_CACHE_DIR`` for an
-    offline copy of the encoding file and downloads it otherwise.
+    offline copy of the encoding file and downloads it otherwise. One that cannot be
+    loaded (no network and no copy, or a name tiktoken does not know) is a
+    :class:`~oblivion_core.errors.TokenizerError`, and the next call tries again.
     """
 
     def __init__(self, encoding: str | None = None) -> None:
@@ -31,7 +33,10 @@ class TiktokenCounter:
                 if self._enc is None:
                     import tiktoken
 
-                    self._enc = tiktoken.get_encoding(self.encoding_name)
+                    try:
+                        self._enc = tiktoken.get_encoding(self.encoding_name)
+                    except Exception as exc:
+                        raise TokenizerError(_load_failure(self.encoding_name, exc)) from exc
         return self._enc
 
     @property
@@ -43,6 +48,25 @@ class TiktokenCounter:
     def __call__(self, text: str) -> int:
         """Return the number of tokens in ``text``."""
         return len(self._encoding().encode(text, disallowed_special=()))
+
+
+def _load_failure(name: str, exc: Exception) -> str:
+    """Why tiktoken could not load the encoding ``name`` (it raised ``exc``), and what
+    to change."""
+    import tiktoken
+
+    known = tiktoken.list_encoding_names()
+    if name not in known:
+        return (
+            f"tiktoken has no encoding {name!r} to count tokens with (it knows {known}); "
+            "set OBLIVION_TOKEN_ENCODING, or pass TiktokenCounter(encoding=...), to one of them"
+        )
+    return (
+        f"could not load the tiktoken encoding {name!r} to count tokens ({exc!r:.200}): "
+        "tiktoken downloads it unless TIKTOKEN_CACHE_DIR names a folder holding a copy; "
+        f"give this process network access, or set TIKTOKEN_CACHE_DIR to a cache holding "
+        f"{name!r} (one filled by loading it once online), and call again"
+    )
 
 
 def resolve_token_counter(counter: TokenCounter | None) -> TokenCounter:
@@ -72,9 +96,14 @@ def _as_float(value: numbers.Real) -> float:
 def count_tokens(counter: TokenCounter, text: str) -> int:
     """``counter(text)`` checked: a whole number of tokens in ``[0, MAX_TOKENS)`` (a
     fractional count is rounded up, so a budget holds); anything else, or a counter that
-    raises, is an :class:`InvalidInputError` naming the token counter."""
+    raises, is an :class:`InvalidInputError` naming the token counter. An
+    :class:`OblivionError` the counter raises is passed on as it is: a
+    :class:`TokenizerError` (its encoding could not be loaded) is an outage, not the
+    caller's mistake."""
     try:
         value = counter(text)
+    except OblivionError:
+        raise
     except Exception as exc:
         raise InvalidInputError(
             f"the token counter failed on a text of {len(text):,} characters: {exc!r}; "

@@ -257,7 +257,7 @@ def stored_policy(value: object) -> Policy | None:
         return None
     if not isinstance(value, dict):
         raise TypeError(f"a policy is a JSON object, not {type(value).__name__}")
-    return Policy.from_dict(value)
+    return Policy.from_dict(value, strict=False)  # one a newer version saved may hold more
 
 
 def stored_count(value: object) -> int:

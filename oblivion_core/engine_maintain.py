@@ -7,7 +7,6 @@ Part of :class:`~oblivion_core.engine.Oblivion`: each function here is one of it
 from __future__ import annotations
 
 import heapq
-import json
 import logging
 import uuid
 from collections.abc import Mapping
@@ -25,6 +24,7 @@ from oblivion_core.records import ACTIVE, COLD, MemoryRecord, Tier
 from oblivion_core.space import Space
 from oblivion_core.state import BOOST_KINDS, JournalRow
 from oblivion_core.tiering import MaintenancePlan, PlanEntry, TierDecision, plan_tiers
+from oblivion_core.where import as_filtered
 
 if TYPE_CHECKING:
     from oblivion_core.engine import Oblivion
@@ -219,15 +219,11 @@ def _compression_groups(
     times = st.cols["created_at"][rows[keep]]
     # only memories whose metadata a filter reads alike share a summary, which carries
     # it: a ``where`` then passes a summary exactly when it passes its originals (one of
-    # another user's, say, would show under a filter that leaves it out). A filter
-    # reads a dict value as it reads no value (every operator), so those may differ
-    # (the LangGraph store keeps each item's value in one).
+    # another user's, say, would show under a filter that leaves it out)
     raw = {m: meta for m, meta, _ in self._db.metadata_rows(ns, ids)}
     alike: dict[str, list[int]] = {}
     for k, m in enumerate(ids):
-        meta = self._db.parse_metadata(m, raw.get(m, "{}"))
-        read = {key: v for key, v in meta.items() if not isinstance(v, dict)}
-        alike.setdefault(json.dumps(read, sort_keys=True), []).append(k)
+        alike.setdefault(as_filtered(self._db.parse_metadata(m, raw.get(m, "{}"))), []).append(k)
     groups: list[list[str]] = []
     for members in alike.values():
         if len(members) < policy.compress_min_cluster:

@@ -443,13 +443,17 @@ def _recall(
     which = list_question(query)
     listed: frozenset[str] = frozenset()
     if which is not False:
-        listed = frozenset(self._list_items(ns, space, which, active_only=deep is False))
+        listed = frozenset(
+            self._list_items(ns, space, which, active_only=deep is False, passes=passes)
+        )
     pinned: frozenset[str] = frozenset()
     if standing:
-        pinned = frozenset(self._standing(ns, st, standing, include_cold, now, limit))
+        pinned = frozenset(
+            self._standing(ns, st, standing, include_cold, now, limit, passes=passes)
+        )
     named: frozenset[str] = frozenset()
     if name_question(query):
-        named = frozenset(self._named(ns, space, limit, active_only=deep is False))
+        named = frozenset(self._named(ns, space, limit, active_only=deep is False, passes=passes))
     first = listed | pinned | named
     if first:
         top = max(cand.values(), default=1.0)
@@ -666,38 +670,63 @@ def _written_texts(self: Oblivion, ns: str, st: NamespaceState) -> tuple[list[st
 
 
 def _list_items(
-    self: Oblivion, ns: str, space: Space, which: str | None, *, active_only: bool
+    self: Oblivion,
+    ns: str,
+    space: Space,
+    which: str | None,
+    *,
+    active_only: bool,
+    passes: FilterMask | None = None,
 ) -> list[str]:
-    """The additions that make up list ``which`` now (not removed, not invalidated)."""
+    """The additions that make up list ``which`` now (not removed, not invalidated;
+    passing recall's ``where``)."""
     if space.lists is None:  # built on the first list question (7 s at 100k memories)
         space.lists = ListIndex()
         space.lists.note(*self._written_texts(ns, space.state))
-    return self._current(space, space.lists.additions(which), active_only=active_only)
+    return self._current(
+        space, space.lists.additions(which), active_only=active_only, passes=passes
+    )
 
 
-def _named(self: Oblivion, ns: str, space: Space, limit: int, *, active_only: bool) -> list[str]:
+def _named(
+    self: Oblivion,
+    ns: str,
+    space: Space,
+    limit: int,
+    *,
+    active_only: bool,
+    passes: FilterMask | None = None,
+) -> list[str]:
     """The newest memories in which the user gives their name (not superseded, not
-    invalidated, not cold), for half of ``limit``'s places (at least one), as
-    standing memories take (:meth:`_standing`)."""
+    invalidated, not cold, passing recall's ``where``), for half of ``limit``'s places
+    (at least one), as standing memories take (:meth:`_standing`)."""
     # built on the first such question: 0.85 s at 100k memories, 0.6 s of it reading
     # their texts and metadata
     if space.names is None:
         space.names = NameIndex()
         space.names.note(*self._written_texts(ns, space.state))
-    current = self._current(space, space.names.namings(), active_only=active_only)
+    current = self._current(space, space.names.namings(), active_only=active_only, passes=passes)
     return current[-_pinned_places(limit) :]
 
 
-def _current(self: Oblivion, space: Space, ids: Iterable[str], *, active_only: bool) -> list[str]:
-    """Those of ``ids`` a recall may show as they stand: held, the newest valid
-    statement of their chain, not invalidated, not cold (and in the active tier for
-    ``active_only``)."""
+def _current(
+    self: Oblivion,
+    space: Space,
+    ids: Iterable[str],
+    *,
+    active_only: bool,
+    passes: FilterMask | None = None,
+) -> list[str]:
+    """Those of ``ids`` a recall may show as they stand: held, passing ``passes``
+    (recall's ``where``), the newest valid statement of their chain, not invalidated,
+    not cold (and in the active tier for ``active_only``)."""
     st = space.state
     out = []
     for m in ids:
         i = st.index.get(m)
         if (
             i is None
+            or (passes is not None and not passes.holds(m))
             or self._chain_head(st, m) != m  # superseded by a valid memory
             or st.cols["invalidated"][i]
             or st.cols["tier"][i] == COLD
@@ -716,16 +745,21 @@ def _standing(
     include_cold: bool,
     now: float,
     limit: int,
+    *,
+    passes: FilterMask | None = None,
 ) -> list[str]:
     """The memories of ``categories`` (see :meth:`recall`'s ``standing``) in any tier
-    but the cold one (unless ``include_cold``), not invalidated; the best scored of
-    them for half of ``limit``'s places (at least one), so that the query's own
-    matches keep the rest. A superseded one brings its successor in its place, as
-    any candidate does (:meth:`_score_and_pack`)."""
+    but the cold one (unless ``include_cold``), not invalidated, passing ``passes``
+    (recall's ``where``: the places are not spent on memories the filter then drops);
+    the best scored of them for half of ``limit``'s places (at least one), so that the
+    query's own matches keep the rest. A superseded one brings its successor in its
+    place, as any candidate does (:meth:`_score_and_pack`)."""
     rows = st.rows_of_categories(categories)
     rows = rows[~st.cols["invalidated"][rows]]
     if not include_cold:
         rows = rows[st.cols["tier"][rows] != COLD]
+    if passes is not None and len(rows):
+        rows = rows[passes([st.ids[i] for i in rows.tolist()])]
     places = _pinned_places(limit)
     if len(rows) > places:  # as recall scores equally relevant memories
         policy = self._policy_of(ns)

@@ -15,6 +15,7 @@ from oblivion_core.checks import check_reason
 from oblivion_core.errors import InvalidInputError
 from oblivion_core.index import row_tops
 from oblivion_core.policy import Policy
+from oblivion_core.records import COLD
 from oblivion_core.space import Space
 from oblivion_core.state import JournalRow
 from oblivion_core.supersession import Candidate, LexicalSupersession, parse, subject_query
@@ -65,6 +66,14 @@ def supersede(
                 "superseding it back would make a cycle"
             )
         now = self._now(ns)
+        if space.state.cols["tier"][j] == COLD:
+            # a summary's original becomes the current statement of a fact: recallable
+            # as itself (compression keeps such memories out), so the summary goes and
+            # its originals go back to the archive; behind it, the older statement
+            # would count as current (:meth:`_chain_head` skips cold successors)
+            sids = self._summaries_of(space, {new_id})
+            why = "an original became the current statement of a fact"
+            space = self._drop_summaries(ns, space, dict.fromkeys(sids, why), now)
         self._set_superseded(ns, space, [(old_id, new_id)], now, reason)
         self._drop_outdated(ns, now)
 

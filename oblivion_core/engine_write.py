@@ -38,6 +38,7 @@ from oblivion_core.speakers import as_said
 from oblivion_core.state import NamespaceState
 from oblivion_core.supersession import Candidate
 from oblivion_core.typing import Vectors
+from oblivion_core.where import as_filtered
 
 if TYPE_CHECKING:
     from oblivion_core.engine import Oblivion
@@ -503,10 +504,18 @@ def edit(
         # Chroma's record changes with the text or the category (it names the category)
         resync = clean is not None or recategorised
         old_texts = self._db.texts(ns, [memory_id]) if resync else {}
-        # a summary's original with a new text: the summary keeps saying the old one
-        sids = self._summaries_of(space, {memory_id}) if clean is not None else []
-        if sids and old_texts.get(memory_id) == clean:
-            sids = []
+        # a summary's original with a new text: the summary keeps saying the old one;
+        # with metadata a filter reads otherwise, the summary (carrying what its
+        # originals share) would show it under a filter that now leaves it out
+        changing = clean is not None or meta is not None
+        sids = self._summaries_of(space, {memory_id}) if changing else []
+        if sids:
+            text_changed = clean is not None and old_texts.get(memory_id) != clean
+            meta_changed = meta is not None and as_filtered(
+                self._db.contents(ns, [memory_id])[memory_id][1]
+            ) != as_filtered(meta)
+            if not (text_changed or meta_changed):
+                sids = []
         old: tuple[str, Vectors] | None = None  # Chroma's record, to put back on failure
         if resync:
             old_vec = self._vectors(ns, space, [memory_id]).get(memory_id)
@@ -578,11 +587,12 @@ def edit(
         if clean is not None and vector is not None:
             space.set_vector(memory_id, vector)
             self._lex.replace(ns, int(st.cols["seq"][i]), clean)
-            if sids:  # after the edit: one that fails leaves the summary as it was
-                space = self._drop_summaries(
-                    ns, space, dict.fromkeys(sids, "an original was edited"), now
-                )
-                st = space.state
+        if sids:  # after the edit: one that fails leaves the summary as it was
+            space = self._drop_summaries(
+                ns, space, dict.fromkeys(sids, "an original was edited"), now
+            )
+            st = space.state
+        if clean is not None and vector is not None:
             policy = self.policy_for(ns)
             detect = policy.supersede if supersede is None else supersede
             # an invalidated memory is wrong whatever it says: it makes nothing stale

@@ -72,3 +72,8 @@ class VectorStoreError(StoreError):
 
 class EmbeddingError(OblivionError, OSError):
     """The embedder failed or returned vectors of the wrong shape or with NaNs."""
+
+
+class TokenizerError(OblivionError, OSError):
+    """The token counter's encoding could not be loaded: an outage, not bad input
+    (tiktoken downloads its encoding file unless ``TIKTOKEN_CACHE_DIR`` holds a copy)."""

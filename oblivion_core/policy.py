@@ -7,6 +7,7 @@ interactions for ``clock="turns"``. Templates give both.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import fractions
 import math
 import numbers
@@ -320,9 +321,7 @@ class Policy:
         Another ``clock`` needs ``half_lives`` for it too: half-lives are in the clock's
         units (seconds or turns), and the wall clock's read as turns would not decay.
         """
-        unknown = set(changes) - {f.name for f in dataclasses.fields(self)}
-        if unknown:
-            raise PolicyError(f"unknown policy field(s) {sorted(unknown)}")
+        _refuse_unknown(changes)
         if changes.get("clock", self.clock) != self.clock and "half_lives" not in changes:
             raise PolicyError(
                 f"clock={changes['clock']!r} changes the unit of every half-life "
@@ -378,13 +377,21 @@ class Policy:
         return out
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Policy:
-        """Inverse of :meth:`to_dict`."""
+    def from_dict(cls, data: Mapping[str, Any], *, strict: bool = True) -> Policy:
+        """Inverse of :meth:`to_dict`.
+
+        A key that names no field is refused, as ``Policy(...)`` and :meth:`replace`
+        refuse it: a misspelt field would otherwise run with its default. ``strict=False``
+        drops such keys instead: how a store reads back a policy that a newer version of
+        Oblivion saved, with fields this one lacks.
+        """
         if not isinstance(data, Mapping):
             raise PolicyError(
                 f"Policy.from_dict needs a mapping of field names to values (as to_dict() "
                 f"returns), got {type(data).__name__} {data!r}"
             )
+        if strict:
+            _refuse_unknown(data)
         fields = {f.name for f in dataclasses.fields(cls)}
         values = {k: v for k, v in data.items() if k in fields}
         # a policy saved before MAX_WEIGHT: its weights scaled down (only their ratios
@@ -699,6 +706,23 @@ def _pair(name: str, v: object) -> tuple[float, float]:
         message,
     )
     return _real(name, items[0]), _real(name, items[1])
+
+
+def _refuse_unknown(names: Iterable[object]) -> None:
+    """Refuse any of ``names`` that is not a field of :class:`Policy`, naming the
+    fields nearest to each (a misspelling)."""
+    fields = [f.name for f in dataclasses.fields(Policy)]
+    unknown = sorted({n for n in names if n not in fields}, key=repr)
+    if not unknown:
+        return
+    near = [
+        m
+        for n in unknown
+        if isinstance(n, str)
+        for m in difflib.get_close_matches(n, fields, cutoff=0.75)
+    ]
+    hint = f"; did you mean {', '.join(map(repr, dict.fromkeys(near)))}?" if near else ""
+    raise PolicyError(f"unknown policy field(s) {unknown}{hint}")
 
 
 def _field_kinds() -> tuple[tuple[str, ...], dict[str, str]]:

@@ -1,8 +1,9 @@
 """Recall: scoring candidates from both tiers and explaining the ranking.
 
-The engine gathers candidates (active tier exactly, archive through Chroma when the
-gate opens), then calls :func:`score` and :func:`explain`. The types returned to users,
-:class:`RecalledItem` and :class:`RecallResult`, live here too.
+The engine gathers candidates (the active tier exactly, the archive when the gate
+opens: see :class:`~oblivion_core.records.Tier`), then calls :func:`score` and
+:func:`explain`. The types returned to users, :class:`RecalledItem` and
+:class:`RecallResult`, live here too.
 
 ``score = w_relevance * relevance + share * (w_activation * activation +
 w_importance * importance)``, ``share = (relevance / best relevance) ** activation_focus``

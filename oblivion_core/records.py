@@ -18,8 +18,10 @@ class Tier(enum.IntEnum):
     """Where a memory lives.
 
     ``ACTIVE`` memories are searched exactly in process on every recall; ``ARCHIVE``
-    memories are searched through Chroma when the active tier is not confident enough
-    (or when asked); ``COLD`` memories (the originals of a summary) are not searched
+    memories are searched when the active tier is not confident enough (or when asked):
+    in process from a copy of their vectors (exact up to ``Oblivion.EXACT_ARCHIVE_ROWS``,
+    by a sign sketch up to ``Oblivion.SKETCH_ARCHIVE_ROWS``), through Chroma beyond;
+    ``COLD`` memories (the originals of a summary) are not searched
     unless asked for, and are always recoverable.
     """
 

@@ -220,7 +220,7 @@ EVENT_KINDS: Mapping[str, str] = MappingProxyType(
         "used": "mark_used(): the answer used it",
         "confirm": "confirm()",
         "link": "link() to another memory",
-        "edit": "edit() of its text, category, importance or confidence",
+        "edit": "edit() of its text, metadata, category or importance",
         "supersede": "a newer memory superseded it",
         "unsupersede": "its successor was forgotten, invalidated or edited: it counts again",
         "invalidate": "invalidate()",

@@ -110,6 +110,55 @@ def directory_path(path: object, name: str, what: str, alternative: str = "") ->
     return Path(raw)
 
 
+def _check_prefix(prefix: object) -> None:
+    """``prefix`` checked as :class:`VectorStore` checks it: Chroma's rules for
+    collection names (an empty one is no prefix)."""
+    if not isinstance(prefix, str) or (prefix and not _PREFIX.fullmatch(prefix)):
+        raise InvalidInputError(
+            f"prefix must be letters, digits, '.', '_' or '-' (no two dots in a row), "
+            f"start with a letter or digit and be at most {MAX_PREFIX} characters "
+            f"(Chroma's rules for collection names), got {prefix!r:.80}"
+        )
+
+
+#: A host given with its port: ``name:8000`` or ``[IPv6 address]:8000``.
+_HOST_PORT = re.compile(r"(\[[^\]]*\]|[^:\[\]]+):(\d+)")
+
+
+def _check_address(host: object, port: object, ssl: object) -> None:
+    """Refuse a ``host``, ``port`` or ``ssl`` no Chroma server can answer at, before
+    connecting: else it was reported as a server that is not running."""
+    if not isinstance(host, str) or not host.strip():
+        raise InvalidInputError(
+            f"host must be the Chroma server's host name or IP address as a str, e.g. "
+            f"'localhost', got {host!r:.80}"
+        )
+    if "://" in host or "/" in host:
+        raise InvalidInputError(
+            f"host must be a host name or IP address, not a URL: got {host!r:.80}; pass "
+            "the port as port= and ssl=True for https"
+        )
+    if given := _HOST_PORT.fullmatch(host):
+        raise InvalidInputError(
+            f"host {host!r:.80} includes the port: pass the port as port=, e.g. "
+            f"VectorStore.server({given[1]!r}, port={int(given[2])})"
+        )
+    if ":" in host and not host.startswith("["):
+        raise InvalidInputError(
+            f"host {host!r:.80} is an IPv6 address: put it in brackets, e.g. '[::1]', and "
+            "pass the port as port="
+        )
+    if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
+        raise InvalidInputError(
+            f"port must be an int from 1 to 65535 (the port `chroma run --port` listens "
+            f"on, 8000 by default), got {type(port).__name__} {port!r:.80}"
+        )
+    if not isinstance(ssl, bool):
+        raise InvalidInputError(
+            f"ssl must be True (https) or False (http), got {type(ssl).__name__} {ssl!r:.80}"
+        )
+
+
 def collection_name(namespace: str) -> str:
     """A valid, stable Chroma collection name for any namespace string."""
     digest = hashlib.sha1(namespace.encode("utf-8")).hexdigest()[:12]
@@ -200,6 +249,21 @@ def _timed_out(exc: BaseException) -> bool:
     )
 
 
+def _make_folder(where: Path) -> None:
+    """Create the Chroma store's folder ``where`` and its parents, as ``Oblivion(path)``
+    creates its directory: a path that cannot be one (a parent is a file, or not
+    writable) is a :class:`StorePathError` naming it, not a damaged store."""
+    try:
+        where.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        file = next((p for p in where.parents if os.path.isfile(p)), None)
+        why = f"{str(file)!r} is a file, not a folder" if file else exc.strerror or exc
+        raise StorePathError(
+            f"cannot create the Chroma store's folder {str(where)!r}: {why}; pass a path "
+            "you can write to"
+        ) from exc
+
+
 def _settings() -> Any:
     from chromadb.config import Settings
 
@@ -217,13 +281,7 @@ class VectorStore:
     def __init__(self, client: Any, *, prefix: str = "", documents: bool = True) -> None:
         if not isinstance(documents, bool):
             raise InvalidInputError(f"documents must be True or False, got {documents!r}")
-        if not isinstance(prefix, str) or (prefix and not _PREFIX.fullmatch(prefix)):
-            raise InvalidInputError(
-                f"prefix must be letters, digits, '.', '_' or '-' (no two dots in a row), "
-                f"start with a letter or digit and be at most {MAX_PREFIX} characters "
-                "(Chroma's rules for "
-                f"collection names), got {prefix!r:.80}"
-            )
+        _check_prefix(prefix)
         self.client = client
         self.prefix = prefix
         #: Store each memory's text as its Chroma document too (see the module doc).
@@ -261,6 +319,7 @@ class VectorStore:
                 f"the Chroma store's folder {str(where)!r} is a file; move it aside (or "
                 "restore the folder from a backup) and open the store again"
             )
+        _make_folder(where)
         if where.is_dir() and not os.access(where, os.R_OK | os.W_OK | os.X_OK):
             raise StorePathError(
                 f"the Chroma store's folder {str(where)!r} is not readable and writable; fix "
@@ -309,6 +368,10 @@ class VectorStore:
     ) -> VectorStore:
         """A Chroma server (``chroma run``) at ``host:port``.
 
+        ``host`` is a host name or IP address (an IPv6 one in brackets, ``"[::1]"``),
+        without a scheme or the port; ``ssl=True`` speaks https. Arguments no server can
+        answer at are an :class:`InvalidInputError`, raised before connecting.
+
         ``headers`` go with every request: the credentials of a server behind a proxy
         that checks them, e.g. ``{"Authorization": "Bearer <token>"}``. ``tenant`` and
         ``database`` name where on the server the collections live (both must exist:
@@ -348,6 +411,8 @@ class VectorStore:
                 f"timeout must be a number of seconds > 0 (e.g. 60.0), or None to wait for "
                 f"ever; got {timeout!r:.80}"
             )
+        _check_address(host, port, ssl)
+        _check_prefix(prefix)
         where = f"{host}:{port}"
         try:
             client = _within(

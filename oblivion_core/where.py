@@ -91,6 +91,15 @@ class Filter:
         return bool(self.test(metadata, text))
 
 
+def as_filtered(metadata: Mapping[str, Any]) -> str:
+    """What a ``where`` filter reads of ``metadata``, as one text: two memories with the
+    same text pass exactly the same filters. A filter reads a dict value as it reads no
+    value (under every operator), so dict values are left out (the LangGraph store
+    keeps each item's value in one)."""
+    read = {key: v for key, v in metadata.items() if not isinstance(v, dict)}
+    return json.dumps(read, sort_keys=True)
+
+
 def _number(x: object) -> bool:
     return isinstance(x, int | float) and not isinstance(x, bool)
 

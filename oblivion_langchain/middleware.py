@@ -35,6 +35,7 @@ from oblivion_core.errors import (
     OblivionError,
     PolicyError,
     StoreError,
+    TokenizerError,
     UnknownMemoryError,
     UnknownNamespaceError,
 )
@@ -60,9 +61,10 @@ STATE_KEY = "oblivion_memory"
 
 logger = logging.getLogger("oblivion_langchain")
 
-#: Failures of the memory store or the embedder that a run survives with
-#: ``on_error="warn"`` (a Chroma server down, a store locked by another process).
-OUTAGES = (StoreError, EmbeddingError)
+#: Failures of the memory store, the embedder or the tokenizer that a run survives with
+#: ``on_error="warn"`` (a Chroma server down, a store locked by another process, no
+#: tiktoken encoding offline).
+OUTAGES = (StoreError, EmbeddingError, TokenizerError)
 
 #: Turns kept for a later write while the store is down; beyond, the oldest are dropped.
 MAX_PENDING_TURNS = 1_000
@@ -245,8 +247,9 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
        from the user message's), and the first answer's "used" boost is not given
        again.
 
-    When the store or the embedder fails (:data:`OUTAGES`: a Chroma server down, the
-    store locked by another process, the embedding model failing), the run goes on
+    When the store, the embedder or the tokenizer fails (:data:`OUTAGES`: a Chroma
+    server down, the store locked by another process, the embedding model failing, no
+    tiktoken encoding offline), the run goes on
     with ``on_error="warn"`` (the default) and a warning on the ``oblivion_langchain``
     logger: a failed recall injects no memories, a failed used boost is skipped, and a
     turn that could not be stored waits in the middleware (at most
@@ -289,9 +292,8 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
         user_key: The key holding the user id for the default resolver (a non-empty
             string).
         policy: Policy (or template name, e.g. ``"support-desk"``) to apply to each
-            namespace this middleware serves, once: when it first meets the namespace,
-            or, for a brand-new user, right after their first turn is stored (the
-            engine cannot set the policy of a namespace that does not exist yet).
+            namespace this middleware serves, once, when it first meets the namespace
+            (a brand-new user's too, before their first turn is stored).
         header: First line of the injected block (``""``: none).
         remember_turns: Store each turn (default). ``False`` only recalls and boosts.
         used_rule: ``(answer, [(id, text), ...]) -> ids`` deciding which recalled
@@ -556,12 +558,11 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
         with self._lock:
             if ns in self._policy_done:
                 return
-            if ns not in self.oblivion.namespaces():
-                # The engine cannot set the policy of a namespace before its first write;
-                # _record() calls again right after the turn creates it.
-                return
-            current = self.oblivion.policy_for(ns)
-            same = (
+            try:
+                current: Policy | None = self.oblivion.policy_for(ns)
+            except UnknownNamespaceError:  # a new user: set before their first turn
+                current = None
+            same = current is not None and (
                 current.name == self.policy
                 if isinstance(self.policy, str)
                 else current == self.policy

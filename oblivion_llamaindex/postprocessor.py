@@ -48,7 +48,8 @@ class OblivionNodePostprocessor(BaseNodePostprocessor):
     node it registers the node's text (``remember``, one batch per call); a node whose
     text changed since is re-embedded (``edit``, activation kept). Then the engine
     scores the candidates exactly as ``recall`` does
-    (``w_relevance * relevance + w_activation * activation + w_importance * importance``),
+    (``w_relevance * relevance + share * (w_activation * activation + w_importance *
+    importance)``, ``share = (relevance / best relevance) ** activation_focus``),
     keeps the best ``top_n`` within ``token_budget``, and boosts what it kept, so nodes
     that keep proving relevant rise and nodes nobody needs fade.
 

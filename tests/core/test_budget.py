@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from oblivion_core import InvalidInputError, TiktokenCounter
-from oblivion_core.budget import check_budget, pack, render, resolve_token_counter
+from oblivion_core import InvalidInputError, OblivionError, TiktokenCounter, TokenizerError
+from oblivion_core.budget import check_budget, count_tokens, pack, render, resolve_token_counter
 from oblivion_core.testing import word_count
 
 costs_st = st.lists(st.integers(0, 200), max_size=60)
@@ -155,6 +155,57 @@ def test_resolve_token_counter() -> None:
 def test_tiktoken_counter_counts_cl100k_tokens(text: str, tokens: int) -> None:
     """The default counter is cl100k_base; special-token text is counted as plain text."""
     assert TiktokenCounter()(text) == tokens
+
+
+def _offline(*args: Any, **kwargs: Any) -> Any:
+    """``tiktoken.get_encoding`` on a machine that cannot download the encoding."""
+    import requests
+
+    raise requests.ConnectionError("Failed to resolve 'openaipublic.blob.core.windows.net'")
+
+
+def test_tiktoken_counter_that_cannot_load_its_encoding_is_an_outage(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An encoding tiktoken cannot download is a TokenizerError (an OSError, not a
+    ValueError) naming the encoding and the fixes; the next call tries again."""
+    import tiktoken
+
+    load = tiktoken.get_encoding
+    monkeypatch.setattr(tiktoken, "get_encoding", _offline)
+    counter = TiktokenCounter()
+    with pytest.raises(TokenizerError) as err:
+        counter("hello world")
+    assert isinstance(err.value, OSError)
+    assert not isinstance(err.value, ValueError)
+    for advice in ("'cl100k_base'", "network access", "TIKTOKEN_CACHE_DIR"):
+        assert advice in str(err.value)
+    # count_tokens passes it on: it is not the caller's token_counter that is wrong
+    with pytest.raises(TokenizerError):
+        count_tokens(counter, "hello world")
+    monkeypatch.setattr(tiktoken, "get_encoding", load)
+    assert counter("hello world") == 2
+
+
+def test_tiktoken_counter_with_an_unknown_encoding_names_the_setting() -> None:
+    """An encoding name tiktoken does not know (OBLIVION_TOKEN_ENCODING misspelt) is a
+    TokenizerError telling which setting to change, before any download."""
+    with pytest.raises(TokenizerError, match="OBLIVION_TOKEN_ENCODING") as err:
+        TiktokenCounter("cl100k_bas")("hello")
+    assert "'cl100k_base'" in str(err.value)  # the known names are listed
+
+
+def test_count_tokens_passes_oblivion_errors_on() -> None:
+    """A counter raising an OblivionError keeps it; any other failure is the counter's."""
+
+    def failing(text: str) -> int:
+        raise TokenizerError("the encoding is down")
+
+    with pytest.raises(TokenizerError, match="the encoding is down"):
+        count_tokens(failing, "hello")
+    with pytest.raises(InvalidInputError, match="token_counter"):
+        count_tokens(lambda text: 1 // 0, "hello")
+    assert issubclass(TokenizerError, OblivionError)
 
 
 class _Reads:

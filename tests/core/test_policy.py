@@ -133,6 +133,56 @@ def test_replace_rejects_unknown_fields() -> None:
         Policy().replace(archive_lo=0.1)
 
 
+def test_from_dict_rejects_unknown_keys_naming_the_nearest_fields() -> None:
+    """from_dict() refuses a misspelt key, as Policy(...) and replace() do, and names
+    the field meant, instead of running with that field's default."""
+    with pytest.raises(PolicyError, match="'max_text_char'") as err:
+        Policy.from_dict({"name": "balanced", "max_text_char": 1000})
+    assert "did you mean 'max_text_chars'?" in str(err.value)
+    with pytest.raises(PolicyError, match=r"\['archive_lo', 'no_such_field'\]"):
+        Policy.from_dict({"archive_lo": 0.1, "no_such_field": 1})
+    with pytest.raises(PolicyError, match="did you mean 'archive_low'"):
+        Policy().replace(archive_lo=0.1)
+
+
+def test_from_dict_not_strict_drops_unknown_keys() -> None:
+    """strict=False drops keys this version has no field for (a policy a newer version
+    saved) and keeps the rest."""
+    data = {**Policy().replace(max_text_chars=1000).to_dict(), "future_field": 1}
+    assert Policy.from_dict(data, strict=False) == Policy().replace(max_text_chars=1000)
+
+
+def test_a_store_whose_policies_a_newer_version_saved_still_opens(tmp_path: Any) -> None:
+    """A stored policy (the store's and a namespace's) with fields this version lacks is
+    read without them: the store opens with the policies it was closed with."""
+    import sqlite3
+
+    from oblivion_core.state import StateDB
+    from oblivion_core.testing import memory
+
+    with memory(tmp_path) as mem:
+        mem.remember("I live in Paris")
+        mem.remember("I like green tea", namespace="sam")
+        mem.set_policy(mem.policy.replace(max_text_chars=1000))
+        mem.set_policy("support-desk", namespace="sam")
+        policies = mem.policy, mem.policy_for("sam")
+
+    def newer(policy: Policy) -> str:
+        return json.dumps({**policy.to_dict(), "future_field": 1})
+
+    conn = sqlite3.connect(tmp_path / StateDB.FILE)
+    with conn:
+        for sql, policy in (
+            ("UPDATE meta SET value=? WHERE key='policy'", policies[0]),
+            ("UPDATE namespaces SET policy=? WHERE namespace='sam'", policies[1]),
+        ):
+            assert conn.execute(sql, (newer(policy),)).rowcount == 1
+    conn.close()
+    with memory(tmp_path) as mem:
+        assert (mem.policy, mem.policy_for("sam")) == policies
+        assert mem.recall("Paris").texts == ["I live in Paris"]
+
+
 def test_replace_returns_a_validated_copy() -> None:
     """replace() leaves the original untouched and applies the change to a copy."""
     base = Policy.template("balanced")

@@ -40,6 +40,7 @@ EXPECTED_ALL = [
     "TextTooLongError",
     "Tier",
     "TiktokenCounter",
+    "TokenizerError",
     "TurnClock",
     "UnknownMemoryError",
     "UnknownNamespaceError",

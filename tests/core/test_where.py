@@ -384,6 +384,28 @@ def test_only_memories_that_pass_are_shown(
         assert mem.recall(QUERY, k=3, where={"team": {"$ne": "ops"}}, feedback=False).ids == now
 
 
+def test_standing_places_go_to_what_the_filter_passes(
+    fresh: Callable[..., AbstractContextManager[Oblivion]],
+) -> None:
+    """Users told apart by metadata in one namespace: the standing places were given
+    to the namespace's best instructions before the filter dropped them, so Alice's
+    own never showed when Bob's scored higher. The places go to what passes."""
+    with fresh() as mem:
+        mine = mem.remember(
+            "Always answer in British English.",
+            category="instruction",
+            importance=0.6,
+            metadata={"user": "alice"},
+        ).id
+        for rule in ("Always keep replies short.", "Never use emojis.", "Always cite sources."):
+            mem.remember(rule, category="instruction", importance=0.9, metadata={"user": "bob"})
+        mem.remember("The office moved to Leeds in March.", metadata={"user": "alice"})
+        shown = mem.recall(
+            "Where is the office?", k=4, standing="instruction", where={"user": "alice"}
+        )
+        assert shown.ids[0] == mine and shown[0].why["relevance_signals"]["standing"]
+
+
 def _searched(mem: Oblivion) -> None:
     """Filtered recalls ask each search for more until enough pass, however few pass
     (the way a filter many memories pass is served)."""

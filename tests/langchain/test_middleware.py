@@ -740,6 +740,21 @@ def test_policy_template_is_applied_per_namespace(engine: Oblivion) -> None:
     assert [e for e in engine.history(namespace="sam") if e.kind == "policy"] == journal
 
 
+def test_a_new_users_first_turn_is_stored_under_the_middlewares_policy(
+    engine: Oblivion,
+) -> None:
+    """The policy was applied to a brand-new user only after their first turn was
+    stored, so that turn was written under the engine's default (here its length was
+    not cut to the policy's ``max_text_chars``). It is applied before anything of the
+    first turn is recalled or written."""
+    short = Policy.template("balanced").replace(name="short", max_text_chars=120)
+    agent, _ = _agent(engine, ["ok " * 60, "ok " * 60], policy=short)
+    long_message = "I am planning a long trip across Portugal and Spain next spring " * 3
+    _ask(agent, long_message)
+    assert engine.policy_for("sam").name == "short"
+    assert [len(r.text) <= 120 for r in engine.records(namespace="sam")] == [True]
+
+
 # ==================================================================== async
 async def test_async_agent_recalls_injects_records_and_boosts(seeded: Oblivion) -> None:
     """ainvoke() goes through the async hooks with the same effects as invoke()."""

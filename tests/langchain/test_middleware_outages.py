@@ -227,3 +227,33 @@ def _wait_for(host: str, port: int) -> None:
         except Exception:
             time.sleep(0.2)
     pytest.fail(f"`chroma run` did not come back on port {port}")
+
+
+def test_a_tokenizer_without_its_encoding_is_an_outage(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Offline with no tiktoken copy, the default counter cannot load its encoding: a
+    raw ``requests.ConnectionError`` escaped the middleware and ended the agent run. It
+    is a ``TokenizerError`` (an outage): the run answers without memories, with a
+    warning, and the turn waits for the next write."""
+    import tiktoken
+
+    from oblivion_core import TiktokenCounter
+
+    engine = memory(token_counter=TiktokenCounter(), clock=ManualClock())
+    try:
+
+        def offline(name: str) -> Any:
+            raise OSError("Name or service not known: openaipublic.blob.core.windows.net")
+
+        monkeypatch.setattr(tiktoken, "get_encoding", offline)
+        agent, model, middleware = _agent(engine, ["Hello Sam."], token_budget=400)
+        with caplog.at_level(logging.WARNING, logger="oblivion_langchain"):
+            result = _ask(agent, "Hi there")
+        assert result["messages"][-1].content == "Hello Sam."
+        assert memory_block(model.seen[-1]) is None
+        warnings = [r.getMessage() for r in caplog.records if r.name == "oblivion_langchain"]
+        assert any("TIKTOKEN_CACHE_DIR" in w for w in warnings)
+        assert middleware.pending_turns == 1
+    finally:
+        engine.close()
