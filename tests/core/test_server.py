@@ -27,11 +27,17 @@ pytestmark = pytest.mark.server
 DAY = 86_400.0
 
 
-def _open(path: Path, server: tuple[str, int], prefix: str, clock: ManualClock) -> Oblivion:
+def _open(
+    path: Path,
+    server: tuple[str, int],
+    prefix: str = "",
+    clock: ManualClock | None = None,
+    timeout: float | None = 60.0,
+) -> Oblivion:
     host, port = server
     return Oblivion(
         path,
-        vector_store=VectorStore.server(host, port, prefix=prefix),
+        vector_store=VectorStore.server(host, port, prefix=prefix, timeout=timeout),
         clock=clock,
         embedder=HashEmbedder(),
         token_counter=word_count,
@@ -283,12 +289,7 @@ def test_a_server_that_stops_answering_is_an_error_not_a_hang(tmp_path: Path) ->
     from oblivion_core import VectorStoreError
 
     with testing.chroma_server(tmp_path / "srv") as (host, port, proc):
-        mem = Oblivion(
-            tmp_path / "state",
-            vector_store=VectorStore.server(host, port, timeout=1.0),
-            embedder=HashEmbedder(),
-            token_counter=word_count,
-        )
+        mem = _open(tmp_path / "state", (host, port), timeout=1.0)
         mem.remember("written before the stall", id="a")
         os.kill(proc.pid, signal.SIGSTOP)
         try:
@@ -335,12 +336,7 @@ def test_a_server_that_never_answers_while_the_client_is_made_is_an_error(
             assert not (tmp_path / "state").exists()
         finally:
             os.kill(proc.pid, signal.SIGCONT)
-        mem = Oblivion(
-            tmp_path / "state",
-            vector_store=VectorStore.server(host, port, timeout=1.0),
-            embedder=HashEmbedder(),
-            token_counter=word_count,
-        )
+        mem = _open(tmp_path / "state", (host, port), timeout=1.0)
         mem.remember("the server answers again", id="a")
         assert [item.id for item in mem.recall("server answers", k=1)] == ["a"]
         mem.close()
@@ -371,13 +367,7 @@ def test_a_call_asks_a_stalled_server_once(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.setattr(httpx.Client, "send", counted)
     clock = ManualClock()
     with testing.chroma_server(tmp_path / "srv") as (host, port, proc):
-        mem = Oblivion(
-            tmp_path / "state",
-            vector_store=VectorStore.server(host, port, timeout=1.0),
-            embedder=HashEmbedder(),
-            token_counter=word_count,
-            clock=clock,
-        )
+        mem = _open(tmp_path / "state", (host, port), clock=clock, timeout=1.0)
         ids = mem.remember_many([f"fact {i} about owls" for i in range(20)])
         clock.advance(60 * 86_400)
         assert mem.maintain().archived
