@@ -81,8 +81,8 @@ def _score_and_pack(
     st = space.state
     cand = dict(cand)
     heads: dict[str, str] = {}
-    for m in [m for m in cand if m in st.superseded_by]:
-        head = self._chain_head(st, m, include_cold)
+    stale = [m for m in cand if m in st.superseded_by]
+    for m, head in self._chain_heads(st, stale, include_cold).items():
         if not successors:
             if head != m and head in cand:
                 heads[m] = head
@@ -128,6 +128,7 @@ def _score_and_pack(
         first = np.fromiter((cids[j] in listed for j in order), bool, len(order))
         order = np.concatenate([order[first], order[~first]])
     context_of: dict[str, tuple[str, str]] = {}
+    matched: set[str] = set()  # neighbours placed as context that the query matched too
     hit_at: dict[int, int] = {}  # place in ``order`` of a neighbour -> its hit
     if policy.expand_neighbours and qvec is not None:
         hits = [cids[j] for j in order[: policy.expand_neighbours]]
@@ -142,6 +143,7 @@ def _score_and_pack(
                 if mid not in hits and mid not in context_of:
                     context_of[mid] = (hit, which)
         fresh = [m for m in context_of if m not in pos]
+        matched = {m for m in context_of if m in pos}
         if fresh:  # neighbours that were not candidates: scored now, on their own
             extra_rel = self._cosines(ns, space, qvec, fresh, scored)
             f_rows = np.fromiter((st.index[m] for m in fresh), np.int64, len(fresh))
@@ -211,6 +213,10 @@ def _score_and_pack(
         boosts = self._feedback(ns, space, policy, now, cids, rows, rel, act, picked)
     items = []
     rank_of = {cids[j]: r for r, j in enumerate(picked, start=1)} if context_of else {}
+    # who states each shown stale statement now (their why), each chain walked once
+    stated = self._chain_heads(
+        st, [cids[j] for j in picked if cids[j] in st.superseded_by], cold=True
+    )
     for rank, (j, n_tokens) in enumerate(zip(picked, tokens, strict=True), start=1):
         mid = cids[j]
         i = int(rows[j])
@@ -225,6 +231,9 @@ def _score_and_pack(
         if mid in context_of:
             hit, which = context_of[mid]
             extra["context_for"], extra["neighbour"] = hit, which
+            # a candidate of the query in its own right, placed beside the hit: an
+            # adapter that leaves the hit out keeps it (widen.besides)
+            extra["matched"] = mid in matched
             side = "after" if which == "next" else "before"
             where = f"rank {rank_of[hit]}" if hit in rank_of else f"{hit} (not packed)"
             note = f"context: the turn written just {side} {where}"
@@ -254,6 +263,7 @@ def _score_and_pack(
                 archive_reason=reason,
                 extra=extra,
                 note=note,
+                head=stated.get(mid),
             )
         )
     total = sum(t + per_item for t in tokens)
@@ -297,14 +307,17 @@ def _item(
     archive_reason: str | None,
     extra: dict[str, Any],
     note: str | None = None,
+    head: str | None = None,
 ) -> RecalledItem:
     """One recalled item with its ``why``; ``values`` are (relevance, activation,
-    importance, activation share)."""
+    importance, activation share); ``head``: the newest statement of its chain, cold
+    ones included, if the caller has it."""
     st = space.state
     i = st.index[mid]
     if mid in st.superseded_by:
         extra["superseded_by"] = st.superseded_by[mid]
-        head = self._chain_head(st, mid, cold=True)
+        if head is None:
+            head = self._chain_head(st, mid, cold=True)
         if head != mid and "ranked_below" not in extra:  # (a capped one says so below)
             note = f"stale: {head} states it now" + (f"; {note}" if note else "")
     if mid in space.review:

@@ -721,13 +721,15 @@ def _current(
     (recall's ``where``), the newest valid statement of their chain, not invalidated,
     not cold (and in the active tier for ``active_only``)."""
     st = space.state
+    ids = [m for m in ids if m in st.index]
+    heads = self._chain_heads(st, [m for m in ids if m in st.superseded_by])
     out = []
     for m in ids:
         i = st.index.get(m)
         if (
             i is None
             or (passes is not None and not passes.holds(m))
-            or self._chain_head(st, m) != m  # superseded by a valid memory
+            or heads.get(m, m) != m  # superseded by a valid memory
             or st.cols["invalidated"][i]
             or st.cols["tier"][i] == COLD
             or (active_only and m not in space.index)

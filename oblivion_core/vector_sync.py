@@ -27,7 +27,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from oblivion_core.checks import stored_ids
+from oblivion_core.checks import stored_dim, stored_ids
 from oblivion_core.errors import OblivionError, StoreCorruptError, VectorStoreError
 from oblivion_core.state import NamespaceState, StateDB
 from oblivion_core.store import VectorStore
@@ -141,6 +141,13 @@ class VectorSync:
         ``chroma/`` folder of a store moved back from a server) may predate edits, and
         one of no memory is removed. Returns how many were copied and how many removed."""
         held = self.store.ids(ns)
+        if held and self._other_model(ns, held):
+            # another model's vectors (a re-embedded backup opened on the original's
+            # vector store): the collection takes vectors of one size only, and is
+            # rewritten whole anyway, so it is made again for this store's
+            logger.info("the collection of namespace %r holds another model's vectors", ns)
+            self.store.drop(ns)
+            held = set()
         orphans = self._drop_orphans(ns, st, held)
         ids = list(st.ids)
         logger.info(
@@ -158,6 +165,13 @@ class VectorSync:
             self._db.set_meta(StateDB.VECTOR_STORE_COPYING, sorted(self.moving), conn)
         self._raise_lost(ns, st, len(ids), lost)
         return len(ids), len(orphans)
+
+    def _other_model(self, ns: str, held: set[str]) -> bool:
+        """Whether the vector store's records of ``ns`` are of another size than this
+        store's vectors (one record read)."""
+        dim = self._db.parsed("dim", stored_dim)
+        one = self.store.vectors(ns, [next(iter(held))])
+        return dim is not None and any(len(v) != dim for v in one.values())
 
     @staticmethod
     def _raise_lost(ns: str, st: NamespaceState, tried: int, lost: list[str]) -> None:

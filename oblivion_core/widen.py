@@ -19,11 +19,16 @@ WIDEN_TIMES = 4
 def besides(items: Sequence[RecalledItem], hidden: Callable[[str], bool]) -> list[RecalledItem]:
     """``items`` without those whose text is ``hidden``, and without the turns shown only
     as context of one of those (``why["context_for"]``: the turn written just before or
-    after a hit; the model sees the hit itself already)."""
+    after a hit; the model sees the hit itself already). A context turn the query
+    matched on its own (``why["matched"]``) stays: it is an answer, not only context."""
     gone = {it.id for it in items if hidden(it.text)}
     if not gone:
         return list(items)
-    return [it for it in items if it.id not in gone and it.why.get("context_for") not in gone]
+    return [
+        it
+        for it in items
+        if it.id not in gone and (it.why.get("context_for") not in gone or it.why.get("matched"))
+    ]
 
 
 def recall_besides(

@@ -382,6 +382,10 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
         self._lock = threading.Lock()
         self._pending: list[_TurnMemory] = []
         self._pending_lock = threading.Lock()
+        # held while turns are written: a turn taken from the queue by one thread is
+        # written before another thread's next turn (else a user's older turn, stored
+        # after their newer one, made the newer fact stale)
+        self._write_lock = threading.Lock()
 
     @property
     def pending_turns(self) -> int:
@@ -709,7 +713,12 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
         """Store the pending turns, then ``turn``, in order. On an outage the ones not
         stored wait (``turn`` too, unless the outage is raised); a pending turn the
         engine refuses for what it is is dropped with a warning (it never would be
-        stored), ``turn`` refused raises as before."""
+        stored), ``turn`` refused raises as before. One call at a time (``_write_lock``),
+        so turns are written in the order they were made."""
+        with self._write_lock:
+            self._write_turns(turn, raise_outage=raise_outage)
+
+    def _write_turns(self, turn: _TurnMemory | None, *, raise_outage: bool) -> None:
         with self._pending_lock:
             todo = [*self._pending, *([turn] if turn is not None else [])]
             self._pending.clear()

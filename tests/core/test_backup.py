@@ -155,6 +155,64 @@ def test_the_turn_clock_goes_on_from_where_the_backup_was_taken(tmp_path: Path) 
         assert restored.get(kept.id).activation == pytest.approx(decayed, rel=1e-12)
 
 
+def test_ticks_no_read_followed_are_in_the_backup(tmp_path: Path) -> None:
+    """Ticks right before ``backup()``, shared and one namespace's, with no read or write
+    between: the copy held the counts of the last write, so its memories were less
+    decayed than the original's (0.7 against 0.42 here)."""
+    turns = TurnClock()
+    policy = Policy.template("balanced", clock="turns")
+    opened = {"clock": turns, "embedder": HashEmbedder(), "token_counter": word_count}
+    with Oblivion(tmp_path / "store", policy=policy, **opened) as mem:
+        kept = mem.remember("Sam's birthday is in May.", namespace="sam")
+        turns.tick(10)
+        turns.tick(5, namespace="sam")
+        mem.backup(tmp_path / "backup")
+        decayed = mem.get(kept.id, namespace="sam").activation  # read after the copy
+        counts = (turns.shared, turns.owned())
+    restored_clock = TurnClock()
+    with Oblivion(tmp_path / "backup", **{**opened, "clock": restored_clock}) as restored:
+        assert restored.get(kept.id, namespace="sam").activation == pytest.approx(decayed)
+        assert (restored_clock.shared, restored_clock.owned()) == counts
+
+
+def test_a_backup_on_the_open_originals_own_chroma_folder_is_refused(tmp_path: Path) -> None:
+    """The original keeps its vectors in its own ``chroma/`` folder and is open; its
+    backup opened on that folder took its collections over and deleted the records
+    written after the backup (the original then missed them, and after both closed
+    Chroma and SQLite disagreed with equal counts). It is refused, as on a server."""
+    from oblivion_core import StoreConflictError
+
+    with memory(tmp_path / "store") as mem:
+        mem.remember("fact one about apples", id="m0")
+        mem.backup(tmp_path / "backup")
+        mem.remember("bananas are yellow", id="after")
+        with pytest.raises(StoreConflictError, match="open now"):
+            memory(
+                tmp_path / "backup",
+                vector_store=VectorStore.embedded(tmp_path / "store" / "chroma"),
+            ).load()
+        assert mem.store.ids("default") == {"m0", "after"}
+
+
+def test_a_re_embedded_backup_takes_the_originals_vector_store_after_it_closed(
+    tmp_path: Path,
+) -> None:
+    """A backup re-embedded with a model of another size, opened on the original's
+    vector store once the original closed (the documented way to switch models in
+    place): its collections held the old size's vectors, so every write failed with
+    Chroma's dimension error and advice about a full disk. The collection is made
+    again for the new vectors."""
+    old_model, new_model = HashEmbedder(dim=64), HashEmbedder(dim=32)
+    with memory(tmp_path / "store", embedder=old_model) as mem:
+        ids = [r.id for r in mem.remember_many([f"fact {i} about the garden" for i in range(20)])]
+        mem.backup(tmp_path / "new", embedder=new_model)
+    shared = VectorStore.embedded(tmp_path / "store" / "chroma")
+    with memory(tmp_path / "new", embedder=new_model, vector_store=shared) as new:
+        new.remember("the bees are back in the garden", id="bees")
+        assert new.recall("bees in the garden", k=1, deep=True).ids == ["bees"]
+        assert new.store.ids("default") == {*ids, "bees"}
+
+
 def test_an_in_memory_engine_is_saved_to_disk(tmp_path: Path) -> None:
     """``Oblivion(None)`` keeps nothing; its backup is a store on disk."""
     clock = ManualClock()

@@ -87,3 +87,36 @@ def test_context_of_a_hidden_hit_is_left_out_too() -> None:
     assert calls == [(None, 2), (None, 4)]
     assert [it.id for it in besides(out.items, {"a"}.__contains__)] == ["b", "c"]
     assert [it.id for it in besides(out.items, {"b"}.__contains__)] == ["a", "a-next", "c"]
+
+
+def test_a_context_turn_the_query_matched_on_its_own_stays() -> None:
+    """A memory the query matched, placed beside a hit as its neighbour: it was left
+    out with that hit when the hit was on screen (three turns of a thread asked for a
+    fact, the fact written just before the first of them, and the middleware showed no
+    memory at all). ``why["matched"]``: it stays."""
+    items = [
+        SimpleNamespace(id="turn", text="turn", why={}),
+        SimpleNamespace(id="fact", text="fact", why={"context_for": "turn", "matched": True}),
+        SimpleNamespace(id="next", text="next", why={"context_for": "turn", "matched": False}),
+    ]
+    assert [it.id for it in besides(items, {"turn"}.__contains__)] == ["fact"]
+
+
+def test_the_engine_says_which_context_turns_the_query_matched() -> None:
+    """Through the engine: a fact written just before three turns that match better is
+    the first turn's context and a match of its own."""
+    from oblivion_core.testing import ManualClock, memory
+
+    clock = ManualClock()
+    with memory(clock=clock) as mem:
+        mem.remember("My favourite colour is violet.")
+        for j in range(3):
+            clock.advance(20)
+            mem.remember(f"user: Question {j}: what is my favourite colour again?")
+        found = mem.recall("Question 3: what is my favourite colour again?", feedback=False)
+        why = {it.text: it.why for it in found}
+        fact = why["My favourite colour is violet."]
+        assert fact.get("context_for") and fact["matched"] is True
+        assert [it.id for it in besides(found.items, lambda t: t.startswith("user:"))] == [
+            it.id for it in found if it.text == "My favourite colour is violet."
+        ]

@@ -888,6 +888,24 @@ def test_a_long_best_memory_that_renders_over_the_budget_leaves_the_others_shown
         engine.close()
 
 
+def test_a_fact_beside_the_threads_own_turns_stays_in_the_block() -> None:
+    """From a thread's fourth turn its earlier turns matched the question better than the
+    stored fact, which (written just before the first of them) was shown as that turn's
+    context; the middleware, leaving the thread's own turns out, left their context out
+    with them, and the model got no memory at all."""
+    clock = ManualClock()
+    engine = Oblivion(None, clock=clock, embedder=HashEmbedder(), token_counter=word_count)
+    try:
+        engine.remember("My favourite colour is violet.", namespace="sam")
+        agent, model = _agent(engine, ["Let me check."] * 5, token_budget=400)
+        for j in range(5):
+            clock.advance(20.0)
+            _ask(agent, f"Question {j}: what is my favourite colour again?")
+            assert "violet" in (memory_block(model.seen[-1]) or ""), j
+    finally:
+        engine.close()
+
+
 def test_an_answer_regenerated_from_a_checkpoint_replaces_the_turn(engine: Oblivion) -> None:
     """Regenerating an answer from the checkpoint before the model call (LangGraph's
     ``invoke(None, config)``) stored the turn a second time and gave a second "used"

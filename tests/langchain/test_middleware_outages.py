@@ -257,3 +257,64 @@ def test_a_tokenizer_without_its_encoding_is_an_outage(
         assert middleware.pending_turns == 1
     finally:
         engine.close()
+
+
+def test_a_users_waiting_turn_is_written_before_their_next_from_another_thread() -> None:
+    """After an outage one request writes every waiting turn, one at a time. A request
+    of another thread, for a user whose older turn was still in that batch, wrote its
+    new turn at once: "I live in York" came after "I moved to Leeds" and made it stale.
+    Turns are written one request at a time, in the order they were made."""
+    import threading
+
+    from oblivion_core.testing import HashEmbedder
+
+    class Gated(HashEmbedder):
+        down = False
+        hold = False  # the next write's embedding waits for ``gate``
+        entered = threading.Event()
+        gate = threading.Event()
+
+        def embed_documents(self, texts: list[str]) -> Any:
+            if self.down:
+                raise ConnectionError("embedding server down")
+            if self.hold:
+                self.hold = False
+                self.entered.set()
+                self.gate.wait(30)
+            return super().embed_documents(texts)
+
+        def embed_query(self, text: str) -> Any:
+            if self.down:
+                raise ConnectionError("embedding server down")
+            return super().embed_query(text)
+
+    embedder = Gated()
+    engine = memory(embedder=embedder, clock=ManualClock())
+    try:
+        middleware = OblivionMemoryMiddleware(engine, token_budget=400)
+        agent = create_agent(ScriptedChatModel(["Noted."] * 10), tools=[], middleware=[middleware])
+
+        def say(user: str, text: str) -> None:
+            config = {"configurable": {"user_id": user}}
+            agent.invoke({"messages": [{"role": "user", "content": text}]}, config)
+
+        embedder.down = True
+        say("x", "I live in York.")
+        embedder.down, embedder.hold = False, True
+        first = threading.Thread(target=say, args=("other", "Hello there."))
+        first.start()
+        assert embedder.entered.wait(30)  # writing the waiting turns, held there
+        second = threading.Thread(target=say, args=("x", "I moved to Leeds, I live in Leeds."))
+        second.start()
+        second.join(1.0)  # it must wait for the first request's batch
+        embedder.gate.set()
+        first.join(30)
+        second.join(30)
+        turns = {r.text.split("\n")[0]: r for r in engine.records(namespace="x")}
+        york, leeds = (
+            turns["user: I live in York."],
+            turns["user: I moved to Leeds, I live in Leeds."],
+        )
+        assert york.superseded_by == leeds.id and leeds.superseded_by is None
+    finally:
+        engine.close()
