@@ -625,8 +625,10 @@ class StateDB:
         # per recall for the memories that keep coming back (see :meth:`contents`)
         self._contents: OrderedDict[tuple[str, str], tuple[str, str]] = OrderedDict()
         # the active tier's entries, kept outside the LRU while their memories stay
-        # active (see :meth:`hold`); ``None``: not read yet, or changed since
-        self._held: dict[tuple[str, str], tuple[str, str] | None] = {}
+        # active (see :meth:`hold`); ``None``: not read yet, or changed since. By
+        # namespace: a namespace's load and unload read only its own (a scan of every
+        # loaded namespace's made a server cycling through K users O(K²))
+        self._held: dict[str, dict[str, tuple[str, str] | None]] = {}
         #: whether the ``tokens`` column is read and written (:meth:`use_token_counter`)
         self.keep_tokens = False
         self._vector_bytes: int | None = None  # of a stored vector, once known (0: not yet)
@@ -1499,12 +1501,12 @@ class StateDB:
     def _cached(self, namespace: str, ids: Sequence[str]) -> dict[str, tuple[str, str]]:
         """``(text, metadata JSON)`` by id: from the cache, the rest in one query."""
         cache = self._contents
-        held = self._held
+        held = self._held.get(namespace, {})
         out: dict[str, tuple[str, str]] = {}
         missing: list[str] = []
         for m in ids:
             key = (namespace, m)
-            hit = held.get(key)
+            hit = held.get(m)
             if hit is not None:
                 out[m] = hit
                 continue
@@ -1524,11 +1526,11 @@ class StateDB:
         """Put ``(id, (text, metadata JSON))`` entries into the cache as its newest, and
         drop the least recently used ones beyond :attr:`CONTENTS_CACHE`."""
         cache = self._contents
-        held = self._held
+        held = self._held.get(namespace, {})
         for mid, value in entries:
             key = (namespace, mid)
-            if key in held:
-                held[key] = value
+            if mid in held:
+                held[mid] = value
                 cache.pop(key, None)
             else:
                 cache[key] = value
@@ -1543,25 +1545,26 @@ class StateDB:
         ones written longest ago. What the LRU holds of them moves over; the rest is
         read when first asked for (or by :meth:`read_held`)."""
         cache = self._contents
-        held = self._held
+        held = self._held.setdefault(namespace, {})
         for m in ids:
-            key = (namespace, m)
-            if key not in held:
-                held[key] = cache.pop(key, None)
+            if m not in held:
+                held[m] = cache.pop((namespace, m), None)
 
     def release(self, namespace: str, ids: Iterable[str] | None = None) -> None:
         """Memories ``ids`` (``None``: every one of the namespace) left the active tier:
         their entries go back to the LRU (as its newest)."""
-        held = self._held
+        held = self._held.get(namespace, {})
         if ids is None:
-            ids = [m for ns, m in held if ns == namespace]
-        entries = [(m, value) for m in ids if (value := held.pop((namespace, m), None)) is not None]
+            ids = list(held)
+        entries = [(m, value) for m in ids if (value := held.pop(m, None)) is not None]
+        if not held:
+            self._held.pop(namespace, None)
         self._keep(namespace, entries)
 
     def read_held(self, namespace: str) -> int:
         """Read the held entries of a namespace not read yet, in one query per 500;
         returns how many were read."""
-        missing = [m for ns, m in self._held if ns == namespace and self._held[(ns, m)] is None]
+        missing = [m for m, value in self._held.get(namespace, {}).items() if value is None]
         if missing:
             found = self._by_ids("id, text, metadata", namespace, missing)
             self._keep(namespace, [(mid, (text, meta)) for mid, text, meta in found])
@@ -1588,8 +1591,7 @@ class StateDB:
     def forget_cached(self, namespace: str) -> None:
         """Drop the cached texts and metadata of a namespace (it is being unloaded)."""
         self._uncache(namespace, [m for ns, m in self._contents if ns == namespace])
-        for key in [key for key in self._held if key[0] == namespace]:
-            del self._held[key]
+        self._held.pop(namespace, None)
 
     def count(self, namespace: str, category: str | None = None) -> int:
         """Memories of a namespace (of one category), counted in the database: for a
@@ -1604,12 +1606,11 @@ class StateDB:
         return int(rows[0][0])
 
     def _uncache(self, namespace: str, ids: Iterable[str]) -> None:
-        held = self._held
+        held = self._held.get(namespace, {})
         for m in ids:
-            key = (namespace, m)
-            self._contents.pop(key, None)
-            if key in held:
-                held[key] = None  # still held: read again when next asked for
+            self._contents.pop((namespace, m), None)
+            if m in held:
+                held[m] = None  # still held: read again when next asked for
 
     def texts(self, namespace: str, ids: Sequence[str]) -> dict[str, str]:
         """Texts by id."""

@@ -31,14 +31,14 @@ def _active(mem: Oblivion, ns: str) -> set[str]:
 def _check_coherent(mem: Oblivion, ns: str) -> None:
     """Held = the loaded namespace's active tier; every cached entry is the stored row."""
     db = mem._db
-    held = {m for n, m in db._held if n == ns}
+    held = set(db._held.get(ns, {}))
     if ns in mem._spaces:
         assert held == _active(mem, ns)
     else:
         assert held == set()
-    cached = {m: v for (n, m), v in db._held.items() if n == ns and v is not None}
+    cached = {m: v for m, v in db._held.get(ns, {}).items() if v is not None}
     cached.update({m: v for (n, m), v in db._contents.items() if n == ns})
-    assert not {m for (n, m) in db._held} & {m for (n, m) in db._contents if n == ns}
+    assert not held & {m for (n, m) in db._contents if n == ns}
     if cached:
         rows = db._by_ids("id, text, metadata", ns, list(cached))
         assert {m: (text, meta) for m, text, meta in rows} == cached
@@ -83,7 +83,7 @@ def test_a_namespace_that_fails_to_load_holds_nothing(tmp_path: Path) -> None:
         with pytest.raises(StoreCorruptError):
             mem.recall("fact")
         assert mem.loaded_namespaces() == []
-        assert [k for k in mem._db._held if k[0] == "default"] == []
+        assert "default" not in mem._db._held
 
 
 _OPS = st.lists(

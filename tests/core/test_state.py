@@ -307,7 +307,7 @@ def test_held_contents_stay_out_of_the_lru_until_released(tmp_path: Path) -> Non
         db.release("ns", ["m0"])
         assert set(db._contents) == {("ns", "m0")} and not db._held  # the newest, alone
         db.hold("ns", ["m0", "m1"])  # m0 moves over from the LRU, m1 is not read yet
-        assert db._held == {("ns", "m0"): ("t", "{}"), ("ns", "m1"): None}
+        assert db._held == {"ns": {"m0": ("t", "{}"), "m1": None}}  # by namespace
         assert db.read_held("ns") == 1 and reads[-1] == ["m1"]
         assert db.read_held("ns") == 0
         db.release("ns")  # every one of the namespace
@@ -326,16 +326,16 @@ def test_a_held_entry_changed_is_read_again(tmp_path: Path) -> None:
         with db.transaction() as conn:
             db.set_text(conn, "ns", "m0", "new text", np.ones(2), 3)
             db.set_metadata(conn, "ns", "m1", {"tag": "x"})
-        assert db._held[("ns", "m0")] is None  # still held, read again when asked
+        assert db._held["ns"]["m0"] is None  # still held, read again when asked
         assert db.contents("ns", ["m0", "m1"]) == {
             "m0": ("new text", {}),
             "m1": ("t", {"tag": "x"}),
         }
-        assert db._held[("ns", "m0")] == ("new text", "{}")
+        assert db._held["ns"]["m0"] == ("new text", "{}")
         with db.transaction() as conn:
             db.delete(conn, "ns", ["m2"])
         db.release("ns", ["m2"])  # as the engine's tier hook does for a deleted memory
-        assert ("ns", "m2") not in db._held and ("ns", "m2") not in db._contents
+        assert "m2" not in db._held["ns"] and ("ns", "m2") not in db._contents
         db.forget_cached("ns")
         assert not db._held and not db._contents
     finally:
