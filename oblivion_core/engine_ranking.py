@@ -145,11 +145,10 @@ def _score_and_pack(
         fresh = [m for m in context_of if m not in pos]
         matched = {m for m in context_of if m in pos}
         if fresh:  # neighbours that were not candidates: scored now, on their own
-            extra_rel = self._cosines(ns, space, qvec, fresh, scored)
             f_rows = np.fromiter((st.index[m] for m in fresh), np.int64, len(fresh))
-            f_rel = np.asarray([extra_rel.get(m, 0.0) for m in fresh], dtype=np.float64)
-            if signals is not None:  # recall's relevance is fused: theirs too (no BM25)
-                f_rel = fuse(f_rel, np.zeros_like(f_rel), policy)
+            f_rel = _own_relevance(
+                self, ns, space, policy, qvec, fresh, scored, signals is not None
+            )
             f_act = self._activation(ns, st, now, f_rows)
             f_imp = st.cols["importance"][f_rows]
             for m, r in zip(fresh, f_rel.tolist(), strict=True):
@@ -447,10 +446,7 @@ def _expansions(
         return [], used
     fresh = [m for m, _, _ in wanted if m not in relevance]
     if fresh and qvec is not None:  # linked memories that were not candidates
-        near = self._cosines(ns, space, qvec, fresh, scored)
-        f_rel = np.asarray([near.get(m, 0.0) for m in fresh], dtype=np.float64)
-        if fused:  # recall's relevance is fused: theirs too (no BM25)
-            f_rel = fuse(f_rel, np.zeros_like(f_rel), policy)
+        f_rel = _own_relevance(self, ns, space, policy, qvec, fresh, scored, fused)
         relevance = {**relevance, **dict(zip(fresh, f_rel.tolist(), strict=True))}
     contents = self._db.contents(ns, [m for m, _, _ in wanted])
     rows = np.asarray([st.index[m] for m, _, _ in wanted], dtype=np.int64)
@@ -494,3 +490,21 @@ def _expansions(
             )
         )
     return out, used
+
+
+def _own_relevance(
+    self: Oblivion,
+    ns: str,
+    space: Space,
+    policy: Policy,
+    qvec: Vectors,
+    ids: list[str],
+    scored: Sequence[tuple[ActiveIndex, Any]],
+    fused: bool,
+) -> np.ndarray[Any, np.dtype[np.float64]]:
+    """The relevance of memories that were no candidate of the query (a neighbouring
+    turn, a linked memory), by id order: their cosine to it, fused as recall's is when
+    ``fused`` (with no BM25 score)."""
+    near = self._cosines(ns, space, qvec, ids, scored)
+    rel = np.asarray([near.get(m, 0.0) for m in ids], dtype=np.float64)
+    return fuse(rel, np.zeros_like(rel), policy) if fused else rel

@@ -460,7 +460,8 @@ class VectorStore:
         """A :class:`VectorStoreError` for a Chroma failure (the caller chains ``exc``).
 
         One that timed out stalls the rest of the engine's call (:meth:`new_call`)."""
-        if _timed_out(exc):
+        timed_out = _timed_out(exc)
+        if timed_out:
             self._stalled = operation
         if _refused(exc):
             return VectorStoreError(
@@ -480,7 +481,7 @@ class VectorStore:
                 "Create it again with chromadb.AdminClient (create_tenant, create_database)"
                 ": the open store then puts its memories back from its activation database"
             )
-        if _timed_out(exc):
+        if timed_out:
             return VectorStoreError(
                 f"the Chroma server did not answer in time to {operation} (collection "
                 f"{self.prefix + collection_name(namespace)!r}, namespace {namespace!r}): "
