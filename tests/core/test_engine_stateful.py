@@ -339,9 +339,15 @@ class EngineMachine(RuleBasedStateMachine):
         ns = old[0]
         try:
             self.mem.supersede(old[1], new[1], namespace=ns)
-        except InvalidInputError as e:  # superseding back would make a cycle
-            assert "cycle" in str(e)
+        except InvalidInputError as e:  # refused for the reason the docstring names
+            if new in self.invalidated:  # no current statement of a fact
+                assert "is invalidated" in str(e)
+            elif old in self.summaries:  # it states several facts
+                assert "is a summary" in str(e)
+            else:  # superseding back would make a cycle
+                assert "cycle" in str(e)
             return
+        assert new not in self.invalidated and old not in self.summaries  # (refused above)
         assert self.mem.get(old[1], namespace=ns).superseded_by == new[1]
 
     @rule(a=memories, b=memories, weight=st.floats(0.01, 1.0))
