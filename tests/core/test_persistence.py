@@ -785,6 +785,8 @@ def _as_version_2(path: Path) -> None:
     conn.execute("ALTER TABLE memories RENAME COLUMN d_ref TO t_ref")
     conn.execute("DROP INDEX events_by_key")
     conn.execute("ALTER TABLE events DROP COLUMN mkey")
+    conn.execute("DROP INDEX events_by_namespace")
+    conn.execute("ALTER TABLE events DROP COLUMN nkey")
     conn.execute("ALTER TABLE memories DROP COLUMN relevance")
     conn.execute("CREATE INDEX events_by_memory ON events (namespace, memory_id)")
     conn.execute("UPDATE meta SET value='2' WHERE key='schema_version'")
