@@ -3,15 +3,18 @@
 An adapter that renders recalled memories into a prompt recalls with ``feedback=False``
 (the recall only reads) and then boosts the memories its block actually lists: a line
 left out for the budget, or a memory repeating a message still on screen, gets nothing.
+An adapter that shows the same block again (a tool loop) checks first that what it
+shows is still current.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from oblivion_core.errors import UnknownMemoryError, UnknownNamespaceError
 from oblivion_core.recall import RecalledItem
+from oblivion_core.records import Tier
 
 if TYPE_CHECKING:
     from oblivion_core.engine import Oblivion
@@ -40,3 +43,28 @@ def reinforce_shown(
                 oblivion.reinforce([memory_id], relevances=[rel], namespace=namespace)
             except (UnknownMemoryError, UnknownNamespaceError):
                 continue
+
+
+def still_current(
+    oblivion: Oblivion, shown: Iterable[tuple[str, str]], namespace: str | None
+) -> bool:
+    """Whether every memory of a block shown before, ``(id, text)`` as shown, is still
+    what a recall would show: in the engine, not invalidated, superseded or compressed
+    away, its text unchanged. An adapter reusing a block within a turn recalls again
+    when it is not (a tool forgot or corrected a memory it shows).
+
+    Raises what :meth:`Oblivion.get` raises for a store that cannot be read.
+    """
+    for memory_id, text in shown:
+        try:
+            record = oblivion.get(memory_id, namespace=namespace)
+        except (UnknownMemoryError, UnknownNamespaceError):
+            return False
+        if (
+            record.invalidated
+            or record.superseded_by is not None
+            or record.tier is Tier.COLD
+            or record.text != text
+        ):
+            return False
+    return True

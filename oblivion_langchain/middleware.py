@@ -41,7 +41,7 @@ from oblivion_core.errors import (
 )
 from oblivion_core.overlap import used_ids
 from oblivion_core.policy import resolve_policy
-from oblivion_core.shown import reinforce_shown
+from oblivion_core.shown import reinforce_shown, still_current
 from oblivion_core.widen import besides, recall_besides
 from oblivion_langchain._convert import (
     appraise,
@@ -115,6 +115,17 @@ def _turn_id(namespace: str | None, message_id: str) -> str:
     gives each message a unique id): one per turn, so a regenerated answer finds it."""
     digest = hashlib.sha256(f"{namespace or ''}\0{message_id}".encode("utf-8", "surrogatepass"))
     return "turn-" + digest.hexdigest()[:32]
+
+
+def _visible(state: Mapping[str, Any], at: int) -> set[str]:
+    """The user messages of earlier turns still in the thread (before position ``at``;
+    a checkpointer keeps them), as recall's queries are cleaned: their memories are not
+    shown again, and do not take others' places."""
+    return {
+        clean_text(message_text(m)).strip()
+        for m in state["messages"][:at]
+        if isinstance(m, HumanMessage) and not is_summary(m)
+    } - {""}
 
 
 def _bullet(text: str) -> str:
@@ -203,7 +214,10 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
 
     Each user turn goes through these hooks:
 
-    1. ``before_model`` (once per user message, not again after tool calls): recall
+    1. ``before_model`` (once per user message; after tool calls the block is
+       reused, unless a memory it shows was forgotten, invalidated, superseded or
+       edited since — by a tool, say —: then it is recalled again, and only the
+       memories it shows for the first time get the boost): recall
        from the latest user message, in the user's namespace, with the engine's recall
        boost, and render the memories with :func:`oblivion_core.budget.render` into one
        block that fits ``token_budget`` tokens as counted by the engine's token
@@ -419,21 +433,19 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
         turn = message_key(*found)
         previous = _memo(state)
         if previous is not None and previous.get("turn") == turn:
-            return None  # a later model call of the same turn (after tools): reuse it
+            # a later model call of the same turn (after tools): the block is reused,
+            # unless a memory it shows was forgotten, invalidated, superseded or edited
+            # since (a tool may have done it): then recalled again for the turn
+            if self._block_current(previous):
+                return None
+            return self._refresh(previous, state, found)
         namespace = self._namespace(runtime, config)
         # A NUL or lone surrogate in the message would make the engine reject the query
         # and crash the run: cleaned out, like OblivionStore cleans its queries.
         user = clean_text(message_text(found[1])).strip()
-        # earlier turns of this thread still in the messages (a checkpointer keeps them):
-        # their memories are not shown again, and do not take others' places
-        visible = {
-            clean_text(message_text(m)).strip()
-            for m in state["messages"][: found[0]]
-            if isinstance(m, HumanMessage) and not is_summary(m)
-        }
         try:
             self._apply_policy(namespace)
-            context, recalled = self._recall(user, namespace, visible - {""})
+            context, recalled = self._recall(user, namespace, _visible(state, found[0]))
         except OUTAGES as exc:
             if self.on_error == "raise":
                 raise
@@ -454,6 +466,43 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
                 "memory": _turn_id(namespace, found[1].id) if found[1].id else None,
             }
         }
+
+    def _block_current(self, memo: Mapping[str, Any]) -> bool:
+        """Whether every memory the turn's block shows is still current
+        (:func:`~oblivion_core.shown.still_current`). A failure to read (an outage)
+        counts as not current: the recall that follows deals with it as any recall does."""
+        shown = [(str(pair[0]), str(pair[1])) for pair in memo.get("recalled") or []]
+        try:
+            return still_current(self.oblivion, shown, memo.get("namespace"))
+        except OUTAGES:
+            return False
+
+    def _refresh(
+        self, memo: dict[str, Any], state: Mapping[str, Any], found: tuple[int, BaseMessage]
+    ) -> dict[str, Any]:
+        """The turn's memo with its block recalled again (a memory it showed is gone).
+
+        The memories the block showed before were boosted then: only the ones it shows
+        for the first time get the recall boost (a tool loop does not boost the same
+        memories again)."""
+        namespace = memo.get("namespace")
+        user = memo.get("user")
+        if not isinstance(user, str):
+            user = clean_text(message_text(found[1])).strip()
+        boosted = {str(pair[0]) for pair in memo.get("recalled") or []}
+        try:
+            context, recalled = self._recall(
+                user, namespace, _visible(state, found[0]), boosted=boosted
+            )
+        except OUTAGES as exc:
+            if self.on_error == "raise":
+                raise
+            logger.warning(
+                "OblivionMemoryMiddleware: recall failed, the model answers without memories: %s",
+                exc,
+            )
+            context, recalled = "", []
+        return {STATE_KEY: {**memo, "context": context, "recalled": recalled}}
 
     async def abefore_model(
         self,
@@ -578,7 +627,11 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
             self._policy_done.add(ns)
 
     def _recall(
-        self, query: str, namespace: str | None, visible: set[str] | None = None
+        self,
+        query: str,
+        namespace: str | None,
+        visible: set[str] | None = None,
+        boosted: set[str] | None = None,
     ) -> tuple[str, list[list[str]]]:
         """The rendered block and the ``[id, text]`` pairs it shows, best first.
 
@@ -587,7 +640,8 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
         fewer than ``k`` others, it is asked again for that many more
         (:func:`~oblivion_core.widen.recall_besides`). The recall reads only; the
         memories the block shows get the recall's boost after (not one whose lines
-        ``render`` dropped to keep the budget).
+        ``render`` dropped to keep the budget), except those in ``boosted`` (boosted
+        by an earlier recall of the same turn).
         """
         if not query or self.token_budget == 0:
             return "", []
@@ -622,7 +676,9 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
         # block shows (render leaves out a line that overflows the budget: a memory of
         # many lines costs more rendered than recall packed it for)
         listed = [items[i] for i in shown]
-        reinforce_shown(self.oblivion, listed, namespace)
+        reinforce_shown(
+            self.oblivion, [it for it in listed if it.id not in (boosted or ())], namespace
+        )
         return block, [[item.id, item.text] for item in listed]
 
     def _inject(self, request: ModelRequest[Any]) -> ModelRequest[Any]:

@@ -127,9 +127,11 @@ class OblivionStore(BaseStore):
     query search returns only the newer one; ``get`` and a search without a query still
     return the older item. Putting a new text under either key (or deleting the newer
     one) ends that supersession: the older item is searchable again, and a re-put item
-    is judged as the newest statement. To keep stale items in query results, give the
-    engine a policy with ``hide_superseded=False`` (they then rank just below their
-    successor), or ``supersede=False`` to turn stale-fact detection off, e.g.
+    is judged as the newest statement — so is the stale item put again with the same
+    text (the user is back to tea: now the coffee item is the stale one). To keep
+    stale items in query results, give the engine a policy with
+    ``hide_superseded=False`` (they then rank just below their successor), or
+    ``supersede=False`` to turn stale-fact detection off, e.g.
     ``Oblivion(path, policy=Policy(hide_superseded=False))``.
 
     Compression stays inside the engine: with a policy that compresses
@@ -421,7 +423,13 @@ class OblivionStore(BaseStore):
         meta["created_at"] = old.get("created_at", stamp)
         # A new text (or a switch between indexed and unindexed, even with the same
         # text) is a new statement: the engine releases the supersessions it was part of.
-        restated = put.text != existing.text or put.indexed != old.get("indexed", True)
+        # So is the same text put again over an item a newer one made stale: the latest
+        # write says it now ("tea" again after "coffee"), as remember() of it would.
+        restated = (
+            put.text != existing.text
+            or put.indexed != old.get("indexed", True)
+            or existing.superseded_by is not None
+        )
         # ... and appraised as remember() appraises a new one: "ok thanks!" overwritten by
         # an allergy must not keep small talk's half-life and importance
         category, importance = appraise(self.oblivion, put.text) if restated else (None, None)

@@ -30,7 +30,7 @@ from oblivion_core.engine import Oblivion
 from oblivion_core.errors import InvalidInputError, UnknownNamespaceError
 from oblivion_core.overlap import used_ids
 from oblivion_core.recall import RecalledItem, RecallResult
-from oblivion_core.shown import reinforce_shown
+from oblivion_core.shown import reinforce_shown, still_current
 from oblivion_core.typing import TokenCounter
 from oblivion_core.widen import besides, recall_besides
 from oblivion_llamaindex._convert import (
@@ -101,7 +101,9 @@ class OblivionMemory(BaseMemory):
     the assistant's answer is put, the memories it echoes
     (:func:`oblivion_core.overlap.used_ids`) get the larger "used" boost. Repeated
     ``get`` calls for the same user message (agents call it several times per turn)
-    reuse one recall, and boost each memory once: when it is first listed. A ``get``
+    reuse one recall, and boost each memory once: when it is first listed. When a
+    memory of that recall was forgotten, invalidated, superseded or edited since (by
+    an agent's tool, say), the next ``get`` recalls again. A ``get``
     without ``input`` whose latest message is the assistant's answer (text, no tool
     call) boosts nothing: it is the view after the answer (``FunctionAgent`` and
     ``ReActAgent`` read the memory once more after answering, and that read never
@@ -383,7 +385,8 @@ class OblivionMemory(BaseMemory):
         return ""
 
     def _recall(self, query: str, budget: int, widest: Sequence[ChatMessage]) -> list[RecalledItem]:
-        """Memories for ``query`` within ``budget`` tokens (one recall per user message).
+        """Memories for ``query`` within ``budget`` tokens (one recall per user message,
+        made again when a memory of it is gone or changed: :meth:`_current`).
 
         The recall reads only (``feedback=False``): :meth:`_reinforce` boosts what is
         shown. Memories repeating a message of ``widest`` (the turns visible without a
@@ -394,12 +397,17 @@ class OblivionMemory(BaseMemory):
         within ``budget``.
         """
         engine = self.oblivion
-        if self._last_query is None or query != self._last_query:
+        new = self._last_query is None or query != self._last_query
+        # no recall kept, or a memory of it forgotten, invalidated, superseded or edited
+        # since (by an agent's tool, say): recalled again, the memories boosted already
+        # not boosted again
+        if new or self._last is None or not self._current():
             header = (
                 count_tokens(engine.token_counter, self.memory_header) if self.memory_header else 0
             )
             self._last = None
-            self._boosted = set()
+            if new:
+                self._boosted = set()
             if budget - header <= 0:
                 return []
             visible = {message_text(m) for m in widest}
@@ -418,6 +426,12 @@ class OblivionMemory(BaseMemory):
                 self._last = None
             self._last_query = query
         return list(self._last) if self._last is not None else []
+
+    def _current(self) -> bool:
+        """Whether every memory of the reused recall is still current
+        (:func:`~oblivion_core.shown.still_current`)."""
+        shown = [(item.id, item.text) for item in self._last or ()]
+        return still_current(self.oblivion, shown, self.namespace)
 
     def _read(self, query: str, budget: int | None, k: int) -> RecallResult:
         """A recall that boosts nothing (:meth:`_reinforce` boosts what is shown)."""

@@ -387,6 +387,115 @@ def test_tool_loops_recall_once_and_record_once(seeded: Oblivion) -> None:
     assert seeded.count(namespace="sam") == 3
 
 
+def _forgetting_agent(engine: Oblivion, change: Any) -> tuple[Any, ScriptedChatModel]:
+    """An agent whose one tool call runs ``change(engine)`` (a tool that forgets or
+    corrects a memory), then answers."""
+
+    @tool
+    def forget_sister() -> str:
+        """Forget what is stored about the user's sister."""
+        change(engine)
+        return "done"
+
+    replies = [
+        AIMessage(content="", tool_calls=[{"name": "forget_sister", "args": {}, "id": "1"}]),
+        "Done, I have forgotten it.",
+    ]
+    return _agent(engine, replies, tools=[forget_sister])
+
+
+def _sister_id(engine: Oblivion) -> str:
+    (record,) = (r for r in engine.records(namespace="sam") if "Ana" in r.text)
+    return record.id
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda e: e.forget_where(where_document={"$contains": "Ana"}, namespace="sam"),
+        lambda e: e.forget(_sister_id(e), namespace="sam"),
+        lambda e: e.invalidate(_sister_id(e), namespace="sam", reason="wrong"),
+    ],
+    ids=["forget_where", "forget", "invalidate"],
+)
+def test_a_memory_a_tool_forgets_is_not_in_the_next_model_call(
+    seeded: Oblivion, change: Any
+) -> None:
+    """A memory a tool forgets or invalidates leaves the block of the turn's next model
+    call and the checkpointed state; the memories still shown are not boosted again."""
+    instruction = seeded.records(namespace="sam")[0].id
+    agent, model = _forgetting_agent(seeded, change)
+    config = {"configurable": {"thread_id": "t", "user_id": "sam"}}
+    agent.invoke({"messages": [{"role": "user", "content": "Forget what you know of Ana"}]}, config)
+    first, second = (memory_block(sent) or "" for sent in model.seen)
+    assert "Ana lives in Porto" in first
+    assert "Ana lives in Porto" not in second
+    assert "kilometres" in second
+    assert "Ana lives in Porto" not in str(agent.get_state(config).values.get(STATE_KEY))
+    assert _events(seeded, instruction).count("recall") == 1
+
+
+def test_a_memory_shown_in_a_forgotten_ones_place_gets_the_recall_boost_once(
+    seeded: Oblivion,
+) -> None:
+    """A memory the refreshed block shows for the first time gets the recall boost, once."""
+    brother = seeded.remember("Sam's brother Leo lives in Lisbon.", namespace="sam")
+    instruction = seeded.records(namespace="sam")[0].id
+
+    @tool
+    def forget_sister() -> str:
+        """Forget what is stored about the user's sister."""
+        seeded.forget(_sister_id(seeded), namespace="sam")
+        return "done"
+
+    @tool
+    def noop() -> str:
+        """Do nothing."""
+        return "ok"
+
+    replies = [
+        AIMessage(content="", tool_calls=[{"name": "forget_sister", "args": {}, "id": "1"}]),
+        AIMessage(content="", tool_calls=[{"name": "noop", "args": {}, "id": "2"}]),
+        "Done.",
+    ]
+    agent, model = _agent(seeded, replies, tools=[forget_sister, noop], k=2)
+    _ask(agent, "Where does Sam's sister Ana live?")
+    blocks = [memory_block(sent) or "" for sent in model.seen]
+    assert "Leo" not in blocks[0] and "Ana" in blocks[0]
+    assert "Leo" in blocks[1] and "Ana" not in blocks[1] and blocks[2] == blocks[1]
+    assert _events(seeded, brother.id).count("recall") == 1
+    assert _events(seeded, instruction).count("recall") == 1
+
+
+def test_a_memory_a_tool_corrects_is_shown_as_it_is_now(seeded: Oblivion) -> None:
+    """A memory a tool edits is shown with its new text in the turn's next model call."""
+    agent, model = _forgetting_agent(
+        seeded, lambda e: e.edit(_sister_id(e), "Sam's sister Ana lives in Braga.", namespace="sam")
+    )
+    _ask(agent, "Where does Ana live?")
+    first, second = (memory_block(sent) or "" for sent in model.seen)
+    assert "Ana lives in Porto" in first
+    assert "Ana lives in Braga" in second and "Porto" not in second
+
+
+def test_a_tool_loop_with_nothing_forgotten_does_not_recall_again(
+    seeded: Oblivion, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Model calls after a tool that changed no memory reuse the block: no new recall."""
+    agent, model = _forgetting_agent(seeded, lambda e: None)
+    calls: list[str] = []
+    recall = seeded.recall
+
+    def counted(query: str, **kwargs: Any) -> Any:
+        calls.append(query)
+        return recall(query, **kwargs)
+
+    monkeypatch.setattr(seeded, "recall", counted)
+    _ask(agent, "Where does Ana live?")
+    assert len(model.seen) == 2 and len(calls) == 1
+    assert memory_block(model.seen[0]) == memory_block(model.seen[1]) is not None
+
+
 def _summarized_agent(
     engine: Oblivion, replies: list[Any], *, summarization_first: bool
 ) -> tuple[Any, ScriptedChatModel]:

@@ -413,6 +413,28 @@ def test_overwriting_the_newer_key_brings_back_the_item_it_hid(store: OblivionSt
     assert store.search(NS, query="favourite drink")[0].key == "a"
 
 
+def test_re_putting_a_stale_item_with_the_same_text_makes_it_the_current_one(
+    store: OblivionStore, engine: Oblivion, clock: ManualClock
+) -> None:
+    """The same text put again under a key a newer item made stale is the newest
+    statement (as a remember() of it is): query search returns it, not the older write;
+    the same text put again over a current item changes nothing but the value."""
+    space = encode_namespace(NS)
+    store.put(NS, "ana", {"text": "My favourite drink is tea."})
+    store.put(NS, "ben", {"text": "My favourite drink is coffee."})
+    assert engine.get("ana", namespace=space).superseded_by == "ben"
+    store.put(NS, "ana", {"text": "My favourite drink is tea.", "confirmed": True})
+    assert [i.key for i in store.search(NS, query="favourite drink")] == ["ana"]
+    assert engine.get("ana", namespace=space).superseded_by is None
+    assert store.get(NS, "ana").value == {"text": "My favourite drink is tea.", "confirmed": True}  # type: ignore[union-attr]
+    clock.advance(DAY)
+    before = _activation(engine, NS, "ana")
+    store.put(NS, "ana", {"text": "My favourite drink is tea.", "confirmed": False})
+    assert engine.history("ana", namespace=space)[-1].detail["text_changed"] is False
+    assert _activation(engine, NS, "ana") == pytest.approx(before)
+    assert [i.key for i in store.search(NS, query="favourite drink")] == ["ana"]
+
+
 def test_search_pages_tile_the_full_result(store: OblivionStore) -> None:
     """limit/offset pages, concatenated, equal one big search (with and without query)."""
     _fill(store)
@@ -1011,6 +1033,47 @@ async def test_create_agent_tool_sees_memories_async(
     agent, _ = _drinks_agent(store)
     result = await agent.ainvoke({"messages": [{"role": "user", "content": "What do I drink?"}]})
     assert _tool_output(result) == ["coffee", "tea"]
+
+
+@tool
+def save_drink(text: str, runtime: ToolRuntime) -> str:
+    """Save the user's favourite drink under the key drink-1."""
+    assert runtime.store is not None
+    runtime.store.put(("memories", "sam"), "drink-1", {"text": text, "drink": text.split()[-1]})
+    return "saved"
+
+
+def test_create_agent_tool_re_putting_a_stale_memory_makes_it_current(
+    store: OblivionStore,
+) -> None:
+    """A memory-manager tool writing back a stale item's text makes a later search find it."""
+    store.put(NS, "drink-1", {"text": "My favourite drink is tea.", "drink": "tea."})
+    store.put(NS, "drink-2", {"text": "My favourite drink is coffee.", "drink": "coffee."})
+    model = ScriptedChatModel(
+        [
+            AIMessage(
+                content="",
+                tool_calls=[
+                    {
+                        "name": "save_drink",
+                        "args": {"text": "My favourite drink is tea."},
+                        "id": "c1",
+                    }
+                ],
+            ),
+            AIMessage(
+                content="",
+                tool_calls=[
+                    {"name": "recall_drinks", "args": {"query": "favourite drink"}, "id": "c2"}
+                ],
+            ),
+            "You like tea again.",
+        ]
+    )
+    agent = create_agent(model, tools=[save_drink, recall_drinks], store=store)
+    result = agent.invoke({"messages": [{"role": "user", "content": "I drink tea again."}]})
+    found = [m for m in result["messages"] if isinstance(m, ToolMessage)][-1]
+    assert [line.split(":")[1] for line in str(found.content).splitlines()] == ["tea."]
 
 
 # ==================================================================== real stack

@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from llama_index.core.agent.workflow import FunctionAgent, ReActAgent
-from llama_index.core.base.llms.types import ChatMessage
+from llama_index.core.base.llms.types import ChatMessage, ToolCallBlock
 from llama_index.core.chat_engine import SimpleChatEngine
 from llama_index.core.llms import MockLLM
 from llama_index.core.llms.mock import MockFunctionCallingLLM
@@ -243,6 +243,72 @@ def test_repeated_get_for_one_message_recalls_once(engine: Oblivion) -> None:
     memory.put(user("refunds?"))
     memory.get()
     assert engine.get("r").access_count == 2
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda e: e.forget("addr"),
+        lambda e: e.forget_where(where_document={"$contains": "Quillfeather"}),
+        lambda e: e.invalidate("addr", reason="moved"),
+        lambda e: e.edit("addr", "My home address is 12 Rosebank Road."),
+    ],
+    ids=["forget", "forget_where", "invalidate", "edit"],
+)
+def test_a_memory_changed_between_gets_of_a_message_is_not_shown_as_it_was(
+    engine: Oblivion, change: Callable[[Oblivion], object]
+) -> None:
+    """A memory forgotten, invalidated or edited after a ``get`` (by an agent's tool) is
+    not shown as it was by the next ``get`` of the same message, nor in ``last_recall``."""
+    engine.remember("My home address is 7 Quillfeather Lane.", id="addr")
+    engine.remember("I like hiking on weekends.", id="hike")
+    memory = make(engine, token_limit=400)
+    memory.put(user("Please forget my home address"))
+    assert "7 Quillfeather Lane" in system_text(memory.get())
+    change(engine)
+    second = system_text(memory.get())
+    assert "Quillfeather" not in second
+    assert "- I like hiking on weekends." in second
+    assert all("Quillfeather" not in it.text for it in memory.last_recall or [])
+    assert engine.get("hike").access_count == 1  # shown by both gets, boosted once
+
+
+def test_a_memory_shown_in_a_forgotten_ones_place_is_boosted_once(engine: Oblivion) -> None:
+    """When a forgotten memory's place goes to another, that one gets the recall boost
+    once, and the memory shown by both ``get`` calls is not boosted again."""
+    engine.remember("Sam's sister Ana lives in Porto.", id="ana")
+    engine.remember("Sam's brother Leo lives in Lisbon.", id="leo")
+    engine.remember("Sam likes hiking on weekends.", id="hike")
+    memory = make(engine, k=1, standing=(), remember_roles=())
+    memory.put(user("Where does Sam's sister Ana live?"))
+    assert "Ana lives in Porto" in system_text(memory.get())
+    engine.forget("ana")
+    replacement = system_text(memory.get())
+    memory.get()
+    assert "Ana" not in replacement
+    (shown,) = [r for r in engine.records() if r.text in replacement]
+    assert shown.access_count == 1
+    assert sum(r.access_count for r in engine.records()) == 1
+
+
+def test_gets_of_a_message_with_nothing_changed_recall_once(
+    engine: Oblivion, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Repeated ``get`` calls for one message with no memory changed make one recall."""
+    engine.remember("Refunds take five days.", id="r")
+    calls: list[str] = []
+    recall = engine.recall
+
+    def counted(query: str, **kwargs: object) -> object:
+        calls.append(query)
+        return recall(query, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(engine, "recall", counted)
+    memory = make(engine)
+    memory.put(user("refunds?"))
+    memory.get()
+    memory.get()
+    assert len(calls) == 1
 
 
 def test_answer_that_uses_a_memory_gives_the_used_boost(engine: Oblivion) -> None:
@@ -842,6 +908,37 @@ async def test_an_agent_boosts_exactly_what_its_prompts_list(
     assert sum(len(listed) for _, listed in turns) >= 3
     for got, listed in turns:
         assert got == dict.fromkeys(listed, 1)
+
+
+async def test_a_function_agent_tool_that_forgets_a_memory_hides_it_from_the_next_step(
+    engine: Oblivion,
+) -> None:
+    """A ``FunctionAgent`` tool forgetting a memory keeps it out of the agent's next LLM call."""
+    engine.remember("My home address is 7 Quillfeather Lane.", id="addr")
+    engine.remember("I like hiking on weekends.", id="hike")
+    memory = make(engine, token_limit=400)
+    seen: list[str] = []
+
+    def forget_address() -> str:
+        """Forget the user's stored home address."""
+        engine.forget_where(where_document={"$contains": "Quillfeather"})
+        return "forgotten"
+
+    def respond(messages: Sequence[ChatMessage], **kwargs: object) -> ChatMessage:
+        seen.append("\n".join(m.content or "" for m in messages if m.role.value == "system"))
+        if not any(m.role.value == "tool" for m in messages):
+            call = ToolCallBlock(tool_call_id="c1", tool_name="forget_address", tool_kwargs={})
+            return ChatMessage(role="assistant", blocks=[call])
+        return assistant("Done, I have forgotten your address.")
+
+    agent = FunctionAgent(
+        tools=[forget_address], llm=MockFunctionCallingLLM(response_generator=respond)
+    )
+    await agent.run(user_msg="Please forget my home address", memory=memory)
+    assert len(seen) == 2
+    assert "7 Quillfeather Lane" in seen[0]
+    assert "Quillfeather" not in seen[1] and "- I like hiking on weekends." in seen[1]
+    assert engine.get("hike").access_count == 1
 
 
 def test_a_read_after_the_answer_lists_memories_but_boosts_none(engine: Oblivion) -> None:
