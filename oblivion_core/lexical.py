@@ -54,15 +54,16 @@ Loader = Callable[[str], Iterable[tuple[int, str]]]
 
 
 def _fold(text: str) -> str:
-    """Lowercase, straighten apostrophes and strip diacritics (``Zoë`` -> ``zoe``; the
+    """Straighten apostrophes, strip diacritics and lowercase (``Zoë`` -> ``zoe``; the
     modifier letter apostrophe in ``Oʼbrien`` is a letter to regular expressions, and
-    kept the word whole where ``O'Brien`` splits)."""
-    text = text.lower()
+    kept the word whole where ``O'Brien`` splits). Lowercased last: the compatibility
+    forms of letters have no case of their own, and the mathematical bold "𝐏𝐲𝐭𝐡𝐨𝐧" of a
+    text pasted from social media decomposes to "Python"."""
     if text.isascii():
-        return text
+        return text.lower()
     text = straighten(text)
     decomposed = unicodedata.normalize("NFKD", text)
-    return "".join(c for c in decomposed if not unicodedata.combining(c))
+    return "".join(c for c in decomposed if not unicodedata.combining(c)).lower()
 
 
 def tokens(text: str) -> list[str]:
@@ -73,13 +74,17 @@ def tokens(text: str) -> list[str]:
 def query_terms(text: str) -> list[str]:
     """The distinct terms a query searches for: its content words, tokenised like documents.
 
+    The query is folded as documents are (:func:`_fold`: "München" searches ``munchen``,
+    "café" ``cafe``, the decomposed "café" too) before its content words are read
+    (:func:`~oblivion_core.overlap.content_words`, in any script: "Москве", "北京").
+
     A content word that splits into several tokens (``grace's``) contributes its tokens
     of two or more letters that are neither stop words nor what a contraction leaves:
     "what's", "we're" and "didn't" searched for "what", "we", "re" and "didn", and
     matched every memory holding "what", "we're" or "didn't". An empty list means
     nothing to search for.
     """
-    words = sorted(content_words(text), key=lambda w: (-len(w), w))[:MAX_QUERY_TERMS]
+    words = sorted(content_words(_fold(text)), key=lambda w: (-len(w), w))[:MAX_QUERY_TERMS]
     out: dict[str, None] = {}
     for word in words:
         parts = tokens(word)
@@ -237,7 +242,15 @@ class _Namespace:
     def to_arrays(self) -> dict[str, npt.NDArray[Any]]:
         """The index as flat arrays (:mod:`oblivion_core.lexical_snapshot` saves them):
         the terms, joined by newlines (a term is letters and digits), and each term's
-        postings one after the other, ``offsets`` marking where each starts."""
+        postings one after the other, ``offsets`` marking where each starts.
+
+        Only live documents are saved: the slots of deleted and edited texts are
+        compacted away first (their terms and postings would otherwise stay in the file
+        of a namespace too large for :meth:`delete` to compact it yet, after ``forget()``
+        promised the text gone). Compaction leaves every score and order as it was."""
+        if self.alive < self.size:
+            self._forget_parts()  # their slots move
+            self._compact()
         terms = list(self.postings)
         held = [self.postings[t] for t in terms]
         offsets = np.zeros(len(terms) + 1, dtype=np.int64)
@@ -587,16 +600,31 @@ class LexicalIndex:
         with self._lock:
             self._changed(namespace)
             space = self._spaces.get(namespace)
-            if space is not None:
-                try:
-                    space.delete(seqs)
-                except BaseException:  # half deleted: built again from the texts
-                    self._spaces.pop(namespace, None)
-                    raise
+            if space is None:
+                if len(seqs):
+                    self._drop_saved(namespace)
+                return
+            try:
+                space.delete(seqs)
+            except BaseException:  # half deleted: built again from the texts
+                self._spaces.pop(namespace, None)
+                raise
 
     def replace(self, namespace: str, seq: int, text: str) -> None:
         """Re-index one document with new text."""
+        with self._lock:
+            if namespace not in self._spaces:
+                self._drop_saved(namespace)
         self.add(namespace, [seq], [text])
+
+    def _drop_saved(self, namespace: str) -> None:
+        """Delete the file saved for a namespace whose index is not built, as one of its
+        texts is deleted or changed (call with the lock held): the change made it stale,
+        never to be read again, and it would keep the old text's words on disk until the
+        namespace is next searched and saved."""
+        self._saved.pop(namespace, None)
+        if self._snapshots is not None:
+            self._snapshots.drop(namespace)
 
     def drop(self, namespace: str) -> None:
         """Forget a namespace's index (a saved one stays: the state database's number

@@ -37,8 +37,10 @@ import numpy.typing as npt
 logger = logging.getLogger(__name__)
 
 #: Bumped whenever the tokens (:func:`oblivion_core.lexical.tokens`) or the saved arrays
-#: change: a file of another format is built again.
-FORMAT = 1
+#: change: a file of another format is built again. 2: letters folded before they are
+#: lowercased (the compatibility capitals of "𝐏𝐲𝐭𝐡𝐨𝐧" index as ``python``), and only
+#: live documents saved.
+FORMAT = 2
 
 Arrays = dict[str, npt.NDArray[Any]]
 

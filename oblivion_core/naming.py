@@ -11,14 +11,16 @@ themselves, and the current ones among them come first.
 
 A memory names its speaker when it says "my name is X", "call me X" (also "please/you
 can call me X"), "I go by X", "I'm called X", or introduces itself after a greeting:
-"Hi, I'm X", "Hello, this is X". ``X`` must be capitalised, so "call me tomorrow" and
-"I'm tired" are not names, and weekdays, months and a few words that start sentences
-("Hi, I'm Sorry") are refused. A name refused or asked about is none: "Please don't call
-me Bobby", "Stop calling me Bob", "Why did you call me Bob?" (:func:`refused_or_asked`;
-the stale-fact rule reads it too, so such a text never replaces the user's name), and
-so is a name quoted, played or to translate: 'How do I say "my name is Pedro" in
-French?', "Pretend my name is Pedro", "Let's role-play: call me Captain", "Translate
-to French: My name is Pedro" (:data:`QUOTED`, :func:`played`).
+"Hi, I'm X", "Hello, this is X". ``X`` must be capitalised (in any cased script:
+"Zoë", "Łukasz", "Søren", "Ольга"; a text typed decomposed, "E" and a combining accent,
+reads as the composed one), so "call me tomorrow" and "I'm tired" are not names, and
+weekdays, months and a few words that start sentences ("Hi, I'm Sorry") are refused. A
+name refused or asked about is none: "Please don't call me Bobby", "Stop calling me
+Bob", "Why did you call me Bob?" (:func:`refused_or_asked`; the stale-fact rule reads
+it too, so such a text never replaces the user's name), and so is a name quoted,
+played or to translate: 'How do I say "my name is Pedro" in French?', "Pretend my name
+is Pedro", "Let's role-play: call me Captain", "Translate to French: My name is Pedro"
+(:data:`QUOTED`, :func:`played`).
 
 Who speaks is read as the stale-fact rule reads it (:mod:`oblivion_core.speakers`): a
 memory the assistant, the system, a tool or a support agent says names no user, whether
@@ -36,7 +38,7 @@ import re
 from collections.abc import Iterable, Iterator
 
 from oblivion_core.speakers import NOT_THE_USER, split_speaker
-from oblivion_core.typography import straighten
+from oblivion_core.typography import LOWER, UPPER, composed, straighten
 
 _WHO = r"(?:me|the user|this user|him|her|them|you)"
 _QUESTION = re.compile(
@@ -53,8 +55,10 @@ _QUESTION = re.compile(
     re.I,
 )
 
-# "Ana", "Jean-Luc", "O'Brien", "D'Angelo", "McDonald", "LeBron"
-_NAME = r"(?P<name>(?:[A-Z]')?[A-Z][a-z]+(?:[A-Z][a-z]+)?(?:[-'][A-Z]?[a-z]+)?)"
+# "Ana", "Jean-Luc", "O'Brien", "D'Angelo", "McDonald", "LeBron", and in any cased
+# script: "Zoë", "José", "Søren", "Łukasz", "Émile", "Ioana-Ștefania", "Дмитрий"
+_U, _L = UPPER, LOWER
+_NAME = rf"(?P<name>(?:{_U}')?{_U}{_L}+(?:{_U}{_L}+)?(?:[-']{_U}?{_L}+)?)"
 _SAYS_NAME = re.compile(
     r"(?i:\bmy\s+name(?:'s|\s+is)|\bcall(?:ed|ing)?\s+me|\bi\s+go\s+by|\bi'?m\s+called"
     r"|\bi\s+am\s+called|\bpeople\s+call\s+me|\beveryone\s+calls\s+me)\s+" + _NAME + r"\b"
@@ -135,7 +139,7 @@ def played(text: str, start: int) -> bool:
 
 def names_speaker(text: str) -> str | None:
     """The name the speaker of ``text`` gives themselves, or ``None`` (module doc)."""
-    text = straighten(text)
+    text = composed(text)  # "Émile" typed as "E" and an accent is "Émile"
     lower = text.lower()
     if not any(k in lower for k in _KEYWORDS):
         return None

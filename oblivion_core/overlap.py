@@ -4,8 +4,12 @@ Adapters call :func:`used_ids` after the model answers, then give the larger "us
 boost (``Oblivion.mark_used``) only to those memories. The rule is lexical and
 documented, so it is cheap, offline and explainable:
 
-* both texts are lower-cased and split into content words (letters/digits, stop words
-  and words shorter than 3 characters dropped), and numbers are kept whole;
+* both texts are lower-cased and split into content words (letters and digits of any
+  script, apostrophes and hyphens inside a word kept; stop words and words shorter than
+  3 characters dropped, save CJK ones, whose every character may be a word), and
+  numbers are kept whole; a text in decomposed form (NFD: "e" and a combining accent)
+  reads as the composed one. Words are not segmented where no space separates them: a
+  Chinese or Japanese memory counts as used when the answer repeats its phrases whole;
 * a memory counts as used when at least ``min_shared`` of its content words (all of
   them, for a memory with fewer) appear in the answer **and** they make up at least
   ``min_fraction`` of the memory's content words (so a long memory needs a
@@ -15,11 +19,16 @@ documented, so it is cheap, offline and explainable:
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable, Sequence
 
-from oblivion_core.typography import straighten
+from oblivion_core.typography import composed
 
 _TOKEN = re.compile(r"[a-z0-9][a-z0-9'\-]*")
+#: :data:`_TOKEN` for any script: a letter or digit, then letters, digits, apostrophes
+#: and hyphens ("Müller", "Москве", "d'Artagnan"), read in a text whose ``_`` are spaces
+#: (``_`` splits words, as in ASCII).
+_WORD = re.compile(r"[^\W_][\w'\-]*")
 
 _STOP = """
     a about above after again against all am an and any are as at be because been before
@@ -39,10 +48,21 @@ def content_words(text: str) -> set[str]:
     """Lower-cased content words of ``text`` (stop words and 1-2 letter words dropped)."""
     # the quotes around a word go before it is judged: "answer 'yes' or 'no'" has no
     # content word "no" (a review found "no'" kept as three letters, then stripped)
-    words = (w.strip("'-") for w in _TOKEN.findall(straighten(text).lower()))
-    return {
-        w for w in words if (len(w) >= 3 or any(ch.isdigit() for ch in w)) and w not in STOP_WORDS
-    }
+    if text.isascii():
+        words = (w.strip("'-") for w in _TOKEN.findall(text.lower()))
+        return {
+            w
+            for w in words
+            if (len(w) >= 3 or any(ch.isdigit() for ch in w)) and w not in STOP_WORDS
+        }
+    words = (w.strip("'-") for w in _WORD.findall(composed(text).lower().replace("_", " ")))
+    return {w for w in words if (len(w) >= 3 or _short_kept(w)) and w not in STOP_WORDS}
+
+
+def _short_kept(word: str) -> bool:
+    """Whether a word of one or two characters is a content word: a number ("42", "٣"),
+    or CJK ("猫", "北京"), whose characters are words or syllables of their own."""
+    return any(ch.isdigit() or unicodedata.east_asian_width(ch) in "WF" for ch in word)
 
 
 def overlap(memory: str, answer: str) -> float:

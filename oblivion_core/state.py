@@ -672,6 +672,9 @@ class StateDB:
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=NORMAL")
             self.conn.execute("PRAGMA foreign_keys=ON")
+            # a deleted or replaced text is overwritten, not left in a free page for anyone
+            # reading the file (the default of some builds of SQLite, not of all)
+            self.conn.execute("PRAGMA secure_delete=ON")
             self.conn.executescript(_SCHEMA)
             version = self.meta("schema_version")
             if version is not None and (isinstance(version, bool) or not isinstance(version, int)):
@@ -1148,6 +1151,7 @@ class StateDB:
                 timeout=self.BUSY_TIMEOUT,  # a call may wait for this batch (_settle)
             )
             self._writer_conn.execute("PRAGMA synchronous=NORMAL")
+            self._writer_conn.execute("PRAGMA secure_delete=ON")
         conn = self._writer_conn
         conn.execute("BEGIN IMMEDIATE")
         try:

@@ -185,7 +185,7 @@ from oblivion_core.overlap import content_words
 from oblivion_core.speakers import DISCOURSE, NOT_THE_USER, split_speaker
 from oblivion_core.triggers import gated, may_match
 from oblivion_core.triggers import has_any as _has
-from oblivion_core.typography import straighten
+from oblivion_core.typography import LETTER, LOWER, UPPER, composed
 
 # ------------------------------------------------------------------------- labels
 #: A discourse label before a statement ("Quick update: ..."), stripped before parsing.
@@ -390,7 +390,7 @@ _NOW = re.compile(
 )
 
 # --------------------------------------------------------------------------- lists
-_ITEM = r"(?P<item>[a-z][\w'\-]*(?:\s+[\w'\-]+){0,3}?)"
+_ITEM = r"(?P<item>[^\W\d_][\w'\-]*(?:\s+[\w'\-]+){0,3}?)"
 _LIST_ADD = re.compile(
     r"\b(?:add|put|stick|pop|include|get|note down|write down|jot down|throw)\s+"
     r"(?P<item>.{1,60}?)\s+(?:back\s+)?(?:on|to|onto|in|for)(?:to)?\s+(?:the|my|our)\s+"
@@ -431,7 +431,7 @@ _BARE_REMOVE = re.compile(
 _HAVE_IT = re.compile(
     r"\b(?:(?:got|bought|picked up|grabbed|found)\s+(?:the\s+|some\s+)?" + _ITEM + r"\s+already"
     r"|already\s+(?:got|bought|have|picked up|grabbed|found)\s+(?:the\s+|some\s+|a\s+|an\s+)?"
-    r"(?P<item2>[a-z][\w'\-]*(?:\s+[\w'\-]+){0,3}?)(?=\s*[,.;!?]|\s+(?:so|and)\b|\s*$)"
+    r"(?P<item2>[^\W\d_][\w'\-]*(?:\s+[\w'\-]+){0,3}?)(?=\s*[,.;!?]|\s+(?:so|and)\b|\s*$)"
     r"|(?:cross|tick|strike|take|knock|scratch)\s+(?P<pron>it|that|them|those|this)\s+off)\b",
     re.I,
 )
@@ -453,7 +453,10 @@ _NAMED_ELSEWHERE = re.compile(
 )
 
 # ---------------------------------------------------------------- subject = value
-_OWNER = r"(?P<owner>\b(?:my|our|[A-Z][a-z]+'s|[A-Z][a-z]+s'(?!\w)))"
+#: A possessive: "my", "our", "Tom's", "José's", "the Joneses'" (patterns that use it
+#: ignore case: any word of two letters or more of any script, as "[A-Z][a-z]+" was).
+_POSSESSIVE = rf"{LETTER}{LETTER}+'s"
+_OWNER = rf"(?P<owner>\b(?:my|our|{_POSSESSIVE}|{LETTER}{LETTER}+s'(?!\w)))"
 #: Words that make a noun a preference: "favourite drink", "go-to drink", "usual drink".
 _PREF = r"(?:favou?rite|fave|fav|preferred|go-to|go to|usual)"
 _IS = (
@@ -465,13 +468,13 @@ _FAV_A = re.compile(
     _OWNER
     + r"\s+(?:new\s+|current\s+|absolute\s+|all-time\s+|real\s+|true\s+)?"
     + _PREF
-    + r"\s+(?P<subj>[a-z][\w\s\-]{0,30}?)\s*(?:\s"
+    + r"\s+(?P<subj>[^\W\d_][\w\s\-]{0,30}?)\s*(?:\s"
     + _IS
     + r"|:)\s+(?P<val>.+)$",
     re.I,
 )
 _FAV_C = re.compile(
-    _OWNER + r"\s+(?:new\s+)?" + _PREF + r"\s+(?P<subj>[a-z][\w\s\-]{0,30}?)\?\s+(?P<val>.+)$",
+    _OWNER + r"\s+(?:new\s+)?" + _PREF + r"\s+(?P<subj>[^\W\d_][\w\s\-]{0,30}?)\?\s+(?P<val>.+)$",
     re.I,
 )
 _FAV_B = re.compile(
@@ -481,20 +484,20 @@ _FAV_B = re.compile(
     + _OWNER
     + r"\s+(?:new\s+)?"
     + _PREF
-    + r"\s+(?P<subj>[a-z][\w\s\-]{0,30}?)"
+    + r"\s+(?P<subj>[^\W\d_][\w\s\-]{0,30}?)"
     r"(?:\s+now|\s+these days|\s+nowadays|\s+at the moment|\s+by (?:a mile|far)|\s+for sure)?"
     r"\s*[.!]?$",
     re.I,
 )
 _FAV_OF_CHOICE = re.compile(
     _OWNER
-    + r"\s+(?P<subj>[a-z][\w\-]*(?:\s+[a-z][\w\-]*)?)\s+of\s+choice\s+"
+    + r"\s+(?P<subj>[^\W\d_][\w\-]*(?:\s+[^\W\d_][\w\-]*)?)\s+of\s+choice\s+"
     + _IS
     + r"\s+(?P<val>.+)$",
     re.I,
 )
 _FAV_BEST = re.compile(
-    r"\bthe\s+(?P<subj>[a-z][\w\-]*(?:\s+[a-z][\w\-]*)?)\s+(?:i|we)\s+(?:like|love|enjoy|"
+    r"\bthe\s+(?P<subj>[^\W\d_][\w\-]*(?:\s+[^\W\d_][\w\-]*)?)\s+(?:i|we)\s+(?:like|love|enjoy|"
     r"prefer)\s+(?:the\s+)?(?:best|most)\s+(?:now\s+|these days\s+)?" + _IS + r"\s+(?P<val>.+)$",
     re.I,
 )
@@ -610,7 +613,7 @@ _SELF_CHANGE = re.compile(
     r"(?:job|role|position)\s+|working\s+)?(?:at|for)|got\s+a\s+(?:new\s+)?job\s+(?:at|with)"
     r"|(?P<joined>joined)))\s+"
     # a place ("Leeds", "New York") or an address ("4 Elm Road")
-    r"(?P<val>(?:\d+[a-z]?\s+)?(?-i:[A-Z][\w\-&]*)(?:\s+(?-i:[A-Z][\w\-&]*)){0,2})"
+    rf"(?P<val>(?:\d+[a-z]?\s+)?(?-i:{UPPER}[\w\-&]*)(?:\s+(?-i:{UPPER}[\w\-&]*)){{0,2}})"
     r"(?P<rest>[^.;!?]*)",
     re.I,
 )
@@ -618,7 +621,7 @@ _SELF_CHANGE = re.compile(
 #: to, and the language, one or two capitalised words ("British English").
 _REPLY_VERB = r"(?:answer|reply|respond|write|speak|talk)"
 _TO_US = r"(?:\s+(?:to\s+)?(?:me|us))?"
-_LANGUAGE = r"(?P<val>(?-i:[A-Z][a-z]+)(?:\s+(?-i:[A-Z][a-z]+))?)"
+_LANGUAGE = rf"(?P<val>(?-i:{UPPER}{LOWER}+)(?:\s+(?-i:{UPPER}{LOWER}+))?)"
 #: The language replies are to be in, as a whole instruction: "Always answer in French",
 #: "From now on, reply in British English", "Please speak to me in Spanish": one per
 #: speaker. Not a one-off ("Answer this one in English"), a question, or a task ("Write the
@@ -701,12 +704,12 @@ _NAME = re.compile(
     r"\b(?i:call me|(?:you|everyone|everybody|people|friends|my friends|most people)\s+"
     r"(?:calls?|called)\s+me|my name is|my name's|i go by|i'm going by|i am going by|i'm called|"
     r"address me as|refer to me as|to be called|use the name|name me|what you call me\?|"
-    r"what to call me\?)\s+" + _NOT_A_NAME + r"(?P<val>[A-Z][\w\-]*(?:\s+[A-Z][\w\-]*)?)",
+    r"what to call me\?)\s+" + _NOT_A_NAME + rf"(?P<val>{UPPER}[\w\-]*(?:\s+{UPPER}[\w\-]*)?)",
 )
 #: "Please use Alex instead." -- the instruction ends there: "use Zoom instead of Teams",
 #: "use Gmail from now on for the newsletters", "use Celsius, not Fahrenheit" name tools.
 _USE_NAME = re.compile(
-    r"\b(?i:please\s+use|just\s+use|use)\s+(?P<val>[A-Z][\w\-]*)(?:\s*,)?\s+"
+    rf"\b(?i:please\s+use|just\s+use|use)\s+(?P<val>{UPPER}[\w\-]*)(?:\s*,)?\s+"
     r"(?i:instead|from now on|for me|going forward|from today|when you talk to me)"
     r"\s*(?:[.!;]|$)",
 )
@@ -721,7 +724,7 @@ _NAME_TRIGGERS = (
 )
 #: An owner named in more than one word ("Project Falcon's", "New York's"): the words
 #: before the last must be capitalised (the patterns below ignore case otherwise).
-_NAMED_OWNER = r"(?-i:[A-Z][\w\-]*\s+){1,2}[A-Z][a-z]+'s"
+_NAMED_OWNER = rf"(?-i:{UPPER}[\w\-]*\s+){{1,2}}{_POSSESSIVE}"
 #: Verbs of an amount that changed, before "to" (:data:`_COPULA`).
 _AMOUNT_CHANGE = (
     r"(?:grown|grew|grows|growing|shrank|shrunk|shrinks|shrinking|"
@@ -734,16 +737,18 @@ _AMOUNT_VERB = re.compile(_AMOUNT_CHANGE + r"\s+to$")
 _THERE_ARE = re.compile(
     r"^there\s+(?P<verb>are|'re|were)\s+(?:now\s+)?(?P<val>[\w,]+)\s+"
     r"(?:(?:of\s+us|of\s+them|people|members|staff|employees|kids|children|students|"
-    r"pupils)\s+)?(?:on|in)\s+(?P<owner>my|our|the)\s+(?P<subj>[a-z][\w\s'\-]{0,30}?)"
+    r"pupils)\s+)?(?:on|in)\s+(?P<owner>my|our|the)\s+(?P<subj>[^\W\d_][\w\s'\-]{0,30}?)"
     r"(?=\s*[,.;!?]|\s+(?:now|including|in total|altogether)\b|\s*$)",
     re.I,
 )
 _COPULA = re.compile(
     # not "Let's pretend the budget is ...", "That's the plan": no one's
     r"^(?!(?:let|it|that|what|there|here|he|she|who|where|when|how|why|this)'s\b)"
-    r"(?P<owner>my|our|the|[A-Z][a-z]+'s|"
+    r"(?P<owner>my|our|the|"
+    + _POSSESSIVE
+    + "|"
     + _NAMED_OWNER
-    + r")\s+(?P<subj>[a-z][\w\s'\-]{0,40}?)\s+"
+    + r")\s+(?P<subj>[^\W\d_][\w\s'\-]{0,40}?)\s+"
     r"(?:(?:[a-z]+ed|left|quit|sold|bought)\s+(?:[\w']+\s+){0,2}and\s+)?"
     r"(?:now\s+|still\s+|also\s+|currently\s+)?"
     # an amount that grew or fell ("the team grows to nine", "my rent went up to
@@ -798,8 +803,8 @@ _ATTRIBUTES = frozenset(
 #: "we rescheduled the meeting for 4pm".
 _MOVED = re.compile(
     r"\b(?P<verb>(?P<dated>moved|rescheduled|shifted)|changed|pushed|put|brought)\s+"
-    r"(?P<owner>my|our|the|[A-Z][a-z]+'s|" + _NAMED_OWNER + r")\s+"
-    r"(?P<subj>[a-z][\w\s'\-]{0,30}?)\s+(?:back\s+|forward\s+|out\s+)?"
+    r"(?P<owner>my|our|the|" + _POSSESSIVE + "|" + _NAMED_OWNER + r")\s+"
+    r"(?P<subj>[^\W\d_][\w\s'\-]{0,30}?)\s+(?:back\s+|forward\s+|out\s+)?"
     # "for" after the verbs of a date only: "I brought my laptop for the trip" moves nothing
     r"(?:to|(?(dated)(?P<for>for)|(?!)))\s+(?P<val>.+)$",
     re.I,
@@ -1096,12 +1101,15 @@ _STATE_WORDS = frozenset(["new", "current", "latest", "present"])
 _KEPT = frozenset(["name", "other"])
 
 
+_SUBJECT_TOKEN = re.compile(r"[^\W_][\w'\-]*")
+
+
 def _subject_words(subject: str) -> str:
     """The normalised subject, in order, with head-noun synonyms mapped. Numbers and
     letters that name one of several ("office 2", "locker 3", "room A") are kept: the
     password of office 2 is not the password of office 5."""
     words: list[str] = []
-    for k, token in enumerate(re.findall(r"[A-Za-z0-9][\w'\-]*", subject)):
+    for k, token in enumerate(_SUBJECT_TOKEN.findall(subject)):
         if any(c.isdigit() for c in token) or (k and len(token) == 1 and token not in "aI"):
             words.append("#" + token.lower())
             continue
@@ -1155,7 +1163,7 @@ _ITEM_END = re.compile(
     r"[,;:.!?]|\b(?:at|in|on|for|from|to|into|onto|with|by|so|but|because|already|now|"
     r"too|again|anymore|any more|after all|today|tonight|tomorrow|please)\b"
 )
-_ITEM_TOKEN = re.compile(r"[a-z0-9][a-z0-9'\-]*")
+_ITEM_TOKEN = re.compile(r"[^\W_](?:[^\W_]|['\-])*")
 #: Items of several things: no one head ("eggs and milk").
 _ITEMS_JOINED = re.compile(r"\b(?:and|or|plus)\b|,|&")
 
@@ -1164,7 +1172,7 @@ def _item_head(item: str) -> str | None:
     """The noun a list item is: the last content word of its noun phrase, the one after
     "of" in a measure ("a bottle of milk": milk), ``None`` for several items joined.
     "a chicken recipe" is a recipe, "almond milk" is milk."""
-    phrase = straighten(item).lower()
+    phrase = composed(item).lower()
     if _ITEMS_JOINED.search(phrase):
         return None
     measured = phrase.split(" of ", 1)
@@ -1274,7 +1282,7 @@ def _resolve_pronouns(body: str) -> str:
     return _TOPIC.sub(bind, body)
 
 
-_CAPITALISED = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]+\b")
+_CAPITALISED = re.compile(rf"(?<![.!?]\s)(?<!^)\b{UPPER}{LOWER}+\b")
 
 
 #: Words before a statement that make it someone else's, a question or a supposition:
@@ -1611,7 +1619,8 @@ def parse(text: str) -> Statement:
     turn, 18 KB for a 1,000-character chunk; 65,536 held up to 1.2 GB of chunks."""
     # typographic apostrophes (phones, word processors, most LLM output) read as "'":
     # "I don’t live in Paris anymore" negates as "I don't" does
-    speaker, body = split_speaker(straighten(text))
+    # and "café" typed as "e" and a combining accent reads as the composed "café"
+    speaker, body = split_speaker(composed(text))
     body = _expand_is(body)
     lower = body.lower()
     # cheap keyword checks first: most texts state no fact and skip most regexes
@@ -1719,7 +1728,7 @@ def _facts(text: str) -> frozenset[str]:
     found = set()
     if (whole := parse(text).subject) is not None:
         found.add(whole)
-    _, body = split_speaker(straighten(text))
+    _, body = split_speaker(composed(text))
     if may_match(body.lower(), _FACT_SPLIT_TRIGGERS):
         carry: str | None = None
         for part in _FACT_SPLIT.split(_resolve_pronouns(body)):

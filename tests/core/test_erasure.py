@@ -1,0 +1,79 @@
+"""Deleting for good (README, "Deleting for good"): after ``forget()``, ``forget_where()``
+or an ``edit()`` of its text, no file of the store holds the old text, Chroma's log
+aside (documented), and a store without documents in Chroma holds it nowhere.
+
+Through real Chroma on disk, with a namespace large enough (over 1,024 memories) that
+its keyword index is saved beside the database."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from oblivion_core import Oblivion, VectorStore
+from oblivion_core.testing import HashEmbedder, ManualClock, word_count
+
+FORGOTTEN = "Plumbuszetta"  # each marker is a word no other memory holds
+EDITED = "Quuxlington"
+BY_FILTER = "Zorbwallace"
+
+
+def _open(path: Path, documents: bool) -> Oblivion:
+    return Oblivion(
+        path,
+        vector_store=VectorStore.embedded(path / "chroma", documents=documents),
+        embedder=HashEmbedder(),
+        token_counter=word_count,
+        clock=ManualClock(),
+    )
+
+
+def _files_holding(path: Path, words: list[str]) -> dict[str, list[str]]:
+    """The files whose bytes hold any of ``words``, in any case, as UTF-8 or as numpy
+    keeps a string (UTF-32: the saved keyword index's terms are lowercase)."""
+    found: dict[str, list[str]] = {}
+    for file in sorted(p for p in path.rglob("*") if p.is_file()):
+        data = file.read_bytes().lower()
+        held = [
+            w
+            for w in words
+            if any(w.lower().encode(code) in data for code in ("utf-8", "utf-32-le"))
+        ]
+        if held:
+            found[str(file.relative_to(path))] = held
+    return found
+
+
+def _story(path: Path, documents: bool) -> None:
+    notes = [f"note {k}: the team meets on Tuesdays to plan sprint {k}" for k in range(1_100)]
+    with _open(path, documents) as mem:
+        mem.remember_many(notes, supersede=False)
+        gone = mem.remember(f"Dana's therapist is Dr {FORGOTTEN} on Elm Street").id
+        edited = mem.remember(f"Dana's new employer is {EDITED} Holdings").id
+        mem.remember(f"Dana's locker code at {BY_FILTER} gym is 4471", metadata={"kind": "pin"})
+        for q in ("therapist", "employer", "locker code"):
+            mem.recall(q, k=3)
+        mem.forget(gone)
+        mem.edit(edited, "Dana's employer: withheld")
+        assert len(mem.forget_where(where={"kind": "pin"})) == 1
+        mem.maintain()
+    with _open(path, documents) as mem:  # reopened from what was saved, used, closed
+        for word in (FORGOTTEN, EDITED, BY_FILTER):
+            assert not any(word in it.text for it in mem.recall(word, k=5, deep=True).items)
+        mem.remember("a new note after the deletions")
+
+
+def test_a_store_without_documents_in_chroma_keeps_no_deleted_text(tmp_path: Path) -> None:
+    _story(tmp_path, documents=False)
+    assert _files_holding(tmp_path, [FORGOTTEN, EDITED, BY_FILTER]) == {}
+
+
+def test_with_documents_only_chromas_log_keeps_them(tmp_path: Path) -> None:
+    _story(tmp_path, documents=True)
+    held = _files_holding(tmp_path, [FORGOTTEN, EDITED, BY_FILTER])
+    assert set(held) <= {"chroma/chroma.sqlite3"}, held
+
+
+def test_the_database_overwrites_what_it_deletes(tmp_path: Path) -> None:
+    """SQLite's ``secure_delete`` is turned on, whatever the build's default."""
+    with _open(tmp_path, documents=False) as mem:
+        assert mem._db.conn.execute("PRAGMA secure_delete").fetchone()[0] == 1

@@ -1,0 +1,297 @@
+"""Text rules read words of any script, and a decomposed (NFD) text as the composed one:
+BM25's queries (oblivion_core/lexical.py), the user's name (naming.py), stale facts
+(supersession.py), the words an answer shares with a memory (overlap.py); and the saved
+BM25 index holds no word of a forgotten or edited-away text (lexical.py)."""
+
+from __future__ import annotations
+
+import unicodedata
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from oblivion_core import ManualClock, Oblivion
+from oblivion_core.lexical import _Namespace, query_terms, tokens
+from oblivion_core.naming import names_speaker
+from oblivion_core.overlap import STOP_WORDS, content_words, used_ids
+from oblivion_core.supersession import parse
+from oblivion_core.testing import memory
+
+
+def _nfd(text: str) -> str:
+    return unicodedata.normalize("NFD", text)
+
+
+def _superseded(old: str, new: str) -> bool:
+    mem = memory()
+    a, b = mem.remember(old), mem.remember(new)
+    return mem.get(a.id).superseded_by == b.id
+
+
+# ------------------------------------------------------------------ 1. BM25's queries
+
+#: Accents of Latin scripts, as combining marks: acute, grave, circumflex, tilde,
+#: diaeresis, ring, cedilla, caron, ogonek, macron.
+_MARKS = "\u0301\u0300\u0302\u0303\u0308\u030a\u0327\u030c\u0328\u0304"
+_LETTER = st.tuples(
+    st.sampled_from("abcdefghijklmnopqrstuvwxyz"),
+    st.one_of(st.just(""), st.sampled_from(_MARKS)),
+).map("".join)
+_ACCENTED = (
+    st.lists(_LETTER, min_size=3, max_size=9)
+    .map("".join)
+    .filter(lambda w: not w.isascii())
+    .filter(lambda w: "".join(c for c in w if c.isascii()) not in STOP_WORDS)
+)
+_FORM = st.sampled_from(["NFC", "NFD"])
+_CASE = st.sampled_from([str.lower, str.upper, str.capitalize])
+
+
+@settings(max_examples=150, deadline=None)
+@given(word=_ACCENTED, stored_as=_FORM, asked_as=_FORM, stored_case=_CASE, asked_case=_CASE)
+def test_a_stored_word_with_any_latin_accent_is_searched_by_the_same_word(
+    word: str, stored_as: str, asked_as: str, stored_case: object, asked_case: object
+) -> None:
+    """The query "München" searched ``nchen``, "café" ``caf``, "Zoë" nothing, where
+    documents index ``munchen``, ``cafe``, ``zoe``: a query's words are folded as a
+    document's are, whether either is typed composed or decomposed, in any case."""
+    stored = unicodedata.normalize(stored_as, stored_case(word))  # type: ignore[operator]
+    asked = unicodedata.normalize(asked_as, asked_case(word))  # type: ignore[operator]
+    assert set(tokens(f"I noted {stored} yesterday")) & set(query_terms(asked))
+
+
+@pytest.mark.parametrize(
+    "word", ["München", "café", "Zoë", "naïve", "straße", "Москве", "Αθήνα", "北京", "東京タワー"]
+)
+def test_a_query_word_of_any_script_searches_what_documents_index(word: str) -> None:
+    assert set(tokens(word)) & set(query_terms(word)), (tokens(word), query_terms(word))
+    assert set(tokens(word)) & set(query_terms(_nfd(word)))
+
+
+def test_bold_letters_pasted_from_social_media_index_as_the_plain_word() -> None:
+    """ "𝐏𝐲𝐭𝐡𝐨𝐧" decomposes to "Python": lowercased after, it is the word "python"."""
+    assert "python" in tokens("𝐏𝐲𝐭𝐡𝐨𝐧 developer")
+    assert query_terms("𝐏𝐲𝐭𝐡𝐨𝐧") == ["python"]
+
+
+def test_recall_finds_a_german_or_russian_memory_by_its_word() -> None:
+    mem = memory()
+    texts = [
+        "Ich wohne seit 2019 in München.",
+        "Mein Bruder wohnt in Hamburg.",
+        "Я живу в Москве уже десять лет.",
+        "Моя сестра живёт в Казани.",
+    ]
+    ids = [mem.remember(t).id for t in texts]
+    for query, want in [("München", 0), ("Москве", 2), (_nfd("münchen"), 0)]:
+        got = mem.recall(query, k=len(texts))
+        lexical = {it.id: it.why["relevance_signals"]["lexical"] for it in got.items}
+        assert lexical.get(ids[want], 0.0) > 1e-6, (query, lexical)
+
+
+def test_english_queries_search_what_they_did() -> None:
+    assert query_terms("What's Grace's dentist's name? We didn't book!") == [
+        "dentist",
+        "grace",
+        "book",
+        "name",
+    ]
+
+
+# ------------------------------------------------------------------ 2. the user's name
+
+_NAMES = ["Zoë", "José", "Søren", "Łukasz", "Émile", "Chloé", "Ioana-Ștefania", "Ольга"]
+
+
+@pytest.mark.parametrize("name", _NAMES)
+@pytest.mark.parametrize(
+    "said", ["Hi! Please call me {}, I look after the data platform.", "My name is {}."]
+)
+def test_a_name_with_letters_beyond_ascii_is_a_name(name: str, said: str) -> None:
+    assert names_speaker(said.format(name)) == name
+    assert names_speaker(_nfd(said.format(name))) == name  # typed decomposed
+    assert parse(said.format(name)).subject == "@|name"
+
+
+@pytest.mark.parametrize("text", ["Please call me émile later", "I'm Ärger-free"])
+def test_a_lowercase_word_after_the_phrase_is_still_no_name(text: str) -> None:
+    assert names_speaker(text) is None
+
+
+def test_whats_my_name_brings_an_accented_introduction_first() -> None:
+    mem = memory()
+    for filler in [
+        "The weather was nice today.",
+        "I had pasta for lunch.",
+        "My team ships on Fridays.",
+        "What a lovely day it is today.",
+    ]:
+        mem.remember(filler)
+    intro = mem.remember("Hi! Please call me Søren, I look after the data platform.")
+    assert mem.recall("What's my name?", k=3).items[0].id == intro.id
+
+
+def test_a_new_accented_name_makes_the_old_one_stale() -> None:
+    mem = memory()
+    old = mem.remember("My name is Robert.")
+    new = mem.remember("Actually, call me Émile from now on.")
+    assert mem.get(old.id).superseded_by == new.id
+    assert mem.recall("What's my name?", k=3).items[0].id == new.id
+
+
+# ------------------------------------------------------------------ 3. stale facts
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("My sister lives in Krakow.", "My sister lives in Łódź now."),
+        ("José's phone number is 555-1234.", "José's phone number is 555-9999 now."),
+        ("Zoë's favourite colour is blue.", "Zoë's favourite colour is green now."),
+        ("Always answer in Español.", "From now on, answer in English."),
+        ("Always reply in Français.", "From now on, reply in English."),
+        ("I moved to Kraków.", "I moved to Łódź."),
+        ("My favourite café is Central.", _nfd("My favourite café is Sperl now.")),
+        (_nfd("My favourite café is Central."), "My favourite café is Sperl now."),
+        ("I live in Tokyo.", "I live in 大阪 now."),
+    ],
+)
+def test_a_fact_restated_with_letters_beyond_ascii_makes_the_old_one_stale(
+    old: str, new: str
+) -> None:
+    assert _superseded(old, new)
+
+
+@settings(max_examples=60, deadline=None)
+@given(word=_ACCENTED)
+def test_a_text_reads_the_same_composed_or_decomposed(word: str) -> None:
+    text = f"My favourite {word} is Central."
+    composed, decomposed = parse(unicodedata.normalize("NFC", text)), parse(_nfd(text))
+    assert (composed.subject, composed.value, composed.words) == (
+        decomposed.subject,
+        decomposed.value,
+        decomposed.words,
+    )
+
+
+# ------------------------------------------------------------------ 4. used memories
+
+
+@pytest.mark.parametrize(
+    ("memory_text", "answer"),
+    [
+        ("Я живу в Москве уже десять лет.", "Вы живёте в Москве уже десять лет, вы говорили."),
+        ("Η αδελφή μου μένει στην Αθήνα.", "Η αδελφή σας μένει στην Αθήνα."),
+        ("Herr Müller wohnt in der Lindenstraße.", "Herr Müller wohnt noch in der Lindenstraße."),
+    ],
+)
+def test_an_answer_echoing_a_memory_in_any_script_used_it(memory_text: str, answer: str) -> None:
+    assert used_ids(answer, [("m", memory_text)]) == ["m"]
+    assert used_ids(_nfd(answer), [("m", memory_text)]) == ["m"]
+
+
+def test_accented_words_are_whole() -> None:
+    """ "Müller" was read as "ller", and "Frau Zöller" echoed "Herr Müller"."""
+    assert {"müller", "straße", "herr", "wohnt"} <= content_words("Herr Müller wohnt in der Straße")
+    assert used_ids("Frau Zöller, ok.", [("m", "Herr Müller")]) == []
+    assert content_words("d'Artagnan's snake_case Jean-Luc") == {
+        "d'artagnan's",
+        "snake",
+        "case",
+        "jean-luc",
+    }
+    assert content_words("Jean-Lüc") == {"jean-lüc"}
+
+
+@given(text=st.text(max_size=80))
+def test_content_words_read_a_decomposed_text_as_the_composed_one(text: str) -> None:
+    assert content_words(_nfd(text)) == content_words(unicodedata.normalize("NFC", text))
+
+
+# ------------------------------------------------------------------ 5. the saved index
+
+
+def _open(path: Path, clock: ManualClock) -> Oblivion:
+    mem = memory(path, clock=clock)
+    mem._lex.min_documents = 2  # (1,024 by default: a small store saves its index too)
+    return mem
+
+
+_FILLER = [f"note {k} about gardening weather and travel plans" for k in range(30)]
+
+
+def _saved_bytes(path: Path) -> bytes:
+    return b"".join(f.read_bytes() for f in sorted((path / "lexical").glob("*.npz")))
+
+
+def _ranking(mem: Oblivion, query: str) -> tuple[list[int], list[float]]:
+    """BM25's best documents and scores (a recall would change what it ranks: it
+    reinforces what it brings)."""
+    return mem._lex.search("default", query, 10)
+
+
+@pytest.mark.parametrize("change", ["forget", "edit"])
+def test_the_saved_index_keeps_no_word_of_a_forgotten_or_edited_text(
+    tmp_path: Path, change: str
+) -> None:
+    """Its slot was only marked deleted, and the file saved every slot: "forget()
+    deletes for good" left the words in ``<store>/lexical/``. Read back, the index
+    ranks as the one saved did."""
+    path, clock = tmp_path / "store", ManualClock()
+    mem = _open(path, clock)
+    mem.remember_many(_FILLER)
+    secret = mem.remember("my bank PIN is kwyjiboforget, noted with the gardening plans")
+    mem.recall("gardening", k=3)  # the index is built
+    if change == "forget":
+        mem.forget(secret.id)
+    else:
+        mem.edit(secret.id, "my bank PIN is withheld, noted with the gardening plans")
+    queries = ("gardening plans", "note 7 travel", "bank PIN", "kwyjiboforget withheld")
+    before = {q: _ranking(mem, q) for q in queries}
+    mem.close()
+    saved = _saved_bytes(path)
+    assert saved and b"kwyjiboforget" not in saved
+    mem = _open(path, clock)
+    assert {q: _ranking(mem, q) for q in before} == before
+    assert mem._lex._saved  # read back, not built again
+    mem.close()
+
+
+def test_a_forget_in_a_process_that_never_searched_leaves_no_saved_word(tmp_path: Path) -> None:
+    """The namespace's index was not built, so the delete skipped it; the file it was
+    saved in, stale from then on, kept the word until a later search saved it again."""
+    path, clock = tmp_path / "store", ManualClock()
+    mem = _open(path, clock)
+    mem.remember_many(_FILLER)
+    secret = mem.remember("my bank PIN is kwyjiboforget")
+    mem.recall("gardening", k=3)
+    mem.close()
+    assert b"kwyjiboforget" in _saved_bytes(path)
+    mem = _open(path, clock)
+    mem.forget(secret.id)
+    mem.close()
+    assert b"kwyjiboforget" not in _saved_bytes(path)
+
+
+_DOC = st.lists(st.sampled_from(["ferry", "harbour", "zoë", "lisbon", "42", "paid"]), max_size=6)
+
+
+@settings(max_examples=60, deadline=None)
+@given(docs=st.lists(_DOC, min_size=1, max_size=20), gone=st.sets(st.integers(1, 20)))
+def test_saved_arrays_hold_only_the_terms_of_live_documents(
+    docs: list[list[str]], gone: set[int]
+) -> None:
+    space = _Namespace()
+    space.add(list(range(1, len(docs) + 1)), [" ".join(d) for d in docs])
+    before = {w: space.search([w], 20) for w in ("ferri", "harbour", "zoe", "42")}
+    space.delete(sorted(gone))
+    after = {w: space.search([w], 20) for w in before}
+    arrays = space.to_arrays()
+    live = {t for k, d in enumerate(docs, 1) if k not in gone for t in tokens(" ".join(d))}
+    saved = bytes(arrays["terms"]).decode("utf-8")
+    assert set(saved.split("\n") if saved else []) == live
+    assert set(arrays["seqs"].tolist()) == set(range(1, len(docs) + 1)) - gone
+    back = _Namespace.from_arrays(arrays)
+    assert {w: back.search([w], 20) for w in before} == after
