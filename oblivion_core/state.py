@@ -150,6 +150,8 @@ CREATE TABLE IF NOT EXISTS summaries (
 #: ``maintain()`` pruning by ``Policy.journal_keep`` 259 ms beside 1M entries of another
 #: namespace's (1.3 and 0.4 ms with it). It costs 2-3 us of writer time per entry (14.0
 #: against 16.0 us in one namespace, 11.5 against 14.2 us across 200, at 200k entries).
+#: The next memory's number is read off ``memories_by_seq`` when a store opens: without
+#: it, ``MAX(seq)`` read every memory (40 ms at 100k memories, 0.4 s at 1M).
 #: Links are found by either end: ``links_by_b`` serves the second (the primary key the
 #: first). Without it, each deleted memory's links were found by reading all of its
 #: namespace's: clear() of 4,000 memories took 2.4 s, 1.8 s of it here (quadratic).
@@ -157,6 +159,7 @@ _INDEXES = """
 CREATE INDEX IF NOT EXISTS events_by_key ON events (mkey);
 CREATE INDEX IF NOT EXISTS events_by_namespace ON events (nkey);
 CREATE INDEX IF NOT EXISTS links_by_b ON links (namespace, b);
+CREATE INDEX IF NOT EXISTS memories_by_seq ON memories (seq);
 """
 
 #: A random number per namespace, drawn again by SQLite itself whenever a memory of the
