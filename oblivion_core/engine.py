@@ -390,10 +390,18 @@ class Oblivion:
                     f"(VectorStore.server(..., prefix=...); this one's is {vector_store.prefix!r})"
                     " or delete its collections there"
                 )
+                other = (
+                    ""
+                    if vector_store is not passed_store
+                    else " If instead another app on a host of the same name, with a state "
+                    "folder at the same path (two containers sharing the host's network, "
+                    "say), uses this prefix, those memories are its: give this store its "
+                    "own prefix=... and delete nothing."
+                )
                 raise StoreCorruptError(
                     f"{db_file} is missing or empty, but the vector store holds {held_n:,} of "
                     "this store's memories: their activation database was lost or truncated. "
-                    f"Restore it from a backup; to start over instead, {fresh}"
+                    f"Restore it from a backup; to start over instead, {fresh}.{other}"
                 )
             # the chroma/ folder beside the state goes wherever the state folder goes: a
             # store moved whole has not moved to another vector store

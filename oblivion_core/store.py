@@ -22,6 +22,7 @@ import logging
 import math
 import os
 import re
+import ssl as _ssl
 import threading
 import uuid
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
@@ -174,6 +175,17 @@ def _raised_from(exc: BaseException) -> Iterator[BaseException]:
         seen.add(id(at))
         yield at
         at = at.__cause__ or at.__context__
+
+
+def _tls_failed(exc: BaseException) -> str | None:
+    """What went wrong in a TLS handshake that ``exc`` was raised from (a certificate
+    not trusted, or ``ssl=`` not what the server speaks), or ``None`` for no such
+    failure. ``httpx`` raises it as a connection error, which Chroma's client words as
+    "are you sure it is running"."""
+    for at in _raised_from(exc):
+        if isinstance(at, _ssl.SSLError):
+            return f"{type(at).__name__}: {at}"
+    return None
 
 
 def _refused(exc: BaseException) -> bool:
@@ -436,7 +448,18 @@ class VectorStore:
                     f"the Chroma server at {where} did not answer within {timeout} s; check "
                     "that it is running and reachable, or pass a larger timeout="
                 ) from exc
-            if _refused(exc):
+            tls = _tls_failed(exc)
+            if tls is not None:
+                advice = (
+                    f"{tls}: if the server speaks plain HTTP, "
+                    f"pass ssl={not ssl}; if its certificate is signed by your own "
+                    "authority, point SSL_CERT_FILE at that authority's certificate (or "
+                    "pass VectorStore(chromadb.HttpClient(...), prefix=...) a client "
+                    "you configured)"
+                    if ssl
+                    else f"{tls}: if the server speaks HTTPS, pass ssl=True"
+                )
+            elif _refused(exc):
                 advice = (
                     "the server refused the request: pass the credentials it expects as "
                     'headers=..., e.g. headers={"Authorization": "Bearer <token>"}'
@@ -450,7 +473,10 @@ class VectorStore:
             else:
                 advice = (
                     f"start it (`chroma run --port {port}`) or pass the host and port it listens on"
+                    + ("" if ssl else " (and ssl=True if it speaks HTTPS)")
                 )
+            if tls is not None:  # Chroma's client words it as "are you sure it is running"
+                said = "its TLS handshake failed"
             raise VectorStoreError(
                 f"could not use the Chroma server at {where} ({said}); {advice}"
             ) from exc
@@ -469,6 +495,14 @@ class VectorStore:
                 f"{self.prefix + collection_name(namespace)!r}, namespace {namespace!r}): "
                 f"{type(exc).__name__}: {exc}. Check the credentials given to "
                 "VectorStore.server(..., headers=...) (a token may have expired), then retry"
+            )
+        tls = _tls_failed(exc)
+        if tls is not None:
+            return VectorStoreError(
+                f"the TLS handshake with the Chroma server failed, so it could not "
+                f"{operation} (namespace {namespace!r}): {tls}. Check the server's "
+                "certificate (expired, or signed by an authority this machine does not "
+                "trust: SSL_CERT_FILE names one it should), then retry"
             )
         lost = _LOST_PLACE.search(" ".join(str(at) for at in _raised_from(exc)))
         if lost:
@@ -590,9 +624,12 @@ class VectorStore:
                 raise StoreConflictError(
                     f"the collection {col.name!r} (namespace {namespace!r}) holds "
                     f"{held:,} records written by this store's state folder "
-                    f"{self._owner_label!r} under another activation database: that database "
-                    "was replaced (lost, truncated or made again) since. Restore it from a "
-                    "backup; to start over instead, delete the collection"
+                    f"{self._owner_label!r} under another activation database. Either "
+                    "that database was replaced (lost, truncated or made again) since: "
+                    "restore it from a backup, or, to start over, delete the collection. "
+                    "Or another app on a host of the same name, with a state folder at the "
+                    "same path (two containers sharing the host's network, say), uses this "
+                    "prefix: give each app its own prefix=... and delete nothing"
                 )
             raise self.conflict(
                 f"the collection {col.name!r} (namespace {namespace!r}, {held:,} records)",

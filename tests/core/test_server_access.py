@@ -166,3 +166,21 @@ def test_bad_server_arguments_are_named_before_connecting(
     """Checked before any request (port 1 has no server: the error is about the argument)."""
     with pytest.raises(InvalidInputError, match=rf"^{named} must"):
         VectorStore.server("localhost", 1, **kwargs)
+
+
+def test_https_asked_of_a_plain_http_server_says_tls_failed(
+    chroma_server: tuple[str, int],
+) -> None:
+    """The server runs and answers: the error names the TLS handshake and ``ssl=False``,
+    not "start it" (Chroma's client words every connection failure as "are you sure it
+    is running")."""
+    with pytest.raises(VectorStoreError) as caught:
+        VectorStore.server(*chroma_server, ssl=True, timeout=10)
+    said = str(caught.value)
+    assert "TLS handshake failed" in said and "pass ssl=False" in said
+    assert "chroma run" not in said and "are you sure" not in said.lower()
+
+
+def test_a_server_not_answering_plain_http_may_speak_https() -> None:
+    with pytest.raises(VectorStoreError, match=r"start it .*ssl=True if it speaks HTTPS"):
+        VectorStore.server("localhost", 1, timeout=10)
