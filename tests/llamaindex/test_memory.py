@@ -52,6 +52,29 @@ class Recorder:
 
 
 # ---------------------------------------------------------------- short-term history
+def test_a_get_counts_the_tokens_of_the_turns_it_may_send_not_the_whole_history() -> None:
+    """The short-term history is never trimmed, so counting each message's tokens on
+    every ``get`` grew with the conversation (2,113 counts at 2,000 messages)."""
+    counted: list[str] = []
+
+    def counter(text: str) -> int:
+        counted.append(text)
+        return word_count(text)
+
+    clock = ManualClock()
+    memory = make(new_engine(clock=clock, token_counter=counter), token_limit=300)
+    per_get = {}
+    for turn in range(1, 401):
+        clock.advance(60)
+        memory.put(user(f"Turn {turn}: the harbour ferry leaves at {turn % 24}:15 on weekdays."))
+        counted.clear()
+        sent = memory.get()
+        per_get[turn] = (len(counted), len(sent))
+        memory.put(assistant(f"Noted, turn {turn}."))
+    assert per_get[400][1] <= per_get[20][1] + 2  # a window of the same size...
+    assert per_get[400][0] <= 2 * per_get[20][0], per_get  # ...counted at the same cost
+
+
 def test_put_and_get_all_keep_the_conversation(engine: Oblivion) -> None:
     """Every message put is in ``get_all``, oldest first."""
     memory = make(engine)
