@@ -228,6 +228,8 @@ class OblivionStore(BaseStore):
         self.feedback = feedback
         self._now = now if now is not None else utc_now
         self._lock = threading.RLock()
+        # each engine namespace's labels (None: not one of the store's), decoded once
+        self._decoded: dict[str, tuple[str, ...] | None] = {}
 
     # ================================================================ batch
     def batch(self, ops: Iterable[Op]) -> list[Result]:
@@ -450,9 +452,18 @@ class OblivionStore(BaseStore):
         was deleted) holds no item: summaries are the engine's, not the store's.
         """
         n = len(prefix)
+        # a namespace under the prefix is encoded as the prefix is, and goes on after it
+        # (JSON, one encoding per tuple): others are passed over without decoding, so a
+        # search in one user's namespace costs little more with every other user
+        whole = encode_namespace(tuple(prefix)) if n else None
+        under = whole[:-1] + "," if whole else None
         out = []
         for space in self.oblivion.namespaces():
-            labels = decode_namespace(space)
+            if whole is not None and space != whole and not space.startswith(under or ""):
+                continue
+            labels = self._decoded.get(space, ())
+            if labels == ():
+                labels = self._decoded[space] = decode_namespace(space)
             if labels is None or labels[:n] != tuple(prefix):
                 continue
             summaries = self.oblivion.count(namespace=space, category="summary")
