@@ -815,6 +815,7 @@ class Oblivion:
     _named = engine_recall._named
     _current = engine_recall._current
     _standing = engine_recall._standing
+    _standing_recall = engine_recall._standing_recall
     _cosines = engine_recall._cosines
 
     # engine_ranking.py: recall's scores, token budget and explanations

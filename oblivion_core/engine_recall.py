@@ -56,7 +56,9 @@ def recall(
     """Find the memories that matter for ``query``, best first, within a token budget.
 
     Args:
-        query: The text to search for.
+        query: The text to search for. Blank (``""``) with ``standing`` given: only the
+            standing memories, ranked as a query ranks them (equally relevant), for a
+            message with no text to search (an image alone).
         token_budget: Tokens the items may cost in total (each item costs its text's
             tokens plus ``policy.per_item_tokens``); never exceeded. ``None`` = no limit.
         k: Maximum number of items (default ``policy.default_k``).
@@ -96,9 +98,10 @@ def recall(
             ``where``, both must hold.
     """
     self._check_open()
-    q = check_text(query, None, "query")
-    filtered = compile_where(where, where_document)
     standing_categories = check_standing(standing)
+    blank = standing_categories and isinstance(query, str) and not query.strip()
+    q = query if blank else check_text(query, None, "query")
+    filtered = compile_where(where, where_document)
     budget = check_budget(token_budget)
     k = check_k(k)
     if deep is not None and not isinstance(deep, bool):
@@ -108,6 +111,20 @@ def recall(
     include_superseded = check_flag(include_superseded, "include_superseded")
     feedback = check_flag(feedback, "feedback")
     ns = self._ns(namespace)
+    if blank:  # nothing to embed or match: the standing memories alone
+        with self._lock:
+            self._check_open()
+            return self._standing_recall(
+                ns,
+                budget,
+                k,
+                include_invalidated,
+                include_cold,
+                feedback,
+                include_superseded,
+                standing_categories,
+                filtered,
+            )
     policy = self.policy_for(ns)
     pool = max(policy.candidate_pool, k if k is not None else policy.default_k)
     # BM25 needs only the text: it runs on a worker while the query is embedded, unless
@@ -737,6 +754,50 @@ def _current(
             continue
         out.append(m)
     return out
+
+
+def _standing_recall(
+    self: Oblivion,
+    ns: str,
+    budget: int | None,
+    k: int | None,
+    include_invalidated: bool,
+    include_cold: bool,
+    feedback: bool,
+    include_superseded: bool,
+    standing: tuple[str, ...],
+    where: Filter | None,
+) -> RecallResult:
+    """A recall of a blank query with ``standing`` categories (call under the lock):
+    the places :meth:`_standing` gives them, every one as relevant as the best match
+    of a query would be (1.0), scored and packed as any recall's candidates (a
+    superseded one brings its successor in its place)."""
+    policy = self.policy_for(ns)
+    space = self._space(ns)
+    limit = k if k is not None else policy.default_k
+    now = self._now(ns)
+    passes = self._filter_mask(ns, space, where) if where is not None else None
+    pinned = frozenset(
+        self._standing(ns, space.state, standing, include_cold, now, limit, passes=passes)
+    )
+    return self._score_and_pack(
+        "",
+        ns,
+        space,
+        policy,
+        now,
+        dict.fromkeys(pinned, 1.0),
+        budget,
+        limit,
+        None,
+        include_invalidated=include_invalidated,
+        include_cold=include_cold,
+        feedback=feedback,
+        signals=Signals({}, {}, standing=pinned),
+        include_superseded=include_superseded,
+        listed=pinned,
+        passes=passes,
+    )
 
 
 def _standing(

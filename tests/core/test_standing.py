@@ -192,3 +192,56 @@ def test_standing_instructions_through_the_real_stack(tmp_path: Path) -> None:
         assert "28 March" in result[1].text
     with Oblivion(tmp_path, clock=ManualClock()) as mem:
         assert mem.recall("lunch?", k=2, standing="instruction").ids[0] == rule
+
+
+# ------------------------------------------------------------ a message with no text
+def _standing_items(result: Any) -> list[str]:
+    return [it.id for it in result if (it.why.get("relevance_signals") or {}).get("standing")]
+
+
+@pytest.mark.parametrize("blank", ["", "   ", "\n"])
+def test_a_blank_query_with_standing_shows_the_standing_memories_alone(
+    fresh: Any, blank: str
+) -> None:
+    """An image-only message has no text to search: its standing memories are still
+    shown, as a query's recall shows them first, and boosted as a recall boosts."""
+    with fresh(policy=POLICY) as mem:
+        rules, _ = _store(mem)
+        old = mem.remember("Call me Dee.", category="instruction", importance=1.0).id
+        new = mem.remember("Call me Dee Okafor.", category="instruction", importance=1.0).id
+        mem.supersede(old, new)
+        mem.invalidate(rules[1])
+        for k in (1, 2, 4, 6, 12):
+            blank_result = mem.recall(blank, k=k, standing="instruction", feedback=False)
+            query_result = mem.recall("zzqx", k=k, standing="instruction", feedback=False)
+            assert blank_result.ids == _standing_items(query_result)
+            assert old not in blank_result.ids and rules[1] not in blank_result.ids
+            assert len(blank_result) == max(1, k // 2) or len(blank_result) == 4
+        before = len(mem.history(new))
+        shown = mem.recall(blank, k=4, standing="instruction")
+        assert new in shown.ids
+        assert [e.kind for e in mem.history(new)][before:] == ["recall"]
+
+
+def test_a_blank_query_keeps_to_the_filter_and_the_budget(fresh: Any) -> None:
+    with fresh(policy=POLICY) as mem:
+        mine = mem.remember("Answer in French.", category="instruction", metadata={"u": "a"}).id
+        mem.remember(
+            "Never book meetings before 10am.", category="instruction", metadata={"u": "b"}
+        )
+        assert mem.recall("", standing="instruction", where={"u": "a"}).ids == [mine]
+        # the newer statement of another user's is no successor to show in its place
+        mem.remember("Answer in Welsh please.", category="instruction", metadata={"u": "b"})
+        assert mem.get(mine).superseded_by is not None
+        assert mem.recall("", standing="instruction", where={"u": "a"}).ids == []
+        tight = mem.recall("", standing="instruction", token_budget=0)
+        assert tight.ids == [] and tight.total_tokens == 0
+
+
+def test_a_blank_query_without_standing_is_still_refused(fresh: Any) -> None:
+    with fresh(policy=POLICY) as mem:
+        _store(mem)
+        with pytest.raises(InvalidInputError, match="query is empty"):
+            mem.recall("  ")
+        with pytest.raises(InvalidInputError, match="query is empty"):
+            mem.recall("", standing=())
