@@ -61,6 +61,36 @@ def to_document(item: RecalledItem) -> Document:
     return Document(id=item.id, page_content=item.text, metadata=metadata)
 
 
+def retrieved(doc: Document) -> bool:
+    """Whether ``doc`` is a :func:`to_document` output (or a copy of one): its metadata
+    holds every one of :data:`DOCUMENT_KEYS`, ``metadata["id"]`` is the document's id
+    and ``metadata["why"]`` a dict. A document the user built with some of those keys
+    (a ``"category"`` of their own, say) is not one."""
+    meta = doc.metadata
+    return (
+        doc.id is not None
+        and all(key in meta for key in DOCUMENT_KEYS)
+        and meta["id"] == doc.id
+        and isinstance(meta["why"], Mapping)
+    )
+
+
+def user_metadata(doc: Document, stored: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The metadata to store for ``doc``: a retrieved document's (:func:`retrieved`)
+    without the ranking keys :func:`to_document` wrote over it, and with the user's
+    own values of those keys that ``stored`` (the memory it replaces) holds, which
+    the document could not show; any other document's metadata as it is (a vector
+    store's ``add_documents`` stores exactly the user's metadata)."""
+    metadata = dict(doc.metadata)
+    if not retrieved(doc):
+        return metadata
+    for key in DOCUMENT_KEYS:
+        del metadata[key]
+        if stored is not None and key in stored:
+            metadata[key] = stored[key]
+    return metadata
+
+
 # ------------------------------------------------------------------ validation
 def budget(value: object, name: str = "token_budget") -> int | None:
     """A token budget: ``None`` (no limit) or a whole number >= 0 (the core's rule)."""

@@ -82,8 +82,8 @@ class OblivionMemory(BaseMemory):
         header: Optional first line of the text block.
         standing: Categories whose current memories are loaded whatever the input
             (``Oblivion.recall``'s ``standing``; default ``("instruction",)``: "always
-            answer in British English" holds in every run). At most half of ``k``'s
-            places; ``()`` for none.
+            answer in British English" holds in every run, an input with no text
+            included). At most half of ``k``'s places; ``()`` for none.
     """
 
     # BaseMemory's config plus extra="forbid": a misspelt field is an error, not dropped
@@ -129,11 +129,13 @@ class OblivionMemory(BaseMemory):
         """Recall the memories relevant to the chain's input, within the budget.
 
         NULs and lone surrogates in the input are cleaned out of the query (the engine
-        refuses them); an input that is blank then recalls nothing.
+        refuses them). An input with no text (blank, or a message of images only) has
+        nothing to match: it loads only the current memories of the ``standing``
+        categories, those a recall would put first.
         """
         # NULs and lone surrogates would make the engine reject the whole query
         query = clean_text(value_text(inputs[self._input_key(inputs)])).strip()
-        items = self._recall(query) if query else []
+        items = self._recall(query)
         if self.return_messages:
             reinforce_shown(self.oblivion, items, self.namespace)
             self._last_recalled = [(i.id, i.text) for i in items]
@@ -157,7 +159,10 @@ class OblivionMemory(BaseMemory):
         room = self.token_budget
         if room is not None and not self.return_messages and self.header:
             room = max(room - self.oblivion.token_counter(self.header + "\n"), 0)
+        if not query and not self.standing:
+            return []  # nothing to match, and nothing shown whatever the input
         try:
+            # a blank query recalls the standing memories alone (Oblivion.recall)
             result = self.oblivion.recall(
                 query,
                 token_budget=room,

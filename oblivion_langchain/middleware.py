@@ -223,10 +223,12 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
        block that fits ``token_budget`` tokens as counted by the engine's token
        counter (header included; the block is kept in the agent state, privately).
        NULs and lone surrogates in the message, which the engine refuses, are cleaned
-       out of the query and of the stored turn (a message of nothing but NULs recalls
-       nothing). The summary message that LangChain's ``SummarizationMiddleware`` puts
-       in place of old history is not a user message: it is never the query nor the
-       recorded turn, even when it replaces the user's message in the middle of a turn.
+       out of the query and of the stored turn. A message with no text to query (images
+       only, or nothing but NULs) recalls only the current memories of the ``standing``
+       categories, those a recall would put first. The summary message that LangChain's
+       ``SummarizationMiddleware`` puts in place of old history is not a user message:
+       it is never the query nor the recorded turn, even when it replaces the user's
+       message in the middle of a turn.
     2. ``wrap_model_call``: send that block to the model as part of the one system
        message: appended to the agent's system prompt after a blank line — a string
        prompt stays one string, a prompt of content blocks gets the block as one more
@@ -318,8 +320,8 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
         standing: Categories whose current memories are injected whatever the user's
             message (``Oblivion.recall``'s ``standing``): by default ``"instruction"``,
             so "always use kilometres" holds in every later turn, not only those that
-            mention distances. They take at most half of ``k``'s places. ``()``: only
-            what the message recalls.
+            mention distances, and in a turn whose message has no text (an image). They
+            take at most half of ``k``'s places. ``()``: only what the message recalls.
     """
 
     state_schema = OblivionMemoryState
@@ -643,7 +645,7 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
         ``render`` dropped to keep the budget), except those in ``boosted`` (boosted
         by an earlier recall of the same turn).
         """
-        if not query or self.token_budget == 0:
+        if self.token_budget == 0 or (not query and not self.standing):
             return "", []
         count = self.oblivion.token_counter
         room = None if self.token_budget is None else self.token_budget - count(SEPARATOR)
@@ -654,7 +656,9 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
         except UnknownNamespaceError:
             return "", []
         k = self.k if self.k is not None else policy.default_k
+
         result = recall_besides(
+            # a message without text (images only): the standing memories alone
             lambda budget, n: self.oblivion.recall(
                 query,
                 token_budget=budget,

@@ -21,7 +21,14 @@ from oblivion_core.checks import check_text
 from oblivion_core.errors import InvalidInputError, UnknownMemoryError, UnknownNamespaceError
 from oblivion_core.records import check_metadata
 from oblivion_core.where import compile_where
-from oblivion_langchain._convert import appraise, budget, clean_text, positive_k, to_document
+from oblivion_langchain._convert import (
+    appraise,
+    budget,
+    clean_text,
+    positive_k,
+    to_document,
+    user_metadata,
+)
 
 #: Attempts ``add_documents`` makes, beyond one per document, when other writers keep
 #: storing or deleting its ids between its read and its write (see there).
@@ -41,7 +48,9 @@ class OblivionRetriever(BaseRetriever):
     ``tier`` (``"active"``/``"archive"``/``"cold"``), ``relevance``, ``activation`` (as
     ranked, before this call's boost), ``importance``, ``score``, ``tokens`` and ``why``
     (every term of the score and a sentence; ``why["boost"]`` is the boost it received).
-    Those keys override user metadata keys of the same name.
+    Those keys override user metadata keys of the same name on output only: a
+    retrieved document given back to :meth:`add_documents` (edited, to update the
+    memory) stores its metadata without them, as the user's own metadata stood.
 
     Setup:
         Install the extra: ``pip install "oblivion-memory[langchain]"``.
@@ -190,8 +199,13 @@ class OblivionRetriever(BaseRetriever):
         anything is written: if one is refused, nothing changes. Concurrent calls
         with the same ids upsert too: an id another call stores or deletes meanwhile is
         replaced or stored anew, never refused as taken. Category and
-        importance are inferred from each text unless ``category`` is given. Returns
-        the memory ids, in order.
+        importance are inferred from each text unless ``category`` is given. A
+        document this retriever returned (its metadata holds every ranking key, ``id``
+        equal to its id, and a ``why`` dict) is stored without the ranking keys
+        (``id``, ``namespace``, ``category``, ``tier``, ``relevance``, ``activation``,
+        ``importance``, ``score``, ``tokens``, ``why``): the memory keeps exactly its
+        user metadata, a user key of one of those names included (the document shows
+        the ranking value in its place). Returns the memory ids, in order.
 
         Raises:
             InvalidInputError: not a list of ``Document`` s, ``ids`` not one per
@@ -231,7 +245,7 @@ class OblivionRetriever(BaseRetriever):
                 policy = self.oblivion.policy_for(self.namespace)
                 for i in held:
                     check_text(documents[i].page_content, policy.max_text_chars, f"documents[{i}]")
-                    check_metadata(documents[i].metadata, f"documents[{i}].metadata")
+                    check_metadata(user_metadata(documents[i]), f"documents[{i}].metadata")
                 if len({given[i] for i in held}) != len(held):
                     raise InvalidInputError("ids must be unique within one add_documents() call")
             fresh = [i for i in todo if i not in held]
@@ -270,7 +284,8 @@ class OblivionRetriever(BaseRetriever):
         self.oblivion.edit(
             memory_id,
             text,
-            metadata=doc.metadata,
+            # a retrieved document's ranking keys dropped, the user's own of those names kept
+            metadata=user_metadata(doc, current.metadata),
             namespace=self.namespace,
             category=cat,
             importance=importance,
@@ -297,7 +312,7 @@ class OblivionRetriever(BaseRetriever):
         records = self.oblivion.remember_many(
             [d.page_content for d in documents],
             categories=[category] * len(documents),
-            metadatas=[d.metadata for d in documents],
+            metadatas=[user_metadata(d) for d in documents],  # no ranking keys
             ids=ids,
             namespace=self.namespace,
         )

@@ -63,6 +63,75 @@ def test_standing_instructions_load_whatever_the_input(engine: Oblivion) -> None
         OblivionMemory(oblivion=engine, standing=3)
 
 
+IMAGE_ONLY = HumanMessage(content=[{"type": "image", "url": "https://example.com/menu.png"}])
+
+
+@pytest.mark.parametrize(
+    "blank", ["", "  ", IMAGE_ONLY, [{"type": "image", "url": "https://example.com/a.png"}]]
+)
+def test_an_input_without_text_still_loads_the_standing_instructions(
+    engine: Oblivion, clock: ManualClock, blank: Any
+) -> None:
+    """An input with no text (blank, an image-only message or block list) has nothing
+    to match, yet the standing instructions load, as recall puts them first: the
+    current ones (a superseded one's successor in its place, an invalidated one left
+    out), best scored first, within k's half and the budget, and boosted when shown."""
+    rules = [
+        engine.remember(text, category="instruction", namespace="ana")
+        for text in [
+            "Always answer in British English.",
+            "Call me Dee.",
+            "Never use emoji.",
+            "Reply in short sentences.",
+        ]
+    ]
+    engine.remember("Ana lives in Porto.", namespace="ana")
+    clock.advance(3 * DAY)
+    engine.reinforce([rules[2].id], namespace="ana")  # the most active of them
+    engine.invalidate(rules[3].id, namespace="ana")
+    newer = engine.remember("Call me Dana.", category="preference", namespace="ana")
+    engine.supersede(rules[1].id, newer.id, namespace="ana")
+    standing = {rule.text for rule in rules} | {newer.text}
+
+    def first(k: int, budget: int | None) -> list[str]:
+        """What a recall for unrelated text shows of them (reading only)."""
+        result = engine.recall(
+            "zzqx",
+            k=k,
+            token_budget=budget,
+            namespace="ana",
+            standing="instruction",
+            feedback=False,
+        )
+        return [text for text in result.texts if text in standing]
+
+    expected = first(6, None)
+    assert expected == ["Never use emoji.", "Always answer in British English.", "Call me Dana."]
+    before = _kinds(engine, rules[0].id)
+    loaded = OblivionMemory(oblivion=engine, namespace="ana", k=6, token_budget=None)
+    history = loaded.load_memory_variables({"input": blank})["history"]
+    assert history.splitlines() == ["- " + text for text in expected]
+    assert _kinds(engine, rules[0].id) == [*before, "recall"]  # shown: the recall boost
+    # within k's half (k=2: one place) and the budget
+    best = first(2, None)[0]
+    one = OblivionMemory(oblivion=engine, namespace="ana", k=2, token_budget=None)
+    assert one.load_memory_variables({"input": blank})["history"] == "- " + best
+    fits = first(6, 8)[0]  # word-count tokens + 4 per item: one 3-word memory
+    tight = OblivionMemory(oblivion=engine, namespace="ana", k=6, token_budget=8)
+    assert tight.load_memory_variables({"input": blank})["history"] == "- " + fits
+    best = first(2, None)[0]
+    as_messages = OblivionMemory(
+        oblivion=engine, namespace="ana", return_messages=True, k=2, token_budget=None
+    )
+    assert as_messages.load_memory_variables({"input": blank})["history"] == [
+        SystemMessage(content=best)
+    ]
+    off = OblivionMemory(oblivion=engine, namespace="ana", standing=())
+    assert off.load_memory_variables({"input": blank})["history"] == ""
+    new = OblivionMemory(oblivion=engine, namespace="new")
+    assert new.load_memory_variables({"input": blank})["history"] == ""
+
+
 def test_loading_a_new_namespace_returns_nothing(engine: Oblivion) -> None:
     """A conversation with no memories yet loads an empty string (or no messages)."""
     assert OblivionMemory(oblivion=engine, namespace="new").load_memory_variables(

@@ -618,11 +618,49 @@ def test_a_nul_or_lone_surrogate_in_the_message_does_not_crash_the_run(
     assert seeded.records(namespace="sam")[-1].text.startswith("user: Where does Ana")
 
 
-def test_a_message_of_only_a_nul_recalls_nothing(seeded: Oblivion) -> None:
-    """A message that is blank once cleaned recalls nothing and injects nothing."""
+def test_a_message_of_only_a_nul_injects_only_the_standing_instructions(
+    seeded: Oblivion,
+) -> None:
+    """A message that is blank once cleaned matches nothing: only the standing
+    instruction is injected (standing=(): nothing is)."""
     agent, model = _agent(seeded, ["Hm?"])
     result = _ask(agent, "\x00")
     assert result["messages"][-1].content == "Hm?"
+    block = memory_block(model.seen[0])
+    assert block is not None
+    assert block.strip().splitlines()[1:] == ["- Always give distances in kilometres, never miles."]
+    agent, model = _agent(seeded, ["Hm?"], standing=())
+    _ask(agent, "\x00")
+    assert memory_block(model.seen[0]) is None
+
+
+def test_an_image_only_turn_gets_the_standing_instructions(engine: Oblivion) -> None:
+    """A user message of images only has no text to recall with: the block holds the
+    standing instructions a recall would put first (the current ones, best scored
+    first, within k's half), no other memory, and they get the recall boost."""
+    rules = [
+        engine.remember(text, category="instruction", namespace="sam")
+        for text in ["Always give distances in kilometres.", "Call me Sam.", "Never use emoji."]
+    ]
+    engine.remember("Sam's sister Ana lives in Porto.", namespace="sam")
+    engine.reinforce([rules[2].id], namespace="sam")
+    engine.invalidate(rules[1].id, namespace="sam")
+    expected = engine.recall(
+        "zzqx", k=4, namespace="sam", standing="instruction", feedback=False
+    ).texts[:2]
+    assert expected == [rules[2].text, rules[0].text]
+    before = _events(engine, rules[0].id)
+    agent, model = _agent(engine, ["A nice photo."], k=4)
+    image = HumanMessage(content=[{"type": "image", "url": "https://example.com/map.png"}])
+    config = {"configurable": {"thread_id": "t", **USER["configurable"]}}
+    result = agent.invoke({"messages": [image]}, config)
+    assert result["messages"][-1].content == "A nice photo."
+    block = memory_block(model.seen[0])
+    assert block is not None
+    assert block.strip().splitlines()[1:] == ["- " + text for text in expected]
+    assert _events(engine, rules[0].id) == [*before, "recall"]
+    agent, model = _agent(engine, ["A nice photo."], k=4, standing=())
+    agent.invoke({"messages": [image]}, config)
     assert memory_block(model.seen[0]) is None
 
 

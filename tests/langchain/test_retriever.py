@@ -25,6 +25,7 @@ from oblivion_core import (
 )
 from oblivion_core.testing import HashEmbedder, ManualClock, word_count
 from oblivion_langchain import OblivionRetriever
+from oblivion_langchain._convert import DOCUMENT_KEYS
 
 DAY = 86_400.0
 
@@ -508,6 +509,65 @@ def test_add_documents_with_a_stored_id_replaces_that_memory(
     assert engine.embedder.calls == calls
     assert engine.get("faq-1", namespace="s").metadata == {"v": 3}
     assert engine.count(namespace="s") == 2
+
+
+def test_a_retrieved_document_added_back_keeps_only_the_users_metadata(
+    engine: Oblivion,
+) -> None:
+    """Retrieve, edit, add_documents back (a vector store's update by id): the memory
+    keeps exactly its user metadata, as InMemoryVectorStore does; the ranking keys the
+    document showed are not stored (filters never match a frozen copy of them), and a
+    user key they shadowed on output keeps its stored value."""
+    retriever = OblivionRetriever(oblivion=engine, namespace="s", k=1)
+    (memory_id,) = retriever.add_documents(
+        [
+            Document(
+                page_content="The office moved to Leeds in March.",
+                metadata={"source": "email", "tier": "gold"},
+            )
+        ]
+    )
+    doc = retriever.invoke("office")[0]
+    assert doc.metadata["tier"] == "active"  # the ranking key wins on output
+    doc.page_content = "The office moved to York in May."
+    assert retriever.add_documents([doc]) == [memory_id]
+    stored = engine.get(memory_id, namespace="s")
+    assert stored.text == "The office moved to York in May."
+    assert stored.metadata == {"source": "email", "tier": "gold"}
+    assert retriever.invoke("office", filter={"tier": "active"}) == []
+    assert retriever.invoke("office", filter={"score": {"$gte": 0}}) == []
+    assert retriever.invoke("office", filter={"tier": "gold"})[0].id == memory_id
+    # ids= naming it, and a metadata-only change: the same
+    doc = retriever.invoke("office")[0]
+    doc.metadata["source"] = "memo"
+    assert retriever.add_documents([doc], ids=[memory_id]) == [memory_id]
+    assert engine.get(memory_id, namespace="s").metadata == {"source": "memo", "tier": "gold"}
+    # copied into another namespace (stored anew): the user's keys it shows, no ranking
+    other = OblivionRetriever(oblivion=engine, namespace="t")
+    (copied,) = other.add_documents([retriever.invoke("office")[0]])
+    assert copied == memory_id
+    assert engine.get(copied, namespace="t").metadata == {"source": "memo"}
+
+
+def test_a_users_own_keys_named_like_ranking_keys_are_stored(engine: Oblivion) -> None:
+    """A document the retriever did not return keeps every key of its metadata, those
+    named like the ranking keys included (they are overridden on output only)."""
+    retriever = OblivionRetriever(oblivion=engine, namespace="s")
+    metadata = {"category": "faq", "score": 4, "why": "support", "id": "ticket-9"}
+    (memory_id,) = retriever.add_documents(
+        [Document(id="faq-1", page_content="Refunds take 5 days.", metadata=metadata)]
+    )
+    assert engine.get(memory_id, namespace="s").metadata == metadata
+    full = {key: 1 for key in DOCUMENT_KEYS} | {"id": "faq-1", "why": {"rank": 1}}
+    retriever.add_documents(
+        [Document(id="faq-1", page_content="Refunds take 6 days.", metadata=full)]
+    )  # every ranking key and a why dict: read as a retrieved document
+    assert engine.get("faq-1", namespace="s").metadata == metadata
+    mine = {**full, "id": "another"}  # its "id" is not the document's: the user's own
+    retriever.add_documents(
+        [Document(id="faq-1", page_content="Refunds take 7 days.", metadata=mine)]
+    )
+    assert engine.get("faq-1", namespace="s").metadata == mine
 
 
 def test_add_documents_upserts_an_id_another_writer_stores_meanwhile(
