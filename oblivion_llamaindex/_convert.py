@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
 import numbers
 from collections.abc import Iterable, Mapping, Sequence
@@ -41,6 +42,19 @@ OBLIVION_KEYS: tuple[str, ...] = (
 )
 
 
+#: Metadata key of the memories ``OblivionNodePostprocessor`` registers: the node's
+#: content key (:func:`node_key`), by which a node is found again when its node id is
+#: new (LlamaIndex's node parsers give nodes fresh random ids on every ingestion). Kept
+#: out of the node metadata the adapters return and of what they store from a node.
+META_NODE_KEY = "oblivion_node_key"
+
+
+def node_key(text: str) -> str:
+    """The content key of a node's text (as registered): a short hash, the same in every
+    run and process."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
 def item_metadata(item: RecalledItem) -> dict[str, Any]:
     """The ``oblivion_*`` metadata describing one ranked item."""
     return {
@@ -62,7 +76,8 @@ def _excluded(keys: Sequence[str]) -> list[str]:
 
 def item_to_node(item: RecalledItem) -> NodeWithScore:
     """A recalled memory as a ``TextNode`` (id = memory id) scored by the engine."""
-    metadata = {**item.metadata, **item_metadata(item)}
+    own = {k: v for k, v in item.metadata.items() if k != META_NODE_KEY}
+    metadata = {**own, **item_metadata(item)}
     node = TextNode(
         id_=item.id,
         text=item.text,
@@ -149,11 +164,12 @@ def json_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
     (:func:`oblivion_core.records.check_metadata`): kept when it is JSON without NaN,
     with string keys at every level and nested no deeper than the engine allows. So no
     node's metadata can make a write fail (a reader's ``{"page_map": {1: "..."}}``
-    is dropped, not refused), and the ``oblivion_*`` keys the adapters add are left out.
+    is dropped, not refused), and the ``oblivion_*`` keys the adapters add (and
+    :data:`META_NODE_KEY`) are left out.
     """
     out: dict[str, Any] = {}
     for key, value in metadata.items():
-        if not isinstance(key, str) or key in OBLIVION_KEYS:
+        if not isinstance(key, str) or key in OBLIVION_KEYS or key == META_NODE_KEY:
             continue
         try:
             check_metadata({key: value})

@@ -50,10 +50,29 @@ def restore_private(model: BaseModel) -> None:
             private[name] = factory() if factory is not None else copy.deepcopy(attr.default)  # type: ignore[call-arg]
 
 
-def query_text(bundle: QueryBundle) -> str:
+def query_text(bundle: QueryBundle, owner: str) -> str:
     """The text to recall with: the bundle's custom embedding strings joined (HyDE and
-    other query transforms put what to embed there), else its query string."""
-    return "\n".join(s for s in bundle.embedding_strs if s) or bundle.query_str
+    other query transforms put what to embed there), else its query string.
+
+    The engine embeds the query text with its own model: a bundle's ``embedding`` is not
+    used (it may come from another model, of another dimension). A bundle that has an
+    embedding with text is searched by its text.
+
+    Raises:
+        InvalidInputError: the bundle has an ``embedding`` and no query text, which
+            would otherwise silently find nothing.
+    """
+    strs = bundle.custom_embedding_strs or []
+    text = "\n".join(s for s in strs if isinstance(s, str) and s)
+    if not text:
+        text = bundle.query_str
+    if bundle.embedding is not None and not (isinstance(text, str) and text.strip()):
+        raise InvalidInputError(
+            f"{owner} got a QueryBundle with an embedding and no query text: Oblivion "
+            "embeds the query text with its own model (a given embedding is not used), "
+            "so pass the query text (QueryBundle(query_str=..., embedding=...) is fine)"
+        )
+    return text
 
 
 def open_oblivion(
@@ -79,9 +98,16 @@ def open_oblivion(
 
 
 def mark_used(
-    oblivion: Oblivion, node_ids: Iterable[str], namespace: str | None, owner: str
+    oblivion: Oblivion,
+    node_ids: Iterable[str],
+    namespace: str | None,
+    owner: str,
+    memory_of: Callable[[str], str] | None = None,
 ) -> list[float]:
     """``Oblivion.mark_used`` for node ids, with an error naming every unknown id.
+
+    Args:
+        memory_of: The memory id a node id stands for (``None``: the node id itself).
 
     Raises:
         InvalidInputError: ``node_ids`` is not a node id or a list of them.
@@ -89,15 +115,16 @@ def mark_used(
             (the engine checks every id before changing anything).
     """
     ids = check_node_ids(node_ids, f"{owner}.mark_used")
+    memory_ids = [memory_of(i) for i in ids] if memory_of is not None else ids
     try:
-        return oblivion.mark_used(ids, namespace=namespace)
+        return oblivion.mark_used(memory_ids, namespace=namespace)
     except (UnknownMemoryError, UnknownNamespaceError) as exc:
         missing = []
-        for memory_id in ids:
+        for node_id, memory_id in zip(ids, memory_ids, strict=True):
             try:
                 oblivion.get(memory_id, namespace=namespace)
             except (UnknownMemoryError, UnknownNamespaceError):
-                missing.append(memory_id)
+                missing.append(node_id)
         where = namespace if namespace is not None else oblivion.default_namespace
         raise UnknownMemoryError(
             f"{owner}.mark_used: node id(s) {missing!r} are not memories in namespace "

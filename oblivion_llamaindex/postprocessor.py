@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import threading
+import weakref
 from collections.abc import Iterable, Mapping
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import ConfigDict, Field, PrivateAttr, field_validator
@@ -22,10 +24,12 @@ from oblivion_core.errors import (
     UnknownNamespaceError,
 )
 from oblivion_llamaindex._convert import (
+    META_NODE_KEY,
     annotate,
     check_namespace,
     check_optional_limit,
     json_metadata,
+    node_key,
     node_score,
     node_text,
 )
@@ -44,9 +48,20 @@ from oblivion_llamaindex._engine import (
 class OblivionNodePostprocessor(BaseNodePostprocessor):
     """Re-ranks retrieved nodes by relevance *and* activation, and feeds use back.
 
-    Each node is a memory keyed by its node id: the first time the postprocessor sees a
-    node it registers the node's text (``remember``, one batch per call); a node whose
-    text changed since is re-embedded (``edit``, activation kept). Then the engine
+    Each node is a memory: the first time the postprocessor sees a node it registers
+    the node's text (``remember``, one batch per call) under the node id; a node whose
+    text changed since is re-embedded (``edit``, activation kept). A node id the engine
+    does not hold is first looked up by content, its text (not its document's id, which
+    ``Document(text=...)`` draws at random too): LlamaIndex's node parsers give nodes
+    fresh random ids on every ingestion, so an index rebuilt from the same documents
+    (each run of an app with a persistent store) finds its nodes' memories, and their
+    activation, instead of registering the corpus again. Such a node keeps its own id:
+    its ``oblivion_id`` metadata names the memory, and :meth:`mark_used` takes its node
+    id. Nodes of one call sharing a memory (one text in two documents) come back once,
+    the best scored. A node with both a new id and a new text is a new memory (the old
+    text's memory fades unused). Registered memories carry the content key in their
+    metadata (``oblivion_node_key``); one registered by an earlier version gets it the
+    next time its node is seen by its id. Then the engine
     scores the candidates exactly as ``recall`` does
     (``w_relevance * relevance + share * (w_activation * activation + w_importance *
     importance)``, ``share = (relevance / best relevance) ** activation_focus``),
@@ -64,7 +79,9 @@ class OblivionNodePostprocessor(BaseNodePostprocessor):
     surrogate, more than ``policy.max_text_chars`` characters): a refused call stores
     nothing. The query is the bundle's ``custom_embedding_strs`` joined (HyDE and other
     query transforms set them), else its query string; NULs and lone surrogates in it
-    are read as spaces and ``"?"``.
+    are read as spaces and ``"?"``. The engine embeds that text with its own model: a
+    bundle's ``embedding`` is not used, and a bundle with an embedding and no query
+    text is refused (``InvalidInputError``).
 
     Returned nodes are copies carrying ``oblivion_*`` metadata (id, tier, relevance,
     activation, importance, score, ``why``) that is hidden from the LLM and embedder;
@@ -190,7 +207,11 @@ class OblivionNodePostprocessor(BaseNodePostprocessor):
     ) -> list[NodeWithScore]:
         if not nodes:
             return []
-        query = query_text(query_bundle) if query_bundle is not None else None
+        query = (
+            query_text(query_bundle, "OblivionNodePostprocessor")
+            if query_bundle is not None
+            else None
+        )
         if isinstance(query, str):
             # NULs and lone surrogates, which the engine refuses in a query, are read as
             # spaces and "?" (as the retrievers and memories read them)
@@ -213,19 +234,125 @@ class OblivionNodePostprocessor(BaseNodePostprocessor):
             if seen is None or (score is not None and (seen[2] is None or score > seen[2])):
                 # a node listed twice (two retrievers fused) ranks by its best score
                 unique[nws.node.node_id] = (seen[0] if seen else nws, text, score)
-        self._register({node_id: (nws, text) for node_id, (nws, text, _) in unique.items()})
+        memory_of = self._resolve({node_id: text for node_id, (_, text, _) in unique.items()})
+        # nodes sharing a memory (one text in two documents, or this run's node and the
+        # memory's own node) rank once, as the best scored of them
+        ranked: dict[str, tuple[NodeWithScore, str, float | None]] = {}
+        for node_id, (nws, text, score) in unique.items():
+            memory_id = memory_of[node_id]
+            seen = ranked.get(memory_id)
+            if seen is None or (score is not None and (seen[2] is None or score > seen[2])):
+                ranked[memory_id] = (nws, text, score)
+        self._register({i: _Node(nws, text) for i, (nws, text, _) in ranked.items()})
         result = self.oblivion.rerank(
             query,
-            [(node_id, score) for node_id, (_, _, score) in unique.items()],
+            [(memory_id, score) for memory_id, (_, _, score) in ranked.items()],
             namespace=self.namespace,
             token_budget=self.token_budget,
             k=self.top_n,
             feedback=self.feedback,
         )
-        return [annotate(unique[item.id][0].node, item) for item in result]
+        return [annotate(ranked[item.id][0].node, item) for item in result]
 
-    def _register(self, nodes: dict[str, tuple[NodeWithScore, str]]) -> None:
-        """Remember nodes never seen before; re-embed nodes whose text changed.
+    # ------------------------------------------------------------------ node -> memory
+    def _shared(self) -> _KnownNodes:
+        """What the postprocessors of this engine know of this namespace's nodes."""
+        engine = self.oblivion
+        namespace = self.namespace if self.namespace is not None else engine.default_namespace
+        with _SHARED_LOCK:
+            return _SHARED.setdefault(engine, {}).setdefault(namespace, _KnownNodes())
+
+    def _known(self) -> _KnownNodes:
+        """:meth:`_shared`, its content keys read from the store the first time."""
+        engine = self.oblivion
+        namespace = self.namespace if self.namespace is not None else engine.default_namespace
+        known = self._shared()
+        if not known.loaded:
+            # read without the lock (a large store takes a while); the first reader to
+            # finish installs its reading, which predates any registration by key
+            by_key = _stored_keys(engine, namespace)
+            with known.lock:
+                if not known.loaded:
+                    known.by_key.update(by_key)
+                    known.loaded = True
+        return known
+
+    def _memory_of(self, node_id: str) -> str:
+        """The memory a node id stands for: the one it was matched to by content in this
+        process, else the memory of that id."""
+        known = self._shared()
+        with known.lock:
+            return known.alias.get(node_id, node_id)
+
+    def _held_text(self, memory_id: str) -> str | None:
+        """The text of memory ``memory_id``, ``None`` when the engine does not hold it."""
+        try:
+            return self.oblivion.get(memory_id, namespace=self.namespace).text
+        except (UnknownMemoryError, UnknownNamespaceError):
+            return None
+
+    def _resolve(self, texts: dict[str, str]) -> dict[str, str]:
+        """The memory id of each node (``texts``: node id -> text).
+
+        A node id the engine holds (or matched earlier in this process) keeps its memory.
+        Any other node takes the memory holding its content key, when that memory holds
+        the same text; else it claims the key for a memory of its own id, which
+        :meth:`_register` then writes. The claim is made before the write, so callers
+        registering the same text under other node ids at the same time take the same
+        memory id, and the engine's refusal of an id it holds settles who writes it.
+        """
+        known = self._known()
+        with known.lock:
+            memory_of = {i: known.alias[i] for i in texts if i in known.alias}
+        taken = {memory_of[i]: texts[i] for i in memory_of}  # memory id -> text it will hold
+        unheld: list[str] = []
+        for node_id, text in texts.items():
+            if node_id in memory_of:
+                continue
+            if self._held_text(node_id) is not None:
+                memory_of[node_id] = node_id
+                taken.setdefault(node_id, text)
+            else:
+                unheld.append(node_id)
+        for node_id in unheld:
+            text = texts[node_id]
+            key = node_key(text)
+            with known.lock:
+                memory_id = known.by_key.setdefault(key, node_id)
+            if memory_id != node_id:
+                held = self._held_text(memory_id)
+                if (held is not None and held != text) or taken.get(memory_id, text) != text:
+                    # that memory was edited to another text since (or a node of this
+                    # call is about to edit it): this text gets a memory of its own
+                    with known.lock:
+                        if known.by_key.get(key) == memory_id:
+                            del known.by_key[key]
+                        memory_id = known.by_key.setdefault(key, node_id)
+                    if taken.get(memory_id, text) != text:
+                        memory_id = node_id
+            memory_of[node_id] = memory_id
+            taken.setdefault(memory_id, text)
+            if memory_id != node_id:
+                with known.lock:
+                    known.alias[node_id] = memory_id
+        return memory_of
+
+    def _keyed(self, written: Mapping[str, tuple[str | None, str]]) -> None:
+        """Keep the content keys up to date with what was written: ``memory id ->
+        (text held before or None, text held now)``."""
+        known = self._known()
+        with known.lock:
+            for memory_id, (before, after) in written.items():
+                if before is not None and before != after:
+                    old = node_key(before)
+                    if known.by_key.get(old) == memory_id:
+                        del known.by_key[old]
+                known.by_key.setdefault(node_key(after), memory_id)
+
+    # ------------------------------------------------------------------ registration
+    def _register(self, nodes: dict[str, _Node]) -> None:
+        """Remember nodes never seen before; re-embed nodes whose text changed
+        (``nodes``: memory id -> node; see :meth:`_resolve`).
 
         Nodes are documents, not statements made over time: the order a retriever
         lists them in says nothing about which is newer, so they are not judged for
@@ -242,18 +369,19 @@ class OblivionNodePostprocessor(BaseNodePostprocessor):
         # Every text to be written is checked, as the engine checks it, before anything
         # is written: a changed node refused by its edit, after the batch of new nodes,
         # left that batch stored.
-        self._check_texts({i: nodes[i][1] for i in [*new, *retexted]}, set(retexted))
+        self._check_texts({i: nodes[i].text for i in [*new, *retexted]}, set(retexted))
         while new:
             try:
                 engine.remember_many(
-                    [nodes[i][1] for i in new],
+                    [nodes[i].text for i in new],
                     ids=new,
                     categories=[self.category] * len(new),
                     importances=[self.importance] * len(new),
-                    metadatas=[json_metadata(nodes[i][0].node.metadata) for i in new],
+                    metadatas=[nodes[i].metadata for i in new],
                     namespace=self.namespace,
                     supersede=False,
                 )
+                self._keyed({i: (None, nodes[i].text) for i in new})
                 break
             except InvalidInputError as exc:
                 still_new, changed_since, _ = self._unknown({i: nodes[i] for i in new})
@@ -265,47 +393,45 @@ class OblivionNodePostprocessor(BaseNodePostprocessor):
                 if named is None:
                     raise
                 raise named from exc
-        for node_id in changed:
-            text = nodes[node_id][1]
+        for memory_id in changed:
+            text = nodes[memory_id].text
             try:
-                held = engine.get(node_id, namespace=self.namespace).text
+                held = engine.get(memory_id, namespace=self.namespace).text
                 engine.edit(
-                    node_id,
+                    memory_id,
                     text if text != held else None,
-                    metadata=json_metadata(nodes[node_id][0].node.metadata),
+                    metadata=nodes[memory_id].metadata,
                     namespace=self.namespace,
                     supersede=False,
                 )
             except InvalidInputError as exc:
-                named = _refused(exc, [node_id], "Its stored text is unchanged.")
+                named = _refused(exc, [memory_id], "Its stored text is unchanged.")
                 if named is None:
                     raise
                 raise named from exc
+            self._keyed({memory_id: (held, text)})
 
-    def _unknown(
-        self, nodes: dict[str, tuple[NodeWithScore, str]]
-    ) -> tuple[list[str], list[str], list[str]]:
-        """``(new, changed, retexted)``: ids of the nodes the engine does not hold, of
-        those it holds with another text or metadata, and of those among them whose
-        text changed."""
+    def _unknown(self, nodes: dict[str, _Node]) -> tuple[list[str], list[str], list[str]]:
+        """``(new, changed, retexted)``: ids of the memories the engine does not hold, of
+        those it holds with another text or metadata (a memory registered before
+        content keys were stored gets its key so), and of those among them whose text
+        changed."""
         engine = self.oblivion
         new: list[str] = []
         changed: list[str] = []
         retexted: list[str] = []
-        for node_id, (_, text) in nodes.items():
+        for memory_id, entry in nodes.items():
             try:
-                record = engine.get(node_id, namespace=self.namespace)
+                record = engine.get(memory_id, namespace=self.namespace)
             except UnknownNamespaceError:
                 return list(nodes), [], []
             except UnknownMemoryError:
-                new.append(node_id)
+                new.append(memory_id)
                 continue
-            if record.text != text:
-                retexted.append(node_id)
-            if record.text != text or _json(record.metadata) != _json(
-                json_metadata(nodes[node_id][0].node.metadata)
-            ):
-                changed.append(node_id)
+            if record.text != entry.text:
+                retexted.append(memory_id)
+            if record.text != entry.text or _json(record.metadata) != _json(entry.metadata):
+                changed.append(memory_id)
         return new, changed, retexted
 
     def _check_texts(self, texts: dict[str, str], held: set[str]) -> None:
@@ -334,7 +460,8 @@ class OblivionNodePostprocessor(BaseNodePostprocessor):
 
         Args:
             node_ids: Ids of nodes this postprocessor has seen (e.g. from
-                ``response.source_nodes``).
+                ``response.source_nodes``); a node matched by content to a memory
+                registered under another id boosts that memory.
 
         Returns:
             The nodes' new activations, in the order given.
@@ -342,11 +469,64 @@ class OblivionNodePostprocessor(BaseNodePostprocessor):
         Raises:
             UnknownMemoryError: an id was never seen here; nothing is boosted.
         """
-        return mark_used(self.oblivion, node_ids, self.namespace, "OblivionNodePostprocessor")
+        return mark_used(
+            self.oblivion,
+            node_ids,
+            self.namespace,
+            "OblivionNodePostprocessor",
+            self._memory_of,
+        )
 
     async def amark_used(self, node_ids: Iterable[str]) -> list[float]:
         """Async :meth:`mark_used` (runs in a worker thread)."""
         return await asyncio.to_thread(self.mark_used, node_ids)
+
+
+class _Node(NamedTuple):
+    """A node to register: its text and the metadata stored with it."""
+
+    nws: NodeWithScore
+    text: str
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        """The node's storable metadata and its content key."""
+        return {**json_metadata(self.nws.node.metadata), META_NODE_KEY: node_key(self.text)}
+
+
+class _KnownNodes:
+    """What the postprocessors of one engine know of one namespace's nodes (guarded by
+    ``lock``; never held across the engine's calls but :func:`_stored_keys`' read)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.loaded = False
+        #: content key -> the memory holding (or claimed to hold) that text
+        self.by_key: dict[str, str] = {}
+        #: node id -> the memory it was matched to by content (ids of this process)
+        self.alias: dict[str, str] = {}
+
+
+#: Per engine (while it lives), per namespace: shared by every postprocessor of the
+#: engine, so one built per request neither reads the store's keys again nor misses
+#: another's registrations.
+_SHARED: weakref.WeakKeyDictionary[Oblivion, dict[str, _KnownNodes]] = weakref.WeakKeyDictionary()
+_SHARED_LOCK = threading.Lock()
+
+
+def _stored_keys(engine: Oblivion, namespace: str) -> dict[str, str]:
+    """Content key -> memory id, of the namespace's memories whose stored key still
+    matches their text (the oldest written first, when several share one)."""
+    try:
+        records = engine.records(namespace=namespace)
+    except UnknownNamespaceError:
+        return {}
+    by_key: dict[str, str] = {}
+    for record in records:
+        key = record.metadata.get(META_NODE_KEY)
+        if isinstance(key, str) and key == node_key(record.text):
+            by_key.setdefault(key, record.id)
+    return by_key
 
 
 def _json(metadata: Mapping[str, Any]) -> str:

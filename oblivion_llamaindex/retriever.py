@@ -30,7 +30,8 @@ class OblivionRetriever(BaseRetriever):
     """Retrieves memories, ranked by relevance and activation, as LlamaIndex nodes.
 
     Each hit is a ``NodeWithScore`` whose node id is the memory id and whose score is
-    the engine's combined score. Its metadata is the memory's own metadata plus
+    the engine's combined score. Its metadata is the memory's own metadata (without
+    the content key ``OblivionNodePostprocessor`` stores, ``oblivion_node_key``) plus
     ``oblivion_id``, ``oblivion_tier``, ``oblivion_relevance``, ``oblivion_activation``,
     ``oblivion_importance``, ``oblivion_category``, ``oblivion_score`` and
     ``oblivion_why`` (every term of the score and a sentence); those keys are hidden
@@ -40,6 +41,10 @@ class OblivionRetriever(BaseRetriever):
     ``"?"`` (the engine refuses both); a query of nothing else finds nothing. A
     ``QueryBundle``'s ``custom_embedding_strs`` (set by HyDE and other query
     transforms), joined, are what is searched for, as vector retrievers embed them.
+    The engine embeds the query text with its own model, so a bundle's ``embedding`` is
+    not used: a bundle with both is searched by its text, and one with an embedding
+    and no query text (no ``query_str``, no ``custom_embedding_strs``) is refused
+    (``InvalidInputError``) rather than finding nothing.
 
     Example::
 
@@ -132,7 +137,7 @@ class OblivionRetriever(BaseRetriever):
         return self._oblivion
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        query = query_text(query_bundle)
+        query = query_text(query_bundle, "OblivionRetriever")
         if isinstance(query, str):
             # NULs and lone surrogates (a pasted binary, a badly decoded file) would make
             # the engine refuse the query: they are searched as spaces and "?"

@@ -7,6 +7,8 @@ import contextlib
 import itertools
 import math
 import threading
+import uuid
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -17,7 +19,15 @@ from llama_index.core.embeddings import MockEmbedding
 from llama_index.core.llms import MockLLM
 from llama_index.core.memory import Memory
 from llama_index.core.memory.memory_blocks.vector import VectorMemoryBlock
-from llama_index.core.schema import ImageNode, MetadataMode, NodeWithScore, QueryBundle, TextNode
+from llama_index.core.schema import (
+    ImageNode,
+    MetadataMode,
+    NodeRelationship,
+    NodeWithScore,
+    QueryBundle,
+    RelatedNodeInfo,
+    TextNode,
+)
 
 from oblivion_core import (
     InvalidInputError,
@@ -27,10 +37,10 @@ from oblivion_core import (
     UnknownNamespaceError,
 )
 from oblivion_core.records import MAX_METADATA_DEPTH
-from oblivion_core.testing import HashEmbedder, ManualClock
+from oblivion_core.testing import HashEmbedder, ManualClock, word_count
 from oblivion_core.testing import memory as new_engine
-from oblivion_llamaindex import OblivionNodePostprocessor
-from oblivion_llamaindex._convert import OBLIVION_KEYS
+from oblivion_llamaindex import OblivionNodePostprocessor, OblivionRetriever
+from oblivion_llamaindex._convert import META_NODE_KEY, OBLIVION_KEYS, node_key
 
 from ._helpers import DAY, HashEmbedding, TextVectorStore, node
 
@@ -40,6 +50,11 @@ QUERY = "how long do refunds take"
 def ids(nodes: list[NodeWithScore]) -> list[str]:
     """Node ids in order."""
     return [n.node.node_id for n in nodes]
+
+
+def own_metadata(engine: Oblivion, memory_id: str) -> dict[str, Any]:
+    """A memory's stored metadata without the content key the postprocessor adds."""
+    return {k: v for k, v in engine.get(memory_id).metadata.items() if k != META_NODE_KEY}
 
 
 # ---------------------------------------------------------------- registration
@@ -54,7 +69,8 @@ def test_unseen_nodes_are_registered_by_node_id(engine: Oblivion) -> None:
         query_str=QUERY,
     )
     assert engine.get("a").text == "refunds take five days"
-    assert engine.get("a").metadata == {"source": "faq.md"}
+    assert own_metadata(engine, "a") == {"source": "faq.md"}
+    assert engine.get("a").metadata[META_NODE_KEY] == node_key("refunds take five days")
     assert engine.count() == 2
 
 
@@ -83,10 +99,10 @@ def test_a_node_s_metadata_follows_it(engine: Oblivion) -> None:
     rerank = OblivionNodePostprocessor(oblivion=engine)
     rerank.postprocess_nodes([node("a", "refunds take five days", 0.9, v=1)], query_str=QUERY)
     rerank.postprocess_nodes([node("a", "refunds take ten days", 0.9, v=2)], query_str=QUERY)
-    assert (engine.get("a").text, engine.get("a").metadata) == ("refunds take ten days", {"v": 2})
+    assert (engine.get("a").text, own_metadata(engine, "a")) == ("refunds take ten days", {"v": 2})
     calls = engine.embedder.calls
     rerank.postprocess_nodes([node("a", "refunds take ten days", 0.9, v=3)], query_str=QUERY)
-    assert engine.get("a").metadata == {"v": 3}
+    assert own_metadata(engine, "a") == {"v": 3}
     assert engine.embedder.calls == calls  # the same text is not embedded again
     edits = len([e for e in engine.history("a") if e.kind == "edit"])
     rerank.postprocess_nodes([node("a", "refunds take ten days", 0.9, v=3)], query_str=QUERY)
@@ -106,7 +122,7 @@ def test_unserialisable_node_metadata_is_dropped_not_fatal(engine: Oblivion) -> 
     rerank = OblivionNodePostprocessor(oblivion=engine)
     nws = node("a", "refunds take five days", 0.9, page=3, bad=math.nan, obj=object())
     rerank.postprocess_nodes([nws], query_str=QUERY)
-    assert engine.get("a").metadata == {"page": 3}
+    assert own_metadata(engine, "a") == {"page": 3}
 
 
 def test_metadata_the_engine_refuses_is_dropped_not_fatal(engine: Oblivion) -> None:
@@ -135,11 +151,107 @@ def test_metadata_the_engine_refuses_is_dropped_not_fatal(engine: Oblivion) -> N
     ]
     out = rerank.postprocess_nodes(nodes, query_str=QUERY)
     assert sorted(ids(out)) == ["a", "b"]
-    assert engine.get("b").metadata == {
+    assert own_metadata(engine, "b") == {
         "file_name": "faq.md",
         "pages": {"1": "Refunds"},
         "tree": deepest,
     }
+
+
+def parsed(texts: list[str], score: float = 0.5) -> list[NodeWithScore]:
+    """``texts`` as a node parser makes them: fresh random node ids, each node of a
+    document with a fresh random id (``Document(text=...)`` has one)."""
+    return [
+        NodeWithScore(
+            node=TextNode(
+                id_=str(uuid.uuid4()),
+                text=text,
+                relationships={NodeRelationship.SOURCE: RelatedNodeInfo(node_id=str(uuid.uuid4()))},
+            ),
+            score=score,
+        )
+        for text in texts
+    ]
+
+
+DOCS = [
+    "Refunds take five working days.",
+    "Shipping is free over fifty euros.",
+    "Returns need the original receipt.",
+]
+
+
+def test_a_restarted_app_finds_its_nodes_memories_by_content(tmp_path: Path) -> None:
+    """An app rebuilding its index each run (new node ids) on a reopened store keeps one
+    memory per node and its activation, and ``mark_used`` takes this run's node ids."""
+    clock = ManualClock(0.0)
+    first_ids: dict[str, str] = {}
+    activations: list[float] = []
+    for run in range(3):
+        engine = Oblivion(
+            tmp_path / "store", embedder=HashEmbedder(), clock=clock, token_counter=word_count
+        )
+        try:
+            rerank = OblivionNodePostprocessor(oblivion=engine, top_n=3)
+            nodes = parsed(DOCS)
+            out = rerank.postprocess_nodes(nodes, query_str=QUERY)
+            assert engine.count() == len(DOCS)
+            assert sorted(ids(out)) == sorted(ids(nodes))  # the caller's own node ids
+            by_text = {n.node.get_content(): n.node for n in out}
+            if run == 0:
+                first_ids = {t: n.node_id for t, n in by_text.items()}
+            assert {t: n.metadata["oblivion_id"] for t, n in by_text.items()} == first_ids
+            refund = by_text[DOCS[0]]
+            activations.append(refund.metadata["oblivion_activation"])
+            before = engine.get(first_ids[DOCS[0]]).access_count
+            rerank.mark_used([refund.node_id])
+            assert engine.get(first_ids[DOCS[0]]).access_count == before + 1
+        finally:
+            engine.close()
+        clock.advance(3600)
+    assert activations[2] > activations[0]
+
+
+def test_nodes_of_one_call_sharing_a_text_rank_once_by_their_best_score(
+    engine: Oblivion,
+) -> None:
+    """Two nodes with one text (two documents quoting it) are one memory and come back
+    once: the best scored of them, with its own node id."""
+    rerank = OblivionNodePostprocessor(oblivion=engine, feedback=False)
+    nodes = [
+        node("x", "refunds take five days", 0.3),
+        node("y", "free shipping", 0.5),
+        node("z", "refunds take five days", 0.9),
+    ]
+    out = rerank.postprocess_nodes(nodes, query_str=QUERY)
+    assert engine.count() == 2
+    assert sorted(ids(out)) == ["y", "z"]
+    refund = next(n for n in out if n.node.node_id == "z")
+    assert refund.node.metadata["oblivion_id"] == "x"
+    assert refund.node.metadata["oblivion_relevance"] == pytest.approx(0.9)
+    assert rerank.mark_used(["z", "x"])  # both ids name the memory
+
+
+def test_a_memory_registered_without_a_key_gets_it_and_is_then_found_by_content(
+    engine: Oblivion,
+) -> None:
+    """A memory an earlier version registered without a content key gets it when its node
+    is seen by its id, then a node with a new id and that text finds it (no longer once
+    the memory's text is edited), and the key never shows in retrieved metadata."""
+    engine.remember("refunds take five days", id="old", metadata={"page": 1}, supersede=False)
+    rerank = OblivionNodePostprocessor(oblivion=engine)
+    rerank.postprocess_nodes([node("old", "refunds take five days", 0.9, page=1)], query_str=QUERY)
+    assert engine.get("old").metadata[META_NODE_KEY] == node_key("refunds take five days")
+    out = rerank.postprocess_nodes(
+        [node("new", "refunds take five days", 0.9, page=1)], query_str=QUERY
+    )
+    assert (engine.count(), out[0].node.metadata["oblivion_id"]) == (1, "old")
+    hit = OblivionRetriever(engine, k=1, feedback=False).retrieve("refunds")[0]
+    assert META_NODE_KEY not in hit.node.metadata and hit.node.metadata["page"] == 1
+    engine.edit("old", "refunds take ten days", supersede=False)
+    later = OblivionNodePostprocessor(oblivion=engine)
+    out = later.postprocess_nodes([node("other", "refunds take five days", 0.9)], query_str=QUERY)
+    assert (engine.count(), out[0].node.metadata["oblivion_id"]) == (2, "other")
 
 
 def test_namespace_keeps_nodes_apart(engine: Oblivion) -> None:
@@ -186,6 +298,20 @@ def test_custom_embedding_strings_are_the_query(engine: Oblivion) -> None:
     assert ids(rerank.postprocess_nodes(nodes, bundle))[0] == "off"
     only = QueryBundle("", custom_embedding_strs=["refunds take five days"])
     assert ids(rerank.postprocess_nodes(nodes, only))[0] == "on"
+
+
+@pytest.mark.parametrize("relevance", ["embedding", "score"])
+def test_a_query_bundle_with_only_an_embedding_is_refused(engine: Oblivion, relevance: str) -> None:
+    """A bundle with an embedding and no query text is refused naming what to pass
+    (Oblivion embeds the query text with its own model), storing nothing; with text
+    too, the text is the query."""
+    rerank = OblivionNodePostprocessor(oblivion=engine, relevance=relevance)
+    nodes = [node("a", "refunds take five days", 0.9), node("c", "the office cat", 0.1)]
+    with pytest.raises(InvalidInputError, match=r"own model.*pass the query text"):
+        rerank.postprocess_nodes(nodes, QueryBundle("", embedding=[0.1] * 8))
+    assert engine.count() == 0
+    out = rerank.postprocess_nodes(nodes, QueryBundle("refunds take five days", embedding=[0.1]))
+    assert ids(out)[0] == "a"
 
 
 def test_from_dict_and_pickle_keep_settings_and_need_the_engine(engine: Oblivion) -> None:
@@ -548,7 +674,7 @@ def test_a_node_whose_metadata_alone_changed_is_not_re_checked(engine: Oblivion)
     rerank.postprocess_nodes([node("a", text, 0.5)], query_str=QUERY)
     engine.set_policy(engine.policy.replace(max_text_chars=20))
     rerank.postprocess_nodes([node("a", text, 0.5, src="faq")], query_str=QUERY)
-    assert engine.get("a").metadata == {"src": "faq"}
+    assert own_metadata(engine, "a") == {"src": "faq"}
 
 
 @pytest.mark.parametrize("stray", ["\x00", "\ud83d"])
@@ -702,6 +828,52 @@ def test_postprocessors_sharing_an_engine_register_a_node_once(clock: ManualCloc
         shared.close()
 
 
+def test_postprocessors_sharing_an_engine_register_a_text_once(clock: ManualClock) -> None:
+    """Two postprocessors on one engine rerank, at once, unseen nodes with other node ids
+    and one text (two indexes built from the same documents; the embedder holds each
+    write until both have looked the node up): the text is registered once, each caller
+    gets its own node back and can mark it used."""
+    both_looked_up = threading.Barrier(2, timeout=10)
+    writes = itertools.count()
+
+    class MeetingEmbedder(HashEmbedder):
+        def embed_documents(self, texts: list[str]) -> Any:
+            if next(writes) < 2:  # the two callers' first writes meet here
+                with contextlib.suppress(threading.BrokenBarrierError):
+                    both_looked_up.wait()
+            return super().embed_documents(texts)
+
+    shared = new_engine(clock=clock, embedder=MeetingEmbedder())
+    results: dict[str, list[str]] = {}
+    errors: list[BaseException] = []
+
+    def request(node_id: str) -> None:
+        rerank = OblivionNodePostprocessor(oblivion=shared, top_n=3)
+        try:
+            out = rerank.postprocess_nodes(
+                [node(node_id, "refunds take five working days", 0.8)], query_str=QUERY
+            )
+            rerank.mark_used([node_id])
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+        else:
+            results[node_id] = [*ids(out), out[0].node.metadata["oblivion_id"]]
+
+    try:
+        threads = [threading.Thread(target=request, args=(i,)) for i in ("run-1", "run-2")]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=30)
+        assert not errors, errors
+        assert shared.count() == 1
+        (memory_id,) = [r.id for r in shared.records()]
+        assert results == {"run-1": ["run-1", memory_id], "run-2": ["run-2", memory_id]}
+        assert shared.get(memory_id).access_count == 4  # two reranks, two mark_used
+    finally:
+        shared.close()
+
+
 def test_node_registered_meanwhile_is_not_registered_again(clock: ManualClock) -> None:
     """A node another caller registers between the lookup and the write (here: during
     the write's embedding) is left to that registration, edited to this node's text if
@@ -741,6 +913,26 @@ def test_query_engine_uses_the_postprocessor(engine: Oblivion) -> None:
     assert "refund" in response.source_nodes[0].node.get_content().lower()
     assert engine.count() == 5
     assert "oblivion" not in str(response)
+
+
+def test_a_rebuilt_vector_store_index_reuses_its_nodes_memories(engine: Oblivion) -> None:
+    """``VectorStoreIndex.from_documents`` run again (the app restarted: new node ids)
+    through ``as_query_engine(node_postprocessors=[...])`` ranks the same memories,
+    and ``mark_used`` with the new run's node ids boosts them."""
+    rerank = OblivionNodePostprocessor(oblivion=engine, top_n=2)
+    memory_ids: list[set[str]] = []
+    for _ in range(2):
+        query_engine = _query_engine(FAQ, HashEmbedding(), rerank, top_k=5)
+        response = query_engine.query("How many days do refunds take?")
+        assert engine.count() == len(FAQ)
+        indexed = set(query_engine.retriever._index.docstore.docs)
+        top = response.source_nodes[0].node
+        assert {n.node.node_id for n in response.source_nodes} <= indexed
+        memory_ids.append({n.node.metadata["oblivion_id"] for n in response.source_nodes})
+        before = engine.get(top.metadata["oblivion_id"]).access_count
+        rerank.mark_used([top.node_id])
+        assert engine.get(top.metadata["oblivion_id"]).access_count == before + 1
+    assert memory_ids[0] == memory_ids[1]
 
 
 async def test_vector_memory_block_uses_the_postprocessor(engine: Oblivion) -> None:

@@ -68,6 +68,22 @@ def test_a_query_bundle_searches_its_custom_embedding_strings(filled: Oblivion) 
     assert retriever.retrieve(bundle)[0].node.node_id == "refund"
 
 
+def test_a_query_bundle_with_only_an_embedding_is_refused(filled: Oblivion) -> None:
+    """A bundle with an embedding and no query text is refused (Oblivion embeds the text
+    with its own model) instead of finding nothing; with text too, the text is searched."""
+    retriever = OblivionRetriever(filled, k=1, feedback=False)
+    vector = [0.1] * 8
+    for bundle in (
+        QueryBundle("", embedding=vector),
+        QueryBundle("  ", embedding=vector),
+        QueryBundle("", custom_embedding_strs=[""], embedding=vector),
+    ):
+        with pytest.raises(InvalidInputError, match=r"own model.*pass the query text"):
+            retriever.retrieve(bundle)
+    bundle = QueryBundle("the office cat", embedding=vector)
+    assert retriever.retrieve(bundle)[0].node.node_id == "cat"
+
+
 def test_token_budget_bounds_the_hits(filled: Oblivion) -> None:
     """Returned texts cost at most ``token_budget`` tokens (text + per-item overhead)."""
     budget = 12
