@@ -332,7 +332,12 @@ class OblivionMemory(BaseMemory):
             # Turns visible without any memory block (the widest window): a memory
             # repeating one of them is not listed, so it must not take a memory's place.
             widest = _newest(history, cost, available)
-            pool = self._recall(query, budget, widest) if query and budget > 0 else []
+            # no text to query (images only): the standing memories alone, as recall gives
+            pool = (
+                self._recall(query, budget, widest)
+                if (query or self.standing) and budget > 0
+                else []
+            )
             self._save()
             hidden: set[str] = set()
             while True:

@@ -276,7 +276,8 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
             if self.feedback:
                 self._feedback(messages, key)
             query = query_text(messages, self.retrieval_context_window)
-            if not query.strip() or self.token_limit == 0:
+            # no text to query (images only): the standing memories alone, as recall gives
+            if (not query.strip() and not self.standing) or self.token_limit == 0:
                 self._shown[key] = []
                 return "", False
             # Agents call aget several times per turn: a memory is boosted once per turn,

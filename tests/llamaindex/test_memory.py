@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from llama_index.core.agent.workflow import FunctionAgent, ReActAgent
-from llama_index.core.base.llms.types import ChatMessage, ToolCallBlock
+from llama_index.core.base.llms.types import ChatMessage, ImageBlock, ToolCallBlock
 from llama_index.core.chat_engine import SimpleChatEngine
 from llama_index.core.llms import MockLLM
 from llama_index.core.llms.mock import MockFunctionCallingLLM
@@ -161,6 +161,22 @@ def test_standing_instructions_are_shown_whatever_the_input(engine: Oblivion) ->
     assert "kilometres" not in off and off.count("Ana") == 2
     with pytest.raises(ValueError, match="standing must be a category name"):
         make(engine, standing=3)
+
+
+def test_a_conversation_without_text_still_shows_the_standing_instructions(
+    engine: Oblivion,
+) -> None:
+    """A user message of images only (and no earlier text to query) gets the standing
+    instructions alone, and standing=() nothing."""
+    engine.remember("Always give distances in kilometres.", namespace="ana")
+    engine.remember("Ana lives in Porto.", namespace="ana")
+    image = ChatMessage(role="user", blocks=[ImageBlock(url="https://example.com/map.png")])
+    memory = make(engine, namespace="ana", k=2)
+    memory.put(image)
+    assert system_text(memory.get()).splitlines()[-1] == "- Always give distances in kilometres."
+    off = make(engine, namespace="ana", k=2, standing=(), chat_store_key="off")
+    off.put(image)
+    assert system_text(off.get()) == ""
 
 
 def test_input_overrides_the_query(engine: Oblivion) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 from llama_index.core.agent.workflow import FunctionAgent
-from llama_index.core.base.llms.types import ChatMessage, ToolCallBlock
+from llama_index.core.base.llms.types import ChatMessage, ImageBlock, ToolCallBlock
 from llama_index.core.chat_engine import SimpleChatEngine
 from llama_index.core.llms import MockLLM
 from llama_index.core.llms.mock import MockFunctionCallingLLM
@@ -402,6 +402,19 @@ async def test_standing_instructions_are_shown_whatever_the_query(engine: Oblivi
     assert "kilometres" not in content and content.count("Ana") == 2
     with pytest.raises(ValueError, match="standing must be a category name"):
         block_for(engine, standing=3)
+
+
+async def test_messages_without_text_still_get_the_standing_instructions(
+    engine: Oblivion,
+) -> None:
+    """A conversation of images only gets the standing instructions alone, and
+    standing=() an empty block."""
+    engine.remember("Always give distances in kilometres.", namespace="ana")
+    engine.remember("Ana lives in Porto.", namespace="ana")
+    image = ChatMessage(role="user", blocks=[ImageBlock(url="https://example.com/map.png")])
+    content = await block_for(engine, namespace="ana", k=2).aget([image])
+    assert content.splitlines() == ["- Always give distances in kilometres."]
+    assert await block_for(engine, namespace="ana", k=2, standing=()).aget([image]) == ""
 
 
 @pytest.mark.parametrize("call_tool", [False, True])
