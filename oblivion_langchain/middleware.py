@@ -445,17 +445,9 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
         # A NUL or lone surrogate in the message would make the engine reject the query
         # and crash the run: cleaned out, like OblivionStore cleans its queries.
         user = clean_text(message_text(found[1])).strip()
-        try:
-            self._apply_policy(namespace)
-            context, recalled = self._recall(user, namespace, _visible(state, found[0]))
-        except OUTAGES as exc:
-            if self.on_error == "raise":
-                raise
-            logger.warning(
-                "OblivionMemoryMiddleware: recall failed, the model answers without memories: %s",
-                exc,
-            )
-            context, recalled = "", []
+        context, recalled = self._recall_or_outage(
+            user, namespace, _visible(state, found[0]), apply_policy=True
+        )
         return {
             STATE_KEY: {
                 "turn": turn,
@@ -492,10 +484,26 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
         if not isinstance(user, str):
             user = clean_text(message_text(found[1])).strip()
         boosted = {str(pair[0]) for pair in memo.get("recalled") or []}
+        context, recalled = self._recall_or_outage(
+            user, namespace, _visible(state, found[0]), boosted=boosted
+        )
+        return {STATE_KEY: {**memo, "context": context, "recalled": recalled}}
+
+    def _recall_or_outage(
+        self,
+        query: str,
+        namespace: str | None,
+        visible: set[str],
+        *,
+        boosted: set[str] | None = None,
+        apply_policy: bool = False,
+    ) -> tuple[str, list[list[str]]]:
+        """:meth:`_recall` (after :meth:`_apply_policy`, if asked); a store or embedder
+        that is down gives no memories and a warning (``on_error="raise"``: the error)."""
         try:
-            context, recalled = self._recall(
-                user, namespace, _visible(state, found[0]), boosted=boosted
-            )
+            if apply_policy:
+                self._apply_policy(namespace)
+            return self._recall(query, namespace, visible, boosted)
         except OUTAGES as exc:
             if self.on_error == "raise":
                 raise
@@ -503,8 +511,7 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
                 "OblivionMemoryMiddleware: recall failed, the model answers without memories: %s",
                 exc,
             )
-            context, recalled = "", []
-        return {STATE_KEY: {**memo, "context": context, "recalled": recalled}}
+            return "", []
 
     async def abefore_model(
         self,

@@ -785,10 +785,9 @@ async def test_concurrent_calls_register_each_node_once(engine: Oblivion) -> Non
     assert engine.count() == 5
 
 
-def test_postprocessors_sharing_an_engine_register_a_node_once(clock: ManualClock) -> None:
-    """Two postprocessors on one engine (one per request) rerank the same unseen node
-    at once (the embedder holds each write until both have found the node missing):
-    both succeed and the node is registered once."""
+def _meeting_engine(clock: ManualClock) -> Oblivion:
+    """An engine whose embedder holds the first two writes until both have been asked
+    for (two callers that have each found their node missing)."""
     both_looked_up = threading.Barrier(2, timeout=10)
     writes = itertools.count()
 
@@ -799,7 +798,14 @@ def test_postprocessors_sharing_an_engine_register_a_node_once(clock: ManualCloc
                     both_looked_up.wait()
             return super().embed_documents(texts)
 
-    shared = new_engine(clock=clock, embedder=MeetingEmbedder())
+    return new_engine(clock=clock, embedder=MeetingEmbedder())
+
+
+def test_postprocessors_sharing_an_engine_register_a_node_once(clock: ManualClock) -> None:
+    """Two postprocessors on one engine (one per request) rerank the same unseen node
+    at once (the embedder holds each write until both have found the node missing):
+    both succeed and the node is registered once."""
+    shared = _meeting_engine(clock)
     results: list[list[str]] = []
     errors: list[BaseException] = []
 
@@ -833,17 +839,7 @@ def test_postprocessors_sharing_an_engine_register_a_text_once(clock: ManualCloc
     and one text (two indexes built from the same documents; the embedder holds each
     write until both have looked the node up): the text is registered once, each caller
     gets its own node back and can mark it used."""
-    both_looked_up = threading.Barrier(2, timeout=10)
-    writes = itertools.count()
-
-    class MeetingEmbedder(HashEmbedder):
-        def embed_documents(self, texts: list[str]) -> Any:
-            if next(writes) < 2:  # the two callers' first writes meet here
-                with contextlib.suppress(threading.BrokenBarrierError):
-                    both_looked_up.wait()
-            return super().embed_documents(texts)
-
-    shared = new_engine(clock=clock, embedder=MeetingEmbedder())
+    shared = _meeting_engine(clock)
     results: dict[str, list[str]] = {}
     errors: list[BaseException] = []
 
