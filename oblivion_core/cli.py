@@ -376,18 +376,59 @@ def _reading(path_arg: str, command: str) -> Iterator[Oblivion]:
     process's recall boosts."""
     import tempfile
 
-    with contextlib.ExitStack() as stack:
-        try:
-            mem = stack.enter_context(_opened(path_arg))
-        except StoreLockedError:
-            pass  # (an error of the caller's, after the yield, is not caught here)
-        else:
-            yield mem
-            return
+    older = _older_schema(Path(path_arg))
+    if older is None:
+        with contextlib.ExitStack() as stack:
+            try:
+                mem = stack.enter_context(_opened(path_arg))
+            except StoreLockedError:
+                pass  # (an error of the caller's, after the yield, is not caught here)
+            else:
+                yield mem
+                return
     with tempfile.TemporaryDirectory(prefix="oblivion-read-") as scratch:
-        copy = _copy_live(path_arg, Path(scratch) / "copy", command)  # locked: no retry
+        if older is None:
+            copy = _copy_live(path_arg, Path(scratch) / "copy", command)  # locked: no retry
+        else:
+            # opening it would upgrade it, and the older Oblivion of the app that wrote
+            # it would then refuse it: a copy is upgraded instead
+            from oblivion_core.backup import copy_live
+
+            copy = copy_live(Path(path_arg), Path(scratch) / "copy")
+            print(
+                f"oblivion {command}: {path_arg!r} was written by an older Oblivion (schema "
+                f"{older}); read a copy, leaving the store as it is (the app's next open "
+                "upgrades it)",
+                file=sys.stderr,
+            )
         with _opened(str(copy.parent)) as mem:
             yield mem
+
+
+def _older_schema(path: Path) -> int | None:
+    """The schema version of the store at ``path`` when it is older than this
+    Oblivion's, read through a read-only connection; ``None`` otherwise (or when it
+    cannot be read: opening the store then says what is wrong)."""
+    import json
+    import sqlite3
+
+    from oblivion_core.state import SCHEMA_VERSION, StateDB
+
+    db = path / StateDB.FILE
+    if not db.is_file() or db.stat().st_size == 0:
+        return None
+    try:
+        conn = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, timeout=5.0)
+        try:
+            row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        finally:
+            conn.close()
+        version = json.loads(row[0]) if row else None
+    except (sqlite3.Error, ValueError):
+        return None
+    if isinstance(version, bool) or not isinstance(version, int):
+        return None
+    return version if version < SCHEMA_VERSION else None
 
 
 @contextlib.contextmanager

@@ -144,6 +144,33 @@ def test_stats_reads_a_store_whose_vectors_are_elsewhere_and_changes_nothing(
     assert (sorted(os.listdir(state)), sorted(os.listdir(tmp_path / "server"))) == before
 
 
+@pytest.mark.parametrize("command", ["stats", "records", "history"])
+def test_reading_a_store_of_an_older_schema_leaves_it_as_it_is(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    """The app that wrote it may still be on the older Oblivion, which refuses a store
+    upgraded by a newer one: a read command reads an upgraded copy and says so."""
+    from .test_journal_by_namespace import _as_version_5
+
+    state = tmp_path / "state"
+    _store(state, n=3)
+    _as_version_5(state)
+    db = state / StateDB.FILE
+    before = db.read_bytes()
+    assert main([command, str(state)]) == 0
+    out, err = capsys.readouterr()
+    assert "older Oblivion (schema 5)" in err and "leaving the store as it is" in err
+    assert out.strip()
+    assert db.read_bytes() == before
+    conn = sqlite3.connect(db)
+    try:
+        assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == (
+            "5",
+        )
+    finally:
+        conn.close()
+
+
 def test_stats_puts_nothing_back_into_an_emptied_chroma_folder(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
