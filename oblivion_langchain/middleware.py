@@ -476,18 +476,28 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
     ) -> dict[str, Any]:
         """The turn's memo with its block recalled again (a memory it showed is gone).
 
-        The memories the block showed before were boosted then: only the ones it shows
-        for the first time get the recall boost (a tool loop does not boost the same
-        memories again)."""
+        The memories the turn's blocks showed before were boosted then: only the ones
+        shown for the first time in the turn get the recall boost (a tool loop does not
+        boost the same memories again)."""
         namespace = memo.get("namespace")
         user = memo.get("user")
         if not isinstance(user, str):
             user = clean_text(message_text(found[1])).strip()
-        boosted = {str(pair[0]) for pair in memo.get("recalled") or []}
+        # every memory a block of this turn showed (a block recalled again, then again,
+        # may bring back one the first showed)
+        boosted = {str(m) for m in memo.get("boosted") or []}
+        boosted |= {str(pair[0]) for pair in memo.get("recalled") or []}
         context, recalled = self._recall_or_outage(
             user, namespace, _visible(state, found[0]), boosted=boosted
         )
-        return {STATE_KEY: {**memo, "context": context, "recalled": recalled}}
+        return {
+            STATE_KEY: {
+                **memo,
+                "context": context,
+                "recalled": recalled,
+                "boosted": sorted(boosted),
+            }
+        }
 
     def _recall_or_outage(
         self,

@@ -467,6 +467,37 @@ def test_a_memory_shown_in_a_forgotten_ones_place_gets_the_recall_boost_once(
     assert _events(seeded, instruction).count("recall") == 1
 
 
+def test_a_memory_back_in_a_turns_third_block_is_not_boosted_again(seeded: Oblivion) -> None:
+    """A memory the first block showed, the second left out (a tool corrected it) and
+    the third shows again (a tool undid the correction) gets one recall boost."""
+    sister = _sister_id(seeded)
+    made: list[str] = []
+
+    @tool
+    def correct() -> str:
+        """Store the correction."""
+        made.append(seeded.remember("Sam's sister Ana lives in Faro.", namespace="sam").id)
+        return "ok"
+
+    @tool
+    def undo() -> str:
+        """Undo the correction."""
+        seeded.forget(made[0], namespace="sam")
+        return "ok"
+
+    replies = [
+        AIMessage(content="", tool_calls=[{"name": "correct", "args": {}, "id": "1"}]),
+        AIMessage(content="", tool_calls=[{"name": "undo", "args": {}, "id": "2"}]),
+        "Done.",
+    ]
+    agent, model = _agent(seeded, replies, tools=[correct, undo], k=2)
+    _ask(agent, "Where does Sam's sister Ana live?")
+    blocks = [memory_block(sent) or "" for sent in model.seen]
+    assert "Porto" in blocks[0] and "Faro" in blocks[1] and "Porto" not in blocks[1]
+    assert "Porto" in blocks[2]
+    assert _events(seeded, sister).count("recall") == 1
+
+
 def test_a_memory_a_tool_corrects_is_shown_as_it_is_now(seeded: Oblivion) -> None:
     """A memory a tool edits is shown with its new text in the turn's next model call."""
     agent, model = _forgetting_agent(

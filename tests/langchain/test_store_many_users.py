@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from langgraph.store.memory import InMemoryStore
 
 from oblivion_core.testing import memory
-from oblivion_langchain import OblivionStore, store as store_module
+from oblivion_langchain import OblivionStore
+from oblivion_langchain import store as store_module
 from oblivion_langchain._convert import decode_namespace
 
 
@@ -45,7 +46,7 @@ def test_a_users_search_decodes_only_the_namespaces_under_its_prefix(
             (("memories", "user-7"), "tea"),
             (("memories", "user-7", "work"), "desk"),
         }
-        assert [(i.namespace, i.key) for i in found][0] == (("memories", "user-7"), "tea")
+        assert (found[0].namespace, found[0].key) == (("memories", "user-7"), "tea")
         # the two namespaces under the prefix, decoded once each and then remembered
         assert len(decoded) <= 2, len(decoded)
 
