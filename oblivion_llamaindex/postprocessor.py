@@ -238,12 +238,19 @@ class OblivionNodePostprocessor(BaseNodePostprocessor):
         # nodes sharing a memory (one text in two documents, or this run's node and the
         # memory's own node) rank once, as the best scored of them
         ranked: dict[str, tuple[NodeWithScore, str, float | None]] = {}
+        # what each memory is registered (or updated) from: the node of its own id if
+        # the call has it, else the first; a node matched by content alone never
+        # rewrites the memory's metadata (two documents sharing a chunk would take
+        # turns writing theirs)
+        source: dict[str, _Node] = {}
         for node_id, (nws, text, score) in unique.items():
             memory_id = memory_of[node_id]
             seen = ranked.get(memory_id)
             if seen is None or (score is not None and (seen[2] is None or score > seen[2])):
                 ranked[memory_id] = (nws, text, score)
-        self._register({i: _Node(nws, text) for i, (nws, text, _) in ranked.items()})
+            if memory_id not in source or node_id == memory_id:
+                source[memory_id] = _Node(nws, text, own=node_id == memory_id)
+        self._register(source)
         result = self.oblivion.rerank(
             query,
             [(memory_id, score) for memory_id, (_, _, score) in ranked.items()],
@@ -430,7 +437,9 @@ class OblivionNodePostprocessor(BaseNodePostprocessor):
                 continue
             if record.text != entry.text:
                 retexted.append(memory_id)
-            if record.text != entry.text or _json(record.metadata) != _json(entry.metadata):
+            if record.text != entry.text or (
+                entry.own and _json(record.metadata) != _json(entry.metadata)
+            ):
                 changed.append(memory_id)
         return new, changed, retexted
 
@@ -483,10 +492,12 @@ class OblivionNodePostprocessor(BaseNodePostprocessor):
 
 
 class _Node(NamedTuple):
-    """A node to register: its text and the metadata stored with it."""
+    """A node to register: its text and the metadata stored with it; ``own``: its id is
+    the memory's (a node matched to the memory by content alone leaves its metadata)."""
 
     nws: NodeWithScore
     text: str
+    own: bool = True
 
     @property
     def metadata(self) -> dict[str, Any]:

@@ -232,6 +232,27 @@ def test_nodes_of_one_call_sharing_a_text_rank_once_by_their_best_score(
     assert rerank.mark_used(["z", "x"])  # both ids name the memory
 
 
+def test_a_chunk_two_documents_share_keeps_its_first_documents_metadata(
+    engine: Oblivion,
+) -> None:
+    """The memory two documents' nodes share by their text keeps the metadata of the
+    node whose id it has, whichever node scores best, and is not written again."""
+    rerank = OblivionNodePostprocessor(oblivion=engine)
+    text = "Refunds are processed within five business days."
+    for turn in range(6):
+        first, second = (0.9, 0.5) if turn % 2 else (0.5, 0.9)
+        rerank.postprocess_nodes(
+            [
+                node("A", text, first, file_name="policy.pdf"),
+                node("B", text, second, file_name="faq.md"),
+            ],
+            query_str=QUERY,
+        )
+        assert engine.get("A").metadata["file_name"] == "policy.pdf"
+    assert engine.count() == 1
+    assert [e.kind for e in engine.history("A")].count("edit") == 0
+
+
 def test_a_memory_registered_without_a_key_gets_it_and_is_then_found_by_content(
     engine: Oblivion,
 ) -> None:
