@@ -40,14 +40,23 @@ from oblivion_core.doc_set import DocSet
 from oblivion_core.lexical_snapshot import LexicalSnapshots
 from oblivion_core.overlap import STOP_WORDS, content_words
 from oblivion_core.porter import stem
-from oblivion_core.typography import straighten
+from oblivion_core.typography import MARK, straighten
 
 #: Content words of a query beyond this are ignored (longest first).
 MAX_QUERY_TERMS = 32
 K1 = 1.2
 B = 0.75
 
-_TOKEN = re.compile(r"[^\W_]+")
+#: A run of letters and digits, and the combining marks inside it (the vowel signs and
+#: viramas of Devanagari, Tamil or Thai, which ``\\w`` leaves out: "दिल्ली" is one term).
+_TOKEN = re.compile(rf"[^\W_](?:[^\W_]|{MARK})*")
+_ASCII_TOKEN = re.compile(r"[^\W_]+")  # the same for ASCII text, a third faster
+
+
+def _words(folded: str) -> list[str]:
+    """The terms of a :func:`_fold` ed text, unstemmed."""
+    return (_ASCII_TOKEN if folded.isascii() else _TOKEN).findall(folded)
+
 
 #: Reads ``(seq, text)`` of every memory of a namespace, to build its index.
 Loader = Callable[[str], Iterable[tuple[int, str]]]
@@ -56,19 +65,31 @@ Loader = Callable[[str], Iterable[tuple[int, str]]]
 def _fold(text: str) -> str:
     """Straighten apostrophes, strip diacritics and lowercase (``Zoë`` -> ``zoe``; the
     modifier letter apostrophe in ``Oʼbrien`` is a letter to regular expressions, and
-    kept the word whole where ``O'Brien`` splits). Lowercased last: the compatibility
-    forms of letters have no case of their own, and the mathematical bold "𝐏𝐲𝐭𝐡𝐨𝐧" of a
-    text pasted from social media decomposes to "Python"."""
+    kept the word whole where ``O'Brien`` splits). Only the accents of Latin, Greek and
+    Cyrillic letters go: the marks of other scripts (Devanagari's virama, Thai's tone
+    marks) belong to their letters. Lowercased last: the compatibility forms of letters
+    have no case of their own, and the mathematical bold "𝐏𝐲𝐭𝐡𝐨𝐧" of a text pasted from
+    social media decomposes to "Python"."""
     if text.isascii():
         return text.lower()
     text = straighten(text)
     decomposed = unicodedata.normalize("NFKD", text)
-    return "".join(c for c in decomposed if not unicodedata.combining(c)).lower()
+    # accents go from Latin, Greek and Cyrillic letters ("é" is "e"); the marks of other
+    # scripts are part of their letters (a virama, a Thai tone mark) and stay
+    out: list[str] = []
+    accented = False
+    for c in decomposed:
+        if not unicodedata.combining(c):
+            accented = c < "\u0530" or "\u1e00" <= c < "\u2000"
+        elif accented:
+            continue
+        out.append(c)
+    return "".join(out).lower()
 
 
 def tokens(text: str) -> list[str]:
     """The index terms of ``text``, in order (stemmed, duplicates kept)."""
-    return [stem(t) for t in _TOKEN.findall(_fold(text))]
+    return [stem(t) for t in _words(_fold(text))]
 
 
 def query_terms(text: str) -> list[str]:
@@ -201,7 +222,7 @@ class _Namespace:
         term_ids: list[int] = []
         lengths = np.zeros(n, dtype=np.int64)
         for j, text in enumerate(texts):
-            words = _TOKEN.findall(_fold(text))
+            words = _words(_fold(text))
             lengths[j] = len(words)
             for word in words:
                 if word not in number:

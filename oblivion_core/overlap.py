@@ -22,13 +22,14 @@ import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 
-from oblivion_core.typography import composed
+from oblivion_core.typography import MARK, composed
 
 _TOKEN = re.compile(r"[a-z0-9][a-z0-9'\-]*")
 #: :data:`_TOKEN` for any script: a letter or digit, then letters, digits, apostrophes
-#: and hyphens ("Müller", "Москве", "d'Artagnan"), read in a text whose ``_`` are spaces
-#: (``_`` splits words, as in ASCII).
-_WORD = re.compile(r"[^\W_][\w'\-]*")
+#: and hyphens ("Müller", "Москве", "d'Artagnan") and the combining marks inside a word
+#: (the vowel signs of "दिल्ली"), read in a text whose ``_`` are spaces (``_`` splits
+#: words, as in ASCII).
+_WORD = re.compile(rf"[^\W_](?:[\w'\-]|{MARK})*")
 
 _STOP = """
     a about above after again against all am an and any are as at be because been before
@@ -55,7 +56,9 @@ def content_words(text: str) -> set[str]:
             for w in words
             if (len(w) >= 3 or any(ch.isdigit() for ch in w)) and w not in STOP_WORDS
         }
-    words = (w.strip("'-") for w in _WORD.findall(composed(text).lower().replace("_", " ")))
+    # "İ" lowercases to "i" and a combining dot: "İstanbul" is the word "istanbul"
+    lower = composed(text).lower().replace("i\u0307", "i").replace("_", " ")
+    words = (w.strip("'-") for w in _WORD.findall(lower))
     return {w for w in words if (len(w) >= 3 or _short_kept(w)) and w not in STOP_WORDS}
 
 

@@ -77,3 +77,28 @@ UPPER = "[" + _char_class(lambda c: c.isupper() or unicodedata.category(c) == "L
 LOWER = "[" + _char_class(str.islower) + "]"
 #: A letter of any script (any case, or none: CJK), as ``\w`` is without digits and ``_``.
 LETTER = r"[^\W\d_]"
+
+#: Blocks holding combining marks of words: the combining diacriticals and the scripts
+#: written with vowel signs and viramas (Devanagari to Sinhala, Thai, Lao, Tibetan,
+#: Myanmar, Khmer...), and the later blocks of such marks.
+_MARK_BLOCKS = ((0x0300, 0x2FFF), (0xA640, 0xABFF), (0xFB1E, 0xFB1E), (0xFE00, 0xFE2F))
+
+
+def _marks() -> str:
+    spans: list[tuple[int, int]] = []
+    for low, high in _MARK_BLOCKS:
+        for code in range(low, high + 1):
+            if unicodedata.category(chr(code)) in ("Mn", "Mc", "Me"):
+                if spans and spans[-1][1] == code - 1:
+                    spans[-1] = (spans[-1][0], code)
+                else:
+                    spans.append((code, code))
+    return "".join(
+        re.escape(chr(a)) if a == b else f"{re.escape(chr(a))}-{re.escape(chr(b))}"
+        for a, b in spans
+    )
+
+
+#: A combining mark inside a word (a vowel sign, a virama, a tone mark, an accent typed
+#: apart), which ``\w`` leaves out: "दिल्ली" is one word with them, three without.
+MARK = "[" + _marks() + "]"

@@ -63,11 +63,36 @@ def test_a_stored_word_with_any_latin_accent_is_searched_by_the_same_word(
 
 
 @pytest.mark.parametrize(
-    "word", ["München", "café", "Zoë", "naïve", "straße", "Москве", "Αθήνα", "北京", "東京タワー"]
+    "word",
+    [
+        "München",
+        "café",
+        "Zoë",
+        "naïve",
+        "straße",
+        "Москве",
+        "Αθήνα",
+        "北京",
+        "東京タワー",
+        "दिल्ली",
+        "मुंबई",
+        "சென்னை",
+        "กรุงเทพ",
+        "İstanbul",
+    ],
 )
 def test_a_query_word_of_any_script_searches_what_documents_index(word: str) -> None:
     assert set(tokens(word)) & set(query_terms(word)), (tokens(word), query_terms(word))
     assert set(tokens(word)) & set(query_terms(_nfd(word)))
+    # one term: a word of a script written with vowel signs and viramas is not cut at
+    # each of them (Python's \w leaves them out)
+    assert len(tokens(word)) == 1, tokens(word)
+
+
+def test_words_written_with_vowel_signs_are_whole() -> None:
+    assert content_words("मेरी बहन दिल्ली में रहती है") >= {"मेरी", "बहन", "दिल्ली", "रहती"}
+    assert content_words("İstanbul") == {"istanbul"}
+    assert used_ids("आपकी बहन दिल्ली में रहती है।", [("m", "मेरी बहन दिल्ली में रहती है")]) == ["m"]
 
 
 def test_bold_letters_pasted_from_social_media_index_as_the_plain_word() -> None:
