@@ -315,6 +315,7 @@ def _delete(
             if chroma_touched:  # the delete, or the commit after it, failed
                 self._restore_in_chroma(ns, st, ids)
             raise
+        self._db.scrub()  # the deleted texts' old pages out of the write-ahead log
         self._lex.delete(ns, seqs)
         space.discard(ids)
         for m in ids:

@@ -984,6 +984,24 @@ class StateDB:
             if durable:
                 self._restore_sync()
 
+    #: How long :meth:`scrub` waits for a reader of the write-ahead log, in milliseconds.
+    SCRUB_WAIT_MS = 200
+
+    def scrub(self) -> None:
+        """Copy the write-ahead log into the database and empty it, after a text was
+        deleted or replaced: ``secure_delete`` overwrites the text's page with a new
+        frame of the log, but the frame holding the text stays in the log file until a
+        checkpoint empties it (after about 1,000 pages of later writes, or on close).
+        Best effort: a reader still holding the log (another thread's read) is waited
+        for :attr:`SCRUB_WAIT_MS` at most; the next scrub, checkpoint or close empties
+        it then."""
+        with contextlib.suppress(sqlite3.Error):
+            self.conn.execute(f"PRAGMA busy_timeout={self.SCRUB_WAIT_MS}")
+            try:
+                self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+            finally:
+                self.conn.execute(f"PRAGMA busy_timeout={int(self.BUSY_TIMEOUT * 1000)}")
+
     def _restore_sync(self) -> None:
         """Back to ``synchronous=NORMAL`` after a durable transaction."""
         with contextlib.suppress(sqlite3.Error):  # stays FULL: slower, never unsafe

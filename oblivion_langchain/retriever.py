@@ -204,8 +204,10 @@ class OblivionRetriever(BaseRetriever):
         equal to its id, and a ``why`` dict) is stored without the ranking keys
         (``id``, ``namespace``, ``category``, ``tier``, ``relevance``, ``activation``,
         ``importance``, ``score``, ``tokens``, ``why``): the memory keeps exactly its
-        user metadata, a user key of one of those names included (the document shows
-        the ranking value in its place). Returns the memory ids, in order.
+        user metadata. A user key of one of those names, which the document shows
+        overwritten by the ranking value, is kept when the document updates its memory
+        in place, and lost when it is stored anew (in another namespace, or after its
+        memory was forgotten). Returns the memory ids, in order.
 
         Raises:
             InvalidInputError: not a list of ``Document`` s, ``ids`` not one per

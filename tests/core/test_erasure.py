@@ -77,3 +77,19 @@ def test_the_database_overwrites_what_it_deletes(tmp_path: Path) -> None:
     """SQLite's ``secure_delete`` is turned on, whatever the build's default."""
     with _open(tmp_path, documents=False) as mem:
         assert mem._db.conn.execute("PRAGMA secure_delete").fetchone()[0] == 1
+
+
+def test_the_database_and_its_log_hold_no_deleted_text_while_the_store_is_open(
+    tmp_path: Path,
+) -> None:
+    """The write-ahead log kept the page holding a forgotten (or edited-away) text until
+    about 1,000 pages of later writes, or the store closed; it is emptied after each."""
+    with _open(tmp_path, documents=False) as mem:
+        gone = mem.remember(f"Dana's therapist is Dr {FORGOTTEN}.").id
+        edited = mem.remember(f"Dana's new employer is {EDITED} Holdings.").id
+        mem.remember_many([f"note {k} about the garden" for k in range(20)], supersede=False)
+        mem.recall("garden", k=3)
+        mem.forget(gone)
+        mem.edit(edited, "Dana's employer: withheld")
+        held = _files_holding(tmp_path, [FORGOTTEN, EDITED])
+        assert not {f for f in held if f.startswith("oblivion.sqlite3")}, held
