@@ -590,7 +590,16 @@ class OblivionStore(BaseStore):
                         self.oblivion.rerank(query, [candidate], namespace=space, feedback=True)
 
     def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
-        found = [labels for _, labels in self._spaces(())]
+        # the labels a prefix condition fixes, up to its first wildcard: only the
+        # namespaces under them are read (a listing of one user's among 10,000 users
+        # read every namespace's counts)
+        fixed: tuple[str, ...] = ()
+        for cond in op.match_conditions or ():
+            if cond.match_type == "prefix":
+                labels = tuple(cond.path)
+                head = labels[: labels.index("*")] if "*" in labels else labels
+                fixed = max(fixed, head, key=len)
+        found = [labels for _, labels in self._spaces(fixed)]
         for cond in op.match_conditions or ():
             found = [ns for ns in found if namespace_matches(ns, cond.match_type, cond.path)]
         if op.max_depth is not None:

@@ -7,6 +7,7 @@ import json
 import os
 import threading
 import weakref
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal, NamedTuple
 
@@ -341,7 +342,7 @@ class OblivionNodePostprocessor(BaseNodePostprocessor):
             taken.setdefault(memory_id, text)
             if memory_id != node_id:
                 with known.lock:
-                    known.alias[node_id] = memory_id
+                    known.add_alias(node_id, memory_id)
         return memory_of
 
     def _keyed(self, written: Mapping[str, tuple[str | None, str]]) -> None:
@@ -505,6 +506,14 @@ class _Node(NamedTuple):
         return {**json_metadata(self.nws.node.metadata), META_NODE_KEY: node_key(self.text)}
 
 
+#: The node ids :class:`_KnownNodes` keeps matched to memories: this many per content
+#: key, the newest first (two indexes built from one corpus at once), at least
+#: :data:`MIN_ALIASES`. A ``mark_used`` of a node id dropped since (of an index built
+#: many times over) names it as never seen.
+ALIASES_PER_KEY = 2
+MIN_ALIASES = 4_096
+
+
 class _KnownNodes:
     """What the postprocessors of one engine know of one namespace's nodes (guarded by
     ``lock``; never held across the engine's calls but :func:`_stored_keys`' read)."""
@@ -515,7 +524,18 @@ class _KnownNodes:
         #: content key -> the memory holding (or claimed to hold) that text
         self.by_key: dict[str, str] = {}
         #: node id -> the memory it was matched to by content (ids of this process)
-        self.alias: dict[str, str] = {}
+        self.alias: OrderedDict[str, str] = OrderedDict()
+
+    def add_alias(self, node_id: str, memory_id: str) -> None:
+        """Note that ``node_id`` stands for ``memory_id`` (call with :attr:`lock` held).
+        The newest :data:`ALIASES_PER_KEY` times as many as there are content keys are
+        kept (at least :data:`MIN_ALIASES`): an index built again each day gives every
+        node a new id, and the old ones never come back."""
+        self.alias[node_id] = memory_id
+        self.alias.move_to_end(node_id)
+        keep = max(MIN_ALIASES, ALIASES_PER_KEY * len(self.by_key))
+        while len(self.alias) > keep:
+            self.alias.popitem(last=False)
 
 
 #: Per engine (while it lives), per namespace: shared by every postprocessor of the

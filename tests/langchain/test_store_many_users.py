@@ -73,3 +73,52 @@ def test_the_namespaces_under_a_prefix_are_those_in_memory_store_has(
         want = sorted((i.namespace, i.key) for i in theirs.search(tuple(prefix), limit=100))
         got = sorted((i.namespace, i.key) for i in ours.search(tuple(prefix), limit=100))
         assert got == want
+
+
+def test_listing_one_users_namespaces_reads_only_theirs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each namespace listed is counted (one holding only compression summaries holds
+    no item): a listing under one user's prefix counted every user's namespaces (a
+    query each when not loaded: 180 ms at 10,000 namespaces)."""
+    with memory() as engine:
+        store = OblivionStore(engine, index={"fields": ["text"]})
+        for user in range(200):
+            store.put(("users", f"u{user}"), "tea", {"text": f"user {user} drinks tea"})
+            store.put(("users", f"u{user}", "work"), "desk", {"text": "a desk"})
+        counted: list[str | None] = []
+        count = engine.count
+
+        def counting(*args: object, namespace: str | None = None, **kwargs: object) -> int:
+            counted.append(namespace)
+            return count(*args, namespace=namespace, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(engine, "count", counting)
+        assert store.list_namespaces(prefix=("users", "u7")) == [
+            ("users", "u7"),
+            ("users", "u7", "work"),
+        ]
+        assert len(counted) <= 4, len(counted)
+        assert store.list_namespaces(prefix=("users", "*", "work"), limit=3) == [
+            ("users", "u0", "work"),
+            ("users", "u1", "work"),
+            ("users", "u10", "work"),
+        ]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    spaces=st.lists(st.lists(LABELS, min_size=1, max_size=3), min_size=1, max_size=6),
+    prefix=st.lists(st.one_of(LABELS, st.just("*")), max_size=2),
+    suffix=st.lists(st.one_of(LABELS, st.just("*")), max_size=2),
+)
+def test_listed_namespaces_are_those_in_memory_store_lists(
+    spaces: list[list[str]], prefix: list[str], suffix: list[str]
+) -> None:
+    theirs = InMemoryStore()
+    with memory() as engine:
+        ours = OblivionStore(engine, index={"fields": ["text"]})
+        for k, labels in enumerate(spaces):
+            for store in (ours, theirs):
+                store.put(tuple(labels), f"k{k}", {"text": f"note {k}"})
+        asked = {"prefix": tuple(prefix) or None, "suffix": tuple(suffix) or None}
+        want = sorted(theirs.list_namespaces(**asked, limit=100))  # type: ignore[arg-type]
+        assert sorted(ours.list_namespaces(**asked, limit=100)) == want  # type: ignore[arg-type]

@@ -212,6 +212,26 @@ def test_a_restarted_app_finds_its_nodes_memories_by_content(tmp_path: Path) -> 
     assert activations[2] > activations[0]
 
 
+def test_an_index_built_again_each_day_keeps_a_bounded_map_of_node_ids(
+    engine: Oblivion, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The node ids matched to memories by text are kept for the newest builds only (an
+    index built again each day gives every node a new id), and today's ids still work."""
+    from oblivion_llamaindex import postprocessor as module
+
+    monkeypatch.setattr(module, "MIN_ALIASES", 0)
+    texts = [f"refund rule {k}: allow {k} working days" for k in range(20)]
+    sizes = []
+    for day in range(6):
+        rerank = OblivionNodePostprocessor(oblivion=engine, top_n=3)
+        nodes = [node(f"day{day}-{k}", text, 0.5) for k, text in enumerate(texts)]
+        out = rerank.postprocess_nodes(nodes, query_str=QUERY)
+        assert engine.count() == len(texts)
+        assert rerank.mark_used([out[0].node.node_id])
+        sizes.append(len(rerank._shared().alias))
+    assert sizes[1:] == [20, 40, 40, 40, 40]  # two builds' worth: 2 per content key
+
+
 def test_nodes_of_one_call_sharing_a_text_rank_once_by_their_best_score(
     engine: Oblivion,
 ) -> None:
