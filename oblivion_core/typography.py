@@ -52,11 +52,13 @@ _CASED_BLOCKS = (
 )
 
 
-def _char_class(keep: Callable[[str], bool]) -> str:
-    """The characters of :data:`_CASED_BLOCKS` that ``keep`` accepts, as the inside of a
-    regular expression's ``[...]`` (ranges)."""
+def _char_class(
+    keep: Callable[[str], bool], blocks: tuple[tuple[int, int], ...] = _CASED_BLOCKS
+) -> str:
+    """The characters of ``blocks`` that ``keep`` accepts, as the inside of a regular
+    expression's ``[...]`` (ranges)."""
     spans: list[tuple[int, int]] = []
-    for low, high in _CASED_BLOCKS:
+    for low, high in blocks:
         for code in range(low, high + 1):
             if keep(chr(code)):
                 if spans and spans[-1][1] == code - 1:
@@ -84,21 +86,8 @@ LETTER = r"[^\W\d_]"
 _MARK_BLOCKS = ((0x0300, 0x2FFF), (0xA640, 0xABFF), (0xFB1E, 0xFB1E), (0xFE00, 0xFE2F))
 
 
-def _marks() -> str:
-    spans: list[tuple[int, int]] = []
-    for low, high in _MARK_BLOCKS:
-        for code in range(low, high + 1):
-            if unicodedata.category(chr(code)) in ("Mn", "Mc", "Me"):
-                if spans and spans[-1][1] == code - 1:
-                    spans[-1] = (spans[-1][0], code)
-                else:
-                    spans.append((code, code))
-    return "".join(
-        re.escape(chr(a)) if a == b else f"{re.escape(chr(a))}-{re.escape(chr(b))}"
-        for a, b in spans
-    )
-
-
 #: A combining mark inside a word (a vowel sign, a virama, a tone mark, an accent typed
 #: apart), which ``\w`` leaves out: "दिल्ली" is one word with them, three without.
-MARK = "[" + _marks() + "]"
+MARK = (
+    "[" + _char_class(lambda c: unicodedata.category(c) in ("Mn", "Mc", "Me"), _MARK_BLOCKS) + "]"
+)

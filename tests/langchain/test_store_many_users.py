@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from langgraph.store.memory import InMemoryStore
 
+from oblivion_core import Oblivion
 from oblivion_core.testing import memory
 from oblivion_langchain import OblivionStore
 from oblivion_langchain import store as store_module
@@ -54,6 +55,16 @@ def test_a_users_search_decodes_only_the_namespaces_under_its_prefix(
 LABELS = st.text(alphabet='ab",[]\\é ', min_size=1, max_size=3)
 
 
+def _both(engine: Oblivion, spaces: list[list[str]]) -> tuple[OblivionStore, InMemoryStore]:
+    """An OblivionStore on ``engine`` and an InMemoryStore, each holding one item in each
+    of ``spaces``."""
+    ours, theirs = OblivionStore(engine, index={"fields": ["text"]}), InMemoryStore()
+    for k, labels in enumerate(spaces):
+        for store in (ours, theirs):
+            store.put(tuple(labels), f"k{k}", {"text": f"note {k}"})
+    return ours, theirs
+
+
 @settings(max_examples=40, deadline=None)
 @given(
     spaces=st.lists(st.lists(LABELS, min_size=1, max_size=3), min_size=1, max_size=6),
@@ -64,12 +75,8 @@ def test_the_namespaces_under_a_prefix_are_those_in_memory_store_has(
 ) -> None:
     """Labels holding JSON's own characters (quotes, commas, brackets, backslashes)
     included: the prefix is matched on the encoded string first, then by labels."""
-    theirs = InMemoryStore()
     with memory() as engine:
-        ours = OblivionStore(engine, index={"fields": ["text"]})
-        for k, labels in enumerate(spaces):
-            for store in (ours, theirs):
-                store.put(tuple(labels), f"k{k}", {"text": f"note {k}"})
+        ours, theirs = _both(engine, spaces)
         want = sorted((i.namespace, i.key) for i in theirs.search(tuple(prefix), limit=100))
         got = sorted((i.namespace, i.key) for i in ours.search(tuple(prefix), limit=100))
         assert got == want
@@ -113,12 +120,8 @@ def test_listing_one_users_namespaces_reads_only_theirs(monkeypatch: pytest.Monk
 def test_listed_namespaces_are_those_in_memory_store_lists(
     spaces: list[list[str]], prefix: list[str], suffix: list[str]
 ) -> None:
-    theirs = InMemoryStore()
     with memory() as engine:
-        ours = OblivionStore(engine, index={"fields": ["text"]})
-        for k, labels in enumerate(spaces):
-            for store in (ours, theirs):
-                store.put(tuple(labels), f"k{k}", {"text": f"note {k}"})
+        ours, theirs = _both(engine, spaces)
         asked = {"prefix": tuple(prefix) or None, "suffix": tuple(suffix) or None}
         want = sorted(theirs.list_namespaces(**asked, limit=100))  # type: ignore[arg-type]
         assert sorted(ours.list_namespaces(**asked, limit=100)) == want  # type: ignore[arg-type]
