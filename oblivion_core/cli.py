@@ -225,18 +225,22 @@ def _copy(path_arg: str, folder: Path, command: str) -> Path:
         return _copy_live(path_arg, folder, command)
 
 
-def _copy_live(path_arg: str, folder: Path, command: str) -> Path:
-    """Copy the store at ``path_arg``, which a running process holds, into ``folder``
-    through a read-only connection (:func:`backup.copy_live`), and say so on stderr."""
+def _copy_live(path_arg: str, folder: Path, command: str, *, older: int | None = None) -> Path:
+    """Copy the store at ``path_arg``, which a running process holds (or, ``older``,
+    written by an older Oblivion: opening it would upgrade it), into ``folder`` through a
+    read-only connection (:func:`backup.copy_live`), and say so on stderr."""
     from oblivion_core.backup import copy_live
 
     copy = copy_live(Path(path_arg), folder)
     done = "copied" if command == "backup" else "read a copy of"
-    print(
-        f"oblivion {command}: {path_arg!r} is open in a running process; {done} what it "
-        "has written (recall boosts of its last second may be missing)",
-        file=sys.stderr,
+    said = (
+        f"is open in a running process; {done} what it has written (recall boosts of its "
+        "last second may be missing)"
+        if older is None
+        else f"was written by an older Oblivion (schema {older}); read a copy, leaving the "
+        "store as it is (the app's next open upgrades it)"
     )
+    print(f"oblivion {command}: {path_arg!r} {said}", file=sys.stderr)
     return copy
 
 
@@ -387,20 +391,9 @@ def _reading(path_arg: str, command: str) -> Iterator[Oblivion]:
                 yield mem
                 return
     with tempfile.TemporaryDirectory(prefix="oblivion-read-") as scratch:
-        if older is None:
-            copy = _copy_live(path_arg, Path(scratch) / "copy", command)  # locked: no retry
-        else:
-            # opening it would upgrade it, and the older Oblivion of the app that wrote
-            # it would then refuse it: a copy is upgraded instead
-            from oblivion_core.backup import copy_live
-
-            copy = copy_live(Path(path_arg), Path(scratch) / "copy")
-            print(
-                f"oblivion {command}: {path_arg!r} was written by an older Oblivion (schema "
-                f"{older}); read a copy, leaving the store as it is (the app's next open "
-                "upgrades it)",
-                file=sys.stderr,
-            )
+        # locked: no retry; older: opening it would upgrade it, and the older Oblivion
+        # of the app that wrote it would then refuse it, so a copy is upgraded instead
+        copy = _copy_live(path_arg, Path(scratch) / "copy", command, older=older)
         with _opened(str(copy.parent)) as mem:
             yield mem
 

@@ -190,21 +190,23 @@ END;
 _GENERATION = "SELECT gen FROM lexical_gen WHERE namespace=?"
 
 
+def _key64(text: str) -> int:
+    """A signed 64-bit hash of ``text``, the same in every process (an index key)."""
+    digest = hashlib.blake2b(text.encode(), digest_size=8, usedforsecurity=False).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
 def memory_key(namespace: str, memory_id: str) -> int:
     """A signed 64-bit hash of ``(namespace, memory_id)`` (collisions are filtered by the
     exact columns beside it)."""
-    digest = hashlib.blake2b(
-        f"{namespace}\x00{memory_id}".encode(), digest_size=8, usedforsecurity=False
-    ).digest()
-    return int.from_bytes(digest, "big", signed=True)
+    return _key64(f"{namespace}\x00{memory_id}")
 
 
 @functools.lru_cache(maxsize=4_096)
 def namespace_key(namespace: str) -> int:
     """A signed 64-bit hash of a namespace (collisions are filtered by the exact column
     beside it); cached, as every journal entry needs its namespace's."""
-    digest = hashlib.blake2b(namespace.encode(), digest_size=8, usedforsecurity=False).digest()
-    return int.from_bytes(digest, "big", signed=True)
+    return _key64(namespace)
 
 
 #: One journal entry: ``(memory_id, kind, before, after, detail)``.

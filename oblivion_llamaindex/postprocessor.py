@@ -263,22 +263,23 @@ class OblivionNodePostprocessor(BaseNodePostprocessor):
         return [annotate(ranked[item.id][0].node, item) for item in result]
 
     # ------------------------------------------------------------------ node -> memory
+    def _space_name(self) -> str:
+        """The engine namespace of the nodes (the engine's default for ``None``)."""
+        return self.namespace if self.namespace is not None else self.oblivion.default_namespace
+
     def _shared(self) -> _KnownNodes:
         """What the postprocessors of this engine know of this namespace's nodes."""
-        engine = self.oblivion
-        namespace = self.namespace if self.namespace is not None else engine.default_namespace
         with _SHARED_LOCK:
-            return _SHARED.setdefault(engine, {}).setdefault(namespace, _KnownNodes())
+            by_space = _SHARED.setdefault(self.oblivion, {})
+            return by_space.setdefault(self._space_name(), _KnownNodes())
 
     def _known(self) -> _KnownNodes:
         """:meth:`_shared`, its content keys read from the store the first time."""
-        engine = self.oblivion
-        namespace = self.namespace if self.namespace is not None else engine.default_namespace
         known = self._shared()
         if not known.loaded:
             # read without the lock (a large store takes a while); the first reader to
             # finish installs its reading, which predates any registration by key
-            by_key = _stored_keys(engine, namespace)
+            by_key = _stored_keys(self.oblivion, self._space_name())
             with known.lock:
                 if not known.loaded:
                     known.by_key.update(by_key)
