@@ -3,8 +3,10 @@
 Scoring is FTS5's BM25 (k1 = 1.2, b = 0.75, idf = ln((N - n + 0.5) / (n + 0.5)) floored
 at 1e-6) over the tokens of SQLite's ``porter unicode61 remove_diacritics 2`` tokenizer:
 lowercased, diacritics removed, split at anything that is not a letter or a digit,
-Porter-stemmed (:mod:`oblivion_core.porter`). A query is an OR of its content words
-(stop words dropped, see :mod:`overlap`), so user text is never parsed as syntax.
+Porter-stemmed (:mod:`oblivion_core.porter`). One difference: a run of Chinese
+characters or kana, which ``unicode61`` keeps as one token, gives each character and each
+pair of neighbours (:func:`_words`). A query is an OR of its content words (stop words
+dropped, see :mod:`overlap`), so user text is never parsed as syntax.
 
 Why not FTS5 itself: an FTS5 ``MATCH ... ORDER BY bm25`` scores every matching row in
 SQL, 8-20 ms per query at 100k memories, and it ran on every recall and on every write
@@ -36,6 +38,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from oblivion_core.cjk import HAS_CJK, pieces
 from oblivion_core.doc_set import DocSet
 from oblivion_core.lexical_snapshot import LexicalSnapshots
 from oblivion_core.overlap import STOP_WORDS, content_words
@@ -54,8 +57,21 @@ _ASCII_TOKEN = re.compile(r"[^\W_]+")  # the same for ASCII text, a third faster
 
 
 def _words(folded: str) -> list[str]:
-    """The terms of a :func:`_fold` ed text, unstemmed."""
-    return (_ASCII_TOKEN if folded.isascii() else _TOKEN).findall(folded)
+    """The terms of a :func:`_fold` ed text, unstemmed.
+
+    A run of Chinese characters or kana, written without spaces, gives each of its
+    characters and each pair of neighbours ("北京大学" -> 北, 北京, 京, 京大, 大, 大学,
+    学; :mod:`oblivion_core.cjk`), as Lucene's CJK analyzer does with unigrams kept: a
+    query phrased another way ("你的猫叫什么" against "我的猫叫小白") shares its pairs,
+    and a query of one character ("猫") finds it. A query searches the pairs alone
+    (:func:`query_terms`).
+    """
+    if folded.isascii():
+        return _ASCII_TOKEN.findall(folded)
+    words: list[str] = _TOKEN.findall(folded)
+    if not HAS_CJK.search(folded):
+        return words
+    return [piece for word in words for piece in pieces(word, singles=True)]
 
 
 #: Reads ``(seq, text)`` of every memory of a namespace, to build its index.
@@ -84,7 +100,9 @@ def _fold(text: str) -> str:
         elif accented:
             continue
         out.append(c)
-    return "".join(out).lower()
+    # the marks kept join their letters again: kana's voicing mark ("ガ" decomposes to
+    # "カ" and U+3099, which regular expressions read as a separate character)
+    return unicodedata.normalize("NFC", "".join(out).lower())
 
 
 def tokens(text: str) -> list[str]:
@@ -98,6 +116,9 @@ def query_terms(text: str) -> list[str]:
     The query is folded as documents are (:func:`_fold`: "München" searches ``munchen``,
     "café" ``cafe``, the decomposed "café" too) before its content words are read
     (:func:`~oblivion_core.overlap.content_words`, in any script: "Москве", "北京").
+
+    A run of Chinese characters or kana searches its pairs of neighbours ("我的猫" searches
+    我的 and 的猫, each a content word), one character alone itself.
 
     A content word that splits into several tokens (``grace's``) contributes its tokens
     of two or more letters that are neither stop words nor what a contraction leaves:

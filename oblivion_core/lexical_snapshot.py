@@ -39,8 +39,8 @@ logger = logging.getLogger(__name__)
 #: Bumped whenever the tokens (:func:`oblivion_core.lexical.tokens`) or the saved arrays
 #: change: a file of another format is built again. 2: letters folded before they are
 #: lowercased (the compatibility capitals of "𝐏𝐲𝐭𝐡𝐨𝐧" index as ``python``), and only
-#: live documents saved.
-FORMAT = 2
+#: live documents saved. 3: Chinese characters and kana indexed one by one and in pairs.
+FORMAT = 3
 
 Arrays = dict[str, npt.NDArray[Any]]
 

@@ -6,6 +6,7 @@ BM25 index holds no word of a forgotten or edited-away text (lexical.py)."""
 from __future__ import annotations
 
 import unicodedata
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -72,8 +73,6 @@ def test_a_stored_word_with_any_latin_accent_is_searched_by_the_same_word(
         "straße",
         "Москве",
         "Αθήνα",
-        "北京",
-        "東京タワー",
         "दिल्ली",
         "मुंबई",
         "சென்னை",
@@ -87,6 +86,66 @@ def test_a_query_word_of_any_script_searches_what_documents_index(word: str) -> 
     # one term: a word of a script written with vowel signs and viramas is not cut at
     # each of them (Python's \w leaves them out)
     assert len(tokens(word)) == 1, tokens(word)
+
+
+#: Chinese characters, hiragana and katakana.
+_CJK_CHAR = st.one_of(
+    st.characters(min_codepoint=0x4E00, max_codepoint=0x9FFF),
+    st.characters(min_codepoint=0x3041, max_codepoint=0x3096),
+    st.characters(min_codepoint=0x30A1, max_codepoint=0x30FA),
+)
+
+
+@given(st.lists(_CJK_CHAR, min_size=1, max_size=12).map("".join))
+def test_a_run_of_chinese_or_kana_indexes_each_character_and_each_pair(run: str) -> None:
+    """Written without spaces, a run was one term: "我的猫叫小白" could be found only by
+    itself. It now indexes each character and each pair of neighbours, in order, and a
+    query searches its pairs (a character alone: itself)."""
+    chars = list(unicodedata.normalize("NFC", run))
+    pairs = [a + b for a, b in pairwise(chars)]
+    expected = [t for i, c in enumerate(chars) for t in (c, *pairs[i : i + 1])]
+    assert tokens(run) == expected
+    assert tokens(f"see {run}, ok") == ["see", *expected, "ok"]
+    searched = query_terms(run)
+    assert set(searched) <= set(expected)
+    assert set(searched) == (set(pairs) if pairs else set(chars))
+
+
+@pytest.mark.parametrize(
+    ("stored", "asked"),
+    [
+        ("我的猫叫小白，今年三岁。", "你的猫叫什么名字？"),  # phrased another way
+        ("我的猫叫小白，今年三岁。", "猫"),  # one character
+        ("我住在北京大学附近", "北京"),
+        ("東京タワーに行きました", "タワー"),  # kana within a run of kanji and kana
+        ("ガラスのコップを買った", "ｶﾞﾗｽ"),  # half-width katakana and its voicing mark
+        ("iPhone手机很好用", "手机"),
+    ],
+    ids=["rephrased", "one-character", "a-name", "katakana", "half-width", "mixed"],
+)
+def test_a_query_finds_chinese_or_japanese_text_by_the_characters_it_shares(
+    stored: str, asked: str
+) -> None:
+    assert set(tokens(stored)) & set(query_terms(asked)), (tokens(stored), query_terms(asked))
+    assert not set(tokens("我的狗喜欢散步。明天见")) & set(query_terms(asked))
+
+
+def test_a_chinese_query_brings_its_memory_first_through_the_real_stack(
+    tmp_path: Path, real_embedder: object
+) -> None:
+    """The English model reads Chinese poorly; the shared characters bring the memory."""
+    texts = [
+        "我的狗喜欢在公园散步。",
+        "我的猫叫小白，今年三岁。",
+        "明天下午三点开会讨论预算。",
+        "我最喜欢的水果是芒果。",
+        "周末我们去了上海看展览。",
+    ]
+    with Oblivion(tmp_path / "store", embedder=real_embedder) as mem:
+        ids = [mem.remember(t).id for t in texts]
+        for query, want in [("你的猫叫什么名字？", 1), ("芒果", 3), ("开会是几点？", 2)]:
+            got = mem.recall(query, k=3)
+            assert got.items[0].id == ids[want], (query, [it.text for it in got.items])
 
 
 def test_words_written_with_vowel_signs_are_whole() -> None:
@@ -210,11 +269,15 @@ def test_a_text_reads_the_same_composed_or_decomposed(word: str) -> None:
         ("Я живу в Москве уже десять лет.", "Вы живёте в Москве уже десять лет, вы говорили."),
         ("Η αδελφή μου μένει στην Αθήνα.", "Η αδελφή σας μένει στην Αθήνα."),
         ("Herr Müller wohnt in der Lindenstraße.", "Herr Müller wohnt noch in der Lindenstraße."),
+        # written without spaces: the answer shares pairs of characters, not whole runs
+        ("我的猫叫小白，今年三岁。", "你的猫叫小白，它今年三岁了。"),
+        ("東京タワーに行きました", "東京タワーに行ったんですね"),
     ],
 )
 def test_an_answer_echoing_a_memory_in_any_script_used_it(memory_text: str, answer: str) -> None:
     assert used_ids(answer, [("m", memory_text)]) == ["m"]
     assert used_ids(_nfd(answer), [("m", memory_text)]) == ["m"]
+    assert used_ids("OK, see you tomorrow. 好的，明天见。", [("m", memory_text)]) == []
 
 
 def test_accented_words_are_whole() -> None:

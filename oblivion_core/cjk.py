@@ -1,0 +1,49 @@
+"""Chinese and Japanese text, written without spaces between words, read in pieces.
+
+A run of Chinese characters or kana is one "word" to a regular expression: the whole of
+"我的猫叫小白" was a single BM25 term and a single content word, so a memory was found, or
+counted as used by an answer, only when the other text repeated the run whole. The rules
+that read words (BM25's documents and queries, :mod:`oblivion_core.lexical`; the content
+words an answer shares with a memory, :mod:`oblivion_core.overlap`) read such a run as
+the pairs of neighbouring characters it holds, as Lucene's CJK analyzer does: "你的猫叫什么"
+and "我的猫叫小白" share 的猫 and 猫叫. Hangul is written with spaces and is left whole.
+"""
+
+from __future__ import annotations
+
+import re
+
+#: Chinese characters (the unified blocks and their extensions, the compatibility block),
+#: hiragana, katakana (with the half-width forms) and the iteration marks 々 and 〇.
+_CHARS = (
+    "\u3005\u3007\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+    "\uff66-\uff9f\U00020000-\U0003134f"
+)
+#: Whether a text holds any such character (a text without is read as it was).
+HAS_CJK = re.compile(f"[{_CHARS}]")
+_RUN = re.compile(f"[{_CHARS}]+")
+
+
+def pieces(word: str, *, singles: bool) -> list[str]:
+    """``word`` with each run of Chinese characters or kana as the pairs of neighbours
+    it holds, in order ("北京大学" -> 北京, 京大, 大学), and each character too with
+    ``singles`` (北, 北京, 京, 京大, ...); a run of one character is itself. The rest of
+    the word is kept as it is ("iphone手机" -> iphone, 手机)."""
+    out: list[str] = []
+    at = 0
+    for run in _RUN.finditer(word):
+        if run.start() > at:
+            out.append(word[at : run.start()])
+        chars = run.group()
+        if len(chars) == 1:
+            out.append(chars)
+        for i in range(len(chars) - 1):
+            if singles:
+                out.append(chars[i])
+            out.append(chars[i : i + 2])
+        if singles and len(chars) > 1:
+            out.append(chars[-1])
+        at = run.end()
+    if at < len(word):
+        out.append(word[at:])
+    return out
