@@ -74,9 +74,11 @@ def _score_and_pack(
     ``successors=False`` (candidates someone else chose, :meth:`rerank`): no memory is
     added or dropped; a stale candidate only ranks below a successor that is one.
 
-    ``listed``: the current items of a list the query asks for; they come first and
-    bring no neighbours. ``passes``: recall's ``where`` filter; only memories that
-    pass it are shown (hits, neighbours, linked ones).
+    ``listed``: the memories shown first whatever their score (the current items of a
+    list the query asks for, standing memories, the user's name); they bring no
+    neighbours and are not counted among the best ``N`` hits. ``passes``: recall's
+    ``where`` filter; only memories that pass it are shown (hits, neighbours, linked
+    ones).
     """
     st = space.state
     cand = dict(cand)
@@ -124,23 +126,26 @@ def _score_and_pack(
             scores[pos[m]] = scores[pos[head]] - 1e-6
             capped[m] = head
     order = rank_order(scores, st.cols["seq"][rows])
+    n_first = 0
     if listed:  # a list question: the list's current items come first
         first = np.fromiter((cids[j] in listed for j in order), bool, len(order))
         order = np.concatenate([order[first], order[~first]])
+        n_first = int(first.sum())
     context_of: dict[str, tuple[str, str]] = {}
     matched: set[str] = set()  # neighbours placed as context that the query matched too
     hit_at: dict[int, int] = {}  # place in ``order`` of a neighbour -> its hit
     if policy.expand_neighbours and qvec is not None:
-        hits = [cids[j] for j in order[: policy.expand_neighbours]]
+        # the best hits after the items that come first whatever the query (a list's
+        # items, standing memories, the user's name), which stand alone: their
+        # neighbours are other talk, and they took the query's hits' context before
+        hits = [cids[j] for j in order[n_first : n_first + policy.expand_neighbours]]
         for hit in hits:
-            if hit in listed:
-                continue  # a list item stands alone: its neighbours are other talk
             for which, mid in self._neighbours(st, policy, hit, space.summaries):
                 if active_only and mid not in space.index:
                     continue
                 if passes is not None and not passes.holds(mid):
                     continue
-                if mid not in hits and mid not in context_of:
+                if mid not in hits and mid not in listed and mid not in context_of:
                     context_of[mid] = (hit, which)
         fresh = [m for m in context_of if m not in pos]
         matched = {m for m in context_of if m in pos}
@@ -164,7 +169,7 @@ def _score_and_pack(
         by_hit: dict[int, list[int]] = {}
         for m, (hit, _) in context_of.items():
             by_hit.setdefault(pos[hit], []).append(pos[m])
-        order, hit_at = interleave(order, len(hits), by_hit, len(cids))
+        order, hit_at = interleave(order, n_first + len(hits), by_hit, len(cids))
 
     # tokens are counted only for the candidates packing reaches (the first k, unless
     # the budget skips some): at 10k memories a recall ranks ~135 candidates, and

@@ -194,6 +194,48 @@ def test_standing_instructions_through_the_real_stack(tmp_path: Path) -> None:
         assert mem.recall("lunch?", k=2, standing="instruction").ids[0] == rule
 
 
+def _context_given(result: Any) -> set[str]:
+    """The hits whose neighbouring turns the recall shows."""
+    return {it.why["context_for"] for it in result if "context_for" in it.why}
+
+
+@pytest.mark.parametrize("real", [False, True], ids=["offline", "real-stack"])
+def test_standing_memories_leave_the_query_hits_their_turns(
+    fresh: Any, tmp_path: Path, real: bool
+) -> None:
+    """The neighbours of "the best 3 hits" went to the first 3 places, which standing
+    memories took: with 3 instructions, no hit brought the turn that answered it (the
+    chat adapters show standing instructions by default)."""
+    clock = ManualClock()
+    policy = Policy().replace(maintain_every=0, adapt=False)
+    with (
+        Oblivion(tmp_path, clock=clock, policy=policy)
+        if real
+        else fresh(clock=clock, policy=policy)
+    ) as mem:
+        for rule in RULES[:1] + RULES[2:]:
+            mem.remember(rule, category="instruction")
+            clock.advance(3_600)
+        turns = [
+            "user: Can you help me plan the spring team offsite?",
+            "assistant: Lisbon works well in April; the Casa Azul venue fits twelve people.",
+            "user: How much money do we have for the team offsite?",
+            "assistant: Finance approved 9,000 euros, including travel.",
+            "user: Which hotel did we book for the team offsite?",
+            "assistant: The Hotel Miramar, confirmation code QX81.",
+        ]
+        for turn in turns:
+            mem.remember(turn, category="fact")
+            clock.advance(40)
+        query = "What's the budget for the team offsite?"
+        plain = mem.recall(query, k=20, feedback=False)
+        pinned = mem.recall(query, k=20, standing="instruction", feedback=False)
+        assert len(_standing_items(pinned)) == 3
+        assert len(_context_given(plain)) >= 2  # the third hit's turns are the others'
+        assert _context_given(pinned) == _context_given(plain)
+        assert any("9,000 euros" in it.text for it in pinned)
+
+
 # ------------------------------------------------------------ a message with no text
 def _standing_items(result: Any) -> list[str]:
     return [it.id for it in result if (it.why.get("relevance_signals") or {}).get("standing")]
