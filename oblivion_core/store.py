@@ -188,6 +188,10 @@ def _tls_failed(exc: BaseException) -> str | None:
     return None
 
 
+#: Chroma's error for a vector of another size than its collection's.
+_OTHER_SIZE = re.compile(r"expecting embedding with dimension of (\d+), got (\d+)")
+
+
 def _refused(exc: BaseException) -> bool:
     """Whether ``exc`` (or what it was raised from) says a server refused the caller's
     credentials: Chroma's own auth errors, or HTTP 401/403 from a proxy in front of it
@@ -309,6 +313,10 @@ class VectorStore:
         #: (a server that lost its data), or not countable when first used. The engine
         #: puts their records back before it next queries one (:meth:`VectorSync.refill`).
         self.unchecked: set[str] = set()
+        #: Namespaces whose collection this store took over from another state folder of
+        #: the same store (a copy, or the original it is a copy of), by that folder: the
+        #: records there may hold that folder's vectors (:class:`VectorSync` compares).
+        self.relabelled: dict[str, str] = {}
         try:
             self.max_batch = int(client.get_max_batch_size())
         except Exception:
@@ -515,6 +523,16 @@ class VectorStore:
                 "Create it again with chromadb.AdminClient (create_tenant, create_database)"
                 ": the open store then puts its memories back from its activation database"
             )
+        sized = _OTHER_SIZE.search(str(exc))
+        if sized:
+            return VectorStoreError(
+                f"the collection {self.prefix + collection_name(namespace)!r} (namespace "
+                f"{namespace!r}) holds vectors of {sized.group(1)} dimensions and this "
+                f"store's have {sized.group(2)}, so Chroma could not {operation}: another "
+                "model's vectors were written there (a copy made with backup(embedder=...) "
+                "opened on this vector store, say). Call repair_vector_store(namespace=...) "
+                "to fill the collection again from this store's activation database"
+            )
         if timed_out:
             return VectorStoreError(
                 f"the Chroma server did not answer in time to {operation} (collection "
@@ -572,6 +590,7 @@ class VectorStore:
         self.owner, self._owner_label, self._original = None, "", None
         self._collections.clear()
         self.unchecked.clear()  # the next store checks each namespace when first used
+        self.relabelled.clear()
 
     def collection(self, namespace: str) -> Any:
         """The collection of ``namespace``, created on first use (cosine space)."""
@@ -635,6 +654,8 @@ class VectorStore:
                 f"the collection {col.name!r} (namespace {namespace!r}, {held:,} records)",
                 meta.get("oblivion_state", "?"),
             )
+        if found == self.owner and other:
+            self.relabelled[namespace] = other
         col.modify(
             metadata=meta | {"oblivion_store": self.owner, "oblivion_state": self._owner_label}
         )

@@ -100,8 +100,12 @@ class VectorSync:
         try:
             if ns in self.moving:
                 return self._copy_moved(ns, st)
+            count = self.store.count(ns) if held is None else -1  # (opens the collection)
+            if self._other_vectors(ns, st, held):
+                self._start_copy(ns)
+                return self._copy_moved(ns, st)
             if held is None:
-                if self.store.count(ns) == st.n:  # one call: the usual case costs no more
+                if count == st.n:  # one call: the usual case costs no more
                     return 0, 0
                 held = self.store.ids(ns)
             # records of no memory (a write killed between Chroma's add and its commit):
@@ -165,6 +169,54 @@ class VectorSync:
             self._db.set_meta(StateDB.VECTOR_STORE_COPYING, sorted(self.moving), conn)
         self._raise_lost(ns, st, len(ids), lost)
         return len(ids), len(orphans)
+
+    #: Records of a namespace whose vectors are compared with SQLite's when its
+    #: collection was last written by another state folder of the store.
+    SAMPLE = 8
+
+    def _other_vectors(self, ns: str, st: NamespaceState, held: set[str] | None) -> bool:
+        """Whether the collection of ``ns`` holds other vectors than this store's:
+
+        * last written by another state folder of this store (a copy made with
+          ``backup(embedder=...)`` opened on this vector store, this store then opened
+          again: its vectors are another model's) and a sample of its records holds
+          other vectors than SQLite's for the same memories; the sizes may agree, and
+          a count then shows nothing;
+        * for :meth:`Oblivion.repair_vector_store` (``held`` given), records of another
+          size than this store's vectors.
+
+        A store restored from its backup in the original's place, or whose folder moved,
+        finds the same vectors there, and nothing is copied."""
+        other = self.store.relabelled.pop(ns, None)
+        if held and self._other_model(ns, held):
+            return True
+        if other is None or not st.n:
+            return False
+        step = max(1, st.n // self.SAMPLE)
+        sample = [st.ids[i] for i in range(0, st.n, step)][: self.SAMPLE]
+        theirs = self.store.vectors(ns, sample)
+        ours = self._db.vectors(ns, list(theirs))
+        differ = any(
+            m in ours
+            and (v.shape != ours[m].shape or not np.allclose(v, ours[m], rtol=0, atol=1e-5))
+            for m, v in theirs.items()
+        )
+        if differ:
+            logger.warning(
+                "the collection of namespace %r was last written by %s, another state "
+                "folder of this store, and holds other vectors than this one's (a copy "
+                "with another model's, say): filling it again from the activation database",
+                ns,
+                other,
+            )
+        return differ
+
+    def _start_copy(self, ns: str) -> None:
+        """Note ``ns`` as to be copied whole to the vector store (:attr:`moving`), in
+        the state database too: a copy a process leaves unfinished is done by the next."""
+        self.moving.add(ns)
+        with self._db.transaction(durable=True) as conn:
+            self._db.set_meta(StateDB.VECTOR_STORE_COPYING, sorted(self.moving), conn)
 
     def _other_model(self, ns: str, held: set[str]) -> bool:
         """Whether the vector store's records of ``ns`` are of another size than this

@@ -29,6 +29,7 @@ from oblivion_core import (
     TurnClock,
     UnknownMemoryError,
     VectorStore,
+    VectorStoreError,
 )
 from oblivion_core.backup import copy_database, copy_live
 from oblivion_core.state import StateDB
@@ -211,6 +212,54 @@ def test_a_re_embedded_backup_takes_the_originals_vector_store_after_it_closed(
         new.remember("the bees are back in the garden", id="bees")
         assert new.recall("bees in the garden", k=1, deep=True).ids == ["bees"]
         assert new.store.ids("default") == {*ids, "bees"}
+
+
+class _OtherModel(HashEmbedder):
+    """Another model of the same size: each vector the negated HashEmbedder's."""
+
+    def _vector(self, text: str) -> Any:
+        return -super()._vector(text)
+
+
+@pytest.mark.parametrize("new_model", [HashEmbedder(dim=32), _OtherModel(dim=64)])
+def test_the_original_goes_back_to_its_vectors_after_trying_a_re_embedded_copy(
+    tmp_path: Path, new_model: HashEmbedder
+) -> None:
+    """The copy tried on the original's vector store, then the original opened again
+    (the new model did not work out): its collection kept the copy's vectors. Of another
+    size, every write failed with advice about a full disk and repair_vector_store()
+    saw nothing; of the same size, searches through Chroma ranked by the other model.
+    The original now finds the other vectors and fills the collection again."""
+    old_model = HashEmbedder(dim=64)
+    with memory(tmp_path / "store", embedder=old_model) as mem:
+        ids = [r.id for r in mem.remember_many([f"fact {i} about the garden" for i in range(20)])]
+        mem.backup(tmp_path / "new", embedder=new_model)
+    shared = VectorStore.embedded(tmp_path / "store" / "chroma")
+    with memory(tmp_path / "new", embedder=new_model, vector_store=shared) as new:
+        new.remember("the bees are back in the garden", id="bees")
+    with memory(tmp_path / "store", embedder=old_model) as mem:
+        mem.remember("the roses need pruning", id="roses")
+        held = mem.store.vectors("default", [*ids, "roses"])
+        ours = mem._db.vectors("default", [*ids, "roses"])
+        assert set(held) == set(ours) == {*ids, "roses"}
+        for m, vec in held.items():
+            np.testing.assert_allclose(vec, ours[m], atol=1e-6)
+        assert mem.store.ids("default") == {*ids, "roses"}
+        assert mem.repair_vector_store() == {"put_back": 0, "removed": 0}
+
+
+def test_a_collection_of_another_size_is_filled_again_by_repair(tmp_path: Path) -> None:
+    """Chroma's dimension error names the cause and repair_vector_store() fixes it."""
+    with memory(tmp_path / "store", embedder=HashEmbedder(dim=64)) as mem:
+        mem.remember("fact one about apples", id="m0")
+        mem.store.drop("default")
+        foreign = VectorStore.embedded(tmp_path / "store" / "chroma")
+        foreign.add("default", ["x"], np.ones((1, 16), dtype=np.float32), ["other"], [{}])
+        with pytest.raises(VectorStoreError, match="another model's vectors"):
+            mem.remember("fact two about pears")
+        assert mem.repair_vector_store()["put_back"] >= 1
+        mem.remember("fact two about pears", id="m1")
+        assert mem.store.ids("default") == {"m0", "m1"}
 
 
 def test_an_in_memory_engine_is_saved_to_disk(tmp_path: Path) -> None:
