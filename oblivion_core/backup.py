@@ -67,12 +67,34 @@ def check_folder(folder: object) -> Path:
             f"{str(path)!r} is a file; a backup goes to a folder that does not exist yet or "
             "is empty"
         )
+    if path.is_dir():
+        refuse_unfinished_backup(path / StateDB.FILE)
     if path.is_dir() and any(path.iterdir()):
         raise InvalidInputError(
             f"{str(path)!r} is not empty; a backup goes to a new or empty folder, so it never "
             "replaces a store (give a new folder, e.g. one named by the date)"
         )
     return path
+
+
+def refuse_unfinished_backup(db_file: Path) -> None:
+    """Refuse a folder holding a backup's unfinished copy and no database: a backup
+    being written, or one whose process was stopped (killed, out of memory, the machine
+    down). Opened as a store it would be an empty one, the backup's memories silently
+    missing (and a store opened while the copy is written would lose its own when the
+    copy took the name, were it not refused: :func:`_take_name`).
+
+    Raises:
+        StorePathError: the copy is there, without the database it was to become.
+    """
+    partial = db_file.with_name(db_file.name + PARTIAL)
+    if partial.exists() and not db_file.exists():
+        raise StorePathError(
+            f"{str(db_file.parent)!r} holds an unfinished backup ({partial.name}), not a "
+            "store: one being written now, or one whose process was stopped before it "
+            "finished. Wait for it to finish; if no backup is running, delete the folder "
+            "and back up again (or open another backup)"
+        )
 
 
 def copy_database(

@@ -50,7 +50,7 @@ from oblivion_core import (
     engine_write,
 )
 from oblivion_core.adaptation import Usage, multipliers
-from oblivion_core.backup import check_folder, copy_database
+from oblivion_core.backup import check_folder, copy_database, refuse_unfinished_backup
 from oblivion_core.budget import check_k, resolve_token_counter
 from oblivion_core.checks import (
     check_category,
@@ -286,6 +286,8 @@ class Oblivion:
         if self.path is not None:
             prepare_dir(self.path)
         db_file = None if self.path is None else self.path / StateDB.FILE
+        if db_file is not None:
+            refuse_unfinished_backup(db_file)
         # no activation database yet (or an empty file): the vector store should hold none
         # of this store's memories either
         db_existed = db_file is not None and db_file.exists()
@@ -380,12 +382,21 @@ class Oblivion:
                 held_n = sum(held.values())
                 self._db.close(write=False)
                 _drop_new_db(db_file, db_existed)
+                on_disk = vector_store.folder is not None
+                folder = "the chroma/ folder" if on_disk else ""
+                if on_disk and vector_store is passed_store:
+                    folder = f"the vector store's folder {str(vector_store.folder)!r}"
                 fresh = (
-                    "move the chroma/ folder aside too (it keeps every memory's vector and "
-                    "text: `oblivion import PATH OLD_CHROMA COLLECTION` brings each "
-                    "namespace's collection into the new store, as new memories in the "
-                    "namespace it held)"
-                    if vector_store is not passed_store
+                    (
+                        f"move {folder} aside too (it keeps every memory's vector and "
+                        "text: `oblivion import PATH OLD_CHROMA COLLECTION` brings each "
+                        "namespace's collection into the new store, as new memories in the "
+                        "namespace it held)"
+                        if vector_store.documents
+                        else f"move {folder} aside too (it holds vectors only, no texts, "
+                        "since documents=False: only a backup brings those memories back)"
+                    )
+                    if on_disk
                     else "give this store its own prefix on the server "
                     f"(VectorStore.server(..., prefix=...); this one's is {vector_store.prefix!r})"
                     " or delete its collections there"
@@ -393,6 +404,11 @@ class Oblivion:
                 other = (
                     ""
                     if vector_store is not passed_store
+                    else " If instead another app on a host of the same name, with a state "
+                    "folder at the same path (two containers sharing the host's network, "
+                    "say), uses this folder, those memories are its: give this store a "
+                    "folder of its own and delete nothing."
+                    if on_disk
                     else " If instead another app on a host of the same name, with a state "
                     "folder at the same path (two containers sharing the host's network, "
                     "say), uses this prefix, those memories are its: give this store its "

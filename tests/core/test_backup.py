@@ -262,6 +262,26 @@ def test_a_collection_of_another_size_is_filled_again_by_repair(tmp_path: Path) 
         assert mem.store.ids("default") == {"m0", "m1"}
 
 
+def test_an_unfinished_backup_is_refused_not_opened_empty(tmp_path: Path) -> None:
+    """A backup whose process was killed mid-copy leaves ``oblivion.sqlite3.partial``
+    alone in its folder. Opened "in place of the store", it was an empty store without a
+    word; a backup into it again said only "not empty". Both now name the cause."""
+    with memory(tmp_path / "store") as mem:
+        mem.remember("a fact worth keeping", id="k")
+        folder = tmp_path / "backup"
+        folder.mkdir()
+        copy = sqlite3.connect(str(folder / "oblivion.sqlite3.partial"))
+        mem._db.conn.backup(copy)  # what the killed process had written so far
+        copy.close()
+        with pytest.raises(StorePathError, match="unfinished backup"):
+            mem.backup(folder)
+    with pytest.raises(StorePathError, match=r"unfinished backup.*delete the folder"):
+        memory(folder)
+    assert sorted(p.name for p in folder.iterdir()) == ["oblivion.sqlite3.partial"]
+    with memory(tmp_path / "store") as mem:  # the store it was copying is untouched
+        assert mem.get("k").text == "a fact worth keeping"
+
+
 def test_an_in_memory_engine_is_saved_to_disk(tmp_path: Path) -> None:
     """``Oblivion(None)`` keeps nothing; its backup is a store on disk."""
     clock = ManualClock()
@@ -625,7 +645,12 @@ def test_a_store_opened_in_the_folder_meanwhile_is_not_replaced(
 
     def mark_then_open(copy: sqlite3.Connection, of: str) -> None:
         real_mark(copy, of)
-        intruder.append(memory(tmp_path / "backup"))
+        with pytest.raises(StorePathError, match="unfinished backup"):
+            memory(tmp_path / "backup")  # refused while the copy is written
+        # one that checked the folder just before the copy began, then made its database
+        with monkeypatch.context() as m:
+            m.setattr("oblivion_core.engine.refuse_unfinished_backup", lambda _: None)
+            intruder.append(memory(tmp_path / "backup"))
         intruder[0].remember("Written by the store opened in the folder.")
 
     monkeypatch.setattr(backup_module, "_mark", mark_then_open)

@@ -132,6 +132,26 @@ def test_a_moved_store_records_its_new_folder(tmp_path: Path) -> None:
         _open(tmp_path / "t", store)
 
 
+@pytest.mark.parametrize("documents", [True, False])
+def test_a_lost_database_beside_a_folder_passed_in_gets_the_folder_advice(
+    tmp_path: Path, documents: bool
+) -> None:
+    """A store on a ``VectorStore.embedded(...)`` folder passed in, its database lost:
+    the error advised a server's prefix and two containers sharing a host. It names the
+    folder, and with ``documents=False`` says that folder holds no texts to import."""
+    store = VectorStore.embedded(tmp_path / "vectors", documents=documents)
+    with _open(tmp_path / "s", store) as mem:
+        mem.remember("kept in the activation database", id="k")
+    (tmp_path / "s" / "oblivion.sqlite3").unlink()
+    with pytest.raises(StoreCorruptError, match="missing or empty") as err:
+        _open(tmp_path / "s", VectorStore.embedded(tmp_path / "vectors", documents=documents))
+    said = str(err.value)
+    assert str((tmp_path / "vectors").resolve()) in said
+    assert "server" not in said and "prefix" not in said
+    assert ("oblivion import" in said) is documents
+    assert ("vectors only" in said) is not documents
+
+
 def test_one_vector_store_object_serves_one_oblivion_store_at_a_time(tmp_path: Path) -> None:
     """Passing one VectorStore to two open stores is refused at open; once the first
     closes, it may serve another."""
