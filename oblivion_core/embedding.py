@@ -6,6 +6,7 @@ product everywhere else.
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import json
 import os
@@ -15,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from oblivion_core.errors import EmbeddingError, InvalidInputError
 from oblivion_core.typing import Embedder, TokenCounter, Vectors
@@ -278,6 +280,22 @@ def resolve_embedder(embedder: object) -> Embedder:
     """Accept ``None`` (the local default), an :class:`Embedder`, or a plain callable."""
     if embedder is None:
         return FastEmbedEmbedder()
+    if isinstance(embedder, type):  # its methods would be called without an instance
+        raise InvalidInputError(
+            f"embedder must be an instance, got the class {embedder.__name__}: pass "
+            f"{embedder.__name__}(...)"
+        )
+    asynchronous = [
+        f"its {m}()"
+        for m in ("embed_documents", "embed_query", "__call__")
+        if inspect.iscoroutinefunction(getattr(embedder, m, None))
+    ]
+    if inspect.iscoroutinefunction(embedder) or asynchronous:
+        raise InvalidInputError(
+            f"the embedder is async ({', '.join(asynchronous) or 'an async def'}); "
+            "Oblivion calls embedders synchronously: pass a synchronous one (a LangChain "
+            "Embeddings' embed_documents/embed_query, or a plain function)"
+        )
     if isinstance(embedder, Embedder):
         return embedder
     if hasattr(embedder, "get_text_embedding_batch") and hasattr(embedder, "get_query_embedding"):
@@ -301,6 +319,13 @@ def normalize(
         EmbeddingError: wrong row count, inconsistent or unexpected dimension, NaN/inf,
             or an all-zero vector.
     """
+    if inspect.isawaitable(vectors):
+        if inspect.iscoroutine(vectors):
+            vectors.close()  # never awaited: no warning about it
+        raise EmbeddingError(
+            f"{source} an awaitable, not vectors: Oblivion calls embedders synchronously; "
+            "pass one whose methods return the vectors"
+        )
     try:
         arr = np.asarray(vectors, dtype=np.float32)
     except Exception as exc:  # a tensor that needs grad, an int beyond float range, ...
@@ -320,16 +345,26 @@ def normalize(
             f"{source} {arr.shape[1]}-d vectors but this store holds {dim}-d vectors; "
             "use the same embedding model the store was created with"
         )
-    if not np.all(np.isfinite(arr)):
-        raise EmbeddingError(f"{source} NaN or infinite values")
+    finite = np.asarray(np.isfinite(arr).all(axis=1))
+    if not finite.all():
+        raise EmbeddingError(f"{source} NaN or infinite values{_which(~finite)}")
     # in float64: squares of float32 values above ~1.8e19 overflowed (every row became 0)
     # and below ~1e-23 underflowed (taken as all-zero)
     wide = arr.astype(np.float64)
     norms = np.linalg.norm(wide, axis=1, keepdims=True)
     if np.any(norms == 0):
-        raise EmbeddingError(f"{source} an all-zero vector")
+        raise EmbeddingError(f"{source} an all-zero vector{_which(norms[:, 0] == 0)}")
     out: Vectors = (wide / norms).astype(np.float32)
     return out
+
+
+def _which(bad: npt.NDArray[np.bool_]) -> str:
+    """Which texts of a batch got a bad vector, in words (nothing for a batch of one)."""
+    if len(bad) == 1:
+        return ""
+    rows = np.flatnonzero(bad)
+    more = f" and {len(rows) - 1:,} more" if len(rows) > 1 else ""
+    return f" for text {rows[0]} (counting from 0) of the {len(bad):,}{more}"
 
 
 def given_vectors(values: Any, expected: int, dim: int | None, name: str) -> Vectors:

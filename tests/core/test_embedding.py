@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 from typing import Any
 
 import numpy as np
@@ -20,7 +21,7 @@ from oblivion_core.embedding import (
     normalize,
     resolve_embedder,
 )
-from oblivion_core.testing import HashEmbedder
+from oblivion_core.testing import HashEmbedder, memory
 from oblivion_core.typing import Embedder
 
 
@@ -267,6 +268,53 @@ def test_odd_embedder_output_is_an_embedding_error(returned: Any, mentions: str)
 
     with pytest.raises(EmbeddingError, match=mentions):
         normalize(returned, 1)
+
+
+def test_an_async_embedder_or_a_class_is_refused_when_the_store_opens() -> None:
+    """An async embedder was accepted and failed on first use with "not a matrix of
+    numbers (TypeError: ... 'coroutine')" and a never-awaited warning; a class in place
+    of an instance failed on first use with a missing argument."""
+
+    async def embed(texts: list[str]) -> list[list[float]]:
+        return [[1.0, 0.0]] * len(texts)
+
+    class AsyncDocuments(HashEmbedder):
+        async def embed_documents(self, texts: list[str]) -> Any:  # type: ignore[override]
+            return super().embed_documents(texts)
+
+    for embedder, says in [
+        (embed, "async def"),
+        (AsyncDocuments(), "embed_documents()"),
+        (HashEmbedder, "pass HashEmbedder(...)"),
+    ]:
+        with pytest.raises(InvalidInputError, match=re.escape(says)):
+            memory(embedder=embedder)
+
+
+def test_an_awaitable_returned_is_refused_without_a_warning(recwarn: Any) -> None:
+    from oblivion_core.embedding import normalize
+
+    async def later() -> list[list[float]]:
+        return [[1.0, 0.0]]
+
+    with pytest.raises(EmbeddingError, match="an awaitable, not vectors"):
+        normalize(later(), 1)
+    assert not [w for w in recwarn if "never awaited" in str(w.message)]
+
+
+@pytest.mark.parametrize(("bad", "says"), [(np.nan, "NaN or infinite"), (0.0, "all-zero")])
+def test_a_bad_vector_in_a_batch_names_its_text(bad: float, says: str) -> None:
+    from oblivion_core.embedding import normalize
+
+    vectors = np.ones((5, 4))
+    vectors[[2, 4]] = bad
+    with pytest.raises(
+        EmbeddingError, match=f"{says}.* for text 2 \\(counting from 0\\) of the 5 and 1 more"
+    ):
+        normalize(vectors, 5)
+    with pytest.raises(EmbeddingError) as one:
+        normalize(vectors[2:3], 1)
+    assert "for text" not in str(one.value)
 
 
 def test_an_output_numpy_cannot_convert_is_an_embedding_error() -> None:
