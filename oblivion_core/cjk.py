@@ -12,6 +12,7 @@ and "我的猫叫小白" share 的猫 and 猫叫. Hangul is written with spaces 
 from __future__ import annotations
 
 import re
+import unicodedata
 
 #: Chinese characters (the unified blocks and their extensions, the compatibility block),
 #: hiragana, katakana (with the half-width forms) and the iteration marks 々 and 〇.
@@ -22,6 +23,34 @@ _CHARS = (
 #: Whether a text holds any such character (a text without is read as it was).
 HAS_CJK = re.compile(f"[{_CHARS}]")
 _RUN = re.compile(f"[{_CHARS}]+")
+
+
+#: Characters of grammar more than content (Chinese particles, pronouns, common verbs of
+#: motion and being; Japanese particles and verb endings in hiragana): a pair holding
+#: one says little of what a text is about ("我的", "要去", "に行"), as "my" and "go" in
+#: English, which are stop words. Only the content words an answer shares with a memory
+#: leave them out (:func:`content_pairs`); BM25 weighs them by their frequency.
+FUNCTION_CHARS = frozenset(
+    "的了是我你他她它们們在和就不也都要去这這那个個一吗嗎呢吧啊着過过把被给給很会會能说說"
+    "对對从從到么什为為与與及之而其所以此有没沒还還又再得地啦"
+    "のにはをがでともへやかなだたてしすまいるねよっんられ"
+)
+#: Pairs that name the two sides of a chat ("user", "assistant": stop words in English).
+_ROLES = frozenset({"用户", "用戶", "助手", "助理"})
+
+
+def content_pairs(word: str) -> list[str]:
+    """The pieces of ``word`` an answer may share with a memory (:func:`pieces`, pairs
+    only), without the pairs holding a character of :data:`FUNCTION_CHARS` or naming
+    a side of the chat: "我的猫叫小白" -> 猫叫, 叫小, 小白. Half-width katakana read as
+    the full-width forms ("ﾃﾞｰﾀ" is "データ")."""
+    if not HAS_CJK.search(word):
+        return [word]
+    return [
+        p
+        for p in pieces(unicodedata.normalize("NFKC", word), singles=False)
+        if not (HAS_CJK.search(p) and (p in _ROLES or not FUNCTION_CHARS.isdisjoint(p)))
+    ]
 
 
 def pieces(word: str, *, singles: bool) -> list[str]:

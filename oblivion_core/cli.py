@@ -434,12 +434,14 @@ def _opened(path_arg: str) -> Iterator[Oblivion]:
         StoreLockedError: a running process (or a tool such as a sqlite3 shell) holds
             the store.
     """
+    from oblivion_core.backup import refuse_unfinished_backup
     from oblivion_core.engine import Oblivion
     from oblivion_core.state import StateDB
     from oblivion_core.store import VectorStore
 
     path = Path(path_arg)
     db = path / StateDB.FILE
+    refuse_unfinished_backup(db)
     if not db.is_file():  # not a typo's fresh empty store
         raise StorePathError(f"there is no Oblivion store at {path_arg!r}; check the path")
     if db.stat().st_size == 0:

@@ -285,27 +285,40 @@ def resolve_embedder(embedder: object) -> Embedder:
             f"embedder must be an instance, got the class {embedder.__name__}: pass "
             f"{embedder.__name__}(...)"
         )
-    asynchronous = [
-        f"its {m}()"
-        for m in ("embed_documents", "embed_query", "__call__")
-        if inspect.iscoroutinefunction(getattr(embedder, m, None))
-    ]
-    if inspect.iscoroutinefunction(embedder) or asynchronous:
-        raise InvalidInputError(
-            f"the embedder is async ({', '.join(asynchronous) or 'an async def'}); "
-            "Oblivion calls embedders synchronously: pass a synchronous one (a LangChain "
-            "Embeddings' embed_documents/embed_query, or a plain function)"
-        )
     if isinstance(embedder, Embedder):
+        _refuse_async(embedder, "embed_documents", "embed_query")
         return embedder
     if hasattr(embedder, "get_text_embedding_batch") and hasattr(embedder, "get_query_embedding"):
+        _refuse_async(embedder, "get_text_embedding_batch", "get_query_embedding")
         return _LlamaIndexStyleEmbedder(embedder)
     if callable(embedder):
+        _refuse_async(embedder, "__call__")
         return _CallableEmbedder(embedder)
     raise InvalidInputError(
         "embedder must have embed_documents()/embed_query() (e.g. a LangChain Embeddings) or "
         f"be a callable list[str] -> vectors; got {type(embedder).__name__}"
     )
+
+
+def _refuse_async(embedder: object, *methods: str) -> None:
+    """Refuse an embedder whose ``methods`` (the ones Oblivion calls) are async: each
+    call would return a coroutine, found only on first use.
+
+    Raises:
+        InvalidInputError: naming the async ones.
+    """
+    asynchronous = [
+        f"its {m}()"
+        for m in methods
+        if inspect.iscoroutinefunction(getattr(embedder, m, None))
+        or (m == "__call__" and inspect.iscoroutinefunction(embedder))
+    ]
+    if asynchronous:
+        raise InvalidInputError(
+            f"the embedder is async ({', '.join(asynchronous)}); Oblivion calls embedders "
+            "synchronously: pass a synchronous one (a LangChain Embeddings' "
+            "embed_documents/embed_query, or a plain function)"
+        )
 
 
 def normalize(

@@ -117,8 +117,10 @@ def query_terms(text: str) -> list[str]:
     "café" ``cafe``, the decomposed "café" too) before its content words are read
     (:func:`~oblivion_core.overlap.content_words`, in any script: "Москве", "北京").
 
-    A run of Chinese characters or kana searches its pairs of neighbours ("我的猫" searches
-    我的 and 的猫, each a content word), one character alone itself.
+    A run of Chinese characters or kana searches its pairs of neighbours, each a content
+    word ("我的猫叫小白" searches 猫叫, 叫小 and 小白; pairs of grammar such as 我的 are
+    left out, as stop words are: :func:`~oblivion_core.cjk.content_pairs`), one
+    character alone itself.
 
     A content word that splits into several tokens (``grace's``) contributes its tokens
     of two or more letters that are neither stop words nor what a contraction leaves:

@@ -9,7 +9,8 @@ documented, so it is cheap, offline and explainable:
   3 characters dropped, save CJK ones, whose every character may be a word), and
   numbers are kept whole; a text in decomposed form (NFD: "e" and a combining accent)
   reads as the composed one. A run of Chinese characters or kana, written without
-  spaces, reads as the pairs of neighbouring characters it holds (:mod:`cjk`): an
+  spaces, reads as the pairs of neighbouring characters it holds, less those holding a
+  character of grammar ("我的", "に行": :func:`~oblivion_core.cjk.content_pairs`): an
   answer echoes a Chinese or Japanese memory when it shares enough of its pairs;
 * a memory counts as used when at least ``min_shared`` of its content words (all of
   them, for a memory with fewer) appear in the answer **and** they make up at least
@@ -23,7 +24,7 @@ import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 
-from oblivion_core.cjk import HAS_CJK, pieces
+from oblivion_core.cjk import HAS_CJK, content_pairs
 from oblivion_core.typography import MARK, composed
 
 _TOKEN = re.compile(r"[a-z0-9][a-z0-9'\-]*")
@@ -62,7 +63,7 @@ def content_words(text: str) -> set[str]:
     lower = composed(text).lower().replace("i\u0307", "i").replace("_", " ")
     found = _WORD.findall(lower)
     if HAS_CJK.search(lower):  # a run of Chinese or kana reads as its pairs
-        found = [piece for w in found for piece in pieces(w, singles=False)]
+        found = [piece for w in found for piece in content_pairs(w)]
     words = (w.strip("'-") for w in found)
     return {w for w in words if (len(w) >= 3 or _short_kept(w)) and w not in STOP_WORDS}
 

@@ -548,6 +548,21 @@ def test_backup_refuses_in_one_line_and_writes_nothing(
     assert [p.name for p in (tmp_path / "full").iterdir()] == ["notes.txt"]
 
 
+@pytest.mark.parametrize("command", ["stats", "records", "history", "backup"])
+def test_a_folder_holding_an_unfinished_backup_is_named_as_such(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    """It said "there is no Oblivion store ...; check the path", of a path that is right."""
+    folder = tmp_path / "backup"
+    folder.mkdir()
+    (folder / (StateDB.FILE + ".partial")).write_bytes(b"")
+    args = [command, str(folder)] + ([str(tmp_path / "copy")] if command == "backup" else [])
+    assert main(args) == 1
+    (line,) = capsys.readouterr().err.splitlines()
+    assert "StorePathError" in line and "unfinished backup" in line
+    assert not (tmp_path / "copy").exists()
+
+
 def _files(folder: Path) -> dict[str, int]:
     """Every file under ``folder`` (SQLite's -wal and -shm aside) by its size (the lock
     file's 0: it names whoever opened the store last)."""

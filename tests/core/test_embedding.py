@@ -283,12 +283,25 @@ def test_an_async_embedder_or_a_class_is_refused_when_the_store_opens() -> None:
             return super().embed_documents(texts)
 
     for embedder, says in [
-        (embed, "async def"),
+        (embed, "its __call__()"),
         (AsyncDocuments(), "embed_documents()"),
         (HashEmbedder, "pass HashEmbedder(...)"),
     ]:
         with pytest.raises(InvalidInputError, match=re.escape(says)):
             memory(embedder=embedder)
+
+
+def test_a_synchronous_embedder_with_an_async_call_of_its_own_is_accepted() -> None:
+    """Only the methods Oblivion calls are checked: an app's own async ``__call__``
+    beside synchronous ``embed_documents``/``embed_query`` is none of its business."""
+
+    class Both(HashEmbedder):
+        async def __call__(self, texts: list[str]) -> Any:
+            return self.embed_documents(texts)
+
+    mem = memory(embedder=Both())
+    kept = mem.remember("the user likes green tea")
+    assert mem.recall("green tea", k=1).ids == [kept.id]
 
 
 def test_an_awaitable_returned_is_refused_without_a_warning(recwarn: Any) -> None:

@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from oblivion_core import ManualClock, Oblivion
+from oblivion_core.cjk import FUNCTION_CHARS
 from oblivion_core.lexical import _Namespace, query_terms, tokens
 from oblivion_core.naming import names_speaker
 from oblivion_core.overlap import STOP_WORDS, content_words, used_ids
@@ -100,7 +101,7 @@ _CJK_CHAR = st.one_of(
 def test_a_run_of_chinese_or_kana_indexes_each_character_and_each_pair(run: str) -> None:
     """Written without spaces, a run was one term: "我的猫叫小白" could be found only by
     itself. It now indexes each character and each pair of neighbours, in order, and a
-    query searches its pairs (a character alone: itself)."""
+    query searches its pairs (a character alone: itself), less those of grammar."""
     chars = list(unicodedata.normalize("NFC", run))
     pairs = [a + b for a, b in pairwise(chars)]
     expected = [t for i, c in enumerate(chars) for t in (c, *pairs[i : i + 1])]
@@ -108,7 +109,8 @@ def test_a_run_of_chinese_or_kana_indexes_each_character_and_each_pair(run: str)
     assert tokens(f"see {run}, ok") == ["see", *expected, "ok"]
     searched = query_terms(run)
     assert set(searched) <= set(expected)
-    assert set(searched) == (set(pairs) if pairs else set(chars))
+    content = [p for p in (pairs or chars) if FUNCTION_CHARS.isdisjoint(p)]  # not "的"
+    assert set(searched) == set(content)
 
 
 @pytest.mark.parametrize(
@@ -278,6 +280,29 @@ def test_an_answer_echoing_a_memory_in_any_script_used_it(memory_text: str, answ
     assert used_ids(answer, [("m", memory_text)]) == ["m"]
     assert used_ids(_nfd(answer), [("m", memory_text)]) == ["m"]
     assert used_ids("OK, see you tomorrow. 好的，明天见。", [("m", memory_text)]) == []
+
+
+@pytest.mark.parametrize(
+    ("memory_text", "answer"),
+    [
+        ("用户喜欢喝咖啡", "用户不喜欢吃辣的食物"),  # "user", "likes": the chat's side, a verb
+        ("我的猫叫小白", "我的狗叫小黑"),  # "my", "called": grammar
+        ("我明天要去北京开会", "我明天要去上海旅游"),  # "tomorrow I go to": grammar, a date
+    ],
+)
+def test_an_answer_sharing_only_grammar_with_a_chinese_memory_did_not_use_it(
+    memory_text: str, answer: str
+) -> None:
+    """Pairs of grammar ("我的", "要去") are not content, as "my" and "go" are stop words:
+    an answer about something else shared two of them and counted the memory used."""
+    assert used_ids(answer, [("m", memory_text)]) == []
+
+
+def test_half_width_katakana_reads_as_full_width() -> None:
+    """ "ﾃﾞｰﾀﾍﾞｰｽ" (half-width) had no content words once cut in pairs: never echoed."""
+    text = "ﾃﾞｰﾀﾍﾞｰｽ ﾊﾟｽﾜｰﾄﾞ"
+    assert content_words(text) == content_words("データベース パスワード") != set()
+    assert used_ids(text, [("m", text)]) == ["m"]
 
 
 def test_accented_words_are_whole() -> None:
