@@ -27,11 +27,12 @@ phones and most LLM output write them, read as ``'``; an "'s" no possessive coul
   one ("Should I take the eggs off the list?", "Do you want me to add bread?", "Do we
   already have eggs?"); a request is ("Can you add milk to the list?");
 * **subject = value** statements, the subject keyed by its owner (the speaker for "my
-  ...", the named person for "Priya's ..."; an unknown speaker's "my" matches another
-  speaker's, but never that of one whose "I" is not the user's, the assistant's, a
-  system's, a tool's, a support agent's) so two people's favourites never clash; a
-  possessive in the subject ("my sister's", "my parents' phone number") and "other" ("my
-  other sister") keep it apart:
+  ...", the named person for "Priya's ...", a person named by a bare name as "my <name>"
+  is: "Tom lives in Leeds" as "my Tom", "Mum lives in Leeds" as "my mum"; an unknown
+  speaker's "my" matches another speaker's, but never that of one whose "I" is not the
+  user's, the assistant's, a system's, a tool's, a support agent's) so two people's
+  favourites never clash; a possessive in the subject ("my sister's", "my parents' phone
+  number") and "other" ("my other sister") keep it apart:
 
   - preferences: "my favourite/go-to/usual/preferred drink is matcha", "matcha is my
     favourite drink now", "my drink of choice is ...", "the drink I like best is ...",
@@ -64,6 +65,24 @@ phones and most LLM output write them, read as ``'``; an "'s" no possessive coul
     "I started a new job at Globex", "I got a job at Globex", "I joined Globex as a
     designer / last month" (not "I moved to a new desk", "I joined a gym", "I joined
     Globex's webinar", "I moved to York when I was ten");
+    the speaker's diet, one at a time (subject ``diet``): "I'm vegetarian", "I am a
+    vegan", "I'm pescatarian now", "I've gone vegan", "I've been vegetarian for years"
+    (vegetarian, vegan, pescatarian, flexitarian, plant-based; not "I'm a vegan chef",
+    "I'm vegetarian for Lent");
+  - a person named by a bare name that opens the sentence, with a person's verb: "Tom
+    lives in / is based in / is living in Leeds", "Tom (has) moved / relocated to York",
+    "Tom works at / for Globex", "Tom got a job at / started working for Initech" (an
+    employer: "works"), "Tom works as a nurse" (what he is); keyed as "my Tom" is, so
+    Tom's home is never Anna's, nor the speaker's own ("I live in ..."), and "Mum moved
+    to York" replaces "my mum lives in Leeds". A move or a new job is to a name, as the
+    speaker's is, and not to a day ("Dinner moved to Friday"); not "works for me", "works
+    at night / home", "lives in fear", nor "Tom is ..." (too many things are: "Paris is
+    lovely"). The name is one or two capitalised words, no stop word ("If Tom ...",
+    "Will", "May"), no adverb before a surname ("Apparently Tom ..."), and no pronoun,
+    quantifier, day, month that is no first name, season, meal or other common noun,
+    place-name opener ("New York") or well-known firm or product ("Everyone lives in
+    fear", "That works for me", "Monday works for me", "Google moved to ...", "Chrome
+    moved to ...");
   - copulas: "my flight is on Tuesday", "the budget is 40k", "my sister lives in
     Leeds", "my partner works as a nurse", "the board meeting has been set for the
     18th", "the airline has moved my flight to Thursday", "the flight got pushed back
@@ -88,7 +107,9 @@ phones and most LLM output write them, read as ``'``; an "'s" no possessive coul
     "X is my favourite Y" is not part of the value ("If you ever need to know, ...");
 * **negated values** -- what the text rejects: "gone off X", "not X any more", "it's
   Y, not X", "X, not Y", "instead of X", "rather than X", "switched from X", "prefer Y
-  to X", "Y has overtaken X", "no longer like X", "left X", "I'm not allergic to X";
+  to X", "Y has overtaken X", "no longer like X", "left X", "I'm not allergic to X", "I'm
+  not vegetarian (any more)", "I am no longer a vegan" (a diet: "I'm not a vegetarian
+  restaurant fan" rejects none);
   after a negation, "it's Y" states the replacement; a value never holds what the text
   rejects ("I like pho even more than moussaka" states pho);
 * **correction cues** -- "actually", "correction", "sorry", "no longer", "from now on",
@@ -117,8 +138,8 @@ launch") when:
 1. both are subject = value statements with the same subject and different values --
    or the same value restated: the newest statement of a fact is the one to show -- at
    a similarity of at least ``policy.supersede_similarity`` (a named preference, one
-   fact per owner, needs 0.15 less, as a speaker's home and employer do; names need
-   none: a person has one name); an
+   fact per owner, needs 0.15 less, as a speaker's home, employer and diet do; names
+   need none: a person has one name); an
    episodic subject needs a strong cue ("change of plan:"); a noun-less preference
    matches the single most similar favourite of its owner. A new one that holds for a
    bounded time ("this week", "today", "tonight", "just this once"; not "from today",
@@ -136,12 +157,12 @@ launch") when:
    addition of several ("cross the milk off" leaves "add eggs and milk");
 3. the new one rejects the older one's value ("I've gone off tea", "it's Alex, not
    Sam"), or carries a correction cue and a negation and names the older value, and is
-   about the older one's subject: it names it ("allergic" for an allergy), or speaks of
-   liking for a favourite ("I had tea instead of coffee this morning" leaves "my
-   favourite drink is coffee", "I left Leeds at 7am" leaves "my sister lives in Leeds");
-   or its
-   subject's head noun and its rejected value both appear in an older text the rule
-   could not parse ("my rent is 1,600, not 1,175" after "I pay 1,175 in rent");
+   about the older one's subject: it names it ("allergic" for an allergy, a diet's word
+   for a diet: "I am no longer vegetarian"), or speaks of liking for a favourite ("I had
+   tea instead of coffee this morning" leaves "my favourite drink is coffee", "I left
+   Leeds at 7am" leaves "my sister lives in Leeds"); or its subject's head noun and its
+   rejected value both appear in an older text the rule could not parse ("my rent is
+   1,600, not 1,175" after "I pay 1,175 in rent");
 4. the new one carries a strong correction cue but no parsable subject ("actually, she
    moved to York"), and the older one is the single most similar earlier statement with a
    parsable subject, at a similarity of at least ``policy.supersede_fallback_similarity``;
@@ -181,7 +202,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from oblivion_core.naming import PLAYED, QUOTED, WHEN_OR_HOW, refused_or_asked
-from oblivion_core.overlap import content_words
+from oblivion_core.overlap import STOP_WORDS, content_words
 from oblivion_core.speakers import DISCOURSE, NOT_THE_USER, split_speaker
 from oblivion_core.triggers import gated, may_match
 from oblivion_core.triggers import has_any as _has
@@ -668,6 +689,117 @@ _JOINED_EMPLOYER = re.compile(
     r"yesterday|recently|full[\s-]time)\b)",
     re.I,
 )
+
+
+def _word_set(words: str) -> frozenset[str]:
+    """A set of words written as one string ("in at on ...")."""
+    return frozenset(words.split())
+
+
+#: What the speaker eats, one at a time: "I'm vegetarian", "I am a vegan", "I'm
+#: pescatarian now", "I've gone vegan", "I've been vegetarian for years". Not "I'm a vegan
+#: chef", "I'm vegetarian for Lent", "I'm not vegetarian" (a rejection: :data:`_NEGATED`).
+_SPEAKER_DIETS = r"(?:vegetarian|vegan|pescatarian|pescetarian|flexitarian|plant-based)"
+_SELF_DIET = re.compile(
+    r"\b(?:i'm|i\s+am|(?P<been>i've\s+been|i\s+have\s+been)|(?:i've|i\s+have)\s+"
+    r"(?:now\s+|just\s+|finally\s+)?(?:gone|become|turned))\s+"
+    r"(?:now\s+|actually\s+|currently\s+|still\s+|fully\s+|strictly\s+|officially\s+)?"
+    r"(?:a\s+|an\s+)?(?P<val>" + _SPEAKER_DIETS + r")"
+    r"(?=\s*(?:[,.;!)]|$)|\s+(?:now|these\s+days|nowadays|again|and|but|so|because|though|"
+    r"actually|at\s+the\s+moment)\b|(?(been)\s+(?:for|since)\b|(?!)))",
+    re.I,
+)
+#: A person named by a bare name, and what they are or do with a person's verb: "Tom
+#: lives in Leeds", "Tom (has) moved to York", "Anna is based in Lyon", "Tom works at
+#: Globex", "Tom got a job at Initech", "Tom works as a nurse". The name (one or two
+#: capitalised words) opens the sentence and is no :data:`_NOT_PERSON` word.
+_NAMED_PERSON = re.compile(
+    rf"^(?P<name>(?-i:{UPPER}{LOWER}+)(?:\s+(?-i:{UPPER}{LOWER}+))?)\s+"
+    r"(?:(?:now|still|currently|actually|just|recently|finally|officially)\s+)?"
+    r"(?:(?P<live>lives\s+(?:in|at)|is\s+(?:now\s+)?(?:living\s+(?:in|at)|based\s+in)|"
+    r"has\s+been\s+living\s+(?:in|at))"
+    r"|(?P<moved>(?:has\s+)?(?:just\s+|recently\s+|finally\s+)?(?:moved|relocated)\s+"
+    r"(?:back\s+)?to)"
+    r"|(?P<work>works\s+(?:at|for)|is\s+(?:now\s+)?working\s+(?:at|for))"
+    r"|(?P<job>(?:has\s+)?(?:just\s+)?(?:started\s+(?:a\s+new\s+(?:job|role|position)\s+|"
+    r"working\s+)?(?:at|for)|got\s+a\s+(?:new\s+)?job\s+(?:at|with)))"
+    r"|(?P<role>works\s+as|is\s+(?:now\s+)?working\s+as))\s+"
+    # not where or when it works ("works for me", "works at night"), not how one lives
+    r"(?!(?:me|us|you|him|her|them|it|everyone|everybody|anyone|all|both|now|night|nights|"
+    r"weekends?|the\s+weekend|scale|times|least|most|first|last|"
+    r"once|the\s+moment|fear|hope|denial|peace|harmony|a\s+bubble|the\s+(?:past|present|"
+    r"future)|(?:my|his|her|their|your)\s+head)\b)"
+    r"(?P<val>[^.;!?]+)",
+    re.I,
+)
+#: Capitalised words that open a sentence as no person: pronouns and quantifiers
+#: ("Everyone lives in fear", "That works for me"), days, months that are no first name,
+#: seasons, a few common nouns ("Dinner moved to ..."), place-name openers ("New York")
+#: and well-known firms and products ("Chrome moved to ...").
+_NOT_PERSON = _word_set(
+    "i it its this that these those there here he she they we you who what which where "
+    "when why how whoever whatever everyone everybody everything nobody nothing noone "
+    "someone somebody something anyone anybody anything each every all both none one "
+    "another other others either neither many most some few such the a an my our your "
+    "his her their mine yours ours theirs no not also still now then today tomorrow "
+    "tonight yesterday monday tuesday wednesday thursday friday saturday sunday january "
+    "february march july september october november december spring autumn fall winter "
+    "christmas easter home job work life love death evil hope fear money family god "
+    "dinner lunch breakfast class school church practice training team office company "
+    "business production development support everything new old north south east west "
+    "san los las st saint port fort mount lake upper lower google apple amazon microsoft "
+    "meta facebook twitter chrome firefox safari python linux windows android slack zoom "
+    "teams netflix spotify uber tesla github"
+)
+#: A named value after a move or a new job: a place or employer ("York", "New York",
+#: "Globex") or an address ("4 Elm Road"); what follows is ``rest``.
+_PROPER_VALUE = re.compile(
+    rf"(?P<val>(?:\d+[a-z]?\s+)?(?-i:{UPPER}[\w\-&]*)(?:\s+(?-i:{UPPER}[\w\-&]*)){{0,2}})"
+    r"(?P<rest>[^.;!?]*)"
+)
+
+
+def _a_name(name: str) -> bool:
+    """Whether the capitalised words that open a sentence can be a person's name: none
+    is a stop word ("If Tom ...", "So ...") or a :data:`_NOT_PERSON` word, and a first
+    name before a second is no adverb ("Apparently Tom ...")."""
+    words = name.lower().split()
+    if any(w in STOP_WORDS or w in _NOT_PERSON for w in words):
+        return False
+    return len(words) == 1 or not words[0].endswith("ly")
+
+
+def _named_person(clean: str) -> tuple[str, frozenset[str]] | None:
+    """``(subject | verb class, value)`` of what a sentence that opens with a person's
+    bare name states (:data:`_NAMED_PERSON`): keyed as "my <name>" is, so that "Mum
+    moved to York" is "my mum"'s and "Tom lives in Leeds" matches "Tom moved to York"
+    only; a move or a new job to a name (not "Tom moved to a new desk", "... when he was
+    ten", "Dinner moved to Friday")."""
+    nm = _NAMED_PERSON.match(clean)
+    if nm is None or not _a_name(nm.group("name")):
+        return None
+    subj = _subject_words(nm.group("name"))
+    val = nm.group("val")
+    if nm.group("moved") or nm.group("job"):
+        pm = _PROPER_VALUE.match(val)
+        if pm is None or _SELF_CHANGE_NOT.search(pm.group("rest")):
+            return None
+        val = pm.group("val")
+        if nm.group("moved"):
+            kind = _value_kind(val, "moved to")
+            if kind == "when":
+                return None  # "Dinner moved to Friday": an occasion, not a person
+            verb = f"moved:{kind}"
+        else:
+            verb = "work"
+    elif nm.group("work") and re.match(r"home\b", val, re.I):
+        return None  # "Tom works at home": where, not for whom
+    else:
+        verb = "live" if nm.group("live") else "work" if nm.group("work") else "be:kind"
+    value = _value(val, subj)
+    return (f"{subj}|{verb}", value) if value else None
+
+
 #: After a negation, "it's Y" states the replacement ("Not tea any more; it's matcha").
 _ITS = re.compile(
     r"(?:^|[;,.:]\s*|\bnow\s+)(?:it's|it is)\s+(?:now\s+|all about\s+)?(?P<val>[^,.;!?]+)", re.I
@@ -901,6 +1033,8 @@ _NEGATED = gated(
     r"|\bovertaken|\bforget (?:what i said about|about)?"
     r"|\b(?:dropped|ditched|quit|gave up|given up|left|moved away from|moved out of)"
     r"|\b(?:i'm|i am)\s+not\s+(?:allergic to|into|a fan of|based in|living in|from)"
+    # "I'm not vegetarian (any more)", "I am no longer a vegan"
+    r"|\b(?:i'm|i am)\s+(?:not|no longer)(?=\s+(?:a\s+|an\s+)?" + _SPEAKER_DIETS + _NEG_END + ")"
     r"|(?:,|;|\bit'?s\s+\S+|\bthat's\s+\S+)\s*(?:and\s+)?not)\s+" + _NEG_SPAN + _NEG_END,
     re.I,
 )
@@ -1335,11 +1469,6 @@ _CONDITION = re.compile(
 _ADDED_UP = ("|allergy",)
 
 
-def _word_set(words: str) -> frozenset[str]:
-    """A set of words written as one string ("in at on ...")."""
-    return frozenset(words.split())
-
-
 _PREPOSITIONS = _word_set(
     "in at on from to with by near under for off out inside outside behind above "
     "below into onto over across beside between of"
@@ -1476,6 +1605,10 @@ def _subject_value(
             value = _value(sm.group("val") or sm.group("val2"))
             if value:
                 return f"{_owner('my', speaker)}|{_SELF_KEY[rel]}", value, False
+        dm = _SELF_DIET.search(clean) if first_person else None
+        if dm and _stated(clean, dm.start()):
+            diet = dm.group("val").lower().replace("pescetarian", "pescatarian")
+            return f"{_owner('my', speaker)}|diet", frozenset({diet}), False
         xm = _SELF_CHANGE.search(clean) if first_person else None
         if (
             xm
@@ -1487,6 +1620,9 @@ def _subject_value(
             if value:
                 key = "home|live" if xm.group("home") else "job|work"
                 return f"{_owner('my', speaker)}|{key}", value, False
+        person = _named_person(clean)  # (anchored: most sentences fail at once)
+        if person is not None:
+            return f"{_owner('my', speaker)}|{person[0]}", person[1], False
         cm = _COPULA.search(clean) or _MOVED.search(clean) or _THERE_ARE.search(clean)
         if cm and _CONDITION.search(cm.group("val")):
             cm = None  # "the deadline will be May 30th if we lose the contractor"
@@ -1712,6 +1848,9 @@ def _subject_phrase(clause: str) -> str | None:
     fm = re.match(r"(?:i|we)\b", clause, re.I)
     if fm:
         return fm.group(0)
+    nm = _NAMED_PERSON.match(clause)
+    if nm and _a_name(nm.group("name")):
+        return nm.group("name")  # "Tom lives in Leeds and works at Globex"
     expanded = _expand_is(clause)
     cm = _COPULA.match(expanded)
     return expanded[: cm.start("verb")].strip() if cm else None
@@ -1763,6 +1902,7 @@ _SUBJECT_QUERY = {
     "job": "job work works working employer company joined role",
     "allergy": "allergy allergic allergies",
     "spouse": "married engaged wife husband partner spouse",
+    "diet": "vegetarian vegan pescatarian pescetarian flexitarian plant-based diet",
 }
 
 
@@ -1951,6 +2091,7 @@ _HEAD_WORDS = {
     "home": ("live", "living", "moved", "based"),
     "job": ("work", "working", "job", "employer"),
     "spouse": ("married", "engaged", "wife", "husband", "partner"),
+    "diet": ("vegetarian", "vegan", "pescatarian", "pescetarian", "flexitarian", "diet"),
 }
 
 
@@ -2061,7 +2202,12 @@ class LexicalSupersession:
             # so is a speaker's home or employer, moved to or joined: "I moved to York"
             # after "I live in Leeds" is 0.39 similar with the default model ("I'm working
             # at home today" is no such statement)
-            one_per_owner = relation == "same" and n.moved and (n.subject or "").startswith("@")
+            # and a speaker's diet: "I'm pescatarian now" after "I'm vegetarian" is 0.45
+            one_per_owner = (
+                relation == "same"
+                and (n.moved or (n.subject or "").endswith("|diet"))
+                and (n.subject or "").startswith("@")
+            )
             # "I no longer like navy best; it's crimson" after "... it's teal": a change
             # of favourite between two noun-less ones, as a named preference's
             nounless_change = (

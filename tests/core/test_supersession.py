@@ -384,10 +384,21 @@ _PREFERENCE_VERBS = st.sampled_from(
     ["switched to", "swapped over to", "prefer", "like", "love", "enjoy", "into",
      "hooked on", "a fan of", "more of a", "an", "drink", "eat", "listen to", "allergic to",
      "based in", "living in", "married to", "working at", "live in", "work as", "work for",
-     "become a", "have become a", "is", "said"]
+     "become a", "have become a", "is", "said", "gone", "been", "not", "a"]
 )  # fmt: skip
 _PREFERENCE_TAILS = st.sampled_from(
-    ["tea", "green tea more", "coffee person", "jazz fan", "Leeds", "a nurse", "tea, now"]
+    [
+        "tea",
+        "green tea more",
+        "coffee person",
+        "jazz fan",
+        "Leeds",
+        "a nurse",
+        "tea, now",
+        "vegetarian",
+        "vegan now",
+        "pescatarian.",
+    ]
 )
 
 
@@ -407,6 +418,6 @@ def test_the_first_person_check_never_skips_a_preference_or_self_fact(
     from oblivion_core import supersession as sup
 
     text = " ".join(w for w in (before, speaker, *adverbs, verb, tail) if w)
-    patterns = [p for p, _ in sup._PREF_VERBS] + [sup._SELF]
+    patterns = [p for p, _ in sup._PREF_VERBS] + [sup._SELF, sup._SELF_DIET]
     if any(p.search(text) for p in patterns):
         assert sup._FIRST_PERSON.search(text)
