@@ -78,6 +78,7 @@ from oblivion_core.errors import (
     InvalidInputError,
     PolicyError,
     StoreCorruptError,
+    StoreLockedError,
     UnknownMemoryError,
     UnknownNamespaceError,
 )
@@ -121,6 +122,20 @@ _T = TypeVar("_T")
 logger = logging.getLogger("oblivion_core")
 #: Per-category decay rates and recall betas, indexed like ``NamespaceState.vocab``.
 _CategoryParams = tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]
+
+
+def _inherited(pid: int, path: object) -> StoreLockedError:
+    """The error of a call on an instance a forked process inherited (:mod:`forks`)."""
+    where = "an in-memory store" if path is None else f"the store at {str(path)!r}"
+    return StoreLockedError(
+        f"this Oblivion instance ({where}) was opened in process {pid}, before this "
+        f"process ({os.getpid()}) forked from it: the store's lock, threads and vector "
+        "store stay the parent's, and a write here could hang or be written twice. Open "
+        "the store after the fork, in each worker, each with its own path (gunicorn: "
+        "without --preload, or in a post_fork hook; multiprocessing: the 'spawn' start "
+        "method), or share one process's instance between threads. close() here only "
+        "marks this copy closed"
+    )
 
 
 class _CloseAtExit:
@@ -279,6 +294,7 @@ class Oblivion:
     ) -> None:
         # recall feedback runs after the recall returns (oblivion_core/write_behind.py)
         self._lock = EngineLock()
+        self._lock.in_child = functools.partial(_inherited, os.getpid(), path)
         self.max_loaded_namespaces = check_k(max_loaded_namespaces, "max_loaded_namespaces")
         self.default_namespace = check_namespace(namespace)
         self.path = store_path(path)
@@ -525,6 +541,9 @@ class Oblivion:
         second call fails too, it raises after releasing the store without them (a
         damaged file would otherwise hold the store's lock for good).
         """
+        if self._lock.inherited:  # forked: the parent's to write and release
+            self._closed = True
+            return
         with self._lock:
             if self._closed:
                 return
@@ -634,7 +653,10 @@ class Oblivion:
     def _background(self, fn: Callable[..., _T], *args: Any) -> Future[_T]:
         """Run ``fn(*args)`` on a worker thread (BM25 beside the query embedding), or
         here if no thread can start (the interpreter shuts down: its main thread ended
-        while another still calls in)."""
+        while another still calls in). Refused in a forked child, whose pool's threads
+        stayed in the parent (the result would never come)."""
+        if self._lock.inherited:
+            raise self._lock.in_child()
         try:
             return self._workers.submit(fn, *args)
         except RuntimeError as exc:

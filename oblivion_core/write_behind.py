@@ -28,6 +28,8 @@ import weakref
 from collections import deque
 from collections.abc import Callable
 
+from oblivion_core import forks
+
 logger = logging.getLogger("oblivion_core")
 
 
@@ -50,8 +52,21 @@ class EngineLock:
         #: run each time the lock is taken from outside (a call begins), before the
         #: queued jobs
         self.on_call: Callable[[], None] | None = None
+        #: the error a call gets in a process forked after the lock was made (its state
+        #: is the parent's: the lock may be held for good by a thread that is gone)
+        self.in_child: Callable[[], BaseException] = lambda: RuntimeError(
+            "this object was made before the process forked; make a new one in this process"
+        )
+        self._generation = forks.generation()
+
+    @property
+    def inherited(self) -> bool:
+        """Whether this is a process forked after the lock was made."""
+        return self._generation != forks.generation()
 
     def __enter__(self) -> EngineLock:
+        if self._generation != forks.generation():
+            raise self.in_child()
         self._lock.acquire()
         self._depth += 1
         if self._depth == 1 and self.on_call is not None:
@@ -76,6 +91,8 @@ class EngineLock:
     def acquire(self, timeout: float) -> bool:
         """Take the lock as ``with`` does, waiting at most ``timeout`` seconds; ``True``
         if taken (then :meth:`release` it)."""
+        if self._generation != forks.generation():
+            raise self.in_child()
         if not self._lock.acquire(timeout=timeout):
             return False
         try:

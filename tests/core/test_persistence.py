@@ -690,6 +690,65 @@ def test_a_child_forked_while_the_store_was_open_does_not_keep_it_locked(
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+@pytest.mark.parametrize("chroma", ["embedded", "in memory"])
+def test_a_child_forked_after_the_open_is_refused_and_writes_nothing(
+    tmp_path: Path, chroma: str
+) -> None:
+    """``gunicorn --preload``: the app opens the store, then forks its workers. A
+    worker's write hung for good inside embedded Chroma; over a server each worker saw
+    only its own memories; a worker's write took the parent's queued recall entry,
+    written again by the parent. Every call in the child is now refused, naming the fix;
+    its close() marks the copy closed; the parent goes on and writes the entry once."""
+    store = "None" if chroma == "in memory" else "VectorStore.embedded(p + '/chroma')"
+    code = textwrap.dedent(
+        f"""
+        import os, sys
+        from oblivion_core import ManualClock, Oblivion, StoreLockedError, VectorStore
+        from oblivion_core.testing import HashEmbedder, word_count
+
+        p = {str(tmp_path)!r}
+        mem = Oblivion(p, clock=ManualClock(), embedder=HashEmbedder(),
+                       token_counter=word_count, vector_store={store})
+        mem.remember("the garden hose is in the shed", id="g")
+        mem.recall("garden hose", k=1)
+        mem._lock.settle()
+        assert mem._db.deferred  # the recall's journal entry waits for the writer
+        pid = os.fork()
+        if pid == 0:
+            calls = [
+                lambda: mem.remember("written by a worker"),
+                lambda: mem.mark_used(["g"]),
+                lambda: mem.recall("garden hose"),
+                lambda: mem.count(),
+                lambda: mem.maintain(),
+            ]
+            for call in calls:
+                try:
+                    call()
+                    os._exit(2)
+                except StoreLockedError as exc:
+                    if "before this process" not in str(exc) or "post_fork" not in str(exc):
+                        os._exit(3)
+            mem.close()
+            os._exit(0)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0, status
+        assert mem.count() == 1
+        mem.remember("written by the parent", id="p")
+        mem.close()
+        """
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+    assert _events_on_disk(tmp_path, "recall") == 1
+    mem = _open(tmp_path, ManualClock())
+    try:
+        assert sorted(r.id for r in mem.records()) == ["g", "p"]
+        assert [e.kind for e in mem.history("g")] == ["remember", "recall"]
+    finally:
+        mem.close()
+
+
 def test_the_demo_lets_go_of_the_store_lock_it_takes(tmp_path: Path) -> None:
     """The demo's check released its lock with a plain os.close: the number stayed among
     the held locks, and a forked child replaced whatever file reused it with /dev/null."""
