@@ -9,6 +9,7 @@ finite ``float``, a :class:`Tier`), so a call site reads ``x = check_x(x)``.
 
 from __future__ import annotations
 
+import json
 import math
 import numbers
 import os
@@ -62,6 +63,41 @@ def check_namespace(namespace: object) -> str:
     if len(namespace) > MAX_NAMESPACE_CHARS:
         raise InvalidInputError(f"namespace is longer than {MAX_NAMESPACE_CHARS} characters")
     return check_utf8(namespace, "namespace")
+
+
+def labelled_namespace(name: str) -> tuple[str, ...] | None:
+    """The labels of a namespace written as a JSON array of strings (``["memories","sam"]``
+    -> ``("memories", "sam")``), the form adapters with hierarchical namespaces give
+    theirs (the LangGraph store's ``("memories", "sam")``); ``None`` for any other."""
+    if not name.startswith("["):
+        return None
+    try:
+        parts = json.loads(name)
+    except ValueError:
+        return None
+    if not isinstance(parts, list) or not parts or not all(isinstance(p, str) for p in parts):
+        return None
+    return tuple(parts)
+
+
+def check_plain_namespace(namespace: str) -> str:
+    """Refuse, for an adapter whose namespaces are plain strings (often a user id), one
+    that is a hierarchical adapter's (:func:`labelled_namespace`): a user whose id is the
+    string ``["memories","sam"]`` read and wrote the LangGraph store's items of the
+    namespace ``("memories", "sam")``.
+
+    Raises:
+        InvalidInputError: ``namespace`` is another adapter's.
+    """
+    labels = labelled_namespace(namespace)
+    if labels is not None:
+        raise InvalidInputError(
+            f"namespace {namespace!r} is the form the LangGraph store gives its namespace "
+            f"{labels!r}, reserved to it: another adapter may not read or write it (a user "
+            "id taken as a namespace would reach that user's store items). Use a namespace "
+            "that is not a JSON list of strings"
+        )
+    return namespace
 
 
 def check_utf8(text: str, name: str) -> str:

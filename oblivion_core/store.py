@@ -188,6 +188,34 @@ def _tls_failed(exc: BaseException) -> str | None:
     return None
 
 
+def _check_headers(headers: object) -> None:
+    """Refuse ``headers`` that do not map str names to str values, naming the header
+    and its value's type only: a value is often a secret (a bearer token), and an error
+    message goes to logs and tracebacks.
+
+    Raises:
+        InvalidInputError: not a mapping, or a name or value that is not a str.
+    """
+    example = 'e.g. {"Authorization": "Bearer <token>"}'
+    if not isinstance(headers, Mapping):
+        raise InvalidInputError(
+            f"headers must map header names to values, both str, {example}; got "
+            f"{type(headers).__name__}"
+        )
+    for name, value in headers.items():
+        if not isinstance(name, str):
+            raise InvalidInputError(
+                f"headers must map header names to values, both str, {example}; a name is "
+                f"{type(name).__name__}"
+            )
+        if not isinstance(value, str):
+            raise InvalidInputError(
+                f"headers must map header names to values, both str, {example}; the value "
+                f"of {name!r} is {type(value).__name__} (its value is not shown: it may be a "
+                "secret)"
+            )
+
+
 #: Chroma's error for a vector of another size than its collection's.
 _OTHER_SIZE = re.compile(r"expecting embedding with dimension of (\d+), got (\d+)")
 
@@ -406,14 +434,8 @@ class VectorStore:
         """
         import chromadb
 
-        if headers is not None and not (
-            isinstance(headers, Mapping)
-            and all(isinstance(k, str) and isinstance(v, str) for k, v in headers.items())
-        ):
-            raise InvalidInputError(
-                f"headers must map header names to values, both str, e.g. "
-                f'{{"Authorization": "Bearer <token>"}}; got {headers!r:.80}'
-            )
+        if headers is not None:
+            _check_headers(headers)
         for name, value in (("tenant", tenant), ("database", database)):
             if not isinstance(value, str) or not value.strip():
                 default = f"default_{name}"

@@ -19,7 +19,7 @@ from langchain_core.messages import BaseMessage, HumanMessage
 from oblivion_core import Oblivion
 from oblivion_core.budget import check_budget
 from oblivion_core.checks import clean_text as clean_text  # the adapters import it from here
-from oblivion_core.checks import scored_category, scored_importance
+from oblivion_core.checks import labelled_namespace, scored_category, scored_importance
 from oblivion_core.errors import InvalidInputError
 from oblivion_core.recall import RecalledItem
 from oblivion_core.records import check_metadata
@@ -190,9 +190,6 @@ def appraise(engine: Oblivion, text: str) -> tuple[str, float]:
 
 
 # ------------------------------------------------------------------ LangGraph store
-_STORE_MARK = "["
-
-
 def encode_namespace(namespace: tuple[str, ...]) -> str:
     """A LangGraph namespace tuple as an Oblivion namespace string.
 
@@ -203,16 +200,9 @@ def encode_namespace(namespace: tuple[str, ...]) -> str:
 
 
 def decode_namespace(name: str) -> tuple[str, ...] | None:
-    """Inverse of :func:`encode_namespace`; ``None`` for namespaces the store did not make."""
-    if not name.startswith(_STORE_MARK):
-        return None
-    try:
-        parts = json.loads(name)
-    except ValueError:
-        return None
-    if not isinstance(parts, list) or not parts or not all(isinstance(p, str) for p in parts):
-        return None
-    return tuple(parts)
+    """Inverse of :func:`encode_namespace`; ``None`` for namespaces the store did not make
+    (the other adapters refuse those it makes: :func:`check_plain_namespace`)."""
+    return labelled_namespace(name)
 
 
 def check_value(value: object) -> dict[str, Any]:

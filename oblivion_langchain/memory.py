@@ -11,7 +11,7 @@ from pydantic import ConfigDict, PrivateAttr, field_validator
 
 from oblivion_core import Oblivion
 from oblivion_core.budget import render
-from oblivion_core.checks import check_standing
+from oblivion_core.checks import check_plain_namespace, check_standing
 from oblivion_core.errors import InvalidInputError, UnknownNamespaceError
 from oblivion_core.overlap import used_ids
 from oblivion_core.shown import reinforce_shown
@@ -104,6 +104,12 @@ class OblivionMemory(BaseMemory):
 
     _last_recalled: list[tuple[str, str]] = PrivateAttr(default_factory=list)
 
+    @field_validator("namespace", mode="before")
+    @classmethod
+    def _plain_namespace(cls, value: object) -> object:
+        # the LangGraph store's namespaces are its own (check_plain_namespace)
+        return check_plain_namespace(value) if isinstance(value, str) else value
+
     @field_validator("token_budget", mode="before")
     @classmethod
     def _check_budget(cls, value: object) -> int | None:
@@ -146,7 +152,6 @@ class OblivionMemory(BaseMemory):
             counter=counter,
             budget=self.token_budget,
             header=self.header,
-            line=lambda t: "- " + t.replace("\n", "\n  "),
         )
         # the recall only read: what the block lists gets its boost (a line of many
         # lines costs more rendered than recall packed it for, and may be left out)

@@ -28,7 +28,7 @@ from typing_extensions import NotRequired  # typing's from Python 3.11 only
 
 from oblivion_core import Oblivion, Policy
 from oblivion_core.budget import render
-from oblivion_core.checks import check_namespace, check_standing
+from oblivion_core.checks import check_namespace, check_plain_namespace, check_standing
 from oblivion_core.errors import (
     EmbeddingError,
     InvalidInputError,
@@ -126,10 +126,6 @@ def _visible(state: Mapping[str, Any], at: int) -> set[str]:
         for m in state["messages"][:at]
         if isinstance(m, HumanMessage) and not is_summary(m)
     } - {""}
-
-
-def _bullet(text: str) -> str:
-    return "- " + text.replace("\n", "\n  ")
 
 
 def _unrecorded(state: Mapping[str, Any]) -> tuple[dict[str, Any], int, str] | None:
@@ -355,7 +351,7 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
                     f"namespace must be a non-empty string, a callable (runtime, config) -> "
                     f"str, or None (the user id under user_key); got {namespace!r}"
                 )
-            check_namespace(namespace)  # too long, a lone surrogate: refused now too
+            check_plain_namespace(check_namespace(namespace))  # too long, a surrogate...
         if not isinstance(user_key, str) or not user_key:
             raise InvalidInputError(
                 f"user_key must be a non-empty string naming the user id in the runtime "
@@ -621,7 +617,7 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
                 f"the namespace for this run must be a non-empty string, got {value!r}; "
                 f"check the {self.user_key!r} you pass in the context or configurable"
             )
-        return value
+        return check_plain_namespace(value)
 
     def _apply_policy(self, namespace: str | None) -> None:
         if self.policy is None:
@@ -691,7 +687,7 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
         )
         items = besides(result.items, lambda text: _turn_of(text, visible))[:k]
         block, shown = render(
-            [it.text for it in items], counter=count, budget=room, header=self.header, line=_bullet
+            [it.text for it in items], counter=count, budget=room, header=self.header
         )
         # The recall read only: the boost its feedback gives goes to the memories the
         # block shows (render leaves out a line that overflows the budget: a memory of

@@ -17,7 +17,7 @@ from langchain_core.runnables.config import run_in_executor
 from pydantic import ConfigDict, field_validator
 
 from oblivion_core import Oblivion, Policy
-from oblivion_core.checks import check_text
+from oblivion_core.checks import check_plain_namespace, check_text
 from oblivion_core.errors import InvalidInputError, UnknownMemoryError, UnknownNamespaceError
 from oblivion_core.records import check_metadata
 from oblivion_core.where import compile_where
@@ -137,6 +137,12 @@ class OblivionRetriever(BaseRetriever):
     feedback: bool = True
     filter: dict[str, Any] | None = None
     where_document: dict[str, Any] | None = None
+
+    @field_validator("namespace", mode="before")
+    @classmethod
+    def _plain_namespace(cls, value: object) -> object:
+        # the LangGraph store's namespaces are its own (check_plain_namespace)
+        return check_plain_namespace(value) if isinstance(value, str) else value
 
     @field_validator("k", mode="before")
     @classmethod
@@ -431,6 +437,8 @@ class OblivionRetriever(BaseRetriever):
                 f"unknown retriever argument(s) {sorted(unknown)}; use k, token_budget, "
                 "namespace, deep, feedback, filter or where_document"
             )
+        if isinstance(namespace, str):
+            check_plain_namespace(namespace)
         where = filter if filter is not None else self.filter
         if where_document is None:
             where_document = self.where_document

@@ -13,7 +13,7 @@ from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, TextN
 from pydantic import AfterValidator, BeforeValidator
 
 from oblivion_core.budget import check_budget, check_k
-from oblivion_core.checks import check_standing, storable
+from oblivion_core.checks import check_plain_namespace, check_standing, storable
 from oblivion_core.errors import InvalidInputError
 from oblivion_core.recall import RecalledItem
 from oblivion_core.records import check_metadata
@@ -249,7 +249,7 @@ def check_namespace(value: object) -> str | None:
     """A namespace: ``None`` (the engine's default) or a non-empty string."""
     if value is not None and (not isinstance(value, str) or not value.strip()):
         raise InvalidInputError(f"namespace must be a non-empty string or None, got {value!r}")
-    return value
+    return None if value is None else check_plain_namespace(value)
 
 
 def check_roles(roles: object) -> tuple[str, ...]:

@@ -12,7 +12,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from oblivion_core import InvalidInputError, OblivionError, TiktokenCounter, TokenizerError
-from oblivion_core.budget import check_budget, count_tokens, pack, render, resolve_token_counter
+from oblivion_core.budget import (
+    bullet,
+    check_budget,
+    count_tokens,
+    pack,
+    render,
+    resolve_token_counter,
+)
 from oblivion_core.testing import word_count
 
 costs_st = st.lists(st.integers(0, 200), max_size=60)
@@ -237,3 +244,13 @@ def test_pack_reads_costs_only_as_far_as_it_must(
     if budget is not None and reads.read < len(costs) and (limit is None or len(chosen) < limit):
         used = sum(costs[i] for i in chosen)
         assert budget - used < floor  # nothing after the last read could have fit
+
+
+@given(st.text())
+def test_a_text_of_any_lines_is_one_bullet(text: str) -> None:
+    """Only "\\n" was indented: a "\\r", U+2028 or a form feed in a memory started a line
+    a prompt shows as another memory's bullet."""
+    lines = bullet(text).splitlines()
+    assert lines[0].startswith("- ")
+    assert all(line.startswith("  ") for line in lines[1:])
+    assert "".join(line[2:] for line in lines) == "".join(text.splitlines())

@@ -168,6 +168,22 @@ def test_bad_server_arguments_are_named_before_connecting(
         VectorStore.server("localhost", 1, **kwargs)
 
 
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"Authorization": "Bearer sk-SECRET-1234", "X-Timeout": 30},
+        {"X-Timeout": None, "Authorization": "Bearer sk-SECRET-1234"},
+        {"Authorization": b"Bearer sk-SECRET-1234"},
+    ],
+)
+def test_a_bad_header_is_named_without_showing_any_value(headers: dict[str, Any]) -> None:
+    """The error quoted the whole mapping: a bearer token went to logs and tracebacks."""
+    with pytest.raises(InvalidInputError, match=r"^headers must") as err:
+        VectorStore.server("localhost", 1, headers=headers)
+    assert "SECRET" not in str(err.value)
+    assert "is not shown" in str(err.value)
+
+
 def test_https_asked_of_a_plain_http_server_says_tls_failed(
     chroma_server: tuple[str, int],
 ) -> None:

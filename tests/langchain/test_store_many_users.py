@@ -125,3 +125,43 @@ def test_listed_namespaces_are_those_in_memory_store_lists(
         asked = {"prefix": tuple(prefix) or None, "suffix": tuple(suffix) or None}
         want = sorted(theirs.list_namespaces(**asked, limit=100))  # type: ignore[arg-type]
         assert sorted(ours.list_namespaces(**asked, limit=100)) == want  # type: ignore[arg-type]
+
+
+# ------------------------------------------------- another adapter's namespace
+HOSTILE = '["memories","sam"]'  # the store's own name for ("memories", "sam")
+
+
+def test_a_user_id_that_is_a_store_namespace_reaches_none_of_its_items(engine: Oblivion) -> None:
+    """A user whose id was the string ``["memories","sam"]`` read Sam's store items in
+    the middleware's block and wrote their turns among them. Every adapter whose
+    namespaces are plain strings refuses the store's form; the store keeps its items."""
+    from _lc_helpers import ScriptedChatModel
+    from langchain.agents import create_agent
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from oblivion_core import InvalidInputError
+    from oblivion_langchain import OblivionMemory, OblivionMemoryMiddleware, OblivionRetriever
+
+    store = OblivionStore(engine)
+    store.put(("memories", "sam"), "pin", {"text": "Sam's bank PIN is 4921."})
+    agent = create_agent(
+        ScriptedChatModel(["Noted."]),
+        middleware=[OblivionMemoryMiddleware(engine)],
+        checkpointer=InMemorySaver(),
+    )
+    config = {"configurable": {"thread_id": "t", "user_id": HOSTILE}}
+    with pytest.raises(InvalidInputError, match="reserved to it"):
+        agent.invoke({"messages": [{"role": "user", "content": "my PIN changed to 0000"}]}, config)
+    with pytest.raises(InvalidInputError, match="reserved to it"):
+        OblivionMemoryMiddleware(engine, namespace=HOSTILE)
+    with pytest.raises(ValueError, match="reserved to it"):
+        OblivionMemory(oblivion=engine, namespace=HOSTILE)
+    with pytest.raises(ValueError, match="reserved to it"):
+        OblivionRetriever(oblivion=engine, namespace=HOSTILE)
+    with pytest.raises(InvalidInputError, match="reserved to it"):
+        OblivionRetriever(oblivion=engine).invoke("PIN", namespace=HOSTILE)
+    (item,) = store.search(("memories", "sam"))
+    assert item.value == {"text": "Sam's bank PIN is 4921."}
+    assert engine.count(namespace=HOSTILE) == 1
+    # a namespace that merely starts with "[" is a plain one
+    OblivionRetriever(oblivion=engine, namespace="[draft] notes")
