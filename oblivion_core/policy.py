@@ -13,7 +13,7 @@ import math
 import numbers
 import sys
 import typing
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
@@ -253,7 +253,8 @@ class Policy:
     forget_below: float = 0.02
     forget_min_age: float = 0.0
     journal_keep: float | None = None
-    protected_categories: tuple[str, ...] = ("instruction", "preference")
+    # a list or tuple given; kept as a tuple (__post_init__)
+    protected_categories: Sequence[str] = ("instruction", "preference")
     protect_importance: float = 0.7
     archive_gate: float = 0.55
     default_k: int = 8

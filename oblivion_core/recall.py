@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -259,9 +259,22 @@ class RecalledItem:
     why: Mapping[str, Any]
     metadata: Mapping[str, Any] = field(default_factory=dict)
 
+    def __hash__(self) -> int:
+        """By the memory (its ``why`` and metadata are dicts): ``set(result)`` works, and
+        items equal field by field hash alike."""
+        return hash((self.namespace, self.id, self.score))
+
     def __str__(self) -> str:
         """One line: score, tier, category and the text (long texts shortened)."""
         return f"{self.score:.3f} {self.tier.label:<7} {self.category}: {_shorten(self.text)}"
+
+    def __repr__(self) -> str:
+        """Short: the text shortened, no ``why`` or metadata (print them on their own)."""
+        return (
+            f"RecalledItem(id={self.id!r}, namespace={self.namespace!r}, "
+            f"tier={self.tier.label}, score={self.score:.3f}, tokens={self.tokens}, "
+            f"text={_shorten(self.text, 60)!r})"
+        )
 
 
 @dataclass(frozen=True)
@@ -295,8 +308,22 @@ class RecallResult:
     def __len__(self) -> int:
         return len(self.items)
 
-    def __getitem__(self, i: int) -> RecalledItem:
+    @overload
+    def __getitem__(self, i: int) -> RecalledItem: ...
+    @overload
+    def __getitem__(self, i: slice) -> tuple[RecalledItem, ...]: ...
+    def __getitem__(self, i: int | slice) -> RecalledItem | tuple[RecalledItem, ...]:
         return self.items[i]
+
+    def __hash__(self) -> int:
+        return hash((self.namespace, self.query, self.items))
+
+    def __repr__(self) -> str:
+        """Short: what was asked and the items' ids (``print()`` shows the items)."""
+        return (
+            f"RecallResult(query={_shorten(self.query, 60)!r}, namespace={self.namespace!r}, "
+            f"ids={self.ids!r}, total_tokens={self.total_tokens})"
+        )
 
     @property
     def ids(self) -> list[str]:

@@ -101,6 +101,20 @@ class MemoryRecord:
     superseded_by: str | None = None
     as_of: float = 0.0
 
+    def __hash__(self) -> int:
+        """By the memory and the time it was read at (its metadata is a dict): records
+        equal field by field hash alike."""
+        return hash((self.namespace, self.id, self.as_of))
+
+    def __repr__(self) -> str:
+        """Short: the text shortened, no metadata."""
+        text = self.text if len(self.text) <= 60 else self.text[:59] + "…"
+        return (
+            f"MemoryRecord(id={self.id!r}, namespace={self.namespace!r}, "
+            f"category={self.category!r}, tier={self.tier.label}, "
+            f"activation={self.activation:.3f}, text={text!r})"
+        )
+
 
 def check_metadata(metadata: object, name: str = "metadata", *, depth: int = 0) -> dict[str, Any]:
     """``metadata`` as :meth:`~oblivion_core.Oblivion.remember` stores it (a fresh dict;

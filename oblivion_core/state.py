@@ -279,6 +279,10 @@ class Event:
     after: float | None
     detail: Mapping[str, Any]
 
+    def __hash__(self) -> int:
+        """By its place in the journal (its detail is a dict)."""
+        return hash((self.namespace, self.seq))
+
 
 class NamespaceState:
     """Parallel arrays over the memories of one namespace.

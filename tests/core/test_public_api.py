@@ -146,3 +146,24 @@ def test_console_scripts_resolve() -> None:
     for name, target in scripts.items():
         module, _, attr = target.partition(":")
         assert callable(getattr(importlib.import_module(module), attr)), name
+
+
+def test_results_records_and_events_hash_and_print_short() -> None:
+    """Frozen dataclasses whose ``why``/metadata/detail are dicts: type checkers call them
+    hashable, and ``set(mem.records())`` raised "unhashable type: 'dict'"; ``repr()`` of
+    a recall printed every text and every ``why`` in full (23k characters for 8 items)."""
+    from oblivion_core.testing import memory
+
+    mem = memory()
+    long = "The quarterly report covers revenue, churn and hiring. " * 30
+    ids = [mem.remember(t, metadata={"k": [1]}).id for t in (long, "Tea at four.", "Rent is due.")]
+    first, again = mem.recall("report", feedback=False), mem.recall("report", feedback=False)
+    assert first == again and hash(first) == hash(again)
+    assert len(set(first) | set(again)) == len(first)
+    assert {r.id for r in set(mem.records())} == set(ids)
+    assert len(set(mem.history())) == len(mem.history())
+    head = first[:2]
+    assert isinstance(head, tuple) and list(head) == list(first.items[:2])
+    assert len(repr(first)) < 300 and first.ids[0] in repr(first)
+    assert len(repr(first[0])) < 300 and len(repr(mem.get(ids[0]))) < 300
+    assert "why" not in repr(first[0]) and "{'k'" not in repr(mem.get(ids[0]))
