@@ -12,6 +12,7 @@ import json
 import os
 import re
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -22,6 +23,9 @@ from oblivion_core.errors import EmbeddingError, InvalidInputError
 from oblivion_core.typing import Embedder, TokenCounter, Vectors
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+#: Seconds a model that failed to load fails again at once (offline, fastembed retries
+#: for about 40 s: each call paid it again), before it is tried again.
+LOAD_RETRY_SECONDS = 60.0
 
 #: Words per chunk when a text is longer than this: 150 words of ordinary English are
 #: about 200 word pieces, inside the 256 all-MiniLM-L6-v2 was trained on (fastembed
@@ -48,8 +52,12 @@ class FastEmbedEmbedder:
     Args:
         model_name: A fastembed model name.
         model_path: A local directory holding the model (``model.onnx`` + tokenizer
-            files). Defaults to ``$OBLIVION_EMBEDDING_MODEL_PATH``; when neither is set
-            fastembed downloads the model into ``cache_dir``.
+            files), read as of construction (a relative one stays the folder it named
+            then). Defaults to ``$OBLIVION_EMBEDDING_MODEL_PATH`` for the default model
+            (the variable names a copy of all-MiniLM-L6-v2, not of another model); when
+            neither is set fastembed downloads the model into ``cache_dir``. A model that
+            failed to load (offline: fastembed retries for about 40 s) fails again at
+            once for :data:`LOAD_RETRY_SECONDS`, then is tried again.
         cache_dir: Where fastembed keeps downloaded models.
         threads: ONNX runtime threads (``None`` = all cores).
         batch_size: Texts per ONNX call when embedding many texts. 32: a batched
@@ -77,8 +85,11 @@ class FastEmbedEmbedder:
                 f"batch_size must be a whole number of texts, 1 or more, got {batch_size!r}"
             )
         self.model_name = model_name
-        env_path = os.environ.get("OBLIVION_EMBEDDING_MODEL_PATH")
-        self.model_path = str(model_path) if model_path is not None else env_path
+        env_path = os.environ.get("OBLIVION_EMBEDDING_MODEL_PATH") or None
+        if model_path is None and model_name == DEFAULT_MODEL:
+            model_path = env_path
+        self.model_path = None if model_path is None else os.path.abspath(model_path)
+        self._failed: tuple[float, EmbeddingError] | None = None  # when, and why
         self.cache_dir = cache_dir
         self.threads = threads
         self.batch_size = int(batch_size)
@@ -98,27 +109,66 @@ class FastEmbedEmbedder:
         if self._model is None:
             with self._lock:
                 if self._model is None:
-                    from fastembed import TextEmbedding
-
-                    kwargs: dict[str, Any] = {"threads": self.threads}
-                    if self.model_path:
-                        if not os.path.isdir(self.model_path):
-                            raise EmbeddingError(
-                                f"embedding model path {self.model_path!r} is not a directory; "
-                                "set OBLIVION_EMBEDDING_MODEL_PATH (or model_path=) to a folder "
-                                "holding model.onnx and tokenizer.json, or unset it to download"
-                            )
-                        kwargs["specific_model_path"] = self.model_path
-                    if self.cache_dir:
-                        kwargs["cache_dir"] = self.cache_dir
-                    try:
-                        self._model = TextEmbedding(self.model_name, **kwargs)
-                    except Exception as exc:
+                    failed = self._failed
+                    if failed is not None and time.monotonic() - failed[0] < LOAD_RETRY_SECONDS:
                         raise EmbeddingError(
-                            f"could not load embedding model {self.model_name!r}: {exc}. "
-                            "Offline? Point OBLIVION_EMBEDDING_MODEL_PATH at a local copy."
-                        ) from exc
+                            f"{failed[1]} (it failed {time.monotonic() - failed[0]:.0f} s ago: "
+                            f"tried again {LOAD_RETRY_SECONDS:.0f} s after)"
+                        ) from failed[1].__cause__
+                    try:
+                        self._model = self._open_model()
+                        self._failed = None
+                    except EmbeddingError as exc:
+                        self._failed = (time.monotonic(), exc)
+                        raise
         return self._model
+
+    def _open_model(self) -> Any:
+        """The fastembed model, loaded (downloaded first where it has to be).
+
+        Raises:
+            EmbeddingError: naming the folder or what to do offline.
+        """
+        from fastembed import TextEmbedding
+
+        kwargs: dict[str, Any] = {"threads": self.threads}
+        if self.model_path:
+            if not os.path.isdir(self.model_path):
+                raise EmbeddingError(
+                    f"embedding model path {self.model_path!r} is not a directory; "
+                    "set OBLIVION_EMBEDDING_MODEL_PATH (or model_path=) to a folder "
+                    "holding model.onnx and tokenizer.json, or unset it to download"
+                )
+            kwargs["specific_model_path"] = self.model_path
+        if self.cache_dir:
+            kwargs["cache_dir"] = self.cache_dir
+        try:
+            return TextEmbedding(self.model_name, **kwargs)
+        except Exception as exc:
+            if self.model_path:
+                fix = (
+                    f"Check that {self.model_path!r} holds this model's files "
+                    "(model.onnx and tokenizer.json, with its config files)"
+                )
+            else:
+                default = self.model_name == DEFAULT_MODEL
+                where = (
+                    "OBLIVION_EMBEDDING_MODEL_PATH (or model_path=)" if default else "model_path="
+                )
+                fix = (
+                    "Offline? Download it once where the network is reachable "
+                    "(fastembed keeps it in cache_dir= or $FASTEMBED_CACHE_PATH), or point "
+                    f"{where} at a folder holding its model.onnx and tokenizer.json"
+                    + (
+                        " (the Hugging Face repository Qdrant/all-MiniLM-L6-v2-onnx)"
+                        if default
+                        else ""
+                    )
+                    + "; HF_HUB_OFFLINE=1 makes a missing model fail at once, not after retries"
+                )
+            raise EmbeddingError(
+                f"could not load embedding model {self.model_name!r}: {exc}. {fix}"
+            ) from exc
 
     def _load_counter(self) -> Any:
         """A copy of the model's own tokenizer that neither truncates nor pads (``None``

@@ -90,7 +90,9 @@ def directory_path(path: object, name: str, what: str, alternative: str = "") ->
     """``path``, a directory the user gave as argument ``name``, checked: a str or
     os.PathLike that can name one (``what``: the directory it is, for the message;
     ``alternative``: what else the argument may be). An empty one made a store in the
-    current directory."""
+    current directory. Made absolute: files opened later (a connection, Chroma's) open
+    the directory given even after the process changed its working directory (a
+    relative one reached another store's files there)."""
     raw = os.fspath(path) if isinstance(path, str | os.PathLike) else None
     if not isinstance(raw, str):
         raise InvalidInputError(
@@ -108,7 +110,7 @@ def directory_path(path: object, name: str, what: str, alternative: str = "") ->
         raise InvalidInputError(
             f"{name} {raw!r} cannot name a directory ({exc}); pass another path"
         ) from exc
-    return Path(raw)
+    return Path(os.path.abspath(raw))
 
 
 def _check_prefix(prefix: object) -> None:

@@ -340,3 +340,44 @@ def test_an_output_numpy_cannot_convert_is_an_embedding_error() -> None:
 
     with pytest.raises(EmbeddingError, match="requires grad"):
         normalize(NeedsGrad(), 1)
+
+
+def test_the_model_path_variable_is_the_default_models_and_read_as_of_construction(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """$OBLIVION_EMBEDDING_MODEL_PATH (a copy of all-MiniLM-L6-v2) was used for any
+    fastembed model, and a relative one was read at first use, after a chdir."""
+    from oblivion_core import FastEmbedEmbedder
+
+    (tmp_path / "models" / "minilm").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OBLIVION_EMBEDDING_MODEL_PATH", "models/minilm")
+    assert FastEmbedEmbedder().model_path == str(tmp_path / "models" / "minilm")
+    assert FastEmbedEmbedder("BAAI/bge-small-en-v1.5").model_path is None
+    given = FastEmbedEmbedder("BAAI/bge-small-en-v1.5", model_path="models/minilm")
+    assert given.model_path == str(tmp_path / "models" / "minilm")
+
+
+def test_a_model_that_failed_to_load_fails_at_once_for_a_while(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Offline, each call waited through fastembed's retries (about 40 s) again."""
+    from oblivion_core import FastEmbedEmbedder
+    from oblivion_core import embedding as embedding_module
+
+    embedder = FastEmbedEmbedder()
+    tries: list[int] = []
+
+    def offline() -> Any:
+        tries.append(1)
+        raise EmbeddingError("could not load embedding model: no network")
+
+    monkeypatch.setattr(embedder, "_open_model", offline)
+    for _ in range(3):
+        with pytest.raises(EmbeddingError, match="no network"):
+            embedder.embed_query("hello")
+    assert len(tries) == 1
+    monkeypatch.setattr(embedding_module, "LOAD_RETRY_SECONDS", 0.0)
+    with pytest.raises(EmbeddingError, match="no network"):
+        embedder.embed_query("hello")
+    assert len(tries) == 2

@@ -111,3 +111,32 @@ def test_embedded_creates_missing_folders(tmp_path: Path) -> None:
         assert store.folder == where.resolve()
     finally:
         store.close()
+
+
+def test_a_store_opened_by_a_relative_path_stays_there_after_a_chdir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``Oblivion("./memory")``, then the process changes directory (a worker, a
+    notebook's %cd): its connections and Chroma reopened "./memory" there, failing with
+    a raw sqlite3 error, or reaching another store of that name. The path is made
+    absolute when the store opens."""
+    from oblivion_core.testing import memory
+
+    (tmp_path / "app").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    with memory("./memory") as other:  # another store of the same name, elsewhere
+        other.remember("the other store's secret", id="secret")
+    monkeypatch.chdir(tmp_path / "app")
+    mem = memory("./memory")
+    try:
+        assert mem.path == tmp_path / "app" / "memory"
+        monkeypatch.chdir(tmp_path / "elsewhere")
+        mem.remember("written after the chdir", id="mine")
+        assert mem.recall("written after the chdir", k=5).ids == ["mine"]
+    finally:
+        mem.close()
+    with memory(tmp_path / "app" / "memory") as reopened:
+        assert [r.id for r in reopened.records()] == ["mine"]
+    with memory(tmp_path / "elsewhere" / "memory") as untouched:
+        assert [r.id for r in untouched.records()] == ["secret"]
