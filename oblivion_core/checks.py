@@ -95,7 +95,9 @@ def check_plain_namespace(namespace: str) -> str:
             f"namespace {namespace!r} is the form the LangGraph store gives its namespace "
             f"{labels!r}, reserved to it: another adapter may not read or write it (a user "
             "id taken as a namespace would reach that user's store items). Use a namespace "
-            "that is not a JSON list of strings"
+            "that is not a JSON list of strings. Memories an earlier release stored under "
+            "this name are kept: Oblivion.records(namespace=...) and recall(namespace=...) "
+            f"read them, and the LangGraph store shows them as items of {labels!r}"
         )
     return namespace
 
