@@ -46,6 +46,23 @@ _LATIN_RUN = re.compile(r"[A-Za-z\u00c0-\u024f]+")
 _WORD = re.compile(r"\S+")
 
 
+def _absolute_model_path(path: str | os.PathLike[str]) -> str:
+    """``path`` made absolute as of now (a relative one stays the folder it names now).
+
+    Raises:
+        EmbeddingError: it is relative to a working directory that no longer exists.
+    """
+    try:
+        # not os.path.abspath: it drops "x/.." by the string, where "x" may be a link
+        return os.path.join(os.getcwd(), os.fspath(path))
+    except OSError as exc:
+        raise EmbeddingError(
+            f"embedding model path {os.fspath(path)!r} is relative, and the working "
+            f"directory it is relative to no longer exists ({exc.strerror or exc}); set "
+            "OBLIVION_EMBEDDING_MODEL_PATH (or model_path=) to an absolute path"
+        ) from exc
+
+
 class FastEmbedEmbedder:
     """all-MiniLM-L6-v2 (or another fastembed model) running locally on ONNX.
 
@@ -86,9 +103,9 @@ class FastEmbedEmbedder:
             )
         self.model_name = model_name
         env_path = os.environ.get("OBLIVION_EMBEDDING_MODEL_PATH") or None
-        if model_path is None and model_name == DEFAULT_MODEL:
+        if not model_path and model_name == DEFAULT_MODEL:  # "" (an unset variable's)
             model_path = env_path
-        self.model_path = None if model_path is None else os.path.abspath(model_path)
+        self.model_path = _absolute_model_path(model_path) if model_path else None
         self._failed: tuple[float, EmbeddingError] | None = None  # when, and why
         self.cache_dir = cache_dir
         self.threads = threads

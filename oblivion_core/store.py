@@ -110,7 +110,14 @@ def directory_path(path: object, name: str, what: str, alternative: str = "") ->
         raise InvalidInputError(
             f"{name} {raw!r} cannot name a directory ({exc}); pass another path"
         ) from exc
-    return Path(os.path.abspath(raw))
+    try:
+        # not os.path.abspath: it drops "x/.." by the string, where "x" may be a link
+        return Path(raw).absolute()
+    except OSError as exc:  # the working directory was deleted (a release replaced)
+        raise StorePathError(
+            f"{name} {raw!r} is relative, and the working directory it is relative to no "
+            f"longer exists ({exc.strerror or exc}); pass an absolute path"
+        ) from exc
 
 
 def _check_prefix(prefix: object) -> None:
@@ -215,6 +222,21 @@ def _check_headers(headers: object) -> None:
                 f"headers must map header names to values, both str, {example}; the value "
                 f"of {name!r} is {type(value).__name__} (its value is not shown: it may be a "
                 "secret)"
+            )
+        bad = next((c for c in value if c in "\r\n\x00" or ord(c) > 0xFF), None)
+        if bad is not None:
+            what = (
+                "a line break"
+                if bad in "\r\n"
+                else "a NUL"
+                if bad == "\x00"
+                else "a character beyond Latin-1"
+            )
+            raise InvalidInputError(
+                f"headers must map header names to values, both str, {example}; the value "
+                f"of {name!r} holds {what}, which HTTP does not allow (a token read from a "
+                "file or a variable often ends in a newline: strip() it). Its value is not "
+                "shown: it may be a secret"
             )
 
 

@@ -87,7 +87,9 @@ class OblivionMemory(BaseMemory):
     """
 
     # BaseMemory's config plus extra="forbid": a misspelt field is an error, not dropped
-    model_config = ConfigDict(**{**BaseMemory.model_config, "extra": "forbid"})
+    model_config = ConfigDict(
+        **{**BaseMemory.model_config, "extra": "forbid", "validate_assignment": True}
+    )
 
     oblivion: Oblivion
     namespace: str | None = None

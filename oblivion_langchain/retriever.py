@@ -127,7 +127,9 @@ class OblivionRetriever(BaseRetriever):
 
     # BaseRetriever's config plus extra="forbid": a misspelt or foreign field (e.g.
     # search_kwargs={"k": 1}) is an error, not silently dropped.
-    model_config = ConfigDict(**{**BaseRetriever.model_config, "extra": "forbid"})
+    model_config = ConfigDict(
+        **{**BaseRetriever.model_config, "extra": "forbid", "validate_assignment": True}
+    )
 
     oblivion: Oblivion
     namespace: str | None = None

@@ -174,6 +174,10 @@ def test_bad_server_arguments_are_named_before_connecting(
         {"Authorization": "Bearer sk-SECRET-1234", "X-Timeout": 30},
         {"X-Timeout": None, "Authorization": "Bearer sk-SECRET-1234"},
         {"Authorization": b"Bearer sk-SECRET-1234"},
+        {"Authorization": "Bearer sk-SECRET-1234\n"},  # read from a file
+        {"Authorization": "Bearer sk-SECRET-1234\r\nX-Evil: 1"},
+        {"Authorization": "Bearer sk-SECRET-1234\x00"},
+        {"Authorization": "Bearer sk-SECRET-1234\u2603"},
     ],
 )
 def test_a_bad_header_is_named_without_showing_any_value(headers: dict[str, Any]) -> None:

@@ -140,3 +140,40 @@ def test_a_store_opened_by_a_relative_path_stays_there_after_a_chdir(
         assert [r.id for r in reopened.records()] == ["mine"]
     with memory(tmp_path / "elsewhere" / "memory") as untouched:
         assert [r.id for r in untouched.records()] == ["secret"]
+
+
+def test_a_path_through_a_link_and_dot_dot_is_the_one_the_system_opens(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Made absolute by the string, "link/../state" dropped "link/..": a new, empty store
+    in the working directory instead of the one beside the link's target."""
+    from oblivion_core.testing import memory
+
+    (tmp_path / "real" / "data").mkdir(parents=True)
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "link").symlink_to(tmp_path / "real" / "data")
+    monkeypatch.chdir(tmp_path / "app")
+    with memory("link/../state") as mem:
+        mem.remember("kept beside the link's target", id="k")
+    assert (tmp_path / "real" / "state" / "oblivion.sqlite3").exists()
+    assert not (tmp_path / "app" / "state").exists()
+
+
+def test_a_relative_path_in_a_deleted_working_directory_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A release folder replaced under a running process: a bare FileNotFoundError."""
+    from oblivion_core import EmbeddingError, FastEmbedEmbedder
+    from oblivion_core.testing import memory
+
+    gone = tmp_path / "release"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    with pytest.raises(StorePathError, match=r"no longer exists.*absolute path"):
+        memory("./state")
+    with pytest.raises(StorePathError, match="no longer exists"):
+        VectorStore.embedded("./chroma")
+    with pytest.raises(EmbeddingError, match="no longer exists"):
+        FastEmbedEmbedder(model_path="./model")
+    assert FastEmbedEmbedder("BAAI/bge-small-en-v1.5", model_path="").model_path is None

@@ -160,6 +160,11 @@ def test_a_user_id_that_is_a_store_namespace_reaches_none_of_its_items(engine: O
         OblivionRetriever(oblivion=engine, namespace=HOSTILE)
     with pytest.raises(InvalidInputError, match="reserved to it"):
         OblivionRetriever(oblivion=engine).invoke("PIN", namespace=HOSTILE)
+    retriever, classic = OblivionRetriever(oblivion=engine), OblivionMemory(oblivion=engine)
+    for adapter in (retriever, classic):  # a per-request namespace set on a shared object
+        with pytest.raises(ValueError, match="reserved to it"):
+            adapter.namespace = HOSTILE
+        assert adapter.namespace is None
     (item,) = store.search(("memories", "sam"))
     assert item.value == {"text": "Sam's bank PIN is 4921."}
     assert engine.count(namespace=HOSTILE) == 1
