@@ -28,8 +28,9 @@ _RUN = re.compile(f"[{_CHARS}]+")
 #: Characters of grammar more than content (Chinese particles, pronouns, common verbs of
 #: motion and being; Japanese particles and verb endings in hiragana): a pair holding
 #: one says little of what a text is about ("我的", "要去", "に行"), as "my" and "go" in
-#: English, which are stop words. Only the content words an answer shares with a memory
-#: leave them out (:func:`content_pairs`); BM25 weighs them by their frequency.
+#: English, which are stop words. The content words an answer shares with a memory leave
+#: out the pairs of two of them (:func:`content_pairs`); BM25 searches every pair and
+#: weighs them by their frequency.
 FUNCTION_CHARS = frozenset(
     "的了是我你他她它们們在和就不也都要去这這那个個一吗嗎呢吧啊着過过把被给給很会會能说說"
     "对對从從到么什为為与與及之而其所以此有没沒还還又再得地啦"
@@ -41,16 +42,23 @@ _ROLES = frozenset({"用户", "用戶", "助手", "助理"})
 
 def content_pairs(word: str) -> list[str]:
     """The pieces of ``word`` an answer may share with a memory (:func:`pieces`, pairs
-    only), without the pairs holding a character of :data:`FUNCTION_CHARS` or naming
-    a side of the chat: "我的猫叫小白" -> 猫叫, 叫小, 小白. Half-width katakana read as
-    the full-width forms ("ﾃﾞｰﾀ" is "データ")."""
+    only), without the pairs of grammar alone (both characters in
+    :data:`FUNCTION_CHARS`: 我的, 要去) or naming a side of the chat: "我的猫叫小白" ->
+    的猫, 猫叫, 叫小, 小白; 过敏 and 会议 stay, each with one character of grammar.
+    Half-width katakana read as the full-width forms ("ﾃﾞｰﾀ" is "データ")."""
     if not HAS_CJK.search(word):
         return [word]
     return [
         p
         for p in pieces(unicodedata.normalize("NFKC", word), singles=False)
-        if not (HAS_CJK.search(p) and (p in _ROLES or not FUNCTION_CHARS.isdisjoint(p)))
+        if not (HAS_CJK.search(p) and (p in _ROLES or FUNCTION_CHARS.issuperset(p)))
     ]
+
+
+def grammar(pair: str) -> bool:
+    """Whether a pair holds a character of :data:`FUNCTION_CHARS` (searched after the
+    pairs of content when a query has too many)."""
+    return not FUNCTION_CHARS.isdisjoint(pair)
 
 
 def pieces(word: str, *, singles: bool) -> list[str]:

@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from oblivion_core.cjk import HAS_CJK, pieces
+from oblivion_core.cjk import HAS_CJK, grammar, pieces
 from oblivion_core.doc_set import DocSet
 from oblivion_core.lexical_snapshot import LexicalSnapshots
 from oblivion_core.overlap import STOP_WORDS, content_words
@@ -117,10 +117,11 @@ def query_terms(text: str) -> list[str]:
     "café" ``cafe``, the decomposed "café" too) before its content words are read
     (:func:`~oblivion_core.overlap.content_words`, in any script: "Москве", "北京").
 
-    A run of Chinese characters or kana searches its pairs of neighbours, each a content
-    word ("我的猫叫小白" searches 猫叫, 叫小 and 小白; pairs of grammar such as 我的 are
-    left out, as stop words are: :func:`~oblivion_core.cjk.content_pairs`), one
-    character alone itself.
+    A run of Chinese characters or kana searches every pair of neighbours ("我对什么过敏"
+    searches 我对, 对什, 什么, 么过 and 过敏; BM25's idf weighs the common ones down) and
+    each of its characters that is no grammar (对, 过, 敏...: documents index characters
+    too); past :data:`MAX_QUERY_TERMS`, pairs go before characters, and those holding a
+    character of grammar last (:func:`~oblivion_core.cjk.grammar`).
 
     A content word that splits into several tokens (``grace's``) contributes its tokens
     of two or more letters that are neither stop words nor what a contraction leaves:
@@ -128,7 +129,16 @@ def query_terms(text: str) -> list[str]:
     matched every memory holding "what", "we're" or "didn't". An empty list means
     nothing to search for.
     """
-    words = sorted(content_words(_fold(text)), key=lambda w: (-len(w), w))[:MAX_QUERY_TERMS]
+    folded = _fold(text)
+    found = content_words(folded)
+    if HAS_CJK.search(folded):
+        # every pair (BM25 weighs the common ones down), and each character of content
+        # alone: "我需要吃什么药" shares no pair with "我每天早上吃降压药", but 药
+        runs = [w for w in _TOKEN.findall(folded) if HAS_CJK.search(w)]
+        found |= {p for w in runs for p in pieces(w, singles=False)}
+        found |= {c for w in runs for c in w if HAS_CJK.search(c) and not grammar(c)}
+    # longest first; pairs of Chinese content before those holding a character of grammar
+    words = sorted(found, key=lambda w: (-len(w), grammar(w), w))[:MAX_QUERY_TERMS]
     out: dict[str, None] = {}
     for word in words:
         parts = tokens(word)

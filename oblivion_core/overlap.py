@@ -9,9 +9,10 @@ documented, so it is cheap, offline and explainable:
   3 characters dropped, save CJK ones, whose every character may be a word), and
   numbers are kept whole; a text in decomposed form (NFD: "e" and a combining accent)
   reads as the composed one. A run of Chinese characters or kana, written without
-  spaces, reads as the pairs of neighbouring characters it holds, less those holding a
-  character of grammar ("我的", "に行": :func:`~oblivion_core.cjk.content_pairs`): an
-  answer echoes a Chinese or Japanese memory when it shares enough of its pairs;
+  spaces, reads as the pairs of neighbouring characters it holds, less those of two
+  characters of grammar ("我的", "まし": :func:`~oblivion_core.cjk.content_pairs`): an
+  answer echoes a Chinese or Japanese memory (mostly such pairs) when it shares one
+  more of them than ``min_shared`` and at least half;
 * a memory counts as used when at least ``min_shared`` of its content words (all of
   them, for a memory with fewer) appear in the answer **and** they make up at least
   ``min_fraction`` of the memory's content words (so a long memory needs a
@@ -95,7 +96,12 @@ def used_ids(
     for memory_id, text in items:
         words = content_words(text)
         shared = len(words & answer_words)
-        if words and shared >= min(min_shared, len(words)) and shared / len(words) >= min_fraction:
+        at_least, fraction = min_shared, min_fraction
+        if 2 * sum(HAS_CJK.search(w) is not None for w in words) > len(words):
+            # pairs of characters overlap: one shared word of a Chinese text is two or
+            # three pairs ("我明天要去北京" and "我明天要去上海" share 我明, 明天, 天要)
+            at_least, fraction = min_shared + 1, max(min_fraction, 0.5)
+        if words and shared >= min(at_least, len(words)) and shared / len(words) >= fraction:
             out.append(memory_id)
     return out
 

@@ -101,7 +101,7 @@ _CJK_CHAR = st.one_of(
 def test_a_run_of_chinese_or_kana_indexes_each_character_and_each_pair(run: str) -> None:
     """Written without spaces, a run was one term: "我的猫叫小白" could be found only by
     itself. It now indexes each character and each pair of neighbours, in order, and a
-    query searches its pairs (a character alone: itself), less those of grammar."""
+    query searches its pairs and its characters of content (a character alone: itself)."""
     chars = list(unicodedata.normalize("NFC", run))
     pairs = [a + b for a, b in pairwise(chars)]
     expected = [t for i, c in enumerate(chars) for t in (c, *pairs[i : i + 1])]
@@ -109,8 +109,9 @@ def test_a_run_of_chinese_or_kana_indexes_each_character_and_each_pair(run: str)
     assert tokens(f"see {run}, ok") == ["see", *expected, "ok"]
     searched = query_terms(run)
     assert set(searched) <= set(expected)
-    content = [p for p in (pairs or chars) if FUNCTION_CHARS.isdisjoint(p)]  # not "的"
-    assert set(searched) == set(content)
+    # every pair, and each character that is no grammar (not "的")
+    alone = {c for c in chars if FUNCTION_CHARS.isdisjoint(c)} if pairs else set(chars)
+    assert set(searched) == set(pairs) | alone
 
 
 @pytest.mark.parametrize(
@@ -130,6 +131,28 @@ def test_a_query_finds_chinese_or_japanese_text_by_the_characters_it_shares(
 ) -> None:
     assert set(tokens(stored)) & set(query_terms(asked)), (tokens(stored), query_terms(asked))
     assert not set(tokens("我的狗喜欢散步。明天见")) & set(query_terms(asked))
+
+
+@pytest.mark.parametrize(
+    ("query", "want"),
+    [
+        ("我对什么过敏？", "我对花生过敏。"),  # 过敏 holds a character of grammar
+        ("我的地址是什么？", "我的地址是浦东新区世纪大道100号。"),
+        ("我需要吃什么药？", "我每天早上吃降压药。"),  # no pair shared: 药 alone
+        ("会社はどこですか？", "私の会社はトヨタです。"),
+    ],
+)
+def test_a_chinese_or_japanese_question_searches_its_words_of_grammar_too(
+    query: str, want: str
+) -> None:
+    """Pairs holding a character of grammar were left out of queries: 过敏 (allergy),
+    地址 (address), 会社 (company); "what am I allergic to?" searched nothing."""
+    mem = memory()
+    texts = [want, "我周末喜欢爬山。", "今天天气很好。", "私は毎朝コーヒーを飲みます。"]
+    ids = {t: mem.remember(t).id for t in texts}
+    got = mem.recall(query, k=len(texts), feedback=False)
+    lexical = {it.id: it.why["relevance_signals"]["lexical"] for it in got.items}
+    assert max(lexical, key=lambda m: lexical[m]) == ids[want], (query_terms(query), lexical)
 
 
 def test_a_chinese_query_brings_its_memory_first_through_the_real_stack(
@@ -288,6 +311,7 @@ def test_an_answer_echoing_a_memory_in_any_script_used_it(memory_text: str, answ
         ("用户喜欢喝咖啡", "用户不喜欢吃辣的食物"),  # "user", "likes": the chat's side, a verb
         ("我的猫叫小白", "我的狗叫小黑"),  # "my", "called": grammar
         ("我明天要去北京开会", "我明天要去上海旅游"),  # "tomorrow I go to": grammar, a date
+        ("我下周一有会议。", "下周北京会下雨。"),  # "next week" alone
     ],
 )
 def test_an_answer_sharing_only_grammar_with_a_chinese_memory_did_not_use_it(
