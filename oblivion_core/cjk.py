@@ -84,3 +84,12 @@ def pieces(word: str, *, singles: bool) -> list[str]:
     if at < len(word):
         out.append(word[at:])
     return out
+
+
+_WORDISH = re.compile(f"[{_CHARS}]|[^\\s{_CHARS}]+")
+
+
+def word_count(text: str) -> int:
+    """Words of ``text`` as :meth:`str.split` counts them, each Chinese character or
+    kana one (a sentence written without spaces is not one word)."""
+    return len(_WORDISH.findall(text)) if HAS_CJK.search(text) else len(text.split())

@@ -12,8 +12,9 @@ to the cold tier, where recall does not look unless asked (``include_cold=True``
 
 :class:`ExtractiveSummarizer` is the offline default: it scores each sentence of the
 group by the summed document frequency of its content words across the group (what the
-group keeps talking about), takes the best sentences until ``max_words``, and joins
-them in their original order. LLM-backed summarisers from the adapters satisfy the same
+group keeps talking about), takes the best sentences until ``max_words`` (each Chinese
+character or kana a word: :func:`~oblivion_core.cjk.word_count`), and joins them in
+their original order. LLM-backed summarisers from the adapters satisfy the same
 :class:`~oblivion_core.typing.Summarizer` protocol.
 """
 
@@ -27,9 +28,12 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
+from oblivion_core.cjk import word_count
 from oblivion_core.overlap import content_words
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+#: The end of a sentence: ".", "!" or "?" and a space; the full stops of Chinese and
+#: Japanese (。！？), Arabic's question mark and the Devanagari danda, space or not.
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|(?<=[。！？؟।])\s*")
 
 
 class ExtractiveSummarizer:
@@ -48,19 +52,19 @@ class ExtractiveSummarizer:
             range(len(sentences)),
             key=lambda i: (
                 -sum(df[w] for w in content_words(sentences[i]))
-                / (1 + len(sentences[i].split())) ** 0.5,
+                / (1 + word_count(sentences[i])) ** 0.5,
                 i,
             ),
         )
         chosen: list[int] = []
         words = 0
         for i in scored:
-            n = len(sentences[i].split())
+            n = word_count(sentences[i])
             if chosen and words + n > self.max_words:
                 continue
             chosen.append(i)
             words += n
-        return " ".join(sentences[i] for i in sorted(chosen))
+        return " ".join(sentences[i] for i in sorted(chosen)).replace("。 ", "。")
 
 
 def clusters(

@@ -331,6 +331,6 @@ def _restore_in_chroma(self: Oblivion, ns: str, st: NamespaceState, ids: list[st
     failed); logged, not raised, if that fails too."""
     try:
         self._sync.put_back(ns, st, ids)
-    except Exception:
-        logger.exception("could not put %d memories back into Chroma", len(ids))
+    except Exception as exc:
+        self._sync.outage(f"could not put {len(ids)} memories back into Chroma", exc)
         self._sync.doubt(ns, ids)

@@ -421,8 +421,8 @@ def _store_new(
             self.store.delete(ns, ids)
         except StoreConflictError:  # another store's collection: nothing went there
             pass
-        except Exception:  # the write's own error is the one to report
-            logger.exception("could not remove %d unwritten memories from Chroma", n)
+        except Exception as exc:  # the write's own error is the one to report
+            self._sync.outage(f"could not remove {n} unwritten memories from Chroma", exc)
             self._sync.doubt(ns, ids)
         raise
     self._next_seq = seq0 + n
@@ -569,8 +569,8 @@ def edit(
             if chroma_changed and old is not None:  # the commit failed after Chroma
                 try:
                     self.store.add(ns, [memory_id], old[1], [old[0]], [{"category": old_category}])
-                except Exception:  # the note stays: put right before the next query
-                    logger.exception("could not restore the text of %r in Chroma", memory_id)
+                except Exception as exc:  # the note stays: put right before the next query
+                    self._sync.outage(f"could not restore the text of {memory_id!r} in Chroma", exc)
                     resync = False
                     self._sync.due.add(ns)
             if resync:

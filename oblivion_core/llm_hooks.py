@@ -279,11 +279,9 @@ class PromptedImportance:
         if match is not None and 1 <= float(match.group(1)) <= 10:
             score = (float(match.group(1)) - 1.0) / 9.0
         else:
-            self.logger.warning(
-                "malformed importance reply %r for %r; using the fallback score",
-                _short(reply, 200),
-                _short(text),
-            )
+            # the texts at DEBUG only: a warning goes to a server's logs
+            self.logger.warning("malformed importance reply; using the fallback score")
+            self.logger.debug("the reply %r, for %r", _short(reply, 200), _short(text))
         category: str | None = None
         found = _CATEGORY.search(reply)
         answer = found.group(1).strip() if found else ""
@@ -292,11 +290,8 @@ class PromptedImportance:
             _category_key(answer.split()[0]) if answer else ""
         )
         if category is None:
-            self.logger.warning(
-                "malformed category reply %r for %r; using the fallback category",
-                _short(reply, 200),
-                _short(text),
-            )
+            self.logger.warning("malformed category reply; using the fallback category")
+            self.logger.debug("the reply %r, for %r", _short(reply, 200), _short(text))
         return score, category
 
 
@@ -361,9 +356,9 @@ class PromptedSummarizer:
         else:
             if not reply:
                 self.logger.warning(
-                    "summary reply %r is empty or declines; using the fallback summarizer",
-                    _short(str(raw), 200),
+                    "summary reply is empty or declines; using the fallback summarizer"
                 )
+                self.logger.debug("the reply %r", _short(str(raw), 200))
         if not reply:
             reply = self.fallback.summarize(texts).strip() or "; ".join(texts)
         return reply[: self.max_chars]
@@ -495,20 +490,17 @@ class PromptedSupersessionJudge:
             reply = self.complete(SUPERSESSION_PROMPT, self._question(new, old))
         except Exception:
             self.logger.warning(
-                "supersession model call failed for %r -> %r; using the fallback judge",
-                _short(old),
-                _short(new),
-                exc_info=True,
+                "supersession model call failed; using the fallback judge", exc_info=True
             )
+            self.logger.debug("the question was about %r -> %r", _short(old), _short(new))
             return None
         verdict = parse_verdict(reply) if isinstance(reply, str) else None
         if verdict is None:
             self.logger.warning(
-                "malformed supersession reply %r for %r -> %r (expected yes or no); "
-                "using the fallback judge",
-                _short(str(reply), 200),
-                _short(old),
-                _short(new),
+                "malformed supersession reply (expected yes or no); using the fallback judge"
+            )
+            self.logger.debug(
+                "the reply %r, about %r -> %r", _short(str(reply), 200), _short(old), _short(new)
             )
             return None
         self._cache.put((new, old), verdict)

@@ -15,7 +15,7 @@ logger = logging.getLogger("oblivion_core")
 def progress(total: int | None, desc: str, unit: str = "memory") -> Iterator[Callable[[int], None]]:
     """A function to call with each step's size (``total`` in all, or not known: ``None``):
     a tqdm bar titled ``desc``, or an information log line per step. No bar when
-    ``total`` is 0."""
+    ``total`` is 0, nor with ``TQDM_DISABLE=1`` in the environment."""
     try:
         from tqdm import tqdm
     except ImportError:  # pragma: no cover - chromadb and fastembed both install tqdm
@@ -27,5 +27,8 @@ def progress(total: int | None, desc: str, unit: str = "memory") -> Iterator[Cal
 
         yield log
         return
-    with tqdm(total=total, desc=desc, unit=unit, disable=total == 0) as bar:
+    # ``disable`` only when there is nothing to show: passed at all, it would override
+    # tqdm's own switch, TQDM_DISABLE=1 (a server's logs)
+    off = {"disable": True} if total == 0 else {}
+    with tqdm(total=total, desc=desc, unit=unit, **off) as bar:
         yield bar.update

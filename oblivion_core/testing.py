@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from oblivion_core.cjk import pieces
 from oblivion_core.clock import ManualClock
 from oblivion_core.engine import Oblivion
 from oblivion_core.typing import Vectors
@@ -33,8 +34,22 @@ __all__ = ["HashEmbedder", "ManualClock", "chroma_server", "memory", "word_count
 _WORD = re.compile(r"[a-z0-9']+")
 
 
+#: A word of any script (letters, digits, apostrophes), for a text beyond ASCII.
+_ANY_WORD = re.compile(r"[^\W_](?:[^\W_]|')*")
+
+
+def _words(lower: str) -> list[str]:
+    """The words :class:`HashEmbedder` hashes: ASCII ones as they always were; in a text
+    beyond ASCII, words of any script, and a run of Chinese characters or kana as its
+    characters and pairs (every such text used to embed as the same vector)."""
+    if lower.isascii():
+        return _WORD.findall(lower)
+    return [p for w in _ANY_WORD.findall(lower) for p in pieces(w, singles=True)]
+
+
 class HashEmbedder:
-    """Deterministic bag-of-words embedder (``dim`` hashed buckets, unit length)."""
+    """Deterministic bag-of-words embedder (``dim`` hashed buckets, unit length): texts
+    sharing words, in any script, get similar vectors."""
 
     def __init__(self, dim: int = 256) -> None:
         self.dim = dim
@@ -42,7 +57,7 @@ class HashEmbedder:
 
     def _vector(self, text: str) -> Vectors:
         vec = np.zeros(self.dim, dtype=np.float32)
-        words = _WORD.findall(text.lower())
+        words = _words(text.lower())
         feats = words + [w[i : i + 3] for w in words for i in range(max(len(w) - 2, 0))]
         for f in feats or ["<empty>"]:
             h = int.from_bytes(hashlib.blake2b(f.encode(), digest_size=8).digest(), "little")

@@ -52,6 +52,26 @@ class VectorSync:
         self.store = store
         self.moving: set[str] = set()
         self.due: set[str] = set()
+        #: an outage was told (:meth:`outage`) and the vector store has not answered since
+        self.warned = False
+
+    def outage(self, what: str, exc: BaseException) -> None:
+        """Tell that the vector store could not be reached for ``what``, whose records
+        are put right before its next query: one warning line per outage (every call
+        of a server's requests met one, each with a 90-line traceback), the rest and
+        the tracebacks at DEBUG."""
+        first = str(exc).split(". ", 1)[0]
+        if self.warned:
+            logger.debug("%s (the vector store is still out of reach)", what, exc_info=exc)
+            return
+        self.warned = True
+        logger.warning(
+            "%s: %s. What it missed is put right before its next query; until it answers "
+            "again, more such failures are logged at DEBUG only",
+            what,
+            first,
+        )
+        logger.debug("the vector store's error", exc_info=exc)
 
     def note_move(self, here: str | None) -> None:
         """Record where the vectors are kept now (``here``, :attr:`VectorStore.location`
@@ -111,12 +131,13 @@ class VectorSync:
             # records of no memory (a write killed between Chroma's add and its commit):
             # removed, and they no longer hide a lost one from the count
             orphans = self._drop_orphans(ns, st, held)
-        except VectorStoreError:  # a check: recall reports an unreachable server
+        except VectorStoreError as exc:  # a check: recall reports an unreachable server
             if not checking:  # repair_vector_store(): its caller is told
                 raise
-            logger.warning("could not check the vector store of %r", ns, exc_info=True)
+            self.outage(f"could not check the vector store of {ns!r}", exc)
             self.store.unchecked.add(ns)  # checked again before it is next queried
             return 0, 0
+        self.warned = False  # it answered: the next outage is told again
         if orphans and checking:
             logger.warning(
                 "the vector store held %d records of no memory of namespace %r (writes "
@@ -312,13 +333,14 @@ class VectorSync:
             self.put_back(ns, st, ids)
             if gone:
                 self.store.delete(ns, gone)
-        except VectorStoreError:
+        except VectorStoreError as exc:
             self.due.add(ns)
             if strict:
                 raise
-            logger.warning("could not put right %d records of %r", len(noted), ns, exc_info=True)
+            self.outage(f"could not put right {len(noted)} records of {ns!r}", exc)
             return 0, []
         self.due.discard(ns)
+        self.warned = False  # it answered
         self.clear(ns, noted)
         return len(ids), gone
 

@@ -892,3 +892,20 @@ def test_an_edited_summary_stays_a_summary(compressed: Any) -> None:
     assert {r.id for r in more} <= {
         m for s in mem.records() if s.category == "summary" for m in s.metadata["summary_of"]
     }
+
+
+def test_a_chinese_group_is_summarised_within_max_words() -> None:
+    """Split only at ". " and counted by spaces, a Chinese text was one sentence of one
+    word: the "summary" of 8 turns was all 8 of them pasted together."""
+    from oblivion_core.cjk import word_count
+    from oblivion_core.compression import ExtractiveSummarizer
+
+    texts = [
+        "今天的会议讨论了第三季度的预算。张经理负责准备新的预算方案！",
+        "预算方案要在下周三之前发给所有部门。王会计整理各部门的需求。",
+        "下次会议再讨论预算的细节？大家都同意了。",
+    ] * 3
+    summary = ExtractiveSummarizer(max_words=20).summarize(texts)
+    assert summary and word_count(summary) <= 20
+    assert summary.endswith(("。", "！", "？")) and "预算" in summary
+    assert word_count("预算是五十万 and more") == 8

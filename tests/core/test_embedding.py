@@ -381,3 +381,20 @@ def test_a_model_that_failed_to_load_fails_at_once_for_a_while(
     with pytest.raises(EmbeddingError, match="no network"):
         embedder.embed_query("hello")
     assert len(tries) == 2
+
+
+def test_the_offline_embedder_tells_texts_of_any_script_apart() -> None:
+    """It read only [a-z0-9']: every Chinese, Russian or Arabic text was one vector."""
+    embedder = HashEmbedder()
+    texts = [
+        "我对花生过敏。",
+        "我周末喜欢爬山。",
+        "Я живу в Москве.",
+        "Моя сестра в Казани.",
+        "أحب القهوة",
+    ]
+    vecs = np.asarray(embedder.embed_documents(texts))
+    sims = vecs @ vecs.T
+    assert (sims[~np.eye(len(texts), dtype=bool)] < 0.9).all(), sims
+    query = np.asarray(embedder.embed_query("我对什么过敏？"))
+    assert int(np.argmax(vecs @ query)) == 0
