@@ -29,7 +29,7 @@ _RUN = re.compile(f"[{_CHARS}]+")
 #: motion and being; Japanese particles and verb endings in hiragana): a pair holding
 #: one says little of what a text is about ("我的", "要去", "に行"), as "my" and "go" in
 #: English, which are stop words. The content words an answer shares with a memory leave
-#: out the pairs of two of them (:func:`content_pairs`); BM25 searches every pair and
+#: out the pairs holding one (:func:`content_pairs`); BM25 searches every pair and
 #: weighs them by their frequency.
 FUNCTION_CHARS = frozenset(
     "的了是我你他她它们們在和就不也都要去这這那个個一吗嗎呢吧啊着過过把被给給很会會能说說"
@@ -42,16 +42,16 @@ _ROLES = frozenset({"用户", "用戶", "助手", "助理"})
 
 def content_pairs(word: str) -> list[str]:
     """The pieces of ``word`` an answer may share with a memory (:func:`pieces`, pairs
-    only), without the pairs of grammar alone (both characters in
-    :data:`FUNCTION_CHARS`: 我的, 要去) or naming a side of the chat: "我的猫叫小白" ->
-    的猫, 猫叫, 叫小, 小白; 过敏 and 会议 stay, each with one character of grammar.
-    Half-width katakana read as the full-width forms ("ﾃﾞｰﾀ" is "データ")."""
+    only), without those holding a character of :data:`FUNCTION_CHARS` (我的, 在觉: a
+    pair across words, or one of grammar) or naming a side of the chat: "我的猫叫小白" ->
+    猫叫, 叫小, 小白. Half-width katakana read as the full-width forms ("ﾃﾞｰﾀ" is
+    "データ"). Queries search every pair (:func:`oblivion_core.lexical.query_terms`)."""
     if not HAS_CJK.search(word):
         return [word]
     return [
         p
         for p in pieces(unicodedata.normalize("NFKC", word), singles=False)
-        if not (HAS_CJK.search(p) and (p in _ROLES or FUNCTION_CHARS.issuperset(p)))
+        if not (HAS_CJK.search(p) and (p in _ROLES or grammar(p)))
     ]
 
 

@@ -33,7 +33,11 @@ from oblivion_core.overlap import content_words
 
 #: The end of a sentence: ".", "!" or "?" and a space; the full stops of Chinese and
 #: Japanese (。！？), Arabic's question mark and the Devanagari danda, space or not.
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|(?<=[。！？؟।])\s*")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|(?<=[。！？؟।])(?![」』）】〕\"'’”])\s*")
+
+
+#: A space the join put after a Chinese or Japanese sentence's end.
+_CJK_JOIN = re.compile(r"([。！？」』）】〕]) ")
 
 
 class ExtractiveSummarizer:
@@ -64,7 +68,8 @@ class ExtractiveSummarizer:
                 continue
             chosen.append(i)
             words += n
-        return " ".join(sentences[i] for i in sorted(chosen)).replace("。 ", "。")
+        out = " ".join(sentences[i] for i in sorted(chosen))
+        return _CJK_JOIN.sub(r"\1", out)  # Chinese and Japanese sentences join without one
 
 
 def clusters(

@@ -9,10 +9,9 @@ documented, so it is cheap, offline and explainable:
   3 characters dropped, save CJK ones, whose every character may be a word), and
   numbers are kept whole; a text in decomposed form (NFD: "e" and a combining accent)
   reads as the composed one. A run of Chinese characters or kana, written without
-  spaces, reads as the pairs of neighbouring characters it holds, less those of two
-  characters of grammar ("我的", "まし": :func:`~oblivion_core.cjk.content_pairs`): an
-  answer echoes a Chinese or Japanese memory (mostly such pairs) when it shares one
-  more of them than ``min_shared`` and at least half;
+  spaces, reads as the pairs of neighbouring characters it holds, less those holding
+  a character of grammar ("我的", "在觉": :func:`~oblivion_core.cjk.content_pairs`), each
+  pair counted as half a word (they overlap);
 * a memory counts as used when at least ``min_shared`` of its content words (all of
   them, for a memory with fewer) appear in the answer **and** they make up at least
   ``min_fraction`` of the memory's content words (so a long memory needs a
@@ -95,15 +94,18 @@ def used_ids(
     out: list[str] = []
     for memory_id, text in items:
         words = content_words(text)
-        shared = len(words & answer_words)
-        at_least, fraction = min_shared, min_fraction
-        if 2 * sum(HAS_CJK.search(w) is not None for w in words) > len(words):
-            # pairs of characters overlap: one shared word of a Chinese text is two or
-            # three pairs ("我明天要去北京" and "我明天要去上海" share 我明, 明天, 天要)
-            at_least, fraction = min_shared + 1, max(min_fraction, 0.5)
-        if words and shared >= min(at_least, len(words)) and shared / len(words) >= fraction:
+        total = _weight(words)
+        shared = _weight(words & answer_words)
+        if words and shared >= max(1.0, min(min_shared, total)) and shared / total >= min_fraction:
             out.append(memory_id)
     return out
+
+
+def _weight(words: set[str]) -> float:
+    """How many words ``words`` are: a pair of Chinese characters or kana half of one
+    (pairs overlap: a word of two characters in a run is about two pairs, "华为手机" is
+    华为, 为手, 手机), any other word one."""
+    return sum(0.5 if HAS_CJK.search(w) else 1.0 for w in words)
 
 
 __all__: Sequence[str] = ["STOP_WORDS", "content_words", "overlap", "used_ids"]

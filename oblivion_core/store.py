@@ -369,6 +369,9 @@ class VectorStore:
         #: the same store (a copy, or the original it is a copy of), by that folder: the
         #: records there may hold that folder's vectors (:class:`VectorSync` compares).
         self.relabelled: dict[str, str] = {}
+        #: An outage was told (:meth:`VectorSync.outage`) and no call has been answered
+        #: since.
+        self.outage_told = False
         try:
             self.max_batch = int(client.get_max_batch_size())
         except Exception:
@@ -771,7 +774,7 @@ class VectorStore:
             self._check_answering(action, namespace)
             col = self.collection(namespace)
             try:
-                return call(col)
+                result = call(col)
             except OblivionError:
                 raise
             except Exception as exc:
@@ -780,6 +783,8 @@ class VectorStore:
                     self.unchecked.add(namespace)  # made again, empty
                     continue
                 raise self._error(exc, action, namespace) from exc
+            self.outage_told = False  # it answered: the next outage is told again
+            return result
         raise AssertionError("unreachable")  # pragma: no cover
 
     def add(

@@ -52,8 +52,6 @@ class VectorSync:
         self.store = store
         self.moving: set[str] = set()
         self.due: set[str] = set()
-        #: an outage was told (:meth:`outage`) and the vector store has not answered since
-        self.warned = False
 
     def outage(self, what: str, exc: BaseException) -> None:
         """Tell that the vector store could not be reached for ``what``, whose records
@@ -61,10 +59,10 @@ class VectorSync:
         of a server's requests met one, each with a 90-line traceback), the rest and
         the tracebacks at DEBUG."""
         first = str(exc).split(". ", 1)[0]
-        if self.warned:
+        if self.store.outage_told:
             logger.debug("%s (the vector store is still out of reach)", what, exc_info=exc)
             return
-        self.warned = True
+        self.store.outage_told = True
         logger.warning(
             "%s: %s. What it missed is put right before its next query; until it answers "
             "again, more such failures are logged at DEBUG only",
@@ -137,7 +135,6 @@ class VectorSync:
             self.outage(f"could not check the vector store of {ns!r}", exc)
             self.store.unchecked.add(ns)  # checked again before it is next queried
             return 0, 0
-        self.warned = False  # it answered: the next outage is told again
         if orphans and checking:
             logger.warning(
                 "the vector store held %d records of no memory of namespace %r (writes "
@@ -340,7 +337,6 @@ class VectorSync:
             self.outage(f"could not put right {len(noted)} records of {ns!r}", exc)
             return 0, []
         self.due.discard(ns)
-        self.warned = False  # it answered
         self.clear(ns, noted)
         return len(ids), gone
 

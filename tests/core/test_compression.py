@@ -909,3 +909,14 @@ def test_a_chinese_group_is_summarised_within_max_words() -> None:
     assert summary and word_count(summary) <= 20
     assert summary.endswith(("。", "！", "？")) and "预算" in summary
     assert word_count("预算是五十万 and more") == 8
+
+
+def test_a_japanese_quote_stays_with_its_sentence() -> None:
+    """Split after 。 even before a closing quote, a summary began with a stray 」."""
+    from oblivion_core.compression import ExtractiveSummarizer
+
+    summary = ExtractiveSummarizer(max_words=60).summarize(
+        ["「こんにちは。」と彼は言った。東京は大きい。", "我今天去了北京！天气很好。"]
+    )
+    assert not summary.startswith("」") and "「こんにちは。」と彼は言った。" in summary
+    assert " " not in summary  # sentences of Chinese and Japanese join without a space

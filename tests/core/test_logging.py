@@ -40,8 +40,35 @@ def test_an_outage_is_one_warning_line_not_a_traceback_per_call(
     assert len(loud) == 1, [r.getMessage() for r in loud]
     assert loud[0].exc_info is None and "DEBUG" in loud[0].getMessage()
     monkeypatch.undo()
-    mem.repair_vector_store(namespace="u1")  # it answers again: the next outage is told
-    assert not mem._sync.warned
+    mem.remember("back again", namespace="u1")  # it answers: the next outage is told
+    assert not mem.store.outage_told
+    caplog.clear()
+    monkeypatch.setattr(mem.store, "add", _down)
+    monkeypatch.setattr(mem.store, "delete", _down)
+    for _ in range(2):
+        with pytest.raises(VectorStoreError):
+            mem.remember("down again", namespace="u1")
+    assert len([r for r in caplog.records if r.levelno >= logging.WARNING]) == 1
+
+
+def test_a_clean_up_failing_for_another_reason_is_still_an_error(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only an unreachable vector store is told once: a bug is an ERROR with its trace."""
+    mem = memory()
+    mem.remember("first", namespace="u")
+
+    def broken(*_: Any, **__: Any) -> Any:
+        raise RuntimeError("a bug in the clean-up")
+
+    monkeypatch.setattr(mem.store, "add", _down)
+    monkeypatch.setattr(mem.store, "delete", broken)
+    caplog.set_level(logging.WARNING, logger="oblivion_core")
+    for _ in range(2):
+        with pytest.raises(VectorStoreError):
+            mem.remember("second", namespace="u")
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert len(errors) == 2 and all(r.exc_info for r in errors)
 
 
 def test_a_model_hook_that_fails_logs_no_memory_text(caplog: pytest.LogCaptureFixture) -> None:

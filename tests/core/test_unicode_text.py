@@ -297,6 +297,9 @@ def test_a_text_reads_the_same_composed_or_decomposed(word: str) -> None:
         # written without spaces: the answer shares pairs of characters, not whole runs
         ("我的猫叫小白，今年三岁。", "你的猫叫小白，它今年三岁了。"),
         ("東京タワーに行きました", "東京タワーに行ったんですね"),
+        # a proportionate echo of a longer memory, as in English (a quarter)
+        ("我下周三要去医院复查血压，医生让我带上之前的检查报告", "记得下周三去医院复查血压。"),
+        ("私は毎朝六時に起きてジョギングをしています", "毎朝六時に起きるんですね。"),
     ],
 )
 def test_an_answer_echoing_a_memory_in_any_script_used_it(memory_text: str, answer: str) -> None:
@@ -312,6 +315,8 @@ def test_an_answer_echoing_a_memory_in_any_script_used_it(memory_text: str, answ
         ("我的猫叫小白", "我的狗叫小黑"),  # "my", "called": grammar
         ("我明天要去北京开会", "我明天要去上海旅游"),  # "tomorrow I go to": grammar, a date
         ("我下周一有会议。", "下周北京会下雨。"),  # "next week" alone
+        ("我现在觉得很累", "我现在觉得你应该先把报告写完。"),  # "I now think": filler
+        ("I bought a new 华为手机 last month for my dad", "华为手机 are popular in China."),
     ],
 )
 def test_an_answer_sharing_only_grammar_with_a_chinese_memory_did_not_use_it(
