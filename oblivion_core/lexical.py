@@ -120,8 +120,7 @@ def query_terms(text: str) -> list[str]:
     A run of Chinese characters or kana searches every pair of neighbours ("我对什么过敏"
     searches 我对, 对什, 什么, 么过 and 过敏; BM25's idf weighs the common ones down) and
     each of its characters that is no grammar (对, 过, 敏...: documents index characters
-    too); past :data:`MAX_QUERY_TERMS`, pairs go before characters, and those holding a
-    character of grammar last (:func:`~oblivion_core.cjk.grammar`).
+    too); past :data:`MAX_CJK_TERMS` of them, those nearest the end of the query.
 
     A content word that splits into several tokens (``grace's``) contributes its tokens
     of two or more letters that are neither stop words nor what a contraction leaves:
@@ -130,15 +129,10 @@ def query_terms(text: str) -> list[str]:
     nothing to search for.
     """
     folded = _fold(text)
-    found = content_words(folded)
+    found = [w for w in content_words(folded) if not HAS_CJK.search(w)]
+    words = sorted(found, key=lambda w: (-len(w), w))[:MAX_QUERY_TERMS]  # longest first
     if HAS_CJK.search(folded):
-        # every pair (BM25 weighs the common ones down), and each character of content
-        # alone: "我需要吃什么药" shares no pair with "我每天早上吃降压药", but 药
-        runs = [w for w in _TOKEN.findall(folded) if HAS_CJK.search(w)]
-        found |= {p for w in runs for p in pieces(w, singles=False)}
-        found |= {c for w in runs for c in w if HAS_CJK.search(c) and not grammar(c)}
-    # longest first; pairs of Chinese content before those holding a character of grammar
-    words = sorted(found, key=lambda w: (-len(w), grammar(w), w))[:MAX_QUERY_TERMS]
+        words += _cjk_terms(folded)
     out: dict[str, None] = {}
     for word in words:
         parts = tokens(word)
@@ -155,6 +149,28 @@ def query_terms(text: str) -> list[str]:
         for part in parts:
             out[part] = None
     return list(out)
+
+
+#: The pairs and characters of Chinese or Japanese a query searches at most: a question
+#: after a long message (the end of the query) keeps its own.
+MAX_CJK_TERMS = 128
+
+
+def _cjk_terms(folded: str) -> list[str]:
+    """The terms of the runs of Chinese characters or kana in a :func:`_fold` ed query:
+    every pair (BM25 weighs the common ones down) and each character of content alone
+    ("我需要吃什么药" shares no pair with "我每天早上吃降压药", but 药). Past
+    :data:`MAX_CJK_TERMS`, those nearest the end of the query are kept: a question after
+    a long message lost its words to the message's, cut by code point."""
+    last: dict[str, int] = {}  # term -> where it was last seen
+    for match in _TOKEN.finditer(folded):
+        word = match.group()
+        if not HAS_CJK.search(word):
+            continue
+        for k, piece in enumerate(pieces(word, singles=True)):
+            if HAS_CJK.search(piece) and (len(piece) > 1 or not grammar(piece)):
+                last[piece] = match.start() + k
+    return sorted(last, key=lambda t: -last[t])[:MAX_CJK_TERMS]
 
 
 #: What an apostrophe leaves of a contraction besides the word: "we're", "I've", "you'll".
