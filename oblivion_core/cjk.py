@@ -55,10 +55,10 @@ def content_pairs(word: str) -> list[str]:
     ]
 
 
-def grammar(pair: str) -> bool:
-    """Whether a pair holds a character of :data:`FUNCTION_CHARS` (searched after the
-    pairs of content when a query has too many)."""
-    return not FUNCTION_CHARS.isdisjoint(pair)
+def grammar(piece: str) -> bool:
+    """Whether a piece holds a character of :data:`FUNCTION_CHARS`: such a pair is no
+    content word (:func:`content_pairs`), such a character alone no query term."""
+    return not FUNCTION_CHARS.isdisjoint(piece)
 
 
 def pieces(word: str, *, singles: bool) -> list[str]:

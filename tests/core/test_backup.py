@@ -195,6 +195,17 @@ def test_a_backup_on_the_open_originals_own_chroma_folder_is_refused(tmp_path: P
         assert mem.store.ids("default") == {"m0", "after"}
 
 
+def _re_embedded_backup(
+    tmp_path: Path, old_model: HashEmbedder, new_model: HashEmbedder
+) -> tuple[list[str], VectorStore]:
+    """A store of 20 memories under ``old_model``, closed after a backup re-embedded with
+    ``new_model`` into ``tmp_path / "new"``: its memories' ids, and its vector store."""
+    with memory(tmp_path / "store", embedder=old_model) as mem:
+        ids = [r.id for r in mem.remember_many([f"fact {i} about the garden" for i in range(20)])]
+        mem.backup(tmp_path / "new", embedder=new_model)
+    return ids, VectorStore.embedded(tmp_path / "store" / "chroma")
+
+
 def test_a_re_embedded_backup_takes_the_originals_vector_store_after_it_closed(
     tmp_path: Path,
 ) -> None:
@@ -203,11 +214,8 @@ def test_a_re_embedded_backup_takes_the_originals_vector_store_after_it_closed(
     place): its collections held the old size's vectors, so every write failed with
     Chroma's dimension error and advice about a full disk. The collection is made
     again for the new vectors."""
-    old_model, new_model = HashEmbedder(dim=64), HashEmbedder(dim=32)
-    with memory(tmp_path / "store", embedder=old_model) as mem:
-        ids = [r.id for r in mem.remember_many([f"fact {i} about the garden" for i in range(20)])]
-        mem.backup(tmp_path / "new", embedder=new_model)
-    shared = VectorStore.embedded(tmp_path / "store" / "chroma")
+    new_model = HashEmbedder(dim=32)
+    ids, shared = _re_embedded_backup(tmp_path, HashEmbedder(dim=64), new_model)
     with memory(tmp_path / "new", embedder=new_model, vector_store=shared) as new:
         new.remember("the bees are back in the garden", id="bees")
         assert new.recall("bees in the garden", k=1, deep=True).ids == ["bees"]
@@ -231,10 +239,7 @@ def test_the_original_goes_back_to_its_vectors_after_trying_a_re_embedded_copy(
     saw nothing; of the same size, searches through Chroma ranked by the other model.
     The original now finds the other vectors and fills the collection again."""
     old_model = HashEmbedder(dim=64)
-    with memory(tmp_path / "store", embedder=old_model) as mem:
-        ids = [r.id for r in mem.remember_many([f"fact {i} about the garden" for i in range(20)])]
-        mem.backup(tmp_path / "new", embedder=new_model)
-    shared = VectorStore.embedded(tmp_path / "store" / "chroma")
+    ids, shared = _re_embedded_backup(tmp_path, old_model, new_model)
     with memory(tmp_path / "new", embedder=new_model, vector_store=shared) as new:
         new.remember("the bees are back in the garden", id="bees")
     with memory(tmp_path / "store", embedder=old_model) as mem:
