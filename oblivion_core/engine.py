@@ -655,8 +655,7 @@ class Oblivion:
         here if no thread can start (the interpreter shuts down: its main thread ended
         while another still calls in). Refused in a forked child, whose pool's threads
         stayed in the parent (the result would never come)."""
-        if self._lock.inherited:
-            raise self._lock.in_child()
+        self._lock.refuse_inherited()
         try:
             return self._workers.submit(fn, *args)
         except RuntimeError as exc:

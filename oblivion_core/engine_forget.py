@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from oblivion_core.checks import check_reason
-from oblivion_core.errors import InvalidInputError, VectorStoreError
+from oblivion_core.errors import InvalidInputError
 from oblivion_core.records import Tier
 from oblivion_core.space import Space
 from oblivion_core.state import JournalRow, NamespaceState
@@ -331,9 +331,6 @@ def _restore_in_chroma(self: Oblivion, ns: str, st: NamespaceState, ids: list[st
     failed); logged, not raised, if that fails too."""
     try:
         self._sync.put_back(ns, st, ids)
-    except VectorStoreError as exc:
-        self._sync.outage(f"could not put {len(ids)} memories back into Chroma", exc)
-        self._sync.doubt(ns, ids)
-    except Exception:
-        logger.exception("could not put %d memories back into Chroma", len(ids))
+    except Exception as exc:
+        self._sync.failed(f"could not put {len(ids)} memories back into Chroma", exc)
         self._sync.doubt(ns, ids)

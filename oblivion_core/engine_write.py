@@ -30,7 +30,7 @@ from oblivion_core.checks import (
 from oblivion_core.clock import TurnClock
 from oblivion_core.decay_clock import DecayClock
 from oblivion_core.embedding import embed_texts, given_vectors
-from oblivion_core.errors import InvalidInputError, StoreConflictError, VectorStoreError
+from oblivion_core.errors import InvalidInputError, StoreConflictError
 from oblivion_core.policy import Policy
 from oblivion_core.records import MemoryRecord, Tier, check_metadata
 from oblivion_core.space import Space
@@ -421,11 +421,8 @@ def _store_new(
             self.store.delete(ns, ids)
         except StoreConflictError:  # another store's collection: nothing went there
             pass
-        except VectorStoreError as exc:  # the write's own error is the one to report
-            self._sync.outage(f"could not remove {n} unwritten memories from Chroma", exc)
-            self._sync.doubt(ns, ids)
-        except Exception:
-            logger.exception("could not remove %d unwritten memories from Chroma", n)
+        except Exception as exc:  # the write's own error is the one to report
+            self._sync.failed(f"could not remove {n} unwritten memories from Chroma", exc)
             self._sync.doubt(ns, ids)
         raise
     self._next_seq = seq0 + n
@@ -573,10 +570,7 @@ def edit(
                 try:
                     self.store.add(ns, [memory_id], old[1], [old[0]], [{"category": old_category}])
                 except Exception as exc:  # the note stays: put right before the next query
-                    if isinstance(exc, VectorStoreError):
-                        self._sync.outage(f"could not restore the text of {memory_id!r}", exc)
-                    else:
-                        logger.exception("could not restore the text of %r in Chroma", memory_id)
+                    self._sync.failed(f"could not restore the text of {memory_id!r} in Chroma", exc)
                     resync = False
                     self._sync.due.add(ns)
             if resync:

@@ -63,8 +63,8 @@ def _words(folded: str) -> list[str]:
     characters and each pair of neighbours ("北京大学" -> 北, 北京, 京, 京大, 大, 大学,
     学; :mod:`oblivion_core.cjk`), as Lucene's CJK analyzer does with unigrams kept: a
     query phrased another way ("你的猫叫什么" against "我的猫叫小白") shares its pairs,
-    and a query of one character ("猫") finds it. A query searches the pairs alone
-    (:func:`query_terms`).
+    and a query of one character ("猫") finds it. A query searches the pairs and its
+    characters of content (:func:`query_terms`).
     """
     if folded.isascii():
         return _ASCII_TOKEN.findall(folded)

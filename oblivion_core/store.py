@@ -205,23 +205,19 @@ def _check_headers(headers: object) -> None:
     Raises:
         InvalidInputError: not a mapping, or a name or value that is not a str.
     """
-    example = 'e.g. {"Authorization": "Bearer <token>"}'
+    must = (
+        'headers must map header names to values, both str, e.g. {"Authorization": '
+        '"Bearer <token>"};'
+    )
     if not isinstance(headers, Mapping):
-        raise InvalidInputError(
-            f"headers must map header names to values, both str, {example}; got "
-            f"{type(headers).__name__}"
-        )
+        raise InvalidInputError(f"{must} got {type(headers).__name__}")
     for name, value in headers.items():
         if not isinstance(name, str):
-            raise InvalidInputError(
-                f"headers must map header names to values, both str, {example}; a name is "
-                f"{type(name).__name__}"
-            )
+            raise InvalidInputError(f"{must} a name is {type(name).__name__}")
         if not isinstance(value, str):
             raise InvalidInputError(
-                f"headers must map header names to values, both str, {example}; the value "
-                f"of {name!r} is {type(value).__name__} (its value is not shown: it may be a "
-                "secret)"
+                f"{must} the value of {name!r} is {type(value).__name__} (its value is not "
+                "shown: it may be a secret)"
             )
         bad = next((c for c in value if c in "\r\n\x00" or ord(c) > 0xFF), None)
         if bad is not None:
@@ -233,10 +229,9 @@ def _check_headers(headers: object) -> None:
                 else "a character beyond Latin-1"
             )
             raise InvalidInputError(
-                f"headers must map header names to values, both str, {example}; the value "
-                f"of {name!r} holds {what}, which HTTP does not allow (a token read from a "
-                "file or a variable often ends in a newline: strip() it). Its value is not "
-                "shown: it may be a secret"
+                f"{must} the value of {name!r} holds {what}, which HTTP does not allow (a "
+                "token read from a file or a variable often ends in a newline: strip() "
+                "it). Its value is not shown: it may be a secret"
             )
 
 

@@ -53,6 +53,15 @@ class VectorSync:
         self.moving: set[str] = set()
         self.due: set[str] = set()
 
+    def failed(self, what: str, exc: BaseException) -> None:
+        """Log that a clean-up (``what``) failed with ``exc``, its records noted to put
+        right: an unreachable vector store as :meth:`outage` tells it, any other error
+        (a bug) at ERROR with its trace."""
+        if isinstance(exc, VectorStoreError):
+            self.outage(what, exc)
+        else:
+            logger.error(what, exc_info=exc)
+
     def outage(self, what: str, exc: BaseException) -> None:
         """Tell that the vector store could not be reached for ``what``, whose records
         are put right before its next query: one warning line per outage (every call

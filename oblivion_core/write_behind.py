@@ -64,9 +64,13 @@ class EngineLock:
         """Whether this is a process forked after the lock was made."""
         return self._generation != forks.generation()
 
-    def __enter__(self) -> EngineLock:
+    def refuse_inherited(self) -> None:
+        """Raise :attr:`in_child`'s error in a process forked after the lock was made."""
         if self._generation != forks.generation():
             raise self.in_child()
+
+    def __enter__(self) -> EngineLock:
+        self.refuse_inherited()
         self._lock.acquire()
         self._depth += 1
         if self._depth == 1 and self.on_call is not None:
@@ -91,8 +95,7 @@ class EngineLock:
     def acquire(self, timeout: float) -> bool:
         """Take the lock as ``with`` does, waiting at most ``timeout`` seconds; ``True``
         if taken (then :meth:`release` it)."""
-        if self._generation != forks.generation():
-            raise self.in_child()
+        self.refuse_inherited()
         if not self._lock.acquire(timeout=timeout):
             return False
         try:

@@ -11,15 +11,21 @@ import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
-from typing import Any
+from typing import Annotated, Any
 
 from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage, HumanMessage
+from pydantic import BeforeValidator
 
 from oblivion_core import Oblivion
 from oblivion_core.budget import check_budget
+from oblivion_core.checks import (
+    check_plain_namespace,
+    labelled_namespace,
+    scored_category,
+    scored_importance,
+)
 from oblivion_core.checks import clean_text as clean_text  # the adapters import it from here
-from oblivion_core.checks import labelled_namespace, scored_category, scored_importance
 from oblivion_core.errors import InvalidInputError
 from oblivion_core.recall import RecalledItem
 from oblivion_core.records import check_metadata
@@ -187,6 +193,16 @@ def appraise(engine: Oblivion, text: str) -> tuple[str, float]:
     """Category and importance of ``text`` from the engine's own importance scorer."""
     scorer = engine.importance_scorer
     return scored_category(scorer, text), scored_importance(scorer, text)
+
+
+def _plain(value: object) -> object:
+    return check_plain_namespace(value) if isinstance(value, str) else value
+
+
+#: The ``namespace`` field of the retriever and the classic memory, checked on
+#: construction and assignment: the LangGraph store's namespaces are its own
+#: (:func:`~oblivion_core.checks.check_plain_namespace`).
+PlainNamespace = Annotated[str | None, BeforeValidator(_plain)]
 
 
 # ------------------------------------------------------------------ LangGraph store

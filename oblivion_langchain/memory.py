@@ -11,12 +11,13 @@ from pydantic import ConfigDict, PrivateAttr, field_validator
 
 from oblivion_core import Oblivion
 from oblivion_core.budget import render
-from oblivion_core.checks import check_plain_namespace, check_standing
+from oblivion_core.checks import check_standing
 from oblivion_core.errors import InvalidInputError, UnknownNamespaceError
 from oblivion_core.overlap import used_ids
 from oblivion_core.shown import reinforce_shown
 from oblivion_langchain._convert import (
     CUT_MARKER,
+    PlainNamespace,
     appraise,
     budget,
     clean_text,
@@ -92,7 +93,7 @@ class OblivionMemory(BaseMemory):
     )
 
     oblivion: Oblivion
-    namespace: str | None = None
+    namespace: PlainNamespace = None
     memory_key: str = "history"
     input_key: str | None = None
     output_key: str | None = None
@@ -105,12 +106,6 @@ class OblivionMemory(BaseMemory):
     standing: tuple[str, ...] = ("instruction",)
 
     _last_recalled: list[tuple[str, str]] = PrivateAttr(default_factory=list)
-
-    @field_validator("namespace", mode="before")
-    @classmethod
-    def _plain_namespace(cls, value: object) -> object:
-        # the LangGraph store's namespaces are its own (check_plain_namespace)
-        return check_plain_namespace(value) if isinstance(value, str) else value
 
     @field_validator("token_budget", mode="before")
     @classmethod

@@ -22,6 +22,7 @@ from oblivion_core.errors import InvalidInputError, UnknownMemoryError, UnknownN
 from oblivion_core.records import check_metadata
 from oblivion_core.where import compile_where
 from oblivion_langchain._convert import (
+    PlainNamespace,
     appraise,
     budget,
     clean_text,
@@ -132,19 +133,13 @@ class OblivionRetriever(BaseRetriever):
     )
 
     oblivion: Oblivion
-    namespace: str | None = None
+    namespace: PlainNamespace = None
     k: int | None = None
     token_budget: int | None = None
     deep: bool | None = None
     feedback: bool = True
     filter: dict[str, Any] | None = None
     where_document: dict[str, Any] | None = None
-
-    @field_validator("namespace", mode="before")
-    @classmethod
-    def _plain_namespace(cls, value: object) -> object:
-        # the LangGraph store's namespaces are its own (check_plain_namespace)
-        return check_plain_namespace(value) if isinstance(value, str) else value
 
     @field_validator("k", mode="before")
     @classmethod
