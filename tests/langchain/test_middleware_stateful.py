@@ -211,11 +211,20 @@ class MiddlewareMachine(RuleBasedStateMachine):
         assert len(blocks) == 1, blocks
         (block,) = blocks
         budget = self.options["token_budget"]
-        if down or budget == 0 or not said.strip():
+        standing = self.options["standing"]
+        # a message with no text recalls the standing memories alone, which needs no
+        # embedding (recall("", standing=...)): shown while the embedder is down too
+        if budget == 0 or (said.strip() and down) or (not said.strip() and not standing):
             assert block is None
         if block is not None and budget is not None:
             assert word_count(block) <= budget
         shown = _items(block)
+        if not said.strip():
+            assert all(
+                self.engine.get(i, namespace=ns).category == standing
+                for text in shown
+                for i in before.get(text, [])
+            ), shown
         event(f"ask: {how}, {'embedder down' if down else f'{len(shown)} memories shown'}")
         assert all(text in before for text in shown), (shown, list(before))
 
