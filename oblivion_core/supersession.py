@@ -64,7 +64,8 @@ phones and most LLM output write them, read as ``'``; an "'s" no possessive coul
     a change of home or employer to a name: "I (just) moved / relocated to York",
     "I started a new job at Globex", "I got a job at Globex", "I joined Globex as a
     designer / last month" (not "I moved to a new desk", "I joined a gym", "I joined
-    Globex's webinar", "I moved to York when I was ten");
+    Globex's webinar", "I moved to York when I was ten", nor a firm, product or tool
+    moved to: "I moved to Linux", "I moved to Rust for the backend");
     the speaker's diet, one at a time (subject ``diet``): "I'm vegetarian", "I am a
     vegan", "I'm pescatarian now", "I've gone vegan", "I've been vegetarian for years"
     (vegetarian, vegan, pescatarian, flexitarian, plant-based; not "I'm a vegan chef",
@@ -74,15 +75,18 @@ phones and most LLM output write them, read as ``'``; an "'s" no possessive coul
     "Tom works at / for Globex", "Tom got a job at / started working for Initech" (an
     employer: "works"), "Tom works as a nurse" (what he is); keyed as "my Tom" is, so
     Tom's home is never Anna's, nor the speaker's own ("I live in ..."), and "Mum moved
-    to York" replaces "my mum lives in Leeds". A move or a new job is to a name, as the
-    speaker's is, and not to a day ("Dinner moved to Friday"); not "works for me", "works
-    at night / home", "lives in fear", nor "Tom is ..." (too many things are: "Paris is
-    lovely"). The name is one or two capitalised words, no stop word ("If Tom ...",
-    "Will", "May"), no adverb before a surname ("Apparently Tom ..."), and no pronoun,
-    quantifier, day, month that is no first name, season, meal or other common noun,
-    place-name opener ("New York") or well-known firm or product ("Everyone lives in
-    fear", "That works for me", "Monday works for me", "Google moved to ...", "Chrome
-    moved to ...");
+    to York" replaces "my mum lives in Leeds". A move is to a name, as the speaker's is,
+    and not to a day ("Dinner moved to Friday"); an employer (a new job's too) is a name
+    or a place of work ("a bakery", "the local hospital"), a role no comparison or group;
+    so not "works for me", "works at night / home / a fast pace", "works for free /
+    hours", "works as hard as anyone / as a team", "moved to Rust for the backend" (nor
+    "my sister works ...", "I work ..." so), "lives in fear", nor "Tom is ..." (too many
+    things are: "Paris is lovely"). The name is one or two capitalised words, no stop
+    word ("If Tom ...", "Will", "May"), no adverb before a surname ("Apparently Tom
+    ..."), and no pronoun, quantifier, day, month that is no first name, season, meal or
+    other common noun, place-name opener ("New York") or well-known firm or product
+    ("Everyone lives in fear", "That works for me", "Monday works for me", "Google moved
+    to ...", "Chrome moved to ...");
   - copulas: "my flight is on Tuesday", "the budget is 40k", "my sister lives in
     Leeds", "my partner works as a nurse", "the board meeting has been set for the
     18th", "the airline has moved my flight to Thursday", "the flight got pushed back
@@ -109,7 +113,8 @@ phones and most LLM output write them, read as ``'``; an "'s" no possessive coul
   Y, not X", "X, not Y", "instead of X", "rather than X", "switched from X", "prefer Y
   to X", "Y has overtaken X", "no longer like X", "left X", "I'm not allergic to X", "I'm
   not vegetarian (any more)", "I am no longer a vegan" (a diet: "I'm not a vegetarian
-  restaurant fan" rejects none);
+  restaurant fan" rejects none; the speaker's only: "I'm not vegetarian, but my wife is"
+  leaves hers);
   after a negation, "it's Y" states the replacement; a value never holds what the text
   rejects ("I like pho even more than moussaka" states pho);
 * **correction cues** -- "actually", "correction", "sorry", "no longer", "from now on",
@@ -747,9 +752,13 @@ _NOT_PERSON = _word_set(
     "christmas easter home job work life love death evil hope fear money family god "
     "dinner lunch breakfast class school church practice training team office company "
     "business production development support everything new old north south east west "
-    "san los las st saint port fort mount lake upper lower google apple amazon microsoft "
-    "meta facebook twitter chrome firefox safari python linux windows android slack zoom "
-    "teams netflix spotify uber tesla github"
+    "san los las st saint port fort mount lake upper lower"
+)
+#: Well-known firms and products: no person ("Chrome moved to ..."), and nowhere to live
+#: ("Tom moved to Linux", "I moved to Slack").
+_FIRMS_AND_PRODUCTS = _word_set(
+    "google apple amazon microsoft meta facebook twitter chrome firefox safari python linux "
+    "windows android slack zoom teams netflix spotify uber tesla github"
 )
 #: A named value after a move or a new job: a place or employer ("York", "New York",
 #: "Globex") or an address ("4 Elm Road"); what follows is ``rest``.
@@ -758,13 +767,110 @@ _PROPER_VALUE = re.compile(
     r"(?P<rest>[^.;!?]*)"
 )
 
+#: Head nouns of a place of work or an employer named by a common noun ("a bakery", "the
+#: local hospital", "a tech startup", "his dad's firm"); with :data:`_WORKPLACE_ENDINGS`
+#: ("a coffee shop", "a brewery", "a publishing house").
+_WORKPLACES = _word_set(
+    "bakery hospital clinic surgery practice pharmacy hospice school college university "
+    "academy nursery kindergarten daycare library museum gallery theatre theater cinema "
+    "hotel restaurant cafe café bar pub diner canteen kitchen farm ranch vineyard mine "
+    "factory plant mill warehouse depot garage dealership workshop studio lab laboratory "
+    "office firm company corporation business startup start-up agency consultancy bank "
+    "fund insurer lender supermarket shop store mall market salon spa gym club zoo "
+    "airline airport station port prison church charity nonprofit non-profit ngo "
+    "foundation institute institution organisation organization council government "
+    "ministry department army navy police union newspaper magazine publisher broadcaster "
+    "network retailer manufacturer supplier contractor distributor developer centre "
+    "center site home"
+)
+_WORKPLACE_ENDINGS = ("shop", "store", "ery", "house", "centre", "center")
+#: Words that end the noun phrase after "works at / for" ("a bakery in York", "a startup
+#: now", "the council as a planner").
+_PHRASE_END = _word_set(
+    "in at on from to with by near under for off out inside outside behind above below "
+    "into onto over across beside between of as and or now since until while where who "
+    "that these again today full-time part-time"
+)
+
+
+def _employer(val: str) -> str | None:
+    """The employer or place of work after "works at / for", "got a job at": a name
+    ("Globex", "St Mary's Hospital") or a noun phrase that names one (a determiner and a
+    :data:`_WORKPLACES` head, or a name: "a bakery", "the local hospital", "his dad's
+    firm", "the BBC"); ``None`` for how, how long or why one works ("at a fast pace", "at
+    his own pace", "for hours", "for free", "for a living", "at home")."""
+    clause = _CLAUSE_END.split(val.strip(), maxsplit=1)[0]
+    pm = _PROPER_VALUE.match(clause)
+    if pm is not None:
+        return pm.group("val")
+    words = re.findall(r"[\w'&\-]+", clause)
+    if not words or words[0].lower() not in _DETERMINERS:
+        return None
+    phrase: list[str] = []
+    for word in words[1:5]:
+        if word.lower() in _PHRASE_END:
+            break
+        phrase.append(word)
+    head = phrase[-1].lower() if phrase else ""
+    if any(w[:1].isupper() for w in phrase) or (
+        head in _WORKPLACES or head.endswith(_WORKPLACE_ENDINGS)
+    ):
+        return " ".join(words[: len(phrase) + 1])
+    return None
+
+
+#: What follows "works as" that is no role: a comparison ("as hard as anyone", "as much
+#: as he can"), a group one works in ("as a team", "as a pair"), a manner ("as usual",
+#: "as needed", "as part of a team").
+_NOT_A_ROLE = re.compile(
+    r"^(?:(?!(?:a|an|the)\b)[\w'\-]+\s+(?:[\w'\-]+\s+)?as\b"
+    r"|(?:a|an|one|the)\s+(?:team|group|unit|pair|duo|trio|whole|collective|family)\b"
+    r"|(?:usual|needed|required|necessary|always|ever|well|expected|normal|planned|agreed|"
+    r"if|though|much|many|long|soon|far|often|best|hard|fast|quickly|little|such|part|one)\b)",
+    re.I,
+)
+
+
+def _works_for_whom(preposition: str, val: str = "") -> bool:
+    """Whether "works <preposition> <val>" can say where or as what one works: "at" or
+    "for" an employer (:func:`_employer`), "as" a role (not :data:`_NOT_A_ROLE`); any
+    other preposition ("works in finance") is not checked here."""
+    preposition = preposition.lower()
+    if preposition in ("at", "for"):
+        return _employer(val) is not None
+    if preposition == "as":
+        return _NOT_A_ROLE.match(val) is None
+    return True
+
+
+#: After a place moved to, what says it is a tool or a product moved to, not a home:
+#: "Tom moved to Rust for the backend", "we moved to Postgres for our analytics db".
+_TOOL_USE = re.compile(
+    r"^\s+(?:for|on|in)\s+(?:(?:the|our|my|his|her|their|its|a|an|this|that|all|new)\s+)?"
+    r"(?:[\w\-]+\s+){0,2}?(?:backend|back-end|frontend|front-end|api|apis|database|"
+    r"databases|db|codebase|stack|microservices|pipeline|pipelines|ci|scripting|tooling|"
+    r"infra|infrastructure|deployment|deployments|hosting|servers?|apps?|ui|tests|testing|"
+    r"builds?)\b",
+    re.I,
+)
+
+
+def _a_home(pm: re.Match[str]) -> bool:
+    """Whether a name moved to (:data:`_PROPER_VALUE`'s ``val`` and ``rest``) can be a
+    home: no firm or product ("moved to Linux") and no tool ("moved to Rust for the
+    backend")."""
+    words = pm.group("val").lower().split()
+    return not any(w in _FIRMS_AND_PRODUCTS for w in words) and not _TOOL_USE.match(
+        pm.group("rest")
+    )
+
 
 def _a_name(name: str) -> bool:
     """Whether the capitalised words that open a sentence can be a person's name: none
     is a stop word ("If Tom ...", "So ...") or a :data:`_NOT_PERSON` word, and a first
     name before a second is no adverb ("Apparently Tom ...")."""
     words = name.lower().split()
-    if any(w in STOP_WORDS or w in _NOT_PERSON for w in words):
+    if any(w in STOP_WORDS or w in _NOT_PERSON or w in _FIRMS_AND_PRODUCTS for w in words):
         return False
     return len(words) == 1 or not words[0].endswith("ly")
 
@@ -780,20 +886,28 @@ def _named_person(clean: str) -> tuple[str, frozenset[str]] | None:
         return None
     subj = _subject_words(nm.group("name"))
     val = nm.group("val")
-    if nm.group("moved") or nm.group("job"):
+    if nm.group("moved"):
         pm = _PROPER_VALUE.match(val)
-        if pm is None or _SELF_CHANGE_NOT.search(pm.group("rest")):
+        if pm is None or _SELF_CHANGE_NOT.search(pm.group("rest")) or not _a_home(pm):
             return None
         val = pm.group("val")
-        if nm.group("moved"):
-            kind = _value_kind(val, "moved to")
-            if kind == "when":
-                return None  # "Dinner moved to Friday": an occasion, not a person
-            verb = f"moved:{kind}"
-        else:
-            verb = "work"
-    elif nm.group("work") and re.match(r"home\b", val, re.I):
-        return None  # "Tom works at home": where, not for whom
+        kind = _value_kind(val, "moved to")
+        if kind == "when":
+            return None  # "Dinner moved to Friday": an occasion, not a person
+        verb = f"moved:{kind}"
+    elif nm.group("job"):
+        # a name ("Globex") or a place of work ("a bakery"), not history ("... when he
+        # was ten") nor a while ("... for the summer")
+        pm = _PROPER_VALUE.match(val)
+        employer = pm.group("val") if pm is not None else _employer(val)
+        rest = pm.group("rest") if pm is not None else val.strip()[len(employer or "") :]
+        if employer is None or _SELF_CHANGE_NOT.search(rest):
+            return None
+        val, verb = employer, "work"
+    elif nm.group("work") and _employer(val) is None:
+        return None  # "Tom works at home / at a fast pace / for free": not for whom
+    elif nm.group("role") and _NOT_A_ROLE.match(val):
+        return None  # "Tom works as hard as anyone / as a team": no role
     else:
         verb = "live" if nm.group("live") else "work" if nm.group("work") else "be:kind"
     value = _value(val, subj)
@@ -1034,7 +1148,10 @@ _NEGATED = gated(
     r"|\b(?:dropped|ditched|quit|gave up|given up|left|moved away from|moved out of)"
     r"|\b(?:i'm|i am)\s+not\s+(?:allergic to|into|a fan of|based in|living in|from)"
     # "I'm not vegetarian (any more)", "I am no longer a vegan"
-    r"|\b(?:i'm|i am)\s+(?:not|no longer)(?=\s+(?:a\s+|an\s+)?" + _SPEAKER_DIETS + _NEG_END + ")"
+    r"|\b(?P<diet>(?:i'm|i am)\s+(?:not|no longer))(?=\s+(?:a\s+|an\s+)?"
+    + _SPEAKER_DIETS
+    + _NEG_END
+    + ")"
     r"|(?:,|;|\bit'?s\s+\S+|\bthat's\s+\S+)\s*(?:and\s+)?not)\s+" + _NEG_SPAN + _NEG_END,
     re.I,
 )
@@ -1198,6 +1315,8 @@ class Statement:
     routine: bool = False  # it holds as a routine ("every day", "on Mondays")
     switched: frozenset[str] = frozenset()  # what the speaker switched ("editor", "bank")
     quantities: frozenset[tuple[str, str]] = frozenset()  # ("money", "80k"), ("time", ...)
+    # of ``negated``, what it rejects as the speaker's diet only ("I'm not vegetarian")
+    own_diet_negated: frozenset[str] = frozenset()
 
 
 def _list_name(lower: str) -> str | None:
@@ -1603,6 +1722,8 @@ def _subject_value(
         if sm and _stated(clean, sm.start()):
             rel = (sm.group("rel") or sm.group("rel2")).lower()
             value = _value(sm.group("val") or sm.group("val2"))
+            if not _works_for_whom(rel.rpartition(" ")[2], sm.group("val") or sm.group("val2")):
+                value = frozenset()  # "I work at a fast pace", "I work as hard as anyone"
             if value:
                 return f"{_owner('my', speaker)}|{_SELF_KEY[rel]}", value, False
         dm = _SELF_DIET.search(clean) if first_person else None
@@ -1615,6 +1736,7 @@ def _subject_value(
             and _stated(clean, xm.start())
             and not _SELF_CHANGE_NOT.search(xm.group("rest"))
             and (not xm.group("joined") or _JOINED_EMPLOYER.search(xm.group("rest")))
+            and (not xm.group("home") or _a_home(xm))  # not "I moved to Rust for the backend"
         ):
             value = _value(xm.group("val"))
             if value:
@@ -1632,6 +1754,8 @@ def _subject_value(
             if value and len(subj.split()) <= 4:
                 verb_text = cm.group("verb").lower()
                 verb = _VERB_CLASS.get(verb_text, "be")
+                if verb == "work" and not _works_for_whom(*cm.group("val").split(None, 1)):
+                    continue  # "my sister works at a fast pace": how, not for whom
                 if verb == "work" and cm.group("val").lower().startswith("as "):
                     verb = "be"  # "works as a chef" says what they are
                 if cm.re is _MOVED:
@@ -1762,10 +1886,18 @@ def parse(text: str) -> Statement:
     # cheap keyword checks first: most texts state no fact and skip most regexes
     cue = may_match(lower, _CUE_TRIGGERS) and bool(_CUES.search(body))
     negation = may_match(lower, _NEGATION_TRIGGERS) and bool(_NEGATION.search(body))
-    negated = (
-        frozenset(w for m in _NEGATED.finditer(body) for w in _norm_words(m.group("neg")))
+    rejections = (
+        [
+            (m.group("diet") is not None, _norm_words(m.group("neg")))
+            for m in _NEGATED.finditer(body)
+        ]
         if may_match(lower, _NEGATED_TRIGGERS)
-        else frozenset()
+        else []
+    )
+    negated = frozenset(w for _, ws in rejections for w in ws)
+    # "I'm not vegetarian, but my wife is": a diet rejected as the speaker's only
+    diet_only = frozenset(w for diet, ws in rejections if diet for w in ws).difference(
+        *(ws for diet, ws in rejections if not diet)
     )
     words = _norm_words(body)
     base: dict[str, Any] = {  # Statement's fields every kind of statement has
@@ -1777,6 +1909,7 @@ def parse(text: str) -> Statement:
         "negation": negation,
         "words": words,
         "negated": negated - _VALUE_FILLER,
+        "own_diet_negated": diet_only - _VALUE_FILLER,
         "quantities": _quantities(lower),
         "liking": may_match(lower, _LIKING_TRIGGERS) and _LIKING.search(body) is not None,
         "one_off": (one_off := _one_off(body, lower)),
@@ -2110,6 +2243,11 @@ def _about(new: Statement, old: Statement) -> bool:
     return "|favourite " in (old.subject or "") and new.liking
 
 
+def _speakers_diet(subject: str | None) -> bool:
+    """Whether ``subject`` is a speaker's own diet ("I'm vegetarian": ``@|diet``)."""
+    return subject is not None and subject.startswith("@") and subject.partition("|")[2] == "diet"
+
+
 def _flat(value: frozenset[str]) -> frozenset[str]:
     """The content words of a value ("dr okoye" -> {"okoye"})."""
     return _norm_words(" ".join(value)) or value
@@ -2188,6 +2326,11 @@ class LexicalSupersession:
                     chosen.append(c.id)
                 continue
             relation = _subject_relation(n.subject, o.subject) if n.subject and o.subject else None
+            # a diet the speaker rejects as their own is no one else's ("I'm not
+            # vegetarian, but my wife is" leaves "my wife is vegetarian")
+            own_diet = _speakers_diet(o.subject)
+            rejected = n.negated if own_diet else n.negated - n.own_diet_negated
+            named = n.words if own_diet else n.words - n.own_diet_negated
             name = n.subject is not None and n.subject.endswith("|name")
             # a whole instruction of the language to reply in: one per owner, however
             # little the two share ("Please speak to me in Spanish" after "Always answer
@@ -2241,7 +2384,7 @@ class LexicalSupersession:
                 ):
                     if not (n.episodic or o.episodic) or n.strong_cue:
                         chosen.append(c.id)
-                elif relation == "maybe" and o.value and _flat(o.value) <= n.negated:
+                elif relation == "maybe" and o.value and _flat(o.value) <= rejected:
                     chosen.append(c.id)  # rule 3: the new one names and rejects it
                 elif relation == "maybe" and (changed or restated):
                     both_nounless = n.subject.endswith("*") and o.subject.endswith("*")
@@ -2252,7 +2395,7 @@ class LexicalSupersession:
                 elif (
                     relation == "different"
                     and o.value
-                    and _flat(o.value) <= n.negated
+                    and _flat(o.value) <= rejected
                     and _owners_match(n.subject.partition("|")[0], o.subject.partition("|")[0])
                 ):
                     chosen.append(c.id)  # rule 3: "gone off tea" names the old value
@@ -2263,7 +2406,7 @@ class LexicalSupersession:
                 o.subject
                 and o.value
                 and not o.op
-                and ((n.cue and n.negation and o.value <= n.words) or _flat(o.value) <= n.negated)
+                and ((n.cue and n.negation and o.value <= named) or _flat(o.value) <= rejected)
                 and _about(n, o)
             ):
                 chosen.append(c.id)  # rule 3
@@ -2281,10 +2424,10 @@ class LexicalSupersession:
                 continue
             if (
                 n.subject
-                and n.negated
+                and rejected
                 and not o.subject
                 and not o.op
-                and n.negated <= o.words
+                and rejected <= o.words
                 and _subject_head(n.subject) in o.words
             ):  # rule 3: "my rent is 1,600, not 1,175" after "I pay 1,175 in rent"
                 chosen.append(c.id)
@@ -2320,6 +2463,8 @@ class LexicalSupersession:
                 and (not n.speaker or not o.speaker or n.speaker == o.speaker)
                 and not _other_side(n.speaker, o.speaker)
                 and c.similarity >= self.fallback_similarity
+                # "I am no longer vegan, but my son still is": the speaker's diet only
+                and (not n.own_diet_negated or _speakers_diet(o.subject))
             ),
             reverse=True,
         )

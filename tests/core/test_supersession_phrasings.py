@@ -1461,12 +1461,36 @@ def test_a_correction_before_a_question_still_corrects() -> None:
         ("I'm vegetarian.", "Am I vegetarian?", False),
         ("I'm vegetarian.", "If I'm vegan, what can I eat?", False),
         ("I'm allergic to nuts.", "I'm vegan now.", False),
+        # the speaker's diet rejected beside another's kept: the speaker's only
+        ("I'm vegetarian.", "I'm not vegetarian anymore.", True),
+        ("I'm vegetarian.", "I'm not vegetarian, but my wife is.", True),
+        ("My wife is vegetarian.", "I'm not vegetarian, but my wife is.", False),
+        ("My son is vegan.", "I am no longer vegan, but my son still is.", False),
     ],
 )
 def test_the_speakers_diet(old: str, new: str, stale: bool) -> None:
     """ "I'm vegetarian" stated no fact (only "my partner is vegetarian" did), so "I am no
     longer vegetarian" left it first in recall."""
     assert rule.supersedes(new, old, similarity=0.9) is stale
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "own"),
+    [
+        ("My wife is vegetarian.", "I'm not vegetarian, but my wife is.", "I'm vegetarian."),
+        ("My wife is vegetarian.", "I'm not vegetarian myself; my wife is, though.", None),
+        ("My son is vegan.", "I am no longer vegan, but my son still is.", "I am a vegan."),
+        ("My son is vegan.", "I'm no longer vegan. My son still is.", "I'm vegan."),
+    ],
+)
+def test_the_speakers_diet_rejected_is_no_one_elses(old: str, new: str, own: str | None) -> None:
+    """ "I'm not vegetarian" rejects the speaker's diet: it named "vegetarian" and "my
+    wife", so "I'm not vegetarian, but my wife is" replaced "my wife is vegetarian" (rule
+    3), and "I am no longer vegan, but my son still is" replaced "my son is vegan" as the
+    most similar fact after a strong cue (rule 4). The speaker's own still goes."""
+    assert LexicalSupersession().choose(new, [Candidate("old", old, 0.9)]) == []
+    if own is not None:  # ("I'm not vegetarian myself" is read as no rejection)
+        assert LexicalSupersession().choose(new, [Candidate("own", own, 0.9)]) == ["own"]
 
 
 def test_a_new_diet_needs_the_similarity_of_a_named_preference() -> None:
@@ -1493,6 +1517,12 @@ def test_a_new_diet_needs_the_similarity_of_a_named_preference() -> None:
         ("Tom works at Globex.", "Tom got a job at Initech.", True),
         ("Tom works for Globex.", "Tom started working for Initech.", True),
         ("Tom works as a nurse.", "Tom works as a doctor now.", True),
+        ("Tom works at Globex.", "Tom works at Initech.", True),
+        ("Tom works at Globex.", "Tom works at the local hospital now.", True),
+        ("Tom works as a nurse.", "Tom works as a teacher now.", True),
+        ("Tom lives in Leeds.", "Tom moved to York for his new job.", True),
+        # a place of work named by a common noun, as "works at a bakery" states one
+        ("Tom works at Globex.", "Tom got a job at a bakery.", True),
         ("Mum lives in Leeds.", "My mum moved to York.", True),
         ("My dad lives in Leeds.", "Dad moved to York.", True),
         # another person's, the speaker's own, another fact of the same person
@@ -1516,12 +1546,45 @@ def test_a_new_diet_needs_the_similarity_of_a_named_preference() -> None:
         ("Tom works at Globex.", "Tom works at home now.", False),
         # a speaker's label is still a speaker
         ("Tom: I live in Leeds.", "Tom: I moved to York.", True),
+        ("I live in Leeds.", "I moved to York for work.", True),
     ],
 )
 def test_a_person_named_by_a_bare_name(old: str, new: str, stale: bool) -> None:
     """ "Tom lives in Leeds" stated no fact (only "Tom's address ..." and "my brother
     lives in ..." did), so "Tom moved to York" left it first in recall."""
     assert rule.supersedes(new, old, similarity=0.9) is stale
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # how, how long or why one works: no employer
+        ("Tom works at Globex.", "Tom works at a fast pace."),
+        ("Tom works at Globex.", "Tom works at his own pace."),
+        ("Tom works at Globex.", "Tom works for hours without a break."),
+        ("Tom works at Globex.", "Tom works for free."),
+        ("Tom works at Globex.", "Tom works for a living."),
+        ("Tom works at Globex.", "Tom got a job at a bakery for the summer."),
+        ("My sister works at Globex.", "My sister works at a fast pace."),
+        ("I work at Globex.", "I work at a fast pace."),
+        # a comparison or a group: no role
+        ("Tom works as a nurse.", "Tom works as hard as anyone."),
+        ("Tom works as a nurse.", "Tom works as a team with Anna."),
+        ("My sister is shy.", "My sister works as hard as anyone."),
+        ("I work as a nurse.", "I work as part of a team."),
+        # a tool or a product moved to: no home
+        ("Tom lives in Leeds.", "Tom moved to Rust for the backend."),
+        ("Tom lives in Leeds.", "Tom moved to Linux."),
+        ("I live in Leeds.", "I moved to Rust for the backend."),
+    ],
+)
+def test_how_one_works_or_what_one_moved_to_is_no_employer_role_or_home(old: str, new: str) -> None:
+    """The look-alikes the rule names ("works for me", "works at night / home", "lives in
+    fear") were refused by a short list; any other value was an employer, a role or a
+    home: "Tom works at a fast pace" replaced "Tom works at Globex", "Tom works as hard as
+    anyone" replaced "Tom works as a nurse", "Tom moved to Rust for the backend" replaced
+    "Tom lives in Leeds"."""
+    assert rule.supersedes(new, old, similarity=0.9) is False
 
 
 @pytest.mark.parametrize(
