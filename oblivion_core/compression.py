@@ -28,16 +28,15 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from oblivion_core.cjk import word_count
+from oblivion_core.cjk import HAS_CJK, word_count
 from oblivion_core.overlap import content_words
 
 #: The end of a sentence: ".", "!" or "?" and a space; the full stops of Chinese and
 #: Japanese (。！？), Arabic's question mark and the Devanagari danda, space or not.
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|(?<=[。！？؟।])(?![」』）】〕\"'’”])\s*")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|(?<=[。！？؟।])(?![。！？؟।」』）】〕\"'’”])\s*")
 
-
-#: A space the join put after a Chinese or Japanese sentence's end.
-_CJK_JOIN = re.compile(r"([。！？」』）】〕]) ")
+#: The end of a Chinese or Japanese sentence (a closing quote or bracket may follow).
+_CJK_END = ("。", "！", "？", "」", "』", "）", "】", "〕")
 
 
 class ExtractiveSummarizer:
@@ -68,8 +67,13 @@ class ExtractiveSummarizer:
                 continue
             chosen.append(i)
             words += n
-        out = " ".join(sentences[i] for i in sorted(chosen))
-        return _CJK_JOIN.sub(r"\1", out)  # Chinese and Japanese sentences join without one
+        kept = [sentences[i] for i in sorted(chosen)]
+        out = kept[0]
+        for before, sentence in itertools.pairwise(kept):
+            # Chinese and Japanese sentences follow each other without a space
+            cjk = before.endswith(_CJK_END) and HAS_CJK.match(sentence) is not None
+            out += ("" if cjk else " ") + sentence
+        return out
 
 
 def clusters(

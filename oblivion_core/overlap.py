@@ -15,7 +15,9 @@ documented, so it is cheap, offline and explainable:
 * a memory counts as used when at least ``min_shared`` of its content words (all of
   them, for a memory with fewer) appear in the answer **and** they make up at least
   ``min_fraction`` of the memory's content words (so a long memory needs a
-  proportionate echo, a short one an exact one).
+  proportionate echo, a short one an exact one); a memory whose content is one pair
+  of characters needs it and at least half of all its pairs, grammar's included
+  ("你住在北京" echoes "我住在北京", "北京今天下雨" does not).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 
-from oblivion_core.cjk import HAS_CJK, content_pairs
+from oblivion_core.cjk import HAS_CJK, content_pairs, pieces
 from oblivion_core.typography import MARK, composed
 
 _TOKEN = re.compile(r"[a-z0-9][a-z0-9'\-]*")
@@ -96,9 +98,33 @@ def used_ids(
         words = content_words(text)
         total = _weight(words)
         shared = _weight(words & answer_words)
-        if words and shared >= max(1.0, min(min_shared, total)) and shared / total >= min_fraction:
+        if not words:
+            continue
+        if total < 1.0:  # one pair of Chinese or Japanese characters: see _close_echo
+            if shared == total and _close_echo(text, answer):
+                out.append(memory_id)
+        elif shared >= max(1.0, min(min_shared, total)) and shared / total >= min_fraction:
             out.append(memory_id)
     return out
+
+
+def _close_echo(memory: str, answer: str) -> bool:
+    """Whether the answer holds at least half of every pair of neighbouring Chinese or
+    Japanese characters in ``memory``, grammar included: a memory whose only content
+    is one pair ("我住在北京": 北京; 住在 and 我住 hold grammar) is echoed by "你住在北京",
+    not by an answer that only names 北京, as "I live in Beijing" needs both words."""
+    mine = set(_pairs(memory))
+    return len(mine & set(_pairs(answer))) * 2 >= len(mine)
+
+
+def _pairs(text: str) -> list[str]:
+    lower = composed(text).lower()
+    return [
+        p
+        for w in _WORD.findall(lower)
+        for p in pieces(unicodedata.normalize("NFKC", w), singles=False)
+        if HAS_CJK.search(p)
+    ]
 
 
 def _weight(words: set[str]) -> float:

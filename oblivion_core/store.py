@@ -203,7 +203,8 @@ def _check_headers(headers: object) -> None:
     message goes to logs and tracebacks.
 
     Raises:
-        InvalidInputError: not a mapping, or a name or value that is not a str.
+        InvalidInputError: not a mapping, or a name or value that is not a str or
+            that Chroma's client cannot send (beyond ASCII, a control character).
     """
     must = (
         'headers must map header names to values, both str, e.g. {"Authorization": '
@@ -214,22 +215,28 @@ def _check_headers(headers: object) -> None:
     for name, value in headers.items():
         if not isinstance(name, str):
             raise InvalidInputError(f"{must} a name is {type(name).__name__}")
+        if not name or not all("!" <= c <= "~" and c != ":" for c in name):
+            raise InvalidInputError(
+                f"{must} the name {name!r:.80} is not a header name (ASCII letters, digits "
+                "and -, no spaces or colons)"
+            )
         if not isinstance(value, str):
             raise InvalidInputError(
                 f"{must} the value of {name!r} is {type(value).__name__} (its value is not "
                 "shown: it may be a secret)"
             )
-        bad = next((c for c in value if c in "\r\n\x00" or ord(c) > 0xFF), None)
+        # Chroma's client (httpx) sends values as ASCII, and refuses control characters
+        bad = next((c for c in value if not (" " <= c <= "~" or c == "\t")), None)
         if bad is not None:
             what = (
                 "a line break"
                 if bad in "\r\n"
-                else "a NUL"
-                if bad == "\x00"
-                else "a character beyond Latin-1"
+                else "a character beyond ASCII"
+                if ord(bad) > 0x7F
+                else f"a control character (U+{ord(bad):04X})"
             )
             raise InvalidInputError(
-                f"{must} the value of {name!r} holds {what}, which HTTP does not allow (a "
+                f"{must} the value of {name!r} holds {what}, which a header cannot carry (a "
                 "token read from a file or a variable often ends in a newline: strip() "
                 "it). Its value is not shown: it may be a secret"
             )

@@ -920,3 +920,19 @@ def test_a_japanese_quote_stays_with_its_sentence() -> None:
     )
     assert not summary.startswith("」") and "「こんにちは。」と彼は言った。" in summary
     assert " " not in summary  # sentences of Chinese and Japanese join without a space
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "价格（含税） 100元。",  # a space inside a sentence
+        "I went to 北京 last week. 我很喜欢那里。 The food was great.",  # then English
+        "真的吗？！太好了。",  # one end of two marks
+    ],
+)
+def test_a_summary_of_one_text_is_that_text(text: str) -> None:
+    """Every space after 。 or ） in the summary went, not only those its join put there
+    ("价格（含税）100元。", "那里。The food"), and "？！" ended two sentences."""
+    from oblivion_core.compression import ExtractiveSummarizer
+
+    assert ExtractiveSummarizer(max_words=200).summarize([text]) == text

@@ -155,6 +155,8 @@ def test_an_unknown_tenant_or_database_says_to_create_it(
         ({"headers": "Bearer x"}, "headers"),
         ({"headers": {"Authorization": 42}}, "headers"),
         ({"headers": [("Authorization", "Bearer x")]}, "headers"),
+        ({"headers": {"Authorization: Bearer": "x"}}, "headers"),
+        ({"headers": {"": "x"}}, "headers"),
         ({"tenant": ""}, "tenant"),
         ({"database": "  "}, "database"),
         ({"database": None}, "database"),
@@ -178,6 +180,11 @@ def test_bad_server_arguments_are_named_before_connecting(
         {"Authorization": "Bearer sk-SECRET-1234\r\nX-Evil: 1"},
         {"Authorization": "Bearer sk-SECRET-1234\x00"},
         {"Authorization": "Bearer sk-SECRET-1234\u2603"},
+        # Chroma's client sends ASCII and refuses control characters: these passed the
+        # check, then failed as "start it (chroma run ...)" with the server running
+        {"Authorization": "Bearer sk-SECRET-1234\u00e9"},
+        {"Authorization": "Bearer sk-SECRET-1234\x01"},
+        {"Authorization": "Bearer sk-SECRET-1234\x7f"},
     ],
 )
 def test_a_bad_header_is_named_without_showing_any_value(headers: dict[str, Any]) -> None:

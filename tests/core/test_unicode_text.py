@@ -318,6 +318,11 @@ def test_a_text_reads_the_same_composed_or_decomposed(word: str) -> None:
         # a proportionate echo of a longer memory, as in English (a quarter)
         ("我下周三要去医院复查血压，医生让我带上之前的检查报告", "记得下周三去医院复查血压。"),
         ("私は毎朝六時に起きてジョギングをしています", "毎朝六時に起きるんですね。"),
+        # less than a word of content (one pair: 住在 and 我住 hold grammar) needs all of
+        # it, as "Peanuts!" does: such a memory was never counted used
+        ("我住在北京", "你住在北京。"),
+        ("我对花生过敏", "你对花生过敏，所以不要吃花生。"),
+        ("私は東京に住んでいます", "あなたは東京に住んでいます。"),
     ],
 )
 def test_an_answer_echoing_a_memory_in_any_script_used_it(memory_text: str, answer: str) -> None:
@@ -335,6 +340,8 @@ def test_an_answer_echoing_a_memory_in_any_script_used_it(memory_text: str, answ
         ("我下周一有会议。", "下周北京会下雨。"),  # "next week" alone
         ("我现在觉得很累", "我现在觉得你应该先把报告写完。"),  # "I now think": filler
         ("I bought a new 华为手机 last month for my dad", "华为手机 are popular in China."),
+        # one pair of content (北京) is not echoed by naming it alone
+        ("我住在北京", "北京今天下雨。"),
     ],
 )
 def test_an_answer_sharing_only_grammar_with_a_chinese_memory_did_not_use_it(
