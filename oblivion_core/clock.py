@@ -10,6 +10,7 @@ import math
 import threading
 import time
 from collections.abc import Mapping
+from typing import Any
 
 from oblivion_core.errors import InvalidInputError
 
@@ -46,6 +47,15 @@ class TurnClock:
         for ns, turns in (namespaces or {}).items():
             _check_time(turns)
             self._own[ns] = float(turns)
+        self._lock = threading.Lock()
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled (and deep-copied) without its lock, which a copy makes anew."""
+        with self._lock:
+            return {"_turn": self._turn, "_own": dict(self._own)}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
         self._lock = threading.Lock()
 
     def now(self, namespace: str | None = None) -> float:

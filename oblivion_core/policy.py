@@ -368,6 +368,12 @@ class Policy:
             )
         )
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled (and deep-copied) by its fields: a process pool started by spawn or
+        forkserver pickles the policy it hands each worker (the read-only mappings
+        cannot be pickled themselves)."""
+        return (_from_fields, (self.to_dict(),))
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable view of every field."""
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
@@ -753,3 +759,8 @@ def resolve_policy(policy: Policy | str | None, clock: ClockKind | None = None) 
 
 
 __all__ = ["TEMPLATES", "ClockKind", "Policy", "resolve_policy"]
+
+
+def _from_fields(fields: dict[str, Any]) -> Policy:
+    """The policy of :meth:`Policy.to_dict`'s ``fields`` (:meth:`Policy.__reduce__`)."""
+    return Policy(**fields)

@@ -97,6 +97,26 @@ def open_oblivion(
     return Oblivion(path, **engine_kwargs)
 
 
+def engine_for(
+    path: str | os.PathLike[str] | None,
+    *,
+    oblivion: Oblivion | None,
+    embed_model: BaseEmbedding | None,
+    engine_kwargs: dict[str, Any] | None,
+) -> Oblivion:
+    """The engine an adapter's ``from_defaults`` uses: ``oblivion`` as it is, or one
+    opened by :func:`open_oblivion` (an engine given with settings to open one is
+    refused before anything opens)."""
+    if oblivion is None:
+        return open_oblivion(path, embed_model=embed_model, **(engine_kwargs or {}))
+    if path is not None or embed_model is not None or engine_kwargs:
+        raise InvalidInputError(
+            "from_defaults(oblivion=...) uses that engine as it is; drop path, "
+            "embed_model and engine_kwargs"
+        )
+    return oblivion
+
+
 def mark_used(
     oblivion: Oblivion,
     node_ids: Iterable[str],

@@ -47,8 +47,8 @@ from oblivion_llamaindex._convert import (
 )
 from oblivion_llamaindex._engine import (
     check_oblivion,
+    engine_for,
     need_engine,
-    open_oblivion,
     remember_queued,
     restore_private,
 )
@@ -250,13 +250,9 @@ class OblivionMemory(BaseMemory):
             token_limit: Tokens ``get`` may return.
             **fields: Other settings (``namespace``, ``k``, ...).
         """
-        if oblivion is None:
-            oblivion = open_oblivion(path, embed_model=embed_model, **(engine_kwargs or {}))
-        elif path is not None or embed_model is not None or engine_kwargs:
-            raise InvalidInputError(
-                "from_defaults(oblivion=...) uses that engine as it is; drop path, "
-                "embed_model and engine_kwargs"
-            )
+        oblivion = engine_for(
+            path, oblivion=oblivion, embed_model=embed_model, engine_kwargs=engine_kwargs
+        )
         if token_limit is None:
             token_limit = (
                 int(llm.metadata.context_window * DEFAULT_TOKEN_LIMIT_RATIO)

@@ -22,7 +22,7 @@ from oblivion_llamaindex._convert import (
     check_optional_limit,
     item_to_node,
 )
-from oblivion_llamaindex._engine import check_oblivion, mark_used, open_oblivion, query_text
+from oblivion_llamaindex._engine import check_oblivion, engine_for, mark_used, query_text
 from oblivion_llamaindex._filters import to_where
 
 
@@ -116,6 +116,7 @@ class OblivionRetriever(BaseRetriever):
         cls,
         path: str | os.PathLike[str] | None = None,
         *,
+        oblivion: Oblivion | None = None,
         embed_model: BaseEmbedding | None = None,
         engine_kwargs: dict[str, Any] | None = None,
         **settings: Any,
@@ -123,12 +124,15 @@ class OblivionRetriever(BaseRetriever):
         """Open (or create) a store at ``path`` and retrieve from it.
 
         Args:
-            path: Store directory (``None``: in memory).
+            path: Store directory (``None``: in memory). Ignored with ``oblivion``.
+            oblivion: Use this engine instead of opening one.
             embed_model: Any LlamaIndex ``BaseEmbedding`` (``None``: local MiniLM).
             engine_kwargs: More :class:`Oblivion` arguments (``policy``, ``clock``, ...).
             **settings: Retriever settings (``k``, ``token_budget``, ...).
         """
-        engine = open_oblivion(path, embed_model=embed_model, **(engine_kwargs or {}))
+        engine = engine_for(
+            path, oblivion=oblivion, embed_model=embed_model, engine_kwargs=engine_kwargs
+        )
         return cls(engine, **settings)
 
     @property

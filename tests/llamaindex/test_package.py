@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 import oblivion_llamaindex
+from oblivion_core import Oblivion
+from oblivion_core.errors import InvalidInputError
 
 PACKAGE = Path(oblivion_llamaindex.__file__).parent
 
@@ -87,3 +89,19 @@ def test_every_test_states_its_behaviour_in_a_docstring() -> None:
                 if not doc.endswith(".") or doc.count(". ") > 0:
                     missing.append(f"{path.name}::{fn.name}")
     assert missing == []
+
+
+@pytest.mark.parametrize(
+    "cls",
+    ["OblivionMemory", "OblivionMemoryBlock", "OblivionNodePostprocessor", "OblivionRetriever"],
+)
+def test_every_adapter_builds_on_a_given_engine(cls: str, engine: Oblivion) -> None:
+    """Only ``OblivionMemory.from_defaults`` took ``oblivion=``.
+
+    The others opened a new engine, then failed with "got multiple values".
+    """
+    adapter = getattr(oblivion_llamaindex, cls)
+    assert adapter.from_defaults(oblivion=engine).oblivion is engine
+    with pytest.raises(InvalidInputError, match="drop path"):
+        adapter.from_defaults("./never-made", oblivion=engine)
+    assert not Path("./never-made").exists()
