@@ -41,7 +41,7 @@ from oblivion_llamaindex._convert import (
 )
 from oblivion_llamaindex._engine import (
     check_oblivion,
-    open_oblivion,
+    engine_for,
     remember_queued,
     restore_private,
 )
@@ -52,6 +52,9 @@ logger = logging.getLogger("oblivion_llamaindex")
 _RENDER_CACHE = 32
 #: Turns remembered per session as already boosted.
 _TURNS_KEPT = 4
+#: Sessions whose turns, last view and last answer the block remembers (the most
+#: recently read): a ``Memory`` made per conversation brings a new session id each time.
+_SESSIONS_KEPT = 1024
 
 
 class OblivionMemoryBlock(BaseMemoryBlock[str]):
@@ -89,7 +92,9 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
       message too) is not. A copy of it that an agent appends as ``input`` after its
       tool calls (only tool calls and results between) is the same turn, and the last
       few turns of each session are remembered, so a call returning to an earlier view
-      of the turn does not boost again. After ``Memory.reset()``, a conversation whose
+      of the turn does not boost again (for the newest 1,024 sessions read: one older
+      than those that comes back may give its last turn's and answer's boosts once
+      more). After ``Memory.reset()``, a conversation whose
       messages so far are exactly those of the last view before the reset cannot be
       told from that view read again, and is not boosted again.
       When a later ``aget`` sees the assistant's answer to that turn, the memories it
@@ -206,6 +211,7 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
         cls,
         path: str | os.PathLike[str] | None = None,
         *,
+        oblivion: Oblivion | None = None,
         embed_model: BaseEmbedding | None = None,
         engine_kwargs: dict[str, Any] | None = None,
         **fields: Any,
@@ -213,12 +219,15 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
         """Open (or create) a store at ``path`` and use it as a memory block.
 
         Args:
-            path: Store directory (``None``: in memory).
+            path: Store directory (``None``: in memory). Ignored with ``oblivion``.
+            oblivion: Use this engine instead of opening one.
             embed_model: Any LlamaIndex ``BaseEmbedding`` (``None``: local MiniLM).
             engine_kwargs: More :class:`Oblivion` arguments (``policy``, ``clock``, ...).
             **fields: Block settings (``token_limit``, ``namespace``, ...).
         """
-        engine = open_oblivion(path, embed_model=embed_model, **(engine_kwargs or {}))
+        engine = engine_for(
+            path, oblivion=oblivion, embed_model=embed_model, engine_kwargs=engine_kwargs
+        )
         return cls(oblivion=engine, **fields)
 
     @property
@@ -273,6 +282,11 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
         with self._lock:
             # The session's previous view was delivered (and truncated) by now.
             self._settle(key)
+            seen = self._turns.pop(key, None)  # back in as the newest session
+            if not isinstance(seen, list):  # new session (or one pickled as one turn)
+                seen = []
+            self._turns[key] = seen
+            self._forget_old_sessions()
             if self.feedback:
                 self._feedback(messages, key)
             query = query_text(messages, self.retrieval_context_window)
@@ -282,9 +296,6 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
                 return "", False
             # Agents call aget several times per turn: a memory is boosted once per turn,
             # by the first call that shows it.
-            seen = self._turns.get(key)
-            if not isinstance(seen, list):  # new session (or one pickled as one turn)
-                seen = self._turns[key] = []
             turn = _current_turn(messages, seen)
             visible = {message_text(m) for m in messages}
             try:
@@ -328,6 +339,15 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
                     self._watched.add(task)
                     watch = True
             return text, watch
+
+    def _forget_old_sessions(self) -> None:
+        """Drop what the block holds of the sessions read least recently past
+        :data:`_SESSIONS_KEPT` (their pending boost given first)."""
+        while len(self._turns) > _SESSIONS_KEPT:
+            old = next(iter(self._turns))
+            self._settle(old)
+            for held in (self._turns, self._answered, self._shown):
+                held.pop(old, None)
 
     def _settle(self, key: str) -> None:
         """Give the recall boost of the session's last view to the memories delivered

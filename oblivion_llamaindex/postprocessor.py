@@ -36,9 +36,9 @@ from oblivion_llamaindex._convert import (
 )
 from oblivion_llamaindex._engine import (
     check_oblivion,
+    engine_for,
     mark_used,
     need_engine,
-    open_oblivion,
     query_text,
     renamed,
     restore_private,
@@ -171,6 +171,7 @@ class OblivionNodePostprocessor(BaseNodePostprocessor):
         cls,
         path: str | os.PathLike[str] | None = None,
         *,
+        oblivion: Oblivion | None = None,
         embed_model: BaseEmbedding | None = None,
         engine_kwargs: dict[str, Any] | None = None,
         **fields: Any,
@@ -178,12 +179,15 @@ class OblivionNodePostprocessor(BaseNodePostprocessor):
         """Open (or create) a store at ``path`` and wrap it.
 
         Args:
-            path: Store directory (``None``: in memory).
+            path: Store directory (``None``: in memory). Ignored with ``oblivion``.
+            oblivion: Use this engine instead of opening one.
             embed_model: Any LlamaIndex ``BaseEmbedding`` (``None``: local MiniLM).
             engine_kwargs: More :class:`Oblivion` arguments (``policy``, ``clock``, ...).
             **fields: Postprocessor settings (``top_n``, ``token_budget``, ...).
         """
-        engine = open_oblivion(path, embed_model=embed_model, **(engine_kwargs or {}))
+        engine = engine_for(
+            path, oblivion=oblivion, embed_model=embed_model, engine_kwargs=engine_kwargs
+        )
         return cls(oblivion=engine, **fields)
 
     @classmethod
@@ -268,10 +272,27 @@ class OblivionNodePostprocessor(BaseNodePostprocessor):
         return self.namespace if self.namespace is not None else self.oblivion.default_namespace
 
     def _shared(self) -> _KnownNodes:
-        """What the postprocessors of this engine know of this namespace's nodes."""
+        """What the postprocessors of this engine know of this namespace's nodes.
+
+        What they knew of namespaces the engine has since unloaded is let go when the
+        namespaces known reach twice as many as were kept the last time (at least
+        :data:`_MIN_SPACES`): a server unloading idle users' namespaces kept every
+        user's node keys and aliases (about 70 KB per user of 200 chunks).
+        """
+        engine, space = self.oblivion, self._space_name()
         with _SHARED_LOCK:
-            by_space = _SHARED.setdefault(self.oblivion, {})
-            return by_space.setdefault(self._space_name(), _KnownNodes())
+            by_space = _SHARED.setdefault(engine, _Spaces())
+            known = by_space.get(space)
+            if known is not None:
+                return known
+            crowded = len(by_space) >= by_space.prune_at
+        loaded = set(engine.loaded_namespaces()) if crowded else set()
+        with _SHARED_LOCK:
+            if crowded:
+                for name in [n for n in by_space if n not in loaded and n != space]:
+                    del by_space[name]
+                by_space.prune_at = max(_MIN_SPACES, 2 * len(by_space))
+            return by_space.setdefault(space, _KnownNodes())
 
     def _known(self) -> _KnownNodes:
         """:meth:`_shared`, its content keys read from the store the first time."""
@@ -539,10 +560,23 @@ class _KnownNodes:
             self.alias.popitem(last=False)
 
 
+class _Spaces(dict[str, _KnownNodes]):
+    """One engine's :class:`_KnownNodes` by namespace."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        #: how many namespaces known make :meth:`OblivionNodePostprocessor._shared`
+        #: let go of those the engine unloaded
+        self.prune_at = _MIN_SPACES
+
+
+#: Namespaces known per engine before any is let go (:class:`_Spaces`).
+_MIN_SPACES = 64
+
 #: Per engine (while it lives), per namespace: shared by every postprocessor of the
 #: engine, so one built per request neither reads the store's keys again nor misses
 #: another's registrations.
-_SHARED: weakref.WeakKeyDictionary[Oblivion, dict[str, _KnownNodes]] = weakref.WeakKeyDictionary()
+_SHARED: weakref.WeakKeyDictionary[Oblivion, _Spaces] = weakref.WeakKeyDictionary()
 _SHARED_LOCK = threading.Lock()
 
 

@@ -260,6 +260,34 @@ async def test_answer_echoing_a_memory_gives_the_used_boost_once(engine: Oblivio
     assert used == [five]
 
 
+async def test_only_the_newest_sessions_are_held(
+    engine: Oblivion, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A block kept what it knew of every session it served (a ``Memory`` per
+    conversation): memory grew with each conversation, about 2 KB each."""
+    monkeypatch.setattr("oblivion_llamaindex.memory_block._SESSIONS_KEPT", 3)
+    block = block_for(engine)
+    await block.aput([user("Refunds take five working days.")])
+    question, answer = user("how long do refunds take"), assistant("Five working days.")
+    for n in range(8):
+        await block.aget([question], session_id=f"s{n}")
+        await block.aget([question, answer, user("thanks")], session_id=f"s{n}")
+    held = block.__pydantic_private__
+    assert list(held["_turns"]) == ["s5", "s6", "s7"]
+    assert set(held["_answered"]) <= {"s5", "s6", "s7"} and set(held["_shown"]) <= {
+        "s5",
+        "s6",
+        "s7",
+    }
+    # a kept session read again in the same turn boosts nothing more
+    await block.aget([question, answer, user("thanks")], session_id="s7")
+    block.flush()
+    # every session's two turns got their recall boost (a session let go gave its
+    # pending one first), and its answer its used boost
+    assert _recalls(engine, engine.records()[0].id) == 16
+    assert sum(e.kind == "used" for e in engine.history()) == 8
+
+
 async def test_feedback_is_kept_per_session(engine: Oblivion) -> None:
     """One session's answer is never matched against another session's memories."""
     block = block_for(engine)

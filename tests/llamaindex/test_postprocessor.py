@@ -232,6 +232,29 @@ def test_an_index_built_again_each_day_keeps_a_bounded_map_of_node_ids(
     assert sizes[1:] == [20, 40, 40, 40, 40]  # two builds' worth: 2 per content key
 
 
+def test_what_it_knew_of_unloaded_namespaces_is_let_go(
+    engine: Oblivion, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server unloading each user's namespace after a request kept every user's node
+    keys and ids (about 70 KB per user of 200 chunks); a namespace let go is read again
+    on its next use, its chunks found by their text."""
+    from oblivion_llamaindex import postprocessor as module
+
+    monkeypatch.setattr(module, "_MIN_SPACES", 4)
+    known = []
+    for user in range(12):
+        rerank = OblivionNodePostprocessor(oblivion=engine, namespace=f"user-{user}", top_n=3)
+        rerank.postprocess_nodes(parsed(DOCS), query_str=QUERY)
+        if user < 11:
+            engine.unload(namespace=f"user-{user}")
+        known.append(len(module._SHARED[engine]))
+    assert max(known) <= 5 and module._SHARED[engine].keys() <= {f"user-{u}" for u in range(8, 12)}
+    rerank = OblivionNodePostprocessor(oblivion=engine, namespace="user-0", top_n=3)
+    out = rerank.postprocess_nodes(parsed(DOCS), query_str=QUERY)
+    assert engine.count(namespace="user-0") == len(DOCS)  # no memory written twice
+    assert rerank.mark_used([out[0].node.node_id])
+
+
 def test_nodes_of_one_call_sharing_a_text_rank_once_by_their_best_score(
     engine: Oblivion,
 ) -> None:
