@@ -109,6 +109,19 @@ def _same(a: object, b: object) -> bool:
     return isinstance(a, bool) == isinstance(b, bool) and a == b
 
 
+def _member(value: object) -> tuple[str, object] | None:
+    """``value``'s key in a set of ``$in`` values: equal keys for :func:`_same` values
+    (``2`` and ``2.0``; ``True`` apart from ``1``), ``None`` for a value no listed one
+    equals (a list, a missing key)."""
+    if isinstance(value, bool):
+        return ("b", value)
+    if _number(value):
+        return ("n", value)
+    if isinstance(value, str):
+        return ("s", value)
+    return None
+
+
 def _check_value(value: object, where: str) -> Any:
     if isinstance(value, str | bool) or (
         _number(value) and math.isfinite(value)  # type: ignore[arg-type]
@@ -148,7 +161,10 @@ def _condition(key: str, op: str, operand: Any) -> Predicate:
         return lambda meta, _: not _same(meta.get(key, _MISSING), operand)
     if op in _MEMBER:
         inside = op == "$in"
-        return lambda meta, _: inside == any(_same(meta.get(key, _MISSING), v) for v in operand)
+        # one lookup per memory, not one comparison per listed value: an "allowed ids"
+        # list of 4,000 over 8,000 memories took 3.5 s
+        members = frozenset(_member(v) for v in operand)
+        return lambda meta, _: inside == (_member(meta.get(key, _MISSING)) in members)
     if op in _HOLDS:
         holds = op == "$contains"
         return lambda meta, _: holds == _held(meta.get(key, _MISSING), operand)
