@@ -233,11 +233,26 @@ class OblivionStore(BaseStore):
 
     # ================================================================ batch
     def batch(self, ops: Iterable[Op]) -> list[Result]:
-        """Run ops in order, after validating all of them (a bad op changes nothing)."""
+        """Run ops in order, after validating all of them (a bad op changes nothing).
+
+        Consecutive puts of new keys into one namespace are written together, in one
+        ``Oblivion.remember_many`` (one embedding call, one commit), with the outcome
+        of writing them one by one; edits, deletes and reads run on their own.
+        """
         ops = list(ops)
         prepared = [self._prepare(op) for op in ops]
+        results: list[Result] = []
+        # consecutive puts of new keys, written together by _flush (see _pend)
+        pending: dict[str, _Put] = {}
         with self._lock:
-            return [self._run(op, prep) for op, prep in zip(ops, prepared, strict=True)]
+            for op, prep in zip(ops, prepared, strict=True):
+                if isinstance(op, PutOp) and self._pend(pending, prep):
+                    results.append(None)
+                    continue
+                self._flush(pending)  # what this op reads or changes is stored first
+                results.append(self._run(op, prep))
+            self._flush(pending)
+        return results
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """:meth:`batch` in a worker thread (the engine is synchronous and thread-safe)."""
@@ -398,21 +413,72 @@ class OblivionStore(BaseStore):
                 if attempt + 1 == _PUT_ATTEMPTS or not taken:
                     raise  # not stored meanwhile: the value is refused
 
+    def _pend(self, pending: dict[str, _Put], put: _Put | None) -> bool:
+        """Add ``put`` to ``pending`` if it stores a new key; whether it was added.
+
+        ``pending`` holds puts of new keys in one namespace, all indexed or all not (the
+        engine's ``remember_many`` takes one namespace and one ``supersede``). A put
+        that cannot join writes the group first. A key put again in the group is moved
+        to its end with the new value: the last put wins, and is the newest statement,
+        as it is when the puts are written one by one.
+        """
+        if put is None or put.value is None:
+            return False
+        if pending:
+            head = next(iter(pending.values()))
+            if (put.space, put.indexed) != (head.space, head.indexed):
+                self._flush(pending)
+        if put.key in pending:
+            del pending[put.key]
+        elif self._record(put.space, put.key) is not None:
+            return False  # a replacement: written on its own, after the group
+        pending[put.key] = put
+        return True
+
+    def _flush(self, pending: dict[str, _Put]) -> None:
+        """Write the pending puts of new keys in one ``remember_many`` (one embedding
+        call, one commit) and empty ``pending``."""
+        puts = list(pending.values())
+        pending.clear()
+        if len(puts) > 1:
+            try:
+                self.oblivion.remember_many(
+                    [put.text for put in puts],
+                    metadatas=[{META_KEY: self._new_meta(put)} for put in puts],
+                    ids=[_memory_id(put.key) for put in puts],
+                    namespace=puts[0].space,
+                    supersede=_supersede(puts[0]),
+                )
+                return
+            except InvalidInputError:
+                # Nothing was stored: another writer stored one of the keys meanwhile
+                # (or the engine refuses an item). One at a time, as _put handles both.
+                pass
+        for put in puts:
+            self._put(put)
+
+    def _new_meta(self, put: _Put) -> dict[str, Any]:
+        """The metadata of ``put`` written now: its value and times."""
+        stamp = now_iso(self._now)
+        meta: dict[str, Any] = {
+            "value": put.value,
+            "created_at": stamp,
+            "updated_at": stamp,
+            "indexed": put.indexed,
+        }
+        if _memory_id(put.key) != put.key:
+            meta["key"] = put.key
+        return meta
+
     def _write(self, put: _Put, existing: MemoryRecord | None) -> None:
         memory_id = _memory_id(put.key)
         if put.value is None:
             if existing is not None:
                 self.oblivion.forget(memory_id, namespace=put.space)
             return
-        stamp = now_iso(self._now)
-        meta = {"value": put.value, "updated_at": stamp, "indexed": put.indexed}
-        if memory_id != put.key:
-            meta["key"] = put.key
-        # An unindexed item states nothing searchable: it must neither make an indexed
-        # item stale nor be judged stale itself on this write.
-        supersede = None if put.indexed else False
+        meta = self._new_meta(put)
+        supersede = _supersede(put)
         if existing is None:
-            meta["created_at"] = stamp
             self.oblivion.remember(
                 put.text,
                 metadata={META_KEY: meta},
@@ -422,7 +488,7 @@ class OblivionStore(BaseStore):
             )
             return
         old = _meta(existing)
-        meta["created_at"] = old.get("created_at", stamp)
+        meta["created_at"] = old.get("created_at", meta["created_at"])
         # A new text (or a switch between indexed and unindexed, even with the same
         # text) is a new statement: the engine releases the supersessions it was part of.
         # So is the same text put again over an item a newer one made stale: the latest
@@ -636,6 +702,13 @@ def _utf8(text: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+def _supersede(put: _Put) -> bool | None:
+    """The engine's ``supersede`` for ``put``: an unindexed item states nothing
+    searchable, so it must neither make an indexed item stale nor be judged stale
+    itself on this write."""
+    return None if put.indexed else False
 
 
 def _memory_id(key: str) -> str:
