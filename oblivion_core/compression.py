@@ -91,24 +91,27 @@ def clusters(
     n = len(times)
     if n < min_size:
         return []
-    parent = list(range(n))
-
-    def find(x: int) -> int:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    close = np.triu(vectors @ vectors.T >= similarity, 1)
-    for a, b in np.argwhere(close):
-        parent[find(int(a))] = find(int(b))
+    # the graph of rows: similar ones, and neighbours in time within the window
+    linked = vectors @ vectors.T >= similarity
     order = np.argsort(times, kind="stable")
-    for x, y in itertools.pairwise(order.tolist()):
-        if times[y] - times[x] <= window:
-            parent[find(x)] = find(y)
+    near = np.diff(times[order]) <= window
+    before, after = order[:-1][near], order[1:][near]
+    linked[before, after] = linked[after, before] = True
+    # its connected components, a breadth-first search from each row not yet reached:
+    # one numpy step per level, where a union per similar pair took 4 s at 2,000
+    # near-identical rows (2M pairs)
+    label = np.full(n, -1)
+    for start in range(n):
+        if label[start] >= 0:
+            continue
+        label[start] = start
+        frontier = np.array([start])
+        while frontier.size:
+            frontier = np.flatnonzero(linked[frontier].any(axis=0) & (label < 0))
+            label[frontier] = start
     groups: dict[int, list[int]] = {}
-    for i in range(n):
-        groups.setdefault(find(i), []).append(i)
+    for i, root in enumerate(label.tolist()):
+        groups.setdefault(root, []).append(i)
     return sorted(
         (sorted(g, key=lambda i: (times[i], i)) for g in groups.values() if len(g) >= min_size),
         key=lambda g: (times[g[0]], g[0]),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,57 @@ def test_clusters_are_disjoint_and_big_enough(
     seen: list[int] = [i for g in groups for i in g]
     assert len(seen) == len(set(seen))
     assert all(len(g) >= min_size for g in groups)
+
+
+def _linked_groups(
+    vecs: np.ndarray, times: np.ndarray, similarity: float, window: float, min_size: int
+) -> list[list[int]]:
+    """What clusters() promises, by definition: the rows joined by a chain of similar
+    pairs or of neighbours in time within the window (a union per pair)."""
+    n = len(times)
+    root = list(range(n))
+
+    def find(x: int) -> int:
+        while root[x] != x:
+            x = root[x]
+        return x
+
+    sims = vecs @ vecs.T
+    order = np.argsort(times, kind="stable").tolist()
+    pairs = [(a, b) for a in range(n) for b in range(a + 1, n) if sims[a, b] >= similarity]
+    pairs += [(x, y) for x, y in itertools.pairwise(order) if times[y] - times[x] <= window]
+    for a, b in pairs:
+        root[find(a)] = find(b)
+    groups: dict[int, list[int]] = {}
+    for i in range(n):
+        groups.setdefault(find(i), []).append(i)
+    return sorted(
+        (sorted(g, key=lambda i: (times[i], i)) for g in groups.values() if len(g) >= min_size),
+        key=lambda g: (times[g[0]], g[0]),
+    )
+
+
+@given(
+    n=st.integers(0, 40),
+    dims=st.integers(2, 6),
+    similarity=st.floats(-0.5, 0.99),
+    window=st.floats(0.0, 20.0),
+    min_size=st.integers(2, 4),
+    seed=st.integers(0, 10_000),
+)
+def test_clusters_are_the_linked_groups(
+    n: int, dims: int, similarity: float, window: float, min_size: int, seed: int
+) -> None:
+    """The groups are the connected rows, found a numpy step per search level (a union
+    per similar pair took 4 s at 2,000 near-identical archived memories)."""
+    rng = np.random.default_rng(seed)
+    vecs = rng.normal(size=(n, dims)).astype(np.float32)
+    vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-9)
+    times = np.round(rng.uniform(0, 100, size=n), 1)  # ties in time too
+    expected = _linked_groups(vecs, times, similarity, window, min_size)
+    assert (
+        clusters(vecs, times, similarity=similarity, window=window, min_size=min_size) == expected
+    )
 
 
 def test_summarizer_keeps_what_the_group_repeats() -> None:
