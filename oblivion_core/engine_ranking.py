@@ -75,7 +75,8 @@ def _score_and_pack(
     added or dropped; a stale candidate only ranks below a successor that is one.
 
     ``listed``: the memories shown first whatever their score (the current items of a
-    list the query asks for, standing memories, the user's name); they bring no
+    list the query asks for, standing memories, the user's name), each as relevant as
+    the best candidate the recall may show (with ``successors``); they bring no
     neighbours and are not counted among the best ``N`` hits. ``passes``: recall's
     ``where`` filter; only memories that pass it are shown (hits, neighbours, linked
     ones).
@@ -113,6 +114,12 @@ def _score_and_pack(
         rows = rows[keep]
     if not cids:
         return RecallResult(query, ns, (), 0, budget, reason is not None, reason, 0)
+    if listed and successors:
+        # the memories shown first whatever the query are as relevant as its best match
+        # among those it may show (an invalidated one, kept out, set it before)
+        top = max((cand[m] for m in cids if cand[m] > -np.inf), default=1.0)
+        for m in listed.intersection(cids):
+            cand[m] = max(cand[m], top)
     rel = np.asarray([cand[m] for m in cids], dtype=np.float64)
     act = self._activation(ns, st, now, rows)
     imp = st.cols["importance"][rows]

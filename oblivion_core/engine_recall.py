@@ -472,11 +472,8 @@ def _recall(
     if name_question(query):
         named = frozenset(self._named(ns, space, limit, active_only=deep is False, passes=passes))
     first = listed | pinned | named
-    if first:
-        top = max(cand.values(), default=1.0)
-        for m in first:
-            if cand.get(m, -np.inf) < top:
-                cand[m] = top
+    for m in first:  # as relevant as the best match shown (_score_and_pack)
+        cand.setdefault(m, -np.inf)
     signals = Signals(dense, lexical, listed, lexical_top=lexical_top, standing=pinned, named=named)
 
     return self._score_and_pack(

@@ -52,6 +52,32 @@ def test_standing_memories_come_first_whatever_the_query(fresh: Any) -> None:
         assert "standing" not in result[2].why["explanation"]
 
 
+@pytest.mark.parametrize("kept_out", ["invalidated", "filtered"])
+def test_standing_memories_are_as_relevant_as_the_best_match_shown(
+    fresh: Any, kept_out: str
+) -> None:
+    """An invalidated memory (or one the filter leaves out) that matched the query best
+    set the standing memories' relevance, and so lowered every hit's activation share:
+    a hit scored less with standing= than without."""
+    with fresh(policy=POLICY) as mem:
+        rule = mem.remember(RULES[0], category="instruction").id
+        hit = mem.remember("The quarterly invoice totals are reviewed by finance in March.").id
+        query = "quarterly invoice totals reviewed by finance"
+        best = mem.remember(query, metadata={"draft": True}).id  # the query itself
+        where = None
+        if kept_out == "invalidated":
+            mem.invalidate(best)
+        else:
+            where = {"draft": {"$ne": True}}
+        plain = mem.recall(query, feedback=False, where=where)
+        assert plain.ids == [hit, rule] or plain.ids == [hit]
+        shown = mem.recall(query, standing="instruction", feedback=False, where=where)
+        assert shown.ids[:2] == [rule, hit]
+        assert shown[0].relevance == pytest.approx(plain[0].relevance)
+        assert shown[1].score == pytest.approx(plain[0].score)
+        assert shown[1].why["activation_share"] == pytest.approx(plain[0].why["activation_share"])
+
+
 def test_standing_places_go_to_the_best_scored(fresh: Any) -> None:
     """With more standing memories than places, the most important ones are shown."""
     with fresh(policy=POLICY) as mem:
