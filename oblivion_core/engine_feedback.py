@@ -48,6 +48,8 @@ class _Boosts(NamedTuple):
     after: np.ndarray[Any, Any]
     valid: np.ndarray[Any, Any]  # not invalidated: only those are reinforced
     relevances: np.ndarray[Any, Any]
+    # asked for by the query (Signals.asked): only those count as recalls for adaptation
+    asked: list[bool]
 
 
 def _feedback(
@@ -61,8 +63,13 @@ def _feedback(
     rel: np.ndarray[Any, Any],
     act: np.ndarray[Any, Any],
     picked: list[int],
+    asked: list[bool],
 ) -> dict[str, dict[str, Any]]:
     """Boost what a recall returned; restore archived items that rise above the band.
+
+    ``asked``: whether the query asked for each picked item (a match, not a neighbouring
+    turn or a standing memory shown beside them); only those count as the category's
+    recalls (and archive hits) for adaptation.
 
     Returns each picked item's tier before and its boost (for ``why``). The boosts
     are computed now; applying them (activations, use counts, spreading, promotions,
@@ -106,7 +113,7 @@ def _feedback(
                 public["promoted"] = True
         out[mid] = {"from_tier": Tier(tier), "public": public}
 
-    boosts = _Boosts(ids, prow, tiers, before, boosted, valid, rel[picked])
+    boosts = _Boosts(ids, prow, tiers, before, boosted, valid, rel[picked], asked)
 
     def apply() -> None:
         self._apply_feedback(ns, space, policy, now, boosts)
@@ -153,7 +160,7 @@ def _apply_feedback(
         st, boosts.rows[valid], boosts.after[valid], now, policy.retrieval_stability
     )
     seeds: dict[str, float] = {}
-    for mid, i, tier, a0, a1, relevance, ok in zip(
+    for mid, i, tier, a0, a1, relevance, ok, asked in zip(
         boosts.ids,
         boosts.rows.tolist(),
         boosts.tiers.tolist(),
@@ -161,17 +168,18 @@ def _apply_feedback(
         boosts.after.tolist(),
         boosts.relevances.tolist(),
         valid.tolist(),
+        boosts.asked,
         strict=True,
     ):
         if not ok:  # shown on request, never reinforced
             continue
         st.cols["relevance"][i] = max(relevance, 0.0)  # what mark_used() boosts by
-        usage = space.usage.of(st.category(i))
-        usage.recalled += 1
-        if tier == ARCHIVE:
-            usage.archive_hits += 1
-            if a1 > policy.archive_high:
-                restore.append(mid)
+        if asked:
+            usage = space.usage.of(st.category(i))
+            usage.recalled += 1
+            usage.archive_hits += int(tier == ARCHIVE)
+        if tier == ARCHIVE and a1 > policy.archive_high:
+            restore.append(mid)
         touched.append(i)
         journal.append((mid, "recall", a0, a1, {"relevance": relevance}))
         seeds[mid] = a1 - a0
@@ -263,6 +271,7 @@ def reinforce(
     *,
     relevances: Sequence[float] | None = None,
     namespace: str | None = None,
+    asked: bool = True,
 ) -> list[float]:
     """Give memories the boost a recall would have given them (for callers that pick
     results themselves, e.g. a filtered store search). Returns the new activations.
@@ -271,7 +280,12 @@ def reinforce(
         ids: Memories to boost (each once).
         relevances: Relevance of each in ``[0, 1]`` (default 1.0).
         namespace: Where they live.
+        asked: Whether a query asked for them. ``False`` for memories shown beside
+            those (a hit's neighbouring turn, a standing instruction): boosted alike,
+            but not counted as their categories' recalls, from which adaptation
+            (``Policy.adapt``) learns how fast each should decay.
     """
+    asked = check_flag(asked, "asked")
     ids = list(dict.fromkeys(check_ids(ids)))
     if relevances is not None and (
         isinstance(relevances, str | bytes | Mapping)
@@ -312,6 +326,7 @@ def reinforce(
             kind="recall",
             deltas=deltas,
             stability=policy.retrieval_stability,
+            counted=asked,
         )
 
 
@@ -350,6 +365,7 @@ def _bump(
     kind: str,
     deltas: list[float],
     stability: float,
+    counted: bool = True,
 ) -> list[float]:
     with self._consistent(ns):
         st = space.state
@@ -371,7 +387,7 @@ def _bump(
             usage = space.usage.of(st.category(i))
             if kind == "used":
                 usage.used += 1
-            elif kind == "recall":  # reinforce(): counted as recall's feedback counts
+            elif kind == "recall" and counted:  # reinforce(), as recall's feedback counts
                 usage.recalled += 1
                 usage.archive_hits += int(st.cols["tier"][i] == Tier.ARCHIVE)
             if (

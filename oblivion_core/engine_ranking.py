@@ -221,7 +221,11 @@ def _score_and_pack(
             near_rows = np.asarray([st.index[m] for m in near], dtype=np.int64)
             linked = dict(zip(near, self._activation(ns, st, now, near_rows).tolist(), strict=True))
     if feedback and picked:
-        boosts = self._feedback(ns, space, policy, now, cids, rows, rel, act, picked)
+        # what the query asked for: not a hit's neighbouring turn, nor a standing memory
+        # (shown whatever the query); only those count as recalls for adaptation
+        standing = signals.standing if signals is not None else frozenset()
+        asked = [cids[j] not in context_of and cids[j] not in standing for j in picked]
+        boosts = self._feedback(ns, space, policy, now, cids, rows, rel, act, picked, asked)
     items = []
     rank_of = {cids[j]: r for r, j in enumerate(picked, start=1)} if context_of else {}
     # who states each shown stale statement now (their why), each chain walked once

@@ -25,24 +25,42 @@ def reinforce_shown(
 ) -> None:
     """Give ``items``, recalled with ``feedback=False`` and then shown, the boost that
     recall's feedback would have given them: ``Oblivion.reinforce`` with each item's
-    relevance (recall boosts by the same relevance, and counts the boost as a recall).
+    relevance (recall boosts by the same relevance, and counts the boost as a recall
+    when the query asked for the item).
 
     A memory forgotten since the recall (by another thread) is skipped; the others are
     still boosted.
     """
-    relevance = {it.id: min(max(float(it.relevance), 0.0), 1.0) for it in items}
-    if not relevance:
-        return
-    try:
-        oblivion.reinforce(
-            list(relevance), relevances=list(relevance.values()), namespace=namespace
-        )
-    except (UnknownMemoryError, UnknownNamespaceError):
-        for memory_id, rel in relevance.items():
-            try:
-                oblivion.reinforce([memory_id], relevances=[rel], namespace=namespace)
-            except (UnknownMemoryError, UnknownNamespaceError):
-                continue
+    for asked in (True, False):
+        relevance = {
+            it.id: min(max(float(it.relevance), 0.0), 1.0) for it in items if _asked(it) is asked
+        }
+        if not relevance:
+            continue
+        try:
+            oblivion.reinforce(
+                list(relevance),
+                relevances=list(relevance.values()),
+                namespace=namespace,
+                asked=asked,
+            )
+        except (UnknownMemoryError, UnknownNamespaceError):
+            for memory_id, rel in relevance.items():
+                try:
+                    oblivion.reinforce(
+                        [memory_id], relevances=[rel], namespace=namespace, asked=asked
+                    )
+                except (UnknownMemoryError, UnknownNamespaceError):
+                    continue
+
+
+def _asked(item: RecalledItem) -> bool:
+    """Whether the recall's query asked for ``item``, rather than showing it beside what
+    it asked for (a hit's neighbouring turn: ``why["context_for"]``; a standing memory,
+    shown whatever the query): only those count as recalls for adaptation, as in
+    recall's own feedback."""
+    signals = item.why.get("relevance_signals") or {}
+    return not item.why.get("context_for") and not signals.get("standing")
 
 
 def still_current(

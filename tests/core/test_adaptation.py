@@ -617,3 +617,32 @@ def test_reinforce_counts_as_the_recall_it_stands_for(tmp_path: Path) -> None:
         assert mem.stats()["categories"]["fact"]["beta"] > beta  # every recall was used
     finally:
         mem.close()
+
+
+def test_only_what_a_query_asked_for_counts_as_a_recall(fresh: Any) -> None:
+    """A hit's neighbouring turns and a standing instruction shown beside it counted as
+    their categories' recalls, from the archive where they sat: a category never asked
+    for (small talk between questions) had its half-life lengthened to the bound."""
+    clock = ManualClock()
+    policy = POLICY.replace(expand_neighbours=1, adjacency_window=60.0)
+    with fresh(clock=clock, policy=policy) as mem:
+        rule = mem.remember("Always answer in British English.", category="instruction").id
+        clock.advance(DAY)
+        before = mem.remember("Lovely weather today, isn't it?", category="small_talk").id
+        clock.advance(10)
+        hit = mem.remember("The invoice portal password rotates every 90 days.").id
+        clock.advance(10)
+        after = mem.remember("Ha, sounds good to me.", category="small_talk").id
+        result = mem.recall("invoice portal password", k=4, standing="instruction")
+        assert set(result.ids) == {rule, before, hit, after}
+        assert mem.get(before).access_count == 1  # boosted as shown
+        windows = {c: v["window"] for c, v in mem.stats()["categories"].items()}
+        assert windows["fact"]["recalled"] == 1
+        assert windows["small_talk"]["recalled"] == 0
+        assert windows["instruction"]["recalled"] == 0
+        # the same through reinforce(): an adapter boosting what its block showed
+        mem.reinforce([before, after], asked=False)
+        mem.reinforce([hit])
+        windows = {c: v["window"] for c, v in mem.stats()["categories"].items()}
+        assert (windows["small_talk"]["recalled"], windows["fact"]["recalled"]) == (0, 2)
+        assert mem.get(before).access_count == 2

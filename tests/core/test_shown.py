@@ -58,3 +58,25 @@ def test_the_boost_skips_a_memory_forgotten_since_and_gives_the_others_theirs() 
         reinforce_shown(mem, items, None)
         kept = shown[1][0]
         assert [e.kind for e in mem.history(kept)][before[kept] :] == ["recall"]
+
+
+def test_what_a_block_shows_beside_the_hits_is_boosted_not_counted() -> None:
+    """The adapters' boost of a shown block counted a hit's neighbouring turns and the
+    standing instructions as recalls of their categories: a category never asked for
+    lengthened its half-life (as the engine's own recall feedback now does not)."""
+    from oblivion_core import ManualClock, Policy
+
+    clock = ManualClock()
+    policy = Policy().replace(maintain_every=0, expand_neighbours=1, adjacency_window=60.0)
+    with memory(clock=clock, policy=policy) as mem:
+        rule = mem.remember("Always answer in British English.", category="instruction").id
+        clock.advance(86_400)
+        chat = mem.remember("Lovely weather today, isn't it?", category="small_talk").id
+        clock.advance(10)
+        hit = mem.remember("The invoice portal password rotates every 90 days.").id
+        shown = mem.recall("invoice portal password", k=3, standing="instruction", feedback=False)
+        assert set(shown.ids) == {rule, chat, hit}
+        reinforce_shown(mem, list(shown), None)
+        assert all(mem.get(m).access_count == 1 for m in (rule, chat, hit))
+        window = {c: v["window"]["recalled"] for c, v in mem.stats()["categories"].items()}
+        assert (window["fact"], window["small_talk"], window["instruction"]) == (1, 0, 0)
