@@ -71,7 +71,7 @@ class ExtractiveSummarizer:
         out = kept[0]
         for before, sentence in itertools.pairwise(kept):
             # Chinese and Japanese sentences follow each other without a space
-            cjk = before.endswith(_CJK_END) and HAS_CJK.match(sentence) is not None
+            cjk = before.endswith(_CJK_END) and HAS_CJK.search(sentence) is not None
             out += ("" if cjk else " ") + sentence
         return out
 

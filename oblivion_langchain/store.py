@@ -237,7 +237,9 @@ class OblivionStore(BaseStore):
 
         Consecutive puts of new keys into one namespace are written together, in one
         ``Oblivion.remember_many`` (one embedding call, one commit), with the outcome
-        of writing them one by one; edits, deletes and reads run on their own.
+        of writing them one by one but for the engine's time: they are written at one
+        time (on a turn clock too), as ``remember_many`` writes its texts; edits,
+        deletes and reads run on their own.
         """
         ops = list(ops)
         prepared = [self._prepare(op) for op in ops]

@@ -980,6 +980,7 @@ def test_a_japanese_quote_stays_with_its_sentence() -> None:
         "价格（含税） 100元。",  # a space inside a sentence
         "I went to 北京 last week. 我很喜欢那里。 The food was great.",  # then English
         "真的吗？！太好了。",  # one end of two marks
+        "我住在北京。2019年我搬到了上海。「好的」他说。",  # a sentence opening with a digit
     ],
 )
 def test_a_summary_of_one_text_is_that_text(text: str) -> None:
