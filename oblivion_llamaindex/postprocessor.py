@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import threading
+import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
@@ -274,25 +275,35 @@ class OblivionNodePostprocessor(BaseNodePostprocessor):
     def _shared(self) -> _KnownNodes:
         """What the postprocessors of this engine know of this namespace's nodes.
 
-        What they knew of namespaces the engine has since unloaded is let go when the
-        namespaces known reach twice as many as were kept the last time (at least
-        :data:`_MIN_SPACES`): a server unloading idle users' namespaces kept every
-        user's node keys and aliases (about 70 KB per user of 200 chunks).
+        What they knew of namespaces the engine has since unloaded (and none asked for
+        in the last :data:`_IDLE_SECONDS`) is let go when the namespaces known reach
+        twice as many as were kept the last time (at least :data:`_MIN_SPACES`): a
+        server unloading idle users' namespaces kept every user's node keys and aliases
+        (about 70 KB per user of 200 chunks).
         """
         engine, space = self.oblivion, self._space_name()
+        now = time.monotonic()
         with _SHARED_LOCK:
             by_space = _SHARED.setdefault(engine, _Spaces())
             known = by_space.get(space)
             if known is not None:
+                known.used = now
                 return known
             crowded = len(by_space) >= by_space.prune_at
         loaded = set(engine.loaded_namespaces()) if crowded else set()
         with _SHARED_LOCK:
             if crowded:
-                for name in [n for n in by_space if n not in loaded and n != space]:
-                    del by_space[name]
+                # not one in use: a postprocessor between reading its keys and writing
+                # a chunk's memory would have its claim forgotten, and a second one
+                # write the same chunk again
+                idle = now - _IDLE_SECONDS
+                for name, held in list(by_space.items()):
+                    if name not in loaded and name != space and held.used < idle:
+                        del by_space[name]
                 by_space.prune_at = max(_MIN_SPACES, 2 * len(by_space))
-            return by_space.setdefault(space, _KnownNodes())
+            known = by_space.setdefault(space, _KnownNodes())
+            known.used = now
+            return known
 
     def _known(self) -> _KnownNodes:
         """:meth:`_shared`, its content keys read from the store the first time."""
@@ -543,6 +554,8 @@ class _KnownNodes:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.loaded = False
+        #: when a postprocessor last asked for it (``time.monotonic()``)
+        self.used = time.monotonic()
         #: content key -> the memory holding (or claimed to hold) that text
         self.by_key: dict[str, str] = {}
         #: node id -> the memory it was matched to by content (ids of this process)
@@ -572,6 +585,8 @@ class _Spaces(dict[str, _KnownNodes]):
 
 #: Namespaces known per engine before any is let go (:class:`_Spaces`).
 _MIN_SPACES = 64
+#: Seconds a namespace's :class:`_KnownNodes` must have gone unused to be let go.
+_IDLE_SECONDS = 60.0
 
 #: Per engine (while it lives), per namespace: shared by every postprocessor of the
 #: engine, so one built per request neither reads the store's keys again nor misses

@@ -241,6 +241,7 @@ def test_what_it_knew_of_unloaded_namespaces_is_let_go(
     from oblivion_llamaindex import postprocessor as module
 
     monkeypatch.setattr(module, "_MIN_SPACES", 4)
+    monkeypatch.setattr(module, "_IDLE_SECONDS", -1.0)  # every one idle at once
     known = []
     for user in range(12):
         rerank = OblivionNodePostprocessor(oblivion=engine, namespace=f"user-{user}", top_n=3)
@@ -253,6 +254,21 @@ def test_what_it_knew_of_unloaded_namespaces_is_let_go(
     out = rerank.postprocess_nodes(parsed(DOCS), query_str=QUERY)
     assert engine.count(namespace="user-0") == len(DOCS)  # no memory written twice
     assert rerank.mark_used([out[0].node.node_id])
+
+
+def test_a_namespace_in_use_is_not_let_go(
+    engine: Oblivion, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One asked for in the last minute stays, unloaded or not: a postprocessor between
+    reading the keys and writing a chunk would have its claim forgotten."""
+    from oblivion_llamaindex import postprocessor as module
+
+    monkeypatch.setattr(module, "_MIN_SPACES", 2)
+    for user in range(6):
+        rerank = OblivionNodePostprocessor(oblivion=engine, namespace=f"user-{user}", top_n=3)
+        rerank.postprocess_nodes(parsed(DOCS), query_str=QUERY)
+        engine.unload(namespace=f"user-{user}")
+    assert len(module._SHARED[engine]) == 6
 
 
 def test_nodes_of_one_call_sharing_a_text_rank_once_by_their_best_score(
