@@ -65,7 +65,8 @@ phones and most LLM output write them, read as ``'``; an "'s" no possessive coul
     "I started a new job at Globex", "I got a job at Globex", "I joined Globex as a
     designer / last month" (not "I moved to a new desk", "I joined a gym", "I joined
     Globex's webinar", "I moved to York when I was ten", nor a firm, product or tool
-    moved to: "I moved to Linux", "I moved to Rust for the backend");
+    moved to: "I moved to Linux", "I moved to Rust for the backend"; "I moved to Berlin
+    for a backend job" is a move);
     the speaker's diet, one at a time (subject ``diet``): "I'm vegetarian", "I am a
     vegan", "I'm pescatarian now", "I've gone vegan", "I've been vegetarian for years"
     (vegetarian, vegan, pescatarian, flexitarian, plant-based; not "I'm a vegan chef",
@@ -77,16 +78,18 @@ phones and most LLM output write them, read as ``'``; an "'s" no possessive coul
     Tom's home is never Anna's, nor the speaker's own ("I live in ..."), and "Mum moved
     to York" replaces "my mum lives in Leeds". A move is to a name, as the speaker's is,
     and not to a day ("Dinner moved to Friday"); an employer (a new job's too) is a name
-    or a place of work ("a bakery", "the local hospital"), a role no comparison or group;
-    so not "works for me", "works at night / home / a fast pace", "works for free /
-    hours", "works as hard as anyone / as a team", "moved to Rust for the backend" (nor
-    "my sister works ...", "I work ..." so), "lives in fear", nor "Tom is ..." (too many
-    things are: "Paris is lovely"). The name is one or two capitalised words, no stop
-    word ("If Tom ...", "Will", "May"), no adverb before a surname ("Apparently Tom
-    ..."), and no pronoun, quantifier, day, month that is no first name, season, meal or
-    other common noun, place-name opener ("New York") or well-known firm or product
-    ("Everyone lives in fear", "That works for me", "Monday works for me", "Google moved
-    to ...", "Chrome moved to ...");
+    or a noun phrase after a determiner or possessive ("a bakery", "a fintech", "the
+    city", "my dad") that says no time, manner or reason, a role no comparison nor a group
+    that ends the phrase ("as a team", not "as a team leader"); so not "works for me",
+    "works at night / home / a fast pace", "works for free / hours / a living", "works as
+    hard as anyone / as a team", "moved to Rust for the backend" (nor "my sister works
+    ...", "I work ..." so), "lives in fear", nor "Tom is ..." (too many things are:
+    "Paris is lovely"). The name is one or two capitalised words, no stop word ("If Tom
+    ...", "Will", "May"), no adverb before a surname ("Apparently Tom ..."), and no
+    pronoun, quantifier, day, month that is no first name, season, meal or other common
+    noun, place-name opener ("New York") or well-known firm or product ("Everyone lives
+    in fear", "That works for me", "Monday works for me", "Google moved to ...", "Chrome
+    moved to ...");
   - copulas: "my flight is on Tuesday", "the budget is 40k", "my sister lives in
     Leeds", "my partner works as a nurse", "the board meeting has been set for the
     18th", "the airline has moved my flight to Thursday", "the flight got pushed back
@@ -767,38 +770,34 @@ _PROPER_VALUE = re.compile(
     r"(?P<rest>[^.;!?]*)"
 )
 
-#: Head nouns of a place of work or an employer named by a common noun ("a bakery", "the
-#: local hospital", "a tech startup", "his dad's firm"); with :data:`_WORKPLACE_ENDINGS`
-#: ("a coffee shop", "a brewery", "a publishing house").
-_WORKPLACES = _word_set(
-    "bakery hospital clinic surgery practice pharmacy hospice school college university "
-    "academy nursery kindergarten daycare library museum gallery theatre theater cinema "
-    "hotel restaurant cafe café bar pub diner canteen kitchen farm ranch vineyard mine "
-    "factory plant mill warehouse depot garage dealership workshop studio lab laboratory "
-    "office firm company corporation business startup start-up agency consultancy bank "
-    "fund insurer lender supermarket shop store mall market salon spa gym club zoo "
-    "airline airport station port prison church charity nonprofit non-profit ngo "
-    "foundation institute institution organisation organization council government "
-    "ministry department army navy police union newspaper magazine publisher broadcaster "
-    "network retailer manufacturer supplier contractor distributor developer centre "
-    "center site home"
-)
-_WORKPLACE_ENDINGS = ("shop", "store", "ery", "house", "centre", "center")
 #: Words that end the noun phrase after "works at / for" ("a bakery in York", "a startup
-#: now", "the council as a planner").
+#: now", "the council as a planner", "his own pace without a break").
 _PHRASE_END = _word_set(
     "in at on from to with by near under for off out inside outside behind above below "
     "into onto over across beside between of as and or now since until while where who "
-    "that these again today full-time part-time"
+    "that these again today full-time part-time without during after before like than "
+    "every each per all a an the alone together remotely overtime late early hard long"
+)
+#: Heads of what "works at / for" names that say how, when, how long, why or at what
+#: one works, not for whom: "at a fast pace", "at his own pace", "for a living", "for a
+#: few hours", "for the summer", "at the weekend", "for a good cause", "at a desk".
+_NOT_AN_EMPLOYER = _word_set(
+    "pace speed rate rates clip level standard scale time times hour hours minute minutes "
+    "day days week weeks month months year years night nights weekend weekends morning "
+    "mornings afternoon afternoons evening evenings shift shifts moment while being summer "
+    "winter spring autumn season holidays living wage salary money pittance peanuts change "
+    "bit lot fun love sake good cause reason point stage most least best part rest end "
+    "desk table computer laptop screen"
 )
 
 
 def _employer(val: str) -> str | None:
     """The employer or place of work after "works at / for", "got a job at": a name
-    ("Globex", "St Mary's Hospital") or a noun phrase that names one (a determiner and a
-    :data:`_WORKPLACES` head, or a name: "a bakery", "the local hospital", "his dad's
-    firm", "the BBC"); ``None`` for how, how long or why one works ("at a fast pace", "at
-    his own pace", "for hours", "for free", "for a living", "at home")."""
+    ("Globex", "St Mary's Hospital") or a determiner or possessive and a noun phrase
+    ("a bakery", "a fintech", "the city", "an estate agent", "my dad", "his dad's firm");
+    ``None`` for a phrase whose head says how, when, how long or why one works
+    (:data:`_NOT_AN_EMPLOYER`: "at a fast pace", "for a living", "for the summer") and
+    for what opens with neither ("at home", "for free", "for hours", "for me")."""
     clause = _CLAUSE_END.split(val.strip(), maxsplit=1)[0]
     pm = _PROPER_VALUE.match(clause)
     if pm is not None:
@@ -811,22 +810,24 @@ def _employer(val: str) -> str | None:
         if word.lower() in _PHRASE_END:
             break
         phrase.append(word)
-    head = phrase[-1].lower() if phrase else ""
-    if any(w[:1].isupper() for w in phrase) or (
-        head in _WORKPLACES or head.endswith(_WORKPLACE_ENDINGS)
-    ):
-        return " ".join(words[: len(phrase) + 1])
-    return None
+    if not phrase or phrase[-1].lower() in _NOT_AN_EMPLOYER:
+        return None
+    return " ".join(words[: len(phrase) + 1])
 
 
 #: What follows "works as" that is no role: a comparison ("as hard as anyone", "as much
-#: as he can"), a group one works in ("as a team", "as a pair"), a manner ("as usual",
-#: "as needed", "as part of a team").
+#: as he can"), a group one works in, its noun ending the phrase ("as a team", "as a team
+#: with Anna", "as a pair", "as one"; not "as a team leader", "as a family doctor", "as
+#: one of the managers"), a manner ("as usual", "as needed", "as part of a team").
 _NOT_A_ROLE = re.compile(
     r"^(?:(?!(?:a|an|the)\b)[\w'\-]+\s+(?:[\w'\-]+\s+)?as\b"
-    r"|(?:a|an|one|the)\s+(?:team|group|unit|pair|duo|trio|whole|collective|family)\b"
+    r"|(?:(?:a|an|one|the)\s+(?:team|group|unit|pair|duo|trio|whole|collective|family)"
+    r"(?=\s*(?:[,:)]|$)|\s+(?:with|of|on|in|at|for|to|from|under|alongside|together|and|or|"
+    r"but|so|now|again|because|when|while|than|like|rather|instead|every|all|most|today|"
+    r"these|this)\b)"
+    r"|one(?=\s*(?:[,:)]|$)|\s+(?:with|and|or|but|so|now|again|because|when|while)\b))"
     r"|(?:usual|needed|required|necessary|always|ever|well|expected|normal|planned|agreed|"
-    r"if|though|much|many|long|soon|far|often|best|hard|fast|quickly|little|such|part|one)\b)",
+    r"if|though|much|many|long|soon|far|often|best|hard|fast|quickly|little|such|part)\b)",
     re.I,
 )
 
@@ -844,13 +845,17 @@ def _works_for_whom(preposition: str, val: str = "") -> bool:
 
 
 #: After a place moved to, what says it is a tool or a product moved to, not a home:
-#: "Tom moved to Rust for the backend", "we moved to Postgres for our analytics db".
+#: "Tom moved to Rust for the backend", "we moved to Postgres for our analytics db". The
+#: tech noun ends the phrase (or "code", "services", "layer" follow it): "moved to Berlin
+#: for a backend job", "to Tokyo for a UI design job", "to York in the builds up to
+#: Christmas" are moves home.
 _TOOL_USE = re.compile(
     r"^\s+(?:for|on|in)\s+(?:(?:the|our|my|his|her|their|its|a|an|this|that|all|new)\s+)?"
     r"(?:[\w\-]+\s+){0,2}?(?:backend|back-end|frontend|front-end|api|apis|database|"
     r"databases|db|codebase|stack|microservices|pipeline|pipelines|ci|scripting|tooling|"
     r"infra|infrastructure|deployment|deployments|hosting|servers?|apps?|ui|tests|testing|"
-    r"builds?)\b",
+    r"builds?)(?=\s*(?:[,:)]|$)|\s+(?:and|or|but|so|because|as|at|in|on|with|using|instead|"
+    r"now|too|code|services?|layer|side|stuff|work)\b)",
     re.I,
 )
 

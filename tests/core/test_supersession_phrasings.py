@@ -1576,6 +1576,17 @@ def test_a_person_named_by_a_bare_name(old: str, new: str, stale: bool) -> None:
         ("Tom lives in Leeds.", "Tom moved to Rust for the backend."),
         ("Tom lives in Leeds.", "Tom moved to Linux."),
         ("I live in Leeds.", "I moved to Rust for the backend."),
+        ("I live in Leeds.", "We moved to Postgres for our analytics db."),
+        ("Tom lives in Leeds.", "Tom moved to Rust for the backend and the CLI."),
+        ("I live in Leeds.", "I moved to Linux."),
+        # a group whose noun ends the phrase, a time or a reason: still no role or employer
+        ("Tom works as a nurse.", "Tom works as a team."),
+        ("I work as a nurse.", "I work as a pair on Fridays."),
+        ("My sister works as a nurse.", "My sister works as one with her team."),
+        ("Tom works at Globex.", "Tom works for a few hours a day."),
+        ("Tom works at Globex.", "Tom works at the weekend."),
+        ("I work at Globex.", "I work for the money."),
+        ("My sister works at Globex.", "My sister works for the love of it."),
     ],
 )
 def test_how_one_works_or_what_one_moved_to_is_no_employer_role_or_home(old: str, new: str) -> None:
@@ -1585,6 +1596,55 @@ def test_how_one_works_or_what_one_moved_to_is_no_employer_role_or_home(old: str
     anyone" replaced "Tom works as a nurse", "Tom moved to Rust for the backend" replaced
     "Tom lives in Leeds"."""
     assert rule.supersedes(new, old, similarity=0.9) is False
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # an employer named by any noun phrase, or a person one works for
+        ("I work at Globex.", "I work at a fintech."),
+        ("My sister works at Globex.", "My sister works at a biotech."),
+        ("Tom works at Globex.", "Tom works at an estate agent."),
+        ("I work at Globex.", "I work at a vet's."),
+        ("I work at Globex.", "I work at a solicitors."),
+        ("I work at Globex.", "I work at a coffee chain."),
+        ("I work at Globex.", "I work for a tech giant."),
+        ("My sister works at Globex.", "My sister works for a multinational."),
+        ("I work for the city.", "I work at Globex."),
+        ("My sister works at Globex.", "My sister works for the state."),
+        ("My husband works for the railway.", "My husband works at Initech."),
+        ("I work at Globex.", "I work for a school district."),
+        ("I work at Globex.", "I work for a hospital trust."),
+        ("I work at Globex.", "I work for my dad."),
+        ("Tom works at Globex.", "Tom works for his dad."),
+        # a role that opens with a group noun, or one of many
+        ("My wife works as a family lawyer.", "My wife works as a teacher."),
+        ("My wife works as a teacher.", "My wife works as a family doctor."),
+        ("I work as a nurse.", "I work as a team leader."),
+        ("I work as a team leader.", "I work as a nurse."),
+        ("Tom works as a pair programmer.", "Tom works as a designer."),
+        ("Tom works as a unit manager.", "Tom works as a chef."),
+        ("Tom works as a chef.", "Tom works as one of the managers."),
+        # a move home for a tech job: the tech noun does not end the phrase
+        ("I live in London.", "I moved to Berlin for a backend job."),
+        ("Tom lives in Leeds.", "Tom moved to Berlin for a backend job."),
+        ("I live in London.", "I moved to Seattle for a cloud infrastructure role."),
+        ("I live in London.", "I moved to Tokyo for a UI design job."),
+        ("I live in London.", "I moved to Austin for a frontend position."),
+        ("I live in London.", "I moved to Dublin for a testing job."),
+        ("I live in London.", "I moved to Bangalore for a database admin job."),
+        ("I live in London.", "I moved to Houston for a pipeline engineering job."),
+        ("I live in London.", "I moved to San Francisco for an apps startup."),
+        ("I live in Leeds.", "I moved to York in the builds up to Christmas."),
+    ],
+)
+def test_a_job_or_home_that_looks_like_how_one_works_still_counts(old: str, new: str) -> None:
+    """Review of the rule above: it refused what a word of its look-alikes opened or
+    what a closed list of workplaces missed. "Works as a team" is no role, but "works as a
+    team leader" or "a family doctor" is; "works at a fast pace" no employer, but "at a
+    fintech", "for the city" or "for my dad" is; "moved to Rust for the backend" no home,
+    but "moved to Berlin for a backend job" is."""
+    assert rule.supersedes(new, old, similarity=0.9) is True
 
 
 @pytest.mark.parametrize(
