@@ -1107,6 +1107,25 @@ async def test_real_stack_store_async(real_engine: Oblivion) -> None:
     assert (await store.aget(NS, "k")).value == {"text": "Backups run at midnight"}  # type: ignore[union-attr]
 
 
+@pytest.mark.integration
+def test_real_stack_store_batch_of_puts(real_engine: Oblivion) -> None:
+    """A batch of new items (one engine write) is stored and searched semantically, and
+    survives a reopen of the store."""
+    store = OblivionStore(real_engine, index={"fields": ["text"]})
+    facts = {
+        "tea": "I prefer green tea in the morning",
+        "car": "My car is an electric Renault",
+        "dog": "Our dog Biscuit is a beagle",
+    }
+    store.batch([PutOp(NS, key, {"text": text}) for key, text in facts.items()])
+    assert store.search(NS, query="What pet do we have?")[0].key == "dog"
+    path = real_engine.path
+    real_engine.close()
+    with Oblivion(path, embedder=real_engine.embedder) as reopened:
+        again = OblivionStore(reopened, index={"fields": ["text"]})
+        assert {key: again.get(NS, key).value["text"] for key in facts} == facts  # type: ignore[union-attr]
+
+
 def test_a_restated_value_is_appraised_as_a_new_one(engine: Oblivion, clock: ManualClock) -> None:
     """A key first written with small talk and overwritten with an instruction kept small
     talk's category and importance: it decayed in hours and was archived within a day."""
