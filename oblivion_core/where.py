@@ -48,10 +48,12 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import regex
 
 from oblivion_core.errors import InvalidInputError
 
@@ -107,6 +109,14 @@ def _number(x: object) -> bool:
 def _same(a: object, b: object) -> bool:
     """Equal, with bools apart from numbers (``True`` is not ``1``)."""
     return isinstance(a, bool) == isinstance(b, bool) and a == b
+
+
+#: Seconds a ``$regex`` / ``$not_regex`` may take on one memory's text before the call is
+#: refused (:class:`InvalidInputError`); a pattern that does not backtrack without end
+#: takes well under a millisecond on the longest text a memory may hold.
+REGEX_SECONDS = 0.5
+#: Patterns that took longer (the newest 256): refused at once when given again.
+_SLOW_PATTERNS: OrderedDict[str, None] = OrderedDict()
 
 
 def _member(value: object) -> tuple[str, object] | None:
@@ -185,13 +195,35 @@ def _document(op: str, operand: object, where: str, *, empty: bool = False) -> P
             f"{where}'s {op} needs a non-empty pattern str, got {operand!r:.80}"
         )
     try:
-        pattern = re.compile(operand)
+        re.compile(operand)  # the syntax documented: Python's re
     except re.error as exc:
         raise InvalidInputError(
             f"{where}'s {op} is not a regular expression Python's re reads ({exc}): {operand!r:.80}"
         ) from exc
+    # matched by the regex package (re's syntax in its VERSION0), which lets other threads
+    # run meanwhile and stops a match at REGEX_SECONDS: re held the whole process (every
+    # tenant of a server) for minutes on "^(\w+\s?)*$" over a sentence of 12 words
+    slow = (
+        f"{where}'s {op} {operand!r:.80} took over {REGEX_SECONDS} s on one memory's text: a "
+        "pattern whose repetitions can match the same text in many ways (such as (a|aa)+ "
+        "or (\\w+\\s?)*) takes exponential time; write it with one way to match each part"
+    )
+    if operand in _SLOW_PATTERNS:  # refused at once: each try held the engine for the limit
+        raise InvalidInputError(slow + " (refused before in this process)")
+    pattern = regex.compile(operand)
     matches = op == "$regex"
-    return lambda _, text: (pattern.search(text) is not None) == matches
+
+    def test(_: Mapping[str, Any], text: str) -> bool:
+        try:
+            found = pattern.search(text, concurrent=True, timeout=REGEX_SECONDS)
+        except TimeoutError:
+            _SLOW_PATTERNS[operand] = None
+            while len(_SLOW_PATTERNS) > 256:
+                _SLOW_PATTERNS.popitem(last=False)
+            raise InvalidInputError(slow) from None
+        return (found is not None) == matches
+
+    return test
 
 
 def _field(key: str, cond: object) -> Predicate:

@@ -106,8 +106,15 @@ def _turn_of(text: str, users: set[str] | None) -> bool:
     them) of one of the user messages ``users``."""
     if not users or not text.startswith("user: "):
         return False
-    user = text[len("user: ") :].split("\nassistant: ", 1)[0]
-    return user in users
+    body = text[len("user: ") :]
+    # a user message may hold "\nassistant: " itself (a pasted transcript): each place
+    # the answer may start is tried
+    at = len(body)
+    while at >= 0:
+        if body[:at] in users:
+            return True
+        at = body.rfind("\nassistant: ", 0, at)
+    return False
 
 
 def _turn_id(namespace: str | None, message_id: str) -> str:

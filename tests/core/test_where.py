@@ -912,3 +912,25 @@ def test_in_and_nin_test_membership_as_equality_does(
     left = compile_where({"k": {"$nin": listed}})
     assert found is not None and left is not None
     assert found(meta, "") is expected and left(meta, "") is not expected
+
+
+def test_a_regex_that_backtracks_without_end_is_refused(
+    tmp_path: Path, real_embedder: FastEmbedEmbedder
+) -> None:
+    """Python's re held the whole process for minutes on "^(\\w+\\s?)*$" over a
+    sentence of 12 words (Chroma answers it in milliseconds): every other thread, every
+    tenant, waited. Now the call is refused at the time limit, nothing is deleted, and
+    the same pattern is refused at once after that."""
+    with Oblivion(tmp_path / "store", embedder=real_embedder) as mem:
+        mem.remember("The office moved to Leeds in March and the team meets there.")
+        mem.remember("a" * 40 + "b", namespace="other")
+        slow = {"$regex": "(a|aa)+$"}
+        with pytest.raises(InvalidInputError, match=r"\(a\|aa\)\+\$.*took over 0.5 s") as first:
+            mem.forget_where(where_document=slow, namespace="other")
+        assert "refused before" not in str(first.value)
+        assert mem.count(namespace="other") == 1
+        with pytest.raises(InvalidInputError, match="refused before in this process"):
+            mem.records(where_document=slow, namespace="other")
+        ordinary = {"$regex": r"^(\w+\s?)*\.$"}  # re's worst case, linear here
+        assert len(mem.records(where_document=ordinary)) == 1
+        assert mem.recall("where does the team meet", k=1, where_document=ordinary).ids

@@ -221,6 +221,21 @@ def test_turns_still_in_the_thread_are_not_injected_again(engine: Oblivion) -> N
     assert "user: Can my cat eat fish?" in (memory_block(model.seen[-1]) or "")
 
 
+def test_a_turn_with_a_pasted_transcript_still_in_the_thread_is_not_injected(
+    engine: Oblivion,
+) -> None:
+    """A user message holding a line "assistant: ..." (a pasted chat log) was split
+    there, so its turn, still in the thread, came back in the block, the pasted line
+    shown as the assistant's."""
+    pasted = "My sister Ana lives in Porto, the other bot said:\nassistant: Ana lives in Porto."
+    agent, model = _agent(engine, ["The other bot got Porto right.", "Yes, Porto."])
+    _ask(agent, pasted)
+    _ask(agent, "So where does Ana live, Porto?")
+    assert "Ana lives in Porto" not in (memory_block(model.seen[-1]) or "")
+    assert mw._turn_of(f"user: {pasted}\nassistant: Yes.", {pasted})
+    assert mw._turn_of(f"user: {pasted}", {pasted})
+
+
 @pytest.mark.parametrize("budget", [0, 5, 12, 25, 60, None])
 def test_the_block_never_exceeds_the_token_budget(engine: Oblivion, budget: int | None) -> None:
     """Whatever the budget, the injected text costs at most that many tokens."""
