@@ -94,6 +94,11 @@ def _score_and_pack(
             heads[m] = head
             if active_only and head not in space.index:
                 continue  # deep=False: an archived successor stays there (m is stale)
+            if m in listed:  # shown first: its successor in its place, whatever its category
+                listed = listed | {head}
+                cand.setdefault(head, -np.inf)
+                if signals is not None and m in signals.standing:
+                    signals.standing = signals.standing | {head}
             if cand.get(head, -np.inf) < cand[m]:
                 cand[head] = cand[m]
                 if signals is not None:

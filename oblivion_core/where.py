@@ -48,12 +48,18 @@ from __future__ import annotations
 import json
 import math
 import re
+from _sre import MAXREPEAT
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import regex
+
+try:  # re's own parser: the syntax the README documents
+    from re import _parser as _re_parser  # type: ignore[attr-defined]
+except ImportError:  # Python 3.10
+    import sre_parse as _re_parser
 
 from oblivion_core.errors import InvalidInputError
 
@@ -117,6 +123,24 @@ def _same(a: object, b: object) -> bool:
 REGEX_SECONDS = 0.5
 #: Patterns that took longer (the newest 256): refused at once when given again.
 _SLOW_PATTERNS: OrderedDict[str, None] = OrderedDict()
+#: The most times a ``$regex`` may repeat a part with a count (nested counts multiply).
+MAX_REPEAT = 10_000
+
+
+def _expansion(node: Any, outer: int = 1) -> int:
+    """The most times a part of a pattern parsed by re's parser is written out by counted
+    repeats (``a{n}``, ``a{n,m}``: the bound; ``a{n,}``: ``n``), nested ones multiplied."""
+    data = getattr(node, "data", node)  # a SubPattern holds its items
+    if not isinstance(data, list | tuple):
+        return outer
+    if len(data) == 2 and str(data[0]) in _REPEATS:
+        low, high, inner = data[1]
+        outer *= max(low if high == MAXREPEAT else high, 1)
+        return max(outer, _expansion(inner, outer))
+    return max((_expansion(child, outer) for child in data), default=outer)
+
+
+_REPEATS = frozenset({"MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"})
 
 
 def _member(value: object) -> tuple[str, object] | None:
@@ -195,11 +219,18 @@ def _document(op: str, operand: object, where: str, *, empty: bool = False) -> P
             f"{where}'s {op} needs a non-empty pattern str, got {operand!r:.80}"
         )
     try:
-        re.compile(operand)  # the syntax documented: Python's re
+        parsed = _re_parser.parse(operand)  # the syntax documented: Python's re
     except re.error as exc:
         raise InvalidInputError(
             f"{where}'s {op} is not a regular expression Python's re reads ({exc}): {operand!r:.80}"
         ) from exc
+    if _expansion(parsed) > MAX_REPEAT:
+        # the regex package writes out each counted repeat when it compiles: "a{10000000}"
+        # took 2.6 GB
+        raise InvalidInputError(
+            f"{where}'s {op} {operand!r:.80} repeats a part more than {MAX_REPEAT} times "
+            "(counting nested repeats together); use a smaller count or an open one ({n,})"
+        )
     # matched by the regex package (re's syntax in its VERSION0), which lets other threads
     # run meanwhile and stops a match at REGEX_SECONDS: re held the whole process (every
     # tenant of a server) for minutes on "^(\w+\s?)*$" over a sentence of 12 words
@@ -210,7 +241,13 @@ def _document(op: str, operand: object, where: str, *, empty: bool = False) -> P
     )
     if operand in _SLOW_PATTERNS:  # refused at once: each try held the engine for the limit
         raise InvalidInputError(slow + " (refused before in this process)")
-    pattern = regex.compile(operand)
+    try:
+        pattern = regex.compile(operand)
+    except (regex.error, MemoryError, OverflowError) as exc:
+        raise InvalidInputError(
+            f"{where}'s {op} {operand!r:.80} is read by the regex package, which refuses it "
+            f"({exc}); POSIX classes such as [[:digit:]] are its own (as in Chroma)"
+        ) from exc
     matches = op == "$regex"
 
     def test(_: Mapping[str, Any], text: str) -> bool:

@@ -101,17 +101,18 @@ class _TurnMemory:
     id: str | None = None  # from the user message's id: a regenerated answer replaces it
 
 
-def _turn_of(text: str, users: set[str] | None) -> bool:
+def _turn_of(text: str, users: set[str] | None, sizes: set[int] | None = None) -> bool:
     """Whether ``text`` is a turn memory (``"user: ..."``, as :meth:`_record` writes
-    them) of one of the user messages ``users``."""
+    them) of one of the user messages ``users`` (``sizes``: their lengths, if known)."""
     if not users or not text.startswith("user: "):
         return False
     body = text[len("user: ") :]
+    sizes = sizes if sizes is not None else {len(u) for u in users}
     # a user message may hold "\nassistant: " itself (a pasted transcript): each place
-    # the answer may start is tried
+    # the answer may start is tried, where a message of that length ends
     at = len(body)
     while at >= 0:
-        if body[:at] in users:
+        if at in sizes and body[:at] in users:
             return True
         at = body.rfind("\nassistant: ", 0, at)
     return False
@@ -676,6 +677,7 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
         except UnknownNamespaceError:
             return "", []
         k = self.k if self.k is not None else policy.default_k
+        sizes = {len(u) for u in visible or ()}
 
         result = recall_besides(
             # a message without text (images only): the standing memories alone
@@ -690,9 +692,9 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
             items_budget,
             k,
             policy.per_item_tokens,
-            lambda text: _turn_of(text, visible),
+            lambda text: _turn_of(text, visible, sizes),
         )
-        items = besides(result.items, lambda text: _turn_of(text, visible))[:k]
+        items = besides(result.items, lambda text: _turn_of(text, visible, sizes))[:k]
         block, shown = render(
             [it.text for it in items], counter=count, budget=room, header=self.header
         )

@@ -78,6 +78,23 @@ def test_standing_memories_are_as_relevant_as_the_best_match_shown(
         assert shown[1].why["activation_share"] == pytest.approx(plain[0].why["activation_share"])
 
 
+def test_a_standing_memory_replaced_by_another_category_brings_its_successor(
+    fresh: Any,
+) -> None:
+    """A standing instruction superseded by a preference: its successor is shown first
+    in its place, saying so (the first fix of the standing items' relevance showed
+    neither)."""
+    with fresh(policy=POLICY) as mem:
+        old = mem.remember(RULES[0], category="instruction").id
+        facts = [mem.remember(t, category="fact").id for t in FACTS]
+        new = mem.remember("From now on answer in American English.", category="preference").id
+        mem.supersede(old, new)
+        result = mem.recall("Where does my sister live?", k=4, standing="instruction")
+        assert result.ids[0] == new and old not in result.ids
+        assert "standing" in result[0].why["explanation"]
+        assert facts[0] in result.ids
+
+
 def test_standing_places_go_to_the_best_scored(fresh: Any) -> None:
     """With more standing memories than places, the most important ones are shown."""
     with fresh(policy=POLICY) as mem:

@@ -9,6 +9,7 @@ BM25), through the real model and embedded Chroma too.
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
@@ -934,3 +935,20 @@ def test_a_regex_that_backtracks_without_end_is_refused(
         ordinary = {"$regex": r"^(\w+\s?)*\.$"}  # re's worst case, linear here
         assert len(mem.records(where_document=ordinary)) == 1
         assert mem.recall("where does the team meet", k=1, where_document=ordinary).ids
+
+
+@pytest.mark.parametrize(
+    ("pattern", "named"),
+    [
+        ("a{100000000}", "repeats a part more than 10000 times"),  # 2.6 GB at a{10000000}
+        ("(a{1000}){1000}", "repeats a part more than 10000 times"),  # nested: multiplied
+        ("[[:alpha:]", "the regex package, which refuses it"),  # re reads it, regex does not
+    ],
+)
+def test_a_regex_the_regex_package_cannot_take_is_named(pattern: str, named: str) -> None:
+    """The regex package writes out counted repeats when it compiles (a bare MemoryError,
+    or the process killed), and refuses some patterns re reads, with its own error."""
+    warns = pytest.warns(FutureWarning) if "[[" in pattern else contextlib.nullcontext()
+    with warns, pytest.raises(InvalidInputError, match=named):
+        compile_where(None, {"$regex": pattern})
+    assert compile_where(None, {"$regex": "a{5000}b{2,}"}) is not None
