@@ -219,7 +219,8 @@ def _document(op: str, operand: object, where: str, *, empty: bool = False) -> P
             f"{where}'s {op} needs a non-empty pattern str, got {operand!r:.80}"
         )
     try:
-        parsed = _re_parser.parse(operand)  # the syntax documented: Python's re
+        re.compile(operand)  # the syntax documented: Python's re
+        parsed = _re_parser.parse(operand)
     except re.error as exc:
         raise InvalidInputError(
             f"{where}'s {op} is not a regular expression Python's re reads ({exc}): {operand!r:.80}"
