@@ -54,7 +54,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-import regex
+import regex  # installed with tiktoken, which reads text with it too
 
 try:  # re's own parser: the syntax the README documents
     from re import _parser as _re_parser  # type: ignore[attr-defined]
