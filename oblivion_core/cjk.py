@@ -48,11 +48,13 @@ def content_pairs(word: str) -> list[str]:
     "データ"). Queries search every pair (:func:`oblivion_core.lexical.query_terms`)."""
     if not HAS_CJK.search(word):
         return [word]
-    return [
-        p
-        for p in pieces(unicodedata.normalize("NFKC", word), singles=False)
-        if not (HAS_CJK.search(p) and (p in _ROLES or grammar(p)))
-    ]
+    return [p for p in pairs(word) if not (HAS_CJK.search(p) and (p in _ROLES or grammar(p)))]
+
+
+def pairs(word: str) -> list[str]:
+    """:func:`pieces` of ``word`` without single characters, half-width katakana read as
+    the full-width forms."""
+    return pieces(unicodedata.normalize("NFKC", word), singles=False)
 
 
 def grammar(piece: str) -> bool:

@@ -48,7 +48,8 @@ class _Boosts(NamedTuple):
     after: np.ndarray[Any, Any]
     valid: np.ndarray[Any, Any]  # not invalidated: only those are reinforced
     relevances: np.ndarray[Any, Any]
-    # asked for by the query (Signals.asked): only those count as recalls for adaptation
+    # asked for by the query (not a neighbouring turn, not a standing memory): only those
+    # count as recalls for adaptation
     asked: list[bool]
 
 

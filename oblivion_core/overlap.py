@@ -26,7 +26,7 @@ import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 
-from oblivion_core.cjk import HAS_CJK, content_pairs, pieces
+from oblivion_core.cjk import HAS_CJK, content_pairs, pairs
 from oblivion_core.typography import MARK, composed
 
 _TOKEN = re.compile(r"[a-z0-9][a-z0-9'\-]*")
@@ -61,13 +61,17 @@ def content_words(text: str) -> set[str]:
             for w in words
             if (len(w) >= 3 or any(ch.isdigit() for ch in w)) and w not in STOP_WORDS
         }
-    # "İ" lowercases to "i" and a combining dot: "İstanbul" is the word "istanbul"
-    lower = composed(text).lower().replace("i\u0307", "i").replace("_", " ")
-    found = _WORD.findall(lower)
-    if HAS_CJK.search(lower):  # a run of Chinese or kana reads as its pairs
+    found = _words(text)
+    if HAS_CJK.search(text):  # a run of Chinese or kana reads as its pairs
         found = [piece for w in found for piece in content_pairs(w)]
     words = (w.strip("'-") for w in found)
     return {w for w in words if (len(w) >= 3 or _short_kept(w)) and w not in STOP_WORDS}
+
+
+def _words(text: str) -> list[str]:
+    """The lower-cased words of a text beyond ASCII, in any script (:data:`_WORD`)."""
+    # "İ" lowercases to "i" and a combining dot: "İstanbul" is the word "istanbul"
+    return _WORD.findall(composed(text).lower().replace("i\u0307", "i").replace("_", " "))
 
 
 def _short_kept(word: str) -> bool:
@@ -96,10 +100,10 @@ def used_ids(
     out: list[str] = []
     for memory_id, text in items:
         words = content_words(text)
-        total = _weight(words)
-        shared = _weight(words & answer_words)
         if not words:
             continue
+        total = _weight(words)
+        shared = _weight(words & answer_words)
         if total < 1.0:  # one pair of Chinese or Japanese characters: see _close_echo
             if shared == total and _close_echo(text, answer):
                 out.append(memory_id)
@@ -118,13 +122,8 @@ def _close_echo(memory: str, answer: str) -> bool:
 
 
 def _pairs(text: str) -> list[str]:
-    lower = composed(text).lower()
-    return [
-        p
-        for w in _WORD.findall(lower)
-        for p in pieces(unicodedata.normalize("NFKC", w), singles=False)
-        if HAS_CJK.search(p)
-    ]
+    """Every pair of neighbouring Chinese characters or kana in ``text``."""
+    return [p for w in _words(text) for p in pairs(w) if HAS_CJK.search(p)]
 
 
 def _weight(words: set[str]) -> float:

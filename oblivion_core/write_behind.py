@@ -66,7 +66,7 @@ class EngineLock:
 
     def refuse_inherited(self) -> None:
         """Raise :attr:`in_child`'s error in a process forked after the lock was made."""
-        if self._generation != forks.generation():
+        if self.inherited:
             raise self.in_child()
 
     def __enter__(self) -> EngineLock:

@@ -241,7 +241,7 @@ class OblivionMemory(BaseMemory):
         """Build a memory the way LlamaIndex chat engines do (``memory_cls.from_defaults``).
 
         Args:
-            path: Store directory to open (``None``: in memory). Ignored with ``oblivion``.
+            path: Store directory to open (``None``: in memory). Not with ``oblivion``.
             oblivion: Use this engine instead of opening one.
             embed_model: Any LlamaIndex ``BaseEmbedding`` for a newly opened engine.
             engine_kwargs: More :class:`Oblivion` arguments (``policy``, ``clock``, ...).

@@ -219,7 +219,7 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
         """Open (or create) a store at ``path`` and use it as a memory block.
 
         Args:
-            path: Store directory (``None``: in memory). Ignored with ``oblivion``.
+            path: Store directory (``None``: in memory). Not with ``oblivion``.
             oblivion: Use this engine instead of opening one.
             embed_model: Any LlamaIndex ``BaseEmbedding`` (``None``: local MiniLM).
             engine_kwargs: More :class:`Oblivion` arguments (``policy``, ``clock``, ...).

@@ -124,7 +124,7 @@ class OblivionRetriever(BaseRetriever):
         """Open (or create) a store at ``path`` and retrieve from it.
 
         Args:
-            path: Store directory (``None``: in memory). Ignored with ``oblivion``.
+            path: Store directory (``None``: in memory). Not with ``oblivion``.
             oblivion: Use this engine instead of opening one.
             embed_model: Any LlamaIndex ``BaseEmbedding`` (``None``: local MiniLM).
             engine_kwargs: More :class:`Oblivion` arguments (``policy``, ``clock``, ...).
