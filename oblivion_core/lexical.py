@@ -669,10 +669,10 @@ class LexicalIndex:
         """Remove documents by sequence number (absent ones are ignored)."""
         with self._lock:
             self._changed(namespace)
+            if len(seqs):
+                self._drop_saved(namespace)
             space = self._spaces.get(namespace)
             if space is None:
-                if len(seqs):
-                    self._drop_saved(namespace)
                 return
             try:
                 space.delete(seqs)
@@ -683,15 +683,15 @@ class LexicalIndex:
     def replace(self, namespace: str, seq: int, text: str) -> None:
         """Re-index one document with new text."""
         with self._lock:
-            if namespace not in self._spaces:
-                self._drop_saved(namespace)
+            self._drop_saved(namespace)
         self.add(namespace, [seq], [text])
 
     def _drop_saved(self, namespace: str) -> None:
-        """Delete the file saved for a namespace whose index is not built, as one of its
-        texts is deleted or changed (call with the lock held): the change made it stale,
-        never to be read again, and it would keep the old text's words on disk until the
-        namespace is next searched and saved."""
+        """Delete the file saved for a namespace, as one of its texts is deleted or
+        changed (call with the lock held): the change made it stale, never to be read
+        again, and it would keep the old text's words on disk until the namespace is
+        next saved (a clean close), or after a crash, until the one after that. A built
+        index is saved again at close."""
         self._saved.pop(namespace, None)
         if self._snapshots is not None:
             self._snapshots.drop(namespace)

@@ -72,7 +72,10 @@ class LexicalSnapshots:
             self.discard(namespace, exc)
             return None
         if int(header[0]) != FORMAT or name != namespace or int(header[1]) != generation:
-            return None  # saved by another version, or before a change: built again
+            # saved by another version, or before a change (a crash after a forget() may
+            # leave one, holding the forgotten text's words): never read, so deleted
+            self.drop(namespace)
+            return None
         return arrays
 
     def save(self, namespace: str, generation: int, arrays: Arrays) -> bool:

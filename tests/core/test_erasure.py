@@ -7,6 +7,8 @@ its keyword index is saved beside the database."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 from oblivion_core import Oblivion, VectorStore
@@ -93,3 +95,62 @@ def test_the_database_and_its_log_hold_no_deleted_text_while_the_store_is_open(
         mem.edit(edited, "Dana's employer: withheld")
         held = _files_holding(tmp_path, [FORGOTTEN, EDITED])
         assert not {f for f in held if f.startswith("oblivion.sqlite3")}, held
+
+
+def _built_and_saved(path: Path) -> list[str]:
+    """A namespace over 1,024 memories, its keyword index saved at close, then read
+    back and used by a recall (built) in the store opened again."""
+    notes = [f"note {k}: the team meets on Tuesdays to plan sprint {k}" for k in range(1_100)]
+    with _open(path, documents=False) as mem:
+        mem.remember_many(notes, supersede=False)
+        ids = [
+            mem.remember(f"Dana's therapist is Dr {FORGOTTEN} on Elm Street").id,
+            mem.remember(f"Dana's new employer is {EDITED} Holdings").id,
+            mem.remember(f"Dana's locker code at {BY_FILTER} gym", metadata={"kind": "pin"}).id,
+        ]
+        mem.recall("sprint planning", k=3)
+    assert _files_holding(path / "lexical", [FORGOTTEN, EDITED, BY_FILTER])
+    return ids
+
+
+def test_the_saved_keyword_index_holds_no_deleted_text_while_the_store_is_open(
+    tmp_path: Path,
+) -> None:
+    """Of a namespace whose index was built, the saved file kept a forgotten or
+    edited-away text's words until the store closed (days, in a server)."""
+    gone, edited, _ = _built_and_saved(tmp_path)
+    with _open(tmp_path, documents=False) as mem:
+        mem.recall("sprint planning", k=3)  # the index, read from the file, is built
+        mem.forget(gone)
+        assert FORGOTTEN not in str(_files_holding(tmp_path / "lexical", [FORGOTTEN]))
+        mem.edit(edited, "Dana's employer: withheld")
+        assert len(mem.forget_where(where={"kind": "pin"})) == 1
+        assert _files_holding(tmp_path / "lexical", [FORGOTTEN, EDITED, BY_FILTER]) == {}
+        assert mem.recall(FORGOTTEN, k=3).items[0].text.startswith("note")
+    assert _files_holding(tmp_path / "lexical", [FORGOTTEN, EDITED, BY_FILTER]) == {}
+
+
+_KILLED_AFTER_FORGET = """
+import os, sys
+from pathlib import Path
+sys.path.insert(0, {tests!r})
+from core.test_erasure import _open
+mem = _open(Path({path!r}), documents=False)
+mem.recall("sprint planning", k=3)
+mem.forget({gone!r})
+os._exit(9)
+"""
+
+
+def test_a_keyword_index_file_a_crash_left_stale_is_deleted_when_the_store_opens(
+    tmp_path: Path,
+) -> None:
+    """The process dies after a forget(): the file written before it is out of date,
+    never read again, and deleted by the next open's first search."""
+    gone, _, _ = _built_and_saved(tmp_path)
+    tests = str(Path(__file__).resolve().parents[1])
+    code = _KILLED_AFTER_FORGET.format(tests=tests, path=str(tmp_path), gone=gone)
+    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 9
+    with _open(tmp_path, documents=False) as mem:
+        mem.recall("sprint planning", k=3)
+        assert _files_holding(tmp_path / "lexical", [FORGOTTEN]) == {}

@@ -106,23 +106,32 @@ def test_arrays_that_make_no_index_are_refused(damage: Any) -> None:
 
 
 def test_a_file_is_read_only_for_its_namespace_generation_and_format(tmp_path: Path) -> None:
+    """A file that is not read (a text changed since, another namespace's, another
+    format's) is deleted: it is never read again, and may hold a forgotten text's words
+    (a crash after a forget() of a namespace whose index was built)."""
     snaps = LexicalSnapshots(tmp_path / "lexical")
     assert snaps.load("ns", 7) is None  # none saved
     assert snaps.save("ns", 7, _arrays())
-    assert snaps.load("ns", 8) is None  # a text changed since
     assert snaps.load("other", 7) is None
     got = snaps.load("ns", 7)
     assert got is not None and set(got) == set(_arrays())
+    assert snaps.path("ns").exists()
+    assert snaps.load("ns", 8) is None  # a text changed since
+    assert not snaps.path("ns").exists()
+    assert snaps.save("ns", 8, _arrays())
+    assert snaps.load("ns", 8) is not None
     # two namespaces whose files would clash by name: the file holds its namespace
     snaps.path("other").write_bytes(snaps.path("ns").read_bytes())
-    assert snaps.load("other", 7) is None
+    assert snaps.load("other", 8) is None
+    assert not snaps.path("other").exists() and snaps.load("ns", 8) is not None
     # another format (a release whose tokens differ)
     with np.load(snaps.path("ns")) as saved:
         arrays = {k: saved[k] for k in saved.files}
-    arrays["header"] = np.array([FORMAT + 1, 7], dtype=np.int64)
+    arrays["header"] = np.array([FORMAT + 1, 8], dtype=np.int64)
     with snaps.path("ns").open("wb") as out:
         np.savez(out, **arrays)
-    assert snaps.load("ns", 7) is None
+    assert snaps.load("ns", 8) is None
+    assert not snaps.path("ns").exists()
 
 
 def test_what_a_killed_save_left_is_removed_by_the_next_save(tmp_path: Path) -> None:
