@@ -319,16 +319,25 @@ class Policy:
     def replace(self, **changes: Any) -> Policy:
         """Return a copy with ``changes`` applied (validated again).
 
-        Another ``clock`` needs ``half_lives`` for it too: half-lives are in the clock's
-        units (seconds or turns), and the wall clock's read as turns would not decay.
+        ``half_lives`` and ``betas`` are merged into the policy's own: ``replace(
+        half_lives={"fact": 7 * 86400})`` changes the facts' half-life and keeps every
+        other category's (it set them all to seven days, the default category's fallback,
+        before). Another ``clock`` needs ``half_lives`` for it too, and takes them as
+        given, not merged: half-lives are in the clock's units (seconds or turns), and
+        the wall clock's read as turns would not decay.
         """
         _refuse_unknown(changes)
-        if changes.get("clock", self.clock) != self.clock and "half_lives" not in changes:
+        clock_changes = changes.get("clock", self.clock) != self.clock
+        if clock_changes and "half_lives" not in changes:
             raise PolicyError(
                 f"clock={changes['clock']!r} changes the unit of every half-life "
                 f"({self.clock!r} -> {changes['clock']!r}): pass half_lives= for it too, or "
                 f"start from Policy.template({self.name!r}, clock={changes['clock']!r})"
             )
+        for key, own in (("half_lives", self.half_lives), ("betas", self.betas)):
+            given = changes.get(key)
+            if isinstance(given, Mapping) and not (clock_changes and key == "half_lives"):
+                changes[key] = {**own, **given}
         return dataclasses.replace(self, **changes)
 
     # ------------------------------------------------------------------ lookups

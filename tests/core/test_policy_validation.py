@@ -15,6 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from oblivion_core import ManualClock, Policy, PolicyError
+from oblivion_core.policy import TEMPLATES
 from oblivion_core.testing import memory
 
 HINTS = typing.get_type_hints(Policy)
@@ -329,7 +330,29 @@ def test_another_clock_needs_its_own_half_lives() -> None:
         wall.replace(clock="turns")
     turns = wall.replace(clock="turns", half_lives={"fact": 600.0})
     assert (turns.clock, turns.half_life("fact")) == ("turns", 600.0)
+    assert dict(turns.half_lives) == {"fact": 600.0}  # as given: none in seconds kept
     assert Policy.template("balanced", clock="turns").half_life("fact") == 600.0
+
+
+@pytest.mark.parametrize("template", TEMPLATES)
+def test_replace_merges_half_lives_and_betas_into_the_policys_own(template: str) -> None:
+    """``replace(half_lives={"fact": ...})`` replaced the whole mapping: every other
+    category fell back to the default category's, so an instruction's half-life went
+    from 180 days to the new fact's 7."""
+    base = Policy.template(template)
+    week = 7 * 86_400.0
+    changed = base.replace(half_lives={"fact": week, "note": 3.0}, betas={"event": 0.07})
+    assert changed.half_life("fact") == week and changed.half_life("note") == 3.0
+    assert changed.beta("event") == 0.07
+    for cat in base.half_lives:
+        if cat != "fact":
+            assert changed.half_life(cat) == base.half_life(cat)
+    for cat in base.betas:
+        if cat != "event":
+            assert changed.beta(cat) == base.beta(cat)
+    assert base.half_life("fact") != week  # the original is unchanged
+    with pytest.raises(PolicyError, match=r"half_lives\['fact'\]"):
+        base.replace(half_lives={"fact": -1.0})
 
 
 def test_a_half_life_adaptation_would_make_infinite_is_refused() -> None:
