@@ -495,11 +495,24 @@ def test_links_made_on_write_do_not_depend_on_a_reload(tmp_path: Path, case: str
     )
 
 
-def test_a_policy_switch_leaves_the_namespaces_it_read_unloaded(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"floor_fraction": 0.3},  # every memory rebased: the namespaces are read
+        {"half_lives": {"fact": 2 * DAY, "event": 9 * DAY}},  # new clock pieces only
+    ],
+)
+def test_a_policy_switch_leaves_the_namespaces_it_read_unloaded(
+    tmp_path: Path, change: dict[str, Any]
+) -> None:
     """Switching the default policy reads every namespace that follows it (to start its
     new decay there) and used to keep them all; those not loaded before go again, and
     each ends as in a twin that had them all loaded: the switch in a namespace does not
-    depend on whether it was loaded. Reopening with another policy switches the same way."""
+    depend on whether it was loaded. Reopening with another policy switches the same way.
+
+    A switch of half-lives alone starts the new clock pieces of a namespace not loaded
+    in the state database: it loaded each, opening its Chroma collection (about 2.6 MB
+    each until the client closes: 820 MB for 300 users)."""
     twins = {}
     for name in ("kept", "unloaded"):
         clock = ManualClock()
@@ -520,10 +533,20 @@ def test_a_policy_switch_leaves_the_namespaces_it_read_unloaded(tmp_path: Path) 
             unloaded.unload(namespace=user)
         unloaded.recall("shed tool 1", namespace="ana")  # one in use
         kept.recall("shed tool 1", namespace="ana")
-        switch = Policy.template("research-assistant").replace(floor_fraction=0.3)
+        switch = Policy.template("research-assistant").replace(**change)
+        opened: set[str] = set()
+        collection = unloaded.store.collection
+
+        def recorded(namespace: str, *args: Any, **kwargs: Any) -> Any:
+            opened.add(namespace)
+            return collection(namespace, *args, **kwargs)
+
+        unloaded.store.collection = recorded  # type: ignore[method-assign]
         for mem in (kept, unloaded):
             mem.set_policy(switch, reason="test")
+        del unloaded.store.collection
         assert unloaded.loaded_namespaces() == ["ana"]
+        assert opened == (set() if "half_lives" in change else set(USERS) - {"ana"})
         assert kept.loaded_namespaces() == sorted(USERS)
         for _, clock in twins.values():
             clock.advance(5 * DAY)
