@@ -311,6 +311,15 @@ def _within(timeout: float | None, make: Callable[[], Any]) -> Any:
 _LOST_PLACE = re.compile(r"\b(Tenant|Database) \[([^\]]*)\] (?:does not exist|not found)")
 
 
+def _unreachable(exc: BaseException) -> bool:
+    """Whether ``exc`` (or what it was raised from) is a connection nobody took: the
+    server stopped, or another host or port (``httpx.ConnectError`` without TLS)."""
+    return any(
+        type(at).__name__ == "ConnectError" or isinstance(at, ConnectionRefusedError)
+        for at in _raised_from(exc)
+    )
+
+
 def _timed_out(exc: BaseException) -> bool:
     """Whether ``exc`` (or what it was raised from) is an HTTP request that timed out."""
     return any(
@@ -523,6 +532,12 @@ class VectorStore:
                     "the server refused the request: pass the credentials it expects as "
                     'headers=..., e.g. headers={"Authorization": "Bearer <token>"}'
                 )
+            elif type(exc).__name__ == "InvalidArgumentError":  # the server's own check
+                advice = (
+                    f"it refused the tenant or database name (tenant {tenant!r}, database "
+                    f"{database!r}): pass names of 3 to 512 letters, digits, '.', '_' or "
+                    "'-', beginning and ending with a letter or digit"
+                )
             elif type(exc).__name__ == "NotFoundError":
                 advice = (
                     f"the server has no such tenant or database (tenant {tenant!r}, "
@@ -562,6 +577,13 @@ class VectorStore:
                 f"{operation} (namespace {namespace!r}): {tls}. Check the server's "
                 "certificate (expired, or signed by an authority this machine does not "
                 "trust: SSL_CERT_FILE names one it should), then retry"
+            )
+        if _unreachable(exc):
+            return VectorStoreError(
+                f"could not reach {self.location or 'the Chroma server'} to {operation} "
+                f"(namespace {namespace!r}): {type(exc).__name__}: {exc}. Start the server, "
+                "or check the host and port it listens on, then retry; nothing already "
+                "stored is lost (the activation database holds every memory)"
             )
         lost = _LOST_PLACE.search(" ".join(str(at) for at in _raised_from(exc)))
         if lost:

@@ -439,3 +439,43 @@ def test_a_timeout_that_is_no_number_of_seconds_is_refused(timeout: object) -> N
 
     with pytest.raises(InvalidInputError, match="timeout must be a number of seconds"):
         VectorStore.server("localhost", 1, timeout=timeout)  # type: ignore[arg-type]
+
+
+def test_a_stopped_server_is_named_as_unreachable_not_as_a_damaged_store(
+    tmp_path: Path,
+) -> None:
+    """With the server stopped, a write said to check the disk's free space and, if it
+    kept failing, to drop the collection on the server: wrong advice for a server that
+    is only down (a drop makes the next start copy every memory again). It now says the
+    server could not be reached, and the engine works again once it runs."""
+    from oblivion_core import VectorStoreError
+
+    with testing.chroma_server(tmp_path / "srv") as (host, port, proc):
+        mem = _open(tmp_path / "state", (host, port))
+        mem.remember("written while the server runs", id="a")
+        proc.kill()
+        proc.wait()
+        with pytest.raises(VectorStoreError) as raised:
+            mem.remember("written while it is down", id="b")
+        said = str(raised.value)
+        assert f"could not reach the Chroma server at {host}:{port}" in said
+        assert "Start the server" in said and "nothing already stored is lost" in said
+        assert "free space" not in said and "drop the collection" not in said
+        assert [r.id for r in mem.records()] == ["a"]
+        mem.close()
+
+
+@pytest.mark.parametrize("name", ["tenant", "database"])
+def test_a_tenant_or_database_name_the_server_refuses_is_named(
+    chroma_server: tuple[str, int], name: str
+) -> None:
+    """A database name under 3 characters was reported as a server not running ("start
+    it (`chroma run --port ...`)") while it ran: the name is what to change."""
+    from oblivion_core import VectorStoreError
+
+    host, port = chroma_server
+    with pytest.raises(VectorStoreError) as raised:
+        VectorStore.server(host, port, **{name: "db"}, timeout=10.0)  # type: ignore[arg-type]
+    said = str(raised.value)
+    assert "start it" not in said, said
+    assert "db" in said and ("refused the tenant or database name" in said or "no such" in said)
