@@ -48,6 +48,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import warnings
 from _sre import MAXREPEAT
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -219,8 +220,12 @@ def _document(op: str, operand: object, where: str, *, empty: bool = False) -> P
             f"{where}'s {op} needs a non-empty pattern str, got {operand!r:.80}"
         )
     try:
-        re.compile(operand)  # the syntax documented: Python's re
-        parsed = _re_parser.parse(operand)
+        with warnings.catch_warnings():
+            # re's "possible nested set" for a POSIX class ("[[:digit:]]"), which the
+            # regex package, and Chroma, read as the class
+            warnings.simplefilter("ignore", FutureWarning)
+            re.compile(operand)  # the syntax documented: Python's re
+            parsed = _re_parser.parse(operand)
     except re.error as exc:
         raise InvalidInputError(
             f"{where}'s {op} is not a regular expression Python's re reads ({exc}): {operand!r:.80}"

@@ -953,3 +953,21 @@ def test_a_regex_the_regex_package_cannot_take_is_named(pattern: str, named: str
     with warns, pytest.raises(InvalidInputError, match=named):
         compile_where(None, {"$regex": pattern})
     assert compile_where(None, {"$regex": "a{5000}b{2,}"}) is not None
+
+
+def test_a_posix_class_matches_as_in_chroma_without_a_warning() -> None:
+    """``[[:digit:]]`` (README: "POSIX classes ... are the package's, as in Chroma")
+    matched, but printed re's FutureWarning "Possible nested set" twice a recall,
+    blaming the user's filter."""
+    import warnings
+
+    from oblivion_core.testing import memory
+
+    mem = memory()
+    mem.remember("Invoice 42 from ACME.", id="digits")
+    mem.remember("No numbers in this one.", id="none")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = mem.recall("invoice", where_document={"$regex": "[[:digit:]]"}, k=5)
+        listed = mem.records(where_document={"$regex": "[[:digit:]]+ from"})
+    assert got.ids == ["digits"] and [r.id for r in listed] == ["digits"]
