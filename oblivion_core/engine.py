@@ -116,7 +116,14 @@ from oblivion_core.write_behind import EngineLock
 DEFAULT_NAMESPACE = "default"
 _SIGNALS = {
     "support-desk": ("support", "help desk", "helpdesk", "ticket", "customer"),
-    "research-assistant": ("research", "study", "analysis", "literature"),
+    "research-assistant": (
+        "research",
+        "study",
+        "studies",
+        "analysis",
+        "analyses",
+        "literature",
+    ),
 }
 _T = TypeVar("_T")
 logger = logging.getLogger("oblivion_core")

@@ -402,6 +402,9 @@ def test_set_policy_rejects_unknown_template(mem: Oblivion) -> None:
         ("this option is unsupported", "balanced"),
         ("Research on support tickets", "research-assistant"),
         ("Tickets about a study", "support-desk"),
+        # irregular plurals: "s?" missed them
+        ("three case studies of churn", "research-assistant"),
+        ("data analyses for the board", "research-assistant"),
     ],
 )
 def test_use_template_for_picks_a_template_from_a_signal_and_journals_it(
