@@ -292,7 +292,9 @@ def _import(args: argparse.Namespace) -> int:
     """``oblivion import``: :meth:`Oblivion.import_chroma` of a collection on disk."""
     import chromadb
 
+    from oblivion_core.checks import check_category
     from oblivion_core.engine import Oblivion
+    from oblivion_core.engine_import import check_import_where
     from oblivion_core.state import StateDB, folder_meta
 
     source = Path(args.chroma)
@@ -333,11 +335,18 @@ def _import(args: argparse.Namespace) -> int:
             raise InvalidInputError(
                 f'--where is not JSON ({exc}); write it as \'{{"user_id": "42"}}\''
             ) from exc
+    # what the import would refuse is refused before the store is opened: a new path
+    # would be left a store holding nothing
+    collection = client.get_collection(args.collection)
+    if args.category is not None:
+        check_category(args.category)
+    if where is not None:
+        check_import_where(collection, where)
     embedder = _model(args.model)
     with Oblivion(args.path, embedder=embedder) as mem:
         try:
             report = mem.import_chroma(
-                client.get_collection(args.collection),
+                collection,
                 namespace=args.namespace,
                 category=args.category,
                 reembed=args.reembed,

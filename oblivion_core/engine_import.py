@@ -24,6 +24,24 @@ from oblivion_core.errors import EmbeddingError, InvalidInputError, VectorStoreE
 from oblivion_core.progress import progress
 from oblivion_core.records import check_metadata
 
+# a filter Chroma refuses: its own checks raise ValueError or TypeError, its Rust
+# binding's (an unknown top-level operator) InvalidArgumentError
+_REFUSED = (ValueError, TypeError, InvalidArgumentError)
+
+
+def _refused_where(where: Mapping[str, Any], exc: BaseException) -> InvalidInputError:
+    return InvalidInputError(f"Chroma refused where={dict(where)!r:.200}: {exc}")
+
+
+def check_import_where(collection: Any, where: Mapping[str, Any]) -> None:
+    """Chroma's own check of ``where`` on ``collection`` (a one-record ``get``), for a
+    caller that checks before it opens a store (``oblivion import``)."""
+    try:
+        collection.get(limit=1, where=where, include=[])
+    except _REFUSED as exc:
+        raise _refused_where(where, exc) from exc
+
+
 if TYPE_CHECKING:
     from oblivion_core.engine import Oblivion
 
@@ -186,13 +204,8 @@ def import_chroma(
                         limit=batch_size, offset=offset, include=include, where=where or None
                     )
                 except Exception as exc:
-                    # a filter Chroma refuses: its own checks raise ValueError or TypeError,
-                    # its Rust binding's (an unknown top-level operator) InvalidArgumentError
-                    refused = ValueError | TypeError | InvalidArgumentError
-                    if where and offset == 0 and isinstance(exc, refused):
-                        raise InvalidInputError(
-                            f"Chroma refused where={dict(where)!r:.200}: {exc}"
-                        ) from exc
+                    if where and offset == 0 and isinstance(exc, _REFUSED):
+                        raise _refused_where(where, exc) from exc
                     raise VectorStoreError(
                         f"reading collection {name!r} from record {offset:,} failed "
                         f"({type(exc).__name__}: {exc}); the {report.imported:,} memories "

@@ -520,6 +520,31 @@ def test_oblivion_import_command(
         assert [r.id for r in mem.records(namespace="y")] == ["c"]
 
 
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [
+        (["--where", '{"$bad": 1}'], "Chroma refused where="),
+        (["--category", ""], "category"),
+        (["--category", "   "], "category"),
+    ],
+)
+def test_oblivion_import_refuses_what_the_import_would_before_making_a_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str], said: str
+) -> None:
+    """A --where Chroma refuses or an empty --category failed the import after the store
+    was made: a new path was left a store holding nothing (its database, chroma/ folder
+    and lock file)."""
+    source = chromadb.PersistentClient(str(tmp_path / "app-chroma"))
+    source.create_collection("notes").add(
+        ids=["a"], embeddings=[[0.1] * 384], documents=["a note about the garden"]
+    )
+    store = tmp_path / "typo_store"
+    assert main(["import", str(store), str(tmp_path / "app-chroma"), "notes", *flags]) == 1
+    err = capsys.readouterr().err
+    assert said in err and "Traceback" not in err
+    assert not store.exists()
+
+
 def test_oblivion_import_s_advice_names_its_flags(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
