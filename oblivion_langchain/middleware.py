@@ -159,6 +159,43 @@ def _unrecorded(state: Mapping[str, Any]) -> tuple[dict[str, Any], int, str] | N
     return memo, at, user
 
 
+def _stopped(state: Mapping[str, Any], memo: Mapping[str, Any], at: int) -> tuple[str, str] | None:
+    """The user message and answer of the memo's turn, if the model answered it but the
+    run stopped before ``after_model`` recorded it (else ``None``).
+
+    A client gone while streaming, a cancelled request or a timeout can end a run
+    between the model call and ``after_model``: the checkpointer keeps the answer in
+    the thread, and the next user message (at position ``at``) starts a new turn.
+    The answer is the turn's final ``AIMessage`` (no tool calls), as ``after_model``
+    takes it, or, when the model call set a ``structured_response``, what
+    ``after_agent`` takes. A turn stopped before its answer (before the model call,
+    or in a tool loop) has none: ``None``. When ``SummarizationMiddleware`` summarised
+    the user message away, the turn's messages are those after the summary (no user
+    message among them) and the text is the one the memo kept.
+    """
+    if memo.get("recorded"):
+        return None
+    messages = state["messages"][:at]
+    users = [i for i, m in enumerate(messages) if isinstance(m, HumanMessage) and not is_summary(m)]
+    start = next((i for i in users if message_key(i, messages[i]) == memo.get("turn")), None)
+    if start is not None:
+        user: Any = message_text(messages[start]).strip()
+    else:
+        start, user = latest_summary(messages), memo.get("user")
+        if start is None or not isinstance(user, str) or any(i > start for i in users):
+            return None
+    end = next((i for i in users if i > start), len(messages))
+    turn = messages[start + 1 : end]
+    if not any(isinstance(m, AIMessage) for m in turn):
+        return None
+    last = turn[-1]
+    if isinstance(last, AIMessage) and not last.tool_calls:
+        return user, message_text(last).strip()
+    if state.get("structured_response") is not None:  # set by this turn's model call
+        return user, _final_answer(state, turn)
+    return None
+
+
 def _final_answer(state: Mapping[str, Any], turn: Sequence[BaseMessage]) -> str:
     """The answer of a turn that did not end on a plain ``AIMessage`` (see ``after_agent``).
 
@@ -266,6 +303,13 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
        (LangGraph's ``invoke(None, config)``) replaces the turn's memory (its id comes
        from the user message's), and the first answer's "used" boost is not given
        again.
+
+    A run that stops between the model's answer and ``after_model`` (a client gone
+    while streaming, a cancelled request, a timeout) leaves the answer in the thread
+    (a checkpointer keeps it): ``before_model`` of the next user message records that
+    turn first, as ``after_model`` would have (once: if its ``after_model`` runs later,
+    from its checkpoint, it finds the turn stored). A turn stopped before its answer
+    (before the model call, or in a tool loop) is not recorded.
 
     When the store, the embedder or the tokenizer fails (:data:`OUTAGES`: a Chroma
     server down, the store locked by another process, the embedding model failing, no
@@ -445,6 +489,13 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
             if self._block_current(previous):
                 return None
             return self._refresh(previous, state, found)
+        if previous is not None:
+            # the run of the memo's turn stopped between the answer and after_model (a
+            # client gone while streaming, a cancelled request): recorded now, before
+            # the memo is replaced (its memory id keeps it once if after_model runs later)
+            stopped = _stopped(state, previous, found[0])
+            if stopped is not None:
+                self._record(previous, *stopped)
         namespace = self._namespace(runtime, config)
         # A NUL or lone surrogate in the message would make the engine reject the query
         # and crash the run: cleaned out, like OblivionStore cleans its queries.
