@@ -196,6 +196,22 @@ def check_category(category: object, name: str = "category") -> str:
     return check_utf8(str.__str__(category), name)
 
 
+def near_category(category: str, known: Iterable[str]) -> str | None:
+    """The one of ``known`` that ``category`` only mistypes (the same but for case, a
+    plural "s" or spaces: "Instruction", "instructions"), or ``None`` when ``category``
+    is one of them or like none of them (a category of the user's own)."""
+    known = set(known)
+    if category in known:
+        return None
+
+    def plain(name: str) -> str:
+        name = name.strip().casefold()
+        return name[:-1] if name.endswith("s") else name
+
+    want = plain(category)
+    return next((k for k in sorted(known) if plain(k) == want), None)
+
+
 def finite(value: object, name: str, want: str) -> float:
     """``value`` as a finite float; else InvalidInputError: ``name`` must be ``want``."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):

@@ -63,6 +63,7 @@ from oblivion_core.checks import (
     check_tier,
     clock_kind,
     finite,
+    near_category,
     prepare_dir,
     store_path,
     stored_count,
@@ -469,6 +470,7 @@ class Oblivion:
             self._evicting = False  # an _unload_idle job is queued
             # per namespace: (policy, learned multipliers by category, (rates, betas))
             self._param_cache: dict[str, tuple[Policy, tuple[Any, ...], _CategoryParams]] = {}
+            self._hinted: set[str] = set()  # category names _hint_category warned of
             # namespaces with an archive copy, least recently searched first, and when
             # (time.monotonic())
             self._exact_lru: OrderedDict[str, float] = OrderedDict()
@@ -1562,6 +1564,41 @@ class Oblivion:
                 "(ids come from remember() / recall() results) and the namespace"
             )
         return i
+
+    def _hint_category(self, ns: str, category: str, standing: bool = False) -> None:
+        """Warn, once per name, when ``category`` (written, or ``standing=``) is none of
+        the policy's or namespace ``ns``'s categories and only mistypes one of them
+        ("Instruction", "instructions"): written, it makes a new category, decaying at
+        the default category's rate and not protected; standing, it shows nothing."""
+        if category in self._hinted:
+            return
+        policy = self._policy_of(ns)
+        space = self._spaces.get(ns)
+        known = {*policy.half_lives, *policy.protected_categories}
+        near = near_category(category, known.union(space.state.vocab) if space else known)
+        if near is None:
+            return
+        self._hinted.add(category)
+        if standing:
+            logger.warning(
+                "standing=%r names no category of namespace %r or its policy, only one like "
+                "%r: no memory stands for it. Pass %r if that was meant (said once)",
+                category,
+                ns,
+                near,
+                near,
+            )
+        else:
+            logger.warning(
+                "category %r is no category of namespace %r or its policy, only like %r: "
+                "it is a new one, decaying at the default category's rate (%r) and not "
+                "protected. Pass %r if that was meant (said once)",
+                category,
+                ns,
+                near,
+                policy.default_category,
+                near,
+            )
 
     def _policy_of(self, ns: str) -> Policy:
         """:meth:`policy_for` without the checks, for a namespace already resolved."""

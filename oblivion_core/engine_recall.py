@@ -99,7 +99,12 @@ def recall(
     """
     self._check_open()
     standing_categories = check_standing(standing)
-    blank = standing_categories and isinstance(query, str) and not query.strip()
+    blank = isinstance(query, str) and not query.strip()
+    if blank and not standing_categories:
+        raise InvalidInputError(
+            "query is empty or whitespace; pass some text, or standing='instruction' (any "
+            "categories) to get the standing memories alone, as for a message with no text"
+        )
     q = query if blank else check_text(query, None, "query")
     filtered = compile_where(where, where_document)
     budget = check_budget(token_budget)
@@ -111,6 +116,8 @@ def recall(
     include_superseded = check_flag(include_superseded, "include_superseded")
     feedback = check_flag(feedback, "feedback")
     ns = self._ns(namespace)
+    for category in standing_categories:
+        self._hint_category(ns, category, standing=True)
     if blank:  # nothing to embed or match: the standing memories alone
         with self._lock:
             self._check_open()

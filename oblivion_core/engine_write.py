@@ -141,6 +141,7 @@ def remember_many(
         clean.append(check_text(text, policy.max_text_chars, f"texts{at}" if at else "text"))
         if cats[i] is not None:
             cats[i] = check_category(cats[i], f"categories{at}" if at else "category")
+            self._hint_category(ns, cats[i])
         if imps[i] is not None:
             imps[i] = check_unit(imps[i], f"importances{at}" if at else "importance")
         confs[i] = check_unit(confs[i], f"confidences{at}" if at else "confidence")

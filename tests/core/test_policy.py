@@ -461,3 +461,47 @@ def test_categories_given_as_the_category_enum_are_their_names() -> None:
     assert policy.protected_categories == ("instruction",)
     assert type(policy.protected_categories[0]) is str
     assert Policy.from_dict(json.loads(json.dumps(policy.to_dict()))) == policy
+
+
+@pytest.mark.parametrize(
+    ("name", "near"),
+    [
+        ("Instruction", "instruction"),
+        ("instructions", "instruction"),
+        (" PREFERENCES ", "preference"),
+        ("instruction", None),  # one of them
+        ("rule", None),  # a category of the user's own
+        ("instructor", None),
+    ],
+)
+def test_near_category_names_the_one_a_name_only_mistypes(name: str, near: str | None) -> None:
+    from oblivion_core.checks import near_category
+
+    assert near_category(name, Policy().half_lives) == near
+
+
+def test_a_mistyped_category_is_warned_of_once(caplog: pytest.LogCaptureFixture) -> None:
+    """``category="Instruction"`` made a new category, decaying as a fact and not
+    protected, and ``standing="instructions"`` showed no instruction, both silently
+    (found by a review of the README as a new user reads it)."""
+    from oblivion_core.testing import memory
+
+    mem = memory()
+    with caplog.at_level("WARNING", logger="oblivion_core"):
+        mem.remember("Always answer in British English.", category="instruction")
+        mem.remember("Rules are rules.", category="rule")  # the user's own: no warning
+        assert caplog.records == []
+        mem.remember("Never use emoji.", category="Instruction")
+        mem.remember("Keep answers short.", category="Instruction")
+        assert len(caplog.records) == 1
+        said = caplog.records[0].getMessage()
+        assert "'Instruction'" in said and "like 'instruction'" in said
+        assert "not protected" in said
+        got = mem.recall("", standing="instructions")
+        assert got.ids == []  # as before: standing is the exact category
+        assert len(caplog.records) == 2
+        assert "standing='instructions'" in caplog.records[1].getMessage()
+        mem.recall("", standing="instructions")
+        mem.recall("", standing="instruction")
+        assert len(caplog.records) == 2
+    assert mem.get(mem.recall("", standing="Instruction").ids[0]).category == "Instruction"

@@ -324,9 +324,10 @@ def test_a_blank_query_keeps_to_the_filter_and_the_budget(fresh: Any) -> None:
 
 
 def test_a_blank_query_without_standing_is_still_refused(fresh: Any) -> None:
+    """The error names standing=, the way to recall for a message with no text."""
     with fresh(policy=POLICY) as mem:
         _store(mem)
-        with pytest.raises(InvalidInputError, match="query is empty"):
+        with pytest.raises(InvalidInputError, match=r"query is empty.*standing='instruction'"):
             mem.recall("  ")
         with pytest.raises(InvalidInputError, match="query is empty"):
             mem.recall("", standing=())
