@@ -13,6 +13,7 @@ import os
 import re
 import threading
 import time
+import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -43,6 +44,10 @@ CHUNK_TOKENS = 384
 _LETTERS_PER_TOKEN = 4
 
 _LATIN_RUN = re.compile(r"[A-Za-z\u00c0-\u024f]+")
+_VISIBLE_ASCII = re.compile(r"[!-~]")
+# format characters (a zero-width joiner), combining and enclosing marks (a variation
+# selector, a skin tone's modifier is a symbol and keeps its name)
+_UNNAMED_CATEGORIES = frozenset({"Cf", "Mn", "Me"})
 _WORD = re.compile(r"\S+")
 
 
@@ -241,11 +246,45 @@ class FastEmbedEmbedder:
         identifier, Thai or Hangul written without spaces) as one ``[UNK]``, so every such
         text got the same vector, and a long one was never chunked. Each such word is
         given to the model in pieces, halved until none is ``[UNK]`` (at most four
-        rounds); a text without one is returned unchanged."""
+        rounds). And a text the model reads as nothing but ``[UNK]`` (emoji alone, "🍕",
+        or a script it does not know) had the same vector as every other such text, at
+        cosine 1.0 whatever they said: its unknown characters are given to the model as
+        their Unicode names ("slice of pizza"). Any other text is returned unchanged."""
         counter = self._load_counter()
         pattern, unk = self._long_run, self._unk
-        if counter is None or pattern is None or unk is None or pattern.search(text) is None:
+        if counter is None or pattern is None or unk is None:
             return text
+        if pattern.search(text) is not None:
+            text = self._split_long_words(text, counter, unk)
+        if _VISIBLE_ASCII.search(text) is None:  # an ASCII letter or sign is never [UNK]
+            text = self._named(text, counter, unk)
+        return text
+
+    @staticmethod
+    def _named(text: str, counter: Any, unk: int) -> str:
+        """``text`` with each ``[UNK]`` word written as its characters' Unicode names,
+        if the model reads nothing else in it (else ``text``). Joiners, variation
+        selectors and combining marks are left out of the names."""
+        enc = counter.encode(text)
+        words = [
+            (i, span) for i, span in zip(enc.ids, enc.offsets, strict=True) if span[1] > span[0]
+        ]
+        if not words or any(i != unk for i, _ in words):
+            return text
+        parts, last = [], 0
+        for _, (a, b) in words:
+            names = [
+                unicodedata.name(ch, "")
+                for ch in text[a:b]
+                if unicodedata.category(ch) not in _UNNAMED_CATEGORIES
+            ]
+            named = " ".join(n for n in names if n).lower()
+            parts += [text[last:a], f" {named} " if named else text[a:b]]
+            last = b
+        return " ".join("".join([*parts, text[last:]]).split())
+
+    def _split_long_words(self, text: str, counter: Any, unk: int) -> str:
+        """The pieces of :meth:`_readable`'s words too long for WordPiece."""
         piece = self._word_chars
         for _ in range(4):
             piece = max(piece // 2, 1)
@@ -273,10 +312,13 @@ class FastEmbedEmbedder:
         tokenizing: with a BERT-style tokenizer a text of ``b`` UTF-8 bytes has at most
         ``b`` tokens besides the special ones (each piece covers at least one normalised
         character, and normalising no character yields more characters than it has bytes;
-        checked for every code point), so a short text needs no tokenizer pass."""
+        checked for every code point), so a short text needs no tokenizer pass. A text
+        without a visible ASCII character is bounded as the model reads it (its unknown
+        characters may be read as their names: :meth:`_readable`), after one pass."""
         self._load_counter()  # sets _specials and _window
         if self._specials is not None and self._window is not None:
-            bound = len(text.encode("utf-8", "surrogatepass")) + self._specials
+            read = text if _VISIBLE_ASCII.search(text) else self._readable(text)
+            bound = len(read.encode("utf-8", "surrogatepass")) + self._specials
             if bound <= self._window:
                 return bound
         return self.count_tokens(text)

@@ -243,6 +243,36 @@ def test_long_unspaced_runs_are_read_not_unknown(real_embedder: Any) -> None:
     assert real_embedder._readable(mixed) == mixed
 
 
+def test_texts_the_model_reads_as_nothing_but_unknown_get_their_own_vectors(
+    real_embedder: Any, tmp_path: Any
+) -> None:
+    """Emoji alone, Thai, runes: the local model read each as [UNK] only, so every such
+    text had one vector, at cosine 1.0 to the others: "🍕" recalled "my brother lives in
+    Bangkok" (in Thai) first, over "I ordered pizza 🍕", and writes linked them all at
+    weight 1.0. Their characters are given to the model by their Unicode names."""
+    from oblivion_core import Oblivion
+
+    alone = ["👍", "🎂🎈", "🍕", "พี่ชายของฉันอาศัยอยู่ในกรุงเทพ", "ᚠᚢᚦᚨᚱᚲ", "👨\u200d👩\u200d👧"]
+    assert real_embedder._readable("🍕") == "slice of pizza"
+    assert real_embedder._readable("👨\u200d👩\u200d👧") == "man woman girl"
+    vecs = embed_texts(real_embedder, alone)
+    cosines = vecs @ vecs.T
+    assert float(cosines[~np.eye(len(alone), dtype=bool)].max()) < 0.9
+    # a text the model reads some of is left as it is, and so are Chinese and ASCII
+    for kept in ["I ordered pizza 🍕 for lunch", "我住在北京", "ok 👍", "😀 :)"]:
+        assert real_embedder._readable(kept) == kept
+    from oblivion_core.testing import ManualClock
+
+    clock = ManualClock()
+    with Oblivion(tmp_path, embedder=real_embedder, clock=clock) as mem:
+        texts = [*alone, "I ordered pizza 🍕 for the team lunch on Friday."]
+        for i, text in enumerate(texts):  # an hour apart: no hit brings a neighbour
+            mem.remember(text, id="pizza" if i == len(alone) else f"a{i}")
+            clock.advance(3600)
+        assert set(mem.recall("🍕", k=2).ids) == {"a2", "pizza"}
+        assert all(w < 0.9 for w in mem.links("a0").values())
+
+
 @pytest.mark.parametrize("scale", [3e19, 1e-23])
 def test_very_large_or_small_vectors_are_normalised_not_zeroed(scale: float) -> None:
     """Squares of float32 values overflowed (a stored all-zero vector, no error) or
