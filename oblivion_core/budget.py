@@ -203,6 +203,40 @@ def bullet(text: str) -> str:
     return "- " + "\n  ".join(text.splitlines() or [""])
 
 
+def _fitting(lines: Sequence[str], counter: TokenCounter, budget: int, header: str) -> list[int]:
+    """:func:`render`'s choice: each line, best first, kept when the block still fits
+    with it. Counting the whole block for each line cost O(lines²) (6.4 s for 800 lines
+    with tiktoken), so runs of lines are tried at once: 1, 2, 4, ... lines while they
+    fit, then halved to the longest run that does (the next line is then skipped, as it
+    was). The same choice wherever adding a line never lowers the block's count; the
+    block kept is counted whole, so it fits ``budget`` whatever the counter."""
+
+    def fits(kept: Sequence[int]) -> bool:
+        parts = [lines[j] for j in kept]
+        return counter("\n".join([header, *parts] if header else parts)) <= budget
+
+    shown: list[int] = []
+    i, n = 0, len(lines)
+    while i < n:
+        run, good = 1, 0  # good: the longest run from i known to fit
+        while i + run <= n and fits([*shown, *range(i, i + run)]):
+            good = run
+            if i + run == n:
+                break
+            run = min(2 * run, n - i)
+        else:
+            bad = run  # the shortest run known not to fit
+            while bad - good > 1:
+                mid = (good + bad) // 2
+                if fits([*shown, *range(i, i + mid)]):
+                    good = mid
+                else:
+                    bad = mid
+        shown += range(i, i + good)
+        i += good + 1  # the line after the run does not fit: skipped
+    return shown
+
+
 def render(
     texts: Sequence[str],
     *,
@@ -225,14 +259,7 @@ def render(
     text is empty when nothing fits.
     """
     lines = [(line or bullet)(t) for t in texts]
-    if budget is None:
-        shown = list(range(len(lines)))
-    else:
-        shown = []
-        for i in range(len(lines)):
-            kept = [lines[j] for j in (*shown, i)]
-            if counter("\n".join([header, *kept] if header else kept)) <= budget:
-                shown.append(i)
+    shown = list(range(len(lines))) if budget is None else _fitting(lines, counter, budget, header)
     if not shown:
         return "", []
     kept = [lines[j] for j in shown]
