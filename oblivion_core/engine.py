@@ -906,6 +906,9 @@ class Oblivion:
     _summaries_of = staticmethod(engine_forget._summaries_of)
     _drop_summaries = engine_forget._drop_summaries
     _drop_outdated = engine_forget._drop_outdated
+    _note_outdated = engine_forget._note_outdated
+    _clear_outdated = engine_forget._clear_outdated
+    _finish_outdated = engine_forget._finish_outdated
     _delete = engine_forget._delete
     _restore_in_chroma = engine_forget._restore_in_chroma
 
@@ -1398,6 +1401,8 @@ class Oblivion:
         # rates that changed while the store was closed (another policy passed to the
         # constructor) start new clock pieces now: the past decayed at the old rates
         self._clock_now(ns, st, self._now(ns))
+        if self._db.meta(f"outdated:{ns}"):  # summaries a crash left after a change
+            self._lock.later(functools.partial(self._finish_outdated, ns))
         limit = self.max_loaded_namespaces
         if limit is not None and len(self._spaces) > limit and not self._evicting:
             self._evicting = True

@@ -7,7 +7,7 @@ Part of :class:`~oblivion_core.engine.Oblivion`: each function here is one of it
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, Any
 
@@ -99,6 +99,8 @@ def invalidate(
                     journal.append((m, "review", float(a), lowered, {"reason": why}))
                 rows += nrows
             space.review.pop(memory_id, None)
+            why = "an original was invalidated"
+            outdated = dict.fromkeys(self._summaries_of(space, {memory_id}), why)
             with self._db.transaction(durable=True) as conn:  # synced as it returns
                 if st.cols["tier"][i] == Tier.ACTIVE:
                     st.cols["tier"][i] = Tier.ARCHIVE
@@ -117,12 +119,10 @@ def invalidate(
                     )
                     space.uncompressed.update(originals)
                     self._db.set_meta(f"uncompressed:{ns}", sorted(space.uncompressed), conn)
+                self._note_outdated(ns, outdated, conn)
         # a summary stating it would keep saying what is wrong: dropped, its other
         # originals back to the archive (as for an edit of one)
-        why = "an original was invalidated"
-        self._drop_summaries(
-            ns, space, dict.fromkeys(self._summaries_of(space, {memory_id}), why), now
-        )
+        self._drop_summaries(ns, space, outdated, now)
 
 
 def forget(self: Oblivion, memory_id: str, *, namespace: str | None = None) -> None:
@@ -194,20 +194,74 @@ def _drop_summaries(
     """Delete the summaries ``sids`` (id -> why) after a change to one of their originals
     (their other originals go back to the archive, to be compressed again without it);
     returns the namespace's state as it is after. A failure is logged, not raised: the
-    change stands, and the summaries keep their text until ``forget()`` or
-    ``decompress()`` of them."""
-    rows = [space.state.index[s] for s in sids if s in space.state.index]
-    if not rows:
+    change stands, and the summaries noted (:meth:`_note_outdated`) are dropped when the
+    namespace is next loaded."""
+    if not sids:
         return space
+    rows = [space.state.index[s] for s in sids if s in space.state.index]
     try:
-        self._delete(ns, space, rows, now, "an original changed", reasons=sids)
+        if not rows:  # gone already (forgotten meanwhile): only the note is left
+            with self._db.transaction() as conn:
+                self._clear_outdated(ns, sids, conn)
+            return space
+        self._delete(
+            ns,
+            space,
+            rows,
+            now,
+            "an original changed",
+            lambda conn: self._clear_outdated(ns, sids, conn),
+            reasons=sids,
+        )
     except Exception:
         logger.exception(
             "the summaries %s could not be dropped after a change to their originals; "
-            "they keep their text until forget() or decompress() of them",
+            "they are dropped when the namespace is next loaded (or by forget() or "
+            "decompress() of them)",
             sorted(sids),
         )
     return self._space(ns)  # reloaded on failure; rows moved on success
+
+
+def _note_outdated(self: Oblivion, ns: str, sids: Mapping[str, str], conn: Any) -> None:
+    """Note the summaries ``sids`` (id -> why), made outdated by a change, in that
+    change's transaction ``conn``: they are dropped after it commits, and a crash in
+    between left each stating an original's old text (or an invalidated or superseded
+    fact), its originals cold behind it, for good. The next load drops those noted
+    (:meth:`_finish_outdated`)."""
+    if sids:
+        noted = self._db.parsed(f"outdated:{ns}", _noted)
+        self._db.set_meta(f"outdated:{ns}", {**noted, **sids}, conn)
+
+
+def _clear_outdated(self: Oblivion, ns: str, sids: Iterable[str], conn: Any) -> None:
+    """Take ``sids`` out of :meth:`_note_outdated`'s note, in the drop's transaction."""
+    noted = self._db.parsed(f"outdated:{ns}", _noted)
+    if noted:
+        left = {s: why for s, why in noted.items() if s not in set(sids)}
+        self._db.set_meta(f"outdated:{ns}", left or None, conn)
+
+
+def _finish_outdated(self: Oblivion, ns: str) -> None:
+    """Drop the summaries noted outdated in ``ns`` that a crash (or a failed drop) left
+    (queued by the load that found the note; runs under the lock after that call)."""
+    space = self._spaces.get(ns)
+    if self._closed or space is None:
+        return
+    noted = self._db.parsed(f"outdated:{ns}", _noted)
+    if noted:
+        self._drop_summaries(ns, space, noted, self._now(ns))
+
+
+def _noted(value: Any) -> dict[str, str]:
+    """:meth:`_note_outdated`'s meta value read back (``None``: none noted)."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        raise ValueError(f"not a map of summary ids to reasons: {value!r:.80}")
+    return dict(value)
 
 
 def _drop_outdated(self: Oblivion, ns: str, now: float) -> None:

@@ -282,13 +282,15 @@ def _set_superseded(
             demoted = float(min(b, policy.archive_low * 0.5))
             self._set_activation(st, i, demoted, now, 0.0, count_access=False)
             journal.append((old, "supersede", float(b), demoted, {"by": new, "reason": reason}))
+        # a summary stating an original no longer current keeps saying it: dropped
+        # once the caller's change is done (:meth:`_drop_outdated`), noted with it
+        why = "an original was superseded"
+        outdated = dict.fromkeys(self._summaries_of(space, {old for old, _ in pairs}), why)
         with self._db.transaction() as conn:
             self._db.save_rows(conn, st, rows)
             self._db.journal(conn, now, ns, journal)
-        # a summary stating an original no longer current keeps saying it: dropped
-        # once the caller's change is done (:meth:`_drop_outdated`)
-        for sid in self._summaries_of(space, {old for old, _ in pairs}):
-            space.outdated[sid] = "an original was superseded"
+            self._note_outdated(ns, outdated, conn)
+        space.outdated.update(outdated)
 
 
 def _on_chain(successor: Callable[[str], str | None], start: str, target: str) -> bool:

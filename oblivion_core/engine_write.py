@@ -557,6 +557,7 @@ def edit(
                 if imp is not None:
                     detail["importance"] = imp
                 self._db.journal(conn, now, ns, [(memory_id, "edit", None, None, detail)])
+                self._note_outdated(ns, dict.fromkeys(sids, "an original was edited"), conn)
                 if clean is not None and vector is not None:
                     # last, so a failure before it leaves Chroma as it was
                     chroma_changed = True

@@ -163,3 +163,64 @@ def test_ids_written_again_replace_records_left_in_chroma(tmp_path: Path, n: int
         for m in ids:
             assert np.allclose(got[m][2], stored[m], atol=1e-6)
         assert mem.store.count("default") == n + 1
+
+
+SUMMARY_CHILD = r"""
+import os, signal, sys
+from oblivion_core import ManualClock, Oblivion, Policy
+from oblivion_core.testing import HashEmbedder, word_count
+path, op = sys.argv[1], sys.argv[2]
+policy = Policy.template("balanced").replace(
+    archive_low=0.9, archive_high=0.95, compress_below=0.9, compress_similarity=0.3,
+    active_capacity=1, active_share_min=1, maintain_every=1000)
+mem = Oblivion(path, clock=ManualClock(1000.0), policy=policy, embedder=HashEmbedder(dim=64),
+               token_counter=word_count)
+if op == "setup":
+    for t in ["the garden shed holds the red lawn mower",
+              "the garden shed holds the blue hedge trimmer",
+              "the garden shed holds the green watering can",
+              "the garden shed holds the old rake",
+              "unrelated note about the quarterly budget meeting"]:
+        mem.remember(t, importance=0.3, supersede=False)
+    mem.maintain()
+    mem.close()
+    sys.exit(0)
+mower = [r for r in mem.records(tier="cold") if "mower" in r.text][0]
+mem._drop_summaries = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)
+if op == "edit":
+    mem.edit(mower.id, "the garden shed is empty now: the lawn mower was sold")
+elif op == "invalidate":
+    mem.invalidate(mower.id)
+else:
+    new = mem.remember("the lawn mower is now kept in the garage", supersede=False)
+    mem.supersede(mower.id, new.id)
+"""
+
+
+@pytest.mark.parametrize("op", ["edit", "invalidate", "supersede"])
+def test_a_summary_a_change_made_outdated_is_dropped_after_a_crash(tmp_path: Path, op: str) -> None:
+    """edit(), invalidate() and supersede() of a summary's original commit the change,
+    then drop the summary in a second transaction: killed in between, the summary
+    stayed for good, stating the old text (or the invalidated or superseded fact), its
+    originals cold behind it, and no reopen, load, repair or maintain() dropped it. The
+    summaries to drop are noted in the change's transaction; the next load drops them."""
+    from oblivion_core import ManualClock
+
+    for step in ("setup", op):
+        proc = subprocess.run(
+            [sys.executable, "-c", SUMMARY_CHILD, str(tmp_path), step],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert proc.returncode == (0 if step == "setup" else -signal.SIGKILL), proc.stderr
+    with Oblivion(tmp_path, clock=ManualClock(1000.0), embedder=HashEmbedder(dim=64)) as mem:
+        mem.recall("what is in the garden shed", k=5)  # loads it: the drop follows
+        assert not [r for r in mem.records() if r.metadata.get("summary_of")]
+        assert mem.records(tier="cold") == []
+        texts = [it.text for it in mem.recall("lawn mower in the garden shed", k=5)]
+        assert "the garden shed holds the red lawn mower" not in texts
+        assert all("holds the red lawn mower" not in t for t in texts)  # no summary says it
+        if op == "edit":
+            assert "the garden shed is empty now: the lawn mower was sold" in texts
+        assert mem._db.meta("outdated:default") is None
