@@ -18,7 +18,7 @@ import numpy as np
 from oblivion_core.budget import check_budget, check_k
 from oblivion_core.checks import check_flag, check_id, check_standing, check_text, finite
 from oblivion_core.doc_set import DocSet
-from oblivion_core.embedding import embed_query
+from oblivion_core.embedding import embed_query, given_vectors
 from oblivion_core.errors import InvalidInputError
 from oblivion_core.index import ActiveIndex, untie
 from oblivion_core.lists import ListIndex, list_question
@@ -52,6 +52,7 @@ def recall(
     standing: str | Iterable[str] = (),
     where: Mapping[str, Any] | Filter | None = None,
     where_document: Mapping[str, Any] | None = None,
+    embedding: Any = None,
 ) -> RecallResult:
     """Find the memories that matter for ``query``, best first, within a token budget.
 
@@ -96,6 +97,9 @@ def recall(
             ``where_document`` syntax (``{"$contains": "invoice"}``,
             ``$not_contains``, ``$regex``, ``$not_regex``, ``$and``, ``$or``); with
             ``where``, both must hold.
+        embedding: ``query``'s vector, made already by this store's embedder (its
+            ``embed_query``), instead of embedding it again: a search of one query in
+            several namespaces embeds it once. Checked for its size, not for its model.
     """
     self._check_open()
     standing_categories = check_standing(standing)
@@ -155,7 +159,10 @@ def recall(
     # (a filtered recall ranks BM25 under the lock, over what passes)
     beside = lexical_now and filtered is None and not getattr(self.embedder, "busy_cores", False)
     lexical = self._background(self._lex.search, ns, q, pool, allow) if beside else None
-    qvec = embed_query(self.embedder, q, self._dim)
+    if embedding is None:
+        qvec = embed_query(self.embedder, q, self._dim)
+    else:
+        qvec = given_vectors([embedding], 1, self._dim, "embedding")
     try:
         bm25 = lexical.result() if lexical is not None else None
         if bm25 is None and lexical_now:  # outside the engine's lock

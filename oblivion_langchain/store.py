@@ -30,6 +30,7 @@ from langgraph.store.base import (
 
 from oblivion_core import Oblivion
 from oblivion_core.checks import MAX_NAMESPACE_CHARS
+from oblivion_core.embedding import embed_query
 from oblivion_core.errors import InvalidInputError, UnknownMemoryError, UnknownNamespaceError
 from oblivion_core.recall import RecalledItem
 from oblivion_core.records import MemoryRecord
@@ -579,8 +580,11 @@ class OblivionStore(BaseStore):
     ) -> list[SearchItem]:
         want = op.offset + op.limit
         hits: list[_Hit] = []
+        # embedded once: each namespace's recall (and each widening of one) embedded the
+        # query again, 25 ms a namespace with the local model
+        vector = embed_query(self.oblivion.embedder, query)[0] if spaces else None
         for order, (space, labels) in enumerate(spaces):
-            ranked = self._ranked(space, query, want, op.filter)
+            ranked = self._ranked(space, query, want, op.filter, vector)
             hits.extend(
                 _Hit(labels, space, it, order, rank)
                 for rank, it in enumerate(ranked)
@@ -593,7 +597,12 @@ class OblivionStore(BaseStore):
         return [_search_item(h.item, h.namespace, h.item.score) for h in page]
 
     def _ranked(
-        self, space: str, query: str, want: int, filter: Mapping[str, Any] | None
+        self,
+        space: str,
+        query: str,
+        want: int,
+        filter: Mapping[str, Any] | None,
+        vector: Any = None,
     ) -> list[RecalledItem]:
         """Read-only recall filtered by ``filter`` (:func:`_engine_filter`), widened until
         ``want`` of its items are search results (:func:`_searchable`) or none are left.
@@ -618,6 +627,7 @@ class OblivionStore(BaseStore):
                 include_cold=True,
                 feedback=False,
                 where=where,
+                embedding=vector,
             )
             ranked = list(result)
             if deep is None and not result.searched_archive and any(map(_is_summary, ranked)):

@@ -778,3 +778,25 @@ def test_a_category_given_as_the_enum_is_stored_by_its_name(how: str) -> None:
     assert rid not in mem.maintain().ids("forget")
     assert "Category.INSTRUCTION" not in mem.stats()["categories"]
     mem.close()
+
+
+def test_a_query_vector_given_ranks_as_the_query_embedded_and_is_checked() -> None:
+    """``recall(embedding=)``: the query's vector made already by the store's embedder
+    (an adapter searching several namespaces embeds the query once) ranks exactly as
+    the recall that embeds it, and a vector of another size or not finite is refused
+    naming the argument."""
+    import math
+
+    from oblivion_core import InvalidInputError
+    from oblivion_core.testing import memory
+
+    mem = memory()
+    mem.remember_many([f"note {i}: the ferry to island {i} leaves at dawn" for i in range(30)])
+    query = "when does the ferry to island 7 leave"
+    vector = mem.embedder.embed_query(query)
+    given = mem.recall(query, k=5, feedback=False, embedding=vector)
+    alone = mem.recall(query, k=5, feedback=False)
+    assert [(it.id, it.score) for it in given] == [(it.id, it.score) for it in alone]
+    for bad in ([1.0, 2.0], [math.nan] * len(vector), "a vector"):
+        with pytest.raises(InvalidInputError, match="embedding"):
+            mem.recall(query, embedding=bad)

@@ -170,3 +170,44 @@ def test_a_user_id_that_is_a_store_namespace_reaches_none_of_its_items(engine: O
     assert engine.count(namespace=HOSTILE) == 1
     # a namespace that merely starts with "[" is a plain one
     OblivionRetriever(oblivion=engine, namespace="[draft] notes")
+
+
+def test_a_search_over_many_namespaces_embeds_its_query_once() -> None:
+    """A query search of a prefix over several namespaces ran one recall in each, and
+    each embedded the same query again: 100 users took 2.9 s with the local model
+    against InMemoryStore's 40 ms. The query is embedded once and its vector given to
+    every recall; the results are those of a recall that embeds it itself."""
+    from oblivion_core.testing import HashEmbedder
+
+    class Counted(HashEmbedder):
+        queries = 0
+
+        def embed_query(self, text: str) -> list[float]:
+            Counted.queries += 1
+            return super().embed_query(text)
+
+    with memory(embedder=Counted()) as engine:
+        store = OblivionStore(engine, index={"fields": ["text"]})
+        for user in range(40):
+            store.put(("memories", f"user-{user}"), "tea", {"text": f"user {user} drinks tea"})
+            store.put(("memories", f"user-{user}"), "job", {"text": f"user {user} is a nurse"})
+        namespace = _space(("memories", "user-3"))
+        vector = engine.embedder.embed_query("who drinks tea")
+        given = engine.recall(
+            "who drinks tea", namespace=namespace, feedback=False, embedding=vector
+        )
+        alone = engine.recall("who drinks tea", namespace=namespace, feedback=False)
+        assert [(it.id, it.score, it.why) for it in given] == [
+            (it.id, it.score, it.why) for it in alone
+        ]
+        Counted.queries = 0
+        found = store.search(("memories",), query="who drinks tea", limit=10)
+        assert Counted.queries == 1
+        assert len(found) == 10 and all(item.key == "tea" for item in found)
+
+
+def _space(labels: tuple[str, ...]) -> str:
+    """The engine namespace of a store namespace."""
+    from oblivion_langchain._convert import encode_namespace
+
+    return encode_namespace(labels)
