@@ -23,7 +23,8 @@ from __future__ import annotations
 import itertools
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -116,3 +117,11 @@ def clusters(
         (sorted(g, key=lambda i: (times[i], i)) for g in groups.values() if len(g) >= min_size),
         key=lambda g: (times[g[0]], g[0]),
     )
+
+
+def shared_metadata(metas: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The metadata every one of ``metas`` holds alike, which a summary of them carries:
+    a filter passes the summary exactly when it passes its originals."""
+    if not metas:
+        return {}
+    return {k: v for k, v in metas[0].items() if all(k in o and o[k] == v for o in metas[1:])}

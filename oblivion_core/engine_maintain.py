@@ -16,7 +16,7 @@ import numpy as np
 
 from oblivion_core.adaptation import adapt
 from oblivion_core.checks import check_flag, check_text
-from oblivion_core.compression import clusters
+from oblivion_core.compression import clusters, shared_metadata
 from oblivion_core.embedding import embed_texts
 from oblivion_core.errors import EmbeddingError, InvalidInputError
 from oblivion_core.policy import Policy
@@ -103,6 +103,15 @@ def _maintain(self: Oblivion, ns: str, *, dry_run: bool) -> MaintenancePlan:
                     # tied at the cut of a full active tier: the newer of them stay
                     reason = f"activation {act[i]:.3f} tied at the full tier's cut"
                 entries.append(PlanEntry(st.ids[i], action, float(act[i]), st.category(i), reason))
+        # a summary of a memory forgotten goes with it, as with forget(): it says what
+        # the memory said (an invalidated summary, whose originals decay in the archive,
+        # kept their text after they were forgotten)
+        forgotten = {st.ids[i] for i in decision.forget}
+        with_them = [s for s in self._summaries_of(space, forgotten) if s not in forgotten]
+        for sid in with_them:
+            i = st.index[sid]
+            why = "an original was forgotten"
+            entries.append(PlanEntry(sid, "forget", float(act[i]), st.category(i), why))
         for g, group in enumerate(groups):
             for mid in group:
                 i = st.index[mid]
@@ -153,7 +162,14 @@ def _maintain(self: Oblivion, ns: str, *, dry_run: bool) -> MaintenancePlan:
                 self._db.set_meta(f"usage:{ns}", space.usage.to_json(), conn)
                 self._db.set_meta(f"writes:{ns}", 0, conn)
             if len(decision.forget):
-                self._delete(ns, space, decision.forget.tolist(), now, "decayed below forget_below")
+                self._delete(
+                    ns,
+                    space,
+                    [*decision.forget.tolist(), *(st.index[s] for s in with_them)],
+                    now,
+                    "decayed below forget_below",
+                    reasons=dict.fromkeys(with_them, "an original was forgotten"),
+                )
             skipped: set[str] = set()
             for group in groups:
                 if self._compress(ns, space, policy, group, now) is None:
@@ -256,8 +272,7 @@ def _compress(
     contents = self._db.contents(ns, live)
     texts = [contents[m][0] for m in live]
     # the metadata its originals share (compression groups memories a filter reads alike)
-    metas = [contents[m][1] for m in live]
-    shared = {k: v for k, v in metas[0].items() if all(k in o and o[k] == v for o in metas[1:])}
+    shared = shared_metadata([contents[m][1] for m in live])
     try:
         summary = self.summarizer.summarize(texts)
         if summary is not None and not isinstance(summary, str):

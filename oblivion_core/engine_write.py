@@ -28,6 +28,7 @@ from oblivion_core.checks import (
     scored_importance,
 )
 from oblivion_core.clock import TurnClock
+from oblivion_core.compression import shared_metadata
 from oblivion_core.decay_clock import DecayClock
 from oblivion_core.embedding import embed_texts, given_vectors
 from oblivion_core.errors import InvalidInputError, StoreConflictError
@@ -498,8 +499,13 @@ def edit(
         i = self._row(space, memory_id)
         now = self._now(ns)
         if meta is not None and memory_id in space.summaries:
-            # what marks it as a summary (expand()'s advice names it) stays
-            meta = {**meta, "summary_of": list(space.summaries[memory_id])}
+            # what marks it as a summary (expand()'s advice names it) stays, and so does
+            # what its originals share: a filter passes a summary exactly when it passes
+            # them (one of carol's shows under a filter that leaves carol out otherwise)
+            originals = [m for m in space.summaries[memory_id] if m in st.index]
+            contents = self._db.contents(ns, originals)
+            shared = shared_metadata([contents[m][1] for m in originals])
+            meta = {**meta, **shared, "summary_of": list(space.summaries[memory_id])}
         old_category = st.category(i)
         recategorised = cat is not None and cat != old_category
         # Chroma's record changes with the text or the category (it names the category)
@@ -599,8 +605,14 @@ def edit(
         if clean is not None and vector is not None:
             policy = self.policy_for(ns)
             detect = policy.supersede if supersede is None else supersede
-            # an invalidated memory is wrong whatever it says: it makes nothing stale
-            if detect and not st.cols["invalidated"][st.index[memory_id]]:
+            # an invalidated memory is wrong whatever it says: it makes nothing stale;
+            # nor does a summary, which states several facts (its own originals' among
+            # them: an edit of one superseded an original, and so deleted the summary)
+            if (
+                detect
+                and not st.cols["invalidated"][st.index[memory_id]]
+                and memory_id not in space.summaries
+            ):
                 try:
                     with self._consistent(ns):
                         recent_ids, recent = space.index.recent(policy.link_window + 1)

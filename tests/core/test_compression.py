@@ -854,6 +854,16 @@ def test_a_summary_holds_memories_with_the_same_metadata(fresh: Any) -> None:
         assert carol.ids == [summary.id]
         others = mem.recall("budget meeting", deep=True, k=10, where={"user": {"$ne": "carol"}})
         assert summary.id not in others.ids and len(others) == 6
+        # an edit of its metadata keeps what the originals share: it replaced it, and
+        # carol's summary then showed under a filter that leaves carol out
+        mem.edit(summary.id, metadata={"reviewed": True, "user": "dave"})
+        assert mem.get(summary.id).metadata == {
+            "reviewed": True,
+            "user": "carol",
+            "summary_of": summary.metadata["summary_of"],
+        }
+        others = mem.recall("budget meeting", deep=True, k=10, where={"user": {"$ne": "carol"}})
+        assert summary.id not in others.ids
 
 
 def test_a_summary_stating_a_superseded_original_is_dropped(fresh: Any) -> None:
@@ -944,6 +954,54 @@ def test_an_edited_summary_stays_a_summary(compressed: Any) -> None:
     assert {r.id for r in more} <= {
         m for s in mem.records() if s.category == "summary" for m in s.metadata["summary_of"]
     }
+
+
+def test_an_edit_of_a_summarys_text_keeps_it_with_stale_facts_detected(fresh: Any) -> None:
+    """The edited summary was read as the newest statement of what it says: it restates
+    its own originals, so it superseded one of them, that supersession made the summary
+    outdated and deleted it (the user's edit lost, its originals back in the archive),
+    and edit() raised a bare KeyError for the id it had just deleted."""
+    clock = ManualClock()
+    with fresh(clock=clock, policy=POLICY.replace(supersede=True)) as mem:
+        originals, sid = _compress_meeting(mem, clock)
+        text = mem.get(sid).text
+        edited = mem.edit(sid, text.replace("budget", "Budget", 1) + " Reviewed.")
+        assert edited.id == sid and mem.get(sid).text.endswith("Reviewed.")
+        assert [r.id for r in mem.expand(sid)] == originals
+        assert all(
+            mem.get(m).tier == Tier.COLD and mem.get(m).superseded_by is None for m in originals
+        )
+        assert [e.kind for e in mem.history(sid)][-1] == "edit"
+
+
+def test_a_forgetting_maintain_takes_an_invalidated_summary_with_its_originals(
+    fresh: Any,
+) -> None:
+    """invalidate(summary) sends its originals back to the archive, where they decay;
+    a forgetting maintain() deleted them, but the summary (protected from forgetting)
+    kept their text for good, shown with include_invalidated=True. It now goes with
+    them, as with forget() of an original, and the plan says so."""
+    clock = ManualClock()
+    policy = POLICY.replace(forget_enabled=True, forget_below=0.05, forget_min_age=0)
+    with fresh(clock=clock, policy=policy) as mem:
+        recs = mem.remember_many(MEETING, categories=["event"] * 4, importances=[0.0] * 4)
+        originals = [r.id for r in recs]
+        mem.remember("Always answer in British English", category="instruction")
+        while mem.get(originals[0]).activation >= 0.09:  # to compress, not to forget
+            clock.advance(DAY / 4)
+        mem.maintain()
+        (sid,) = [r.id for r in mem.records() if r.category == "summary"]
+        mem.invalidate(sid, reason="garbled")
+        clock.advance(60 * DAY)
+        preview = mem.maintain(dry_run=True)
+        assert sid in preview.ids("forget") and set(originals) <= set(preview.ids("forget"))
+        mem.maintain()
+        alive = {r.id for r in mem.records()}
+        assert sid not in alive and not alive & set(originals)
+        shown = mem.recall("Priya hiring budget review", include_invalidated=True, deep=True)
+        assert all(t not in it.text for it in shown for t in MEETING)
+        why = [e.detail["reason"] for e in mem.history(sid) if e.kind == "forget"]
+        assert why == ["an original was forgotten"]
 
 
 def test_a_chinese_group_is_summarised_within_max_words() -> None:
