@@ -198,9 +198,24 @@ def _score_and_pack(
         if listed:
             in_list[[p for p, j in enumerate(order.tolist()) if cids[j] in listed]] = True
         prio = place_priority(scores[order], hit_scores, in_list, share=policy.context_share)
-        by_prio = np.argsort(-prio, kind="stable")
-        lazy = self._costs(ns, st, cids, rows, order[by_prio], per_item, limit)
-        chosen = sorted(int(by_prio[c]) for c in pack(lazy, budget, limit, per_item))
+        alone = place_priority(scores[order], np.full(len(order), np.nan), in_list)
+        for _ in range(3):
+            by_prio = np.argsort(-prio, kind="stable")
+            lazy = self._costs(ns, st, cids, rows, order[by_prio], per_item, limit)
+            chosen = sorted(int(by_prio[c]) for c in pack(lazy, budget, limit, per_item))
+            # a neighbour stands at its hit's share only beside it: with the hit left
+            # out (over the budget), it took the place of a better hit at that share
+            shown = {cids[int(order[c])] for c in chosen}
+            orphans = [
+                c
+                for c in chosen
+                if (mid := cids[int(order[c])]) in context_of
+                and context_of[mid][0] not in shown
+                and prio[c] > alone[c]
+            ]
+            if not orphans:
+                break
+            prio[orphans] = alone[orphans]
     else:
         lazy = self._costs(ns, st, cids, rows, order, per_item, limit)
         chosen = pack(lazy, budget, limit, per_item)

@@ -65,6 +65,33 @@ def test_a_neighbour_is_scored_like_a_candidate_and_never_displaces_its_hit() ->
     assert as_context.relevance == pytest.approx(0.7 * 0.79 / (0.7 + 0.3), abs=1e-6)
 
 
+def test_a_neighbour_whose_hit_is_left_out_stands_at_its_own_score() -> None:
+    """A neighbour takes a place as if it scored a share of its hit's score, to be shown
+    beside it; with the hit over the budget (left out), the neighbour ("ok, noted") kept
+    that share and took the place of a better hit."""
+    clock = ManualClock()
+    emb = TableEmbedder()
+    policy = Policy.template().replace(maintain_every=0, link_on_write=False)
+    mem = memory(clock=clock, embedder=emb, policy=policy)
+    ids = {}
+    for name, text, cos, gap in [
+        ("h1", "the first answer", 0.90, 1000),
+        ("h2", "the second answer", 0.85, 1000),
+        ("y", "a later answer here", 0.60, 1000),
+        ("big", " ".join(["a very long answer"] * 25), 0.80, 5),
+        ("n", "ok noted", 0.10, 1000),
+    ]:
+        emb.table[text] = _unit(cos, 1)
+        ids[name] = mem.remember(text, category="fact", importance=0.5, supersede=False).id
+        clock.advance(gap)
+    every = mem.recall("query", k=5, feedback=False)
+    assert every.ids == [ids["h1"], ids["h2"], ids["big"], ids["n"], ids["y"]]
+    assert every[3].why["context_for"] == ids["big"]
+    # 7 + 7 + 8 tokens (word_count, 4 an item): room for "ok noted" or the better hit
+    got = mem.recall("query", k=4, token_budget=22, feedback=False)
+    assert got.ids == [ids["h1"], ids["h2"], ids["y"]]
+
+
 @pytest.mark.parametrize("spaced", [False, True])
 def test_ties_beyond_the_candidate_pool_keep_the_newest(spaced: bool) -> None:
     """Sixty equal memories, more than candidate_pool: the pools kept the oldest 50 (index
