@@ -78,9 +78,12 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
       memory is boosted by the turn's first call that delivers it. ``Memory`` may
       truncate the content after ``aget`` returns (see ``atruncate``), so the boost
       waits until the read is over: when the asyncio task that called ``aget`` ends
-      (the sync ``Memory.get`` and agents' workflow steps run it in their own task),
+      (the sync ``Memory.get`` and agents' workflow steps run it in their own task;
+      given then by a worker thread, so the event loop never waits for the engine),
       at the session's next ``aget``, or at :meth:`flush` (call it when a
-      conversation ends in a long-running task); memories truncated away get none.
+      conversation ends in a long-running task, or to have the boosts of tasks that
+      ended given before it returns); memories truncated away get none, and so do
+      those of an ``aget`` cancelled (a timeout) before it returned.
       A view whose latest message is the assistant's answer (text, no tool call)
       boosts nothing: agents read the memory once more after answering
       (``parse_agent_output``), and that read never reaches the LLM. A turn is the
@@ -183,6 +186,12 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
     _turns: dict[str, list[_Turn]] = PrivateAttr(default_factory=dict)
     _pending: dict[str, _View] = PrivateAttr(default_factory=dict)
     _watched: weakref.WeakSet[asyncio.Task[Any]] = PrivateAttr(default_factory=weakref.WeakSet)
+    # Tasks that ended, their views waiting for a worker thread to settle them; the lock
+    # guards only this list and ``_draining`` (whether a worker is on its way), so the
+    # event loop never waits for it.
+    _handoff: Any = PrivateAttr(default_factory=threading.Lock)
+    _ended: list[asyncio.Task[Any]] = PrivateAttr(default_factory=list)
+    _draining: bool = PrivateAttr(default=False)
     _unsaved: list[tuple[str, dict[str, Any]]] = PrivateAttr(default_factory=list)
 
     def __init__(self, oblivion: Oblivion, **data: Any) -> None:
@@ -198,7 +207,8 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
         private = dict(state.get("__pydantic_private__") or {})
         private.pop("_oblivion", None)
         private.pop("_lock", None)
-        private.pop("_watched", None)
+        for name in ("_watched", "_handoff", "_ended", "_draining"):
+            private.pop(name, None)
         state["__pydantic_private__"] = private
         return state
 
@@ -249,7 +259,18 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
     ) -> str:
         checked = check_messages(messages if messages is not None else [], "aget()")
         task = _current_task()
-        text, watch = await asyncio.to_thread(self._recall, checked, session_id, task)
+        call = _Call()
+        try:
+            text, watch = await asyncio.to_thread(self._recall, checked, session_id, task, call)
+        except asyncio.CancelledError:
+            # Cancelled (a timeout) before returning: nothing was delivered. The recall,
+            # which may still run in its thread, leaves no view to boost, or one its
+            # settling drops; the task it may have begun watching (a caller cancelled
+            # by asyncio.timeout goes on) is settled when it ends.
+            call.cancelled = True
+            if task is not None:
+                task.add_done_callback(self._task_done)
+            raise
         if watch and task is not None:
             # Memory.aget may still truncate the content: the boost waits for the task
             task.add_done_callback(self._task_done)
@@ -274,9 +295,12 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
         messages: list[ChatMessage],
         session_id: str | None,
         task: asyncio.Task[Any] | None,
+        call: _Call | None = None,
     ) -> tuple[str, bool]:
         """``(content, watch)``: the block's content, and whether ``task`` (that of the
-        ``Memory.aget`` reading it, if any) is new to watch for the boost it waits for."""
+        ``Memory.aget`` reading it, if any) is new to watch for the boost it waits for.
+        ``call`` is the ``aget`` asking (``None``: a synchronous read); once cancelled,
+        its view waits for no boost."""
         engine = self.oblivion
         key = session_id or ""
         with self._lock:
@@ -331,10 +355,13 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
                 # a later answer.
                 self._shown[key] = []
                 return text, False
+            if call is not None and call.cancelled:  # its aget will not return it
+                self._shown[key] = []
+                return text, False
             self._shown[key] = [(it.id, it.text) for it in shown]
             watch = False
             if self.feedback and shown:
-                self._pending[key] = _View(turn, text, shown, task)
+                self._pending[key] = _View(turn, text, shown, task, call)
                 if task is not None and task not in self._watched:
                     self._watched.add(task)
                     watch = True
@@ -355,6 +382,11 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
         view = self._pending.pop(key, None)
         if view is None or not self.feedback:
             return
+        if view.call is not None and view.call.cancelled:
+            # its aget was cancelled before returning the view: nothing was delivered,
+            # nor is there anything for the answer to have used
+            self._shown[key] = []
+            return
         fresh = [it for it in view.items if it.id not in view.turn.boosted]
         if fresh:
             view.turn.boosted.update(it.id for it in fresh)
@@ -370,22 +402,52 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
 
     def _task_done(self, task: asyncio.Task[Any]) -> None:
         """A task that read views has ended (its ``Memory.aget`` calls and truncations
-        with it): give their boosts, off the event loop when a recall holds the lock."""
-        if self._lock.acquire(blocking=False):
-            try:
-                self._settle_task(task)
-            finally:
-                self._lock.release()
-        else:
-            threading.Thread(target=self._settle_task, args=(task,), daemon=True).start()
+        with it): a worker thread gives their boosts. This runs on the event loop, which
+        must not wait for the block's lock (a recall holds it while its query embeds)
+        nor do the engine's work (another thread, a bulk import say, may hold the
+        engine's lock for long): it only queues the task, and starts the worker unless
+        one is on its way."""
+        with self._handoff:
+            self._ended.append(task)
+            if self._draining:
+                return
+            self._draining = True
+        try:
+            task.get_loop().run_in_executor(None, self._settle_ended)
+            return
+        except RuntimeError:  # the loop is closing: its executor takes no more work
+            pass
+        try:
+            threading.Thread(target=self._settle_ended, daemon=True).start()
+        except RuntimeError:  # the interpreter is exiting
+            # the views wait (the task is over) for the session's next read or flush
+            with self._handoff:
+                self._ended.clear()
+                self._draining = False
 
-    def _settle_task(self, task: asyncio.Task[Any]) -> None:
+    def _settle_ended(self) -> None:
+        """In a worker thread: settle the views of the tasks that ended, until none is
+        left (a task ending meanwhile is settled by this worker too)."""
+        while True:
+            with self._handoff:
+                ended = list(self._ended)
+                self._ended.clear()
+                if not ended:
+                    self._draining = False
+                    return
+            self._settle_tasks(ended)
+
+    def _settle_tasks(self, tasks: list[asyncio.Task[Any]]) -> None:
+        """Give the boosts of the views read by ``tasks`` (which have ended), once:
+        those another path settled first (the session's next read, a flush) are gone."""
         try:
             with self._lock:
-                self._watched.discard(task)
-                for key in [k for k, v in self._pending.items() if v.task is task]:
+                for task in tasks:
+                    self._watched.discard(task)
+                ended = set(tasks)
+                for key in [k for k, v in self._pending.items() if v.task in ended]:
                     self._settle(key)
-        except Exception as exc:  # a callback: nobody to raise to
+        except Exception as exc:  # a worker: nobody to raise to
             logger.warning("OblivionMemoryBlock: a recall boost was not given: %s", exc)
 
     def _feedback(self, messages: Sequence[ChatMessage], key: str) -> None:
@@ -628,6 +690,14 @@ class _Turn:
 
 
 @dataclass(eq=False)
+class _Call:
+    """One ``aget``: whether it was cancelled before it returned (its content was never
+    delivered, so its view boosts nothing)."""
+
+    cancelled: bool = False
+
+
+@dataclass(eq=False)
 class _View:
     """What ``aget`` gave a session: its turn, the content and the memories listed. Their
     recall boost waits until the content is known to be what was delivered (``Memory``
@@ -638,6 +708,7 @@ class _View:
     text: str
     items: list[RecalledItem]
     task: asyncio.Task[Any] | None = None
+    call: _Call | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "task": None}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import pickle
 import threading
@@ -525,15 +526,14 @@ async def test_a_chats_new_conversation_opening_as_the_last_is_a_new_turn(
 
 async def test_a_reads_boost_is_given_when_its_task_ends(engine: Oblivion) -> None:
     """A ``Memory.aget`` run as a task of its own (as the sync ``Memory.get`` and agent
-    steps run it) boosts what it delivered when the task ends, off the event loop when
-    another read holds the block."""
+    steps run it) boosts what it delivered when the task ends, in a worker thread that
+    waits while another read holds the block."""
     engine.remember("Alice's sister Anna lives in Porto.", id="anna")
     block = block_for(engine)
     memory = Memory.from_defaults(session_id="s", memory_blocks=[block])
     await memory.aput(user("Where does Anna live?"))
     await asyncio.create_task(memory.aget())
-    await asyncio.sleep(0)  # the task's done callbacks run
-    assert _recalls(engine, "anna") == 1
+    assert await _boosted(engine, "anna", 1) == 1
     await memory.aput(assistant("In Porto."))
     await memory.aput(user("Is Anna near the river in Porto?"))
     held, release = threading.Event(), threading.Event()
@@ -552,28 +552,49 @@ async def test_a_reads_boost_is_given_when_its_task_ends(engine: Oblivion) -> No
 
     try:
         await asyncio.create_task(read_then_hold())
-        await asyncio.sleep(0)
+        await asyncio.sleep(0.05)  # the worker tries meanwhile
         assert _recalls(engine, "anna") == 1  # the boost waits for the lock, off the loop
     finally:
         release.set()
         if holder.is_alive():
             holder.join()
-    for _ in range(500):
-        if _recalls(engine, "anna") == 2:
-            break
-        time.sleep(0.01)
-    assert _recalls(engine, "anna") == 2
+    assert await _boosted(engine, "anna", 2) == 2
 
 
-def test_the_sync_memory_api_boosts_as_each_get_returns(engine: Oblivion) -> None:
-    """``Memory.get`` (sync) has given the recall boost when it returns."""
+def test_the_sync_memory_api_boosts_what_each_get_returned(engine: Oblivion) -> None:
+    """``Memory.get`` (sync) boosts what it returned once, as its call ends."""
     engine.remember("Alice's sister Anna lives in Porto.", id="anna")
-    memory = Memory.from_defaults(session_id="s", memory_blocks=[block_for(engine)])
+    # earlier tests' Memory left SQLite connections open: closed now, outside any event
+    # loop, not by a collection inside get()'s loop that would close before they do
+    gc.collect()
+    block = block_for(engine)
+    memory = Memory.from_defaults(session_id="s", memory_blocks=[block])
     memory.put(user("Where does Anna live?"))
     assert "Porto" in (memory.get()[0].content or "")
-    assert _recalls(engine, "anna") == 1
+    assert _wait_for_recalls(engine, "anna", 1) == 1
     memory.get()
+    block.flush()
     assert _recalls(engine, "anna") == 1
+
+
+def _wait_for_recalls(engine: Oblivion, memory_id: str, count: int) -> int:
+    """``memory_id``'s recall boosts once they reach ``count`` (a worker thread gives
+    those of a task that ended), or after five seconds."""
+    for _ in range(500):
+        if _recalls(engine, memory_id) >= count:
+            break
+        time.sleep(0.01)
+    return _recalls(engine, memory_id)
+
+
+async def _boosted(engine: Oblivion, memory_id: str, count: int) -> int:
+    """:func:`_wait_for_recalls` leaving the event loop free (its tasks' ends start the
+    worker thread)."""
+    for _ in range(500):
+        if _recalls(engine, memory_id) >= count:
+            break
+        await asyncio.sleep(0.01)
+    return _recalls(engine, memory_id)
 
 
 # ---------------------------------------------------------------- truncation

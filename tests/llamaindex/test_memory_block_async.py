@@ -1,0 +1,200 @@
+"""``OblivionMemoryBlock`` on an event loop: task ends, busy engines, cancelled reads."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+from llama_index.core.memory import Memory
+
+import oblivion_llamaindex.memory_block as memory_block
+from oblivion_core import Oblivion
+from oblivion_core.testing import HashEmbedder, ManualClock
+from oblivion_core.testing import memory as new_engine
+from oblivion_llamaindex import OblivionMemoryBlock
+
+from ._helpers import assistant, user
+
+ANNA = "Alice's sister Anna lives in Porto."
+BOILER = "The boiler code is 1234."
+
+
+def _recalls(engine: Oblivion, memory_id: str) -> int:
+    """How many recall boosts ``memory_id`` got."""
+    return sum(e.kind == "recall" for e in engine.history(memory_id))
+
+
+async def _boosted(engine: Oblivion, memory_id: str, count: int) -> int:
+    """``memory_id``'s recall boosts once they reach ``count`` (a worker gives them),
+    or after five seconds."""
+    for _ in range(500):
+        if _recalls(engine, memory_id) >= count:
+            break
+        await asyncio.sleep(0.01)
+    return _recalls(engine, memory_id)
+
+
+async def test_a_task_ending_while_the_engine_is_busy_leaves_the_loop_free(
+    engine: Oblivion,
+) -> None:
+    """The boost at a task's end waits for a busy engine in a worker thread."""
+    engine.remember(ANNA, id="anna")
+    block = OblivionMemoryBlock(oblivion=engine)
+    memory = Memory.from_defaults(session_id="s", memory_blocks=[block])
+    await memory.aput(user("Where does Anna live?"))
+    held, release = threading.Event(), threading.Event()
+    events: list[str] = []
+
+    def hold_the_engine() -> None:  # another thread's long write, say
+        with engine._lock:
+            held.set()
+            events.append("released" if release.wait(5) else "timed out")
+
+    holder = threading.Thread(target=hold_the_engine, daemon=True)
+
+    async def read() -> None:
+        await memory.aget()
+        holder.start()
+        held.wait(5)
+
+    await asyncio.create_task(read())
+
+    def tick() -> None:  # queued after the task's done callbacks
+        events.append("loop ran")
+        release.set()
+
+    asyncio.get_running_loop().call_soon(tick)
+    await asyncio.to_thread(holder.join, 10)
+    assert events == ["loop ran", "released"]
+    assert await _boosted(engine, "anna", 1) == 1
+    await block.aflush()
+    assert _recalls(engine, "anna") == 1
+
+
+async def test_a_tasks_boost_is_given_off_the_event_loop(
+    engine: Oblivion, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The boost at a task's end runs its engine work on a worker thread."""
+    engine.remember(ANNA, id="anna")
+    threads: list[int] = []
+    reinforce = engine.reinforce
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        threads.append(threading.get_ident())
+        return reinforce(*args, **kwargs)
+
+    monkeypatch.setattr(engine, "reinforce", spy)
+    memory = Memory.from_defaults(
+        session_id="s", memory_blocks=[OblivionMemoryBlock(oblivion=engine)]
+    )
+    await memory.aput(user("Where does Anna live?"))
+    await asyncio.create_task(memory.aget())
+    assert await _boosted(engine, "anna", 1) == 1
+    assert threads and threading.get_ident() not in threads
+
+
+@pytest.mark.parametrize("then", ["worker", "aflush", "next read", "evicted"])
+async def test_a_boost_waiting_for_its_tasks_end_is_given_once(
+    engine: Oblivion, monkeypatch: pytest.MonkeyPatch, then: str
+) -> None:
+    """A read's boost is given once, by its task's worker or whichever comes first."""
+    monkeypatch.setattr(memory_block, "_SESSIONS_KEPT", 1)
+    engine.remember(ANNA, id="anna")
+    block = OblivionMemoryBlock(oblivion=engine)
+    memory = Memory.from_defaults(session_id="s", memory_blocks=[block])
+    await memory.aput(user("Where does Anna live?"))
+    await asyncio.create_task(memory.aget())
+    # the task's worker may not have run yet
+    if then == "aflush":
+        await block.aflush()
+    elif then == "next read":
+        await asyncio.create_task(memory.aget())  # the same turn: boosted already
+    elif then == "evicted":
+        # a read after an answer boosts nothing itself
+        await block.aget([user("hi"), assistant("Hello!")], session_id="other")
+    assert await _boosted(engine, "anna", 1) == 1
+    for _ in range(3):
+        await asyncio.sleep(0.01)
+        await block.aflush()
+    assert _recalls(engine, "anna") == 1
+
+
+class GatedEmbedder(HashEmbedder):
+    """Embeds a query only once ``release`` is set, while ``gated``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gated = False
+        self.entered, self.release = threading.Event(), threading.Event()
+
+    def embed_query(self, text: str) -> np.ndarray:
+        if self.gated:
+            self.entered.set()
+            self.release.wait(timeout=10)
+        return super().embed_query(text)
+
+
+@pytest.fixture
+def gated(clock: ManualClock) -> Iterator[tuple[Oblivion, GatedEmbedder]]:
+    """An engine whose query embedding waits at a gate, with one memory of each kind."""
+    embedder = GatedEmbedder()
+    engine = new_engine(clock=clock, embedder=embedder)
+    engine.remember(ANNA, id="anna")
+    engine.remember(BOILER, id="boiler")
+    try:
+        yield engine, embedder
+    finally:
+        embedder.release.set()
+        engine.close()
+
+
+async def test_an_aget_timed_out_before_it_returned_boosts_nothing(
+    gated: tuple[Oblivion, GatedEmbedder],
+) -> None:
+    """An ``aget`` that a timeout cancelled while it recalled delivered nothing to boost."""
+    engine, embedder = gated
+    block = OblivionMemoryBlock(oblivion=engine, k=1, standing=())
+    embedder.gated = True
+    with pytest.raises(asyncio.TimeoutError):
+        await asyncio.wait_for(block.aget([user("boiler code?")], session_id="s"), 0.2)
+    assert embedder.entered.is_set()
+    embedder.gated = False
+    embedder.release.set()
+    await block.aflush()  # waits for the recall still running in its thread
+    assert _recalls(engine, "boiler") == 0
+    await block.aget([user("Where does Anna live?")], session_id="s")
+    await block.aflush()
+    assert (_recalls(engine, "boiler"), _recalls(engine, "anna")) == (0, 1)
+
+
+async def test_a_task_whose_aget_timed_out_boosts_its_later_reads_at_its_end(
+    gated: tuple[Oblivion, GatedEmbedder],
+) -> None:
+    """A task whose ``aget`` timed out still boosts the reads it made later when it ends."""
+    engine, embedder = gated
+    block = OblivionMemoryBlock(oblivion=engine, k=1, standing=())
+
+    async def handler() -> str:
+        embedder.gated = True
+        task = asyncio.current_task()
+        assert task is not None
+        # a timeout cancelling the caller's own task, as asyncio.timeout and Python
+        # 3.12's wait_for do: the task goes on after it
+        asyncio.get_running_loop().call_later(0.2, task.cancel)
+        with pytest.raises(asyncio.CancelledError):
+            await block.aget([user("boiler code?")], session_id="s")
+        if hasattr(task, "uncancel"):  # Python 3.11+
+            task.uncancel()
+        embedder.gated = False
+        embedder.release.set()
+        return await block.aget([user("Where does Anna live?")], session_id="s")
+
+    assert "Porto" in await asyncio.create_task(handler())
+    assert await _boosted(engine, "anna", 1) == 1
+    assert _recalls(engine, "boiler") == 0
+    await block.aflush()
+    assert (_recalls(engine, "boiler"), _recalls(engine, "anna")) == (0, 1)
