@@ -880,6 +880,8 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
                 )
                 return
             except OblivionError as exc:
+                if self._stored_meanwhile(memory):
+                    continue
                 if memory is turn:
                     self._requeue(todo[n + 1 :])
                     raise
@@ -892,6 +894,24 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
                     self._requeue(todo[n + 1 :])
                     raise
                 logger.warning("OblivionMemoryMiddleware: the policy was not applied: %s", exc)
+
+    def _stored_meanwhile(self, memory: _TurnMemory) -> bool:
+        """Whether another path stored this turn's memory (its id) since it was found
+        absent: a run cancelled after the answer goes on in a worker thread to its
+        ``after_model`` while the thread's next message records the turn in
+        ``before_model``. The turn is then stored once, with this text."""
+        if memory.id is None:
+            return False
+        try:
+            current = self.oblivion.get(memory.id, namespace=memory.namespace)
+        except OblivionError:
+            return False
+        if current.text != memory.text:
+            try:
+                self.oblivion.edit(memory.id, memory.text, namespace=memory.namespace)
+            except OblivionError as exc:
+                logger.warning("OblivionMemoryMiddleware: the new answer was not stored: %s", exc)
+        return True
 
     def _requeue(self, turns: Sequence[_TurnMemory]) -> None:
         """Put ``turns`` back first in line, dropping the oldest beyond the bound."""

@@ -301,3 +301,20 @@ def test_a_turn_stopped_before_its_answer_is_not_stored(engine: Oblivion, stop_a
     _stop_after(agent, FACT, config, stop_at)
     agent.invoke(_input("What is the weather?"), config)
     assert [r.text for r in _turns(engine)] == ["user: What is the weather?\nassistant: Sunny."]
+
+
+def test_a_turn_another_path_stored_meanwhile_is_not_an_error(engine: Oblivion) -> None:
+    """The stopped run's after_model goes on in a worker thread while the next message's
+    before_model records the same turn: each found it absent, and the second write failed
+    the user's run with "memory id 'turn-...' already exists". The turn is stored once,
+    with the text of the write that came last."""
+    from oblivion_langchain.middleware import _TurnMemory
+
+    middleware = OblivionMemoryMiddleware(engine)
+    first = _TurnMemory("sam", "user: hi\nassistant: hello", "small_talk", 0.2, {}, "turn-x")
+    again = _TurnMemory("sam", "user: hi\nassistant: hello there", "small_talk", 0.2, {}, "turn-x")
+    middleware._store_turns(first, raise_outage=True)
+    middleware._store_turns(again, raise_outage=True)  # raised InvalidInputError
+    assert [r.id for r in engine.records(namespace="sam")] == ["turn-x"]
+    assert engine.get("turn-x", namespace="sam").text == again.text
+    assert middleware.pending_turns == 0
