@@ -540,6 +540,26 @@ class Oblivion:
             conn.execute("DELETE FROM meta WHERE key=?", (StateDB.LEGACY_TIMES,))
 
     # ================================================================ lifecycle
+    @contextmanager
+    def exclusive(self, *, timeout: float | None = None) -> Iterator[bool]:
+        """Hold this instance for several calls in a row: no other thread's call runs
+        between them (each call inside takes the lock again, as its own). ``timeout``
+        (seconds; ``0``: do not wait) gives up if another call holds it that long, and
+        yields ``False`` then (nothing held); ``None`` waits, and yields ``True``. For
+        an event loop that must not wait for the engine: ``with mem.exclusive(timeout=0)
+        as held:`` runs its calls only if they cannot block."""
+        if timeout is not None:
+            timeout = finite(timeout, "timeout", "a number of seconds >= 0 or None")
+            if timeout < 0:
+                raise InvalidInputError(f"timeout must be >= 0 seconds or None, got {timeout}")
+        if not self._lock.acquire(-1 if timeout is None else timeout):
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            self._lock.release()
+
     def close(self) -> None:
         """Flush and release the store (the object is unusable afterwards). The BM25
         indexes of the namespaces searched are saved beside the database for the next
@@ -908,7 +928,6 @@ class Oblivion:
     _drop_outdated = engine_forget._drop_outdated
     _note_outdated = engine_forget._note_outdated
     _clear_outdated = engine_forget._clear_outdated
-    _finish_outdated = engine_forget._finish_outdated
     _delete = engine_forget._delete
     _restore_in_chroma = engine_forget._restore_in_chroma
 
@@ -1401,8 +1420,11 @@ class Oblivion:
         # rates that changed while the store was closed (another policy passed to the
         # constructor) start new clock pieces now: the past decayed at the old rates
         self._clock_now(ns, st, self._now(ns))
-        if self._db.meta(f"outdated:{ns}"):  # summaries a crash left after a change
-            self._lock.later(functools.partial(self._finish_outdated, ns))
+        # summaries a crash (or a failed drop) left after a change made them outdated:
+        # dropped by the namespace's next recall, write or maintain(), as after the
+        # change (not here: a caller's rows, or a recall's feedback queued by row,
+        # would move)
+        space.outdated.update(self._db.parsed(f"outdated:{ns}", engine_forget.noted_outdated))
         limit = self.max_loaded_namespaces
         if limit is not None and len(self._spaces) > limit and not self._evicting:
             self._evicting = True

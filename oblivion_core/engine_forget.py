@@ -227,33 +227,23 @@ def _note_outdated(self: Oblivion, ns: str, sids: Mapping[str, str], conn: Any) 
     """Note the summaries ``sids`` (id -> why), made outdated by a change, in that
     change's transaction ``conn``: they are dropped after it commits, and a crash in
     between left each stating an original's old text (or an invalidated or superseded
-    fact), its originals cold behind it, for good. The next load drops those noted
-    (:meth:`_finish_outdated`)."""
+    fact), its originals cold behind it, for good. The next load puts those noted in
+    ``Space.outdated``, which the namespace's next recall, write or ``maintain()``
+    drops."""
     if sids:
-        noted = self._db.parsed(f"outdated:{ns}", _noted)
+        noted = self._db.parsed(f"outdated:{ns}", noted_outdated)
         self._db.set_meta(f"outdated:{ns}", {**noted, **sids}, conn)
 
 
 def _clear_outdated(self: Oblivion, ns: str, sids: Iterable[str], conn: Any) -> None:
     """Take ``sids`` out of :meth:`_note_outdated`'s note, in the drop's transaction."""
-    noted = self._db.parsed(f"outdated:{ns}", _noted)
+    noted = self._db.parsed(f"outdated:{ns}", noted_outdated)
     if noted:
         left = {s: why for s, why in noted.items() if s not in set(sids)}
         self._db.set_meta(f"outdated:{ns}", left or None, conn)
 
 
-def _finish_outdated(self: Oblivion, ns: str) -> None:
-    """Drop the summaries noted outdated in ``ns`` that a crash (or a failed drop) left
-    (queued by the load that found the note; runs under the lock after that call)."""
-    space = self._spaces.get(ns)
-    if self._closed or space is None:
-        return
-    noted = self._db.parsed(f"outdated:{ns}", _noted)
-    if noted:
-        self._drop_summaries(ns, space, noted, self._now(ns))
-
-
-def _noted(value: Any) -> dict[str, str]:
+def noted_outdated(value: Any) -> dict[str, str]:
     """:meth:`_note_outdated`'s meta value read back (``None``: none noted)."""
     if value is None:
         return {}

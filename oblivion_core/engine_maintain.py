@@ -44,6 +44,8 @@ def maintain(
     ns = self._ns(namespace)
     with self._lock:
         self._check_open()
+        if not dry_run:  # summaries a change made outdated (a crash may have left some)
+            self._drop_outdated(ns, self._now(ns))
         return self._maintain(ns, dry_run=dry_run)
 
 

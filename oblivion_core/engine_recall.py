@@ -172,6 +172,8 @@ def recall(
         raise
     with self._lock:
         self._check_open()
+        if self._space(ns).outdated:  # a crash left summaries a change made outdated
+            self._drop_outdated(ns, self._now(ns))
         if self._lex.changes(ns) != lexical_seen:
             # a write or edit landed since BM25 ran (outside the lock): its scores are
             # of texts that changed; ranked again under the lock

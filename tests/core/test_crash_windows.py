@@ -215,7 +215,14 @@ def test_a_summary_a_change_made_outdated_is_dropped_after_a_crash(tmp_path: Pat
         )
         assert proc.returncode == (0 if step == "setup" else -signal.SIGKILL), proc.stderr
     with Oblivion(tmp_path, clock=ManualClock(1000.0), embedder=HashEmbedder(dim=64)) as mem:
-        mem.recall("what is in the garden shed", k=5)  # loads it: the drop follows
+        before = {r.id: (r.activation, len(mem.history(r.id))) for r in mem.records()}
+        # the recall that loads it drops them first: its rows, and the feedback it
+        # queues by row, are those after the drop (a drop queued after the load moved
+        # rows under that feedback, which then boosted a memory it never returned)
+        mem.recall("what is in the garden shed", k=5)
+        for r in mem.records():
+            if r.id in before and r.activation != before[r.id][0]:
+                assert len(mem.history(r.id)) > before[r.id][1], r.text  # journaled
         assert not [r for r in mem.records() if r.metadata.get("summary_of")]
         assert mem.records(tier="cold") == []
         texts = [it.text for it in mem.recall("lawn mower in the garden shed", k=5)]
@@ -223,4 +230,37 @@ def test_a_summary_a_change_made_outdated_is_dropped_after_a_crash(tmp_path: Pat
         assert all("holds the red lawn mower" not in t for t in texts)  # no summary says it
         if op == "edit":
             assert "the garden shed is empty now: the lawn mower was sold" in texts
+        assert mem._db.meta("outdated:default") is None
+
+
+def test_a_summary_drop_that_keeps_failing_is_tried_once_a_call(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A drop failing again (Chroma refusing deletes) reloaded the namespace, whose load
+    queued the drop again: the engine's lock was held for good, retrying. Each call now
+    tries once and the note waits for the next."""
+    from oblivion_core import ManualClock, VectorStoreError
+
+    for step in ("setup", "edit"):
+        subprocess.run(
+            [sys.executable, "-c", SUMMARY_CHILD, str(tmp_path), step],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    with Oblivion(tmp_path, clock=ManualClock(1000.0), embedder=HashEmbedder(dim=64)) as mem:
+        attempts: list[int] = []
+
+        def refuse(*args: object, **kwargs: object) -> None:
+            attempts.append(1)
+            raise VectorStoreError("Chroma refused the delete")
+
+        mem.store.delete = refuse  # type: ignore[method-assign]
+        with caplog.at_level("ERROR", logger="oblivion_core"):
+            mem.recall("what is in the garden shed", k=5)
+            assert mem.count() == 6  # answered: nothing holds the lock
+        assert len(attempts) == 1 and "could not be dropped" in caplog.text
+        del mem.store.delete
+        mem.recall("what is in the garden shed", k=5)
+        assert not [r for r in mem.records() if r.metadata.get("summary_of")]
         assert mem._db.meta("outdated:default") is None
