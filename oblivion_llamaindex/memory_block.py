@@ -402,16 +402,32 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
 
     def _task_done(self, task: asyncio.Task[Any]) -> None:
         """A task that read views has ended (its ``Memory.aget`` calls and truncations
-        with it): a worker thread gives their boosts. This runs on the event loop, which
-        must not wait for the block's lock (a recall holds it while its query embeds)
-        nor do the engine's work (another thread, a bulk import say, may hold the
-        engine's lock for long): it only queues the task, and starts the worker unless
-        one is on its way."""
+        with it): their boosts are given here when the block and the engine are free,
+        else by a worker thread. This runs on the event loop, which must not wait for
+        the block's lock (a recall holds it while its query embeds) nor for the
+        engine's (another thread, a bulk import say, may hold it for long)."""
         with self._handoff:
             self._ended.append(task)
             if self._draining:
                 return
             self._draining = True
+        # at once when neither this block nor the engine is in use, so it cannot wait: a
+        # sync Memory.get() then returns with its boost given (an app closing the engine
+        # right after lost it to a worker that came too late)
+        if self._lock.acquire(blocking=False):
+            try:
+                with self.oblivion.exclusive(timeout=0) as held:
+                    if held:
+                        self._settle_ended()
+                        return
+            except Exception as exc:  # a closed engine: nobody to raise to
+                logger.warning("OblivionMemoryBlock: a recall boost was not given: %s", exc)
+                with self._handoff:
+                    self._ended.clear()
+                    self._draining = False
+                return
+            finally:
+                self._lock.release()
         try:
             task.get_loop().run_in_executor(None, self._settle_ended)
             return
@@ -426,8 +442,9 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
                 self._draining = False
 
     def _settle_ended(self) -> None:
-        """In a worker thread: settle the views of the tasks that ended, until none is
-        left (a task ending meanwhile is settled by this worker too)."""
+        """Settle the views of the tasks that ended, until none is left (a task ending
+        meanwhile is settled here too): in a worker thread, or at once by
+        :meth:`_task_done` when nothing is in use."""
         while True:
             with self._handoff:
                 ended = list(self._ended)

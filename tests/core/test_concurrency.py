@@ -876,3 +876,35 @@ def test_async_code_shares_the_engine_through_worker_threads(tmp_path: Path) -> 
             assert f"u{i}" in [item.id for item in mem.recall(f"colour number {i}", k=3)]
     finally:
         mem.close()
+
+
+def test_exclusive_holds_the_engine_for_calls_in_a_row_or_gives_up_at_once() -> None:
+    """``exclusive(timeout=0)`` yields False while another thread's call holds the
+    engine, and True (its calls running as one) when it is free."""
+    import threading
+
+    from oblivion_core import InvalidInputError
+    from oblivion_core.testing import memory
+
+    mem = memory()
+    mem.remember("the ferry leaves at dawn", id="f")
+    holding, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with mem.exclusive():
+            holding.set()
+            release.wait(10)
+
+    other = threading.Thread(target=hold)
+    other.start()
+    holding.wait(10)
+    with mem.exclusive(timeout=0) as held:
+        assert held is False
+    release.set()
+    other.join(10)
+    with mem.exclusive(timeout=0) as held:
+        assert held is True
+        assert mem.recall("ferry", k=1).ids == ["f"]  # calls inside take it again
+    for bad in (-1, float("nan"), "soon"):
+        with pytest.raises(InvalidInputError, match="timeout"), mem.exclusive(timeout=bad):
+            pass

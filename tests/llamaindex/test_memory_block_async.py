@@ -75,28 +75,6 @@ async def test_a_task_ending_while_the_engine_is_busy_leaves_the_loop_free(
     assert _recalls(engine, "anna") == 1
 
 
-async def test_a_tasks_boost_is_given_off_the_event_loop(
-    engine: Oblivion, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The boost at a task's end runs its engine work on a worker thread."""
-    engine.remember(ANNA, id="anna")
-    threads: list[int] = []
-    reinforce = engine.reinforce
-
-    def spy(*args: Any, **kwargs: Any) -> Any:
-        threads.append(threading.get_ident())
-        return reinforce(*args, **kwargs)
-
-    monkeypatch.setattr(engine, "reinforce", spy)
-    memory = Memory.from_defaults(
-        session_id="s", memory_blocks=[OblivionMemoryBlock(oblivion=engine)]
-    )
-    await memory.aput(user("Where does Anna live?"))
-    await asyncio.create_task(memory.aget())
-    assert await _boosted(engine, "anna", 1) == 1
-    assert threads and threading.get_ident() not in threads
-
-
 @pytest.mark.parametrize("then", ["worker", "aflush", "next read", "evicted"])
 async def test_a_boost_waiting_for_its_tasks_end_is_given_once(
     engine: Oblivion, monkeypatch: pytest.MonkeyPatch, then: str
@@ -198,3 +176,21 @@ async def test_a_task_whose_aget_timed_out_boosts_its_later_reads_at_its_end(
     assert _recalls(engine, "boiler") == 0
     await block.aflush()
     assert (_recalls(engine, "boiler"), _recalls(engine, "anna")) == (0, 1)
+
+
+def test_a_sync_get_then_close_keeps_its_boost(tmp_path: Any) -> None:
+    """A worker gave the boost after get() returned; an app closing the engine."""
+    path = tmp_path / "store"
+    for turn in range(3):
+        with Oblivion(path, embedder=HashEmbedder()) as engine:
+            if turn == 0:
+                engine.remember("Anna lives in Porto.", id="anna", namespace="alice")
+            block = OblivionMemoryBlock(oblivion=engine, namespace="alice")
+            memory = Memory.from_defaults(
+                session_id=f"s{turn}", token_limit=2000, memory_blocks=[block]
+            )
+            memory.put(user(f"Where does Anna live? ({turn})"))
+            assert "Porto" in memory.get()[0].content
+    with Oblivion(path, embedder=HashEmbedder()) as engine:
+        history = engine.history("anna", namespace="alice")
+        assert sum(e.kind == "recall" for e in history) == 3
