@@ -64,6 +64,17 @@ except ImportError:  # Python 3.10
 
 from oblivion_core.errors import InvalidInputError
 
+# re's "possible nested set" (and set operation) warnings for a POSIX class such as
+# "[[:digit:]]", which the regex package, and Chroma, read as the class: once, for the
+# warnings attributed to these packages (a catch_warnings() around each compile was not
+# thread-safe, and could leave the filter on for the whole process)
+warnings.filterwarnings(
+    "ignore",
+    message=r"Possible (nested set|set (difference|intersection|symmetric difference))",
+    category=FutureWarning,
+    module=r"oblivion_",
+)
+
 #: A compiled condition: (metadata, text) -> passes.
 Predicate = Callable[[Mapping[str, Any], str], bool]
 
@@ -220,12 +231,8 @@ def _document(op: str, operand: object, where: str, *, empty: bool = False) -> P
             f"{where}'s {op} needs a non-empty pattern str, got {operand!r:.80}"
         )
     try:
-        with warnings.catch_warnings():
-            # re's "possible nested set" for a POSIX class ("[[:digit:]]"), which the
-            # regex package, and Chroma, read as the class
-            warnings.simplefilter("ignore", FutureWarning)
-            re.compile(operand)  # the syntax documented: Python's re
-            parsed = _re_parser.parse(operand)
+        re.compile(operand)  # the syntax documented: Python's re
+        parsed = _re_parser.parse(operand)
     except re.error as exc:
         raise InvalidInputError(
             f"{where}'s {op} is not a regular expression Python's re reads ({exc}): {operand!r:.80}"
