@@ -871,6 +871,7 @@ class Oblivion:
     # engine_recall.py: recall's candidates (the active tier, the archive, BM25, filters)
     recall = engine_recall.recall
     rerank = engine_recall.rerank
+    query_vector = engine_recall.query_vector
     _recall = engine_recall._recall
     _archived_share = staticmethod(engine_recall._archived_share)
     _hidden = staticmethod(engine_recall._hidden)

@@ -162,7 +162,10 @@ def recall(
     if embedding is None:
         qvec = embed_query(self.embedder, q, self._dim)
     else:
-        qvec = given_vectors([embedding], 1, self._dim, "embedding")
+        vector = np.asarray(embedding) if isinstance(embedding, np.ndarray) else embedding
+        if isinstance(vector, np.ndarray) and vector.ndim == 2 and vector.shape[0] == 1:
+            vector = vector[0]  # one row: query_vector()'s or embed_documents([q])'s
+        qvec = given_vectors([vector], 1, self._dim, "embedding")
     try:
         bm25 = lexical.result() if lexical is not None else None
         if bm25 is None and lexical_now:  # outside the engine's lock
@@ -194,6 +197,16 @@ def recall(
             standing_categories,
             filtered,
         )
+
+
+def query_vector(self: Oblivion, query: str) -> Vectors:
+    """``query``'s vector as :meth:`recall` embeds it (a row of this store's size, unit
+    length), for ``recall(query, embedding=...)`` in several namespaces: a
+    :class:`~oblivion_core.errors.EmbeddingError` if the embedder fails or makes vectors
+    of another size than the store holds."""
+    q = check_text(query, None, "query")
+    row: Vectors = embed_query(self.embedder, q, self._dim)[0]
+    return row
 
 
 def rerank(

@@ -30,7 +30,6 @@ from langgraph.store.base import (
 
 from oblivion_core import Oblivion
 from oblivion_core.checks import MAX_NAMESPACE_CHARS
-from oblivion_core.embedding import embed_query
 from oblivion_core.errors import InvalidInputError, UnknownMemoryError, UnknownNamespaceError
 from oblivion_core.recall import RecalledItem
 from oblivion_core.records import MemoryRecord
@@ -582,7 +581,7 @@ class OblivionStore(BaseStore):
         hits: list[_Hit] = []
         # embedded once: each namespace's recall (and each widening of one) embedded the
         # query again, 25 ms a namespace with the local model
-        vector = embed_query(self.oblivion.embedder, query)[0] if spaces else None
+        vector = self.oblivion.query_vector(query) if spaces else None
         for order, (space, labels) in enumerate(spaces):
             ranked = self._ranked(space, query, want, op.filter, vector)
             hits.extend(

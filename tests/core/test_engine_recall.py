@@ -800,3 +800,21 @@ def test_a_query_vector_given_ranks_as_the_query_embedded_and_is_checked() -> No
     for bad in ([1.0, 2.0], [math.nan] * len(vector), "a vector"):
         with pytest.raises(InvalidInputError, match="embedding"):
             mem.recall(query, embedding=bad)
+    # query_vector() makes it as recall would; one row of a matrix is taken as it
+    made = mem.query_vector(query)
+    assert made.shape == (len(vector),)
+    for given_as in (made, made.reshape(1, -1), list(map(float, made))):
+        again = mem.recall(query, k=5, feedback=False, embedding=given_as)
+        assert [(it.id, it.score) for it in again] == [(it.id, it.score) for it in alone]
+
+
+def test_query_vector_of_another_models_size_is_an_embedding_error() -> None:
+    """The size is checked against the store's vectors, as recall checks its own."""
+    from oblivion_core import EmbeddingError
+    from oblivion_core.testing import memory
+
+    mem = memory()
+    mem.remember("the ferry leaves at dawn")
+    mem.embedder = HashEmbedder(dim=32)
+    with pytest.raises(EmbeddingError, match="32"):
+        mem.query_vector("when does the ferry leave")

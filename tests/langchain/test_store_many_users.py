@@ -211,3 +211,18 @@ def _space(labels: tuple[str, ...]) -> str:
     from oblivion_langchain._convert import encode_namespace
 
     return encode_namespace(labels)
+
+
+def test_a_search_with_another_models_embedder_is_an_embedding_error() -> None:
+    """Embedded once for the search, the query's size was checked only as recall's
+    argument: an InvalidInputError (a ValueError) about an argument the user never
+    passed, where an EmbeddingError (an OSError) named the model."""
+    from oblivion_core import EmbeddingError
+    from oblivion_core.testing import HashEmbedder
+
+    with memory() as engine:
+        store = OblivionStore(engine, index={"fields": ["text"]})
+        store.put(("memories", "ana"), "tea", {"text": "Ana drinks green tea"})
+        engine.embedder = HashEmbedder(dim=32)
+        with pytest.raises(EmbeddingError, match="32"):
+            store.search(("memories",), query="who drinks tea")
