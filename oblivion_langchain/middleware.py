@@ -783,16 +783,10 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
         memory_id = memory_id if isinstance(memory_id, str) else None
         if memory_id is not None and self._regenerated(memory_id, namespace, user, answer):
             return
-        if answer and recalled:
-            try:
-                # one forgotten since the recall does not cost the others their boost
-                self.oblivion.mark_used(
-                    self.used_rule(answer, recalled), namespace=namespace, skip_missing=True
-                )
-            except OUTAGES as exc:
-                if self.on_error == "raise":
-                    raise
-                logger.warning("OblivionMemoryMiddleware: the used boost was skipped: %s", exc)
+        # the turn first, then the "used" boost: once, by the path that stored the turn
+        # (a late record retried after an outage, or racing a cancelled run's
+        # after_model, gave it again each time)
+        stored_elsewhere = False
         if self.remember_turns and user:
             category, importance = appraise(self.oblivion, user)
             turn = _TurnMemory(
@@ -803,7 +797,17 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
                 {"source": "oblivion_langchain.middleware", "kind": "turn"},
                 memory_id,
             )
-            self._store_turns(turn, raise_outage=self.on_error == "raise")
+            stored_elsewhere = self._store_turns(turn, raise_outage=self.on_error == "raise")
+        if answer and recalled and not stored_elsewhere:
+            try:
+                # one forgotten since the recall does not cost the others their boost
+                self.oblivion.mark_used(
+                    self.used_rule(answer, recalled), namespace=namespace, skip_missing=True
+                )
+            except OUTAGES as exc:
+                if self.on_error == "raise":
+                    raise
+                logger.warning("OblivionMemoryMiddleware: the used boost was skipped: %s", exc)
 
     def _turn_text(self, namespace: str | None, user: str, answer: str) -> str:
         """A turn's memory text, ``"user: ...\nassistant: ..."``, cut to fit the
@@ -842,19 +846,21 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
                 logger.warning("OblivionMemoryMiddleware: the new answer was not stored: %s", exc)
         return True
 
-    def _store_turns(self, turn: _TurnMemory | None, *, raise_outage: bool) -> None:
+    def _store_turns(self, turn: _TurnMemory | None, *, raise_outage: bool) -> bool:
         """Store the pending turns, then ``turn``, in order. On an outage the ones not
         stored wait (``turn`` too, unless the outage is raised); a pending turn the
         engine refuses for what it is is dropped with a warning (it never would be
         stored), ``turn`` refused raises as before. One call at a time (``_write_lock``),
-        so turns are written in the order they were made."""
+        so turns are written in the order they were made. ``True`` if another path had
+        stored ``turn`` meanwhile (:meth:`_stored_meanwhile`)."""
         with self._write_lock:
-            self._write_turns(turn, raise_outage=raise_outage)
+            return self._write_turns(turn, raise_outage=raise_outage)
 
-    def _write_turns(self, turn: _TurnMemory | None, *, raise_outage: bool) -> None:
+    def _write_turns(self, turn: _TurnMemory | None, *, raise_outage: bool) -> bool:
         with self._pending_lock:
             todo = [*self._pending, *([turn] if turn is not None else [])]
             self._pending.clear()
+        elsewhere = False
         for n, memory in enumerate(todo):
             try:
                 self.oblivion.remember(
@@ -878,9 +884,10 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
                     self.pending_turns,
                     exc,
                 )
-                return
+                return False
             except OblivionError as exc:
                 if self._stored_meanwhile(memory):
+                    elsewhere = elsewhere or memory is turn
                     continue
                 if memory is turn:
                     self._requeue(todo[n + 1 :])
@@ -894,6 +901,7 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
                     self._requeue(todo[n + 1 :])
                     raise
                 logger.warning("OblivionMemoryMiddleware: the policy was not applied: %s", exc)
+        return elsewhere
 
     def _stored_meanwhile(self, memory: _TurnMemory) -> bool:
         """Whether another path stored this turn's memory (its id) since it was found

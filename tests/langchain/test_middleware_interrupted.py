@@ -318,3 +318,24 @@ def test_a_turn_another_path_stored_meanwhile_is_not_an_error(engine: Oblivion) 
     assert [r.id for r in engine.records(namespace="sam")] == ["turn-x"]
     assert engine.get("turn-x", namespace="sam").text == again.text
     assert middleware.pending_turns == 0
+
+
+def test_the_used_boost_is_given_once_by_the_path_that_stored_the_turn(
+    engine: Oblivion, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two paths recording one turn (each found it absent) both gave the answer's
+    "used" boost, and a late record retried after an outage gave it at each try; the
+    turn is now written first, and only the path that stored it gives the boost."""
+    used = engine.remember("Your locker is in the gym basement.", namespace="sam").id
+    middleware = OblivionMemoryMiddleware(engine)
+    monkeypatch.setattr(middleware, "_regenerated", lambda *args: False)  # both see none
+    memo = {
+        "namespace": "sam",
+        "memory": "turn-locker",
+        "recalled": [(used, "Your locker is in the gym basement.")],
+    }
+    answer = "Your locker is in the gym basement, by the pool."
+    for _ in range(2):
+        middleware._record(memo, "Where is my locker?", answer)
+    assert [e.kind for e in engine.history(used, namespace="sam")].count("used") == 1
+    assert engine.count(namespace="sam") == 2
