@@ -197,10 +197,11 @@ def check_category(category: object, name: str = "category") -> str:
 
 
 def near_category(category: str, known: Iterable[str]) -> str | None:
-    """The one of ``known`` that ``category`` only mistypes (the same but for case, a
+    """The first of ``known`` that ``category`` only mistypes (the same but for case, a
     plural "s" or spaces: "Instruction", "instructions"), or ``None`` when ``category``
-    is one of them or like none of them (a category of the user's own)."""
-    known = set(known)
+    is one of them or like none of them (a category of the user's own). Give the
+    policy's categories first: a namespace may hold a mistyped one already."""
+    known = list(dict.fromkeys(known))
     if category in known:
         return None
 
@@ -209,7 +210,7 @@ def near_category(category: str, known: Iterable[str]) -> str | None:
         return name[:-1] if name.endswith("s") else name
 
     want = plain(category)
-    return next((k for k in sorted(known) if plain(k) == want), None)
+    return next((k for k in known if plain(k) == want), None)
 
 
 def finite(value: object, name: str, want: str) -> float:

@@ -292,7 +292,7 @@ def _import(args: argparse.Namespace) -> int:
     """``oblivion import``: :meth:`Oblivion.import_chroma` of a collection on disk."""
     import chromadb
 
-    from oblivion_core.checks import check_category
+    from oblivion_core.checks import check_category, check_namespace
     from oblivion_core.engine import Oblivion
     from oblivion_core.engine_import import check_import_where
     from oblivion_core.state import StateDB, folder_meta
@@ -338,6 +338,8 @@ def _import(args: argparse.Namespace) -> int:
     # what the import would refuse is refused before the store is opened: a new path
     # would be left a store holding nothing
     collection = client.get_collection(args.collection)
+    if args.namespace is not None:
+        check_namespace(args.namespace)
     if args.category is not None:
         check_category(args.category)
     if where is not None:

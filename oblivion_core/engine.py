@@ -1602,8 +1602,8 @@ class Oblivion:
             return
         policy = self._policy_of(ns)
         space = self._spaces.get(ns)
-        known = {*policy.half_lives, *policy.protected_categories}
-        near = near_category(category, known.union(space.state.vocab) if space else known)
+        known = [*sorted(policy.half_lives), *sorted(policy.protected_categories)]
+        near = near_category(category, [*known, *space.state.vocab] if space else known)
         if near is None:
             return
         self._hinted.add(category)

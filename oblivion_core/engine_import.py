@@ -169,6 +169,7 @@ def import_chroma(
     ns = check_namespace(namespace)
     if category is not None:
         category = check_category(category)
+        self._hint_category(ns, category)
     reembed = check_flag(reembed, "reembed")
     if supersede is not None:
         supersede = check_flag(supersede, "supersede")

@@ -484,6 +484,8 @@ def edit(
         )
     meta = check_metadata(metadata) if metadata is not None else None
     cat = check_category(category) if category is not None else None
+    if cat is not None:
+        self._hint_category(ns, cat)
     imp = check_unit(importance, "importance") if importance is not None else None
     if supersede is not None:
         supersede = check_flag(supersede, "supersede")

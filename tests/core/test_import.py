@@ -526,6 +526,7 @@ def test_oblivion_import_command(
         (["--where", '{"$bad": 1}'], "Chroma refused where="),
         (["--category", ""], "category"),
         (["--category", "   "], "category"),
+        (["--namespace", "   "], "namespace"),
     ],
 )
 def test_oblivion_import_refuses_what_the_import_would_before_making_a_store(

@@ -505,3 +505,10 @@ def test_a_mistyped_category_is_warned_of_once(caplog: pytest.LogCaptureFixture)
         mem.recall("", standing="instruction")
         assert len(caplog.records) == 2
     assert mem.get(mem.recall("", standing="Instruction").ids[0]).category == "Instruction"
+    # an edit's category is written too; the hint names the policy's, not the typo
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="oblivion_core"):
+        rule = mem.remember("Cite your sources.", category="instruction").id
+        mem.edit(rule, category="Instructions")
+        assert len(caplog.records) == 1
+        assert "like 'instruction'" in caplog.records[0].getMessage()
