@@ -323,8 +323,8 @@ class FastEmbedEmbedder:
         ``b`` tokens besides the special ones (each piece covers at least one normalised
         character, and normalising no character yields more characters than it has bytes;
         checked for every code point), so a short text needs no tokenizer pass. A text
-        without a visible ASCII character is bounded as the model reads it (its unknown
-        characters may be read as their names: :meth:`_readable`), after one pass."""
+        beyond ASCII is bounded as the model reads it (an emoji it does not know is
+        read as its name: :meth:`_readable`)."""
         self._load_counter()  # sets _specials and _window
         if self._specials is not None and self._window is not None:
             read = text if text.isascii() else self._readable(text)

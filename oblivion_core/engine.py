@@ -471,6 +471,8 @@ class Oblivion:
             # per namespace: (policy, learned multipliers by category, (rates, betas))
             self._param_cache: dict[str, tuple[Policy, tuple[Any, ...], _CategoryParams]] = {}
             self._hinted: set[str] = set()  # category names _hint_category warned of
+            # namespaces whose outdated summaries could not be dropped (engine_forget)
+            self._drop_failed: set[str] = set()
             # namespaces with an archive copy, least recently searched first, and when
             # (time.monotonic())
             self._exact_lru: OrderedDict[str, float] = OrderedDict()
@@ -1425,7 +1427,8 @@ class Oblivion:
         # dropped by the namespace's next recall, write or maintain(), as after the
         # change (not here: a caller's rows, or a recall's feedback queued by row,
         # would move)
-        space.outdated.update(self._db.parsed(f"outdated:{ns}", engine_forget.noted_outdated))
+        if ns not in self._drop_failed:  # else tried again by maintain()
+            space.outdated.update(self._db.parsed(f"outdated:{ns}", engine_forget.noted_outdated))
         limit = self.max_loaded_namespaces
         if limit is not None and len(self._spaces) > limit and not self._evicting:
             self._evicting = True

@@ -194,8 +194,8 @@ def _drop_summaries(
     """Delete the summaries ``sids`` (id -> why) after a change to one of their originals
     (their other originals go back to the archive, to be compressed again without it);
     returns the namespace's state as it is after. A failure is logged, not raised: the
-    change stands, and the summaries noted (:meth:`_note_outdated`) are dropped when the
-    namespace is next loaded."""
+    change stands, and the summaries noted (:meth:`_note_outdated`) are tried again by
+    the namespace's next ``maintain()`` or the store's next open."""
     if not sids:
         return space
     rows = [space.state.index[s] for s in sids if s in space.state.index]
@@ -214,13 +214,19 @@ def _drop_summaries(
             reasons=sids,
         )
     except Exception:
+        # tried again by maintain() or a reopen, not by each call: a failing delete
+        # reloads the namespace (0.3 s a recall at 30k memories), and the reload would
+        # take the note back into Space.outdated
+        self._drop_failed.add(ns)
         logger.exception(
             "the summaries %s could not be dropped after a change to their originals; "
-            "they are dropped when the namespace is next loaded (or by forget() or "
-            "decompress() of them)",
+            "the namespace's next maintain() (or the store's next open) tries again, and "
+            "forget() or decompress() of them drops them too",
             sorted(sids),
         )
-    return self._space(ns)  # reloaded on failure; rows moved on success
+        return self._space(ns)  # reloaded
+    self._drop_failed.discard(ns)
+    return self._space(ns)  # rows moved
 
 
 def _note_outdated(self: Oblivion, ns: str, sids: Mapping[str, str], conn: Any) -> None:
@@ -239,7 +245,8 @@ def _clear_outdated(self: Oblivion, ns: str, sids: Iterable[str], conn: Any) -> 
     """Take ``sids`` out of :meth:`_note_outdated`'s note, in the drop's transaction."""
     noted = self._db.parsed(f"outdated:{ns}", noted_outdated)
     if noted:
-        left = {s: why for s, why in noted.items() if s not in set(sids)}
+        gone = set(sids)
+        left = {s: why for s, why in noted.items() if s not in gone}
         self._db.set_meta(f"outdated:{ns}", left or None, conn)
 
 

@@ -97,9 +97,9 @@ def recall(
             ``where_document`` syntax (``{"$contains": "invoice"}``,
             ``$not_contains``, ``$regex``, ``$not_regex``, ``$and``, ``$or``); with
             ``where``, both must hold.
-        embedding: ``query``'s vector, made already by this store's embedder (its
-            ``embed_query``), instead of embedding it again: a search of one query in
-            several namespaces embeds it once. Checked for its size, not for its model.
+        embedding: ``query``'s vector, made already (:meth:`query_vector`), instead
+            of embedding it again: a search of one query in several namespaces embeds
+            it once. Checked for its size, not for its model.
     """
     self._check_open()
     standing_categories = check_standing(standing)
@@ -125,6 +125,8 @@ def recall(
     if blank:  # nothing to embed or match: the standing memories alone
         with self._lock:
             self._check_open()
+            if self._space(ns).outdated:  # a crash left summaries a change made outdated
+                self._drop_outdated(ns, self._now(ns))
             return self._standing_recall(
                 ns,
                 budget,
@@ -162,10 +164,7 @@ def recall(
     if embedding is None:
         qvec = embed_query(self.embedder, q, self._dim)
     else:
-        vector = np.asarray(embedding) if isinstance(embedding, np.ndarray) else embedding
-        if isinstance(vector, np.ndarray) and vector.ndim == 2 and vector.shape[0] == 1:
-            vector = vector[0]  # one row: query_vector()'s or embed_documents([q])'s
-        qvec = given_vectors([vector], 1, self._dim, "embedding")
+        qvec = given_vectors([_one_row(embedding)], 1, self._dim, "embedding")
     try:
         bm25 = lexical.result() if lexical is not None else None
         if bm25 is None and lexical_now:  # outside the engine's lock
@@ -197,6 +196,18 @@ def recall(
             standing_categories,
             filtered,
         )
+
+
+def _one_row(embedding: Any) -> Any:
+    """``embedding``, or its row if it is a matrix of one (``embed_documents([q])``'s
+    list of one list, or an array of shape ``(1, dim)``), as ``recall`` takes it."""
+    if isinstance(embedding, (str, bytes)):
+        return embedding
+    try:
+        matrix = np.asarray(embedding, dtype=np.float64)
+    except (TypeError, ValueError):
+        return embedding  # refused by the check, which names it
+    return matrix[0] if matrix.ndim == 2 and matrix.shape[0] == 1 else embedding
 
 
 def query_vector(self: Oblivion, query: str) -> Vectors:

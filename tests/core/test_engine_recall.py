@@ -803,7 +803,7 @@ def test_a_query_vector_given_ranks_as_the_query_embedded_and_is_checked() -> No
     # query_vector() makes it as recall would; one row of a matrix is taken as it
     made = mem.query_vector(query)
     assert made.shape == (len(vector),)
-    for given_as in (made, made.reshape(1, -1), list(map(float, made))):
+    for given_as in (made, made.reshape(1, -1), list(map(float, made)), [list(map(float, made))]):
         again = mem.recall(query, k=5, feedback=False, embedding=given_as)
         assert [(it.id, it.score) for it in again] == [(it.id, it.score) for it in alone]
 
