@@ -945,6 +945,7 @@ def test_a_regex_that_backtracks_without_end_is_refused(
         ("(?<=a+)b", "Python's re reads"),  # the package would take it: re's syntax holds
     ],
 )
+@pytest.mark.filterwarnings("ignore:Possible nested set:FutureWarning")  # called directly
 def test_a_regex_the_regex_package_cannot_take_is_named(pattern: str, named: str) -> None:
     """The regex package writes out counted repeats when it compiles (a bare MemoryError,
     or the process killed), and refuses some patterns re reads, with its own error."""
