@@ -219,7 +219,7 @@ def _fitting(lines: Sequence[str], counter: TokenCounter, budget: int, header: s
     i, n = 0, len(lines)
     while i < n:
         run, good = 1, 0  # good: the longest run from i known to fit
-        while i + run <= n and fits([*shown, *range(i, i + run)]):
+        while fits([*shown, *range(i, i + run)]):  # (i + run <= n: run is capped below)
             good = run
             if i + run == n:
                 break

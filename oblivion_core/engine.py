@@ -930,6 +930,7 @@ class Oblivion:
     _drop_summaries = engine_forget._drop_summaries
     _drop_outdated = engine_forget._drop_outdated
     _note_outdated = engine_forget._note_outdated
+    _noted_outdated = engine_forget._noted_outdated
     _clear_outdated = engine_forget._clear_outdated
     _delete = engine_forget._delete
     _restore_in_chroma = engine_forget._restore_in_chroma
@@ -1428,7 +1429,7 @@ class Oblivion:
         # change (not here: a caller's rows, or a recall's feedback queued by row,
         # would move)
         if ns not in self._drop_failed:  # else tried again by maintain()
-            space.outdated.update(self._db.parsed(f"outdated:{ns}", engine_forget.noted_outdated))
+            space.outdated.update(self._noted_outdated(ns))
         limit = self.max_loaded_namespaces
         if limit is not None and len(self._spaces) > limit and not self._evicting:
             self._evicting = True
@@ -1601,9 +1602,9 @@ class Oblivion:
         the policy's or namespace ``ns``'s categories and only mistypes one of them
         ("Instruction", "instructions"): written, it makes a new category, decaying at
         the default category's rate and not protected; standing, it shows nothing."""
-        if category in self._hinted:
-            return
         policy = self._policy_of(ns)
+        if category in self._hinted or category in policy.half_lives:
+            return
         space = self._spaces.get(ns)
         known = [*sorted(policy.half_lives), *sorted(policy.protected_categories)]
         near = near_category(category, [*known, *space.state.vocab] if space else known)

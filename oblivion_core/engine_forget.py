@@ -237,20 +237,25 @@ def _note_outdated(self: Oblivion, ns: str, sids: Mapping[str, str], conn: Any) 
     ``Space.outdated``, which the namespace's next recall, write or ``maintain()``
     drops."""
     if sids:
-        noted = self._db.parsed(f"outdated:{ns}", noted_outdated)
-        self._db.set_meta(f"outdated:{ns}", {**noted, **sids}, conn)
+        self._db.set_meta(f"outdated:{ns}", {**self._noted_outdated(ns), **sids}, conn)
 
 
 def _clear_outdated(self: Oblivion, ns: str, sids: Iterable[str], conn: Any) -> None:
     """Take ``sids`` out of :meth:`_note_outdated`'s note, in the drop's transaction."""
-    noted = self._db.parsed(f"outdated:{ns}", noted_outdated)
+    noted = self._noted_outdated(ns)
     if noted:
         gone = set(sids)
         left = {s: why for s, why in noted.items() if s not in gone}
         self._db.set_meta(f"outdated:{ns}", left or None, conn)
 
 
-def noted_outdated(value: Any) -> dict[str, str]:
+def _noted_outdated(self: Oblivion, ns: str) -> dict[str, str]:
+    """The summaries :meth:`_note_outdated` noted in ``ns`` and not dropped yet."""
+    noted: dict[str, str] = self._db.parsed(f"outdated:{ns}", _noted)
+    return noted
+
+
+def _noted(value: Any) -> dict[str, str]:
     """:meth:`_note_outdated`'s meta value read back (``None``: none noted)."""
     if value is None:
         return {}

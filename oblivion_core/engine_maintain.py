@@ -18,7 +18,6 @@ from oblivion_core.adaptation import adapt
 from oblivion_core.checks import check_flag, check_text
 from oblivion_core.compression import clusters, shared_metadata
 from oblivion_core.embedding import embed_texts
-from oblivion_core.engine_forget import noted_outdated
 from oblivion_core.errors import EmbeddingError, InvalidInputError
 from oblivion_core.policy import Policy
 from oblivion_core.records import ACTIVE, COLD, MemoryRecord, Tier
@@ -48,8 +47,7 @@ def maintain(
         if not dry_run:  # summaries a change made outdated (a crash may have left some)
             if ns in self._drop_failed:  # a drop failed before: tried again here
                 self._drop_failed.discard(ns)
-                noted = self._db.parsed(f"outdated:{ns}", noted_outdated)
-                self._space(ns).outdated.update(noted)
+                self._space(ns).outdated.update(self._noted_outdated(ns))
             self._drop_outdated(ns, self._now(ns))
         return self._maintain(ns, dry_run=dry_run)
 

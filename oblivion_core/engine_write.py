@@ -142,13 +142,14 @@ def remember_many(
         clean.append(check_text(text, policy.max_text_chars, f"texts{at}" if at else "text"))
         if cats[i] is not None:
             cats[i] = check_category(cats[i], f"categories{at}" if at else "category")
-            self._hint_category(ns, cats[i])
         if imps[i] is not None:
             imps[i] = check_unit(imps[i], f"importances{at}" if at else "importance")
         confs[i] = check_unit(confs[i], f"confidences{at}" if at else "confidence")
         metas[i] = check_metadata(metas[i], f"metadatas{at}" if at else "metadata")
         if given_ids[i] is not None:
             given_ids[i] = check_id(given_ids[i])
+    for category in dict.fromkeys(c for c in cats if c is not None):  # each name once
+        self._hint_category(ns, category)
     final_ids = [i if i is not None else uuid.uuid4().hex for i in given_ids]
     if len(set(final_ids)) != n:
         raise InvalidInputError("ids must be unique within one remember_many() call")

@@ -422,9 +422,7 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
                         return
             except Exception as exc:  # a closed engine: nobody to raise to
                 logger.warning("OblivionMemoryBlock: a recall boost was not given: %s", exc)
-                with self._handoff:
-                    self._ended.clear()
-                    self._draining = False
+                self._stop_draining()
                 return
             finally:
                 self._lock.release()
@@ -436,10 +434,14 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
         try:
             threading.Thread(target=self._settle_ended, daemon=True).start()
         except RuntimeError:  # the interpreter is exiting
-            # the views wait (the task is over) for the session's next read or flush
-            with self._handoff:
-                self._ended.clear()
-                self._draining = False
+            self._stop_draining()
+
+    def _stop_draining(self) -> None:
+        """Let go of the ended tasks no worker will settle: their views wait (the tasks
+        are over) for the session's next read or flush."""
+        with self._handoff:
+            self._ended.clear()
+            self._draining = False
 
     def _settle_ended(self) -> None:
         """Settle the views of the tasks that ended, until none is left (a task ending

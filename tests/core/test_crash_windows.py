@@ -197,24 +197,32 @@ else:
 """
 
 
+def _killed_after(path: Path, op: str) -> Oblivion:
+    """The store at ``path`` opened again after :data:`SUMMARY_CHILD` compressed four
+    memories and was killed right after ``op`` of one of them committed, before the
+    drop of its summary."""
+    from oblivion_core import ManualClock
+
+    for step in ("setup", op):
+        proc = subprocess.run(
+            [sys.executable, "-c", SUMMARY_CHILD, str(path), step],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert proc.returncode == (0 if step == "setup" else -signal.SIGKILL), proc.stderr
+    return Oblivion(path, clock=ManualClock(1000.0), embedder=HashEmbedder(dim=64))
+
+
 @pytest.mark.parametrize("op", ["edit", "invalidate", "supersede"])
 def test_a_summary_a_change_made_outdated_is_dropped_after_a_crash(tmp_path: Path, op: str) -> None:
     """edit(), invalidate() and supersede() of a summary's original commit the change,
     then drop the summary in a second transaction: killed in between, the summary
     stayed for good, stating the old text (or the invalidated or superseded fact), its
     originals cold behind it, and no reopen, load, repair or maintain() dropped it. The
-    summaries to drop are noted in the change's transaction; the next load drops them."""
-    from oblivion_core import ManualClock
-
-    for step in ("setup", op):
-        proc = subprocess.run(
-            [sys.executable, "-c", SUMMARY_CHILD, str(tmp_path), step],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert proc.returncode == (0 if step == "setup" else -signal.SIGKILL), proc.stderr
-    with Oblivion(tmp_path, clock=ManualClock(1000.0), embedder=HashEmbedder(dim=64)) as mem:
+    summaries to drop are noted in the change's transaction; the namespace's next
+    recall, write or maintain() drops them."""
+    with _killed_after(tmp_path, op) as mem:
         before = {r.id: (r.activation, len(mem.history(r.id))) for r in mem.records()}
         # the recall that loads it drops them first: its rows, and the feedback it
         # queues by row, are those after the drop (a drop queued after the load moved
@@ -240,16 +248,9 @@ def test_a_summary_drop_that_keeps_failing_is_tried_again_by_maintain(
     queued the drop again: the engine's lock was held for good, retrying (and, tried by
     every call, each failure reloaded the namespace: 0.3 s a recall at 30k memories).
     A failed drop is tried again by maintain() or the next open."""
-    from oblivion_core import ManualClock, VectorStoreError
+    from oblivion_core import VectorStoreError
 
-    for step in ("setup", "edit"):
-        subprocess.run(
-            [sys.executable, "-c", SUMMARY_CHILD, str(tmp_path), step],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-    with Oblivion(tmp_path, clock=ManualClock(1000.0), embedder=HashEmbedder(dim=64)) as mem:
+    with _killed_after(tmp_path, "edit") as mem:
         attempts: list[int] = []
 
         def refuse(*args: object, **kwargs: object) -> None:
@@ -275,16 +276,7 @@ def test_a_blank_standing_recall_after_the_crash_drops_the_outdated_summary_firs
 ) -> None:
     """recall("", standing=...) (an image-only message) returned before the drop, so it
     still showed the summary a crash had left outdated."""
-    from oblivion_core import ManualClock
-
-    for step in ("setup", "edit"):
-        subprocess.run(
-            [sys.executable, "-c", SUMMARY_CHILD, str(tmp_path), step],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-    with Oblivion(tmp_path, clock=ManualClock(1000.0), embedder=HashEmbedder(dim=64)) as mem:
+    with _killed_after(tmp_path, "edit") as mem:
         shown = mem.recall("", standing=["summary", "fact"], k=10)
         assert all("holds the red lawn mower" not in t for t in shown.texts)
         assert not [r for r in mem.records() if r.metadata.get("summary_of")]
