@@ -293,8 +293,9 @@ def _import(args: argparse.Namespace) -> int:
     import chromadb
 
     from oblivion_core.checks import check_category, check_namespace
+    from oblivion_core.embedding import FastEmbedEmbedder
     from oblivion_core.engine import Oblivion
-    from oblivion_core.engine_import import check_import_where
+    from oblivion_core.engine_import import check_import_model, check_import_where
     from oblivion_core.state import StateDB, folder_meta
 
     source = Path(args.chroma)
@@ -344,9 +345,11 @@ def _import(args: argparse.Namespace) -> int:
         check_category(args.category)
     if where is not None:
         check_import_where(collection, where)
-    embedder = _model(args.model)
-    with Oblivion(args.path, embedder=embedder) as mem:
-        try:
+    embedder = _model(args.model) or FastEmbedEmbedder()
+    with _flag_advice():
+        if not args.reembed:
+            check_import_model(collection, embedder, where)
+        with Oblivion(args.path, embedder=embedder) as mem:
             report = mem.import_chroma(
                 collection,
                 namespace=args.namespace,
@@ -355,17 +358,24 @@ def _import(args: argparse.Namespace) -> int:
                 supersede=False if args.no_supersede else None,
                 where=where,
             )
-        except EmbeddingError as exc:
-            if "another model" not in str(exc) and "-d vectors" not in str(exc):
-                raise
-            # the engine's advice names Python arguments; here they are flags
-            raise EmbeddingError(
-                f"{str(exc).split(': pass reembed=True')[0]}: add --reembed to embed its "
-                "texts with the store's model, or --model DIR to open the store with the "
-                "model that made them (its folder of model.onnx and tokenizer.json)"
-            ) from exc
     print(report)
     return 0
+
+
+@contextlib.contextmanager
+def _flag_advice() -> Iterator[None]:
+    """The engine's advice for another model's vectors, which names Python arguments,
+    given as the command's flags."""
+    try:
+        yield
+    except EmbeddingError as exc:
+        if "another model" not in str(exc) and "-d vectors" not in str(exc):
+            raise
+        raise EmbeddingError(
+            f"{str(exc).split(': pass reembed=True')[0]}: add --reembed to embed its "
+            "texts with the store's model, or --model DIR to open the store with the "
+            "model that made them (its folder of model.onnx and tokenizer.json)"
+        ) from exc
 
 
 def _model(path: str | None) -> Embedder | None:

@@ -23,6 +23,7 @@ from oblivion_core.embedding import embed_texts, normalize
 from oblivion_core.errors import EmbeddingError, InvalidInputError, VectorStoreError
 from oblivion_core.progress import progress
 from oblivion_core.records import check_metadata
+from oblivion_core.typing import Embedder
 
 # a filter Chroma refuses: its own checks raise ValueError or TypeError, its Rust
 # binding's (an unknown top-level operator) InvalidArgumentError
@@ -324,11 +325,46 @@ def _without(metadata: Any, dropped: frozenset[str]) -> Any:
 
 
 def _check_model(self: Oblivion, name: str, texts: list[str], vectors: list[Any]) -> None:
-    """Raise an :class:`EmbeddingError` unless ``vectors`` (the collection's, for
-    ``texts``) are this store's embedding model's: its own vectors for the
-    :data:`MODEL_SAMPLE` shortest texts must point the same way."""
+    """:func:`check_model` with this store's embedder."""
+    check_model(self.embedder, self._dim, name, texts, vectors)
+
+
+def check_import_model(
+    collection: Any, embedder: Embedder, where: Mapping[str, Any] | None
+) -> None:
+    """The check of :meth:`~oblivion_core.Oblivion.import_chroma` that ``collection``'s
+    vectors are ``embedder``'s, on the first records (of those ``where`` passes) with a
+    text and a vector, for a caller that checks before it opens a store (``oblivion
+    import``: a store made at a new path for a refused import was left holding nothing).
+    A collection Chroma cannot read is left to the import, whose error says where."""
+    try:
+        page = collection.get(
+            limit=IMPORT_BATCH, include=["documents", "embeddings"], where=where or None
+        )
+    except Exception:
+        return
+    docs = page.get("documents") or []
+    vecs = page.get("embeddings")
+    if vecs is None:
+        return
+    texts: list[str] = []
+    vectors: list[Any] = []
+    for text, vector in zip(docs, vecs, strict=False):
+        if isinstance(text, str) and text.strip() and vector is not None:
+            texts.append(text)
+            vectors.append(vector)
+    if texts:
+        check_model(embedder, None, str(getattr(collection, "name", "?")), texts, vectors)
+
+
+def check_model(
+    embedder: Embedder, dim: int | None, name: str, texts: list[str], vectors: list[Any]
+) -> None:
+    """Raise an :class:`EmbeddingError` unless ``vectors`` (collection ``name``'s, for
+    ``texts``) are ``embedder``'s: its own vectors for the :data:`MODEL_SAMPLE` shortest
+    texts must point the same way."""
     sample = sorted(range(len(texts)), key=lambda k: len(texts[k]))[:MODEL_SAMPLE]
-    ours = embed_texts(self.embedder, [texts[k] for k in sample], self._dim)
+    ours = embed_texts(embedder, [texts[k] for k in sample], dim)
     fix = (
         "pass reembed=True to embed its texts with this store's embedder, or open the "
         "store with the model that made them (Oblivion(path, embedder=...))"

@@ -550,7 +550,8 @@ def test_oblivion_import_s_advice_names_its_flags(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """From the shell, another model's vectors are refused with the flags that fix it
-    (not the Python arguments), and a --model that is no folder names --model."""
+    (not the Python arguments), before a store is made at a new path (one was left
+    holding nothing), and a --model that is no folder names --model."""
     source = chromadb.PersistentClient(str(tmp_path / "app-chroma"))
     rng = np.random.default_rng(0)
     source.create_collection("rand").add(
@@ -563,6 +564,7 @@ def test_oblivion_import_s_advice_names_its_flags(
     err = capsys.readouterr().err
     assert "another model's vectors" in err and "add --reembed" in err and "--model DIR" in err
     assert "reembed=True" not in err
+    assert not (tmp_path / "mem").exists()
     assert main([*argv, "--model", str(tmp_path / "nowhere")]) == 1
     err = capsys.readouterr().err
     assert "--model" in err and "is not a directory" in err
