@@ -7,7 +7,7 @@ import hashlib
 import json
 import logging
 import threading
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence, Set
 from typing import Annotated, Any, Optional
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
@@ -21,6 +21,7 @@ from langchain_core.messages import (
 )
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import run_in_executor
+from langchain_core.tools import BaseTool
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 from pydantic import BaseModel
@@ -159,7 +160,9 @@ def _unrecorded(state: Mapping[str, Any]) -> tuple[dict[str, Any], int, str] | N
     return memo, at, user
 
 
-def _stopped(state: Mapping[str, Any], memo: Mapping[str, Any], at: int) -> tuple[str, str] | None:
+def _stopped(
+    state: Mapping[str, Any], memo: Mapping[str, Any], at: int, direct: Set[str] = frozenset()
+) -> tuple[str, str] | None:
     """The user message and answer of the memo's turn, if the model answered it but the
     run stopped before ``after_model`` recorded it (else ``None``).
 
@@ -168,8 +171,10 @@ def _stopped(state: Mapping[str, Any], memo: Mapping[str, Any], at: int) -> tupl
     the thread, and the next user message (at position ``at``) starts a new turn.
     The answer is the turn's final ``AIMessage`` (no tool calls), as ``after_model``
     takes it, or, when the model call set a ``structured_response``, what
-    ``after_agent`` takes. A turn stopped before its answer (before the model call,
-    or in a tool loop) has none: ``None``. When ``SummarizationMiddleware`` summarised
+    ``after_agent`` takes, or, when it ended on the results of tools that all return
+    directly (``direct``: their names), the last result, as ``after_agent`` takes it. A
+    turn stopped before its answer (before the model call, or in a tool loop) has none:
+    ``None``. When ``SummarizationMiddleware`` summarised
     the user message away, the turn's messages are those after the summary (no user
     message among them) and the text is the one the memo kept.
     """
@@ -193,7 +198,21 @@ def _stopped(state: Mapping[str, Any], memo: Mapping[str, Any], at: int) -> tupl
         return user, message_text(last).strip()
     if state.get("structured_response") is not None:  # set by this turn's model call
         return user, _final_answer(state, turn)
+    if _ended_direct(turn, direct):
+        return user, message_text(last).strip()
     return None
+
+
+def _ended_direct(turn: Sequence[BaseMessage], direct: Set[str]) -> bool:
+    """Whether ``turn`` ended on the results of tools that all return directly (names in
+    ``direct``): every tool call of its last ``AIMessage`` answered by a ``ToolMessage``,
+    as the agent's edge from its tools to the end tests it."""
+    calls = next((m for m in reversed(turn) if isinstance(m, AIMessage)), None)
+    if calls is None or not calls.tool_calls or not isinstance(turn[-1], ToolMessage):
+        return False
+    results = {m.tool_call_id: m.name for m in turn if isinstance(m, ToolMessage)}
+    names = [results.get(c["id"] or "") for c in calls.tool_calls]
+    return all(name is not None and name in direct for name in names)
 
 
 def _final_answer(state: Mapping[str, Any], turn: Sequence[BaseMessage]) -> str:
@@ -450,6 +469,9 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
         # written before another thread's next turn (else a user's older turn, stored
         # after their newer one, made the newer fact stale)
         self._write_lock = threading.Lock()
+        # names of the agent's tools that return directly, from the model calls seen: a
+        # run stopped after such a tool, before after_agent, is stored with the next turn
+        self._direct_tools: set[str] = set()
 
     @property
     def pending_turns(self) -> int:
@@ -493,7 +515,7 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
             # the run of the memo's turn stopped between the answer and after_model (a
             # client gone while streaming, a cancelled request): recorded now, before
             # the memo is replaced (its memory id keeps it once if after_model runs later)
-            stopped = _stopped(state, previous, found[0])
+            stopped = _stopped(state, previous, found[0], self._direct_tools)
             if stopped is not None:
                 self._record(previous, *stopped)
         namespace = self._namespace(runtime, config)
@@ -759,6 +781,11 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
         return block, [[item.id, item.text] for item in listed]
 
     def _inject(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
+        direct = [
+            t.name for t in request.tools or () if isinstance(t, BaseTool) and t.return_direct
+        ]
+        if direct:
+            self._direct_tools.update(direct)
         memo = _memo(request.state or {})
         context = memo.get("context") if memo is not None else None
         if not context:

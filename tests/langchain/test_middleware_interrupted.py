@@ -303,6 +303,40 @@ def test_a_turn_stopped_before_its_answer_is_not_stored(engine: Oblivion, stop_a
     assert [r.text for r in _turns(engine)] == ["user: What is the weather?\nassistant: Sunny."]
 
 
+@tool(return_direct=True)
+def check_code(code: str) -> str:
+    """Check a locker code and answer the user directly."""
+    return f"Locker code {code} is valid."
+
+
+@pytest.mark.parametrize("direct", [True, False])
+def test_a_stopped_return_direct_tool_turn_is_stored_with_the_next(
+    engine: Oblivion, direct: bool
+) -> None:
+    """A ``return_direct`` tool ends the run on its result, which ``after_agent`` stores
+    as the turn's answer; a run stopped after the tool, before ``after_agent``, lost the
+    turn. It is stored with the next one. The same stop after a tool that does not
+    return directly is a turn stopped in its tool loop, before its answer: left out."""
+    call = AIMessage(
+        content="",
+        tool_calls=[
+            {"name": "check_code" if direct else "lookup", "args": {"code": "4711"}, "id": "1"}
+        ],
+    )
+    tools = [check_code] if direct else [lookup]
+    agent = _agent(engine, ScriptedChatModel([call, "Sunny."]), tools=tools)
+    config = _config()
+    _stop_after(agent, FACT, config, "tools")
+    after = "OblivionMemoryMiddleware." + ("after_agent" if direct else "before_model")
+    assert agent.get_state(config).next == (after,)
+    agent.invoke(_input("What is the weather?"), config)
+    stopped = [f"user: {FACT}\nassistant: Locker code 4711 is valid."] if direct else []
+    assert [r.text for r in _turns(engine)] == [
+        *stopped,
+        "user: What is the weather?\nassistant: Sunny.",
+    ]
+
+
 def test_a_turn_another_path_stored_meanwhile_is_not_an_error(engine: Oblivion) -> None:
     """The stopped run's after_model goes on in a worker thread while the next message's
     before_model records the same turn: each found it absent, and the second write failed
