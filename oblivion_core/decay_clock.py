@@ -64,8 +64,10 @@ class DecayClock:
         read-only array).
 
         A category whose rate differs from its piece's starts a new piece at ``now``
-        (continuous: the reading at ``now`` is the same under both pieces); one without a
-        piece starts at ``(now, 0, rate)``. Either sets :attr:`dirty`.
+        (continuous: the reading at ``now`` is the same under both pieces), or at the
+        current piece's start if ``now`` is before it (a clock stepped back: the new rate
+        applies from there, and no time the clock never passed is charged at either rate);
+        one without a piece starts at ``(now, 0, rate)``. Either sets :attr:`dirty`.
         """
         seen = self._seen
         if (
@@ -94,8 +96,12 @@ class DecayClock:
                 self.pieces[c] = (now, 0.0, rate)
                 self.dirty = True
             elif piece[2] != rate:
+                # never before the piece's own start: a clock stepped back (NTP, a VM
+                # restored, a boot at 1970) would date the new rate from then, charging
+                # (new - old) * the step to every memory of the category
                 t0, d0, old = piece
-                self.pieces[c] = (now, d0 + old * (now - t0), rate)
+                start = max(now, t0)
+                self.pieces[c] = (start, d0 + old * (start - t0), rate)
                 self.dirty = True
         chosen = [self.pieces[c] for c in categories]
         self._t0 = np.asarray([p[0] for p in chosen], dtype=np.float64)

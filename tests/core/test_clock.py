@@ -261,3 +261,38 @@ def test_a_new_store_given_a_turn_clock_decays_by_turns(tmp_path: Any) -> None:
     with Oblivion(tmp_path / "a", embedder=HashEmbedder()) as mem:  # reopened: its clock
         assert mem.policy == TURNS
         assert isinstance(mem.clock, TurnClock)
+
+
+class _SteppedWall(WallClock):
+    """A wall clock that NTP may step back (``t`` set by the test)."""
+
+    def __init__(self, t: float) -> None:
+        self.t = t
+
+    def now(self) -> float:
+        return self.t
+
+
+@pytest.mark.parametrize("template", ["support-desk", "research-assistant"])
+def test_a_policy_switched_while_the_clock_was_stepped_back_charges_no_decay(
+    tmp_path: Any, template: str
+) -> None:
+    """On disk with the local model: a wall clock stepped back six hours, a policy with
+    other half-lives switched to then, and the clock back at the memory's write time: the
+    memory had decayed by the step at the new rate's difference (small talk from 0.5 to
+    0.125, below the archive threshold, with nothing in its journal). Now it reads as
+    written, and decays at the new rate from there."""
+    from oblivion_core import Oblivion
+
+    start = 1_800_000_000.0
+    clock = _SteppedWall(start)
+    with Oblivion(tmp_path / "mem", clock=clock) as mem:
+        rec = mem.remember("Nice weather today!", category="small_talk", importance=0.0)
+        written = mem.get(rec.id).activation
+        clock.t = start - 6 * 3600.0
+        mem.set_policy(template)
+        clock.t = start
+        assert mem.get(rec.id).activation == pytest.approx(written, abs=1e-9)
+        clock.t = start + mem.policy.half_lives["small_talk"]
+    with Oblivion(tmp_path / "mem", clock=clock, policy=template) as mem:
+        assert mem.get(rec.id).activation == pytest.approx(written / 2, rel=1e-6)

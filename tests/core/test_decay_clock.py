@@ -55,6 +55,31 @@ def test_readings_never_decrease_with_time_and_pieces_only_change_with_rates(
         assert not clock.dirty
 
 
+@given(
+    start=st.floats(0.0, 1e9),
+    back=st.floats(1e-3, 1e9),
+    old=rates,
+    new=rates,
+    later=st.floats(0.0, 1e6),
+)
+def test_a_rate_change_while_the_clock_reads_earlier_charges_no_time_not_passed(
+    start: float, back: float, old: float, new: float, later: float
+) -> None:
+    """A rate changed while the clock reads before the current piece's start (NTP
+    stepped it back, a VM was restored, a device booted at 1970) dated the new piece
+    from then: a memory read again at its own write time had decayed by
+    (new - old) * the step (to its floor at once, or frozen for decades). The new rate
+    applies from the piece's start: the reading there is unchanged, and it advances at
+    the new rate after."""
+    clock = DecayClock()
+    at_write = clock.readings(["fact"], np.asarray([old]), start)[0]
+    clock.readings(["fact"], np.asarray([new]), start - back)  # the switch, stepped back
+    again = clock.readings(["fact"], np.asarray([new]), start)[0]
+    assert again == pytest.approx(at_write, abs=1e-9)
+    after = clock.readings(["fact"], np.asarray([new]), start + later)[0]
+    assert after == pytest.approx(at_write + new * later, rel=1e-9, abs=1e-6)
+
+
 def test_a_new_category_starts_its_own_clock_and_marks_it_for_saving() -> None:
     clock = DecayClock({"fact": (0.0, 0.0, 1.0)})
     out = clock.readings(["fact", "small_talk"], np.asarray([1.0, 3.0]), 10.0)
