@@ -249,8 +249,20 @@ def now_iso(now: Callable[[], datetime]) -> str:
     which would shift every timestamp by the local offset.
     """
     stamp = now()
+    if not isinstance(stamp, datetime):
+        raise InvalidInputError(
+            f"the store's now= clock returned {type(stamp).__name__} {stamp!r:.80}; it must "
+            "return a datetime, e.g. lambda: datetime.now(timezone.utc)"
+        )
     if stamp.tzinfo is None:
-        stamp = stamp.astimezone(timezone.utc)
+        try:
+            stamp = stamp.astimezone(timezone.utc)
+        except (OverflowError, ValueError, OSError) as exc:
+            raise InvalidInputError(
+                f"the store's now= clock returned {stamp!r}, a local time with no UTC "
+                f"equivalent ({exc}); return an aware datetime, e.g. "
+                "lambda: datetime.now(timezone.utc)"
+            ) from exc
     return stamp.isoformat()
 
 

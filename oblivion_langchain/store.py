@@ -222,6 +222,10 @@ class OblivionStore(BaseStore):
         if not all(isinstance(f, str) and f for f in fields):
             raise InvalidInputError(f"index['fields'] must be non-empty strings, got {fields!r}")
         fields = list(fields)
+        if now is not None and not callable(now):
+            raise InvalidInputError(
+                f"now must be a callable returning a datetime, got {type(now).__name__}"
+            )
         self.oblivion = oblivion
         self.index_fields: list[str] = fields
         self.deep = deep

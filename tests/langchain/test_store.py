@@ -246,6 +246,31 @@ def test_a_naive_clock_is_read_as_local_time(engine: Oblivion) -> None:
     assert item.updated_at == item.created_at
 
 
+@pytest.mark.usefixtures("tokyo_time")
+@pytest.mark.parametrize(
+    ("stamps", "said"),
+    [
+        (lambda: datetime.max, "no UTC equivalent"),
+        (lambda: datetime.min, "no UTC equivalent"),
+        (lambda: 1_700_000_000.0, "must return a datetime"),
+        (lambda: "2025-03-01", "must return a datetime"),
+    ],
+)
+def test_a_clock_returning_what_has_no_utc_time_is_named(
+    engine: Oblivion, stamps: Any, said: str
+) -> None:
+    """now= returning a naive datetime at the ends of the range (no UTC equivalent in
+    Tokyo) or no datetime at all raised OverflowError, ValueError or AttributeError from
+    inside the store; it is an InvalidInputError naming now=, and nothing is stored."""
+    store = OblivionStore(engine, index={"fields": ["text"]}, now=stamps)
+    with pytest.raises(InvalidInputError, match=said) as err:
+        store.put(NS, "tea", {"text": "I prefer green tea"})
+    assert "now=" in str(err.value)
+    assert store.get(NS, "tea") is None
+    with pytest.raises(InvalidInputError, match="now must be a callable"):
+        OblivionStore(engine, now=datetime.now())  # type: ignore[arg-type]
+
+
 # ==================================================================== search
 def _fill(store: OblivionStore) -> None:
     store.put(NS, "tea", {"text": "I prefer green tea in the morning", "kind": "drink", "n": 3})
