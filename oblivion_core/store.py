@@ -47,6 +47,44 @@ _T = TypeVar("_T")
 #: Given ids per batch from which :meth:`VectorStore.add` asks Chroma whether it holds
 #: any (one ``get``, about 1.5 ms for 500 ids) to write them with the cheaper ``add``.
 CHECK_BATCH = 32
+#: The most one write to Chroma carries, by :func:`_write_spans`' estimate of its
+#: request body: a Chroma server refuses a body over about 40 MiB ("Payload too
+#: large") whatever its batch size, which 5,461 records reach with 1,536-d vectors, or
+#: with the default model's and texts of 6,000 characters.
+MAX_WRITE_BYTES = 32 * 2**20
+
+
+def _write_spans(
+    ids: Sequence[str],
+    texts: Sequence[str] | None,
+    metadatas: Sequence[Mapping[str, Any] | None] | None,
+    dim: int,
+    max_batch: int,
+) -> list[tuple[int, int]]:
+    """``(start, end)`` of the writes that store ``ids``: at most ``max_batch`` records
+    each, and, but for a record alone, at most :data:`MAX_WRITE_BYTES` by an estimate
+    that errs high: a vector as JSON numbers (a client may send base64, a quarter of
+    that), every character of a text escaped when it is not ASCII, a metadata value that
+    is no string as 24 characters."""
+    fixed = 64 + 22 * dim
+    spans: list[tuple[int, int]] = []
+    start, size = 0, 0
+    for k, mid in enumerate(ids):
+        cost = fixed + len(mid)
+        if texts is not None:
+            text = texts[k]
+            cost += 2 * len(text) if text.isascii() else 12 * len(text)
+        meta = metadatas[k] if metadatas is not None else None
+        if meta:
+            for key, value in meta.items():
+                cost += 8 + 2 * len(key) + (12 * len(value) if isinstance(value, str) else 24)
+        if k > start and (k - start >= max_batch or size + cost > MAX_WRITE_BYTES):
+            spans.append((start, k))
+            start, size = k, 0
+        size += cost
+    if start < len(ids):
+        spans.append((start, len(ids)))
+    return spans
 
 
 def _collection_gone(exc: Exception) -> bool:
@@ -254,6 +292,17 @@ def _refused(exc: BaseException) -> bool:
     return any(
         type(at).__name__ in ("AuthorizationError", "ChromaAuthError")
         or getattr(getattr(at, "response", None), "status_code", None) in (401, 403)
+        for at in _raised_from(exc)
+    )
+
+
+def _too_large(exc: BaseException) -> bool:
+    """Whether ``exc`` (or what it was raised from) is a server's refusal of a request
+    body as too large: HTTP 413, which the Chroma client raises as a bare ``Exception``
+    reading "Payload too large"."""
+    return any(
+        getattr(getattr(at, "response", None), "status_code", None) == 413
+        or "payload too large" in str(at).lower()
         for at in _raised_from(exc)
     )
 
@@ -570,6 +619,15 @@ class VectorStore:
                 f"{type(exc).__name__}: {exc}. Check the credentials given to "
                 "VectorStore.server(..., headers=...) (a token may have expired), then retry"
             )
+        if _too_large(exc):
+            return VectorStoreError(
+                f"the Chroma server refused to {operation} (collection "
+                f"{self.prefix + collection_name(namespace)!r}, namespace {namespace!r}) as "
+                f"too large a request: {type(exc).__name__}: {exc}. Writes are cut to "
+                f"{MAX_WRITE_BYTES // 2**20} MiB, so one record alone exceeds what the server "
+                "takes (a server or proxy in front of it set to less, or a metadata value of "
+                "many megabytes): store less in that record's metadata, or raise the limit"
+            )
         tls = _tls_failed(exc)
         if tls is not None:
             return VectorStoreError(
@@ -821,7 +879,8 @@ class VectorStore:
         *,
         made: Collection[str] = (),
     ) -> None:
-        """Add (or overwrite) records; batched to the client's maximum batch size.
+        """Add (or overwrite) records; batched to the client's maximum batch size, and
+        to requests a server takes (:data:`MAX_WRITE_BYTES`).
         ``texts`` are stored as documents only when :attr:`documents` is on (off, a
         new record has none, and one overwritten is left an empty document, not the
         text it held before).
@@ -835,9 +894,12 @@ class VectorStore:
         batches of 500)."""
         metas = [dict(m) or None for m in metadatas] if metadatas is not None else None
 
+        dim = len(vectors[0]) if len(vectors) else 0
+        docs_sent = texts if self.documents else None
+        spans = _write_spans(ids, docs_sent, metas, dim, self.max_batch)
+
         def write(col: Any) -> None:  # trying it again is harmless: see the docstring
-            for start in range(0, len(ids), self.max_batch):
-                end = start + self.max_batch
+            for start, end in spans:
                 chunk = list(ids[start:end])
                 given = [i for i in chunk if i not in made]
                 # (without documents, always: an upsert could only empty a new one's)

@@ -479,3 +479,26 @@ def test_a_tenant_or_database_name_the_server_refuses_is_named(
     said = str(raised.value)
     assert "start it" not in said, said
     assert "db" in said and ("refused the tenant or database name" in said or "no such" in said)
+
+
+def test_a_batch_larger_than_a_server_request_is_written_in_parts(
+    tmp_path: Path, chroma_server: tuple[str, int]
+) -> None:
+    """A server refuses a request body over about 40 MiB ("Payload too large"), and
+    writes were cut by record count only (5,461 here): 3,000 texts with 3,072-d vectors
+    (49 MB as base64) failed every time, and so did moving such a store to a server. They
+    go in parts now, each record once, and the collection holds every one."""
+    host, port = chroma_server
+    prefix = f"big-{uuid.uuid4().hex[:8]}"
+    server = VectorStore.server(host, port, prefix=prefix, timeout=120.0)
+    texts = [f"note {i} about the garden shed and its {i % 97} flower pots" for i in range(3_000)]
+    with Oblivion(
+        tmp_path / "mem",
+        vector_store=server,
+        embedder=HashEmbedder(dim=3_072),
+        token_counter=word_count,
+    ) as mem:
+        ids = [r.id for r in mem.remember_many(texts, categories=["fact"] * len(texts))]
+        assert mem.count() == 3_000
+        assert server.ids("default") == set(ids)
+        assert mem.repair_vector_store() == {"put_back": 0, "removed": 0}

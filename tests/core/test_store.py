@@ -14,7 +14,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from oblivion_core import InvalidInputError, VectorStore, VectorStoreError
-from oblivion_core.store import CHECK_BATCH, collection_name
+from oblivion_core.store import CHECK_BATCH, MAX_WRITE_BYTES, _write_spans, collection_name
 
 
 @pytest.fixture(
@@ -124,6 +124,51 @@ def test_batches_larger_than_the_client_limit(store: VectorStore) -> None:
     assert len(store.vectors("ns", [f"m{i}" for i in range(n)])) == n
     store.delete("ns", [f"m{i}" for i in range(n)])
     assert store.count("ns") == 0
+
+
+@given(
+    sizes=st.lists(st.integers(0, 3 * 2**20), min_size=0, max_size=60),
+    ascii_text=st.booleans(),
+    dim=st.sampled_from([2, 384, 3_072]),
+    max_batch=st.integers(1, 20),
+)
+def test_writes_are_cut_by_count_and_by_request_size(
+    sizes: list[int], ascii_text: bool, dim: int, max_batch: int
+) -> None:
+    """The writes of a batch follow one another over every record once, each of at most
+    ``max_batch`` records and, but for a record alone, at most MAX_WRITE_BYTES of
+    estimated request: a server refuses a larger body whatever its batch size."""
+    texts = [("a" if ascii_text else "é") * n for n in sizes]
+    ids = [f"m{k}" for k in range(len(texts))]
+    metas = [{"n": k, "tag": "x" * (k % 3)} for k in range(len(texts))]
+    spans = _write_spans(ids, texts, metas, dim, max_batch)
+    ends = [b for _, b in spans]
+    assert [a for a, _ in spans] == ([0, *ends[:-1]] if ids else [])
+    assert ends[-1:] == ([len(ids)] if ids else [])
+    one = _write_spans(ids[:1], texts[:1], metas[:1], dim, max_batch)
+    assert one == ([(0, 1)] if ids else [])
+    for a, b in spans:
+        assert 0 < b - a <= max_batch
+        if b - a > 1:
+            body = sum(22 * dim + len(texts[k].encode()) for k in range(a, b))
+            assert body <= MAX_WRITE_BYTES
+
+
+@pytest.mark.server
+def test_a_record_too_large_for_a_server_request_is_named(
+    chroma_server: tuple[str, int],
+) -> None:
+    """A server's refusal of one record too large for a request (HTTP 413, "Payload too
+    large") read as a full disk, with advice to drop the collection; it names the size."""
+    host, port = chroma_server
+    vs = VectorStore.server(host, port, prefix=uuid.uuid4().hex[:8], timeout=120.0)
+    try:
+        with pytest.raises(VectorStoreError, match="too large a request") as err:
+            vs.add("ns", ["a"], _unit(1), ["a"], metadatas=[{"blob": "y" * 45 * 2**20}])
+        assert "free space" not in str(err.value) and "drop the collection" not in str(err.value)
+        assert vs.count("ns") == 0
+    finally:
+        vs.drop("ns")
 
 
 def test_documents_false_keeps_texts_out_of_chroma(store: VectorStore) -> None:
