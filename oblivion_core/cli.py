@@ -173,16 +173,17 @@ def _run(args: argparse.Namespace) -> int:
         return _recall(args)
     if args.command == "import":
         return _import(args)
+    # the output is written once the store is closed: a pager or a slow reader (`| less`,
+    # `| jq`) blocks the writes, and an app starting meanwhile found the store locked
+    lines: list[str] = []
     with _reading(args.path, args.command) as mem:
         if args.command == "stats":
             if args.namespace is not None:
                 out = mem.stats(namespace=args.namespace)
             else:  # every namespace: the memories may all be in per-user ones
                 out = {ns: mem.stats(namespace=ns) for ns in mem.namespaces()}
-            json.dump(out, sys.stdout, indent=2, default=str)
-            print()
-            return 0
-        if args.command == "records":
+            lines.append(json.dumps(out, indent=2, default=str))
+        elif args.command == "records":
             for record in mem.records(
                 namespace=args.namespace,
                 tier=args.tier,
@@ -191,18 +192,20 @@ def _run(args: argparse.Namespace) -> int:
                 offset=args.offset,
             ):
                 row = dataclasses.asdict(record) | {"tier": record.tier.label}
-                print(json.dumps(row, default=str))
-            return 0
-        events = mem.history(args.id, namespace=args.namespace, last=args.last)
-        if args.id is not None and not events:
-            ns = args.namespace if args.namespace is not None else mem.default_namespace
-            raise UnknownMemoryError(
-                f"no journal entries of a memory {args.id!r} in namespace {ns!r}; check the "
-                "id (`oblivion history PATH` lists the namespace's entries) and --namespace"
-            )
-        for event in events:
-            print(json.dumps(dataclasses.asdict(event), default=str))
-        return 0
+                lines.append(json.dumps(row, default=str))
+        else:
+            events = mem.history(args.id, namespace=args.namespace, last=args.last)
+            if args.id is not None and not events:
+                ns = args.namespace if args.namespace is not None else mem.default_namespace
+                raise UnknownMemoryError(
+                    f"no journal entries of a memory {args.id!r} in namespace {ns!r}; check "
+                    "the id (`oblivion history PATH` lists the namespace's entries) and "
+                    "--namespace"
+                )
+            lines += (json.dumps(dataclasses.asdict(event), default=str) for event in events)
+    for line in lines:
+        print(line)
+    return 0
 
 
 def _backup(path_arg: str, folder_arg: str) -> int:

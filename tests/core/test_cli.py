@@ -145,6 +145,33 @@ def test_stats_reads_a_store_whose_vectors_are_elsewhere_and_changes_nothing(
 
 
 @pytest.mark.parametrize("command", ["stats", "records", "history"])
+def test_a_read_command_lets_go_of_the_store_before_it_writes_its_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    """`oblivion history PATH | less` held the store's lock while the pager waited (the
+    pipe full, every write blocked), and an app starting meanwhile was refused with "lets
+    go within seconds". The output is written once the store is closed: an app opening
+    the store at the first write finds it free."""
+    state = tmp_path / "state"
+    _store(state, n=3)
+    opened: list[bool] = []
+
+    class Pager:
+        def write(self, text: str) -> int:
+            if not opened:
+                with Oblivion(state, embedder=HashEmbedder(), token_counter=word_count):
+                    opened.append(True)
+            return len(text)
+
+        def flush(self) -> None:
+            pass
+
+    monkeypatch.setattr(sys, "stdout", Pager())
+    assert main([command, str(state)]) == 0
+    assert opened == [True]
+
+
+@pytest.mark.parametrize("command", ["stats", "records", "history"])
 def test_reading_a_store_of_an_older_schema_leaves_it_as_it_is(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
 ) -> None:
