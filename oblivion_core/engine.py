@@ -312,11 +312,10 @@ class Oblivion:
         db_file = None if self.path is None else self.path / StateDB.FILE
         if db_file is not None:
             refuse_unfinished_backup(db_file)
-        # no activation database yet (or an empty file): the vector store should hold none
-        # of this store's memories either
-        db_existed = db_file is not None and db_file.exists()
-        db_new = db_file is not None and (not db_existed or db_file.stat().st_size == 0)
         self._db = StateDB(self.path)
+        # no activation database yet (or an empty file): the vector store should hold none
+        # of this store's memories either (looked at under the store's lock)
+        db_existed, db_new = self._db.existed, self._db.new
         try:
             dim = self._db.parsed("dim", stored_dim)  # checked before anything is written
             stored: Policy | None = self._db.parsed("policy", stored_policy)

@@ -664,6 +664,12 @@ class StateDB:
         self._vector_bytes: int | None = None  # of a stored vector, once known (0: not yet)
         if directory is not None:
             self._take_lock(Path(directory))
+        #: Whether the database file was there, and whether there was none or an empty
+        #: one, once the lock is taken: looked at before, another process could create,
+        #: write and close the store in between, and its database was taken for a new
+        #: one (deleted, when the vector store held its records).
+        self.existed = self.path is not None and self.path.exists()
+        self.new = self.path is not None and (not self.existed or self.path.stat().st_size == 0)
         try:
             self.conn = sqlite3.connect(
                 str(self.path) if self.path else ":memory:",

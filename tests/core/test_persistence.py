@@ -749,6 +749,32 @@ def test_a_child_forked_after_the_open_is_refused_and_writes_nothing(
         mem.close()
 
 
+def test_a_store_made_by_another_opener_while_waiting_to_lock_is_opened_not_deleted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two processes opening a new path: B looked for the database before it took the
+    lock. When A made the store, wrote and closed in between (B stalled on a busy host),
+    B took A's database for a new one it had made, deleted it as the vector store held
+    records, and raised StoreCorruptError: every activation was lost. B now looks once
+    it holds the lock, and opens A's store."""
+    path = tmp_path / "mem"
+    take = StateDB._take_lock
+    stalled: list[bool] = []
+
+    def stalled_then_take(self: StateDB, directory: Path) -> None:
+        if not stalled:  # B, before its lock: A opens, writes and closes meanwhile
+            stalled.append(True)
+            with Oblivion(path, embedder=HashEmbedder(), token_counter=word_count) as a:
+                a.remember_many([f"note {i} about the garden" for i in range(5)])
+        take(self, directory)
+
+    monkeypatch.setattr(StateDB, "_take_lock", stalled_then_take)
+    with Oblivion(path, embedder=HashEmbedder(), token_counter=word_count) as b:
+        assert b.count() == 5
+    assert stalled == [True]
+    assert (path / StateDB.FILE).stat().st_size > 0
+
+
 def test_the_demo_lets_go_of_the_store_lock_it_takes(tmp_path: Path) -> None:
     """The demo's check released its lock with a plain os.close: the number stayed among
     the held locks, and a forked child replaced whatever file reused it with /dev/null."""
