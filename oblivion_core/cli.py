@@ -352,7 +352,14 @@ def _import(args: argparse.Namespace) -> int:
     with _flag_advice():
         if not args.reembed:
             check_import_model(collection, embedder, where)
-        with Oblivion(args.path, embedder=embedder) as mem:
+        try:
+            opened = Oblivion(args.path, embedder=embedder)
+        except StoreLockedError as exc:
+            raise StoreLockedError(
+                f"{str(exc).split(': an `oblivion`')[0].split('. Share one')[0]}: stop it "
+                "first, or import from the app that holds it: mem.import_chroma(collection)"
+            ) from exc
+        with opened as mem:
             report = mem.import_chroma(
                 collection,
                 namespace=args.namespace,

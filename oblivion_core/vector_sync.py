@@ -155,9 +155,9 @@ class VectorSync:
         if not missing:
             return 0, len(orphans)
         logger.warning(
-            "the vector store lacked %d of the %d memories of namespace %r (its folder or "
-            "collection lost, or an older copy restored); putting them back from the "
-            "activation database",
+            "the vector store lacked %d of the %d memories of namespace %r (a deletion "
+            "interrupted before its commit, its folder or collection lost, or an older "
+            "copy restored); putting them back from the activation database",
             len(missing),
             st.n,
             ns,

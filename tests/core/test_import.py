@@ -573,6 +573,26 @@ def test_oblivion_import_s_advice_names_its_flags(
     assert "--model '/nonexistent' is not a directory" in capsys.readouterr().err
 
 
+def test_oblivion_import_into_a_store_an_app_holds_says_to_stop_it_or_import_there(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], real_embedder: FastEmbedEmbedder
+) -> None:
+    """Refused because an app holds the store, `oblivion import` advised what an app
+    does ("share one Oblivion object between threads"); it says to stop the app or to
+    import from it, and the app's store is as it was."""
+    source = chromadb.PersistentClient(str(tmp_path / "app-chroma"))
+    source.create_collection("notes").add(
+        ids=["a"], embeddings=real_embedder.embed_documents(TEXTS[:1]), documents=TEXTS[:1]
+    )
+    store = tmp_path / "mem"
+    with Oblivion(store, embedder=real_embedder) as app:
+        app.remember("kept by the app", id="k")
+        assert main(["import", str(store), str(tmp_path / "app-chroma"), "notes"]) == 1
+        err = capsys.readouterr().err
+        assert "is already open in" in err and "mem.import_chroma(collection)" in err
+        assert "Share one Oblivion object" not in err
+        assert [r.id for r in app.records()] == ["k"]
+
+
 def test_oblivion_import_says_what_to_change_for_a_bad_chroma_folder(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
