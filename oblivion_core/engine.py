@@ -12,7 +12,8 @@ methods live with their concern, as functions of the engine assigned in its clas
 writing (:mod:`engine_write`), recall's candidates (:mod:`engine_recall`) and ranking
 (:mod:`engine_ranking`), activation raised by use (:mod:`engine_feedback`), stale facts
 (:mod:`engine_stale`), invalidating and forgetting (:mod:`engine_forget`), maintenance
-(:mod:`engine_maintain`), importing a Chroma collection (:mod:`engine_import`). Argument
+(:mod:`engine_maintain`), importing a Chroma collection (:mod:`engine_import`),
+compacting the vector store's files (:mod:`engine_compact`). Argument
 checks are in :mod:`checks`; keeping Chroma equal to SQLite in :mod:`vector_sync`.
 """
 
@@ -40,6 +41,7 @@ import numpy as np
 
 from oblivion_core import (
     decay,
+    engine_compact,
     engine_feedback,
     engine_forget,
     engine_import,
@@ -853,6 +855,9 @@ class Oblivion:
     # ====================================================== the parts in their own files
     # Each oblivion_core/engine_*.py holds functions of the engine, assigned here as its
     # methods: the public ones first, then the helpers the others call through ``self``.
+
+    # engine_compact.py: deleted records out of the vector store's files
+    compact_vector_store = engine_compact.compact_vector_store
 
     # engine_import.py: a Chroma collection made memories
     import_chroma = engine_import.import_chroma

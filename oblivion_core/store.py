@@ -87,6 +87,14 @@ def _write_spans(
     return spans
 
 
+def _is_uuid(name: str) -> bool:
+    """Whether a folder's ``name`` is a UUID, as Chroma names an index's folder."""
+    try:
+        return str(uuid.UUID(name)) == name
+    except ValueError:
+        return False
+
+
 def _collection_gone(exc: Exception) -> bool:
     """Whether Chroma says the collection no longer exists (deleted since opened)."""
     return type(exc).__name__ == "NotFoundError" or "does not exist" in str(exc)
@@ -845,6 +853,45 @@ class VectorStore:
         self.unchecked.discard(namespace)
         with contextlib.suppress(Exception):  # already absent
             self.client.delete_collection(self.prefix + collection_name(namespace))
+
+    def compact_files(self) -> tuple[int, bool]:
+        """For Chroma on disk (:attr:`folder`): delete the index folders of no collection
+        (Chroma leaves a dropped collection's on disk, its vectors in them) and vacuum
+        ``chroma.sqlite3`` (whose free pages keep deleted records' documents). Returns
+        how many folders were deleted and whether the database was vacuumed; ``(0,
+        False)`` for any other client.
+
+        Folders are listed before the collections' indexes are read: an index another
+        client of the folder makes meanwhile is not among them (Chroma records an index
+        when it makes its collection, before it writes the index's folder).
+        """
+        import shutil
+        import sqlite3
+
+        folder = self.folder
+        if folder is None or not (folder / "chroma.sqlite3").is_file():
+            return 0, False
+        listed = [p for p in folder.iterdir() if p.is_dir() and _is_uuid(p.name)]
+        try:
+            conn = sqlite3.connect(str(folder / "chroma.sqlite3"), timeout=30.0)
+            try:
+                live = {str(row[0]) for row in conn.execute("SELECT id FROM segments")}
+                conn.execute("VACUUM")
+            finally:
+                conn.close()
+        except sqlite3.Error as exc:
+            raise VectorStoreError(
+                f"could not compact the Chroma database in {str(folder)!r} ({exc}); the "
+                "collections were made again and nothing is lost: call again when no "
+                "other process is using that folder"
+            ) from exc
+        removed = 0
+        for path in listed:
+            if path.name not in live:
+                with contextlib.suppress(OSError):
+                    shutil.rmtree(path)
+                    removed += 1
+        return removed, True
 
     # ---------------------------------------------------------------- writes
     def _on(self, namespace: str, action: str, call: Callable[[Any], _T]) -> _T:

@@ -502,3 +502,21 @@ def test_a_batch_larger_than_a_server_request_is_written_in_parts(
         assert mem.count() == 3_000
         assert server.ids("default") == set(ids)
         assert mem.repair_vector_store() == {"put_back": 0, "removed": 0}
+
+
+def test_compacting_a_store_on_a_server_rebuilds_its_collections(
+    tmp_path: Path, chroma_server: tuple[str, int]
+) -> None:
+    """On a server, compact_vector_store() makes each collection again from the
+    activation database (a forgotten memory's record no longer in it, marked or not) and
+    leaves the server's files to it."""
+    prefix = f"cmp-{uuid.uuid4().hex[:8]}"
+    with _open(tmp_path / "mem", chroma_server, prefix=prefix) as mem:
+        kept = [r.id for r in mem.remember_many([f"garden note {i}" for i in range(12)])]
+        gone = mem.remember("the door code is 4711")
+        mem.forget(gone.id)
+        report = mem.compact_vector_store()
+        assert (report.records, report.folders_removed, report.vacuumed) == (12, 0, False)
+        assert "left to it" in str(report)
+        assert mem.store.ids("default") == set(kept)
+        assert len(mem.recall("garden note", k=3, deep=True, feedback=False)) == 3

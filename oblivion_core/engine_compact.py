@@ -1,0 +1,91 @@
+"""Compacting the vector store: ``compact_vector_store``.
+
+Part of :class:`~oblivion_core.engine.Oblivion` (a function of the engine assigned in
+its class body, as in :mod:`engine_write`). Chroma deletes a record by marking it: its
+vector stays in the collection's index file (``data_level0.bin``, in a folder named
+after the index) and its document in free space of ``chroma.sqlite3``, for good. Only
+a collection made again from what is kept holds nothing else; Chroma then leaves the
+old index's folder on disk, and its database keeps the freed pages until a
+``VACUUM``. This does all three.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from oblivion_core.errors import UnknownNamespaceError
+from oblivion_core.progress import progress
+
+if TYPE_CHECKING:
+    from oblivion_core.engine import Oblivion
+
+
+@dataclass
+class CompactReport:
+    """What :meth:`~oblivion_core.Oblivion.compact_vector_store` did.
+
+    ``namespaces``: collections made again; ``records``: records written to them.
+    ``folders_removed``: index folders of no collection deleted from the Chroma
+    folder; ``vacuumed``: its ``chroma.sqlite3`` rewritten without free space (both
+    only for Chroma on disk: a server's files are its own).
+    """
+
+    namespaces: int = 0
+    records: int = 0
+    folders_removed: int = 0
+    vacuumed: bool = False
+
+    def __str__(self) -> str:
+        files = (
+            f"; removed {self.folders_removed} old index folder(s) and rewrote chroma.sqlite3"
+            if self.vacuumed
+            else "; the server's own files are left to it"
+        )
+        return (
+            f"rebuilt {self.namespaces} collection(s) from the activation database "
+            f"({self.records:,} records){files}"
+        )
+
+
+def compact_vector_store(self: Oblivion, *, namespace: str | None = None) -> CompactReport:
+    """Rid the vector store's files of what was deleted from it: every deleted or
+    replaced record's vector and text (``forget``, ``forget_where``, ``clear``, the old
+    text of an ``edit``, summaries dropped), which Chroma keeps in its files for good.
+
+    Each namespace's collection (``namespace``: that one only) is dropped and written
+    again from the activation database, which holds every memory's vector; for Chroma
+    on disk (the default), the folders of the dropped indexes are then deleted and
+    ``chroma.sqlite3`` vacuumed. About 1 s per 2,000 memories; other calls on this
+    instance wait meanwhile. A process stopped half-way loses nothing: the next open
+    finishes the copy (as after a move to another vector store).
+
+    On a Chroma server the collections are made again, but the server's own files (its
+    database's free pages, the folders of dropped indexes) are its operator's.
+
+    Raises:
+        UnknownNamespaceError: ``namespace`` was never written.
+        VectorStoreError: the vector store could not be written; call again (what was
+            copied stays, and the rest is copied on first use).
+    """
+    report = CompactReport()
+    with self._lock:
+        self._check_open()
+        targets = [self._ns(namespace)] if namespace is not None else sorted(self._known)
+        with progress(len(targets), "compacting the vector store", unit="namespace") as step:
+            for ns in targets:
+                try:
+                    st = self._space(ns).state
+                except UnknownNamespaceError:  # the default namespace, never written
+                    step(1)
+                    continue
+                # noted first: a process stopped after the drop leaves the copy to the
+                # next open, which finds the namespace in the list of those to copy
+                self._sync._start_copy(ns)
+                self.store.drop(ns)
+                copied, _ = self._sync._copy_moved(ns, st)
+                report.namespaces += 1
+                report.records += copied
+                step(1)
+        report.folders_removed, report.vacuumed = self.store.compact_files()
+    return report
