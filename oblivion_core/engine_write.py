@@ -589,8 +589,10 @@ def edit(
             raise
         if resync:
             self._sync.clear(ns, [memory_id])
-        if clean is not None:
-            self._db.scrub()  # the old text's page out of the write-ahead log
+        if clean is not None or meta is not None:
+            # the old text's or metadata's page out of the write-ahead log (a LangGraph
+            # store's item keeps its whole value in its memory's metadata)
+            self._db.scrub()
         if clean is not None or meta is not None:
             # what it adds to a list, or the name it gives, is what it says now, and
             # who says it (its metadata may name another chat role)

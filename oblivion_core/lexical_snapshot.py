@@ -87,9 +87,7 @@ class LexicalSnapshots:
             self.folder.mkdir(parents=True, exist_ok=True)
             # one store is open in one process, which saves a namespace under its lock:
             # a temporary file of this namespace is what a killed save left behind
-            for left in self.folder.glob(f"{path.stem}*.tmp"):
-                with contextlib.suppress(OSError):
-                    left.unlink()
+            self._drop_leftovers(path)
             fd, tmp = tempfile.mkstemp(prefix=path.stem, suffix=".tmp", dir=self.folder)
             saved: Arrays = {
                 "header": np.array([FORMAT, generation], dtype=np.int64),
@@ -116,9 +114,19 @@ class LexicalSnapshots:
                     os.unlink(tmp)
 
     def drop(self, namespace: str) -> None:
-        """Delete ``namespace``'s file, if any."""
+        """Delete ``namespace``'s file, if any, and what a killed save of it left (a
+        temporary file holds every word of the namespace too)."""
+        path = self.path(namespace)
         with contextlib.suppress(OSError):
-            self.path(namespace).unlink()
+            path.unlink()
+        self._drop_leftovers(path)
+
+    def _drop_leftovers(self, path: Path) -> None:
+        """Delete the temporary files of saves of ``path`` a killed process left."""
+        with contextlib.suppress(OSError):
+            for left in self.folder.glob(f"{path.stem}*.tmp"):
+                with contextlib.suppress(OSError):
+                    left.unlink()
 
     def discard(self, namespace: str, why: BaseException) -> None:
         """Delete ``namespace``'s file, which could not be read back (``why``), with a

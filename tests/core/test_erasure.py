@@ -1,6 +1,7 @@
 """Deleting for good (README, "Deleting for good"): after ``forget()``, ``forget_where()``
-or an ``edit()`` of its text, no file of the store holds the old text, Chroma's log
-aside (documented), and a store without documents in Chroma holds it nowhere.
+or an ``edit()`` of its text, no file of the store holds the old text, Chroma's own
+files aside until ``compact_vector_store()`` (documented), and a store without
+documents in Chroma holds it nowhere.
 
 Through real Chroma on disk, with a namespace large enough (over 1,024 memories) that
 its keyword index is saved beside the database."""
@@ -69,10 +70,28 @@ def test_a_store_without_documents_in_chroma_keeps_no_deleted_text(tmp_path: Pat
     assert _files_holding(tmp_path, [FORGOTTEN, EDITED, BY_FILTER]) == {}
 
 
-def test_with_documents_only_chromas_log_keeps_them(tmp_path: Path) -> None:
+def test_with_documents_only_chroma_keeps_them_until_compacted(tmp_path: Path) -> None:
+    """Chroma deletes by marking (its database's free space keeps the documents for
+    good); compact_vector_store() leaves them nowhere."""
     _story(tmp_path, documents=True)
     held = _files_holding(tmp_path, [FORGOTTEN, EDITED, BY_FILTER])
     assert set(held) <= {"chroma/chroma.sqlite3"}, held
+    with _open(tmp_path, documents=True) as mem:
+        mem.compact_vector_store()
+    assert _files_holding(tmp_path, [FORGOTTEN, EDITED, BY_FILTER]) == {}
+
+
+def test_an_edit_of_metadata_alone_leaves_no_old_value_in_the_log(tmp_path: Path) -> None:
+    """Only an edit of the text emptied the write-ahead log: an edit of metadata alone
+    (a LangGraph store's put of a new value under a key keeps the whole value in the
+    memory's metadata) left the old value's page there until a later deletion, a
+    checkpoint or close()."""
+    with _open(tmp_path, documents=False) as mem:
+        rec = mem.remember("Dana's locker", metadata={"code": f"{FORGOTTEN} 4471"})
+        mem.remember_many([f"note {k} about the garden" for k in range(20)], supersede=False)
+        mem.edit(rec.id, metadata={"code": "withheld"})
+        held = _files_holding(tmp_path, [FORGOTTEN])
+        assert not {f for f in held if f.startswith("oblivion.sqlite3")}, held
 
 
 def test_the_database_overwrites_what_it_deletes(tmp_path: Path) -> None:
@@ -153,4 +172,20 @@ def test_a_keyword_index_file_a_crash_left_stale_is_deleted_when_the_store_opens
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 9
     with _open(tmp_path, documents=False) as mem:
         mem.recall("sprint planning", k=3)
+        assert _files_holding(tmp_path / "lexical", [FORGOTTEN]) == {}
+
+
+def test_what_a_killed_save_of_the_keyword_index_left_goes_with_a_deletion(
+    tmp_path: Path,
+) -> None:
+    """A save of the keyword index killed before its rename leaves a temporary file
+    holding every word of the namespace. A deletion removed the saved file only: the
+    temporary one stayed for good once the namespace was never saved again."""
+    gone, _, _ = _built_and_saved(tmp_path)
+    (saved,) = (tmp_path / "lexical").glob("*.npz")
+    left = saved.with_name(f"{saved.stem}k1ll3d.tmp")
+    left.write_bytes(saved.read_bytes())
+    with _open(tmp_path, documents=False) as mem:
+        mem.forget(gone)
+        assert not left.exists()
         assert _files_holding(tmp_path / "lexical", [FORGOTTEN]) == {}
