@@ -76,6 +76,40 @@ def test_a_prune_in_many_small_chunks_drops_the_same(
     assert sorted(_entries(mem, ids)) == sorted(expected)
 
 
+def test_a_call_waiting_for_the_engine_gets_its_turn_between_chunks(
+    mem: Oblivion, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The prune lets go of the engine after each chunk "so recalls and writes go on in
+    between", but took it again at once: the engine's lock is not fair, and a recall of
+    another namespace waited for the whole prune (1.6 s for 210k entries). A call waiting
+    from the first chunk now runs before the prune ends."""
+    import threading
+
+    clock = mem.clock
+    assert isinstance(clock, ManualClock)
+    _story(mem, clock)
+    mem.remember("A note in another space.", namespace="other")
+    monkeypatch.setattr(StateDB, "PRUNE_CHUNK", 1)
+    real = StateDB.prune_events
+    done = threading.Event()
+    chunks_after: list[int] = []
+
+    def pruning(self: StateDB, *args: Any, **kwargs: Any) -> Any:
+        probe = threading.Thread(
+            target=lambda: (mem.count(namespace="other"), done.set()), daemon=True
+        )
+        for k, deleted in enumerate(real(self, *args, **kwargs)):
+            if k == 0:
+                probe.start()  # waits for the engine, which this chunk holds
+            elif done.is_set() and not chunks_after:
+                chunks_after.append(k)
+            yield deleted
+
+    monkeypatch.setattr(StateDB, "prune_events", pruning)
+    assert mem.prune_journal(0) > 20
+    assert chunks_after, "the waiting call ran only after the prune"
+
+
 def test_other_namespaces_and_named_kinds(mem: Oblivion) -> None:
     clock = mem.clock
     assert isinstance(clock, ManualClock)
