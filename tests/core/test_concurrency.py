@@ -294,6 +294,40 @@ def test_a_journal_prune_beside_recalls_and_writes(
         mem.close()
 
 
+def test_reading_a_long_journal_holds_up_no_other_call(tmp_path: Path) -> None:
+    """history() of a whole namespace read and decoded its journal inside the engine's
+    lock (150k entries: 2.4 s, every other call waiting). Entries are read after the
+    deferred ones are written, outside it: a call made meanwhile runs, and history()
+    still returns every entry recorded before it, the last recall's boosts included."""
+    from oblivion_core.state import StateDB
+
+    clock = ManualClock()
+    with _open(tmp_path, clock) as mem:
+        ids = [r.id for r in mem.remember_many([f"garden note {i}" for i in range(20)])]
+        mem.remember("a note of another user", namespace="other")
+        mem.recall("garden note", k=5)  # its boosts wait to be written
+        real = StateDB._loads
+        ran: list[int] = []
+
+        def decoding(self: StateDB, text: str, what: str) -> Any:
+            if not ran:
+                other = threading.Thread(target=lambda: ran.append(mem.count(namespace="other")))
+                other.start()
+                other.join(timeout=10)
+                if not ran:  # still waiting for the engine
+                    ran.append(-1)
+            return real(self, text, what)
+
+        StateDB._loads = decoding  # type: ignore[method-assign]
+        try:
+            events = mem.history()
+        finally:
+            StateDB._loads = real  # type: ignore[method-assign]
+        assert ran[0] == 1, "the other call waited for history()"
+        assert {e.memory_id for e in events if e.kind == "remember"} == set(ids)
+        assert sum(e.kind == "recall" for e in events) == 5
+
+
 def test_a_first_search_beside_a_write_that_rolls_back_indexes_none_of_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
