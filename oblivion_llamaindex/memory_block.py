@@ -514,7 +514,21 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
         # in a worker thread: the block's lock may be held by a recall of another
         # session for as long as its query takes to embed
         task = _current_task()
-        return await asyncio.to_thread(self._truncate, content, tokens_to_truncate, task)
+        try:
+            return await asyncio.to_thread(self._truncate, content, tokens_to_truncate, task)
+        except asyncio.CancelledError:
+            # Memory.aget cut by a timeout here, after this block's aget returned: the
+            # caller gets nothing, so the views the task read boost nothing
+            if task is not None:
+                self._undelivered(task)
+            raise
+
+    def _undelivered(self, task: asyncio.Task[Any]) -> None:
+        """Mark the views ``task`` read and whose boost waits as never delivered (on the
+        event loop: sets a flag, takes no lock)."""
+        for view in list(self._pending.values()):
+            if view.task is task and view.call is not None:
+                view.call.cancelled = True
 
     def truncate(self, content: str, tokens_to_truncate: int) -> str | None:
         """Synchronous :meth:`atruncate`."""
@@ -583,7 +597,16 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
         )
 
     async def _aput(self, messages: list[ChatMessage]) -> None:
-        await asyncio.to_thread(self.remember_messages, messages)
+        # shielded: a caller cancelled (a timeout) while the write waited for a thread of
+        # the default executor (busy with other sessions' recalls) had asyncio drop it,
+        # and Memory, which archived the batch before handing it over, never sends it
+        # again. The write goes on; what it fails to store stays queued (see below)
+        write = asyncio.ensure_future(asyncio.to_thread(self.remember_messages, messages))
+        try:
+            await asyncio.shield(write)
+        except asyncio.CancelledError:
+            write.add_done_callback(_told)
+            raise
 
     def remember_messages(self, messages: Sequence[ChatMessage]) -> list[str]:
         """Remember the text of the messages whose role is in ``remember_roles``.
@@ -706,6 +729,18 @@ class _Turn:
         if len(other.after) < len(self.after):
             return False
         return other.after[: len(self.after)] == self.after
+
+
+def _told(write: asyncio.Future[Any]) -> None:
+    """The failure of a write whose caller stopped waiting for it, as a warning (its
+    messages stay queued for the next write or flush)."""
+    exc = None if write.cancelled() else write.exception()
+    if exc is not None:
+        logger.warning(
+            "OblivionMemoryBlock: messages of a cancelled aput were not stored yet (the "
+            "next aput or flush() writes them): %s",
+            exc,
+        )
 
 
 @dataclass(eq=False)

@@ -194,3 +194,61 @@ def test_a_sync_get_then_close_keeps_its_boost(tmp_path: Any) -> None:
     with Oblivion(path, embedder=HashEmbedder()) as engine:
         history = engine.history("anna", namespace="alice")
         assert sum(e.kind == "recall" for e in history) == 3
+
+
+async def test_an_aput_timed_out_while_the_executor_was_busy_still_stores(
+    engine: Oblivion,
+) -> None:
+    """A cancelled ``aput`` whose write waited for a busy executor stores its messages."""
+    # Memory archives a flushed batch before handing it over and never sends it again:
+    # asyncio dropped the queued write of a cancelled caller, and the batch was lost
+    from concurrent.futures import ThreadPoolExecutor
+
+    loop = asyncio.get_running_loop()
+    loop.set_default_executor(ThreadPoolExecutor(max_workers=1))
+    block = OblivionMemoryBlock(oblivion=engine, namespace="alice")
+    gate = threading.Event()
+    busy = asyncio.ensure_future(asyncio.to_thread(gate.wait, 10))  # another session's recall
+    await asyncio.sleep(0.05)
+    with pytest.raises(asyncio.TimeoutError):
+        await asyncio.wait_for(block.aput([user("My cat is called Tom.")], session_id="s"), 0.1)
+    gate.set()
+    await busy
+    for _ in range(500):
+        if "alice" in engine.namespaces() and engine.count(namespace="alice"):
+            break
+        await asyncio.sleep(0.01)
+    assert [r.text for r in engine.records(namespace="alice")] == ["My cat is called Tom."]
+
+
+async def test_a_read_cut_while_memory_truncates_it_boosts_nothing(engine: Oblivion) -> None:
+    """A ``Memory.aget`` cut by a timeout in ``atruncate`` delivered nothing to boost."""
+    # the block's aget had returned its view, whose boost waits for the task's end: the
+    # task ended cancelled, the caller got nothing, and the boost was given all the same
+    engine.remember(ANNA, id="anna")
+    engine.remember(BOILER, id="boiler")
+    block = OblivionMemoryBlock(oblivion=engine, k=2, standing=())
+    held, free = threading.Event(), threading.Event()
+    question = "Where does Anna live, and what is the boiler code?"
+
+    def other_session() -> None:  # holds the block as a recall embedding its query does
+        with block._lock:
+            held.set()
+            free.wait(10)
+
+    async def read() -> str | None:
+        text = await block.aget([user(question)], session_id="s")
+        assert "Porto" in text and "1234" in text
+        threading.Thread(target=other_session, daemon=True).start()
+        held.wait(10)
+        return await block.atruncate(text, 1)
+
+    with pytest.raises(asyncio.TimeoutError):
+        await asyncio.wait_for(read(), 0.2)
+    free.set()
+    await block.aflush()
+    await asyncio.sleep(0.2)  # a worker would give a boost by now
+    assert (_recalls(engine, "anna"), _recalls(engine, "boiler")) == (0, 0)
+    await block.aget([user(question)], session_id="s")
+    await block.aflush()
+    assert (_recalls(engine, "anna"), _recalls(engine, "boiler")) == (1, 1)
