@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import difflib
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -25,6 +26,26 @@ def check_oblivion(oblivion: object, owner: str) -> Oblivion:
             f"{type(oblivion).__name__}; or use {owner}.from_defaults(path, embed_model=...)"
         )
     return oblivion
+
+
+def check_fields(model: type[BaseModel], data: Mapping[str, Any], owner: str) -> None:
+    """Refuse settings ``model`` has no field for: pydantic drops them silently, so a
+    typo (``token_limt=``) changed nothing, and ``session_id=`` (``Memory``'s) left
+    every user of one chat store on the same history key."""
+    fields = list(model.model_fields)
+    unknown = [key for key in data if key not in model.model_fields]
+    if not unknown:
+        return
+    hints = []
+    for key in unknown:
+        if key == "session_id" and "chat_store_key" in model.model_fields:
+            hints.append("session_id: pass chat_store_key= (this user's key in the chat store)")
+        elif close := difflib.get_close_matches(key, fields, n=1):
+            hints.append(f"{key}: did you mean {close[0]}=?")
+    hint = f" ({'; '.join(hints)})" if hints else ""
+    raise InvalidInputError(
+        f"{owner} has no setting {', '.join(map(repr, unknown))}{hint}; it has {', '.join(fields)}"
+    )
 
 
 def need_engine(kwargs: dict[str, Any], owner: str) -> None:

@@ -46,6 +46,7 @@ from oblivion_llamaindex._convert import (
     role,
 )
 from oblivion_llamaindex._engine import (
+    check_fields,
     check_oblivion,
     engine_for,
     need_engine,
@@ -202,6 +203,7 @@ class OblivionMemory(BaseMemory):
 
     def __init__(self, oblivion: Oblivion, **data: Any) -> None:
         checked = check_oblivion(oblivion, "OblivionMemory")
+        check_fields(type(self), data, "OblivionMemory")
         super().__init__(**data)
         self._oblivion = checked
 

@@ -40,6 +40,7 @@ from oblivion_llamaindex._convert import (
     role,
 )
 from oblivion_llamaindex._engine import (
+    check_fields,
     check_oblivion,
     engine_for,
     remember_queued,
@@ -196,6 +197,7 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
 
     def __init__(self, oblivion: Oblivion, **data: Any) -> None:
         checked = check_oblivion(oblivion, "OblivionMemoryBlock")
+        check_fields(type(self), data, "OblivionMemoryBlock")
         super().__init__(**data)
         self._oblivion = checked
 

@@ -36,6 +36,7 @@ from oblivion_llamaindex._convert import (
     node_text,
 )
 from oblivion_llamaindex._engine import (
+    check_fields,
     check_oblivion,
     engine_for,
     mark_used,
@@ -138,6 +139,7 @@ class OblivionNodePostprocessor(BaseNodePostprocessor):
 
     def __init__(self, oblivion: Oblivion, **data: Any) -> None:
         checked = check_oblivion(oblivion, "OblivionNodePostprocessor")
+        check_fields(type(self), data, "OblivionNodePostprocessor")
         super().__init__(**data)
         self._oblivion = checked
 

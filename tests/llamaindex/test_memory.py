@@ -1081,3 +1081,20 @@ def test_the_langgraph_stores_namespaces_are_refused(engine: Oblivion) -> None:
     ):
         with pytest.raises(ValueError, match="reserved to it"):
             build()
+
+
+def test_a_setting_the_adapters_do_not_have_is_refused_by_name(engine: Oblivion) -> None:
+    """Unknown settings were dropped silently: ``session_id=`` left users on one history."""
+    from oblivion_llamaindex import OblivionMemoryBlock, OblivionNodePostprocessor
+
+    store = SimpleChatStore()
+    alice = OblivionMemory.from_defaults(oblivion=engine, chat_store=store, chat_store_key="a")
+    alice.put(ChatMessage(role="user", content="Alice here: my PIN hint is blue whale."))
+    with pytest.raises(InvalidInputError, match="pass chat_store_key="):
+        OblivionMemory.from_defaults(oblivion=engine, chat_store=store, session_id="bob")
+    with pytest.raises(InvalidInputError, match="did you mean token_limit="):
+        OblivionMemoryBlock(oblivion=engine, token_limt=50)
+    with pytest.raises(InvalidInputError, match="'top_k'"):
+        OblivionNodePostprocessor(oblivion=engine, top_k=2)
+    bob = OblivionMemory.from_defaults(oblivion=engine, chat_store=store, chat_store_key="b")
+    assert bob.get_all() == []
