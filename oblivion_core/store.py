@@ -941,6 +941,8 @@ class VectorStore:
         batches of 500)."""
         metas = [dict(m) or None for m in metadatas] if metadatas is not None else None
 
+        if isinstance(vectors, np.ndarray) and vectors.ndim == 1:  # one vector, as it is
+            vectors = vectors.reshape(1, -1)
         dim = len(vectors[0]) if len(vectors) else 0
         docs_sent = texts if self.documents else None
         spans = _write_spans(ids, docs_sent, metas, dim, self.max_batch)
