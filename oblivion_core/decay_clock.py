@@ -65,9 +65,14 @@ class DecayClock:
 
         A category whose rate differs from its piece's starts a new piece at ``now``
         (continuous: the reading at ``now`` is the same under both pieces), or at the
-        current piece's start if ``now`` is before it (a clock stepped back: the new rate
-        applies from there, and no time the clock never passed is charged at either rate);
-        one without a piece starts at ``(now, 0, rate)``. Either sets :attr:`dirty`.
+        current piece's start if ``now`` is before it; one without a piece starts at
+        ``(now, 0, rate)``. Either sets :attr:`dirty`.
+
+        A clock stepped back before a piece's start (NTP, a VM restored, a boot at 1970)
+        reads that start until it passes it: a memory written or recalled meanwhile
+        counts as of the start, and no time the clock never passed is charged to any
+        memory, at either rate (extrapolated back, a rate changed in the window charged
+        or froze the memories of the window by the difference of the rates).
         """
         seen = self._seen
         if (
@@ -84,7 +89,9 @@ class DecayClock:
             self._seen = (categories, rates, len(categories))
         memo = self._memo
         if memo is None or memo[0] != now:
-            out = self._d0 + self._rate * (now - self._t0)
+            # never before a piece's start: a clock stepped back reads the start, so time
+            # it never passed is charged to no memory, at either rate
+            out = self._d0 + self._rate * np.maximum(now - self._t0, 0.0)
             out.flags.writeable = False  # shared by the reads at this ``now``
             memo = self._memo = (now, out)
         return memo[1]

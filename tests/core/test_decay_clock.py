@@ -73,7 +73,11 @@ def test_a_rate_change_while_the_clock_reads_earlier_charges_no_time_not_passed(
     the new rate after."""
     clock = DecayClock()
     at_write = clock.readings(["fact"], np.asarray([old]), start)[0]
+    # a memory written in the stepped-back window, before the switch: as of the start
+    in_window = clock.readings(["fact"], np.asarray([old]), start - back)[0]
+    assert in_window == at_write
     clock.readings(["fact"], np.asarray([new]), start - back)  # the switch, stepped back
+    assert clock.readings(["fact"], np.asarray([new]), start - back / 2)[0] == at_write
     again = clock.readings(["fact"], np.asarray([new]), start)[0]
     assert again == pytest.approx(at_write, abs=1e-9)
     after = clock.readings(["fact"], np.asarray([new]), start + later)[0]
