@@ -28,20 +28,24 @@ class CompactReport:
     ``namespaces``: collections made again; ``records``: records written to them.
     ``folders_removed``: index folders of no collection deleted from the Chroma
     folder; ``vacuumed``: its ``chroma.sqlite3`` rewritten without free space (both
-    only for Chroma on disk: a server's files are its own).
+    only for Chroma on disk: a server's files are its own). ``files``: where the
+    vector store keeps them: ``"disk"``, ``"server"`` or ``"memory"`` (none, or a
+    client that does not say).
     """
 
     namespaces: int = 0
     records: int = 0
     folders_removed: int = 0
     vacuumed: bool = False
+    files: str = "disk"
 
     def __str__(self) -> str:
-        files = (
-            f"; removed {self.folders_removed} old index folder(s) and rewrote chroma.sqlite3"
-            if self.vacuumed
-            else "; the server's own files are left to it"
-        )
+        files = {
+            "disk": f"; removed {self.folders_removed} old index folder(s) and rewrote "
+            "chroma.sqlite3",
+            "server": "; the server's own files are left to it",
+            "memory": "",
+        }[self.files]
         return (
             f"rebuilt {self.namespaces} collection(s) from the activation database "
             f"({self.records:,} records){files}"
@@ -82,10 +86,18 @@ def compact_vector_store(self: Oblivion, *, namespace: str | None = None) -> Com
                 # noted first: a process stopped after the drop leaves the copy to the
                 # next open, which finds the namespace in the list of those to copy
                 self._sync._start_copy(ns)
-                self.store.drop(ns)
-                copied, _ = self._sync._copy_moved(ns, st)
+                try:
+                    self.store.drop(ns)
+                    copied, _ = self._sync._copy_moved(ns, st)
+                except BaseException:
+                    # checked again before its next query, which finishes the copy (it
+                    # would search a collection holding part of the namespace until then)
+                    self.store.unchecked.add(ns)
+                    raise
                 report.namespaces += 1
                 report.records += copied
                 step(1)
         report.folders_removed, report.vacuumed = self.store.compact_files()
+        if self.store.folder is None:
+            report.files = "memory" if self.store.location is None else "server"
     return report

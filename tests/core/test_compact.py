@@ -13,6 +13,7 @@ import pytest
 
 from oblivion_core import Oblivion, UnknownNamespaceError
 from oblivion_core.embedding import FastEmbedEmbedder
+from oblivion_core.testing import memory
 
 MARK = "ZQXMARKER1234"
 
@@ -76,6 +77,13 @@ def test_one_namespace_and_an_unknown_one(tmp_path: Path, real_embedder: FastEmb
         report = mem.compact_vector_store(namespace="bo")
         assert (report.namespaces, report.records) == (1, 4)
         assert "rebuilt 1 collection(s)" in str(report)
+        assert report.files == "disk" and "rewrote chroma.sqlite3" in str(report)
+    with memory() as mem:  # in memory: no files, no word of a server
+        _fill(mem, "ana", 3)
+        report = mem.compact_vector_store()
+        assert (report.files, report.records, report.vacuumed) == ("memory", 3, False)
+        assert str(report).endswith("(3 records)")
+    with Oblivion(tmp_path / "mem", embedder=real_embedder) as mem:
         assert mem.store.count("ana") == 5 and mem.store.count("bo") == 4
         with pytest.raises(UnknownNamespaceError, match="'carol' has no memories yet"):
             mem.compact_vector_store(namespace="carol")
@@ -104,3 +112,45 @@ def test_a_compaction_killed_after_the_drop_is_finished_by_the_next_open(
         hits = mem.recall("allotment water", namespace="ana", k=3, deep=True, feedback=False)
         assert len(hits) == 3
         assert mem.store.ids("ana") == set(ids)
+
+
+def test_a_compaction_that_fails_half_way_is_finished_before_the_next_query(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write failing mid-copy (a server outage, a timeout) left the collection holding
+    part of the namespace, and recall through Chroma searched that part until a reopen
+    or a repair. The namespace is checked again before its next query, which finishes
+    the copy."""
+    from oblivion_core import Policy, VectorStoreError, vector_sync
+    from oblivion_core.testing import HashEmbedder, word_count
+
+    monkeypatch.setattr(vector_sync, "COPY_BATCH", 100)
+    mem = Oblivion(
+        tmp_path / "mem",
+        embedder=HashEmbedder(),
+        token_counter=word_count,
+        policy=Policy(active_capacity=20, lexical_weight=0.0),
+    )
+    with mem:
+        mem.EXACT_ARCHIVE_ROWS = mem.SKETCH_ARCHIVE_ROWS = mem.ARCHIVE_COPY_TOTAL = 0
+        texts = [f"note {k} on garden row {k % 7} item{k}" for k in range(300)]
+        mem.remember_many(texts, namespace="ana")
+        mem.maintain(namespace="ana")
+        query = "note 250 on garden row 5 item250"
+        before = [i.id for i in mem.recall(query, namespace="ana", k=3, deep=True, feedback=False)]
+        put_back, calls = mem._sync.put_back, []
+
+        def failing(ns: str, st: object, ids: list[str]) -> list[str]:
+            calls.append(len(ids))
+            if len(calls) == 2:
+                raise VectorStoreError("the server went away mid-copy")
+            return put_back(ns, st, ids)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(mem._sync, "put_back", failing)
+        with pytest.raises(VectorStoreError, match="mid-copy"):
+            mem.compact_vector_store(namespace="ana")
+        monkeypatch.setattr(mem._sync, "put_back", put_back)
+        assert mem.store.count("ana") == 100
+        after = [i.id for i in mem.recall(query, namespace="ana", k=3, deep=True, feedback=False)]
+        assert after == before
+        assert mem.store.count("ana") == 300

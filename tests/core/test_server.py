@@ -517,6 +517,7 @@ def test_compacting_a_store_on_a_server_rebuilds_its_collections(
         mem.forget(gone.id)
         report = mem.compact_vector_store()
         assert (report.records, report.folders_removed, report.vacuumed) == (12, 0, False)
+        assert report.files == "server"
         assert "left to it" in str(report)
         assert mem.store.ids("default") == set(kept)
         assert len(mem.recall("garden note", k=3, deep=True, feedback=False)) == 3
