@@ -8,7 +8,7 @@ import logging
 import os
 import threading
 import weakref
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -194,6 +194,9 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
     _ended: list[asyncio.Task[Any]] = PrivateAttr(default_factory=list)
     _draining: bool = PrivateAttr(default=False)
     _unsaved: list[tuple[str, dict[str, Any]]] = PrivateAttr(default_factory=list)
+    # batches handed over and not yet taken into ``_unsaved`` (appended on the event
+    # loop without the lock, taken by the next write or flush)
+    _incoming: deque[list[tuple[str, dict[str, Any]]]] = PrivateAttr(default_factory=deque)
 
     def __init__(self, oblivion: Oblivion, **data: Any) -> None:
         checked = check_oblivion(oblivion, "OblivionMemoryBlock")
@@ -599,11 +602,14 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
         )
 
     async def _aput(self, messages: list[ChatMessage]) -> None:
-        # shielded: a caller cancelled (a timeout) while the write waited for a thread of
-        # the default executor (busy with other sessions' recalls) had asyncio drop it,
-        # and Memory, which archived the batch before handing it over, never sends it
-        # again. The write goes on; what it fails to store stays queued (see below)
-        write = asyncio.ensure_future(asyncio.to_thread(self.remember_messages, messages))
+        # queued here, on the loop, then written in a thread, shielded: a caller
+        # cancelled (a timeout) while the write waited for a thread of the default
+        # executor (busy with other sessions' recalls) had asyncio drop it, and Memory,
+        # which archived the batch before handing it over, never sends it again. The
+        # write goes on; a write cancelled all the same (the loop shutting down) leaves
+        # the batch queued for the next write or flush
+        self._incoming.append(self._batch(check_messages(messages, "aput()")))
+        write = asyncio.ensure_future(asyncio.to_thread(self._write_queued))
         try:
             await asyncio.shield(write)
         except asyncio.CancelledError:
@@ -628,7 +634,11 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
         Returns:
             The new memory ids (of messages queued by an earlier failed write too).
         """
-        messages = check_messages(messages, "remember_messages()")
+        self._incoming.append(self._batch(check_messages(messages, "remember_messages()")))
+        return self._write_queued()
+
+    def _batch(self, messages: Sequence[ChatMessage]) -> list[tuple[str, dict[str, Any]]]:
+        """The texts and metadata to remember of ``messages`` (see :meth:`remember_messages`)."""
         batch: list[tuple[str, dict[str, Any]]] = []
         for message in messages:
             r = role(message)
@@ -640,8 +650,10 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
             if isinstance(session, str):
                 meta["session_id"] = session
             batch.append((text, meta))
+        return batch
+
+    def _write_queued(self) -> list[str]:
         with self._lock:
-            self._unsaved.extend(batch)
             return self._save()
 
     async def aflush(self) -> list[str]:
@@ -668,6 +680,8 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
 
     def _save(self) -> list[str]:
         """Write the queued messages; those not stored stay queued when the write raises."""
+        while self._incoming:  # in the order handed over
+            self._unsaved.extend(self._incoming.popleft())
         done = remember_queued(
             self.oblivion,
             self._unsaved,
@@ -736,12 +750,12 @@ class _Turn:
 def _told(write: asyncio.Future[Any]) -> None:
     """The failure of a write whose caller stopped waiting for it, as a warning (its
     messages stay queued for the next write or flush)."""
-    exc = None if write.cancelled() else write.exception()
-    if exc is not None:
+    why = "its write was cancelled" if write.cancelled() else write.exception()
+    if why is not None:
         logger.warning(
             "OblivionMemoryBlock: messages of a cancelled aput were not stored yet (the "
             "next aput or flush() writes them): %s",
-            exc,
+            why,
         )
 
 

@@ -252,3 +252,27 @@ async def test_a_read_cut_while_memory_truncates_it_boosts_nothing(engine: Obliv
     await block.aget([user(question)], session_id="s")
     await block.aflush()
     assert (_recalls(engine, "anna"), _recalls(engine, "boiler")) == (1, 1)
+
+
+def test_an_aput_cut_as_the_loop_shuts_down_leaves_its_messages_queued(
+    engine: Oblivion, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A cancelled ``aput`` whose write the loop's shutdown cancelled leaves its messages queued."""
+    # asyncio.run cancels the tasks left when the app's coroutine returns, the shielded
+    # write among them, before the executor ran it: the batch was lost, silently
+    from concurrent.futures import ThreadPoolExecutor
+
+    block = OblivionMemoryBlock(oblivion=engine, namespace="alice")
+
+    async def handler() -> None:
+        asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(max_workers=1))
+        busy = asyncio.ensure_future(asyncio.to_thread(threading.Event().wait, 0.5))
+        await asyncio.sleep(0.05)
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(block.aput([user("My cat is called Tom.")]), 0.1)
+        assert not busy.done()  # the app returns: the loop shuts down
+
+    asyncio.run(handler())
+    assert "not stored yet" in caplog.text
+    block.flush()
+    assert [r.text for r in engine.records(namespace="alice")] == ["My cat is called Tom."]
