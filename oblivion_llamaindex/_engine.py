@@ -33,7 +33,8 @@ def check_fields(model: type[BaseModel], data: Mapping[str, Any], owner: str) ->
     typo (``token_limt=``) changed nothing, and ``session_id=`` (``Memory``'s) left
     every user of one chat store on the same history key."""
     fields = list(model.model_fields)
-    unknown = [key for key in data if key not in model.model_fields]
+    # class_name: what LlamaIndex's model_dump()/to_json() add, read back by model_validate
+    unknown = [key for key in data if key not in model.model_fields and key != "class_name"]
     if not unknown:
         return
     hints = []

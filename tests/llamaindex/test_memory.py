@@ -1098,3 +1098,6 @@ def test_a_setting_the_adapters_do_not_have_is_refused_by_name(engine: Oblivion)
         OblivionNodePostprocessor(oblivion=engine, top_k=2)
     bob = OblivionMemory.from_defaults(oblivion=engine, chat_store=store, chat_store_key="b")
     assert bob.get_all() == []
+    post = OblivionNodePostprocessor(oblivion=engine, top_n=2)
+    again = OblivionNodePostprocessor.model_validate({**post.model_dump(), "oblivion": engine})
+    assert again.top_n == 2  # the class_name model_dump() adds is no unknown setting
