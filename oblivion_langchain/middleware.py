@@ -469,9 +469,13 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
         # written before another thread's next turn (else a user's older turn, stored
         # after their newer one, made the newer fact stale)
         self._write_lock = threading.Lock()
-        # names of the agent's tools that return directly, from the model calls seen: a
-        # run stopped after such a tool, before after_agent, is stored with the next turn
+        # names of the tools that return directly, and of the others, from the model calls
+        # seen: a run stopped after such a tool, before after_agent, is stored with the
+        # next turn. A name another agent sharing this middleware gives a tool that does
+        # not return directly is no longer taken as one (a stop in that agent's tool
+        # loop would pass for an answered turn)
         self._direct_tools: set[str] = set()
+        self._other_tools: set[str] = set()
 
     @property
     def pending_turns(self) -> int:
@@ -515,7 +519,7 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
             # the run of the memo's turn stopped between the answer and after_model (a
             # client gone while streaming, a cancelled request): recorded now, before
             # the memo is replaced (its memory id keeps it once if after_model runs later)
-            stopped = _stopped(state, previous, found[0], self._direct_tools)
+            stopped = _stopped(state, previous, found[0], self._direct_tools - self._other_tools)
             if stopped is not None:
                 self._record(previous, *stopped)
         namespace = self._namespace(runtime, config)
@@ -781,11 +785,10 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
         return block, [[item.id, item.text] for item in listed]
 
     def _inject(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
-        direct = [
-            t.name for t in request.tools or () if isinstance(t, BaseTool) and t.return_direct
-        ]
-        if direct:
-            self._direct_tools.update(direct)
+        tools = [t for t in request.tools or () if isinstance(t, BaseTool)]
+        if tools:
+            self._direct_tools.update(t.name for t in tools if t.return_direct)
+            self._other_tools.update(t.name for t in tools if not t.return_direct)
         memo = _memo(request.state or {})
         context = memo.get("context") if memo is not None else None
         if not context:

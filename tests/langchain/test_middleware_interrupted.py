@@ -337,6 +337,47 @@ def test_a_stopped_return_direct_tool_turn_is_stored_with_the_next(
     ]
 
 
+def test_a_tool_name_two_agents_give_different_tools_is_not_taken_to_answer(
+    engine: Oblivion,
+) -> None:
+    """A middleware shared by two agents: agent A's ``lookup`` returns directly, agent
+    B's does not. B's run stopped after its tool, before the model answered, was stored
+    as a turn answered by the tool's raw result. The name is ambiguous now: left out."""
+
+    @tool("lookup", return_direct=True)
+    def lookup_direct(code: str) -> str:
+        """Check a locker code and answer directly."""
+        return f"Locker code {code} is valid."
+
+    @tool("lookup")
+    def lookup_plain(code: str) -> str:
+        """Look a code up (the model goes on after it)."""
+        return f"raw db row for {code}: status=ok"
+
+    def call() -> AIMessage:
+        return AIMessage(
+            content="", tool_calls=[{"name": "lookup", "args": {"code": "4711"}, "id": "1"}]
+        )
+
+    middleware = OblivionMemoryMiddleware(engine)
+    a = create_agent(
+        ScriptedChatModel([call(), "x"]),
+        tools=[lookup_direct],
+        middleware=[middleware],
+        checkpointer=InMemorySaver(),
+    )
+    b = create_agent(
+        ScriptedChatModel([call(), "Sunny."]),
+        tools=[lookup_plain],
+        middleware=[middleware],
+        checkpointer=InMemorySaver(),
+    )
+    a.invoke(_input("Is 4711 valid?"), _config("ta", "amy"))
+    _stop_after(b, FACT, _config(), "tools")
+    b.invoke(_input("What is the weather?"), _config())
+    assert [r.text for r in _turns(engine)] == ["user: What is the weather?\nassistant: Sunny."]
+
+
 def test_a_turn_another_path_stored_meanwhile_is_not_an_error(engine: Oblivion) -> None:
     """The stopped run's after_model goes on in a worker thread while the next message's
     before_model records the same turn: each found it absent, and the second write failed
