@@ -82,6 +82,7 @@ from oblivion_core.errors import (
     InvalidInputError,
     PolicyError,
     StoreCorruptError,
+    StoreError,
     StoreLockedError,
     UnknownMemoryError,
     UnknownNamespaceError,
@@ -1053,7 +1054,11 @@ class Oblivion:
                 return self._db.events(ns, memory_id, last)
             self._db.flush()  # what was recorded until now, committed
         # read and decoded outside the lock (150k entries took 2.4 s, other calls waiting)
-        return self._db.events(ns, memory_id, last, committed=True)
+        try:
+            return self._db.events(ns, memory_id, last, committed=True)
+        except (StoreError, sqlite3.ProgrammingError):
+            self._check_open()  # closed meanwhile: said as any call on a closed instance is
+            raise
 
     def prune_journal(
         self,

@@ -328,6 +328,29 @@ def test_reading_a_long_journal_holds_up_no_other_call(tmp_path: Path) -> None:
         assert sum(e.kind == "recall" for e in events) == 5
 
 
+def test_history_racing_close_says_the_instance_is_closed(tmp_path: Path) -> None:
+    """Closed between writing the deferred entries and reading them, history() raised
+    StoreError naming the database file as if it were damaged; it says what any call on
+    a closed instance says."""
+    from oblivion_core import InvalidInputError
+    from oblivion_core.state import StateDB
+
+    mem = _open(tmp_path, ManualClock())
+    mem.remember("a garden note")
+    real = StateDB.events
+
+    def closing_first(self: StateDB, *args: Any, **kwargs: Any) -> Any:
+        mem.close()  # another thread's close(), between the flush and the read
+        return real(self, *args, **kwargs)
+
+    StateDB.events = closing_first  # type: ignore[method-assign]
+    try:
+        with pytest.raises(InvalidInputError, match="instance is closed"):
+            mem.history()
+    finally:
+        StateDB.events = real  # type: ignore[method-assign]
+
+
 def test_a_first_search_beside_a_write_that_rolls_back_indexes_none_of_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
