@@ -16,7 +16,7 @@ import numpy as np
 
 from oblivion_core.adaptation import adapt
 from oblivion_core.checks import check_flag, check_text
-from oblivion_core.compression import clusters, shared_metadata
+from oblivion_core.compression import clusters, max_group_size, shared_metadata
 from oblivion_core.embedding import embed_texts
 from oblivion_core.errors import EmbeddingError, InvalidInputError
 from oblivion_core.policy import Policy
@@ -245,6 +245,8 @@ def _compression_groups(
     alike: dict[str, list[int]] = {}
     for k, m in enumerate(ids):
         alike.setdefault(as_filtered(self._db.parse_metadata(m, raw.get(m, "{}"))), []).append(k)
+    # no more than one summary can stand for (80 words: 20 memories)
+    most = max_group_size(getattr(self.summarizer, "max_words", None), policy.compress_min_cluster)
     groups: list[list[str]] = []
     for members in alike.values():
         if len(members) < policy.compress_min_cluster:
@@ -255,6 +257,7 @@ def _compression_groups(
             similarity=policy.compress_similarity,
             window=policy.adjacency,
             min_size=policy.compress_min_cluster,
+            max_size=most,
         )
         groups.extend([ids[members[k]] for k in group] for group in found)
     # oldest first, as one clustering of them all listed them

@@ -222,9 +222,12 @@ class Policy:
         compress_below: Archived memories below this activation may be compressed into
             summaries (``None`` = never). See :mod:`~oblivion_core.compression`.
         compress_min_cluster / compress_similarity / compress_inherit: A group needs at
-            least this many memories, linked by cosine >= ``compress_similarity`` or
-            written within ``adjacency_window``; the summary starts at
-            ``compress_inherit`` times the group's highest activation.
+            least this many memories, each with cosine >= ``compress_similarity`` with the
+            group's centroid, or, for a memory alike nothing else, written within
+            ``adjacency_window`` after a memory of the group with cosine at least half
+            of it (:func:`~oblivion_core.compression.clusters`); a summary stands for at
+            most ``max(2 * compress_min_cluster, summarizer.max_words // 4)`` memories;
+            it starts at ``compress_inherit`` times the group's highest activation.
         maintain_every: Run ``maintain()`` automatically after this many writes to a
             namespace (0 = only when called).
     """

@@ -1061,7 +1061,11 @@ def test_a_summary_is_not_the_turn_before_after_a_reopen(tmp_path: Path, reopen:
     )
     clock = ManualClock()
     mem = _open(tmp_path, clock, policy=policy)
-    for t in ("the budget meeting started", "the budget meeting went on", "it ended"):
+    for t in (
+        "the budget meeting started",
+        "the budget meeting went on",
+        "the budget meeting ended",
+    ):
         mem.remember(t, category="event", importance=0.1)
     clock.advance(10_000)
     assert mem.maintain().ids("compress")

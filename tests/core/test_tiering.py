@@ -652,7 +652,7 @@ def test_the_active_target_counts_the_summaries_written() -> None:
     )
     clock = ManualClock()
     mem = memory(clock=clock, policy=policy)
-    for text in ("hello there", "nice weather today", "how are you"):
+    for text in ("hello there", "hello there friend", "hello there again"):
         mem.remember(text, category="small_talk", importance=0.1)
     clock.advance(1000)
     for i, w in enumerate(["alpha", "bravo", "charlie", "delta", "echo"]):
