@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from oblivion_core.adaptation import adapt
+from oblivion_core.adaptation import HELD_SHARE, adapt
 from oblivion_core.checks import check_flag, check_text
 from oblivion_core.compression import clusters, max_group_size, shared_metadata
 from oblivion_core.embedding import embed_texts
@@ -151,10 +151,11 @@ def _maintain(self: Oblivion, ns: str, *, dry_run: bool) -> MaintenancePlan:
                         if e.action not in ("forget", "compress", "restore")
                     ],
                 )
-                # a tier held at its target (over it, or just full: a read-only phase
-                # promotes nothing) keeps most memories archived whatever their decay
+                # a tier held at its target (over it, full: a read-only phase promotes
+                # nothing, or a few short of it) keeps most memories archived whatever
+                # their decay
                 target = policy.active_target(will_hold)
-                held = decision.pressure or (target is not None and after >= target)
+                held = decision.pressure or (target is not None and after >= HELD_SHARE * target)
                 share = self._archived_share(st) if held else None
                 adapted = adapt(space.usage, policy, share)
                 if adapted:
