@@ -271,6 +271,26 @@ def test_a_clock_returning_what_has_no_utc_time_is_named(
         OblivionStore(engine, now=datetime.now())  # type: ignore[arg-type]
 
 
+def test_an_item_filed_as_a_summary_is_still_the_stores(clock: ManualClock) -> None:
+    """An importance scorer may file an item under "summary" (PromptedImportance offers
+    the category): its namespace, holding only that item, was taken for one of
+    compression summaries alone, so listings, searches and list_namespaces left it out."""
+    from oblivion_core.importance import HeuristicImportance
+
+    class Scorer(HeuristicImportance):
+        def categorize(self, text: str) -> str:
+            return "summary" if "summary" in text.lower() else super().categorize(text)
+
+    engine = memory(clock=clock, importance_scorer=Scorer())
+    store = OblivionStore(engine, index={"fields": ["text"]})
+    store.put(NS, "weekly", {"text": "Summary of the weekly meeting: ship on Friday"})
+    assert engine.get("weekly", namespace=encode_namespace(NS)).category == "summary"
+    assert store.list_namespaces() == [NS]
+    assert [i.key for i in store.search(NS)] == ["weekly"]
+    assert [i.key for i in store.search(NS, query="weekly meeting")] == ["weekly"]
+    engine.close()
+
+
 # ==================================================================== search
 def _fill(store: OblivionStore) -> None:
     store.put(NS, "tea", {"text": "I prefer green tea in the morning", "kind": "drink", "n": 3})
