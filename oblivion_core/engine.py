@@ -934,6 +934,7 @@ class Oblivion:
     clear = engine_forget.clear
     invalidate = engine_forget.invalidate
     forget = engine_forget.forget
+    forget_many = engine_forget.forget_many
     forget_where = engine_forget.forget_where
     _summaries_of = staticmethod(engine_forget._summaries_of)
     _drop_summaries = engine_forget._drop_summaries

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from oblivion_core.checks import check_reason
+from oblivion_core.checks import check_flag, check_id, check_reason
 from oblivion_core.errors import InvalidInputError
 from oblivion_core.records import Tier
 from oblivion_core.space import Space
@@ -147,6 +147,54 @@ def forget(self: Oblivion, memory_id: str, *, namespace: str | None = None) -> N
             "forget() called",
             reasons=dict.fromkeys(sids, "an original was forgotten"),
         )
+
+
+def forget_many(
+    self: Oblivion,
+    memory_ids: Iterable[str],
+    *,
+    namespace: str | None = None,
+    skip_missing: bool = False,
+) -> list[str]:
+    """:meth:`forget` of each of ``memory_ids`` in one transaction and one vector store
+    call (one of each per memory took 13 ms apiece with Chroma on disk); returns the ids
+    deleted, in the order given, then any summary that went with its originals. A
+    failure deletes none.
+
+    Raises:
+        UnknownMemoryError: an id is no memory of the namespace (nothing is deleted),
+            unless ``skip_missing``: then it is passed over.
+        InvalidInputError: ``memory_ids`` is a string or holds anything but strings.
+    """
+    if isinstance(memory_ids, str | bytes) or not isinstance(memory_ids, Iterable):
+        raise InvalidInputError(
+            f"memory_ids must be a list of ids, got {type(memory_ids).__name__}; "
+            "forget(id) deletes one"
+        )
+    ids = list(dict.fromkeys(check_id(m) for m in memory_ids))
+    skip_missing = check_flag(skip_missing, "skip_missing")
+    ns = self._ns(namespace)
+    with self._lock:
+        self._check_open()
+        space = self._space(ns)
+        st = space.state
+        if skip_missing:
+            ids = [m for m in ids if m in st.index]
+        else:
+            for m in ids:
+                self._row(space, m)  # an unknown one raises, nothing deleted
+        chosen = set(ids)
+        summaries = [s for s in self._summaries_of(space, chosen) if s not in chosen]
+        if ids:
+            self._delete(
+                ns,
+                space,
+                [st.index[m] for m in [*ids, *summaries]],
+                self._now(ns),
+                "forget() called",
+                reasons=dict.fromkeys(summaries, "an original was forgotten"),
+            )
+        return [*ids, *summaries]
 
 
 def forget_where(

@@ -242,23 +242,48 @@ class OblivionStore(BaseStore):
         Consecutive puts of new keys into one namespace are written together, in one
         ``Oblivion.remember_many`` (one embedding call, one commit), with the outcome
         of writing them one by one but for the engine's time: they are written at one
-        time (on a turn clock too), as ``remember_many`` writes its texts; edits,
-        deletes and reads run on their own.
+        time (on a turn clock too), as ``remember_many`` writes its texts. Consecutive
+        deletes in one namespace are made together too (``Oblivion.forget_many``);
+        edits and reads run on their own.
         """
         ops = list(ops)
         prepared = [self._prepare(op) for op in ops]
         results: list[Result] = []
         # consecutive puts of new keys, written together by _flush (see _pend)
         pending: dict[str, _Put] = {}
+        # consecutive deletes in one namespace, made together by _forget
+        deletes: list[_Put] = []
         with self._lock:
             for op, prep in zip(ops, prepared, strict=True):
+                if isinstance(prep, _Put) and prep.value is None:
+                    self._flush(pending)
+                    if deletes and deletes[0].space != prep.space:
+                        self._forget(deletes)
+                    deletes.append(prep)
+                    results.append(None)
+                    continue
+                self._forget(deletes)
                 if isinstance(op, PutOp) and self._pend(pending, prep):
                     results.append(None)
                     continue
                 self._flush(pending)  # what this op reads or changes is stored first
                 results.append(self._run(op, prep))
             self._flush(pending)
+            self._forget(deletes)
         return results
+
+    def _forget(self, deletes: list[_Put]) -> None:
+        """Delete the items of ``deletes`` (one namespace) in one engine call (one
+        transaction, one Chroma delete: 1,000 deletes took 13 s one by one) and empty
+        it. A key holding nothing, or deleted meanwhile by another writer, is passed
+        over, as one delete of it would do nothing."""
+        if not deletes:
+            return
+        space = deletes[0].space
+        ids = [_memory_id(d.key) for d in deletes if isinstance(d.key, str) and _utf8(d.key)]
+        deletes.clear()
+        with contextlib.suppress(UnknownNamespaceError):  # nothing was stored there
+            self.oblivion.forget_many(ids, namespace=space, skip_missing=True)
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """:meth:`batch` in a worker thread (the engine is synchronous and thread-safe)."""
