@@ -519,21 +519,18 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
         # in a worker thread: the block's lock may be held by a recall of another
         # session for as long as its query takes to embed
         task = _current_task()
+        # the views of this content (read before the thread may cut their text): a task
+        # serving several sessions delivered the others
+        views = [v for v in list(self._pending.values()) if v.task is task and v.text == content]
         try:
             return await asyncio.to_thread(self._truncate, content, tokens_to_truncate, task)
         except asyncio.CancelledError:
             # Memory.aget cut by a timeout here, after this block's aget returned: the
-            # caller gets nothing, so the views the task read boost nothing
-            if task is not None:
-                self._undelivered(task)
+            # caller gets nothing, so these views boost nothing (a flag: no lock taken)
+            for view in views:
+                if task is not None and view.call is not None:
+                    view.call.cancelled = True
             raise
-
-    def _undelivered(self, task: asyncio.Task[Any]) -> None:
-        """Mark the views ``task`` read and whose boost waits as never delivered (on the
-        event loop: sets a flag, takes no lock)."""
-        for view in list(self._pending.values()):
-            if view.task is task and view.call is not None:
-                view.call.cancelled = True
 
     def truncate(self, content: str, tokens_to_truncate: int) -> str | None:
         """Synchronous :meth:`atruncate`."""
@@ -634,8 +631,13 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
         Returns:
             The new memory ids (of messages queued by an earlier failed write too).
         """
-        self._incoming.append(self._batch(check_messages(messages, "remember_messages()")))
-        return self._write_queued()
+        batch = self._batch(check_messages(messages, "remember_messages()"))
+        with self._lock:
+            # after the batches handed over before it, and inside the lock: a caller
+            # waiting for it got another thread's ids, and none of its own
+            self._take_incoming()
+            self._unsaved.extend(batch)
+            return self._save()
 
     def _batch(self, messages: Sequence[ChatMessage]) -> list[tuple[str, dict[str, Any]]]:
         """The texts and metadata to remember of ``messages`` (see :meth:`remember_messages`)."""
@@ -651,6 +653,11 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
                 meta["session_id"] = session
             batch.append((text, meta))
         return batch
+
+    def _take_incoming(self) -> None:
+        """Queue the batches ``aput`` handed over, in their order (call with the lock)."""
+        while self._incoming:
+            self._unsaved.extend(self._incoming.popleft())
 
     def _write_queued(self) -> list[str]:
         with self._lock:
@@ -680,8 +687,7 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
 
     def _save(self) -> list[str]:
         """Write the queued messages; those not stored stay queued when the write raises."""
-        while self._incoming:  # in the order handed over
-            self._unsaved.extend(self._incoming.popleft())
+        self._take_incoming()
         done = remember_queued(
             self.oblivion,
             self._unsaved,
@@ -753,8 +759,8 @@ def _told(write: asyncio.Future[Any]) -> None:
     why = "its write was cancelled" if write.cancelled() else write.exception()
     if why is not None:
         logger.warning(
-            "OblivionMemoryBlock: messages of a cancelled aput were not stored yet (the "
-            "next aput or flush() writes them): %s",
+            "OblivionMemoryBlock: the messages of a cancelled aput that were not stored "
+            "yet stay queued (the next aput or flush() writes them): %s",
             why,
         )
 

@@ -276,3 +276,73 @@ def test_an_aput_cut_as_the_loop_shuts_down_leaves_its_messages_queued(
     assert "not stored yet" in caplog.text
     block.flush()
     assert [r.text for r in engine.records(namespace="alice")] == ["My cat is called Tom."]
+
+
+async def test_a_cut_truncation_spares_the_other_sessions_the_task_served(
+    engine: Oblivion,
+) -> None:
+    """A truncation cut by a timeout drops the boost of its own view, not of others."""
+    # one task serving two sessions in turn (a queue consumer): the cut of the second's
+    # truncation cancelled the boost of the first's view, which it had delivered
+    engine.remember(ANNA, id="anna")
+    engine.remember(BOILER, id="boiler")
+    block = OblivionMemoryBlock(oblivion=engine, k=1, standing=())
+    held, free = threading.Event(), threading.Event()
+
+    def other_session() -> None:
+        with block._lock:
+            held.set()
+            free.wait(10)
+
+    async def worker() -> None:
+        first = await block.aget([user("Where does Anna live?")], session_id="s1")
+        assert "Porto" in first
+        second = await block.aget([user("What is the boiler code?")], session_id="s2")
+        threading.Thread(target=other_session, daemon=True).start()
+        held.wait(10)
+        task = asyncio.current_task()
+        assert task is not None
+        # the timeout cancels the task itself, as asyncio.timeout does (Memory.aget's
+        # read and truncation run in the caller's task)
+        asyncio.get_running_loop().call_later(0.2, task.cancel)
+        with pytest.raises(asyncio.CancelledError):
+            await block.atruncate(second, 1)
+        if hasattr(task, "uncancel"):  # Python 3.11+
+            task.uncancel()
+
+    await asyncio.create_task(worker())
+    free.set()
+    await block.aflush()
+    assert await _boosted(engine, "anna", 1) == 1
+    assert _recalls(engine, "boiler") == 0
+
+
+def test_each_caller_of_remember_messages_gets_its_own_ids(engine: Oblivion) -> None:
+    """Two threads remembering while the block is busy each get the ids of their messages."""
+    # the batch was handed over outside the lock: the first caller in wrote both and got
+    # both ids, the other none
+    block = OblivionMemoryBlock(oblivion=engine, namespace="alice")
+    held, free = threading.Event(), threading.Event()
+
+    def busy() -> None:
+        with block._lock:
+            held.set()
+            free.wait(10)
+
+    threading.Thread(target=busy, daemon=True).start()
+    held.wait(10)
+    got: dict[str, list[str]] = {}
+
+    def remember(text: str) -> None:
+        got[text] = block.remember_messages([user(text)])
+
+    threads = [
+        threading.Thread(target=remember, args=(t,)) for t in ("I like tea.", "Call me Dee.")
+    ]
+    for t in threads:
+        t.start()
+    free.set()
+    for t in threads:
+        t.join(10)
+    texts = {engine.get(i, namespace="alice").text: t for t, ids in got.items() for i in ids}
+    assert texts == {"I like tea.": "I like tea.", "Call me Dee.": "Call me Dee."}
