@@ -3,8 +3,8 @@
 When archived memories fall below ``policy.compress_below`` and at least
 ``policy.compress_min_cluster`` of them form a group -- similar to each other (cosine
 >= ``policy.compress_similarity`` with the group's centroid) or written one after the
-other, within ``policy.adjacency_window``, on one subject (the turns of one long
-meeting: cosine at least half ``compress_similarity``) -- ``maintain()`` plans a
+other, within ``policy.adjacency_window``, on one subject (the turns of a meeting
+that stay on its subject: cosine at least half ``compress_similarity``) -- ``maintain()`` plans a
 ``compress`` step (see :func:`clusters`: time alone never joins memories, a
 ``remember_many`` batch is no meeting by itself, a chain of similar pairs does not join
 two subjects, and a group holds at most what one summary can stand for). A summary
@@ -119,10 +119,14 @@ def clusters(
        made one group of 400 support tickets on 8 topics);
     2. each row still alone joins the group of the row just before it in time, when that
        one is at most ``window`` earlier and the cosine with its group's centroid is at
-       least :data:`TIME_LINK_SHARE` of ``similarity``: the turns of one meeting, each
-       saying something else about its subject. Time never joins two groups, nor a row
-       that has a subject of its own (a support queue taking its topics in turn, a
-       batch of unrelated texts), nor unrelated rows, however close in time.
+       least :data:`TIME_LINK_SHARE` of ``similarity``: the turns of a meeting that
+       stay on its subject, each saying something else about it. Time never joins two
+       groups, nor a row that has a subject of its own (a support queue taking its
+       topics in turn, a batch of unrelated texts), nor unrelated rows, however close
+       in time. So a meeting whose turns move from subject to subject (cosines of
+       0.02-0.3 between the local model's vectors of its turns) is summarised by
+       subject, where its turns repeat one, or not at all: its turns are as unrelated
+       as a support queue's tickets.
 
     A group of more than ``max_size`` rows (when given) is cut, in time order, into as
     many near-equal parts of at most ``max_size`` as needed, each of at least
