@@ -183,18 +183,7 @@ def forget_many(
         else:
             for m in ids:
                 self._row(space, m)  # an unknown one raises, nothing deleted
-        chosen = set(ids)
-        summaries = [s for s in self._summaries_of(space, chosen) if s not in chosen]
-        if ids:
-            self._delete(
-                ns,
-                space,
-                [st.index[m] for m in [*ids, *summaries]],
-                self._now(ns),
-                "forget() called",
-                reasons=dict.fromkeys(summaries, "an original was forgotten"),
-            )
-        return [*ids, *summaries]
+        return _delete_with_summaries(self, ns, space, ids, "forget() called")
 
 
 def forget_where(
@@ -222,18 +211,26 @@ def forget_where(
         space = self._space(ns)
         st = space.state
         gone = [st.ids[r] for r in self._oldest_first(ns, space, None, filtered).tolist()]
-        chosen = set(gone)
-        summaries = [s for s in self._summaries_of(space, chosen) if s not in chosen]
-        if gone:
-            self._delete(
-                ns,
-                space,
-                [st.index[m] for m in [*gone, *summaries]],
-                self._now(ns),
-                "forget_where() called",
-                reasons=dict.fromkeys(summaries, "an original was forgotten"),
-            )
-        return [*gone, *summaries]
+        return _delete_with_summaries(self, ns, space, gone, "forget_where() called")
+
+
+def _delete_with_summaries(
+    self: Oblivion, ns: str, space: Space, ids: list[str], why: str
+) -> list[str]:
+    """Delete the memories ``ids`` of ``ns`` and the summaries of any of them in one
+    transaction (call with the lock); returns ``ids``, then those summaries."""
+    chosen = set(ids)
+    summaries = [s for s in self._summaries_of(space, chosen) if s not in chosen]
+    if ids:
+        self._delete(
+            ns,
+            space,
+            [space.state.index[m] for m in [*ids, *summaries]],
+            self._now(ns),
+            why,
+            reasons=dict.fromkeys(summaries, "an original was forgotten"),
+        )
+    return [*ids, *summaries]
 
 
 def _drop_summaries(

@@ -10,7 +10,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from oblivion_core import ManualClock, Policy
+from oblivion_core import ManualClock, Oblivion, Policy
 from oblivion_core.compression import TIME_LINK_SHARE, clusters, max_group_size
 
 DAY = 86_400.0
@@ -143,19 +143,26 @@ def _topics_of(mem: Any, texts: dict[str, str]) -> list[set[str]]:
     return out
 
 
+def _queue(mem: Oblivion, clock: ManualClock, n: int) -> dict[str, str]:
+    """``n`` tickets on the topics in turn, a minute apart, maintained a month later;
+    their texts by id."""
+    texts = {}
+    for i in range(n):
+        text = f"Customer {i} reports {TOPICS[i % len(TOPICS)]}."
+        texts[mem.remember(text).id] = text
+        clock.advance(60)
+    clock.advance(30 * DAY)
+    mem.maintain()
+    return texts
+
+
 def test_a_support_queue_is_summarised_topic_by_topic(fresh: Any) -> None:
     """Tickets on 8 topics taken in turn, a minute apart, a month later: each summary
     holds one topic, none more than 20, and recall of a topic finds its summary (one
     summary of all 48 spoke of one topic, and recall found only it)."""
     clock = ManualClock()
     with fresh(clock=clock, policy=SUPPORT) as mem:
-        texts = {}
-        for i in range(64):
-            text = f"Customer {i} reports {TOPICS[i % len(TOPICS)]}."
-            texts[mem.remember(text).id] = text
-            clock.advance(60)
-        clock.advance(30 * DAY)
-        mem.maintain()
+        texts = _queue(mem, clock, 64)
         topics = _topics_of(mem, texts)
         assert len(topics) >= len(TOPICS)
         assert all(len(t) == 1 for t in topics)
@@ -183,13 +190,7 @@ def test_a_strict_similarity_leaves_unrelated_neighbours_apart(fresh: Any) -> No
     """compress_similarity=0.99: a minute apart is no reason to share a summary."""
     clock = ManualClock()
     with fresh(clock=clock, policy=SUPPORT.replace(compress_similarity=0.99)) as mem:
-        texts = {}
-        for i in range(48):
-            text = f"Customer {i} reports {TOPICS[i % len(TOPICS)]}."
-            texts[mem.remember(text).id] = text
-            clock.advance(60)
-        clock.advance(30 * DAY)
-        mem.maintain()
+        texts = _queue(mem, clock, 48)
         assert all(len(t) == 1 for t in _topics_of(mem, texts))
 
 
