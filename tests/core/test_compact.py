@@ -152,5 +152,7 @@ def test_a_compaction_that_fails_half_way_is_finished_before_the_next_query(
         monkeypatch.setattr(mem._sync, "put_back", put_back)
         assert mem.store.count("ana") == 100
         after = [i.id for i in mem.recall(query, namespace="ana", k=3, deep=True, feedback=False)]
-        assert after == before
+        # the note itself first, as before (the rest may differ: Chroma's index is
+        # approximate, and one built again links its records otherwise)
+        assert after[0] == before[0] == mem.records(namespace="ana")[250].id
         assert mem.store.count("ana") == 300
