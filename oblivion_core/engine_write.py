@@ -593,7 +593,6 @@ def edit(
             # the old text's or metadata's page out of the write-ahead log (a LangGraph
             # store's item keeps its whole value in its memory's metadata)
             self._db.scrub()
-        if clean is not None or meta is not None:
             # what it adds to a list, or the name it gives, is what it says now, and
             # who says it (its metadata may name another chat role)
             said = list(self._said(ns, [memory_id]).values())

@@ -563,12 +563,13 @@ class OblivionStore(BaseStore):
                 labels = self._decoded[space] = decode_namespace(space)
             if labels is None or labels[:n] != tuple(prefix):
                 continue
+            total = self.oblivion.count(namespace=space)
             summaries = self.oblivion.count(namespace=space, category="summary")
-            if summaries and self.oblivion.count(namespace=space) == summaries:
+            if summaries and total == summaries:
                 # only summaries: the importance scorer may file an item as one too
                 # (PromptedImportance offers the category), which is the store's
                 summaries = sum(map(_is_summary, self.oblivion.records(namespace=space)))
-            if self.oblivion.count(namespace=space) > summaries:
+            if total > summaries:
                 out.append((space, labels))
         return sorted(out, key=lambda s: s[1])
 

@@ -521,15 +521,18 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
         task = _current_task()
         # the views of this content (read before the thread may cut their text): a task
         # serving several sessions delivered the others
-        views = [v for v in list(self._pending.values()) if v.task is task and v.text == content]
+        calls = [
+            v.call
+            for v in list(self._pending.values())
+            if task is not None and v.task is task and v.text == content and v.call is not None
+        ]
         try:
             return await asyncio.to_thread(self._truncate, content, tokens_to_truncate, task)
         except asyncio.CancelledError:
             # Memory.aget cut by a timeout here, after this block's aget returned: the
             # caller gets nothing, so these views boost nothing (a flag: no lock taken)
-            for view in views:
-                if task is not None and view.call is not None:
-                    view.call.cancelled = True
+            for call in calls:
+                call.cancelled = True
             raise
 
     def truncate(self, content: str, tokens_to_truncate: int) -> str | None:
