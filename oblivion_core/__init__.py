@@ -21,6 +21,7 @@ from oblivion_core.engine_import import ImportReport
 from oblivion_core.errors import (
     EmbeddingError,
     InvalidInputError,
+    ModelMismatchError,
     OblivionError,
     PolicyError,
     StoreConflictError,
@@ -55,6 +56,7 @@ __all__ = [
     "MaintenancePlan",
     "ManualClock",
     "MemoryRecord",
+    "ModelMismatchError",
     "Oblivion",
     "OblivionError",
     "PlanEntry",

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from oblivion_core.errors import (
     EmbeddingError,
     InvalidInputError,
+    ModelMismatchError,
     OblivionError,
     StoreCorruptError,
     StoreError,
@@ -272,11 +273,9 @@ def _recall(args: argparse.Namespace) -> int:
                         deep=True if args.deep else None,
                         feedback=False,
                     )
-                except EmbeddingError as exc:
-                    if "this store holds" not in str(exc):  # not the vectors' size
-                        raise
-                    raise EmbeddingError(
-                        f"{exc}. `oblivion recall` embeds the query with the local model "
+                except ModelMismatchError as exc:
+                    raise ModelMismatchError(
+                        f"{exc.problem}: `oblivion recall` embeds the query with the local model "
                         "(all-MiniLM-L6-v2; --model DIR reads its files from DIR); recall a "
                         "store written with another embedder in its app, with feedback=False"
                     ) from exc
@@ -356,8 +355,8 @@ def _import(args: argparse.Namespace) -> int:
             opened = Oblivion(args.path, embedder=embedder)
         except StoreLockedError as exc:
             raise StoreLockedError(
-                f"{str(exc).split(': an `oblivion`')[0].split('. Share one')[0]}: stop it "
-                "first, or import from the app that holds it: mem.import_chroma(collection)"
+                f"{exc.problem}: stop it first, or import from the app that holds it: "
+                "mem.import_chroma(collection)"
             ) from exc
         with opened as mem:
             report = mem.import_chroma(
@@ -378,13 +377,11 @@ def _flag_advice() -> Iterator[None]:
     given as the command's flags."""
     try:
         yield
-    except EmbeddingError as exc:
-        if "another model" not in str(exc) and "-d vectors" not in str(exc):
-            raise
-        raise EmbeddingError(
-            f"{str(exc).split(': pass reembed=True')[0]}: add --reembed to embed its "
-            "texts with the store's model, or --model DIR to open the store with the "
-            "model that made them (its folder of model.onnx and tokenizer.json)"
+    except ModelMismatchError as exc:
+        raise ModelMismatchError(
+            f"{exc.problem}: add --reembed to embed its texts with the store's model, or "
+            "--model DIR to open the store with the model that made them (its folder of "
+            "model.onnx and tokenizer.json)"
         ) from exc
 
 

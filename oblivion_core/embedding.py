@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from oblivion_core.errors import EmbeddingError, InvalidInputError
+from oblivion_core.errors import EmbeddingError, InvalidInputError, ModelMismatchError
 from oblivion_core.typing import Embedder, TokenCounter, Vectors
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -473,9 +473,10 @@ def normalize(
     if arr.shape[1] == 0:
         raise EmbeddingError(f"{source} empty vectors (0 dimensions)")
     if dim is not None and arr.shape[1] != dim:
-        raise EmbeddingError(
-            f"{source} {arr.shape[1]}-d vectors but this store holds {dim}-d vectors; "
-            "use the same embedding model the store was created with"
+        problem = f"{source} {arr.shape[1]}-d vectors but this store holds {dim}-d vectors"
+        raise ModelMismatchError(
+            f"{problem}; use the same embedding model the store was created with",
+            problem=problem,
         )
     finite = np.asarray(np.isfinite(arr).all(axis=1))
     if not finite.all():

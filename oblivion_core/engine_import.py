@@ -20,7 +20,11 @@ from chromadb.errors import InvalidArgumentError
 
 from oblivion_core.checks import check_category, check_flag, check_id, check_namespace, check_text
 from oblivion_core.embedding import embed_texts, normalize
-from oblivion_core.errors import EmbeddingError, InvalidInputError, VectorStoreError
+from oblivion_core.errors import (
+    InvalidInputError,
+    ModelMismatchError,
+    VectorStoreError,
+)
 from oblivion_core.progress import progress
 from oblivion_core.records import check_metadata
 from oblivion_core.typing import Embedder
@@ -144,7 +148,7 @@ def import_chroma(
 
     Raises:
         InvalidInputError: ``collection`` is not a Chroma collection, or a bad argument.
-        EmbeddingError: the collection's vectors are another model's (pass
+        ModelMismatchError: the collection's vectors are another model's (pass
             ``reembed=True``, or open the store with that model as ``embedder=``).
         VectorStoreError: Chroma failed reading the collection (the batches stored
             before stay stored).
@@ -360,7 +364,7 @@ def check_import_model(
 def check_model(
     embedder: Embedder, dim: int | None, name: str, texts: list[str], vectors: list[Any]
 ) -> None:
-    """Raise an :class:`EmbeddingError` unless ``vectors`` (collection ``name``'s, for
+    """Raise a :class:`ModelMismatchError` unless ``vectors`` (collection ``name``'s, for
     ``texts``) are ``embedder``'s: its own vectors for the :data:`MODEL_SAMPLE` shortest
     texts must point the same way."""
     sample = sorted(range(len(texts)), key=lambda k: len(texts[k]))[:MODEL_SAMPLE]
@@ -371,15 +375,17 @@ def check_model(
     )
     theirs_dim = len(vectors[sample[0]])
     if theirs_dim != ours.shape[1]:
-        raise EmbeddingError(
+        problem = (
             f"collection {name!r} holds {theirs_dim}-d vectors and this store's embedder "
-            f"makes {ours.shape[1]}-d ones: {fix}"
+            f"makes {ours.shape[1]}-d ones"
         )
+        raise ModelMismatchError(f"{problem}: {fix}", problem=problem)
     theirs = normalize([vectors[k] for k in sample], len(sample), None, f"collection {name!r} has")
     cosine = float(np.median(np.sum(ours * theirs, axis=1)))
     if cosine < SAME_MODEL_COSINE:
-        raise EmbeddingError(
+        problem = (
             f"collection {name!r} holds another model's vectors (median cosine "
             f"{cosine:.2f} between them and this store's embedder's for {len(sample)} of "
-            f"its texts, where the same model gives 0.99): {fix}"
+            "its texts, where the same model gives 0.99)"
         )
+        raise ModelMismatchError(f"{problem}: {fix}", problem=problem)

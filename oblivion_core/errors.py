@@ -16,7 +16,17 @@ from __future__ import annotations
 
 
 class OblivionError(Exception):
-    """Base class of every error raised by Oblivion."""
+    """Base class of every error raised by Oblivion.
+
+    ``problem`` is the message without the advice that ends it (what to change), for a
+    caller that gives advice of its own: the ``oblivion`` command names its flags where
+    the message names Python arguments. It is the whole message when no advice is set
+    apart.
+    """
+
+    def __init__(self, *args: object, problem: str | None = None) -> None:
+        super().__init__(*args)
+        self.problem = problem if problem is not None else (str(args[0]) if args else "")
 
 
 class InvalidInputError(OblivionError, ValueError):
@@ -72,6 +82,11 @@ class VectorStoreError(StoreError):
 
 class EmbeddingError(OblivionError, OSError):
     """The embedder failed or returned vectors of the wrong shape or with NaNs."""
+
+
+class ModelMismatchError(EmbeddingError):
+    """Vectors are another embedding model's than the store's: another dimension, or
+    (for a collection being imported) pointing elsewhere for the same texts."""
 
 
 class TokenizerError(OblivionError, OSError):

@@ -586,9 +586,8 @@ def take_store_lock(directory: Path, name: str) -> int | None:
             if holder is not None and holder[1].startswith("oblivion ")
             else ". Share one Oblivion object between threads, or give each process its own path"
         )
-        raise StoreLockedError(
-            f"the store at {str(directory)!r} is already open in {who}{brief}"
-        ) from exc
+        problem = f"the store at {str(directory)!r} is already open in {who}"
+        raise StoreLockedError(f"{problem}{brief}", problem=problem) from exc
     with contextlib.suppress(OSError):  # who holds it, for the refusal of another opener
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()} {LOCK_HOLDER or _program()}\n".encode(), 0)

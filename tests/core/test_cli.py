@@ -695,7 +695,7 @@ def test_recall_of_a_store_written_with_another_model_says_so(
         mem.remember("A memory embedded by some other model.")
     assert main(["recall", str(tmp_path), "anything"]) == 1
     (line,) = capsys.readouterr().err.splitlines()
-    assert line.startswith("oblivion recall: EmbeddingError: ") and "64-d" in line
+    assert line.startswith("oblivion recall: ModelMismatchError: ") and "64-d" in line
     assert "another embedder" in line and "feedback=False" in line
     assert main(["recall", str(tmp_path), "anything", "--model", str(tmp_path / "nowhere")]) == 1
     (line,) = capsys.readouterr().err.splitlines()
