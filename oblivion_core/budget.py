@@ -112,7 +112,11 @@ def count_tokens(counter: TokenCounter, text: str) -> int:
     n: int | None = None
     if isinstance(value, numbers.Integral) and not isinstance(value, bool):
         n = int(value)
-    elif isinstance(value, numbers.Real) and math.isfinite(real := _as_float(value)):
+    elif (
+        isinstance(value, numbers.Real)
+        and not isinstance(value, bool)
+        and math.isfinite(real := _as_float(value))
+    ):
         n = math.ceil(real)
     if n is None or not 0 <= n < MAX_TOKENS:
         raise InvalidInputError(
@@ -213,7 +217,7 @@ def _fitting(lines: Sequence[str], counter: TokenCounter, budget: int, header: s
 
     def fits(kept: Sequence[int]) -> bool:
         parts = [lines[j] for j in kept]
-        return counter("\n".join([header, *parts] if header else parts)) <= budget
+        return count_tokens(counter, "\n".join([header, *parts] if header else parts)) <= budget
 
     shown: list[int] = []
     i, n = 0, len(lines)
@@ -258,6 +262,7 @@ def render(
     ``(text, shown)``: the block and the indices of the texts it shows, in order; the
     text is empty when nothing fits.
     """
+    budget = check_budget(budget)
     lines = [(line or bullet)(t) for t in texts]
     shown = list(range(len(lines))) if budget is None else _fitting(lines, counter, budget, header)
     if not shown:

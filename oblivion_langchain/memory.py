@@ -10,7 +10,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from pydantic import ConfigDict, PrivateAttr, field_validator
 
 from oblivion_core import Oblivion
-from oblivion_core.budget import render
+from oblivion_core.budget import count_tokens, render
 from oblivion_core.checks import check_standing
 from oblivion_core.errors import InvalidInputError, UnknownNamespaceError
 from oblivion_core.overlap import used_ids
@@ -160,7 +160,7 @@ class OblivionMemory(BaseMemory):
     def _recall(self, query: str) -> list[Any]:
         room = self.token_budget
         if room is not None and not self.return_messages and self.header:
-            room = max(room - self.oblivion.token_counter(self.header + "\n"), 0)
+            room = max(room - count_tokens(self.oblivion.token_counter, self.header + "\n"), 0)
         if not query and not self.standing:
             return []  # nothing to match, and nothing shown whatever the input
         try:

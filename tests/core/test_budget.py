@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from fractions import Fraction
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -234,6 +235,34 @@ def test_count_tokens_passes_oblivion_errors_on() -> None:
     with pytest.raises(InvalidInputError, match="token_counter"):
         count_tokens(lambda text: 1 // 0, "hello")
     assert issubclass(TokenizerError, OblivionError)
+
+
+@pytest.mark.parametrize("value", [True, False, np.bool_(True)])
+def test_count_tokens_refuses_a_counter_returning_a_bool(value: Any) -> None:
+    """A bool is no token count: it was taken as 1 (or 0) through the fractional
+    branch, which rounds numbers up."""
+    with pytest.raises(InvalidInputError, match="token counter returned"):
+        count_tokens(lambda text: value, "hello")
+
+
+@pytest.mark.parametrize("budget", [-5, math.nan, 2.5, True, "10"])
+def test_render_refuses_a_budget_recall_would_refuse(budget: Any) -> None:
+    """``render`` (and ``RecallResult.render``) gave "" for -5, NaN or 2.5, took True
+    as 1 and raised a bare TypeError for "10": the error names the budget now."""
+    with pytest.raises(InvalidInputError, match="token_budget"):
+        render(["I like tea"], counter=word_count, budget=budget)
+
+
+def test_render_checks_what_its_counter_returns() -> None:
+    """A counter that raises, returns None or a fraction is read as ``count_tokens``
+    reads it: an error naming the token counter, or the count rounded up."""
+    with pytest.raises(InvalidInputError, match="token_counter"):
+        render(["I like tea"], counter=lambda text: 1 // 0, budget=10)
+    with pytest.raises(InvalidInputError, match="token counter returned None"):
+        render(["I like tea"], counter=lambda text: None, budget=10)  # type: ignore[arg-type,return-value]
+    quarter = lambda text: len(text) / 4  # noqa: E731 - 12 characters: 3.0 tokens
+    assert render(["I like tea"], counter=quarter, budget=3) == ("- I like tea", [0])
+    assert render(["I like tea."], counter=quarter, budget=3) == ("", [])  # 3.25: 4
 
 
 class _Reads:

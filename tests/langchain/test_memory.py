@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
@@ -152,6 +153,18 @@ def test_loaded_text_fits_the_budget(engine: Oblivion, budget: int) -> None:
     assert word_count(text) <= budget
     if budget >= 30:
         assert text.startswith("Past:\n- Human: Fact 3: room 3 has 3 beds.")
+
+
+def test_a_counter_of_fractional_tokens_loads_within_the_budget(clock: ManualClock) -> None:
+    """A counter estimating len/4 (fractions, which the engine rounds up) failed every
+    load: the header's raw count left a budget of 295.25 tokens, which recall refused."""
+    quarter = lambda text: len(text) / 4  # noqa: E731
+    engine = memory(clock=clock, token_counter=quarter)
+    mem = OblivionMemory(oblivion=engine, namespace="ana", token_budget=30, header="Past:")
+    mem.save_context({"input": "I drink espresso every morning."}, {"output": "Noted."})
+    text = mem.load_memory_variables({"input": "What do I drink?"})["history"]
+    assert text.startswith("Past:\n- Human: I drink espresso every morning.")
+    assert math.ceil(quarter(text)) <= 30
 
 
 def test_return_messages_gives_human_and_ai_messages(mem: OblivionMemory, engine: Oblivion) -> None:
