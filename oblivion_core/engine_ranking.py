@@ -10,6 +10,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from oblivion_core.budget import count_tokens, pack
 from oblivion_core.index import ActiveIndex
@@ -216,6 +217,7 @@ def _score_and_pack(
             if not orphans:
                 break
             prio[orphans] = alone[orphans]
+        chosen = _orphans_by_score(chosen, order, scores, in_list, shown, cids, context_of)
     else:
         lazy = self._costs(ns, st, cids, rows, order, per_item, limit)
         chosen = pack(lazy, budget, limit, per_item)
@@ -544,3 +546,41 @@ def _own_relevance(
     near = self._cosines(ns, space, qvec, ids, scored)
     rel = np.asarray([near.get(m, 0.0) for m in ids], dtype=np.float64)
     return fuse(rel, np.zeros_like(rel), policy) if fused else rel
+
+
+def _orphans_by_score(
+    chosen: list[int],
+    order: npt.NDArray[np.int64],
+    scores: npt.NDArray[np.float64],
+    in_list: npt.NDArray[np.bool_],
+    shown: set[str],
+    cids: list[str],
+    context_of: Mapping[str, tuple[str, str]],
+) -> list[int]:
+    """``chosen`` (places in ``order``) in the order items are shown: a neighbour whose
+    hit was left out (over the budget) moves from its hit's place to where its own score
+    ranks it among the items that stand on their own (it was shown first, above better
+    hits, and ``render`` takes lines in that order). The first items (a list's) stay
+    first, and a neighbour beside its hit stays behind it."""
+    orphans = [
+        c
+        for c in chosen
+        if (mid := cids[int(order[c])]) in context_of and context_of[mid][0] not in shown
+    ]
+    if not orphans:
+        return chosen
+    out = [c for c in chosen if c not in set(orphans)]
+    for o in sorted(orphans, key=lambda c: -scores[order[c]]):
+        own = scores[order[o]]
+        at = next(
+            (
+                p
+                for p, c in enumerate(out)
+                if not in_list[c]
+                and cids[int(order[c])] not in context_of
+                and scores[order[c]] < own
+            ),
+            len(out),
+        )
+        out.insert(at, o)
+    return out

@@ -480,8 +480,11 @@ def _recall(
             if mid not in cand and mid in st.index:
                 cand[mid] = sim
     if lexical:
-        if reason is None and deep is not False and any(m not in space.index for m in lexical):
-            reason = "BM25 matched archived memories"
+        if reason is None and deep is not False:
+            # one it may show: an invalidated or cold match, kept out, searched nothing
+            archived = [m for m in lexical if m not in space.index]
+            if archived and not hidden(archived).all():
+                reason = "BM25 matched archived memories"
         only_lexical = [m for m in lexical if m not in cand]
         if only_lexical and few is not None:
             cand.update((m, near[m]) for m in only_lexical)

@@ -96,11 +96,13 @@ class Signals:
                 "lexical": self.lexical.get(source, 0.0),
                 "lexical_max": self.lexical_top,
             }
-        if source in self.listed:
+        # what the memory is (a list's item, the user's name) is its own, whatever
+        # statement it took its relevance from
+        if memory_id in self.listed or source in self.listed:
             out["list_item"] = 1.0
         if memory_id in self.standing:
             out["standing"] = 1.0
-        if source in self.named:
+        if memory_id in self.named or source in self.named:
             out["names_user"] = 1.0
         if source != memory_id:
             out["inherited_from"] = source

@@ -10,6 +10,7 @@ import pytest
 from oblivion_core import ManualClock, Oblivion
 from oblivion_core.lists import ListIndex, list_question
 from oblivion_core.supersession import parse
+from oblivion_core.testing import memory
 
 FILLER = [
     "The train was twenty minutes late this morning, so I read the news.",
@@ -107,6 +108,25 @@ def test_a_forgotten_addition_leaves_the_list(mem: Oblivion, clock: ManualClock)
     assert ids[TURNS[1]] not in items
     assert added in items
     assert ids[TURNS[0]] not in items  # removed by "we don't need bread any more"
+
+
+def test_an_item_added_again_after_its_removal_is_marked_a_list_item() -> None:
+    """Bread, removed then added again, supersedes its removal and ranks with its
+    relevance: it was shown first, its explanation said "list item", but its
+    relevance_signals lacked ``list_item`` (the removal's signals were read)."""
+    mem = memory()
+    mem.remember_many(
+        [
+            "add oat milk to the shopping list",
+            "we don't need bread any more",
+            "add bread to the shopping list",
+        ]
+    )
+    got = mem.recall("what do I still need to buy?", k=3, feedback=False)
+    bread = next(i for i in got if i.text == "add bread to the shopping list")
+    assert "inherited_from" in bread.why["relevance_signals"]  # the case itself
+    assert bread.why["relevance_signals"].get("list_item") == 1.0
+    assert "list item" in bread.why["explanation"]
 
 
 @pytest.mark.parametrize(

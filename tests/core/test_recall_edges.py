@@ -90,6 +90,14 @@ def test_a_neighbour_whose_hit_is_left_out_stands_at_its_own_score() -> None:
     # 7 + 7 + 8 tokens (word_count, 4 an item): room for "ok noted" or the better hit
     got = mem.recall("query", k=4, token_budget=22, feedback=False)
     assert got.ids == [ids["h1"], ids["h2"], ids["y"]]
+    # room for both: "ok noted" is shown, but after the better hit, not at its hit's
+    # place (render and the adapters take lines in this order); its why still says
+    # whose neighbour it is
+    got = mem.recall("query", k=5, token_budget=28, feedback=False)
+    assert got.ids == [ids["h1"], ids["h2"], ids["y"], ids["n"]]
+    assert [item.score for item in got] == sorted((item.score for item in got), reverse=True)
+    assert got[3].why["context_for"] == ids["big"]
+    assert "(not packed)" in got[3].why["explanation"]
 
 
 @pytest.mark.parametrize("spaced", [False, True])
@@ -324,3 +332,24 @@ def test_a_stale_statement_shown_on_request_says_so() -> None:
         assert f"stale: {new.id} states it now" in item.why["explanation"]
         (current,) = [it for it in shown if it.id == new.id]
         assert "stale" not in current.why["explanation"]
+
+
+def test_an_archived_match_the_recall_cannot_show_searches_no_archive() -> None:
+    """The only archived BM25 match is invalidated (or filtered out): the recall said it
+    searched the archive "because BM25 matched archived memories", in every item's why,
+    though nothing it could show was there."""
+    mem = memory()
+    wrong = mem.remember("the wifi password is hunter2", metadata={"user": "bob"}).id
+    mem.remember("the office wifi router is in the kitchen", metadata={"user": "ann"})
+    for i in range(10):
+        mem.remember(f"lunch plans for day {i}", metadata={"user": "ann"})
+    mem.invalidate(wrong)
+    assert mem.get(wrong).tier == Tier.ARCHIVE
+    query = "the office wifi router is in the kitchen password"
+    got = mem.recall(query, k=3, feedback=False)
+    assert (got.searched_archive, got.archive_reason) == (False, None)
+    assert all("archive searched" not in item.why["explanation"] for item in got)
+    # asked for, it may be shown: the archive is searched for it
+    shown = mem.recall(query, k=3, feedback=False, include_invalidated=True)
+    assert shown.archive_reason == "BM25 matched archived memories"
+    assert wrong in shown.ids
