@@ -7,6 +7,7 @@ import hashlib
 import json
 import logging
 import threading
+import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence, Set
 from typing import Annotated, Any, Optional
 
@@ -28,7 +29,7 @@ from pydantic import BaseModel
 from typing_extensions import NotRequired  # typing's from Python 3.11 only
 
 from oblivion_core import Oblivion, Policy
-from oblivion_core.budget import render
+from oblivion_core.budget import count_tokens, render
 from oblivion_core.checks import check_namespace, check_plain_namespace, check_standing
 from oblivion_core.errors import (
     EmbeddingError,
@@ -373,7 +374,7 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
         namespace: Fixed namespace, a resolver ``(runtime, config) -> str | None``, or
             ``None`` to read ``user_key`` from the runtime context / configurable.
         user_key: The key holding the user id for the default resolver (a non-empty
-            string).
+            string; an id that is an ``int`` or a ``uuid.UUID`` is its ``str``).
         policy: Policy (or template name, e.g. ``"support-desk"``) to apply to each
             namespace this middleware serves, once, when it first meets the namespace
             (a brand-new user's too, before their first turn is stored).
@@ -695,8 +696,8 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
                 value = (config.get("configurable") or {}).get(self.user_key)
         if value is None:
             return None
-        if isinstance(value, int) and not isinstance(value, bool):
-            value = str(value)
+        if isinstance(value, (int, uuid.UUID)) and not isinstance(value, bool):
+            value = str(value)  # a database's user id
         if not isinstance(value, str) or not value.strip():
             raise InvalidInputError(
                 f"the namespace for this run must be a non-empty string, got {value!r}; "
@@ -745,10 +746,16 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
         """
         if self.token_budget == 0 or (not query and not self.standing):
             return "", []
-        count = self.oblivion.token_counter
-        room = None if self.token_budget is None else self.token_budget - count(SEPARATOR)
+        counter = self.oblivion.token_counter
+        room = (
+            None
+            if self.token_budget is None
+            else max(self.token_budget - count_tokens(counter, SEPARATOR), 0)
+        )
         # Leave the header's tokens out of what recall may pack, so render rarely drops lines.
-        items_budget = None if room is None else max(room - count(self.header + "\n"), 0)
+        items_budget = (
+            None if room is None else max(room - count_tokens(counter, self.header + "\n"), 0)
+        )
         try:
             policy = self.oblivion.policy_for(namespace)
         except UnknownNamespaceError:
@@ -773,7 +780,7 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
         )
         items = besides(result.items, lambda text: _turn_of(text, visible, sizes))[:k]
         block, shown = render(
-            [it.text for it in items], counter=count, budget=room, header=self.header
+            [it.text for it in items], counter=counter, budget=room, header=self.header
         )
         # The recall read only: the boost its feedback gives goes to the memories the
         # block shows (render leaves out a line that overflows the budget: a memory of

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import math
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +20,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import BaseModel
 
 from oblivion_core import InvalidInputError, Oblivion, Policy
-from oblivion_core.testing import HashEmbedder, ManualClock, word_count
+from oblivion_core.testing import HashEmbedder, ManualClock, memory, word_count
 from oblivion_langchain import OblivionMemoryMiddleware
 from oblivion_langchain import middleware as mw
 from oblivion_langchain._convert import latest_human
@@ -253,6 +255,29 @@ def test_the_block_never_exceeds_the_token_budget(engine: Oblivion, budget: int 
         assert word_count(block) <= budget
     else:
         assert block.count("\n- ") == engine.policy.default_k
+
+
+def test_a_counter_of_fractional_tokens_injects_within_the_budget(clock: ManualClock) -> None:
+    """A counter estimating len/4 (fractions, which the engine rounds up) ended every
+    run: the separator's and header's raw counts left a budget of 382.5 tokens, which
+    recall refused."""
+    quarter = lambda text: len(text) / 4  # noqa: E731
+    engine = memory(clock=clock, token_counter=quarter)
+    engine.remember("I drink espresso every morning.", namespace="sam")
+    agent, model = _agent(engine, ["Noted."], token_budget=60)
+    _ask(agent, "What do I drink?")
+    block = memory_block(model.seen[0])
+    assert block is not None and "I drink espresso every morning." in block
+    assert math.ceil(quarter(block)) <= 60
+
+
+@pytest.mark.parametrize("user_id", [uuid.UUID(int=7), 42])
+def test_a_database_user_id_is_its_namespace(engine: Oblivion, user_id: object) -> None:
+    """A user id held as a UUID (FastAPI's and SQL's user ids) ended every run with
+    "must be a non-empty string"; an int already worked. Each is its ``str``."""
+    agent, _ = _agent(engine, ["Noted."])
+    _ask(agent, "I drink espresso every morning.", {"configurable": {"user_id": user_id}})
+    assert "I drink espresso every morning." in engine.records(namespace=str(user_id))[0].text
 
 
 def test_a_zero_budget_recalls_nothing(seeded: Oblivion) -> None:
