@@ -160,6 +160,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    _check_counts(args)
     if args.command == "demo":
         from oblivion_core.demo import run_demo
 
@@ -256,6 +257,11 @@ def _recall(args: argparse.Namespace) -> int:
     from oblivion_core.engine import Oblivion
     from oblivion_core.store import VectorStore
 
+    if not args.query.strip():  # the engine's advice names recall()'s standing=
+        raise InvalidInputError(
+            "the query is empty: give the words to search for, as in "
+            "oblivion recall PATH 'when is the launch?'"
+        )
     embedder = _model(args.model)
     with tempfile.TemporaryDirectory(prefix="oblivion-recall-") as scratch:
         copy = _copy(args.path, Path(scratch) / "copy", "recall")
@@ -369,6 +375,25 @@ def _import(args: argparse.Namespace) -> int:
             )
     print(report)
     return 0
+
+
+#: Each command's number flags and the least each takes, checked before the engine is
+#: asked (its error would name the Python argument: "limit must be an int >= 1").
+_COUNTS = {
+    "records": {"limit": 1, "offset": 0},
+    "history": {"last": 1},
+    "recall": {"k": 1, "token_budget": 0},
+}
+
+
+def _check_counts(args: argparse.Namespace) -> None:
+    """Refuse a number flag below its least value, naming the flag."""
+    for name, least in _COUNTS.get(args.command, {}).items():
+        value = getattr(args, name)
+        if value is not None and value < least:
+            raise InvalidInputError(
+                f"--{name.replace('_', '-')} must be a whole number >= {least}, got {value}"
+            )
 
 
 @contextlib.contextmanager

@@ -220,10 +220,12 @@ def import_chroma(
                 if not page["ids"]:
                     break
                 ids, texts, metas, vectors = self._importable(ns, page, report, reembed, dropped)
-                cats = [
-                    category if category is not None or not own else _own_category(metas[k])
-                    for k in range(len(ids))
-                ]
+                cats: list[str | None] = [category] * len(ids)
+                if own:
+                    ids, texts, metas, vectors, found = _own_records(
+                        report, ids, texts, metas, vectors
+                    )
+                    cats = [category or c for c in found]
                 if ids and not checked:
                     _check_model(self, name, texts, vectors)
                     checked = True
@@ -305,6 +307,36 @@ def _importable(
         if embs is not None:
             vectors.append(embs[k])
     return ids, texts, metas, vectors
+
+
+def _own_records(
+    report: ImportReport,
+    ids: list[str],
+    texts: list[str],
+    metas: list[dict[str, Any]],
+    vectors: list[Any],
+) -> tuple[list[str], list[str], list[dict[str, Any]], list[Any], list[str | None]]:
+    """The records of an Oblivion store's own collection to import, with the category
+    each had (taken out of its metadata, which holds nothing else: it is no metadata of
+    the user's, whatever ``category=`` says). A summary is skipped: its originals are
+    in the collection and come back themselves (it would stand beside them as a plain
+    memory, no longer the summary of any)."""
+    found = [_own_category(meta) for meta in metas]
+    keep = []
+    for k, cat in enumerate(found):
+        if cat == "summary":
+            report.skipped[ids[k]] = "a summary: the memories it summarised are imported"
+        else:
+            keep.append(k)
+    if len(keep) == len(ids):
+        return ids, texts, metas, vectors, found
+    return (
+        [ids[k] for k in keep],
+        [texts[k] for k in keep],
+        [metas[k] for k in keep],
+        [vectors[k] for k in keep] if vectors else vectors,
+        [found[k] for k in keep],
+    )
 
 
 def _own_category(metadata: dict[str, Any]) -> str | None:

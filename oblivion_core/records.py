@@ -128,10 +128,21 @@ def check_metadata(metadata: object, name: str = "metadata", *, depth: int = 0) 
     if not isinstance(metadata, Mapping):
         raise InvalidInputError(f"{name} must be a dict, got {type(metadata).__name__}")
     _check_keys(metadata, name, depth)
+    if depth == 0:  # its keys are what filters name
+        for key in metadata:
+            if key == "" or key.startswith("$") or key == "#document":
+                raise InvalidInputError(
+                    f"{name} key {key!r:.60} cannot be stored: no filter could read it "
+                    "(where= takes '$' keys as operators and '#document' as the text, and "
+                    "no key is empty; Chroma refuses them too); rename it"
+                )
     try:
         json.dumps(dict(metadata), allow_nan=False)
     except (TypeError, ValueError) as exc:
-        raise InvalidInputError(f"{name} must be JSON-serialisable without NaN: {exc}") from exc
+        raise InvalidInputError(
+            f"{name} must be JSON-serialisable without NaN: {exc}; convert such values "
+            "first (a datetime with .isoformat(), a set with list(), NaN with None)"
+        ) from exc
     return dict(metadata)
 
 

@@ -515,7 +515,8 @@ START_OVER = (
     "chroma/ folder beside it aside, and open the store again: the old chroma/ folder "
     "keeps every memory's vector and text, and `oblivion import PATH OLD_CHROMA "
     "COLLECTION` brings each namespace's collection into the new store (as new memories, "
-    "in the namespace it held)"
+    "in the namespace it held, with their texts, vectors and categories only: metadata, "
+    "importance and invalidations were the database's)"
 )
 
 

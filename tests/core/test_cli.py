@@ -419,7 +419,7 @@ def test_history_of_a_namespace_and_its_newest_entries(
     [
         (["no-such-id"], "UnknownMemoryError", "no journal entries of a memory 'no-such-id'"),
         (["--namespace", "bob"], "UnknownNamespaceError", "namespace 'bob'"),
-        (["--last", "0"], "InvalidInputError", "last must be an int >= 1"),
+        (["--last", "0"], "InvalidInputError", "--last must be a whole number >= 1, got 0"),
     ],
 )
 def test_history_refuses_what_it_cannot_show_in_one_line(
@@ -484,8 +484,8 @@ def test_records_prints_the_memories_most_active_first(
     ("args", "error", "says"),
     [
         (["--namespace", "bob"], "UnknownNamespaceError", "namespace 'bob'"),
-        (["--limit", "0"], "InvalidInputError", "limit must be an int >= 1"),
-        (["--offset", "-2"], "InvalidInputError", "offset must be an int >= 0"),
+        (["--limit", "0"], "InvalidInputError", "--limit must be a whole number >= 1, got 0"),
+        (["--offset", "-2"], "InvalidInputError", "--offset must be a whole number >= 0"),
     ],
 )
 def test_records_refuses_what_it_cannot_show_in_one_line(
@@ -671,8 +671,12 @@ def test_recall_of_a_running_apps_store_searches_its_archive_in_process(
     ("args", "error", "says"),
     [
         (["--namespace", "bob"], "UnknownNamespaceError", "namespace 'bob'"),
-        (["--k", "0"], "InvalidInputError", "k must be an int >= 1"),
-        (["--token-budget", "-1"], "InvalidInputError", "token_budget"),
+        (["--k", "0"], "InvalidInputError", "--k must be a whole number >= 1"),
+        (
+            ["--token-budget", "-1"],
+            "InvalidInputError",
+            "--token-budget must be a whole number >= 0",
+        ),
     ],
 )
 def test_recall_refuses_what_it_cannot_answer_in_one_line(
@@ -684,6 +688,19 @@ def test_recall_refuses_what_it_cannot_answer_in_one_line(
     assert captured.out == ""
     (line,) = captured.err.splitlines()
     assert line.startswith(f"oblivion recall: {error}: ") and says in line
+
+
+@pytest.mark.parametrize("query", ["", "   "])
+def test_recall_of_an_empty_query_says_to_give_words(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], query: str
+) -> None:
+    """An empty query was refused with the engine's advice, which names recall()'s
+    ``standing=`` (no flag of the command); it asks for the words to search for."""
+    _store(tmp_path)
+    assert main(["recall", str(tmp_path), query]) == 1
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("oblivion recall: InvalidInputError: the query is empty")
+    assert "standing" not in line
 
 
 def test_recall_of_a_store_written_with_another_model_says_so(

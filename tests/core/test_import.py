@@ -21,7 +21,9 @@ from oblivion_core import (
     FastEmbedEmbedder,
     ImportReport,
     InvalidInputError,
+    ManualClock,
     Oblivion,
+    Policy,
     StoreCorruptError,
     VectorStore,
     VectorStoreError,
@@ -654,6 +656,44 @@ def test_a_store_whose_database_is_damaged_comes_back_as_its_error_says(
         assert back[rule.id].category == "instruction" and back[fact.id].category == "fact"
         assert back[fact.id].metadata == {}  # the category is not left in the metadata
         assert mem.recall("When is the launch?", k=1).ids == [fact.id]
+
+
+def test_a_recovered_store_leaves_summaries_out_and_the_category_key_too(
+    tmp_path: Path,
+) -> None:
+    """Recovery from a store's own chroma/ folder brought a summary back as a plain
+    memory beside the originals it summarised; and with ``category=`` the collection's
+    internal "category" key was left in every memory's metadata."""
+    clock = ManualClock()
+    policy = Policy().replace(compress_below=0.1, maintain_every=0, adapt=False, supersede=False)
+    meeting = [
+        "In the budget meeting we agreed the travel budget is frozen.",
+        "The budget meeting moved the marketing budget to next quarter.",
+        "At the budget meeting Priya asked for a hiring budget review.",
+        "The budget meeting ended with a plan to cut the cloud budget.",
+    ]
+    store = tmp_path / "mem"
+    with memory(store, clock=clock, policy=policy) as mem:
+        originals = [
+            r.id
+            for r in mem.remember_many(meeting, categories=["event"] * 4, importances=[0.0] * 4)
+        ]
+        clock.advance(60 * 86_400.0)
+        mem.maintain()
+        (summary,) = [r.id for r in mem.records() if r.category == "summary"]
+    (store / "chroma").rename(tmp_path / "old-chroma")
+    for name in ("oblivion.sqlite3", "oblivion.sqlite3-wal", "oblivion.sqlite3-shm"):
+        (store / name).unlink(missing_ok=True)
+    (collection,) = chromadb.PersistentClient(str(tmp_path / "old-chroma")).list_collections()
+    for category in (None, "fact"):
+        with memory(tmp_path / f"back-{category}") as mem:
+            report = mem.import_chroma(collection, category=category)
+            assert report.imported == 4 and list(report.skipped) == [summary]
+            assert "summarised are imported" in report.skipped[summary]
+            back = mem.records()
+            assert sorted(r.id for r in back) == sorted(originals)
+            assert {r.category for r in back} == {category or "event"}
+            assert all(r.metadata == {} for r in back)
 
 
 def test_a_lost_database_comes_back_with_each_user_in_their_own_namespace(

@@ -996,3 +996,22 @@ def test_a_posix_class_matches_as_in_chroma_without_a_warning() -> None:
         [sys.executable, "-c", _POSIX_WARNINGS], capture_output=True, text=True, timeout=120
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+@pytest.mark.parametrize("key", ["", "$x", "$and", "#document"])
+def test_a_metadata_key_no_filter_can_read_is_refused_when_written(key: str) -> None:
+    """A top-level key that is empty, starts with "$" (an operator to a filter) or is
+    "#document" (the text) was stored, and then no filter, nor ``forget_where``, could
+    ever select it (Chroma refuses such keys when they are written). The write names
+    the key and stores nothing; nested keys are values, not filter keys, and stay."""
+    from oblivion_core.testing import memory
+
+    mem = memory()
+    mem.remember("kept", metadata={"user": "ann"}, id="kept")
+    with pytest.raises(InvalidInputError, match="cannot be stored: no filter could read it"):
+        mem.remember("refused", metadata={key: "x"})
+    with pytest.raises(InvalidInputError, match="cannot be stored"):
+        mem.edit("kept", metadata={key: "x"})
+    assert [(r.id, r.metadata) for r in mem.records()] == [("kept", {"user": "ann"})]
+    nested = mem.remember("nested", metadata={"profile": {key: "x"}}).id
+    assert mem.get(nested).metadata == {"profile": {key: "x"}}

@@ -902,6 +902,8 @@ def _nested(levels: int) -> dict[str, Any]:
         (PutOp(NS, "k", ["not", "a", "dict"]), ValueError, "must be dicts"),  # type: ignore[arg-type]
         (PutOp(NS, "k", "text"), ValueError, "must be dicts"),  # type: ignore[arg-type]
         (PutOp(NS, "k", {"x": {1, 2}}), ValueError, "JSON"),
+        # InMemoryStore keeps any object; a JSON store cannot: the error says what to do
+        (PutOp(NS, "k", {"at": datetime(2026, 1, 1)}), ValueError, r"\.isoformat\(\)"),
         (PutOp(NS, "k", {"x": math.nan}), ValueError, "NaN"),
         (PutOp(NS, "k", {1: "x"}), ValueError, "keys must be strings"),  # type: ignore[dict-item]
         # deeper down too: the engine refuses them when it stores, and that must happen
