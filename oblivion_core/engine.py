@@ -51,6 +51,7 @@ from oblivion_core import (
     engine_recall,
     engine_stale,
     engine_write,
+    model_check,
 )
 from oblivion_core.adaptation import Usage, multipliers
 from oblivion_core.backup import check_folder, copy_database, refuse_unfinished_backup
@@ -376,6 +377,8 @@ class Oblivion:
             if isinstance(clock, TurnClock):
                 self._db.carry_meta = self._turn_rows
             self.embedder: Embedder = resolve_embedder(embedder)
+            # whether it made the store's vectors: checked before its first use
+            self._model_checked = False
             self.token_counter: TokenCounter = resolve_token_counter(token_counter)
             key = getattr(self.token_counter, "cache_key", None)
             self._db.use_token_counter(key if isinstance(key, str) else None)
@@ -869,6 +872,7 @@ class Oblivion:
     _importable = engine_import._importable
 
     # engine_write.py: writing
+    _check_model = model_check.check_model
     remember = engine_write.remember
     remember_many = engine_write.remember_many
     edit = engine_write.edit

@@ -304,6 +304,7 @@ def _compress(
         )
         return None
     try:
+        self._check_model()  # (another model's summary vector would rank at random)
         vec = embed_texts(self.embedder, [summary], self._dim)
     except EmbeddingError:  # as a summarizer's failure: the group stays archived
         logger.exception(

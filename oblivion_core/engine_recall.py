@@ -162,6 +162,7 @@ def recall(
     beside = lexical_now and filtered is None and not getattr(self.embedder, "busy_cores", False)
     lexical = self._background(self._lex.search, ns, q, pool, allow) if beside else None
     if embedding is None:
+        self._check_model()
         qvec = embed_query(self.embedder, q, self._dim)
     else:
         qvec = given_vectors([_one_row(embedding)], 1, self._dim, "embedding")
@@ -216,6 +217,7 @@ def query_vector(self: Oblivion, query: str) -> Vectors:
     :class:`~oblivion_core.errors.EmbeddingError` if the embedder fails or makes vectors
     of another size than the store holds."""
     q = check_text(query, None, "query")
+    self._check_model()
     row: Vectors = embed_query(self.embedder, q, self._dim)[0]
     return row
 
@@ -274,6 +276,8 @@ def rerank(
                 )
         pairs.append((check_id(mid), rel))
     need_vec = any(rel is None for _, rel in pairs)
+    if need_vec:
+        self._check_model()
     qvec = embed_query(self.embedder, q, self._dim) if need_vec else None
     with self._lock:
         self._check_open()

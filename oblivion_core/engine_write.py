@@ -156,6 +156,7 @@ def remember_many(
     if n == 0:
         return []
     if embeddings is None:
+        self._check_model()
         vectors = embed_texts(self.embedder, clean, self._dim)
     else:
         vectors = given_vectors(embeddings, n, self._model_dim(clean), "embeddings")
@@ -490,6 +491,8 @@ def edit(
     imp = check_unit(importance, "importance") if importance is not None else None
     if supersede is not None:
         supersede = check_flag(supersede, "supersede")
+    if clean is not None:
+        self._check_model()
     vector = embed_texts(self.embedder, [clean], self._dim) if clean is not None else None
     # counted now, as remember() counts (held as count + 1)
     counted = count_tokens(self.token_counter, clean) + 1 if clean is not None else 0

@@ -1,0 +1,72 @@
+"""The embedder checked against the store's vectors once per instance, before its first
+embedding.
+
+A store's vectors only mean something to the model that made them. Another model of
+the same size (OpenAI's ``text-embedding-ada-002`` and ``text-embedding-3-small`` both
+make 1,536-d vectors; a backup re-embedded with another local model) is taken without
+complaint by every size check, and recall then ranks by cosines between unrelated
+spaces: relevance near 0 for every memory, the archive searched at random. Before the
+first text or query an instance embeds, its embedder embeds :data:`SAMPLE` of the
+first :data:`SCAN` stored texts again (the shortest plain-ASCII ones of a dozen
+characters or more: an older version embedded emoji otherwise, and a store keeps such
+texts' old vectors). The median cosine between its vectors and the stored ones must
+reach :data:`SAME_MODEL`: the same model gives 0.99 and more, another -0.1 to 0.3.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from oblivion_core.embedding import embed_texts
+from oblivion_core.errors import ModelMismatchError
+
+if TYPE_CHECKING:
+    from oblivion_core.engine import Oblivion
+
+#: Stored texts embedded again by the check.
+SAMPLE = 5
+#: Memories read for them, in table order.
+SCAN = 64
+#: The least median cosine of the same model (far from both sides: see above).
+SAME_MODEL = 0.5
+#: The shortest text taken while longer plain ones are there.
+PLAIN_CHARS = 12
+
+
+def check_model(self: Oblivion) -> None:
+    """Raise a :class:`ModelMismatchError` unless this instance's embedder made the
+    store's vectors; checked once (an empty store passes: what it stores next is this
+    embedder's). Threads meeting it at once may each check; none holds a lock while
+    it embeds."""
+    if self._model_checked:
+        return
+    with self._lock:
+        self._check_open()
+        rows = self._db.vector_sample(SCAN)
+    sample = sorted(rows, key=lambda row: (not _plain(row[1]), len(row[1])))[:SAMPLE]
+    if sample:
+        ours = embed_texts(self.embedder, [text for _, text, _ in sample], self._dim)
+        theirs = np.stack([vector for _, _, vector in sample]).astype(np.float64)
+        theirs /= np.maximum(np.linalg.norm(theirs, axis=1, keepdims=True), 1e-12)
+        cosine = float(np.median(np.sum(ours * theirs, axis=1)))
+        if cosine < SAME_MODEL:
+            problem = (
+                "this store's vectors were made by another embedding model than the "
+                f"embedder it was opened with (median cosine {cosine:.2f} between the "
+                f"stored vectors of {len(sample)} of its texts and the embedder's, where "
+                "the same model gives 0.99)"
+            )
+            raise ModelMismatchError(
+                f"{problem}: open it with the model that made them (Oblivion(path, "
+                "embedder=...)); to move it to this one, open it so and copy it with "
+                "mem.backup(folder, embedder=this_model), which embeds every text again",
+                problem=problem,
+            )
+    self._model_checked = True
+
+
+def _plain(text: str) -> bool:
+    """Whether ``text`` is ASCII of :data:`PLAIN_CHARS` characters or more."""
+    return text.isascii() and len(text) >= PLAIN_CHARS

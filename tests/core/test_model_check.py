@@ -1,0 +1,95 @@
+"""A store opened with another embedding model than the one that made its vectors, of
+the same size, is refused at its first embedding (it ranked every recall at random)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from oblivion_core import FastEmbedEmbedder, ModelMismatchError, Oblivion
+from oblivion_core.testing import HashEmbedder, memory
+
+TEXTS = [
+    "My cat is called Miso.",
+    "I prefer tea over coffee.",
+    "The dentist appointment is on Tuesday.",
+    "We moved to Lisbon in May.",
+]
+
+
+class Permuted(HashEmbedder):
+    """Another model of the same size: HashEmbedder's axes in another order."""
+
+    def __init__(self, dim: int = 256) -> None:
+        super().__init__(dim)
+        self.order = np.random.default_rng(0).permutation(dim)
+
+    def embed_documents(self, texts: list[str]) -> np.ndarray:
+        return super().embed_documents(texts)[:, self.order]
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return super().embed_query(text)[self.order]
+
+
+def test_another_model_of_the_same_size_is_refused_before_it_embeds(tmp_path: Path) -> None:
+    """Every call that would embed with the other model (recall, remember, edit,
+    query_vector) raises ModelMismatchError and changes nothing; reading needs no
+    embedding and works; the model that made the vectors opens the store as before."""
+    with memory(tmp_path) as mem:
+        ids = [r.id for r in mem.remember_many(TEXTS)]
+    with memory(tmp_path, embedder=Permuted()) as other:
+        calls = [
+            lambda: other.recall("what is my cat's name"),
+            lambda: other.remember("Bob plays the cello."),
+            lambda: other.remember_many(["Bob plays the cello.", "Ann sings."]),
+            lambda: other.edit(ids[0], "My cat is called Tofu."),
+            lambda: other.query_vector("cat"),
+        ]
+        for call in calls:
+            with pytest.raises(ModelMismatchError, match="another embedding model") as err:
+                call()
+            assert "median cosine" in err.value.problem and "embedder=" in str(err.value)
+        assert [r.text for r in other.records()] == TEXTS  # reading embeds nothing
+        other.confirm(ids[1])  # nor does feedback on ids
+    with memory(tmp_path) as mem:
+        assert [r.text for r in mem.records()] == TEXTS
+        assert mem.recall("what is my cat's name", k=1).ids == [ids[0]]
+
+
+def test_the_check_embeds_once_and_an_empty_store_passes(tmp_path: Path) -> None:
+    """The store's own model is checked once per instance (one extra embedding call, of
+    a few stored texts), and a store holding nothing takes any embedder."""
+    with memory(tmp_path) as mem:
+        mem.remember_many(TEXTS)
+    embedder = HashEmbedder()
+    with memory(tmp_path, embedder=embedder) as mem:
+        mem.recall("cat")
+        first = embedder.calls
+        mem.recall("tea")
+        mem.remember("Bob plays the cello.")
+        assert embedder.calls == first + 2  # the query and the text, no check again
+        assert first == 2  # the check's one call, then the query
+    with memory(tmp_path / "empty", embedder=Permuted()) as fresh:
+        fresh.remember("Bob plays the cello.")
+        assert fresh.recall("cello", k=1).texts == ["Bob plays the cello."]
+
+
+@pytest.mark.integration
+def test_a_backup_embedded_again_opens_only_with_its_new_model(
+    tmp_path: Path, real_embedder: FastEmbedEmbedder
+) -> None:
+    """A copy re-embedded with another 384-d model opened with the default model ranked
+    by cosines between unrelated spaces (relevance near 0 for every memory); it is
+    refused, and opens with the model that made its vectors."""
+    with Oblivion(tmp_path / "src", embedder=real_embedder) as mem:
+        mem.remember_many(TEXTS)
+        mem.backup(tmp_path / "copy", embedder=HashEmbedder(384))
+    with (
+        Oblivion(tmp_path / "copy", embedder=real_embedder) as copy,
+        pytest.raises(ModelMismatchError, match=r"mem\.backup"),
+    ):
+        copy.recall("what is my cat's name")
+    with Oblivion(tmp_path / "copy", embedder=HashEmbedder(384)) as copy:
+        assert copy.recall("my cat is called", k=1).texts == ["My cat is called Miso."]
