@@ -103,19 +103,35 @@ def annotate(node: BaseNode, item: RecalledItem) -> NodeWithScore:
     return NodeWithScore(node=copy, score=item.score)
 
 
-def node_text(node: BaseNode) -> str:
-    """The text a node contributes, without metadata.
+#: Where a node holds something other than text (``ImageNode``'s fields, ``Node``'s).
+_MEDIA = (
+    "image",
+    "image_url",
+    "image_path",
+    "image_resource",
+    "audio_resource",
+    "video_resource",
+)
+
+
+def node_text(node: BaseNode) -> str | None:
+    """The text a node contributes, without metadata, as a memory can hold it (NULs as
+    spaces, lone surrogates as "?": a PDF's extraction leaves them, and a chunk the
+    engine refused failed every query that retrieved it); ``None`` for a node of blank
+    text (a blank page LlamaIndex indexed), which has nothing to rank or to show.
 
     Raises:
-        InvalidInputError: the node has no text (e.g. an image-only node).
+        InvalidInputError: an image-only node (no text, something else to show).
     """
     text = node.get_content(metadata_mode=MetadataMode.NONE)
-    if not isinstance(text, str) or not text.strip():
-        raise InvalidInputError(
-            f"node {node.node_id!r} ({type(node).__name__}) has no text; Oblivion ranks "
-            "text only, so filter such nodes out before this postprocessor"
-        )
-    return text
+    if isinstance(text, str) and text.strip():
+        return storable(text)
+    if not any(getattr(node, name, None) for name in _MEDIA):
+        return None
+    raise InvalidInputError(
+        f"node {node.node_id!r} ({type(node).__name__}) has no text; Oblivion ranks "
+        "text only, so filter such nodes out before this postprocessor"
+    )
 
 
 #: How far past [-1, 1] a score may be and still count as a similarity: float rounding

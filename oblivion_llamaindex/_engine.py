@@ -40,13 +40,26 @@ def check_fields(model: type[BaseModel], data: Mapping[str, Any], owner: str) ->
     hints = []
     for key in unknown:
         if key == "session_id" and "chat_store_key" in model.model_fields:
-            hints.append("session_id: pass chat_store_key= (this user's key in the chat store)")
+            hints.append(
+                "session_id: pass namespace= (the user's long-term memories, kept apart "
+                "from every other user's) and chat_store_key= (their conversation's "
+                "history in the chat store)"
+            )
         elif close := difflib.get_close_matches(key, fields, n=1):
             hints.append(f"{key}: did you mean {close[0]}=?")
     hint = f" ({'; '.join(hints)})" if hints else ""
     raise InvalidInputError(
         f"{owner} has no setting {', '.join(map(repr, unknown))}{hint}; it has {', '.join(fields)}"
     )
+
+
+#: The end of the "no engine" errors of a deserialised memory: an agent restored from a
+#: Context saved with JsonPickleSerializer takes the memory unpickled from it (without
+#: its engine) over the live one passed as ``memory=``.
+RESTORED_HINT = (
+    "; restored from an agent's Context (JsonPickleSerializer), which the agent reads "
+    "before memory=? set the live memory first: await ctx.store.set('memory', memory)"
+)
 
 
 def need_engine(kwargs: dict[str, Any], owner: str) -> None:
@@ -334,3 +347,29 @@ def remember_each(
         stored.append(record.id)
         done.append(i)
     return stored, refused
+
+
+_Built = TypeVar("_Built")
+
+
+def build_with_engine(
+    path: str | os.PathLike[str] | None,
+    *,
+    oblivion: Oblivion | None,
+    embed_model: BaseEmbedding | None,
+    engine_kwargs: dict[str, Any] | None,
+    make: Callable[[Oblivion], _Built],
+) -> _Built:
+    """``make(engine)`` with the engine :func:`engine_for` gives. One it opened is
+    closed again when ``make`` fails (a misspelt setting): it held the store's lock
+    until it was garbage-collected, never in a notebook keeping the traceback, so the
+    corrected call was refused as "already open"."""
+    engine = engine_for(
+        path, oblivion=oblivion, embed_model=embed_model, engine_kwargs=engine_kwargs
+    )
+    try:
+        return make(engine)
+    except BaseException:
+        if oblivion is None:
+            engine.close()
+        raise

@@ -46,9 +46,10 @@ from oblivion_llamaindex._convert import (
     role,
 )
 from oblivion_llamaindex._engine import (
+    RESTORED_HINT,
+    build_with_engine,
     check_fields,
     check_oblivion,
-    engine_for,
     need_engine,
     remember_queued,
     restore_private,
@@ -252,9 +253,6 @@ class OblivionMemory(BaseMemory):
             token_limit: Tokens ``get`` may return.
             **fields: Other settings (``namespace``, ``k``, ...).
         """
-        oblivion = engine_for(
-            path, oblivion=oblivion, embed_model=embed_model, engine_kwargs=engine_kwargs
-        )
         if token_limit is None:
             token_limit = (
                 int(llm.metadata.context_window * DEFAULT_TOKEN_LIMIT_RATIO)
@@ -262,10 +260,20 @@ class OblivionMemory(BaseMemory):
                 else DEFAULT_TOKEN_LIMIT
             )
         history = check_messages(chat_history, "chat_history") if chat_history is not None else None
-        memory = cls(oblivion=oblivion, token_limit=token_limit, **fields)
-        if history is not None:
-            memory.chat_store.set_messages(memory.chat_store_key, history)
-        return memory
+
+        def make(engine: Oblivion) -> OblivionMemory:
+            memory = cls(oblivion=engine, token_limit=token_limit, **fields)
+            if history is not None:
+                memory.chat_store.set_messages(memory.chat_store_key, history)
+            return memory
+
+        return build_with_engine(
+            path,
+            oblivion=oblivion,
+            embed_model=embed_model,
+            engine_kwargs=engine_kwargs,
+            make=make,
+        )
 
     @property
     def oblivion(self) -> Oblivion:
@@ -273,7 +281,7 @@ class OblivionMemory(BaseMemory):
         if self._oblivion is None:
             raise InvalidInputError(
                 "this OblivionMemory has no engine (it was deserialised); construct it "
-                "with oblivion=Oblivion(path)"
+                "with oblivion=Oblivion(path)" + RESTORED_HINT
             )
         return self._oblivion
 

@@ -40,9 +40,10 @@ from oblivion_llamaindex._convert import (
     role,
 )
 from oblivion_llamaindex._engine import (
+    RESTORED_HINT,
+    build_with_engine,
     check_fields,
     check_oblivion,
-    engine_for,
     remember_queued,
     restore_private,
 )
@@ -240,10 +241,13 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
             engine_kwargs: More :class:`Oblivion` arguments (``policy``, ``clock``, ...).
             **fields: Block settings (``token_limit``, ``namespace``, ...).
         """
-        engine = engine_for(
-            path, oblivion=oblivion, embed_model=embed_model, engine_kwargs=engine_kwargs
+        return build_with_engine(
+            path,
+            oblivion=oblivion,
+            embed_model=embed_model,
+            engine_kwargs=engine_kwargs,
+            make=lambda engine: cls(oblivion=engine, **fields),
         )
-        return cls(oblivion=engine, **fields)
 
     @property
     def oblivion(self) -> Oblivion:
@@ -251,7 +255,7 @@ class OblivionMemoryBlock(BaseMemoryBlock[str]):
         if self._oblivion is None:
             raise InvalidInputError(
                 "this OblivionMemoryBlock has no engine (it was deserialised); construct "
-                "it with oblivion=Oblivion(path)"
+                "it with oblivion=Oblivion(path)" + RESTORED_HINT
             )
         return self._oblivion
 

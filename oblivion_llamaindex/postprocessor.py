@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import threading
 import time
@@ -36,9 +37,9 @@ from oblivion_llamaindex._convert import (
     node_text,
 )
 from oblivion_llamaindex._engine import (
+    build_with_engine,
     check_fields,
     check_oblivion,
-    engine_for,
     mark_used,
     need_engine,
     query_text,
@@ -46,6 +47,8 @@ from oblivion_llamaindex._engine import (
     restore_private,
     text_refusal,
 )
+
+logger = logging.getLogger("oblivion_llamaindex")
 
 
 class OblivionNodePostprocessor(BaseNodePostprocessor):
@@ -188,10 +191,13 @@ class OblivionNodePostprocessor(BaseNodePostprocessor):
             engine_kwargs: More :class:`Oblivion` arguments (``policy``, ``clock``, ...).
             **fields: Postprocessor settings (``top_n``, ``token_budget``, ...).
         """
-        engine = engine_for(
-            path, oblivion=oblivion, embed_model=embed_model, engine_kwargs=engine_kwargs
+        return build_with_engine(
+            path,
+            oblivion=oblivion,
+            embed_model=embed_model,
+            engine_kwargs=engine_kwargs,
+            make=lambda engine: cls(oblivion=engine, **fields),
         )
-        return cls(oblivion=engine, **fields)
 
     @classmethod
     def class_name(cls) -> str:
@@ -231,17 +237,30 @@ class OblivionNodePostprocessor(BaseNodePostprocessor):
             )
         # Validate everything before storing anything: a bad node leaves no trace.
         unique: dict[str, tuple[NodeWithScore, str, float | None]] = {}
+        blank: list[str] = []
         for nws in nodes:
             if not isinstance(nws, NodeWithScore):
                 raise InvalidInputError(
                     f"postprocess_nodes takes NodeWithScore items, got {type(nws).__name__}"
                 )
             text = node_text(nws.node)
+            if text is None:
+                blank.append(nws.node.node_id)
+                continue
             score = node_score(nws) if self.relevance == "score" else None
             seen = unique.get(nws.node.node_id)
             if seen is None or (score is not None and (seen[2] is None or score > seen[2])):
                 # a node listed twice (two retrievers fused) ranks by its best score
                 unique[nws.node.node_id] = (seen[0] if seen else nws, text, score)
+        if blank:
+            logger.warning(
+                "OblivionNodePostprocessor left out %d node(s) of blank text (nothing to "
+                "rank or show): %s",
+                len(blank),
+                ", ".join(map(repr, blank[:5])) + (" ..." if len(blank) > 5 else ""),
+            )
+        if not unique:
+            return []
         memory_of = self._resolve({node_id: text for node_id, (_, text, _) in unique.items()})
         # nodes sharing a memory (one text in two documents, or this run's node and the
         # memory's own node) rank once, as the best scored of them

@@ -22,7 +22,12 @@ from oblivion_llamaindex._convert import (
     check_optional_limit,
     item_to_node,
 )
-from oblivion_llamaindex._engine import check_oblivion, engine_for, mark_used, query_text
+from oblivion_llamaindex._engine import (
+    build_with_engine,
+    check_oblivion,
+    mark_used,
+    query_text,
+)
 from oblivion_llamaindex._filters import to_where
 
 
@@ -130,10 +135,13 @@ class OblivionRetriever(BaseRetriever):
             engine_kwargs: More :class:`Oblivion` arguments (``policy``, ``clock``, ...).
             **settings: Retriever settings (``k``, ``token_budget``, ...).
         """
-        engine = engine_for(
-            path, oblivion=oblivion, embed_model=embed_model, engine_kwargs=engine_kwargs
+        return build_with_engine(
+            path,
+            oblivion=oblivion,
+            embed_model=embed_model,
+            engine_kwargs=engine_kwargs,
+            make=lambda engine: cls(engine, **settings),
         )
-        return cls(engine, **settings)
 
     @property
     def oblivion(self) -> Oblivion:

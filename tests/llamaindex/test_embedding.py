@@ -55,6 +55,29 @@ def test_from_defaults_embeds_with_the_given_model(cls: type, tmp_path: Path) ->
     engine.close()
 
 
+@pytest.mark.parametrize(
+    ("cls", "typo"),
+    [
+        (OblivionNodePostprocessor, {"top_k": 2}),
+        (OblivionRetriever, {"similarity_top_k": 2}),
+        (OblivionMemoryBlock, {"token_limt": 50}),
+        (OblivionMemory, {"session_id": "bob"}),
+    ],
+)
+def test_a_refused_setting_leaves_the_store_closed(
+    cls: type, typo: dict[str, object], tmp_path: Path
+) -> None:
+    """``from_defaults(path, <typo>)`` opened the store, then refused the setting and
+    kept it open: with the error kept (a notebook's last traceback), the corrected call
+    was refused as "already open". The store it opened is closed again."""
+    settings = {"embed_model": HashEmbedding(), "engine_kwargs": {"token_counter": word_count}}
+    with pytest.raises((InvalidInputError, TypeError)) as kept:
+        cls.from_defaults(tmp_path / "store", **settings, **typo)
+    assert kept.value is not None  # held, as a notebook holds it
+    adapter = cls.from_defaults(tmp_path / "store", **settings)
+    adapter.oblivion.close()
+
+
 def test_from_defaults_refuses_two_embedders(tmp_path: Path) -> None:
     """Passing both ``embed_model`` and an engine ``embedder`` is an error, not a silent pick."""
     with pytest.raises(InvalidInputError, match="either embed_model"):

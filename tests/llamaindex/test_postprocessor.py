@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import logging
 import math
 import threading
 import uuid
@@ -625,13 +626,20 @@ def test_mark_used_before_any_node_is_a_clear_error(engine: Oblivion) -> None:
 
 
 # ---------------------------------------------------------------- bad input
-def test_node_without_text_is_refused_and_nothing_is_stored(engine: Oblivion) -> None:
-    """A text-less node fails the whole call before any node is registered."""
+def test_a_node_of_blank_text_is_left_out_with_a_warning(
+    engine: Oblivion, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A blank page LlamaIndex indexed (``Document(text="")``) failed every query that
+    retrieved it; it has nothing to rank or show, and is left out, saying so."""
     rerank = OblivionNodePostprocessor(oblivion=engine, namespace="docs")
-    nodes = [node("good", "refunds take five days", 0.9), node("empty", "   ", 0.5)]
-    with pytest.raises(InvalidInputError, match=r"'empty'.*no text"):
-        rerank.postprocess_nodes(nodes, query_str=QUERY)
-    assert "docs" not in engine.namespaces()
+    blank = NodeWithScore(node=Document(id_="page", text=""), score=0.7)
+    nodes = [node("good", "refunds take five days", 0.9), node("empty", "   ", 0.5), blank]
+    with caplog.at_level(logging.WARNING, logger="oblivion_llamaindex"):
+        out = rerank.postprocess_nodes(nodes, query_str=QUERY)
+    assert ids(out) == ["good"]
+    assert [r.id for r in engine.records(namespace="docs")] == ["good"]
+    assert "2 node(s) of blank text" in caplog.text and "'empty', 'page'" in caplog.text
+    assert rerank.postprocess_nodes(nodes[1:], query_str=QUERY) == []
 
 
 def test_image_node_without_text_is_refused(engine: Oblivion) -> None:
@@ -706,8 +714,8 @@ def test_numpy_scores_are_accepted(engine: Oblivion) -> None:
 
 
 def test_refused_node_text_names_the_node_and_stores_nothing(engine: Oblivion) -> None:
-    """A node text the engine refuses (too long, a NUL) fails naming the node id, not an
-    index into an internal batch, with the engine's error as the cause; nothing is stored."""
+    """A node text the engine refuses (too long) fails naming the node id, not an index
+    into an internal batch, with the engine's error as the cause; nothing is stored."""
     rerank = OblivionNodePostprocessor(oblivion=engine)
     rerank.postprocess_nodes([node("seen", "refunds take five days", 0.5)], query_str=QUERY)
     too_long = "word " * (engine.policy.max_text_chars // 5 + 1)
@@ -716,26 +724,34 @@ def test_refused_node_text_names_the_node_and_stores_nothing(engine: Oblivion) -
         rerank.postprocess_nodes([new, node("manual", too_long, 0.3)], query_str=QUERY)
     assert "texts[" not in str(info.value)
     assert isinstance(info.value.__cause__, TextTooLongError)
-    with pytest.raises(InvalidInputError, match=r"node 'bin'.*NUL") as info:
-        rerank.postprocess_nodes([new, node("bin", "abc\x00def", 0.2)], query_str=QUERY)
-    assert "texts[" not in str(info.value)
     assert [r.id for r in engine.records()] == ["seen"]
-    with pytest.raises(InvalidInputError, match=r"node 'seen'.*NUL.*unchanged"):
-        rerank.postprocess_nodes([node("seen", "refunds\x00", 0.5)], query_str=QUERY)
-    assert engine.get("seen").text == "refunds take five days"
 
 
-@pytest.mark.parametrize("bad", ["nul", "surrogate", "too long"])
+@pytest.mark.parametrize("stray", ["\x00", "\ud83d"])
+def test_a_node_with_a_stray_character_is_ranked_as_memories_read_it(
+    engine: Oblivion, stray: str
+) -> None:
+    """A chunk holding a NUL or a lone surrogate (a PDF's extraction leaves them) failed
+    every query that retrieved it; its memory holds it as the memories and queries read
+    such text (a space, "?"), and the node comes back as it was given."""
+    rerank = OblivionNodePostprocessor(oblivion=engine, relevance="embedding")
+    nodes = [node("bin", f"refunds take{stray} five days", 0.2), node("cat", "the cat", 0.9)]
+    out = rerank.postprocess_nodes(nodes, query_str=QUERY)
+    assert ids(out)[0] == "bin" and out[0].node.get_content() == f"refunds take{stray} five days"
+    assert engine.get("bin").text == (
+        "refunds take  five days" if stray == "\x00" else "refunds take? five days"
+    )
+    rerank.postprocess_nodes(nodes, query_str=QUERY)  # the same text: not edited again
+    assert [e.kind for e in engine.history("bin")].count("edit") == 0
+
+
+@pytest.mark.parametrize("bad", ["too long"])
 def test_a_refused_changed_node_stores_nothing_of_the_call(engine: Oblivion, bad: str) -> None:
     """A node re-sent with a text the engine refuses is refused before any write: the
     new nodes of the same call are not stored either (all texts are checked first)."""
     rerank = OblivionNodePostprocessor(oblivion=engine, namespace="docs")
     rerank.postprocess_nodes([node("seen", "refunds take five days", 0.5)], query_str=QUERY)
-    text = {
-        "nul": "refunds take\x00 five days",
-        "surrogate": "refunds take \ud83d five days",
-        "too long": "word " * (engine.policy_for("docs").max_text_chars // 5 + 1),
-    }[bad]
+    text = {"too long": "word " * (engine.policy_for("docs").max_text_chars // 5 + 1)}[bad]
     nodes = [node("new", "shipping is free over 50 EUR", 0.4), node("seen", text, 0.5)]
     with pytest.raises(InvalidInputError, match=r"node 'seen'.*unchanged.*Nothing was stored"):
         rerank.postprocess_nodes(nodes, query_str=QUERY)
