@@ -83,6 +83,22 @@ def test_confirm_boosts_and_slows_decay(mem: Oblivion, clock: ManualClock) -> No
     )
 
 
+@pytest.mark.parametrize("use", ["confirm", "mark_used"])
+def test_stability_adds_up_over_repeated_use(mem: Oblivion, clock: ManualClock, use: str) -> None:
+    """Each confirm() adds confirm_stability, each mark_used() used_stability, to what
+    slows the memory's decay: the rate after two uses is the base rate over
+    1 + sigma * (2 * the use's stability). (A mutation setting stability instead of
+    adding it, or giving mark_used the retrieval's stability, passed every test.)"""
+    rec = mem.remember("the gate code is 1234", category="fact", importance=0.0)
+    base = mem.get(rec.id).decay_rate
+    for _ in range(2):
+        clock.advance(DAY)
+        mem.confirm(rec.id) if use == "confirm" else mem.mark_used([rec.id])
+    policy = mem.policy
+    u = policy.confirm_stability if use == "confirm" else policy.used_stability
+    assert mem.get(rec.id).decay_rate == pytest.approx(base / (1 + policy.stability_sigma * 2 * u))
+
+
 def test_confirmed_memory_outlasts_an_unconfirmed_twin(mem: Oblivion, clock: ManualClock) -> None:
     """Of two equally important event memories, the confirmed one is more active 60 days
     later."""

@@ -39,6 +39,22 @@ def test_share_is_a_monotone_fraction_that_is_one_at_the_best(
     assert share[int(np.argmax(rel))] == pytest.approx(1.0)
 
 
+@given(rows=vectors, best=st.floats(0.01, 1.0), power=focus)
+def test_a_share_against_another_sets_best_stays_at_most_one(
+    rows: list[tuple[float, float, float]], best: float, power: float
+) -> None:
+    """Neighbour turns and linked memories are scored against the candidates' best, which
+    they may pass: their share stays in [0, 1] and their score at most the plain
+    weighted sum (no test passed a best below a relevance, so an unclipped share
+    survived a mutation)."""
+    rel, act, imp = (np.asarray(col) for col in zip(*rows, strict=True))
+    policy = Policy().replace(activation_focus=power)
+    share = activation_share(rel, best, policy)
+    assert np.all((share >= 0) & (share <= 1))
+    plain = policy.w_relevance * rel + policy.w_activation * act + policy.w_importance * imp
+    assert np.all(score(rel, act, imp, policy, best) <= plain + 1e-12)
+
+
 @given(rows=vectors)
 def test_focus_zero_is_the_plain_weighted_sum(rows: list[tuple[float, float, float]]) -> None:
     """activation_focus=0 gives w_rel*rel + w_act*act + w_imp*imp."""
