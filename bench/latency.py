@@ -1217,7 +1217,13 @@ def plot(results: dict[str, Any], path: Path) -> None:
         raw.append(load["raw_items_per_s"])
         obl.append(load["oblivion_items_per_s"])
     xi = np.arange(len(labels))
-    ax.bar(xi - 0.2, raw, 0.4, color=colors["raw"], label="raw Chroma (embed + add)")
+    ax.bar(
+        xi - 0.2,
+        raw,
+        0.4,
+        color=colors["raw"],
+        label="raw Chroma (embed + add; add alone for cached vecs)",
+    )
     ax.bar(xi + 0.2, obl, 0.4, color=colors["active"], label="Oblivion remember")
     ax.set_yscale("log")
     ax.set_xticks(xi, labels, fontsize=8)

@@ -96,7 +96,7 @@ def table(results: dict[str, Any]) -> str:
     return "\n".join(
         [
             "| memories | move (`repair_vector_store`) | Chroma `add` of the same records | "
-            "ratio |",
+            "rate, move / add |",
             "|---:|---:|---:|---:|",
             f"| {r['memories']:,} | {r['move_s']:.1f} s ({r['move_per_s']:,.0f}/s) | "
             f"{raw:.1f} s | {r['ratio']:.2f}x |",

@@ -24,6 +24,7 @@ a quick run); writes ``bench/results/updates.json``.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
 import time
@@ -53,11 +54,20 @@ EPOCH = 1_700_000_000.0  # conversations' t=0, as a wall-clock time
 
 
 def load(path: Path, limit: int | None) -> list[dict[str, Any]]:
-    """The conversations of the data file (the first ``limit`` of them)."""
+    """The conversations of the data file; with ``limit``, that many taken from each
+    kind in turn (the file's first four are all distractors: ``--limit 3`` measured no
+    update at all)."""
     if not path.exists():
         raise SystemExit(f"{path} not found: run `python bench/data/make_updates.py` first")
     convs: list[dict[str, Any]] = json.loads(path.read_text())["conversations"]
-    return convs[:limit] if limit else convs
+    if not limit:
+        return convs
+    by_kind: dict[str, list[dict[str, Any]]] = {}
+    for conv in convs:
+        by_kind.setdefault(conv["kind"], []).append(conv)
+    turns = itertools.zip_longest(*by_kind.values())
+    taken = [c for group in turns for c in group if c is not None]
+    return sorted(taken[:limit], key=convs.index)
 
 
 def to_turns(conv: dict[str, Any]) -> list[Turn]:
@@ -162,7 +172,9 @@ def main(argv: list[str] | None = None) -> int:
     """Command line entry point."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--data", type=Path, default=HERE / "data" / "updates.json")
-    ap.add_argument("--limit", type=int, default=None, help="first N conversations only")
+    ap.add_argument(
+        "--limit", type=int, default=None, help="N conversations only, taken across kinds"
+    )
     ap.add_argument("--methods", default=",".join(METHODS))
     ap.add_argument("--out", type=Path, default=HERE / "results" / "updates.json")
     ap.add_argument("--readme-table", action="store_true", help="print the table from --out")

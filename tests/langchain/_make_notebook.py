@@ -189,7 +189,7 @@ for memory_id in turn_of:
 policy = memory.policy_for(USER)
 for y, name in ((policy.archive_low, "archive_low"), (policy.archive_high, "archive_high")):
     ax.axhline(y, ls="--", lw=0.8, color="k")
-    ax.text(0.05, y + 0.01, name, fontsize=8)
+    ax.text(0.01, y + 0.01, name, fontsize=8, transform=ax.get_yaxis_transform())
 ax.plot([], [], color="tab:red", lw=2.5, label="day-1 instruction")
 ax.plot([], [], color="0.7", label="small talk")
 ax.plot([], [], color="tab:blue", alpha=0.5, label="facts, events, tasks, preferences")

@@ -28,7 +28,9 @@ model stays within the memory's token limit.
 
 Runs offline: `MockLLM` stands in for the model, a `ManualClock` for the calendar, and
 the local all-MiniLM-L6-v2 model embeds (set `OBLIVION_EMBEDDING_MODEL_PATH` to a local
-copy, or let fastembed download it once).""",
+copy, or let fastembed download it once); tiktoken counts tokens (`TIKTOKEN_CACHE_DIR`
+holding its `cl100k_base` file, or one download). From the project root,
+`. ../shared/offline-env.sh` sets both.""",
     ),
     (
         "code",
@@ -156,8 +158,8 @@ for item in memory.last_recall:
         """## Where the memories are now
 
 Small talk older than a day decayed below the archive threshold and was moved out of
-the active tier (it is still searchable in the archive; nothing was deleted); the last
-day's is still above it. Instructions, preferences and facts stayed active.""",
+the active tier (it is still searchable in the archive; nothing was deleted); only the
+last few hours' small talk is still above it. Instructions, preferences and facts stayed active.""",
     ),
     (
         "code",
