@@ -288,10 +288,14 @@ class Oblivion:
     #: ``False`` applies it before the recall returns.
     WRITE_BEHIND = True
 
-    #: Put back, when a namespace is first used, the memories whose vectors the vector
-    #: store lost (a deleted ``chroma/`` folder, a dropped collection); ``False`` reads
-    #: only (``oblivion stats`` changes nothing in the store it inspects).
+    #: Put back, before a namespace's first query or write through the vector store, the
+    #: memories whose vectors it lost (a deleted ``chroma/`` folder, a dropped
+    #: collection); ``False`` reads only (``oblivion stats`` changes nothing in the store
+    #: it inspects).
     REPAIR_ON_LOAD = True
+    #: Check, before an instance's first embedding, that its embedder made the store's
+    #: vectors (oblivion_core/model_check.py).
+    CHECK_MODEL = True
 
     def __init__(
         self,
@@ -377,8 +381,9 @@ class Oblivion:
             if isinstance(clock, TurnClock):
                 self._db.carry_meta = self._turn_rows
             self.embedder: Embedder = resolve_embedder(embedder)
-            # whether it made the store's vectors: checked before its first use
-            self._model_checked = False
+            # whether it made the store's vectors: checked before its first use, unless
+            # the store held none when opened (what is written now is this instance's)
+            self._model_checked = dim is None
             self.token_counter: TokenCounter = resolve_token_counter(token_counter)
             key = getattr(self.token_counter, "cache_key", None)
             self._db.use_token_counter(key if isinstance(key, str) else None)
@@ -1422,9 +1427,19 @@ class Oblivion:
                 index.add(have, np.stack([vecs[m] for m in have]), st.seqs_of(have))
         # (an empty namespace too after a move: an older copy there may hold records)
         if (st.n or ns in self._sync.moving) and self.REPAIR_ON_LOAD:
-            repaired = self._sync.restore_lost(ns, st)
-            if any(repaired):  # for a repair_vector_store() that loaded it
-                self._repaired_at_load[ns] = repaired
+            if ns in self._sync.moving or self._db.vector_count(ns) < st.n:
+                # copied to the store it moved to now; or Chroma holds the only vector
+                # of some (a version-1 store): what it lost is lost, and said now
+                repaired = self._sync.restore_lost(ns, st)
+                if any(repaired):  # for a repair_vector_store() that loaded it
+                    self._repaired_at_load[ns] = repaired
+            else:
+                # what the vector store lost is put back before the namespace's first
+                # Chroma query or write (VectorSync.refill), not now: counting the
+                # collection opened it, and a namespace recalled in process never needs
+                # it (a user's first recall after a restart took 26 ms against 3 ms,
+                # and Chroma's 2.6 MB)
+                self.store.unchecked.add(ns)
             self._sync.resync(ns, st)
         usage = self._db.parsed(f"usage:{ns}", Usage.from_json)
         space = Space(st, index, usage)

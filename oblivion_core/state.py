@@ -1681,6 +1681,12 @@ class StateDB:
             )
         return int(rows[0][0])
 
+    def vector_count(self, namespace: str) -> int:
+        """Vectors the database holds of a namespace's memories (fewer than its memories
+        in a version-1 store, which kept them in Chroma only)."""
+        rows = self._read("SELECT COUNT(*) FROM vectors WHERE namespace=?", (namespace,))
+        return int(rows[0][0])
+
     def _uncache(self, namespace: str, ids: Iterable[str]) -> None:
         held = self._held.get(namespace, {})
         for m in ids:
