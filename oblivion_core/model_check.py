@@ -9,8 +9,12 @@ spaces: relevance near 0 for every memory, the archive searched at random. Befor
 first text or query an instance embeds, its embedder embeds :data:`SAMPLE` of the
 first :data:`SCAN` stored texts again (the shortest plain-ASCII ones of a dozen
 characters or more: an older version embedded emoji otherwise, and a store keeps such
-texts' old vectors). The median cosine between its vectors and the stored ones must
-reach :data:`SAME_MODEL`: the same model gives 0.99 and more, another -0.1 to 0.3.
+texts' old vectors). The best cosine between its vectors and the stored ones must reach
+:data:`SAME_MODEL`: the same model gives 0.99 and more, another -0.1 to 0.3. (The best,
+not the median: a vector given with ``remember(text, embedding=...)`` may be another
+text's or an image's; one memory of the sample embedded from its own text suffices.)
+``Oblivion.CHECK_MODEL = False`` turns the check off, for a store whose every vector was
+given for something else than its text.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ if TYPE_CHECKING:
 SAMPLE = 5
 #: Memories read for them, in table order.
 SCAN = 64
-#: The least median cosine of the same model (far from both sides: see above).
+#: The least best cosine of the same model (far from both sides: see above).
 SAME_MODEL = 0.5
 #: The shortest text taken while longer plain ones are there.
 PLAIN_CHARS = 12
@@ -37,10 +41,10 @@ PLAIN_CHARS = 12
 
 def check_model(self: Oblivion) -> None:
     """Raise a :class:`ModelMismatchError` unless this instance's embedder made the
-    store's vectors; checked once (an empty store passes: what it stores next is this
-    embedder's). Threads meeting it at once may each check; none holds a lock while
-    it embeds."""
-    if self._model_checked:
+    store's vectors; checked once, and not at all in a store that held no vector when
+    it was opened (what it holds is this instance's). Threads meeting it at once may
+    each check; none holds a lock while it embeds."""
+    if self._model_checked or not self.CHECK_MODEL:
         return
     with self._lock:
         self._check_open()
@@ -50,18 +54,20 @@ def check_model(self: Oblivion) -> None:
         ours = embed_texts(self.embedder, [text for _, text, _ in sample], self._dim)
         theirs = np.stack([vector for _, _, vector in sample]).astype(np.float64)
         theirs /= np.maximum(np.linalg.norm(theirs, axis=1, keepdims=True), 1e-12)
-        cosine = float(np.median(np.sum(ours * theirs, axis=1)))
+        cosine = float(np.max(np.sum(ours * theirs, axis=1)))
         if cosine < SAME_MODEL:
             problem = (
                 "this store's vectors were made by another embedding model than the "
-                f"embedder it was opened with (median cosine {cosine:.2f} between the "
-                f"stored vectors of {len(sample)} of its texts and the embedder's, where "
-                "the same model gives 0.99)"
+                f"embedder it was opened with (a cosine of {cosine:.2f} at best between "
+                f"the stored vectors of {len(sample)} of its texts and the embedder's, "
+                "where the same model gives 0.99)"
             )
             raise ModelMismatchError(
                 f"{problem}: open it with the model that made them (Oblivion(path, "
                 "embedder=...)); to move it to this one, open it so and copy it with "
-                "mem.backup(folder, embedder=this_model), which embeds every text again",
+                "mem.backup(folder, embedder=this_model), which embeds every text again "
+                "(vectors given with embedding= for other texts than their own: set "
+                "Oblivion.CHECK_MODEL = False)",
                 problem=problem,
             )
     self._model_checked = True

@@ -217,7 +217,11 @@ _KIND = st.tuples(
     st.sampled_from(["event", "small_talk", "task", "fact"]),  # half-lives <= 21 days
     st.floats(0.0, 0.1),  # decay floor (importance / 2) stays below compress_below
 )
-_META = st.dictionaries(st.text(_CHARS, max_size=8), _JSON, max_size=3)
+# (top-level keys a filter can read: not empty, no "$" or "#document")
+_KEYS = st.text(_CHARS, min_size=1, max_size=8).filter(
+    lambda key: not key.startswith("$") and key != "#document"
+)
+_META = st.dictionaries(_KEYS, _JSON, max_size=3)
 
 
 @st.composite

@@ -50,7 +50,7 @@ def test_another_model_of_the_same_size_is_refused_before_it_embeds(tmp_path: Pa
         for call in calls:
             with pytest.raises(ModelMismatchError, match="another embedding model") as err:
                 call()
-            assert "median cosine" in err.value.problem and "embedder=" in str(err.value)
+            assert "at best" in err.value.problem and "embedder=" in str(err.value)
         assert [r.text for r in other.records()] == TEXTS  # reading embeds nothing
         other.confirm(ids[1])  # nor does feedback on ids
     with memory(tmp_path) as mem:
@@ -74,6 +74,28 @@ def test_the_check_embeds_once_and_an_empty_store_passes(tmp_path: Path) -> None
     with memory(tmp_path / "empty", embedder=Permuted()) as fresh:
         fresh.remember("Bob plays the cello.")
         assert fresh.recall("cello", k=1).texts == ["Bob plays the cello."]
+
+
+def test_vectors_given_for_other_texts_pass_while_one_is_the_embedders(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``remember(text, embedding=...)`` may give another text's (or an image's) vector:
+    one memory of the sample embedded from its own text shows the model is the store's;
+    a store whose every vector was given so turns the check off."""
+    hasher = HashEmbedder()
+    other = [hasher.embed_query(f"unrelated words number {i}") for i in range(len(TEXTS))]
+    with memory(tmp_path / "mixed") as mem:
+        mem.remember_many(TEXTS[:3], embeddings=other[:3])
+        mem.remember(TEXTS[3])  # embedded from its own text
+    with memory(tmp_path / "mixed") as mem:
+        assert mem.recall("Lisbon", k=1).texts == [TEXTS[3]]
+    with memory(tmp_path / "given") as mem:
+        mem.remember_many(TEXTS, embeddings=other)
+    with memory(tmp_path / "given") as mem, pytest.raises(ModelMismatchError, match="CHECK_MODEL"):
+        mem.recall("unrelated words number 2")
+    monkeypatch.setattr(Oblivion, "CHECK_MODEL", False)
+    with memory(tmp_path / "given") as mem:
+        assert mem.recall("unrelated words number 2", k=1).texts == [TEXTS[2]]
 
 
 @pytest.mark.integration

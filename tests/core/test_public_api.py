@@ -25,6 +25,7 @@ EXPECTED_ALL = [
     "MaintenancePlan",
     "ManualClock",
     "MemoryRecord",
+    "ModelMismatchError",
     "Oblivion",
     "OblivionError",
     "PlanEntry",

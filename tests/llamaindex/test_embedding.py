@@ -67,9 +67,8 @@ def test_from_defaults_embeds_with_the_given_model(cls: type, tmp_path: Path) ->
 def test_a_refused_setting_leaves_the_store_closed(
     cls: type, typo: dict[str, object], tmp_path: Path
 ) -> None:
-    """``from_defaults(path, <typo>)`` opened the store, then refused the setting and
-    kept it open: with the error kept (a notebook's last traceback), the corrected call
-    was refused as "already open". The store it opened is closed again."""
+    """A setting ``from_defaults(path, ...)`` refuses closes the store it opened, so the
+    corrected call opens it while the error is kept (as a notebook keeps its traceback)."""
     settings = {"embed_model": HashEmbedding(), "engine_kwargs": {"token_counter": word_count}}
     with pytest.raises((InvalidInputError, TypeError)) as kept:
         cls.from_defaults(tmp_path / "store", **settings, **typo)
