@@ -1435,7 +1435,7 @@ class Oblivion:
                     self._repaired_at_load[ns] = repaired
             else:
                 # what the vector store lost is put back before the namespace's first
-                # Chroma query or write (VectorSync.refill), not now: counting the
+                # Chroma query or write (VectorSync.check), not now: counting the
                 # collection opened it, and a namespace recalled in process never needs
                 # it (a user's first recall after a restart took 26 ms against 3 ms,
                 # and Chroma's 2.6 MB)

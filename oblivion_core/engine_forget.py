@@ -367,7 +367,6 @@ def _delete(
 ) -> None:
     """Delete memories (``also``: more writes of the same change, in its transaction;
     ``reasons``: journal reasons of some of them, instead of ``why``)."""
-    self._sync.refill(ns, space.state)  # what Chroma lost is put back before it changes
     with self._consistent(ns):
         st = space.state
         ids = [st.ids[i] for i in rows]

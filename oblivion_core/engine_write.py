@@ -350,7 +350,7 @@ def _store_new(
     ``also``: more writes of the same change, made in the same transaction (a caller
     that changes other memories in memory must run inside :meth:`_consistent`).
     """
-    self._sync.refill(ns, space.state)  # what Chroma lost is put back before it changes
+    self._sync.check(ns, space.state)  # what Chroma lost is put back before it changes
     st = space.state
     n = len(ids)
     if self._dim is None:
@@ -503,7 +503,7 @@ def edit(
         self._check_open()
         space = self._space(ns)
         if clean is not None or cat is not None:  # Chroma's record changes
-            self._sync.refill(ns, space.state)
+            self._sync.check(ns, space.state)
         st = space.state
         i = self._row(space, memory_id)
         now = self._now(ns)

@@ -357,7 +357,19 @@ class VectorSync:
         Returns how many were put back."""
         if ns in self.due:
             self.resync(ns, st)
+        return self.check(ns, st)
+
+    def check(self, ns: str, st: NamespaceState) -> int:
+        """Put back what the collection of ``ns`` lost if it is unchecked (a namespace
+        loaded since the store opened, see ``Oblivion._load``): before a write to it, and
+        (:meth:`refill`) before a query. Returns how many were put back. A check cut
+        short by anything but an outage (which :meth:`restore_lost` notes itself) leaves
+        the namespace unchecked."""
         if ns not in self.store.unchecked:
             return 0
         self.store.unchecked.discard(ns)
-        return self.restore_lost(ns, st)[0]
+        try:
+            return self.restore_lost(ns, st)[0]
+        except BaseException:
+            self.store.unchecked.add(ns)
+            raise

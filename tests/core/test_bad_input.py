@@ -450,7 +450,8 @@ def test_a_chroma_folder_that_is_a_file_says_what_to_do(tmp_path: Path) -> None:
     (tmp_path / "chroma").unlink()  # moved aside: the memory is put back from SQLite
     with _open(tmp_path) as mem:
         assert [r.text for r in mem.records()] == ["keep me"]
-        assert mem.store.count(mem.default_namespace) == 1
+        mem.remember("and me")  # (before the namespace's first write through Chroma)
+        assert mem.store.count(mem.default_namespace) == 2
 
 
 @pytest.mark.integration

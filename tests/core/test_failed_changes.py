@@ -751,9 +751,9 @@ def test_a_decompression_that_fails_keeps_the_summary(
 def test_a_store_failing_while_a_load_removes_records_of_no_memory_is_checked_later(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """A namespace's first use finds records of no memory in Chroma (a write killed
-    before its commit) and the store fails as they are removed: the call still answers,
-    the failure is logged, and the namespace is checked again before Chroma is next
+    """A namespace's first write finds records of no memory in Chroma (a write killed
+    before its commit) and the store fails as they are removed: the write still goes
+    on, the failure is logged, and the namespace is checked again before Chroma is next
     queried; ``repair_vector_store`` then removes them."""
     with _open(tmp_path) as mem:
         kept = mem.remember("the office opens at nine").id
@@ -766,11 +766,13 @@ def test_a_store_failing_while_a_load_removes_records_of_no_memory_is_checked_la
     monkeypatch.setattr(VectorStore, "delete", down)
     with _open(tmp_path) as mem, caplog.at_level(logging.WARNING, logger="oblivion_core"):
         assert [r.id for r in mem.records()] == [kept]
+        assert "could not check" not in caplog.text  # reading asks Chroma nothing
+        new = mem.remember("the office closes at six").id
         assert "could not check the vector store" in caplog.text
         assert "default" in mem.store.unchecked
         monkeypatch.undo()
         assert mem.repair_vector_store() == {"put_back": 0, "removed": 1}
-        assert mem.store.ids("default") == {kept}
+        assert mem.store.ids("default") == {kept, new}
 
 
 def test_repair_counts_the_records_of_a_failed_write_it_removes(

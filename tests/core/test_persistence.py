@@ -1068,6 +1068,30 @@ def test_a_namespace_recalled_in_process_leaves_its_collection_unopened(
         assert lost in again.store.ids("bob") and again.store.count("bob") == 3
 
 
+def test_a_check_cut_short_is_made_again_before_the_next_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A deferred check of the vector store stopped by anything but an outage (a
+    StoreConflictError, an interrupt) marked the namespace checked, and what Chroma lost
+    was never put back in that process."""
+    with _open(tmp_path) as mem:
+        kept = mem.remember("the office opens at nine").id
+        mem.store.delete("default", [kept])
+    with _open(tmp_path) as mem:
+        restore = mem._sync.restore_lost
+
+        def interrupted(*args: Any, **kwargs: Any) -> Any:
+            monkeypatch.setattr(mem._sync, "restore_lost", restore)
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(mem._sync, "restore_lost", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            mem.remember("the office closes at six")
+        assert "default" in mem.store.unchecked
+        new = mem.remember("the office closes at six").id
+        assert mem.store.ids("default") == {kept, new}
+
+
 def test_lost_vectors_with_no_copy_in_sqlite_are_reported(tmp_path: Path) -> None:
     """A memory neither Chroma nor SQLite holds a vector of (a version-1 store) cannot be
     put back: the store says so instead of recalling without it."""

@@ -114,7 +114,8 @@ def test_two_apps_each_opening_the_same_relative_path_are_two_stores(
 
 def test_a_moved_store_records_its_new_folder(tmp_path: Path) -> None:
     """A store whose folder moved keeps its collections (its id), and they name the new
-    folder: its database lost there later is told as such, not as another store's."""
+    folder once it uses them: its database lost there later is told as such, not as
+    another store's."""
     store = VectorStore.embedded(tmp_path / "chroma")
     mem = _open(tmp_path / "s", store)
     mem.remember("kept across the move", id="k")
@@ -123,6 +124,7 @@ def test_a_moved_store_records_its_new_folder(tmp_path: Path) -> None:
     mem = _open(tmp_path / "t", store)
     try:
         assert mem.recall("kept across the move", k=1).ids == ["k"]
+        mem.remember("written after the move")  # (recalled in process: not opened yet)
         found = store.client.get_collection(collection_name("default")).metadata
         assert found["oblivion_state"].endswith(str((tmp_path / "t").resolve()))
     finally:
