@@ -354,17 +354,20 @@ def _import(args: argparse.Namespace) -> int:
     if where is not None:
         check_import_where(collection, where)
     embedder = _model(args.model) or FastEmbedEmbedder()
-    with _flag_advice():
-        if not args.reembed:
+    if not args.reembed:
+        with _flag_advice():
             check_import_model(collection, embedder, where)
-        try:
-            opened = Oblivion(args.path, embedder=embedder)
-        except StoreLockedError as exc:
-            raise StoreLockedError(
-                f"{exc.problem}: stop it first, or import from the app that holds it: "
-                "mem.import_chroma(collection)"
-            ) from exc
-        with opened as mem:
+    try:
+        opened = Oblivion(args.path, embedder=embedder)
+    except StoreLockedError as exc:
+        raise StoreLockedError(
+            f"{exc.problem}: stop it first, or import from the app that holds it: "
+            "mem.import_chroma(collection)"
+        ) from exc
+    with opened as mem:
+        if not args.reembed:
+            _check_store_model(mem)
+        with _flag_advice():
             report = mem.import_chroma(
                 collection,
                 namespace=args.namespace,
@@ -394,6 +397,20 @@ def _check_counts(args: argparse.Namespace) -> None:
             raise InvalidInputError(
                 f"--{name.replace('_', '-')} must be a whole number >= {least}, got {value}"
             )
+
+
+def _check_store_model(mem: Oblivion) -> None:
+    """The store's own vectors checked against the model the command opened it with
+    (the import's vectors are compared with that model: another one's store would take
+    them as its own), with the advice of a flag."""
+    try:
+        mem._check_model()
+    except ModelMismatchError as exc:
+        raise ModelMismatchError(
+            f"{exc.problem}: open it with the model that made them, --model DIR (its "
+            "folder of model.onnx and tokenizer.json), or import from the app that uses "
+            "the store: mem.import_chroma(collection)"
+        ) from exc
 
 
 @contextlib.contextmanager

@@ -194,6 +194,8 @@ def import_chroma(
         )
     dropped = frozenset(keys)
     name = str(getattr(collection, "name", "?"))
+    if not reembed:  # its vectors are taken as this embedder's: it must be the store's
+        self._check_model()
     report = ImportReport(collection=name, namespace=ns, reembedded=reembed)
     include = ["documents", "metadatas"] if reembed else ["documents", "metadatas", "embeddings"]
     checked = reembed

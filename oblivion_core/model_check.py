@@ -7,12 +7,15 @@ make 1,536-d vectors; a backup re-embedded with another local model) is taken wi
 complaint by every size check, and recall then ranks by cosines between unrelated
 spaces: relevance near 0 for every memory, the archive searched at random. Before the
 first text or query an instance embeds, its embedder embeds :data:`SAMPLE` of the
-first :data:`SCAN` stored texts again (the shortest plain-ASCII ones of a dozen
-characters or more: an older version embedded emoji otherwise, and a store keeps such
-texts' old vectors). The best cosine between its vectors and the stored ones must reach
-:data:`SAME_MODEL`: the same model gives 0.99 and more, another -0.1 to 0.3. (The best,
-not the median: a vector given with ``remember(text, embedding=...)`` may be another
-text's or an image's; one memory of the sample embedded from its own text suffices.)
+first :data:`SCAN` stored texts again: the shortest plain-ASCII ones of a dozen
+characters or more, then those mostly of letters, in any script (an older version
+embedded emoji otherwise, and a store keeps such texts' old vectors: a Chinese chat's
+"👍" and "🙏", the shortest texts, gave cosines of 0.04-0.23 with the same model). The
+best cosine between its vectors and the stored ones must reach :data:`SAME_MODEL`: the
+same model gives 0.99 and more, another -0.1 to 0.3. (The best, not the median: a
+vector given with ``remember(text, embedding=...)`` may be another text's or an
+image's, or random, as LangChain's ``FakeEmbeddings`` makes; one memory of the sample
+embedded from its own text suffices.)
 ``Oblivion.CHECK_MODEL = False`` turns the check off, for a store whose every vector was
 given for something else than its text.
 """
@@ -49,7 +52,7 @@ def check_model(self: Oblivion) -> None:
     with self._lock:
         self._check_open()
         rows = self._db.vector_sample(SCAN)
-    sample = sorted(rows, key=lambda row: (not _plain(row[1]), len(row[1])))[:SAMPLE]
+    sample = sorted(rows, key=lambda row: _order(row[1]))[:SAMPLE]
     if sample:
         ours = embed_texts(self.embedder, [text for _, text, _ in sample], self._dim)
         theirs = np.stack([vector for _, _, vector in sample]).astype(np.float64)
@@ -73,6 +76,9 @@ def check_model(self: Oblivion) -> None:
     self._model_checked = True
 
 
-def _plain(text: str) -> bool:
-    """Whether ``text`` is ASCII of :data:`PLAIN_CHARS` characters or more."""
-    return text.isascii() and len(text) >= PLAIN_CHARS
+def _order(text: str) -> tuple[bool, bool, int]:
+    """Where ``text`` stands in the sample's choice: plain ASCII of :data:`PLAIN_CHARS`
+    characters or more first, then texts at least half letters, each shortest first."""
+    plain = text.isascii() and len(text) >= PLAIN_CHARS
+    letters = sum(ch.isalpha() for ch in text) >= len(text) / 2
+    return not plain, not letters, len(text)

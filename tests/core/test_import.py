@@ -575,6 +575,26 @@ def test_oblivion_import_s_advice_names_its_flags(
     assert "--model '/nonexistent' is not a directory" in capsys.readouterr().err
 
 
+def test_oblivion_import_into_a_store_of_another_model_names_the_flag(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], real_embedder: FastEmbedEmbedder
+) -> None:
+    """The collection's vectors are the local model's, but the store's were made by
+    another model of the same size: the import put them beside them. It is refused with
+    the flag that opens the store with its own model, and the store keeps what it had."""
+    with Oblivion(tmp_path / "mem", embedder=HashEmbedder(384)) as mem:
+        mem.remember_many(TEXTS[:3])
+    source = chromadb.PersistentClient(str(tmp_path / "app-chroma"))
+    source.create_collection("notes").add(
+        ids=["a"], embeddings=real_embedder.embed_documents(TEXTS[3:4]), documents=TEXTS[3:4]
+    )
+    assert main(["import", str(tmp_path / "mem"), str(tmp_path / "app-chroma"), "notes"]) == 1
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("oblivion import: ModelMismatchError: this store's vectors")
+    assert "--model DIR" in line and "--reembed" not in line
+    with Oblivion(tmp_path / "mem", embedder=HashEmbedder(384)) as mem:
+        assert sorted(r.text for r in mem.records()) == sorted(TEXTS[:3])
+
+
 def test_oblivion_import_into_a_store_an_app_holds_says_to_stop_it_or_import_there(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], real_embedder: FastEmbedEmbedder
 ) -> None:

@@ -115,3 +115,40 @@ def test_a_backup_embedded_again_opens_only_with_its_new_model(
         copy.recall("what is my cat's name")
     with Oblivion(tmp_path / "copy", embedder=HashEmbedder(384)) as copy:
         assert copy.recall("my cat is called", k=1).texts == ["My cat is called Miso."]
+
+
+def test_an_import_into_another_models_store_is_refused(tmp_path: Path) -> None:
+    """``import_chroma`` keeps the collection's vectors after comparing them with the
+    instance's embedder only: a store written by another model took them, and held two
+    models' vectors. The store's own vectors are checked first; nothing is imported."""
+    import chromadb
+
+    with memory(tmp_path / "mem") as mem:
+        mem.remember_many(TEXTS)
+    permuted = Permuted()
+    source = chromadb.PersistentClient(str(tmp_path / "app")).create_collection("notes")
+    notes = ["Bob plays the cello every Sunday.", "Ann sings in a choir."]
+    source.add(ids=["b", "a"], embeddings=permuted.embed_documents(notes), documents=notes)
+    with memory(tmp_path / "mem", embedder=permuted) as other:
+        with pytest.raises(ModelMismatchError, match="another embedding model"):
+            other.import_chroma(source)
+        assert other.count() == len(TEXTS)
+
+
+def test_a_store_of_short_emoji_texts_from_an_older_version_opens() -> None:
+    """An older version embedded emoji as unknown tokens, and a store keeps those
+    vectors: a Chinese chat's shortest texts ("👍", "🙏") sorted first, gave cosines of
+    0.04-0.23 with the same model, and the store was refused. Texts mostly of letters,
+    in any script, are taken before them."""
+    rng = np.random.default_rng(1)
+    emoji = ["👍", "🙏", "🎉🎉", "🔥", "😂😂", "👌"]
+    words = ["我的狗叫小白", "明天下午三点见面", "晚上一起去吃火锅吧"]
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        with memory(folder) as mem:
+            old = rng.normal(size=(len(emoji), 256))  # vectors the model no longer makes
+            mem.remember_many(emoji, embeddings=old, supersede=False)
+            mem.remember_many(words, supersede=False)
+        with memory(folder) as mem:
+            assert mem.recall("我的狗叫小白", k=1).texts == ["我的狗叫小白"]
