@@ -124,8 +124,9 @@ def node_text(node: BaseNode) -> str | None:
         InvalidInputError: an image-only node (no text, something else to show).
     """
     text = node.get_content(metadata_mode=MetadataMode.NONE)
-    if isinstance(text, str) and text.strip():
-        return storable(text)
+    cleaned = storable(text) if isinstance(text, str) else ""
+    if cleaned.strip():  # (after the NULs became spaces: a page of NULs is blank)
+        return cleaned
     if not any(getattr(node, name, None) for name in _MEDIA):
         return None
     raise InvalidInputError(

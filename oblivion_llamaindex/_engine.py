@@ -55,10 +55,12 @@ def check_fields(model: type[BaseModel], data: Mapping[str, Any], owner: str) ->
 
 #: The end of the "no engine" errors of a deserialised memory: an agent restored from a
 #: Context saved with JsonPickleSerializer takes the memory unpickled from it (without
-#: its engine) over the live one passed as ``memory=``.
+#: its engine) over the live one passed as ``memory=``, and a live one set into the
+#: Context before the run is pickled again on its way in.
 RESTORED_HINT = (
-    "; restored from an agent's Context (JsonPickleSerializer), which the agent reads "
-    "before memory=? set the live memory first: await ctx.store.set('memory', memory)"
+    "; an agent's Context saved with JsonPickleSerializer holds its memory without the "
+    "engine, and the agent takes that one before memory=: save the Context with "
+    "JsonSerializer (the default, which leaves the memory out) and pass memory="
 )
 
 

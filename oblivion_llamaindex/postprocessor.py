@@ -237,7 +237,7 @@ class OblivionNodePostprocessor(BaseNodePostprocessor):
             )
         # Validate everything before storing anything: a bad node leaves no trace.
         unique: dict[str, tuple[NodeWithScore, str, float | None]] = {}
-        blank: list[str] = []
+        blank: dict[str, None] = {}  # (a node listed twice is named once)
         for nws in nodes:
             if not isinstance(nws, NodeWithScore):
                 raise InvalidInputError(
@@ -245,7 +245,7 @@ class OblivionNodePostprocessor(BaseNodePostprocessor):
                 )
             text = node_text(nws.node)
             if text is None:
-                blank.append(nws.node.node_id)
+                blank[nws.node.node_id] = None
                 continue
             score = node_score(nws) if self.relevance == "score" else None
             seen = unique.get(nws.node.node_id)
@@ -257,7 +257,7 @@ class OblivionNodePostprocessor(BaseNodePostprocessor):
                 "OblivionNodePostprocessor left out %d node(s) of blank text (nothing to "
                 "rank or show): %s",
                 len(blank),
-                ", ".join(map(repr, blank[:5])) + (" ..." if len(blank) > 5 else ""),
+                ", ".join(map(repr, list(blank)[:5])) + (" ..." if len(blank) > 5 else ""),
             )
         if not unique:
             return []

@@ -845,7 +845,7 @@ def test_an_unpickled_memory_says_to_construct_it_with_an_engine(engine: Oblivio
     copy = pickle.loads(pickle.dumps(memory))
     assert copy.namespace == "alice"
     assert [m.content for m in copy.get_all()] == ["hello"]
-    with pytest.raises(InvalidInputError, match=r"deserialised.*ctx\.store\.set\('memory'"):
+    with pytest.raises(InvalidInputError, match=r"deserialised.*save the Context with JsonSer"):
         copy.get()
 
 
@@ -912,6 +912,33 @@ async def test_function_agent_with_mock_llm(engine: Oblivion) -> None:
     assert "British English" in (seen[0][1].content or "")
     assert [m.role.value for m in memory.get_all()] == ["user", "assistant"]
     assert engine.count() == 2
+
+
+@pytest.mark.filterwarnings("ignore:Skipping serialization of known unserializable key")
+async def test_an_agent_context_saved_as_the_advice_says_runs_on(engine: Oblivion) -> None:
+    """A Context saved with JsonPickleSerializer holds the memory without its engine, and
+    the error's advice (JsonSerializer, and ``memory=``) runs the restored agent on."""
+    from llama_index.core.workflow import Context
+    from llama_index.core.workflow.context_serializers import (
+        JsonPickleSerializer,
+        JsonSerializer,
+    )
+
+    memory = make(engine, namespace="ana")
+    agent = FunctionAgent(llm=MockFunctionCallingLLM(), tools=[], system_prompt="Hi.")
+    ctx = Context(agent)
+    await agent.run(user_msg="I drink espresso.", ctx=ctx, memory=memory)
+    pickled = Context.from_dict(
+        agent, ctx.to_dict(serializer=JsonPickleSerializer()), serializer=JsonPickleSerializer()
+    )
+    with pytest.raises(InvalidInputError, match="JsonSerializer"):
+        await agent.run(user_msg="What do I drink?", ctx=pickled, memory=memory)
+    plain = Context.from_dict(agent, ctx.to_dict(serializer=JsonSerializer()))
+    await agent.run(user_msg="What do I drink?", ctx=plain, memory=memory)
+    assert [m.content for m in memory.get_all() if m.role.value == "user"] == [
+        "I drink espresso.",
+        "What do I drink?",
+    ]
 
 
 async def test_react_agent_with_mock_llm(engine: Oblivion) -> None:

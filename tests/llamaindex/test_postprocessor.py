@@ -633,12 +633,15 @@ def test_a_node_of_blank_text_is_left_out_with_a_warning(
     retrieved it; it has nothing to rank or show, and is left out, saying so."""
     rerank = OblivionNodePostprocessor(oblivion=engine, namespace="docs")
     blank = NodeWithScore(node=Document(id_="page", text=""), score=0.7)
-    nodes = [node("good", "refunds take five days", 0.9), node("empty", "   ", 0.5), blank]
+    nuls = node("nuls", "\x00\n\x00 ", 0.6)  # blank once the NULs are spaces
+    empty = node("empty", "   ", 0.5)
+    nodes = [node("good", "refunds take five days", 0.9), empty, blank, nuls, empty]
     with caplog.at_level(logging.WARNING, logger="oblivion_llamaindex"):
         out = rerank.postprocess_nodes(nodes, query_str=QUERY)
     assert ids(out) == ["good"]
     assert [r.id for r in engine.records(namespace="docs")] == ["good"]
-    assert "2 node(s) of blank text" in caplog.text and "'empty', 'page'" in caplog.text
+    assert "3 node(s) of blank text" in caplog.text  # each named once
+    assert "'empty', 'page', 'nuls'" in caplog.text
     assert rerank.postprocess_nodes(nodes[1:], query_str=QUERY) == []
 
 
