@@ -25,11 +25,12 @@ using at that moment.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import glob
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import numpy.typing as npt
@@ -106,12 +107,28 @@ def matvec(
         spec = "ji,j->i" if q.ndim == 1 else "ji,mj->mi"
         out: npt.NDArray[np.float32] = np.einsum(spec, mat_t, q)
         return out
+    with one_thread():
+        return q @ mat_t
+
+
+@contextlib.contextmanager
+def one_thread() -> Iterator[None]:
+    """BLAS and LAPACK calls of the calling thread run on it alone inside (nothing
+    changes without the thread-local setter). For the other work on the recall path:
+    the two-stage search's basis (a 384 x 384 ``eigh`` and products over up to 8,192
+    rows), rebuilt by a recall when the active tier doubles. Right after an embedding on
+    2 cores: the same at the median when they are idle (70 against 76 ms at 12k rows,
+    141 against 132 ms at 40k) but 149 and 340 ms on the default threads' first call;
+    0.14-0.36 s on one thread against 0.26-1.5 s on the default ones while other work
+    kept the cores busy (a review's runs)."""
+    if _FOUND is None:
+        yield
+        return
     setter, getter = _FOUND
     previous = setter(1)
     try:
-        out = q @ mat_t
+        yield
     finally:
         # the call returns the thread's count before: the global one unless this thread
         # had its own, which is then put back
         setter(0 if previous == getter() else previous)
-    return out

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from oblivion_core.blas import matvec
+from oblivion_core.blas import matvec, one_thread
 from oblivion_core.typing import Vectors
 
 #: From this many rows on :meth:`ActiveIndex.nearest` searches in two stages (see the
@@ -261,7 +261,8 @@ class ActiveIndex:
         n = len(self.ids)
         dim = self.dim or 0
         sample = self._rows[: n : -(-n // 8_192)].astype(np.float64)
-        _, axes = np.linalg.eigh(sample.T @ sample)  # ascending eigenvalues
+        with one_thread():  # (on the recall path, right after the query's embedding)
+            _, axes = np.linalg.eigh(sample.T @ sample)  # ascending eigenvalues
         self._basis = np.ascontiguousarray(axes[:, ::-1][:, : head_dims(dim)].T, np.float32)
         self._basis_rows = n
         cap = len(self._rows)
@@ -277,7 +278,8 @@ class ActiveIndex:
         for start in range(0, len(rows), 4_096):
             span = _span(rows[start : start + 4_096])
             vecs = self._rows[span]
-            head = vecs @ self._basis.T
+            with one_thread():
+                head = vecs @ self._basis.T
             self._bounds[:-1, span] = head.T
             self._bounds[-1, span] = _rest(_energy(vecs), _energy(head))
 

@@ -60,3 +60,20 @@ def test_the_thread_count_is_put_back_after_each_product() -> None:
     t.start()
     t.join()
     assert seen == [before]
+
+
+@pytest.mark.skipif(not blas.SINGLE_THREADED_BLAS, reason="numpy is not on OpenBLAS here")
+def test_one_thread_holds_inside_and_is_put_back_after() -> None:
+    """Inside ``one_thread`` the calling thread's BLAS (and LAPACK's ``eigh``, which the
+    two-stage basis uses) runs on one thread; after it, even when what ran inside
+    raised, the thread follows the process's count again."""
+    assert blas._FOUND is not None
+    setter, getter = blas._FOUND
+    before = getter()
+    with blas.one_thread():
+        assert getter() == 1
+        np.linalg.eigh(np.eye(64))
+    assert getter() == before
+    with pytest.raises(ZeroDivisionError), blas.one_thread():
+        1 / 0  # noqa: B018
+    assert getter() == before and setter(0) == before
