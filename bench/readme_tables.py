@@ -15,6 +15,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import backup  # noqa: E402
+import first_use  # noqa: E402
 import import_chroma  # noqa: E402
 import latency  # noqa: E402
 import locomo  # noqa: E402
@@ -71,6 +72,11 @@ SECTIONS = {
         "### The LangGraph store's filtered search (`python bench/store_filter.py`)",
         lambda d: store_filter.table(d),
         "store_filter.json",
+    ),
+    "first_use": (
+        "### A user's first recall after a restart (`python bench/first_use.py`)",
+        lambda d: first_use.table(d),
+        "first_use.json",
     ),
 }
 
