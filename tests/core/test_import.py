@@ -23,7 +23,6 @@ from oblivion_core import (
     InvalidInputError,
     ManualClock,
     Oblivion,
-    Policy,
     StoreCorruptError,
     VectorStore,
     VectorStoreError,
@@ -684,19 +683,14 @@ def test_a_recovered_store_leaves_summaries_out_and_the_category_key_too(
     """Recovery from a store's own chroma/ folder brought a summary back as a plain
     memory beside the originals it summarised; and with ``category=`` the collection's
     internal "category" key was left in every memory's metadata."""
+    from .test_compression import MEETING, POLICY
+
     clock = ManualClock()
-    policy = Policy().replace(compress_below=0.1, maintain_every=0, adapt=False, supersede=False)
-    meeting = [
-        "In the budget meeting we agreed the travel budget is frozen.",
-        "The budget meeting moved the marketing budget to next quarter.",
-        "At the budget meeting Priya asked for a hiring budget review.",
-        "The budget meeting ended with a plan to cut the cloud budget.",
-    ]
     store = tmp_path / "mem"
-    with memory(store, clock=clock, policy=policy) as mem:
+    with memory(store, clock=clock, policy=POLICY) as mem:
         originals = [
             r.id
-            for r in mem.remember_many(meeting, categories=["event"] * 4, importances=[0.0] * 4)
+            for r in mem.remember_many(MEETING, categories=["event"] * 4, importances=[0.0] * 4)
         ]
         clock.advance(60 * 86_400.0)
         mem.maintain()
