@@ -89,6 +89,8 @@ def time_side(side: str, folder: Path, users: int) -> dict[str, Any]:
         def first(u: int) -> None:
             client.get_collection(f"user-{u}").query(query_embeddings=[query], n_results=5)
 
+        first(users)  # Chroma's own start, before the timed users, as on the other side
+
     else:
         from oblivion_core import FastEmbedEmbedder, Oblivion
 

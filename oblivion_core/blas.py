@@ -30,6 +30,7 @@ import ctypes
 import glob
 import os
 import sys
+import threading
 from collections.abc import Callable, Iterator
 
 import numpy as np
@@ -121,14 +122,25 @@ def one_thread() -> Iterator[None]:
     141 against 132 ms at 40k) but 149 and 340 ms on the default threads' first call;
     0.14-0.36 s on one thread against 0.26-1.5 s on the default ones while other work
     kept the cores busy (a review's runs)."""
-    if _FOUND is None:
-        yield
+    depth = getattr(_DEPTH, "n", 0)
+    if _FOUND is None or depth:  # (nested: the outermost block sets and puts back)
+        _DEPTH.n = depth + 1
+        try:
+            yield
+        finally:
+            _DEPTH.n = depth
         return
     setter, getter = _FOUND
     previous = setter(1)
+    _DEPTH.n = 1
     try:
         yield
     finally:
+        _DEPTH.n = 0
         # the call returns the thread's count before: the global one unless this thread
         # had its own, which is then put back
         setter(0 if previous == getter() else previous)
+
+
+#: How deep the calling thread is in :func:`one_thread` blocks.
+_DEPTH = threading.local()

@@ -367,6 +367,10 @@ def _delete(
 ) -> None:
     """Delete memories (``also``: more writes of the same change, in its transaction;
     ``reasons``: journal reasons of some of them, instead of ``why``)."""
+    # what Chroma lost is put back first: a forget of a lost one would make the counts
+    # agree, and the check after it would look no further (orphans and other lost
+    # records stayed until repair_vector_store)
+    self._sync.check(ns, space.state)
     with self._consistent(ns):
         st = space.state
         ids = [st.ids[i] for i in rows]

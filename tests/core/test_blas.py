@@ -77,3 +77,8 @@ def test_one_thread_holds_inside_and_is_put_back_after() -> None:
     with pytest.raises(ZeroDivisionError), blas.one_thread():
         1 / 0  # noqa: B018
     assert getter() == before and setter(0) == before
+    with blas.one_thread():  # nested: the inner block leaves the outer's one thread
+        with blas.one_thread():
+            np.linalg.eigh(np.eye(8))
+        assert getter() == 1
+    assert getter() == before

@@ -1092,6 +1092,21 @@ def test_a_check_cut_short_is_made_again_before_the_next_write(
         assert mem.store.ids("default") == {kept, new}
 
 
+def test_a_forget_first_after_a_reopen_checks_the_vector_store_first(tmp_path: Path) -> None:
+    """Chroma lost two records and holds one of no memory; after a reopen the first call
+    forgets one of the lost ones. Made before the check, the forget made the counts
+    agree, and the check after it looked no further: the other lost record and the
+    stray one stayed until ``repair_vector_store``."""
+    with _open(tmp_path) as mem:
+        ids = [mem.remember(f"the shed holds tool {i}", id=f"f{i}").id for i in range(4)]
+        vector = mem._db.vectors("default", ["f0"])["f0"]
+        mem.store.delete("default", ["f0", "f1"])
+        mem.store.add("default", ["stray"], vector[None, :], ["a write never committed"])
+    with _open(tmp_path) as mem:
+        mem.forget("f0")
+        assert mem.store.ids("default") == set(ids) - {"f0"}
+
+
 def test_lost_vectors_with_no_copy_in_sqlite_are_reported(tmp_path: Path) -> None:
     """A memory neither Chroma nor SQLite holds a vector of (a version-1 store) cannot be
     put back: the store says so instead of recalling without it."""
