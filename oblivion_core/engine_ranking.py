@@ -206,18 +206,12 @@ def _score_and_pack(
             chosen = sorted(int(by_prio[c]) for c in pack(lazy, budget, limit, per_item))
             # a neighbour stands at its hit's share only beside it: with the hit left
             # out (over the budget), it took the place of a better hit at that share
-            shown = {cids[int(order[c])] for c in chosen}
-            orphans = [
-                c
-                for c in chosen
-                if (mid := cids[int(order[c])]) in context_of
-                and context_of[mid][0] not in shown
-                and prio[c] > alone[c]
-            ]
-            if not orphans:
+            orphans = _orphans(chosen, order, cids, context_of)
+            raised = [c for c in orphans if prio[c] > alone[c]]
+            if not raised:
                 break
-            prio[orphans] = alone[orphans]
-        chosen = _orphans_by_score(chosen, order, scores, in_list, shown, cids, context_of)
+            prio[raised] = alone[raised]
+        chosen = _orphans_by_score(chosen, orphans, order, scores, in_list, cids, context_of)
     else:
         lazy = self._costs(ns, st, cids, rows, order, per_item, limit)
         chosen = pack(lazy, budget, limit, per_item)
@@ -548,28 +542,40 @@ def _own_relevance(
     return fuse(rel, np.zeros_like(rel), policy) if fused else rel
 
 
-def _orphans_by_score(
+def _orphans(
     chosen: list[int],
     order: npt.NDArray[np.int64],
-    scores: npt.NDArray[np.float64],
-    in_list: npt.NDArray[np.bool_],
-    shown: set[str],
     cids: list[str],
     context_of: Mapping[str, tuple[str, str]],
 ) -> list[int]:
-    """``chosen`` (places in ``order``) in the order items are shown: a neighbour whose
-    hit was left out (over the budget) moves from its hit's place to where its own score
-    ranks it among the items that stand on their own (it was shown first, above better
-    hits, and ``render`` takes lines in that order). The first items (a list's) stay
-    first, and a neighbour beside its hit stays behind it."""
-    orphans = [
+    """The places of ``chosen`` (in ``order``) holding a neighbour whose hit is not
+    among them (left out, over the budget)."""
+    shown = {cids[int(order[c])] for c in chosen}
+    return [
         c
         for c in chosen
         if (mid := cids[int(order[c])]) in context_of and context_of[mid][0] not in shown
     ]
+
+
+def _orphans_by_score(
+    chosen: list[int],
+    orphans: list[int],
+    order: npt.NDArray[np.int64],
+    scores: npt.NDArray[np.float64],
+    in_list: npt.NDArray[np.bool_],
+    cids: list[str],
+    context_of: Mapping[str, tuple[str, str]],
+) -> list[int]:
+    """``chosen`` (places in ``order``) in the order items are shown: each of its
+    ``orphans`` (:func:`_orphans`) moves from its hit's place to where its own score
+    ranks it among the items that stand on their own (it was shown first, above better
+    hits, and ``render`` takes lines in that order). The first items (a list's) stay
+    first, and a neighbour beside its hit stays behind it."""
     if not orphans:
         return chosen
-    out = [c for c in chosen if c not in set(orphans)]
+    moving = set(orphans)
+    out = [c for c in chosen if c not in moving]
     for o in sorted(orphans, key=lambda c: -scores[order[c]]):
         own = scores[order[o]]
         at = next(

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from oblivion_core.embedding import embed_texts
+from oblivion_core.embedding import embed_texts, normalize
 from oblivion_core.errors import ModelMismatchError
 
 if TYPE_CHECKING:
@@ -52,11 +52,12 @@ def check_model(self: Oblivion) -> None:
     with self._lock:
         self._check_open()
         rows = self._db.vector_sample(SCAN)
-    sample = sorted(rows, key=lambda row: _order(row[1]))[:SAMPLE]
+    sample = sorted(rows, key=lambda row: _order(row[0]))[:SAMPLE]
     if sample:
-        ours = embed_texts(self.embedder, [text for _, text, _ in sample], self._dim)
-        theirs = np.stack([vector for _, _, vector in sample]).astype(np.float64)
-        theirs /= np.maximum(np.linalg.norm(theirs, axis=1, keepdims=True), 1e-12)
+        ours = embed_texts(self.embedder, [text for text, _ in sample], self._dim)
+        theirs = normalize(
+            [vector for _, vector in sample], len(sample), self._dim, "the store has"
+        )
         cosine = float(np.max(np.sum(ours * theirs, axis=1)))
         if cosine < SAME_MODEL:
             problem = (

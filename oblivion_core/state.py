@@ -1245,18 +1245,15 @@ class StateDB:
             )
         return np.frombuffer(blob, dtype=np.float32)
 
-    def vector_sample(self, scan: int) -> list[tuple[str, str, Vectors]]:
-        """``(namespace, text, vector)`` of the first ``scan`` memories with a stored
-        vector, in table order (what checks that the embedder is the store's model)."""
+    def vector_sample(self, scan: int) -> list[tuple[str, Vectors]]:
+        """``(text, vector)`` of the first ``scan`` memories with a stored vector, in
+        table order (what checks that the embedder is the store's model)."""
         rows = self._read(
             "SELECT m.namespace, m.id, m.text, v.vector FROM memories AS m JOIN vectors AS v "
             "ON v.namespace = m.namespace AND v.id = m.id LIMIT ?",
             (scan,),
         )
-        return [
-            (str(ns), str(text), self._vector(blob, str(mid), str(ns)))
-            for ns, mid, text, blob in rows
-        ]
+        return [(str(text), self._vector(blob, str(mid), str(ns))) for ns, mid, text, blob in rows]
 
     # ---------------------------------------------------------------- meta
     def meta(self, key: str) -> Any:
