@@ -371,6 +371,7 @@ def _delete(
     # agree, and the check after it would look no further (orphans and other lost
     # records stayed until repair_vector_store)
     self._sync.check(ns, space.state)
+    self._lex.read_saved(ns)  # before the delete makes the saved BM25 index stale
     with self._consistent(ns):
         st = space.state
         ids = [st.ids[i] for i in rows]

@@ -351,6 +351,7 @@ def _store_new(
     that changes other memories in memory must run inside :meth:`_consistent`).
     """
     self._sync.check(ns, space.state)  # what Chroma lost is put back before it changes
+    self._lex.read_saved(ns)  # before the write makes the saved BM25 index stale
     st = space.state
     n = len(ids)
     if self._dim is None:
@@ -504,6 +505,8 @@ def edit(
         space = self._space(ns)
         if clean is not None or cat is not None:  # Chroma's record changes
             self._sync.check(ns, space.state)
+        if clean is not None:
+            self._lex.read_saved(ns)
         st = space.state
         i = self._row(space, memory_id)
         now = self._now(ns)

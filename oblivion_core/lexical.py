@@ -14,8 +14,9 @@ SQL, 8-20 ms per query at 100k memories, and it ran on every recall and on every
 under a millisecond. SQLite holds the texts, and a namespace's index is built from
 them on its first search (0.4 s for 100k memories), or read back from the copy saved
 when the store last closed or the namespace was unloaded, if no text changed since
-(:mod:`oblivion_core.lexical_snapshot`). Until then, writes to that namespace skip it,
-since the build reads them back.
+(:mod:`oblivion_core.lexical_snapshot`). A write reads a saved copy first if there is
+one (:meth:`LexicalIndex.read_saved`: the write makes it stale); otherwise writes to a
+namespace whose index is not built skip it, since the build reads them back.
 
 Documents are keyed by the memory's insertion sequence number (``seq``), so deletes are
 cheap; deleted postings are masked and compacted away once they are half the index.
@@ -582,6 +583,8 @@ class LexicalIndex:
         # its own lock: a search may run on a worker thread, beside the engine's lock
         self._lock = threading.Lock()
         self._changes: dict[str, int] = {}  # per namespace, kept across drop()
+        # namespaces read_saved() looked for a file of since their last drop()
+        self._looked: set[str] = set()
 
     def changes(self, namespace: str) -> int:
         """How many times ``namespace``'s documents changed (adds, deletes, drops): a
@@ -594,7 +597,10 @@ class LexicalIndex:
     def _space(self, namespace: str) -> _Namespace:
         space = self._spaces.get(namespace)
         if space is None:
-            space = self._saved_space(namespace)
+            # read_saved() found no file it could read: none has appeared since (this
+            # process alone saves one, from a built index)
+            looked = namespace in self._looked
+            space = None if looked else self._saved_space(namespace)
             if space is None:
                 space = _Namespace()
                 rows = list(self._load(namespace))
@@ -647,6 +653,21 @@ class LexicalIndex:
         with self._lock:
             self._saved[namespace] = number
         return True
+
+    def read_saved(self, namespace: str) -> None:
+        """Read ``namespace``'s saved index now, if it is not built and a file still
+        holds it: call before a write that changes the namespace's number (under the
+        engine's lock, before its transaction), which then indexes on top of it. Without
+        this, a reopened namespace whose first call is a write built its index from
+        every text at its next search (about 1 s at 50k memories) instead of reading the
+        file (39 ms at 100k). A namespace with no file costs one lookup per load."""
+        with self._lock:
+            if namespace in self._spaces or namespace in self._looked:
+                return
+            self._looked.add(namespace)
+            space = self._saved_space(namespace)
+            if space is not None:
+                self._spaces[namespace] = space
 
     def build(self, namespace: str) -> None:
         """Build ``namespace``'s index now, if it is not built (its first search would)."""
@@ -703,6 +724,7 @@ class LexicalIndex:
             self._changed(namespace)
             self._spaces.pop(namespace, None)
             self._saved.pop(namespace, None)
+            self._looked.discard(namespace)
 
     def search(
         self,

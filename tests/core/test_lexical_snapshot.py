@@ -309,6 +309,73 @@ def test_a_reopened_store_reads_its_saved_index_until_a_text_changes(
         assert hits and hits[0].id == new.id
 
 
+_FIRST_WRITES = {
+    "remember": lambda mem: mem.remember("The harbour ferry now leaves at 9am.", id="new"),
+    "remember_many": lambda mem: mem.remember_many(
+        ["Ferry tickets cost 12 euros.", "Rain."], ids=["new1", "new2"]
+    ),
+    "edit": lambda mem: mem.edit(mem.records()[0].id, text="The dentist moved to Monday."),
+    "forget": lambda mem: mem.forget(mem.records()[1].id),
+}
+
+
+@pytest.mark.parametrize("write", list(_FIRST_WRITES))
+def test_a_write_first_after_reopening_keeps_the_saved_index(
+    tmp_path: Path, real_embedder: Any, write: str
+) -> None:
+    """A reopened namespace whose first call is a write (an agent storing the user's
+    turn before recalling for it) reads its saved index before the write changes the
+    namespace's number, and indexes the write on top: the next recall reads no text and
+    ranks as a store that built its index from the texts."""
+    path, twin = tmp_path / "store", tmp_path / "twin"
+    clock = ManualClock()
+    for where in (path, twin):
+        with _open(where, real_embedder, clock) as mem:
+            mem.remember_many(_TEXTS, ids=[f"m{i}" for i in range(len(_TEXTS))])
+            mem.recall("ferry", k=1, feedback=False)  # built: saved at close
+    (twin / "lexical").joinpath(LexicalSnapshots(twin / "lexical").path("default").name).unlink()
+    answers = []
+    for where in (path, twin):  # the twin builds its index from the texts
+        with _open(where, real_embedder, clock) as mem:
+            reads = _text_reads(mem)
+            _FIRST_WRITES[write](mem)
+            answers.append(_answers(mem))
+            assert reads == ([] if where == path else ["default"])
+    assert answers[0] == answers[1]
+    with _open(path, real_embedder, clock) as mem:  # saved again at close, with the write
+        reads = _text_reads(mem)
+        assert _answers(mem) == answers[0] and reads == []
+
+
+def test_writes_look_for_a_saved_index_once_per_load(tmp_path: Path) -> None:
+    """A namespace without a file (never searched, or small) costs its writes one lookup
+    per load, not one each; after an unload the next write looks again."""
+    path = tmp_path / "store"
+    clock = ManualClock()
+    with _open(path, HashEmbedder(), clock) as mem:
+        mem.remember_many(_TEXTS, supersede=False)  # never searched: no file at close
+    assert not list((path / "lexical").glob("*.npz"))
+    with _open(path, HashEmbedder(), clock) as mem:
+        looked: list[str] = []
+        load = mem._lex._snapshots.load
+
+        def spy(namespace: str, generation: int) -> Any:
+            looked.append(namespace)
+            return load(namespace, generation)
+
+        mem._lex._snapshots.load = spy  # type: ignore[method-assign,union-attr]
+        for text in ("The boiler was fixed.", "The ferry was late.", "Lisbon was sunny."):
+            mem.remember(text)
+        mem.forget(mem.records()[0].id)
+        assert looked == ["default"]
+        mem.unload()
+        mem.remember("Back again.")
+        assert looked == ["default", "default"]
+        assert [i.text for i in mem.recall("boiler fixed", k=1, deep=True).items] == [
+            "The boiler was fixed."
+        ]
+
+
 def test_without_the_saved_index_the_answers_are_the_same(
     tmp_path: Path, real_embedder: Any
 ) -> None:
