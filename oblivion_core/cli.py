@@ -24,6 +24,7 @@ from oblivion_core.errors import (
     StoreLockedError,
     StorePathError,
     UnknownMemoryError,
+    UnknownNamespaceError,
 )
 
 if TYPE_CHECKING:
@@ -145,6 +146,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         status = _run(args)
         sys.stdout.flush()  # a closed pipe (`oblivion stats PATH | head`) fails here
+    except UnknownNamespaceError as exc:  # the engine's advice names Python calls
+        name = type(exc).__name__
+        print(f"oblivion {args.command}: {name}: {exc.problem}: check --namespace", file=sys.stderr)
+        return 1
     except OblivionError as exc:  # bad input or an unusable store: say what to change
         print(f"oblivion {args.command}: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1

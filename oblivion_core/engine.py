@@ -1332,9 +1332,13 @@ class Oblivion:
         ns = self.default_namespace if namespace is None else check_namespace(namespace)
         if ns not in self._known:
             known = ", ".join(repr(n) for n in sorted(self._known))
+            problem = f"namespace {ns!r} has no memories yet (known namespaces: {known})"
+            # reads and deletes get this too: the advice fits them as well as writes
             raise UnknownNamespaceError(
-                f"namespace {ns!r} has no memories yet; remember() something there first "
-                f"(known namespaces: {known})"
+                f"{problem}: check its name; a namespace comes into being with its first "
+                "remember(), and `name in namespaces()` tells a new user's apart without "
+                "an error",
+                problem=problem,
             )
         return ns
 

@@ -418,7 +418,11 @@ def test_history_of_a_namespace_and_its_newest_entries(
     ("args", "error", "says"),
     [
         (["no-such-id"], "UnknownMemoryError", "no journal entries of a memory 'no-such-id'"),
-        (["--namespace", "bob"], "UnknownNamespaceError", "namespace 'bob'"),
+        (
+            ["--namespace", "bob"],
+            "UnknownNamespaceError",
+            "namespace 'bob' has no memories yet (known namespaces: 'default'): check --namespace",
+        ),
         (["--last", "0"], "InvalidInputError", "--last must be a whole number >= 1, got 0"),
     ],
 )
@@ -483,7 +487,11 @@ def test_records_prints_the_memories_most_active_first(
 @pytest.mark.parametrize(
     ("args", "error", "says"),
     [
-        (["--namespace", "bob"], "UnknownNamespaceError", "namespace 'bob'"),
+        (
+            ["--namespace", "bob"],
+            "UnknownNamespaceError",
+            "namespace 'bob' has no memories yet (known namespaces: 'default'): check --namespace",
+        ),
         (["--limit", "0"], "InvalidInputError", "--limit must be a whole number >= 1, got 0"),
         (["--offset", "-2"], "InvalidInputError", "--offset must be a whole number >= 0"),
     ],
@@ -628,8 +636,10 @@ def test_recall_shows_what_the_app_would_recall_and_changes_nothing(
     assert {"relevance", "activation", "score", "tokens", "why"} <= rows[0].keys()
     assert _files(tmp_path / "store") == files
     with Oblivion(tmp_path / "store", embedder=real_embedder) as mem:
+        # (a wall clock: a few seconds of decay on a busy machine move the sixth digit;
+        # a recall's boost, a hundredth or more, would move the second)
         assert [(r.id, r.activation, r.access_count) for r in mem.records()] == [
-            (i, pytest.approx(a, rel=1e-6), n) for i, a, n in before
+            (i, pytest.approx(a, rel=1e-4), n) for i, a, n in before
         ]
         assert mem.history() == journal
         ranked = mem.recall("What is my name?", feedback=False)
@@ -670,7 +680,11 @@ def test_recall_of_a_running_apps_store_searches_its_archive_in_process(
 @pytest.mark.parametrize(
     ("args", "error", "says"),
     [
-        (["--namespace", "bob"], "UnknownNamespaceError", "namespace 'bob'"),
+        (
+            ["--namespace", "bob"],
+            "UnknownNamespaceError",
+            "namespace 'bob' has no memories yet (known namespaces: 'default'): check --namespace",
+        ),
         (["--k", "0"], "InvalidInputError", "--k must be a whole number >= 1"),
         (
             ["--token-budget", "-1"],

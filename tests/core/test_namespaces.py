@@ -103,6 +103,11 @@ def test_unknown_namespace_names_the_known_ones(mem: Oblivion, call: Any) -> Non
     assert "'alice'" in message
     assert "'default'" in message
     assert isinstance(err.value, KeyError)
+    # advice that fits a read or a delete as well as a write
+    assert "check its name" in message and "in namespaces()" in message
+    assert err.value.problem == (
+        "namespace 'nowhere' has no memories yet (known namespaces: 'alice', 'default')"
+    )
 
 
 @pytest.mark.parametrize("namespace", ["", "   ", 5, b"work", "x" * 257])
