@@ -346,7 +346,8 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
 
     The namespace is per user: by default ``runtime.context.user_id`` (attribute or
     dict key) or ``config["configurable"]["user_id"]``; without either, the engine's
-    default namespace. Pass ``namespace="shared"`` for a fixed one, or a callable
+    default namespace, which every run without an id shares (a warning says so, once).
+    Pass ``namespace="shared"`` for a fixed one, or a callable
     ``(runtime, config) -> str | None``.
 
     Setup:
@@ -463,6 +464,7 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
         self.on_error = on_error
         self.standing = check_standing(standing)
         self._policy_done: set[str] = set()
+        self._told_shared = False  # the warning of a run without a user id, given
         self._lock = threading.Lock()
         self._pending: list[_TurnMemory] = []
         self._pending_lock = threading.Lock()
@@ -695,6 +697,21 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
             if value is None:
                 value = (config.get("configurable") or {}).get(self.user_key)
         if value is None:
+            if self.namespace is None and not self._told_shared:
+                # every run without the id shares one namespace: each user would be
+                # shown the others' memories, so it is said once (a resolver returning
+                # None chose the default namespace)
+                self._told_shared = True
+                logger.warning(
+                    "OblivionMemoryMiddleware found no %r in this run's context or "
+                    "configurable: its turns go to the engine's default namespace %r, "
+                    "shared by every run without one. Pass the user id (context=... "
+                    "or config={'configurable': {%r: ...}}), or namespace='shared' to "
+                    "share one namespace on purpose",
+                    self.user_key,
+                    self.oblivion.default_namespace,
+                    self.user_key,
+                )
             return None
         if isinstance(value, (int, uuid.UUID)) and not isinstance(value, bool):
             value = str(value)  # a database's user id

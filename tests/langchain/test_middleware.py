@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import uuid
 from dataclasses import dataclass
@@ -877,6 +878,27 @@ def test_namespace_resolution(
     agent, _ = _agent(engine, ["ok"], namespace=namespace)
     _ask(agent, "I like trains a lot", {"configurable": config})
     assert engine.count(namespace=expected) == 1
+
+
+def test_a_run_without_a_user_id_warns_once_that_its_namespace_is_shared(
+    engine: Oblivion, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Without the id every run shares the default namespace (each user would be shown
+    the others' memories): a warning says so once, naming the key to pass; a fixed
+    namespace or a resolver choosing the default one is on purpose and says nothing."""
+    agent, _ = _agent(engine, ["ok", "ok"])
+    with caplog.at_level(logging.WARNING, logger="oblivion_langchain"):
+        _ask(agent, "My bank PIN is 4471.", {"configurable": {}})
+        _ask(agent, "What is my bank PIN?", {"configurable": {"thread_id": "other"}})
+    (warning,) = [r.getMessage() for r in caplog.records if "default namespace" in r.message]
+    assert "'user_id'" in warning and "namespace='shared'" in warning
+    assert engine.count(namespace="default") == 2
+    caplog.clear()
+    for namespace in ("shared", lambda runtime, config: None):
+        agent, _ = _agent(engine, ["ok"], namespace=namespace)
+        with caplog.at_level(logging.WARNING, logger="oblivion_langchain"):
+            _ask(agent, "I like trains a lot", {"configurable": {}})
+        assert not [r for r in caplog.records if "default namespace" in r.getMessage()]
 
 
 @pytest.mark.parametrize("use_async", [False, True])
