@@ -97,9 +97,15 @@ def _maintain(self: Oblivion, ns: str, *, dry_run: bool) -> MaintenancePlan:
             decision = plan(will_hold)
             groups = self._compression_groups(ns, space, policy, act, decision)
         entries: list[PlanEntry] = []
+        # a full tier raises the band, but what comes back only had to pass the policy's
+        # own threshold and be among the most active the tier keeps (tiering._keep): one
+        # at the raised edge was said to be "above" it
+        restored_why = f"activation above {policy.archive_high:.3f}" + (
+            ", among the most active the full tier keeps" if decision.pressure else ""
+        )
         for action, rows, why in (
             ("archive", decision.archive, f"activation below {decision.low:.3f}"),
-            ("restore", decision.restore, f"activation above {decision.high:.3f}"),
+            ("restore", decision.restore, restored_why),
             ("forget", decision.forget, f"activation below forget_below {policy.forget_below}"),
         ):
             for i in rows:
@@ -138,8 +144,7 @@ def _maintain(self: Oblivion, ns: str, *, dry_run: bool) -> MaintenancePlan:
                         space.usage.of(st.category(i)).archived += 1
                     self._db.save_rows(conn, st, decision.archive.tolist())
                 if restore_ids:  # journaled there, once
-                    why = f"activation above {decision.high:.3f}"
-                    self._move_to_active(ns, space, restore_ids, conn, now, why)
+                    self._move_to_active(ns, space, restore_ids, conn, now, restored_why)
                 self._db.journal(
                     conn,
                     now,

@@ -802,3 +802,30 @@ def test_a_recall_with_nothing_to_promote_reads_no_other_activation(
     mem.get(first.id)  # the queued feedback has run
     assert sizes and max(sizes) < 200, sizes  # the candidates (dense and BM25), never the tier
     mem.close()
+
+
+def test_a_restore_into_a_full_tier_says_what_it_passed() -> None:
+    """Into a full tier a memory comes back by passing the policy's own threshold and
+    being among the most active the tier keeps; the raised band's edge it was said to be
+    "above" equals its activation here (two memories at the 1.0 cap)."""
+    policy = Policy.template("balanced").replace(
+        active_capacity=2, active_share=None, maintain_every=0, adapt=False
+    )
+    clock = ManualClock()
+    mem = memory(clock=clock, policy=policy)
+    ids = [mem.remember(f"note {w}", category="fact").id for w in ("amber", "basil", "cedar")]
+    clock.advance(3_600)
+    (gone,) = mem.maintain().archived
+    other, last = [m for m in ids if m != gone]
+    mem.set_policy(policy.replace(archive_low=0.85, archive_high=1.0))  # nothing promoted
+    for mid in (gone, other):
+        for _ in range(3):
+            mem.confirm(mid)  # to the cap
+    mem.set_policy(policy)
+    plan = mem.maintain()
+    assert plan.restored == [gone] and plan.archived == [last]
+    (entry,) = [e for e in plan.entries if e.action == "restore"]
+    assert entry.activation == pytest.approx(1.0) and plan.high == pytest.approx(1.0)
+    why = f"activation above {policy.archive_high:.3f}, among the most active the full tier keeps"
+    assert entry.reason == why
+    assert [e.detail["reason"] for e in mem.history(gone) if e.kind == "restore"] == [why]
