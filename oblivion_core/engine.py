@@ -1177,7 +1177,11 @@ class Oblivion:
                 self._exact_archive(ns, space)
         # outside the engine's lock, as a recall's first search builds it (it reads the
         # committed texts on a connection of its own)
-        self._lex.build(ns)
+        try:
+            self._lex.build(ns)
+        except Exception:
+            self._check_open()  # closed meanwhile: said as any call on a closed instance is
+            raise
         return was
 
     def unload(self, *, namespace: str | None = None) -> bool:

@@ -351,6 +351,27 @@ def test_history_racing_close_says_the_instance_is_closed(tmp_path: Path) -> Non
         StateDB.events = real  # type: ignore[method-assign]
 
 
+def test_load_racing_close_says_the_instance_is_closed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """load() builds the BM25 index after it lets go of the engine's lock; closed in
+    between, it raised StoreError naming the database file as if it were damaged."""
+    from oblivion_core import InvalidInputError
+
+    mem = _open(tmp_path, ManualClock())
+    mem.remember("a garden note")
+    real = mem._lex.build
+
+    def closing_first(namespace: str) -> None:
+        mem.close()  # another thread's close(), between the lock and the build
+        real(namespace)
+
+    mem.unload()
+    monkeypatch.setattr(mem._lex, "build", closing_first)
+    with pytest.raises(InvalidInputError, match="instance is closed"):
+        mem.load()
+
+
 def test_a_first_search_beside_a_write_that_rolls_back_indexes_none_of_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
