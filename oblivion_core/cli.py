@@ -210,6 +210,15 @@ def _run(args: argparse.Namespace) -> int:
                     "--namespace"
                 )
             lines += (json.dumps(dataclasses.asdict(event), default=str) for event in events)
+        others = [n for n in mem.namespaces() if n != mem.default_namespace]
+        if args.command != "stats" and args.namespace is None and not lines and others:
+            # a store of per-user namespaces: an empty answer, silently, read as "no data"
+            named = ", ".join(repr(n) for n in others[:10]) + (", ..." if len(others) > 10 else "")
+            print(
+                f"oblivion {args.command}: the default namespace {mem.default_namespace!r} "
+                f"is empty; this store's other namespaces: {named} (pass --namespace)",
+                file=sys.stderr,
+            )
     for line in lines:
         print(line)
     return 0

@@ -414,6 +414,28 @@ def test_history_of_a_namespace_and_its_newest_entries(
     assert _lines(capsys.readouterr().out) == every[-2:]
 
 
+@pytest.mark.parametrize("command", ["records", "history"])
+def test_an_empty_default_namespace_names_the_others(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    """A store of per-user namespaces read without --namespace printed nothing, with
+    status 0, as if it held nothing: a note on stderr names its namespaces; stdout stays
+    the (empty) answer, for a pipe."""
+    with Oblivion(tmp_path, embedder=HashEmbedder(), token_counter=word_count) as mem:
+        mem.remember("alice likes tea", namespace="alice")
+        mem.remember("bob likes coffee", namespace="bob")
+    assert main([command, str(tmp_path)]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        f"oblivion {command}: the default namespace 'default' is empty; this store's other "
+        "namespaces: 'alice', 'bob' (pass --namespace)\n"
+    )
+    assert main([command, str(tmp_path), "--namespace", "alice"]) == 0
+    captured = capsys.readouterr()
+    assert "alice" in captured.out and captured.err == ""
+
+
 @pytest.mark.parametrize(
     ("args", "error", "says"),
     [
