@@ -8,7 +8,7 @@ import os
 import threading
 from collections.abc import Callable, Sequence
 from fractions import Fraction
-from typing import Any
+from typing import Annotated, Any
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock
@@ -23,11 +23,18 @@ from llama_index.core.llms.llm import LLM
 from llama_index.core.memory.memory import InsertMethod
 from llama_index.core.memory.types import DEFAULT_CHAT_STORE_KEY, BaseMemory
 from llama_index.core.storage.chat_store import BaseChatStore, SimpleChatStore
+from pydantic import BeforeValidator
 
 from oblivion_core.budget import count_tokens, pack, render
 from oblivion_core.checks import clean_text
 from oblivion_core.engine import Oblivion
-from oblivion_core.errors import InvalidInputError, UnknownNamespaceError
+from oblivion_core.errors import (
+    EmbeddingError,
+    InvalidInputError,
+    StoreError,
+    TokenizerError,
+    UnknownNamespaceError,
+)
 from oblivion_core.overlap import used_ids
 from oblivion_core.recall import RecalledItem, RecallResult
 from oblivion_core.shown import reinforce_shown, still_current
@@ -61,15 +68,53 @@ DEFAULT_TOKEN_LIMIT = 3000
 DEFAULT_TOKEN_LIMIT_RATIO = 0.75
 DEFAULT_HEADER = "Relevant memories (most relevant first):"
 
+#: Failures of the memory store, the embedder or the tokenizer that a chat turn survives
+#: with ``on_error="warn"`` (a Chroma server down, a store locked by another process, the
+#: embedding model failing, no tiktoken encoding offline): the same as
+#: ``oblivion_langchain``'s ``OUTAGES``.
+OUTAGES = (StoreError, EmbeddingError, TokenizerError)
+
+#: What ``on_error`` says, per failing step, when an outage is first met.
+_OUTAGE_NOTES = {
+    "recall": "the recall failed, get() returns the recent turns without memories",
+    "write": "the messages waiting for the engine could not be stored and stay queued",
+    "boost": "the memories' boost was skipped",
+    "count": "the token counter failed, get() returns the latest message alone",
+}
+
+
+def _check_on_error(value: object) -> str:
+    """``"warn"`` or ``"raise"``; anything else is refused with a clear message."""
+    if not isinstance(value, str) or value not in ("warn", "raise"):
+        raise InvalidInputError(f'on_error must be "warn" or "raise", got {value!r}')
+    return value
+
+
+#: ``on_error``: checked the same way on construction and on assignment.
+OnError = Annotated[str, BeforeValidator(_check_on_error)]
+
 
 class _TokenList:
-    """``tokenizer_fn`` for chat engines, which take ``len(tokenizer_fn(text))``."""
+    """``tokenizer_fn`` for chat engines, which take ``len(tokenizer_fn(text))``.
 
-    def __init__(self, counter: TokenCounter) -> None:
+    ``on_outage(exc)`` is called when the counter fails for an outage (no tiktoken
+    encoding offline): it raises, or returns and the count is 0, which lets the chat
+    engine call ``get``, which then returns the latest message alone."""
+
+    def __init__(
+        self, counter: TokenCounter, on_outage: Callable[[BaseException], None] | None = None
+    ) -> None:
         self._counter = counter
+        self._on_outage = on_outage
 
     def __call__(self, text: str) -> range:
-        return range(count_tokens(self._counter, text))
+        try:
+            return range(count_tokens(self._counter, text))
+        except TokenizerError as exc:
+            if self._on_outage is None:
+                raise
+            self._on_outage(exc)
+            return range(0)
 
 
 class OblivionMemory(BaseMemory):
@@ -91,11 +136,25 @@ class OblivionMemory(BaseMemory):
     ``policy.max_text_chars``) is a warning on the ``oblivion_llamaindex`` logger naming
     the message, which stays in the short-term history only (as ``OblivionMemoryBlock``
     does: a pasted log must not cost the user a turn's answer). NULs and lone
-    surrogates are read as spaces and ``"?"``. When the write fails otherwise (the
-    embedder times out, the store is busy), that error is raised and the messages not
-    stored stay queued: the next ``put``/``get``/``flush`` writes them. Raised from
-    ``put``, ``put_messages``, ``set`` or ``reset``, it comes after the call did its own
-    work: no message is lost to it.
+    surrogates are read as spaces and ``"?"``.
+
+    When the store, the embedder or the tokenizer fails (:data:`OUTAGES`: a Chroma
+    server down, the store locked by another process, the embedding model timing out,
+    no tiktoken encoding offline), the chat goes on with ``on_error="warn"`` (the
+    default), as ``OblivionMemoryMiddleware`` does: a failed recall makes ``get`` return
+    the recent turns alone, without memories, within the same token limit; a failed
+    write keeps the messages queued, and a later ``put``/``get``/``set``/``reset``
+    writes them, in order, before newer ones; a failed boost is skipped; a token counter
+    that cannot load its encoding makes ``get`` return the latest message alone. One
+    warning on the ``oblivion_llamaindex`` logger tells when such an outage begins; the
+    failures after it are DEBUG lines until the store answers again.
+    :attr:`pending_messages` counts the messages waiting (they live in this process
+    only); :meth:`flush` writes them, or raises the error whatever ``on_error`` says,
+    keeping them queued. With ``on_error="raise"`` the error is raised, the messages
+    not stored kept queued; raised from ``put``, ``put_messages``, ``set`` or ``reset``,
+    it comes after the call did its own work: no message is lost to it. Errors in what
+    the caller passed (a closed engine, a bad argument) are raised either way.
+
     A memory whose text is still visible among the recent turns is not listed again,
     and does not take the place of another: while the recall returns such repeats and
     fewer than ``k`` others, it is asked again, for as many more memories. The
@@ -151,6 +210,8 @@ class OblivionMemory(BaseMemory):
             leading system message in favour of its own prompt.
         chat_store: Where the short-term history lives (default: in process).
         chat_store_key: Key of this conversation in ``chat_store``.
+        on_error: ``"warn"`` (default) or ``"raise"``: what a store, embedder or
+            tokenizer outage does to a chat turn (see above).
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True, validate_assignment=True)
@@ -183,6 +244,10 @@ class OblivionMemory(BaseMemory):
     )
     chat_store: SerializeAsAny[BaseChatStore] = Field(default_factory=SimpleChatStore)
     chat_store_key: str = Field(default=DEFAULT_CHAT_STORE_KEY)
+    on_error: OnError = Field(
+        default="warn",
+        description='What a store or embedder outage does: "warn" (go on) or "raise".',
+    )
 
     _oblivion: Oblivion | None = PrivateAttr(default=None)
     _lock: Any = PrivateAttr(default_factory=threading.RLock)
@@ -192,6 +257,9 @@ class OblivionMemory(BaseMemory):
     _last_query: str | None = PrivateAttr(default=None)
     _boosted: set[str] = PrivateAttr(default_factory=set)
     _limits: tuple[int, int, int] = PrivateAttr(default=(0, 1, 0))
+    # the steps failing in the current outage (keys of _OUTAGE_NOTES): one warning when
+    # the first fails, the rest at DEBUG until they all work again
+    _failing: set[str] = PrivateAttr(default_factory=set)
 
     @field_serializer("insert_method")
     def _insert_method_value(self, value: InsertMethod) -> str:
@@ -205,6 +273,8 @@ class OblivionMemory(BaseMemory):
     def __init__(self, oblivion: Oblivion, **data: Any) -> None:
         checked = check_oblivion(oblivion, "OblivionMemory")
         check_fields(type(self), data, "OblivionMemory")
+        if "on_error" in data:  # an InvalidInputError, not pydantic's ValidationError
+            _check_on_error(data["on_error"])
         super().__init__(**data)
         self._oblivion = checked
 
@@ -290,8 +360,17 @@ class OblivionMemory(BaseMemory):
         """``len(tokenizer_fn(text))`` is the engine's token count of ``text``.
 
         Chat engines use it to count their prefix messages into ``initial_token_count``.
+        When the counter cannot load its encoding (:data:`OUTAGES`), ``on_error="warn"``
+        counts 0 (``get`` then returns the latest message alone) and ``"raise"`` raises.
         """
-        return _TokenList(self.oblivion.token_counter)
+        return _TokenList(self.oblivion.token_counter, self._count_outage)
+
+    def _count_outage(self, exc: BaseException) -> None:
+        """The token counter failed for an outage: raised, or told (``on_error``)."""
+        if self.on_error == "raise":
+            raise exc
+        with self._lock:
+            self._outage("count", exc)
 
     @property
     def last_recall(self) -> RecallResult | None:
@@ -314,6 +393,9 @@ class OblivionMemory(BaseMemory):
 
         Raises:
             InvalidInputError: ``initial_token_count`` is negative or above ``token_limit``.
+            OblivionError: with ``on_error="raise"``, the recall or the write failed (a
+                store or embedder outage); with ``"warn"`` that is a warning and the
+                recent turns come without memories (see the class doc).
         """
         used = check_limit(initial_token_count, "initial_token_count")
         if used > self.token_limit:
@@ -325,63 +407,94 @@ class OblivionMemory(BaseMemory):
         counter = self.oblivion.token_counter
         with self._lock:
             history = self.chat_store.get_messages(self.chat_store_key)
-            cost = _costs(history, counter)
-            room = available - (cost(len(history) - 1) if history else 0)
-            if history and room < 0:
-                # Even the latest message does not fit: hand it over alone and let the
-                # LLM report it, as ChatMemoryBuffer does.
-                self._save()
+            try:
+                out = self._get(input, history, available, counter)
+            except OUTAGES as exc:
+                # the recall, the write and the boost are handled in _get: what reaches
+                # here is the token counter failing (no encoding offline), without which
+                # no window can be measured
+                if self.on_error == "raise":
+                    raise
+                self._outage("count", exc)
                 self._shown = []
                 return history[-1:]
-            budget = min(math.floor(Fraction(available) * Fraction(self.memory_token_ratio)), room)
-            query = self._query(input, history)
-            # Turns visible without any memory block (the widest window): a memory
-            # repeating one of them is not listed, so it must not take a memory's place.
-            widest = _newest(history, cost, available)
-            # no text to query (images only): the standing memories alone, as recall gives
-            pool = (
-                self._recall(query, budget, widest)
-                if (query or self.standing) and budget > 0
-                else []
-            )
-            self._save()
-            hidden: set[str] = set()
-            while True:
-                items = self._pick(pool, hidden)
-                while True:
-                    block, listed = render(
-                        [it.text for it in items],
-                        counter=counter,
-                        budget=budget,
-                        header=self.memory_header,
-                    )
-                    shown = [items[i] for i in listed]
-                    out, window = self._compose(history, cost, available, block)
-                    # A turn still visible in the window need not be listed as a memory
-                    # too; the next memories down take its place.
-                    visible = {message_text(m) for m in window}
-                    repeated = {it.text for it in shown if it.text in visible}
-                    if repeated:
-                        hidden |= repeated
-                        break
-                    # Count what is really sent; joining texts can cost a token more than
-                    # the parts, so drop the lowest-ranked memory shown until it fits.
-                    if (
-                        not shown
-                        or sum(count_tokens(counter, message_text(m)) for m in out) <= available
-                    ):
-                        break
-                    items = shown[:-1]
-                if not repeated:
-                    break
-            if history and is_answer(history[-1]) and not self._query(input, []):
-                # The view after the answer (agents read once more after answering):
-                # no LLM call follows it, so what it lists is neither boosted nor
-                # matched against a later answer.
-                return out
-            self._shown = [(it.id, it.text) for it in shown]
-            self._reinforce(shown)
+            if history:  # counted
+                self._recovered("count")
             return out
+
+    def _get(
+        self,
+        input: str | ChatMessage | None,
+        history: list[ChatMessage],
+        available: int,
+        counter: TokenCounter,
+    ) -> list[ChatMessage]:
+        """:meth:`get`'s work, under the lock: recall, write the waiting messages, then
+        the memory block and the recent turns within ``available`` tokens."""
+        cost = _costs(history, counter)
+        room = available - (cost(len(history) - 1) if history else 0)
+        if history and room < 0:
+            # Even the latest message does not fit: hand it over alone and let the
+            # LLM report it, as ChatMemoryBuffer does.
+            self._write()
+            self._shown = []
+            return history[-1:]
+        budget = min(math.floor(Fraction(available) * Fraction(self.memory_token_ratio)), room)
+        query = self._query(input, history)
+        # Turns visible without any memory block (the widest window): a memory
+        # repeating one of them is not listed, so it must not take a memory's place.
+        widest = _newest(history, cost, available)
+        # no text to query (images only): the standing memories alone, as recall gives
+        pool: list[RecalledItem] = []
+        try:
+            if (query or self.standing) and budget > 0:
+                pool = self._recall(query, budget, widest)
+                self._recovered("recall")
+        except OUTAGES as exc:
+            if self.on_error == "raise":
+                raise
+            # the recent turns alone; the waiting messages stay queued for the next
+            # put (the same store or embedder would fail the write now)
+            self._outage("recall", exc)
+        else:
+            self._write()
+        hidden: set[str] = set()
+        while True:
+            items = self._pick(pool, hidden)
+            while True:
+                block, listed = render(
+                    [it.text for it in items],
+                    counter=counter,
+                    budget=budget,
+                    header=self.memory_header,
+                )
+                shown = [items[i] for i in listed]
+                out, window = self._compose(history, cost, available, block)
+                # A turn still visible in the window need not be listed as a memory
+                # too; the next memories down take its place.
+                visible = {message_text(m) for m in window}
+                repeated = {it.text for it in shown if it.text in visible}
+                if repeated:
+                    hidden |= repeated
+                    break
+                # Count what is really sent; joining texts can cost a token more than
+                # the parts, so drop the lowest-ranked memory shown until it fits.
+                if (
+                    not shown
+                    or sum(count_tokens(counter, message_text(m)) for m in out) <= available
+                ):
+                    break
+                items = shown[:-1]
+            if not repeated:
+                break
+        if history and is_answer(history[-1]) and not self._query(input, []):
+            # The view after the answer (agents read once more after answering):
+            # no LLM call follows it, so what it lists is neither boosted nor
+            # matched against a later answer.
+            return out
+        self._shown = [(it.id, it.text) for it in shown]
+        self._reinforce(shown)
+        return out
 
     def _query(self, input: str | ChatMessage | None, history: list[ChatMessage]) -> str:
         if isinstance(input, ChatMessage):
@@ -477,7 +590,14 @@ class OblivionMemory(BaseMemory):
         fresh = [it for it in shown if it.id not in self._boosted]
         if fresh:
             self._boosted.update(it.id for it in fresh)
-            reinforce_shown(self.oblivion, fresh, self.namespace)
+            try:
+                reinforce_shown(self.oblivion, fresh, self.namespace)
+            except OUTAGES as exc:  # the memories are listed all the same
+                if self.on_error == "raise":
+                    raise
+                self._outage("boost", exc)
+            else:
+                self._recovered("boost")
 
     def _compose(
         self,
@@ -515,10 +635,11 @@ class OblivionMemory(BaseMemory):
         latest ``get``.
 
         Raises:
-            OblivionError: writing the waiting messages failed (e.g. the embedder timed
-                out); this message was appended all the same, and the waiting ones stay
-                queued for the next ``put``/``get``/``flush``. (A text the engine
-                refuses is a logged warning: see the class doc.)
+            OblivionError: writing the waiting messages failed (with ``on_error="warn"``
+                an outage is a warning instead, see the class doc); this message was
+                appended all the same, and the waiting ones stay queued for the next
+                ``put``/``get``/``flush``. (A text the engine refuses is a logged
+                warning: see the class doc.)
         """
         _check_message(message)
         self._put([message])
@@ -536,10 +657,11 @@ class OblivionMemory(BaseMemory):
 
     def _put(self, messages: list[ChatMessage]) -> None:
         """Append ``messages`` (the call's own work, done first), then write the messages
-        waiting before the last one; the first error is raised once all are appended."""
+        waiting before the last one; the first error is raised once all are appended (an
+        outage, with ``on_error="warn"``, is a warning instead: :meth:`_outage`)."""
         if not messages:
             return
-        errors: list[Exception] = []
+        errors: list[tuple[str, Exception]] = []
         with self._lock:
             queued = False
             for message in messages:
@@ -548,14 +670,24 @@ class OblivionMemory(BaseMemory):
                     try:
                         self.oblivion.mark_used(used, namespace=self.namespace, skip_missing=True)
                     except Exception as exc:  # the messages after it are appended all the same
-                        errors.append(exc)
+                        errors.append(("boost", exc))
+                    else:
+                        self._recovered("boost")
             # The newest message waits for the next get (so it does not recall itself).
             try:
-                self._save(len(self._unsaved) - (1 if queued else 0))
+                wrote = self._save(len(self._unsaved) - (1 if queued else 0))
             except Exception as exc:
-                errors.append(exc)
+                errors.append(("write", exc))
+            else:
+                if wrote:
+                    self._recovered("write")
+            if self.on_error == "warn":
+                for step, error in errors:
+                    if isinstance(error, OUTAGES):
+                        self._outage(step, error)
+                errors = [(step, e) for step, e in errors if not isinstance(e, OUTAGES)]
         if errors:
-            raise errors[0]
+            raise errors[0][1]
 
     def _append(self, message: ChatMessage) -> tuple[bool, list[str]]:
         """Add ``message`` to the history and, if its role is remembered, to the write
@@ -576,12 +708,65 @@ class OblivionMemory(BaseMemory):
             self._last_query = None
         return queued, used
 
-    def flush(self) -> None:
-        """Write messages still waiting for the engine (see the class doc)."""
+    @property
+    def pending_messages(self) -> int:
+        """Messages waiting to be written to the engine: the newest remembered one until
+        the next ``get`` or ``put``, and those an outage left queued."""
         with self._lock:
-            self._save()
+            return len(self._unsaved)
 
-    def _save(self, count: int | None = None) -> None:
+    def flush(self) -> None:
+        """Write messages still waiting for the engine (see the class doc).
+
+        Raises:
+            OblivionError: the write failed, whatever ``on_error`` says (as
+                ``OblivionMemoryMiddleware.flush`` does: a caller flushing, at shutdown
+                say, learns that messages are still waiting); they stay queued.
+        """
+        with self._lock:
+            if self._save():
+                self._recovered("write")
+
+    def _write(self) -> None:
+        """Write the waiting messages; an outage is raised or, with ``on_error="warn"``,
+        a warning (:meth:`_outage`), the messages kept queued."""
+        try:
+            wrote = self._save()
+        except OUTAGES as exc:
+            if self.on_error == "raise":
+                raise
+            self._outage("write", exc)
+        else:
+            if wrote:
+                self._recovered("write")
+
+    def _outage(self, step: str, exc: BaseException) -> None:
+        """Tell that ``step`` (a key of ``_OUTAGE_NOTES``) met an outage, with
+        ``on_error="warn"``: one warning on the ``oblivion_llamaindex`` logger when the
+        outage begins, then DEBUG lines until every failing step works again (a chat
+        turn meets it two or three times, every turn, until the store is back)."""
+        first = not self._failing
+        self._failing.add(step)
+        if not first:
+            logger.debug("OblivionMemory: %s (the outage goes on): %s", _OUTAGE_NOTES[step], exc)
+            return
+        logger.warning(
+            "OblivionMemory: %s: %s. %d message(s) wait to be stored, written in order once it "
+            "works again; until then, more such failures are logged at DEBUG only",
+            _OUTAGE_NOTES[step],
+            exc,
+            len(self._unsaved),
+        )
+
+    def _recovered(self, step: str) -> None:
+        """``step`` worked: once every step an outage failed works again, the next
+        failure is a new outage, warned about again."""
+        if step in self._failing:
+            self._failing.discard(step)
+            if not self._failing:
+                logger.info("OblivionMemory: the memory store answers again")
+
+    def _save(self, count: int | None = None) -> bool:
         """Write the waiting messages (the ``count`` oldest; ``None``: all).
 
         A message leaves the queue once the engine has dealt with it: stored, or refused
@@ -591,7 +776,8 @@ class OblivionMemory(BaseMemory):
         a refusal raised there lost the turn's answer (and the next turn's, for an
         answer remembered with ``remember_roles``). When the write fails otherwise (the
         embedder timed out, the store is busy), that error is raised and the messages not
-        stored stay queued, first in line for the next write.
+        stored stay queued, first in line for the next write. Returns whether any message
+        was waiting (a store that took them answers again after an outage).
         """
         done = remember_queued(
             self.oblivion,
@@ -604,7 +790,7 @@ class OblivionMemory(BaseMemory):
             namespace=self.namespace,
         )
         if done is None:
-            return
+            return False
         pending, _, refused = done
         for index, _exc, why in refused:
             message = pending[index]
@@ -617,26 +803,29 @@ class OblivionMemory(BaseMemory):
                 "..." if len(text) > 40 else "",
                 why,
             )
+        return True
 
     def set(self, messages: list[ChatMessage]) -> None:
         """Replace the short-term history (long-term memories are kept, nothing new is
-        remembered). Messages still waiting for the engine are written after."""
+        remembered). Messages still waiting for the engine are written after (an outage
+        then: see ``on_error`` in the class doc)."""
         history = check_messages(messages, "set()")
         with self._lock:
             self.chat_store.set_messages(self.chat_store_key, history)
             self._shown = []
             self._last_query = None
-            self._save()
+            self._write()
 
     def reset(self) -> None:
         """Clear the short-term history; long-term memories stay in the engine.
-        Messages still waiting for the engine are written after."""
+        Messages still waiting for the engine are written after (an outage then: see
+        ``on_error`` in the class doc)."""
         with self._lock:
             self.chat_store.delete_messages(self.chat_store_key)
             self._shown = []
             self._last = None
             self._last_query = None
-            self._save()
+            self._write()
 
 
 def _check_message(message: object) -> None:

@@ -710,11 +710,11 @@ def flaky(clock: ManualClock) -> Iterator[tuple[Oblivion, FlakyEmbedder]]:
 
 
 def test_a_failed_write_loses_no_message(flaky: tuple[Oblivion, FlakyEmbedder]) -> None:
-    """An engine error while ``put`` (or ``get``) writes the waiting message (the
-    embedder times out) is raised after ``put`` appended its own message; the waiting
-    messages stay queued and the next write stores them, once each."""
+    """With ``on_error="raise"``, an engine error while ``put`` (or ``get``) writes the
+    waiting message (the embedder times out) is raised after ``put`` appended its own
+    message; the waiting messages stay queued and the next write stores them, once each."""
     engine, embedder = flaky
-    memory = make(engine, namespace="alice", remember_roles=("user", "assistant"))
+    memory = make(engine, namespace="alice", remember_roles=("user", "assistant"), on_error="raise")
     memory.put(user("My sister Anna lives in Porto."))
     memory.get()  # the user message is written here
     memory.put(assistant("Porto is lovely in spring."))  # waits for the next write
@@ -744,9 +744,10 @@ def test_a_failed_write_in_put_messages_keeps_every_message(
 ) -> None:
     """``put_messages`` whose write fails part-way (after a refused text sent it one
     message at a time) appends every message, keeps only the unstored ones queued, and
-    the next write stores them once and warns about the refused one."""
+    the next write stores them once and warns about the refused one (``on_error="raise"``
+    raising the failure)."""
     engine, embedder = flaky
-    memory = make(engine)
+    memory = make(engine, on_error="raise")
     too_long = "x" * (engine.policy.max_text_chars + 1)
     turns = [
         user(too_long),
@@ -771,9 +772,10 @@ def test_set_and_reset_do_their_work_before_a_failed_write(
     flaky: tuple[Oblivion, FlakyEmbedder],
 ) -> None:
     """``set``/``reset`` replace the history even when writing the waiting message
-    fails; the message stays queued and is stored by the next write."""
+    fails (raised with ``on_error="raise"``); the message stays queued and is stored by
+    the next write."""
     engine, embedder = flaky
-    memory = make(engine)
+    memory = make(engine, on_error="raise")
     memory.put(user("My sister Anna lives in Porto."))
     embedder.fail_on = "My sister Anna lives in Porto."
     with pytest.raises(EmbeddingError):
