@@ -871,6 +871,11 @@ class StateDB:
     #: Meta key listing the namespaces not yet copied to the vector store the store last
     #: moved to (copied on first use, also by a later process).
     VECTOR_STORE_COPYING = "vector_store_copying"
+    #: Meta key prefix: ``+ namespace`` holds ``[place, id]``, the Chroma id of the
+    #: namespace's collection kept in step with this database while its vectors were at
+    #: ``place`` (a :attr:`VECTOR_STORE` value): the same collection reached under another
+    #: address is no move (:meth:`VectorSync.note_move`).
+    VECTOR_STORE_COLLECTION = "vector_store_collection:"
 
     #: Meta key naming the token counter whose counts the ``tokens`` column holds.
     TOKEN_COUNTER = "token_counter"

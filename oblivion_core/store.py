@@ -22,6 +22,7 @@ import logging
 import math
 import os
 import re
+import socket
 import ssl as _ssl
 import threading
 import uuid
@@ -304,6 +305,80 @@ def _refused(exc: BaseException) -> bool:
     )
 
 
+def _response(exc: BaseException) -> Any | None:
+    """The HTTP response that ``exc`` (or what it was raised from) carries: the Chroma
+    client raises a status it cannot read as a Chroma error in the handler of the
+    ``httpx`` status error, which keeps it; ``None`` if there is none."""
+    for at in _raised_from(exc):
+        response = getattr(at, "response", None)
+        if isinstance(getattr(response, "status_code", None), int):
+            return response
+    return None
+
+
+_TITLE = re.compile(r"<title[^>]*>(.*?)</title", re.IGNORECASE | re.DOTALL)
+_PAGE = re.compile(r"<\s*(?:!doctype|html|head|body|title|h1|center)\b", re.IGNORECASE)
+
+
+def _answer(response: Any) -> str:
+    """What ``response`` answered, in words fit for one line of an error: its status and
+    the title of its page (``502 Bad Gateway``, as nginx titles it), or the status and
+    its reason phrase; never the page's body (a gateway's whole HTML page)."""
+    status = int(response.status_code)
+    try:
+        text = str(response.text or "")
+    except Exception:  # not read, or not text: the status says enough
+        text = ""
+    found = _TITLE.search(text[:4096])
+    title = " ".join(found.group(1).split())[:80] if found else ""
+    if title.startswith(str(status)):
+        return title
+    reason = str(getattr(response, "reason_phrase", "") or "").strip()
+    said = f"{status} {reason}" if reason else f"HTTP {status}"
+    return f"{said} ({title!r})" if title else said
+
+
+def _plain(exc: BaseException) -> str:
+    """The message of ``exc`` on one line, for an error: a page a server or a gateway
+    answered (the Chroma client raises its body as the message) is named by its status
+    and title, not pasted."""
+    text = str(exc)
+    if _PAGE.search(text[:4096]):
+        response = _response(exc)
+        text = f"an HTML page ({_answer(response)})" if response is not None else "an HTML page"
+    text = " ".join(text.split())
+    return text[:297] + "..." if len(text) > 300 else text
+
+
+def _said(exc: BaseException) -> str:
+    """``exc`` as ``Type: message`` (:func:`_plain`), or its type alone if it says
+    nothing."""
+    text = _plain(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+#: What a gateway in front of a server answers when that server is down (502 Bad
+#: Gateway: it refused the gateway's connection; 503: the gateway has none to send to),
+#: and when it gave up waiting for its answer (504 Gateway Time-out).
+_GATEWAY_DOWN = (502, 503)
+_GATEWAY_WAITED = 504
+
+
+def _gateway(exc: BaseException) -> tuple[int, str] | None:
+    """``(status, what it answered)`` when ``exc`` (or what it was raised from) is a
+    gateway's 502, 503 or 504 (:func:`_answer`), else ``None``."""
+    response = _response(exc)
+    if response is None or response.status_code not in (*_GATEWAY_DOWN, _GATEWAY_WAITED):
+        return None
+    return int(response.status_code), _answer(response)
+
+
+def _unresolved(exc: BaseException) -> socket.gaierror | None:
+    """The failed host name look-up ``exc`` was raised from (Chroma's client words it as
+    "Could not connect to a Chroma server"), or ``None``."""
+    return next((at for at in _raised_from(exc) if isinstance(at, socket.gaierror)), None)
+
+
 def _too_large(exc: BaseException) -> bool:
     """Whether ``exc`` (or what it was raised from) is a server's refusal of a request
     body as too large: HTTP 413, which the Chroma client raises as a bare ``Exception``
@@ -424,6 +499,7 @@ class VectorStore:
         self.documents = documents
         self._collections: dict[str, Any] = {}
         self._stalled: str | None = None  # what a request of this engine call timed out on
+        self._stall = "the Chroma server did not answer in time"  # how it did, in words
         #: The Oblivion store whose collections these are (:meth:`bind`); ``None`` claims
         #: and checks nothing.
         self.owner: str | None = None
@@ -440,6 +516,9 @@ class VectorStore:
         #: An outage was told (:meth:`VectorSync.outage`) and no call has been answered
         #: since.
         self.outage_told = False
+        #: Called with a namespace and its collection each time this store opens (or
+        #: makes) one: :class:`VectorSync` records Chroma's id for it.
+        self.on_open: Callable[[str, Any], None] | None = None
         try:
             self.max_batch = int(client.get_max_batch_size())
         except Exception:
@@ -567,7 +646,41 @@ class VectorStore:
             _set_timeout(client, timeout)
             client.heartbeat()
         except Exception as exc:
-            said = str(exc).rstrip(" .?!")
+            said = _plain(exc).rstrip(" .?!")
+            if (gateway := _gateway(exc)) is not None:
+                status, answered = gateway
+                why = (
+                    "the server behind it is not answering; check that the Chroma server "
+                    "behind the gateway is running and not overloaded (or give the gateway "
+                    "a longer wait for it)"
+                    if status == _GATEWAY_WAITED
+                    else "the Chroma server behind it is down or unreachable; start it, or "
+                    "check the address the gateway forwards to"
+                )
+                raise VectorStoreError(
+                    f"could not use the Chroma server at {where}: the gateway at {where} "
+                    f"answered {answered}: {why}, then open the store again"
+                ) from exc
+            unresolved = _unresolved(exc)
+            if unresolved is not None:
+                raise VectorStoreError(
+                    f"could not use the Chroma server at {where}: the host name {host!r} "
+                    f"could not be resolved ({unresolved.strerror or unresolved}); check its "
+                    "spelling, or that this machine's DNS (or /etc/hosts, or the container "
+                    "network) knows it"
+                ) from exc
+            response = _response(exc)
+            if response is not None and response.status_code in (404, 405):
+                try:
+                    path = f" to {response.request.url.path}"
+                except Exception:  # no request kept: the status says enough
+                    path = ""
+                raise VectorStoreError(
+                    f"something answers at {where} but it is not a Chroma server speaking "
+                    f"API v2 (chromadb >= 1.0): it answered {_answer(response)}{path}. Pass "
+                    "the host and port the Chroma server listens on (8000 by default), or "
+                    "upgrade a server older than chromadb 1.0"
+                ) from exc
             if _timed_out(exc):
                 raise VectorStoreError(
                     f"the Chroma server at {where} did not answer within {timeout} s; check "
@@ -609,29 +722,58 @@ class VectorStore:
             if tls is not None:  # Chroma's client words it as "are you sure it is running"
                 said = "its TLS handshake failed"
             raise VectorStoreError(
-                f"could not use the Chroma server at {where} ({said}); {advice}"
+                f"could not use the Chroma server at {where}"
+                + (f" ({said}); " if said else ": ")
+                + advice
             ) from exc
         return cls(client, prefix=prefix, documents=documents)
 
     def _error(self, exc: Exception, operation: str, namespace: str) -> VectorStoreError:
         """A :class:`VectorStoreError` for a Chroma failure (the caller chains ``exc``).
 
-        One that timed out stalls the rest of the engine's call (:meth:`new_call`)."""
+        One that timed out, or that a gateway gave up waiting for (504), stalls the rest
+        of the engine's call (:meth:`new_call`)."""
+        gateway = _gateway(exc)
         timed_out = _timed_out(exc)
         if timed_out:
             self._stalled = operation
+            self._stall = "the Chroma server did not answer in time"
+        if gateway is not None:
+            status, answered = gateway
+            name = (
+                f"collection {self.prefix + collection_name(namespace)!r}, namespace {namespace!r}"
+            )
+            if status == _GATEWAY_WAITED:
+                self._stalled = operation
+                self._stall = (
+                    f"the gateway in front of the Chroma server answered {answered}: the "
+                    "server behind it is not answering"
+                )
+                return VectorStoreError(
+                    f"{self._stall}, so it could not {operation} ({name}). Check that the "
+                    "Chroma server behind the gateway is running and not overloaded (or give "
+                    "the gateway a longer wait for it), then retry; nothing already stored is "
+                    "lost (the activation database holds every memory)"
+                )
+            return VectorStoreError(
+                f"the gateway in front of the Chroma server answered {answered}: the server "
+                f"behind it is down or unreachable, so it could not {operation} ({name}). "
+                "Start the Chroma server (or check the address the gateway forwards to), "
+                "then retry; nothing already stored is lost (the activation database holds "
+                "every memory)"
+            )
         if _refused(exc):
             return VectorStoreError(
                 f"the Chroma server refused to {operation} (collection "
                 f"{self.prefix + collection_name(namespace)!r}, namespace {namespace!r}): "
-                f"{type(exc).__name__}: {exc}. Check the credentials given to "
+                f"{_said(exc)}. Check the credentials given to "
                 "VectorStore.server(..., headers=...) (a token may have expired), then retry"
             )
         if _too_large(exc):
             return VectorStoreError(
                 f"the Chroma server refused to {operation} (collection "
                 f"{self.prefix + collection_name(namespace)!r}, namespace {namespace!r}) as "
-                f"too large a request: {type(exc).__name__}: {exc}. Writes are cut to "
+                f"too large a request: {_said(exc)}. Writes are cut to "
                 f"{MAX_WRITE_BYTES // 2**20} MiB, so one record alone exceeds what the server "
                 "takes (a server or proxy in front of it set to less, or a metadata value of "
                 "many megabytes): store less in that record's metadata, or raise the limit"
@@ -647,7 +789,7 @@ class VectorStore:
         if _unreachable(exc):
             return VectorStoreError(
                 f"could not reach {self.location or 'the Chroma server'} to {operation} "
-                f"(namespace {namespace!r}): {type(exc).__name__}: {exc}. Start the server, "
+                f"(namespace {namespace!r}): {_said(exc)}. Start the server, "
                 "or check the host and port it listens on, then retry; nothing already "
                 "stored is lost (the activation database holds every memory)"
             )
@@ -676,13 +818,13 @@ class VectorStore:
             return VectorStoreError(
                 f"the Chroma server did not answer in time to {operation} (collection "
                 f"{self.prefix + collection_name(namespace)!r}, namespace {namespace!r}): "
-                f"{type(exc).__name__}: {exc}. Check that it is running and reachable, "
+                f"{_said(exc)}. Check that it is running and reachable, "
                 "then retry (or give VectorStore.server(..., timeout=...) more seconds)"
             )
         return VectorStoreError(
             f"Chroma failed to {operation} (collection "
             f"{self.prefix + collection_name(namespace)!r}, namespace {namespace!r}): "
-            f"{type(exc).__name__}: {exc}. Check that the disk holding the Chroma store has "
+            f"{_said(exc)}. Check that the disk holding the Chroma store has "
             "free space and is writable (or, for a Chroma server, that it is running and "
             "reachable), then retry. If it keeps failing, the Chroma store may be damaged: "
             "move it aside (or drop the collection on the server) and open the Oblivion "
@@ -727,6 +869,7 @@ class VectorStore:
         """Forget the owner :meth:`bind` set (its Oblivion store closed), and the
         collections opened for it."""
         self.owner, self._owner_label, self._original = None, "", None
+        self.on_open = None
         self._collections.clear()
         self.unchecked.clear()  # the next store checks each namespace when first used
         self.relabelled.clear()
@@ -752,7 +895,17 @@ class VectorStore:
             except Exception as exc:
                 raise self._error(exc, "open (or create) the collection", namespace) from exc
             self._collections[namespace] = col
+            if self.on_open is not None:
+                self.on_open(namespace, col)
         return col
+
+    def collection_id(self, namespace: str) -> str:
+        """Chroma's id of the collection of ``namespace`` (opened, or made): the server
+        (or the folder's database) gives each collection its own when it makes it, so
+        the same collection reached under another address (``localhost`` or
+        ``127.0.0.1``, a DNS alias) has the same id, and one made again, or made there
+        by an earlier move, another."""
+        return str(self.collection(namespace).id)
 
     def _claim(self, col: Any, namespace: str) -> None:
         """Record this store as ``col``'s owner, or refuse a collection another one holds
@@ -834,11 +987,15 @@ class VectorStore:
         and the engine's lock with it."""
         if self._stalled is not None:
             raise VectorStoreError(
-                f"the Chroma server did not answer in time to {self._stalled} earlier in "
-                f"this call, so it was not asked to {action} (collection "
+                f"{self._stall} (to {self._stalled}, earlier in this call), so it was not "
+                f"asked to {action} (collection "
                 f"{self.prefix + collection_name(namespace)!r}, namespace {namespace!r}). "
                 "Check that it is running and reachable, then retry (or give "
-                "VectorStore.server(..., timeout=...) more seconds)"
+                + (
+                    "VectorStore.server(..., timeout=...) more seconds)"
+                    if self._stall.startswith("the Chroma server")
+                    else "the gateway a longer wait for it)"
+                )
             )
 
     def release(self, namespace: str) -> None:

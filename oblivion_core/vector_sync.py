@@ -11,6 +11,21 @@ failed edit changed written again, every record copied after a move. The engine 
 when a namespace is loaded, before a query reads Chroma, and from
 ``Oblivion.repair_vector_store``; it runs under the engine's lock.
 
+A move is told by where the vectors are (:attr:`VectorStore.location`), which names a
+server by the address it was given: the same server under another address (``localhost``
+and ``127.0.0.1``, a DNS alias, a Docker name) reads as another place. So the state
+database also records, for each namespace, Chroma's id of the collection kept in step
+with it (:meth:`VectorStore.collection_id`; Chroma gives each collection its own when it
+makes it). At another place, a namespace's collection that has that id, as many records
+as the namespace has memories and a sample of the same vectors is the one kept before,
+reached under another address: nothing is copied. A copy an earlier move left there was
+made with another id, and is written again; so is a namespace whose collection's id was
+never recorded (a store written by an older version), or recorded at a place the vectors
+were not last kept at (a backup's record of the original's collections). A copy of a
+Chroma store's files (a ``chroma/`` folder copied, a server's data restored) keeps its
+collections' ids: given as another place, it is checked by its counts and a sample of
+vectors, as a ``chroma/`` folder restored in place is by its counts.
+
 A load compares counts only (one call; comparing ids would read every id of a large
 namespace on each load): a ``chroma/`` folder restored from an older copy that holds as
 many records as SQLite does memories (as many forgotten since as written) passes it.
@@ -22,8 +37,11 @@ the vectors it holds, rather than from a copy of its ``chroma/`` folder.)
 
 from __future__ import annotations
 
+import json
 import logging
+import weakref
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -35,6 +53,14 @@ from oblivion_core.store import VectorStore
 logger = logging.getLogger("oblivion_core")
 #: Memories read from SQLite per batch when copied to a new vector store.
 COPY_BATCH = 5_000
+
+
+def _kept(value: Any) -> tuple[str, str] | None:
+    """``(place, collection id)`` of a :attr:`StateDB.VECTOR_STORE_COLLECTION` value, or
+    ``None`` for one not of that shape (it only spares a copy: one not trusted is made)."""
+    if isinstance(value, list) and len(value) == 2 and all(isinstance(v, str) and v for v in value):
+        return value[0], value[1]
+    return None
 
 
 class VectorSync:
@@ -52,6 +78,71 @@ class VectorSync:
         self.store = store
         self.moving: set[str] = set()
         self.due: set[str] = set()
+        #: Where the vectors are kept (:meth:`note_move`); ``None``: a client that does
+        #: not say, whose collections' ids are not recorded.
+        self.here: str | None = None
+        #: Where they were kept before, when this process found them moved and that place
+        #: held collections of this store's (their ids were recorded there).
+        self._before: str | None = None
+        self._told = False  # the move (or the same place under another address) was told
+        #: Collection ids recorded (or queued) by namespace, and those queued: written
+        #: with the next transaction (:meth:`_carry`), as a collection may be opened
+        #: inside one.
+        self._ids: dict[str, str] = {}
+        self._queued: dict[str, str] = {}
+        # through a weak reference: the database and the store would otherwise keep this
+        # object (and the database, whose collection releases the store's lock) alive
+        me = weakref.ref(self)
+        carried = db.carry_meta
+
+        def carry() -> dict[str, str]:
+            rows = carried() if carried is not None else {}
+            sync = me()
+            return rows | sync._carry() if sync is not None else rows
+
+        def opened(ns: str, col: Any) -> None:
+            sync = me()
+            if sync is not None:
+                sync._opened(ns, col)
+
+        db.carry_meta = carry
+        store.on_open = opened
+
+    def _carry(self) -> dict[str, str]:
+        """The collection ids queued since the last transaction, as meta rows (JSON)."""
+        if not self._queued or self.here is None:
+            return {}
+        rows = {
+            StateDB.VECTOR_STORE_COLLECTION + ns: json.dumps([self.here, found])
+            for ns, found in self._queued.items()
+        }
+        self._queued.clear()
+        return rows
+
+    def _opened(self, ns: str, col: Any) -> None:
+        """The store opened (or made) the collection of ``ns``: its id is recorded as
+        the one kept in step with the state database here, unless ``ns`` is still to be
+        copied here (its record is then the collection kept before)."""
+        if self.here is None or ns in self.moving:
+            return
+        try:
+            found = str(col.id)
+        except Exception:  # a client whose collections have no id: nothing recorded
+            return
+        if self._ids.get(ns) != found:
+            self._ids[ns] = self._queued[ns] = found
+
+    def _record(self, ns: str, found: str | None, conn: Any) -> None:
+        """Record in transaction ``conn`` that the collection of ``ns`` here is the one
+        whose id is ``found`` (``None``: none is known to be kept in step)."""
+        self._queued.pop(ns, None)
+        key = StateDB.VECTOR_STORE_COLLECTION + ns
+        if found is None or self.here is None:
+            self._ids.pop(ns, None)
+            conn.execute("DELETE FROM meta WHERE key=?", (key,))
+        else:
+            self._ids[ns] = found
+            self._db.set_meta(key, [self.here, found], conn)
 
     def failed(self, what: str, exc: BaseException) -> None:
         """Log that a clean-up (``what``) failed with ``exc``, its records noted to put
@@ -84,28 +175,88 @@ class VectorSync:
         """Record where the vectors are kept now (``here``, :attr:`VectorStore.location`
         or ``None`` for a client that does not say). When that is a new place (the state
         folder opened with another vector store: an embedded store moved to a server),
-        every namespace's records are to be copied there on first use (:attr:`moving`);
-        the list is kept in the state database until each is copied, so a move a process
-        left unfinished is finished by the next."""
+        every namespace's records are to be copied there on first use (:attr:`moving`),
+        unless its collection there is the one kept before (:meth:`_same_collection`:
+        the same server under another address); the list is kept in the state database
+        until each is done, so a move a process left unfinished is finished by the next.
+        A real move is told at WARNING, once, when the first namespace is copied."""
         if here is None:  # in memory, or a client that does not say where
             return
+        self.here = here
         before = self._db.meta(StateDB.VECTOR_STORE)
         if before == here:
             self.moving = set(self._db.parsed(StateDB.VECTOR_STORE_COPYING, stored_ids))
             return
         moving = set(self._db.namespaces()) if isinstance(before, str) else set()
+        # the collection ids recorded where the vectors were kept last still name the
+        # collections in step with this database (a namespace is copied, or found to be
+        # the same collection, before any write here): carried over to this place. Any
+        # other (a backup's, naming its original's, whose place the backup was not
+        # kept at) is dropped: it would name a collection that moved on since
+        recorded = self._db.metas(StateDB.VECTOR_STORE_COLLECTION)
+        valid = 0
         with self._db.transaction(durable=True) as conn:
             self._db.set_meta(StateDB.VECTOR_STORE, here, conn)
             self._db.set_meta(StateDB.VECTOR_STORE_COPYING, sorted(moving), conn)
+            for ns, value in recorded.items():
+                kept = _kept(value)
+                ok = kept is not None and isinstance(before, str) and kept[0] == before
+                valid += ok
+                self._record(ns, kept[1] if ok and kept is not None else None, conn)
+        self._ids.clear()
         if moving:
-            logger.info(
+            self._before = before if valid else None
+            logger.debug(
                 "this store's vectors were kept in %s and now are in %s: each namespace's "
-                "memories are copied there from the activation database on its first use "
-                "(repair_vector_store(namespace=...) copies one now)",
+                "collection there is checked on its first use, and its memories copied "
+                "unless it is the collection kept before",
                 before,
                 here,
             )
         self.moving = moving
+
+    def _same_collection(self, ns: str, st: NamespaceState) -> bool:
+        """Whether the collection of ``ns`` (still to be copied here, :attr:`moving`)
+        is the one kept in step before, reached under another address: Chroma's id for
+        it is the one recorded, it holds as many records as ``ns`` has memories, and a
+        sample of them holds SQLite's vectors. If so, ``ns`` is no longer to be copied."""
+        if self.here is None:
+            return False
+        kept = _kept(self._db.meta(StateDB.VECTOR_STORE_COLLECTION + ns))
+        if kept is None or kept[0] != self.here:
+            return False
+        if self.store.collection_id(ns) != kept[1] or self.store.count(ns) != st.n:
+            return False
+        if self._differs(ns, st, missing=True):
+            return False
+        self.moving.discard(ns)
+        with self._db.transaction(durable=True) as conn:
+            self._db.set_meta(StateDB.VECTOR_STORE_COPYING, sorted(self.moving), conn)
+            self._record(ns, kept[1], conn)
+        if not self._told:
+            self._told = True
+            logger.info(
+                "%s holds the collections this store kept%s (the same Chroma collections, "
+                "by their ids, reached under another address): nothing is copied",
+                self.here,
+                f" in {self._before}" if self._before else "",
+            )
+        return True
+
+    def _tell_move(self) -> None:
+        """Warn, once, that this process found the vectors moved to another place than
+        the one that held this store's collections, where every namespace is copied."""
+        if self._told or self._before is None:
+            return
+        self._told = True
+        logger.warning(
+            "this store's vectors were kept in %s and now are in %s, which holds other "
+            "collections (not the same ones under another address): each namespace's "
+            "memories are copied there from the activation database on its first use "
+            "(repair_vector_store(namespace=...) copies one now)",
+            self._before,
+            self.here,
+        )
 
     def restore_lost(
         self, ns: str, st: NamespaceState, held: set[str] | None = None
@@ -125,7 +276,8 @@ class VectorSync:
         """
         checking = held is None  # on a load or before a query, not repair_vector_store()
         try:
-            if ns in self.moving:
+            if ns in self.moving and not self._same_collection(ns, st):
+                self._tell_move()
                 return self._copy_moved(ns, st)
             count = self.store.count(ns) if held is None else -1  # (opens the collection)
             if self._other_vectors(ns, st, held):
@@ -192,8 +344,10 @@ class VectorSync:
         for start in range(0, len(ids), COPY_BATCH):
             lost += self.put_back(ns, st, ids[start : start + COPY_BATCH])
         self.moving.discard(ns)
+        made = self.store.collection_id(ns) if self.here is not None else None
         with self._db.transaction(durable=True) as conn:
             self._db.set_meta(StateDB.VECTOR_STORE_COPYING, sorted(self.moving), conn)
+            self._record(ns, made, conn)  # the collection in step with this database now
         self._raise_lost(ns, st, len(ids), lost)
         return len(ids), len(orphans)
 
@@ -219,15 +373,7 @@ class VectorSync:
             return True
         if other is None or not st.n:
             return False
-        step = max(1, st.n // self.SAMPLE)
-        sample = [st.ids[i] for i in range(0, st.n, step)][: self.SAMPLE]
-        theirs = self.store.vectors(ns, sample)
-        ours = self._db.vectors(ns, list(theirs))
-        differ = any(
-            m in ours
-            and (v.shape != ours[m].shape or not np.allclose(v, ours[m], rtol=0, atol=1e-5))
-            for m, v in theirs.items()
-        )
+        differ = self._differs(ns, st)
         if differ:
             logger.warning(
                 "the collection of namespace %r was last written by %s, another state "
@@ -238,12 +384,31 @@ class VectorSync:
             )
         return differ
 
+    def _differs(self, ns: str, st: NamespaceState, *, missing: bool = False) -> bool:
+        """Whether a sample of :attr:`SAMPLE` records of ``ns`` holds other vectors than
+        SQLite's for the same memories (``missing``: or lacks any of them)."""
+        if not st.n:
+            return False
+        step = max(1, st.n // self.SAMPLE)
+        sample = [st.ids[i] for i in range(0, st.n, step)][: self.SAMPLE]
+        theirs = self.store.vectors(ns, sample)
+        if missing and len(theirs) < len(sample):
+            return True
+        ours = self._db.vectors(ns, list(theirs))
+        return any(
+            m in ours
+            and (v.shape != ours[m].shape or not np.allclose(v, ours[m], rtol=0, atol=1e-5))
+            for m, v in theirs.items()
+        )
+
     def _start_copy(self, ns: str) -> None:
         """Note ``ns`` as to be copied whole to the vector store (:attr:`moving`), in
-        the state database too: a copy a process leaves unfinished is done by the next."""
+        the state database too: a copy a process leaves unfinished is done by the next.
+        Its collection is no longer the one in step until the copy is done."""
         self.moving.add(ns)
         with self._db.transaction(durable=True) as conn:
             self._db.set_meta(StateDB.VECTOR_STORE_COPYING, sorted(self.moving), conn)
+            self._record(ns, None, conn)
 
     def _other_model(self, ns: str, held: set[str]) -> bool:
         """Whether the vector store's records of ``ns`` are of another size than this
