@@ -1,4 +1,4 @@
-"""A Chroma server as deployed, review 35: behind a gateway (nginx, an ingress) that
+"""A Chroma server as deployed: behind a gateway (nginx, an ingress) that
 answers 502/503 while the server is down and 504 after its own wait when it stalls; the
 same server reached under another address (``localhost`` and ``127.0.0.1``, a DNS alias,
 a Docker name), which is no move; and addresses where no Chroma server answers. Real
