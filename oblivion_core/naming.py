@@ -10,7 +10,9 @@ out of the best three, and "What is the user's name?" found "Our team channel is
 themselves, and the current ones among them come first.
 
 A memory names its speaker when it says "my name is X", "call me X" (also "please/you
-can call me X"), "I go by X", "I'm called X", or introduces itself after a greeting:
+can call me X"; not another's word, "my kids call me Dad", nor a title, "Call me Maybe is
+my favourite song": :func:`anothers_call`), "I go by X", "I'm called X", or introduces
+itself after a greeting:
 "Hi, I'm X", "Hello, this is X". ``X`` must be capitalised (in any cased script:
 "Zoë", "Łukasz", "Søren", "Ольга"; a text typed decomposed, "E" and a combining accent,
 reads as the composed one), so "call me tomorrow" and "I'm tired" are not names, and
@@ -60,7 +62,8 @@ _QUESTION = re.compile(
 _U, _L = UPPER, LOWER
 _NAME = rf"(?P<name>(?:{_U}')?{_U}{_L}+(?:{_U}{_L}+)?(?:[-']{_U}?{_L}+)?)"
 _SAYS_NAME = re.compile(
-    r"(?i:\bmy\s+name(?:'s|\s+is)|\bcall(?:ed|ing)?\s+me|\bi\s+go\s+by|\bi'?m\s+called"
+    r"(?i:\bmy\s+name(?:'s|\s+is)|\b(?P<call>call)\s+me|\bcall(?:ed|ing)\s+me|\bi\s+go\s+by"
+    r"|\bi'?m\s+called"
     r"|\bi\s+am\s+called|\bpeople\s+call\s+me|\beveryone\s+calls\s+me)\s+" + _NAME + r"\b"
 )
 _INTRODUCES = re.compile(
@@ -96,6 +99,23 @@ _NOT_GIVING = frozenset(
     ]
 )
 _CLAUSE_END = re.compile(r"[.!?,;:]")
+#: What may come before a bare "call me X" in its clause for it to be the speaker's own
+#: word: nothing, discourse words ("Actually call me Bob"), a request ("please", "just",
+#: "can you", "you can", "I'd like you to", "I'd prefer you"), or a conjunction that
+#: opens a clause ("I don't like Robert so call me Bob"). Anything else says who else
+#: calls the speaker so ("My kids call me Dad", "The kids call me Grandpa").
+_ASKS_TO_CALL = re.compile(
+    r"(?:^|\b(?:so|and|but|then|or)\s+)"
+    r"(?:(?:actually|also|oh|ok|okay|well|now|hi|hey|hello|there|anyway|so|and|but|then|"
+    r"instead|honestly|btw)\s+)*"
+    r"(?:(?:please|just|do|(?:can|could|would|will)\s+you|you\s+(?:can|could|may|might|"
+    r"should|will)|i'?d\s+(?:like|prefer|love|rather)(?:\s+it\s+if)?\s+you(?:\s+to)?|"
+    r"i\s+would\s+(?:like|prefer|love|rather)(?:\s+it\s+if)?\s+you(?:\s+to)?|"
+    r"i\s+(?:want|need)\s+you\s+to|feel\s+free\s+to|go\s+ahead\s+and)\s+)*$",
+    re.I,
+)
+#: After "call me X": a title, not a name ("Call me Maybe is my favourite song").
+_A_TITLE = re.compile(r"\s+(?:is|was|are|were|'s)\b", re.I)
 #: Words that, right before a statement, make it a game's, a story's or a phrase to
 #: translate, not a fact of the speaker's: "Pretend my name is Pedro", "Let's role-play:
 #: call me Captain", "In the story, my name is Pedro", "Translate to French: My name is
@@ -131,6 +151,15 @@ def refused_or_asked(text: str, start: int) -> bool:
     return any(w.strip("\"'()") in _NOT_GIVING for w in clause.lower().split()[-3:])
 
 
+def anothers_call(text: str, start: int, end: int) -> bool:
+    """Whether the bare "call me X" from ``start`` to ``end`` (after the name) of
+    ``text`` (straightened) is no name the speaker gives: another's word ("My kids call
+    me Dad", "The kids call me Grandpa": :data:`_ASKS_TO_CALL`), or a title ("Call me
+    Maybe is my favourite song", "Call me Ishmael is a famous opening line")."""
+    clause = _CLAUSE_END.split(text[:start])[-1].lstrip()  # (its last space kept)
+    return _ASKS_TO_CALL.search(clause) is None or _A_TITLE.match(text, end) is not None
+
+
 def played(text: str, start: int) -> bool:
     """Whether the statement at ``start`` of ``text`` (straightened) is a game's, a
     story's or a phrase to translate (:data:`PLAYED` right before it)."""
@@ -156,6 +185,7 @@ def names_speaker(text: str) -> str | None:
                 and not name.endswith("'s")  # "Hi, I'm Bob's wife": whose, not who
                 and not refused_or_asked(body, found.start())
                 and not played(body, found.start())
+                and not (found.groupdict().get("call") and anothers_call(body, *found.span()))
             ):
                 return name
     return None

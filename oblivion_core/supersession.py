@@ -39,18 +39,24 @@ phones and most LLM output write them, read as ``'``; an "'s" no possessive coul
     "my favourite food has changed again. It's lasagne now". Subjects are normalised
     (spelling, plurals, a small head-noun synonym table: beverage = drink, film = movie,
     ...); "favourite drink" also matches "favourite hot drink" (same head noun, one side
-    unqualified) but not "favourite cold drink";
+    unqualified) but not "favourite cold drink", and a narrower new one only with a cue
+    ("these days my favourite hot drink is matcha"; "my favourite Christmas movie is Elf"
+    is one more);
   - preferences whose noun is not said (subject ``favourite *``): "I prefer matcha these
     days", "I've switched to matcha", "I like matcha better now", "my new favourite is
     matcha", "matcha is my go-to now", and, with a time cue ("now", "these days",
     "nowadays", "lately"), "I'm into matcha now", "I'm more of a tea person now";
     "I mostly drink/eat/listen to X" names its category (drink, food, music), unless a
-    setting follows ("I mostly drink water during the day": a habit there);
+    setting follows ("I mostly drink water during the day": a habit there); with a cue,
+    a drink's or a colour's name is that favourite's however little the model sees it
+    ("I've switched to matcha" after "my favourite drink is tea": 0.11);
   - names (subject ``name``): "call me X", "I go by X", "I'm going by X", "my name is
     X", "I'd rather you called me X", "everyone calls me X", "to be called X", "please
     use X instead/from now on" (that ending the instruction); not what another calls the
-    speaker ("Tom calls me Lex"), a day ("call me Monday"), a way to travel ("I go by
-    Uber"), a source ("going by Google Maps") or a tool ("use Zoom instead of Teams"),
+    speaker ("Tom calls me Lex", "my kids call me Dad": "call me X" opens its clause or
+    follows a request, "please", "you can", "I'd like you to"), a title ("Call me Maybe is
+    my favourite song"), a day ("call me Monday"), a way to travel ("I go by Uber"), a
+    source ("going by Google Maps") or a tool ("use Zoom instead of Teams"),
     nor a name refused or asked about ("please don't call me Bobby", "why did you call
     me Bob?"); a new name needs no similarity to the old one;
   - the language to reply in (subject ``reply language``), a whole instruction: "always
@@ -64,7 +70,8 @@ phones and most LLM output write them, read as ``'``; an "'s" no possessive coul
     a change of home or employer to a name: "I (just) moved / relocated to York",
     "I started a new job at Globex", "I got a job at Globex", "I joined Globex as a
     designer / last month" (not "I moved to a new desk", "I joined a gym", "I joined
-    Globex's webinar", "I moved to York when I was ten", nor a firm, product or tool
+    Globex's webinar", "I moved to York when I was ten", "In 2015 I moved to Rome",
+    "Right out of college I got a job at Microsoft": history, nor a firm, product or tool
     moved to: "I moved to Linux", "I moved to Rust for the backend"; "I moved to Berlin
     for a backend job" is a move);
     the speaker's diet, one at a time (subject ``diet``): "I'm vegetarian", "I am a
@@ -114,10 +121,10 @@ phones and most LLM output write them, read as ``'``; an "'s" no possessive coul
     "X is my favourite Y" is not part of the value ("If you ever need to know, ...");
 * **negated values** -- what the text rejects: "gone off X", "not X any more", "it's
   Y, not X", "X, not Y", "instead of X", "rather than X", "switched from X", "prefer Y
-  to X", "Y has overtaken X", "no longer like X", "left X", "I'm not allergic to X", "I'm
-  not vegetarian (any more)", "I am no longer a vegan" (a diet: "I'm not a vegetarian
-  restaurant fan" rejects none; the speaker's only: "I'm not vegetarian, but my wife is"
-  leaves hers);
+  to X", "Y has overtaken X", "no longer like X", "left X", "I'm not / no longer allergic
+  to X", "I'm not vegetarian (any more)", "I am no longer a vegan" (a diet: "I'm not a
+  vegetarian restaurant fan" rejects none; the speaker's only: "I'm not vegetarian, but
+  my wife is" leaves hers);
   after a negation, "it's Y" states the replacement; a value never holds what the text
   rejects ("I like pho even more than moussaka" states pho);
 * **correction cues** -- "actually", "correction", "sorry", "no longer", "from now on",
@@ -172,8 +179,13 @@ launch") when:
    rejected value both appear in an older text the rule could not parse ("my rent is
    1,600, not 1,175" after "I pay 1,175 in rent");
 4. the new one carries a strong correction cue but no parsable subject ("actually, she
-   moved to York"), and the older one is the single most similar earlier statement with a
-   parsable subject, at a similarity of at least ``policy.supersede_fallback_similarity``;
+   moved to York"), says a correction (a negation, a change or a mistake, a pronoun's
+   restatement: "it's on Thursday"; not "actually, I need to check in for my flight
+   online", nor one more value: "actually, I'm also allergic to bee stings"), and the
+   older one is the single most similar earlier statement with a parsable subject, at a
+   similarity of at least ``policy.supersede_fallback_similarity``: not an allergy (rule
+   3 rejects one by name: "I'm not allergic to cats" leaves peanuts) nor a list the new
+   one names only part of;
 5. the new one is a clean subject = value statement and the older one a negated
    restatement without a parsable subject, at the fallback similarity;
 6. the new one is a subject = value statement with a cue (or a "moved to"), the older
@@ -205,11 +217,12 @@ from __future__ import annotations
 
 import functools
 import re
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from oblivion_core.naming import PLAYED, QUOTED, WHEN_OR_HOW, refused_or_asked
+from oblivion_core.naming import PLAYED, QUOTED, WHEN_OR_HOW, anothers_call, refused_or_asked
 from oblivion_core.overlap import STOP_WORDS, content_words
 from oblivion_core.speakers import DISCOURSE, NOT_THE_USER, split_speaker
 from oblivion_core.triggers import gated, may_match
@@ -408,6 +421,23 @@ _STRONG_CUES = re.compile(
     r"\b(actually|correction|sorry|no longer|from now on|instead|changed my mind|"
     r"change of heart|change of plans?|scratch that|update\s*:|quick update|an update on|"
     r"on second thoughts?)\b",
+    re.I,
+)
+#: What makes a text with a strong cue and no parsable subject a correction (rule 4),
+#: besides a negation: a change or a mistake said ("she moved to York", "Leeds was
+#: wrong", "scratch that, 4pm"), or a restatement whose subject is a pronoun ("it's on
+#: Thursday", "she lives in York", "mine is red"; not "it's raining"). Not a task, a plan
+#: or a remark that only opens with "actually" or "sorry" ("Actually, I need to check in
+#: for my flight online", "Actually, Paris is getting expensive", "Actually, Dr. Lee
+#: prescribed me antibiotics").
+_CORRECTS = re.compile(
+    r"\b(?:wrong|mistake|mistaken|misremembered|mixed up|typo|meant|correction|scratch that|"
+    r"changed my mind|change of (?:heart|plans?)|on second thoughts?|no longer|from now on|"
+    r"instead|moved|relocated|changed|switched|swapped|rescheduled|postponed|cancell?ed|"
+    r"pushed (?:back|forward|to)|brought forward)\b"
+    r"|^(?:it|that|this|she|he|they|mine|ours)(?:'s|'re|\s+(?:is|are|was|were|lives|live|"
+    r"works|work))\b"
+    r"(?!\s+(?:not\s+|getting\s+)?[a-z]+ing\b)",
     re.I,
 )
 #: A time cue: the statement is about how things are now (needed by the weaker
@@ -690,6 +720,31 @@ _SELF_CHANGE_NOT = re.compile(
     r"temporarily|briefly))",
     re.I,
 )
+#: Anywhere in the clause of a move or a new job, a time that makes it history, not the
+#: speaker's home or employer now: "When I was a kid I moved to Rome", "Years ago I
+#: moved to Rome", "As a teenager ...", "Back in 2010 ...", "Right out of college I got a
+#: job at Microsoft", "After university ...", and a year (:func:`_past`).
+_PAST_TIME = re.compile(
+    r"\b(?:when\s+i\s+was|as\s+an?\s+(?:kid|child|teen|teenager|student|boy|girl|baby|"
+    r"toddler|young\s+\w+)|growing\s+up|back\s+(?:in|then)|(?:years|decades)\s+ago|"
+    r"long\s+ago|(?:(?:right|straight|fresh|just)\s+)?out\s+of\s+(?:college|school|university|"
+    r"uni)|after\s+(?:college|school|university|uni|graduating|graduation)|"
+    r"in\s+my\s+(?:teens|twenties|thirties|forties|fifties|youth)|"
+    r"at\s+(?:the\s+)?age\s+(?:of\s+)?\w+)\b|\b(?P<year>1[89]\d\d|20\d\d)\b",
+    re.I,
+)
+
+
+def _past(clause: str) -> bool:
+    """Whether ``clause`` dates what it says to the past (:data:`_PAST_TIME`): a year
+    before last ("I moved to Rome in 1998"; "in 2026" may be this year's move)."""
+    this_year = time.gmtime().tm_year
+    return any(
+        m.group("year") is None or int(m.group("year")) < this_year - 1
+        for m in _PAST_TIME.finditer(clause)
+    )
+
+
 #: After "joined <Name>", what says the name is an employer: end of clause, "as a ...",
 #: a time ("last month", "in May", "today").
 _JOINED_EMPLOYER = re.compile(
@@ -893,7 +948,12 @@ def _named_person(clean: str) -> tuple[str, frozenset[str]] | None:
     val = nm.group("val")
     if nm.group("moved"):
         pm = _PROPER_VALUE.match(val)
-        if pm is None or _SELF_CHANGE_NOT.search(pm.group("rest")) or not _a_home(pm):
+        if (
+            pm is None
+            or _SELF_CHANGE_NOT.search(pm.group("rest"))
+            or not _a_home(pm)
+            or _past(clean)  # "Tom moved to Rome in 1998"
+        ):
             return None
         val = pm.group("val")
         kind = _value_kind(val, "moved to")
@@ -906,7 +966,7 @@ def _named_person(clean: str) -> tuple[str, frozenset[str]] | None:
         pm = _PROPER_VALUE.match(val)
         employer = pm.group("val") if pm is not None else _employer(val)
         rest = pm.group("rest") if pm is not None else val.strip()[len(employer or "") :]
-        if employer is None or _SELF_CHANGE_NOT.search(rest):
+        if employer is None or _SELF_CHANGE_NOT.search(rest) or _past(clean):
             return None
         val, verb = employer, "work"
     elif nm.group("work") and _employer(val) is None:
@@ -952,7 +1012,7 @@ _NOT_A_NAME = r"(?!(?i:" + "|".join(WHEN_OR_HOW) + r")\b)"
 # Not "X called me Y" / "X calls me Y" (what another says), not "going by <source>"
 # ("Going by Google Maps, ...").
 _NAME = re.compile(
-    r"\b(?i:call me|(?:you|everyone|everybody|people|friends|my friends|most people)\s+"
+    r"\b(?i:(?P<call>call me)|(?:you|everyone|everybody|people|friends|my friends|most people)\s+"
     r"(?:calls?|called)\s+me|my name is|my name's|i go by|i'm going by|i am going by|i'm called|"
     r"address me as|refer to me as|to be called|use the name|name me|what you call me\?|"
     r"what to call me\?)\s+" + _NOT_A_NAME + rf"(?P<val>{UPPER}[\w\-]*(?:\s+{UPPER}[\w\-]*)?)",
@@ -1151,7 +1211,8 @@ _NEGATED = gated(
     r"|\bprefer\s+[^,.;!?]+?\s+(?:to|over)"
     r"|\bovertaken|\bforget (?:what i said about|about)?"
     r"|\b(?:dropped|ditched|quit|gave up|given up|left|moved away from|moved out of)"
-    r"|\b(?:i'm|i am)\s+not\s+(?:allergic to|into|a fan of|based in|living in|from)"
+    r"|\b(?:i'm|i am)\s+(?:not|no longer)\s+(?:allergic to|into|a fan of|based in|"
+    r"living in|from)"
     # "I'm not vegetarian (any more)", "I am no longer a vegan"
     r"|\b(?P<diet>(?:i'm|i am)\s+(?:not|no longer))(?=\s+(?:a\s+|an\s+)?"
     + _SPEAKER_DIETS
@@ -1322,6 +1383,8 @@ class Statement:
     quantities: frozenset[tuple[str, str]] = frozenset()  # ("money", "80k"), ("time", ...)
     # of ``negated``, what it rejects as the speaker's diet only ("I'm not vegetarian")
     own_diet_negated: frozenset[str] = frozenset()
+    # it corrects something: a negation or :data:`_CORRECTS`, and adds nothing ("too")
+    corrects: bool = False
 
 
 def _list_name(lower: str) -> str | None:
@@ -1740,6 +1803,7 @@ def _subject_value(
             xm
             and _stated(clean, xm.start())
             and not _SELF_CHANGE_NOT.search(xm.group("rest"))
+            and not _past(clean)  # "In 2015 I moved to Rome", "Years ago I joined ..."
             and (not xm.group("joined") or _JOINED_EMPLOYER.search(xm.group("rest")))
             and (not xm.group("home") or _a_home(xm))  # not "I moved to Rust for the backend"
         ):
@@ -1921,6 +1985,13 @@ def parse(text: str) -> Statement:
         "temporary": one_off and _TEMPORARY.search(body) is not None,
         "switched": _switched(body, lower),
         "routine": may_match(lower, _ROUTINE_TRIGGERS) and _ROUTINE.search(body) is not None,
+        "corrects": cue  # (only read after a strong cue)
+        and (
+            negation
+            or bool(negated)
+            or bool(_CORRECTS.search(body) or _CORRECTS.search(_strip_label(body)))
+        )
+        and not _additive(body),
     }
     op = _list_op(body, lower)
     if op is not None:
@@ -1931,7 +2002,12 @@ def parse(text: str) -> Statement:
     own = QUOTED.sub(" ", body) if '"' in body or "“" in body else body  # not quoted words
     if may_match(lower, _NAME_TRIGGERS):
         # quoted words are another's or a phrase's ('How do I say "my name is Pedro"?')
-        nm = _NAME.search(own) or _USE_NAME.search(own)
+        # not another's "call me" ("My kids call me Dad") nor a title ("Call me Maybe is
+        # ..."): the first that is the speaker's own
+        nm = next(
+            (m for m in _NAME.finditer(own) if not (m["call"] and anothers_call(own, *m.span()))),
+            None,
+        ) or _USE_NAME.search(own)
         if nm and _stated(own, nm.start()) and not refused_or_asked(own, nm.start()):
             value = frozenset({nm.group("val").lower()})
             return Statement(subject=f"@{speaker or ''}|name", value=value, **base)
@@ -2185,6 +2261,36 @@ def _subject_relation(a: str, b: str) -> str:
     return "different"
 
 
+#: Values that say which named favourite a noun-less preference is about, however little
+#: the model sees it: "I've switched to matcha" is 0.11 like "my favourite drink is tea"
+#: on the default model, "I prefer the window seat now" 0.30.
+_KINDS_OF_VALUE = {
+    "drink": _word_set(
+        "tea coffee matcha latte espresso cappuccino americano macchiato mocha chai cocoa "
+        "juice lemonade smoothie kombucha soda cola beer ale lager stout cider wine gin "
+        "vodka whisky whiskey rum tequila champagne prosecco cocktail mojito"
+    ),
+    "colour": _word_set(
+        "red orange yellow green blue purple violet pink brown black white grey gray teal "
+        "turquoise navy crimson maroon indigo lilac lavender beige"
+    ),
+}
+
+
+def _kind_of_value(value: frozenset[str]) -> str | None:
+    """The one favourite :data:`_KINDS_OF_VALUE` says ``value`` is of ("matcha": a
+    drink), or ``None`` (none, or two: "green tea")."""
+    kinds = [kind for kind, words in _KINDS_OF_VALUE.items() if not words.isdisjoint(value)]
+    return kinds[0] if len(kinds) == 1 else None
+
+
+def _narrower(new: str | None, old: str | None) -> bool:
+    """Whether ``new`` is a favourite of a kind of ``old``'s ("favourite Christmas movie"
+    of "favourite movie"): one more, unless the new text says it changed."""
+    a, b = (s.partition("|")[2].split("|")[0].split() for s in (new or "", old or ""))
+    return a[:1] == b[:1] == ["favourite"] and len(a) > len(b) == 2
+
+
 @runtime_checkable
 class SupersessionJudge(Protocol):
     """Decides whether ``new`` replaces the fact stated in ``old``."""
@@ -2246,6 +2352,14 @@ def _about(new: Statement, old: Statement) -> bool:
     if not new.words.isdisjoint(subject) or not new.words.isdisjoint(_HEAD_WORDS.get(head, ())):
         return True  # "the launch has moved ... not 14 March" after "the launch date is ..."
     return "|favourite " in (old.subject or "") and new.liking
+
+
+def _partly_named(new: Statement, old: Statement, old_text: str) -> bool:
+    """Whether ``new`` names some, not all, of the items of ``old``'s value ("shellfish"
+    of "peanuts and shellfish")."""
+    value = _flat(old.value)
+    named = value & new.words
+    return len(value) > 1 and bool(named) and named != value and bool(_SEVERAL.search(old_text))
 
 
 def _speakers_diet(subject: str | None) -> bool:
@@ -2331,6 +2445,10 @@ class LexicalSupersession:
                     chosen.append(c.id)
                 continue
             relation = _subject_relation(n.subject, o.subject) if n.subject and o.subject else None
+            if relation == "same" and not n.cue and _narrower(n.subject, o.subject):
+                # "my favourite Christmas movie is Elf" leaves "my favourite movie is
+                # Alien"; "these days my favourite hot drink is matcha" replaces tea
+                relation = "different"
             # a diet the speaker rejects as their own is no one else's ("I'm not
             # vegetarian, but my wife is" leaves "my wife is vegetarian")
             own_diet = _speakers_diet(o.subject)
@@ -2364,9 +2482,20 @@ class LexicalSupersession:
                 and (n.subject or "").endswith("*")
                 and (o.subject or "").endswith("*")
             )
+            # "I've switched to matcha" after "my favourite drink is tea" (0.11 on the
+            # default model): a noun-less preference with a cue whose value is of the
+            # older favourite's kind; the best such one only (``maybe``)
+            of_kind = (
+                relation == "maybe"
+                and n.cue
+                and (n.subject or "").endswith("|favourite *")
+                and not (o.subject or "").endswith("*")
+                and _kind_of_value(n.value) == _subject_head(o.subject or "")
+            )
             if c.similarity < self.min_similarity and not (
                 (name and o.subject == n.subject)
                 or reply
+                or of_kind
                 or (
                     (preference or nounless_change or one_per_owner)
                     and c.similarity >= self.min_similarity - _PREFERENCE_SLACK
@@ -2396,7 +2525,8 @@ class LexicalSupersession:
                     if nounless_change:
                         chosen.append(c.id)
                     elif not both_nounless or c.similarity >= self.fallback_similarity:
-                        maybe.append((c.similarity, c.id))
+                        # one of its kind first, however similar another is
+                        maybe.append((c.similarity + (1.0 if of_kind else 0.0), c.id))
                 elif (
                     relation == "different"
                     and o.value
@@ -2458,13 +2588,21 @@ class LexicalSupersession:
         maybe = [(sim, m) for sim, m in maybe if not compound(m)]
         if maybe and not chosen:
             chosen.append(max(maybe)[1])
-        if chosen or not fallback or n.subject or n.op or not n.strong_cue:
+        # rule 4 only for a correction ("actually, she moved to York"), not a task, plan
+        # or remark after "actually" or "sorry", nor one more value ("also", "too")
+        if chosen or not fallback or n.subject or n.op or not n.strong_cue or not n.corrects:
             return chosen
         near = sorted(
             (
                 (c.similarity, c.id)
                 for c, o in parsed
                 if o.subject
+                # what adds up ("I'm allergic to peanuts"): a rejection names its value
+                # (rule 3); "I'm not allergic to cats" leaves peanuts
+                and not o.subject.endswith(_ADDED_UP)
+                # a list one item of which the new one names ("I no longer take
+                # lisinopril" after "I take metformin and lisinopril"): the rest holds
+                and not _partly_named(n, o, c.text)
                 and (not n.speaker or not o.speaker or n.speaker == o.speaker)
                 and not _other_side(n.speaker, o.speaker)
                 and c.similarity >= self.fallback_similarity
