@@ -92,3 +92,26 @@ class ModelMismatchError(EmbeddingError):
 class TokenizerError(OblivionError, OSError):
     """The token counter's encoding could not be loaded: an outage, not bad input
     (tiktoken downloads its encoding file unless ``TIKTOKEN_CACHE_DIR`` holds a copy)."""
+
+
+#: Failures outside what the caller passed that may pass by themselves: a vector store
+#: that is down or busy, an embedding service timing out, a tokenizer's encoding not
+#: downloaded yet. The adapters' ``on_error="warn"`` lets a chat go on through them.
+OUTAGES: tuple[type[OblivionError], ...] = (StoreError, EmbeddingError, TokenizerError)
+
+#: Failures of those kinds that never pass by themselves, whatever ``on_error`` says: the
+#: embedder is another model than the store's, the store belongs to another, is damaged
+#: or cannot be written. Going on would queue every later message for good.
+_LASTING: tuple[type[OblivionError], ...] = (
+    ModelMismatchError,
+    StoreConflictError,
+    StoreCorruptError,
+    StorePathError,
+)
+
+
+def is_outage(exc: BaseException) -> bool:
+    """Whether ``exc`` is an outage an app may go on through (:data:`OUTAGES`), not a
+    lasting one (another embedding model, a store damaged, another store's collection,
+    a path that cannot be written), which needs the app changed."""
+    return isinstance(exc, OUTAGES) and not isinstance(exc, _LASTING)

@@ -31,15 +31,14 @@ from typing_extensions import NotRequired  # typing's from Python 3.11 only
 from oblivion_core import Oblivion, Policy
 from oblivion_core.budget import count_tokens, render
 from oblivion_core.checks import check_namespace, check_plain_namespace, check_standing
+from oblivion_core.errors import OUTAGES as _OUTAGES
 from oblivion_core.errors import (
-    EmbeddingError,
     InvalidInputError,
     OblivionError,
     PolicyError,
-    StoreError,
-    TokenizerError,
     UnknownMemoryError,
     UnknownNamespaceError,
+    is_outage,
 )
 from oblivion_core.overlap import used_ids
 from oblivion_core.policy import resolve_policy
@@ -65,8 +64,10 @@ logger = logging.getLogger("oblivion_langchain")
 
 #: Failures of the memory store, the embedder or the tokenizer that a run survives with
 #: ``on_error="warn"`` (a Chroma server down, a store locked by another process, no
-#: tiktoken encoding offline).
-OUTAGES = (StoreError, EmbeddingError, TokenizerError)
+#: tiktoken encoding offline): :data:`oblivion_core.errors.OUTAGES`, less the lasting ones
+#: (:func:`oblivion_core.errors.is_outage`: another embedding model than the store's, a
+#: damaged store, another store's collection), which are raised whatever ``on_error``.
+OUTAGES = _OUTAGES
 
 #: Turns kept for a later write while the store is down; beyond, the oldest are dropped.
 MAX_PENDING_TURNS = 1_000
@@ -346,7 +347,8 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
 
     The namespace is per user: by default ``runtime.context.user_id`` (attribute or
     dict key) or ``config["configurable"]["user_id"]``; without either, the engine's
-    default namespace, which every run without an id shares (a warning says so, once).
+    default namespace, which every run without an id shares (a warning says so, once;
+    ``namespace=oblivion.default_namespace`` shares it on purpose, without one).
     Pass ``namespace="shared"`` for a fixed one, or a callable
     ``(runtime, config) -> str | None``.
 
@@ -552,7 +554,9 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
         shown = [(str(pair[0]), str(pair[1])) for pair in memo.get("recalled") or []]
         try:
             return still_current(self.oblivion, shown, memo.get("namespace"))
-        except OUTAGES:
+        except OUTAGES as exc:
+            if not is_outage(exc):
+                raise
             return False
 
     def _refresh(
@@ -599,7 +603,7 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
                 self._apply_policy(namespace)
             return self._recall(query, namespace, visible, boosted)
         except OUTAGES as exc:
-            if self.on_error == "raise":
+            if not is_outage(exc) or self.on_error == "raise":
                 raise
             logger.warning(
                 "OblivionMemoryMiddleware: recall failed, the model answers without memories: %s",
@@ -706,11 +710,12 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
                     "OblivionMemoryMiddleware found no %r in this run's context or "
                     "configurable: its turns go to the engine's default namespace %r, "
                     "shared by every run without one. Pass the user id (context=... "
-                    "or config={'configurable': {%r: ...}}), or namespace='shared' to "
-                    "share one namespace on purpose",
+                    "or config={'configurable': {%r: ...}}), or namespace=%r to share "
+                    "it on purpose (its memories stay in view)",
                     self.user_key,
                     self.oblivion.default_namespace,
                     self.user_key,
+                    self.oblivion.default_namespace,
                 )
             return None
         if isinstance(value, (int, uuid.UUID)) and not isinstance(value, bool):
@@ -859,7 +864,7 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
                     self.used_rule(answer, recalled), namespace=namespace, skip_missing=True
                 )
             except OUTAGES as exc:
-                if self.on_error == "raise":
+                if not is_outage(exc) or self.on_error == "raise":
                     raise
                 logger.warning("OblivionMemoryMiddleware: the used boost was skipped: %s", exc)
 
@@ -884,7 +889,7 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
         except (UnknownMemoryError, UnknownNamespaceError):
             return False
         except OUTAGES as exc:
-            if self.on_error == "raise":
+            if not is_outage(exc) or self.on_error == "raise":
                 raise
             logger.warning("OblivionMemoryMiddleware: the turn was not recorded: %s", exc)
             return True
@@ -895,7 +900,7 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
             try:
                 self.oblivion.edit(memory_id, text, namespace=namespace)
             except OUTAGES as exc:
-                if self.on_error == "raise":
+                if not is_outage(exc) or self.on_error == "raise":
                     raise
                 logger.warning("OblivionMemoryMiddleware: the new answer was not stored: %s", exc)
         return True
@@ -930,7 +935,7 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
                 if raise_outage and turn is not None:
                     left = [m for m in left if m is not turn]
                 self._requeue(left)
-                if raise_outage:
+                if raise_outage or not is_outage(exc):  # a lasting one: raised, they wait
                     raise
                 logger.warning(
                     "OblivionMemoryMiddleware: %d turn(s) could not be stored and wait "
@@ -951,7 +956,7 @@ class OblivionMemoryMiddleware(AgentMiddleware[OblivionMemoryState, Any]):
             try:
                 self._apply_policy(memory.namespace)
             except OUTAGES as exc:  # applied with the namespace's next turn
-                if raise_outage:
+                if raise_outage or not is_outage(exc):
                     self._requeue(todo[n + 1 :])
                     raise
                 logger.warning("OblivionMemoryMiddleware: the policy was not applied: %s", exc)

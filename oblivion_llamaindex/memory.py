@@ -6,6 +6,7 @@ import logging
 import math
 import os
 import threading
+import time
 from collections.abc import Callable, Sequence
 from fractions import Fraction
 from typing import Annotated, Any
@@ -28,12 +29,12 @@ from pydantic import BeforeValidator
 from oblivion_core.budget import count_tokens, pack, render
 from oblivion_core.checks import clean_text
 from oblivion_core.engine import Oblivion
+from oblivion_core.errors import OUTAGES as _OUTAGES
 from oblivion_core.errors import (
-    EmbeddingError,
     InvalidInputError,
-    StoreError,
     TokenizerError,
     UnknownNamespaceError,
+    is_outage,
 )
 from oblivion_core.overlap import used_ids
 from oblivion_core.recall import RecalledItem, RecallResult
@@ -71,8 +72,14 @@ DEFAULT_HEADER = "Relevant memories (most relevant first):"
 #: Failures of the memory store, the embedder or the tokenizer that a chat turn survives
 #: with ``on_error="warn"`` (a Chroma server down, a store locked by another process, the
 #: embedding model failing, no tiktoken encoding offline): the same as
-#: ``oblivion_langchain``'s ``OUTAGES``.
-OUTAGES = (StoreError, EmbeddingError, TokenizerError)
+#: ``oblivion_langchain``'s ``OUTAGES``, less the lasting ones
+#: (:func:`oblivion_core.errors.is_outage`: another embedding model than the store's, a
+#: damaged store, another store's collection), which are raised whatever ``on_error``.
+OUTAGES = _OUTAGES
+
+#: Seconds between tries of the waiting messages' write while an outage fails it
+#: (``on_error="warn"``): the first wait, doubled after each failed try up to the second.
+RETRY_SECONDS = (1.0, 30.0)
 
 #: What ``on_error`` says, per failing step, when an outage is first met.
 _OUTAGE_NOTES = {
@@ -144,7 +151,8 @@ class OblivionMemory(BaseMemory):
     default), as ``OblivionMemoryMiddleware`` does: a failed recall makes ``get`` return
     the recent turns alone, without memories, within the same token limit; a failed
     write keeps the messages queued, and a later ``put``/``get``/``set``/``reset``
-    writes them, in order, before newer ones; a failed boost is skipped; a token counter
+    writes them, in order, before newer ones (tried again after a wait of 1 s, doubled
+    after each failed try up to 30 s: :data:`RETRY_SECONDS`); a failed boost is skipped; a token counter
     that cannot load its encoding makes ``get`` return the latest message alone. One
     warning on the ``oblivion_llamaindex`` logger tells when such an outage begins; the
     failures after it are DEBUG lines until the store answers again.
@@ -260,6 +268,10 @@ class OblivionMemory(BaseMemory):
     # the steps failing in the current outage (keys of _OUTAGE_NOTES): one warning when
     # the first fails, the rest at DEBUG until they all work again
     _failing: set[str] = PrivateAttr(default_factory=set)
+    # while writes fail for an outage: the next try (time.monotonic()) and the wait
+    # before it, doubled on each failure (_save)
+    _retry_at: float = PrivateAttr(default=0.0)
+    _retry_wait: float = PrivateAttr(default=0.0)
 
     @field_serializer("insert_method")
     def _insert_method_value(self, value: InsertMethod) -> str:
@@ -410,6 +422,8 @@ class OblivionMemory(BaseMemory):
             try:
                 out = self._get(input, history, available, counter)
             except OUTAGES as exc:
+                if not is_outage(exc):
+                    raise
                 # the recall, the write and the boost are handled in _get: what reaches
                 # here is the token counter failing (no encoding offline), without which
                 # no window can be measured
@@ -451,7 +465,7 @@ class OblivionMemory(BaseMemory):
                 pool = self._recall(query, budget, widest)
                 self._recovered("recall")
         except OUTAGES as exc:
-            if self.on_error == "raise":
+            if not is_outage(exc) or self.on_error == "raise":
                 raise
             # the recent turns alone; the waiting messages stay queued for the next
             # put (the same store or embedder would fail the write now)
@@ -593,7 +607,7 @@ class OblivionMemory(BaseMemory):
             try:
                 reinforce_shown(self.oblivion, fresh, self.namespace)
             except OUTAGES as exc:  # the memories are listed all the same
-                if self.on_error == "raise":
+                if not is_outage(exc) or self.on_error == "raise":
                     raise
                 self._outage("boost", exc)
             else:
@@ -683,9 +697,9 @@ class OblivionMemory(BaseMemory):
                     self._recovered("write")
             if self.on_error == "warn":
                 for step, error in errors:
-                    if isinstance(error, OUTAGES):
+                    if is_outage(error):
                         self._outage(step, error)
-                errors = [(step, e) for step, e in errors if not isinstance(e, OUTAGES)]
+                errors = [(step, e) for step, e in errors if not is_outage(e)]
         if errors:
             raise errors[0][1]
 
@@ -724,7 +738,7 @@ class OblivionMemory(BaseMemory):
                 say, learns that messages are still waiting); they stay queued.
         """
         with self._lock:
-            if self._save():
+            if self._save(wait=False):
                 self._recovered("write")
 
     def _write(self) -> None:
@@ -733,7 +747,7 @@ class OblivionMemory(BaseMemory):
         try:
             wrote = self._save()
         except OUTAGES as exc:
-            if self.on_error == "raise":
+            if not is_outage(exc) or self.on_error == "raise":
                 raise
             self._outage("write", exc)
         else:
@@ -766,7 +780,7 @@ class OblivionMemory(BaseMemory):
             if not self._failing:
                 logger.info("OblivionMemory: the memory store answers again")
 
-    def _save(self, count: int | None = None) -> bool:
+    def _save(self, count: int | None = None, *, wait: bool = True) -> bool:
         """Write the waiting messages (the ``count`` oldest; ``None``: all).
 
         A message leaves the queue once the engine has dealt with it: stored, or refused
@@ -777,18 +791,34 @@ class OblivionMemory(BaseMemory):
         answer remembered with ``remember_roles``). When the write fails otherwise (the
         embedder timed out, the store is busy), that error is raised and the messages not
         stored stay queued, first in line for the next write. Returns whether any message
-        was waiting (a store that took them answers again after an outage).
+        was written (a store that took them answers again after an outage).
+
+        While an outage fails the writes (``on_error="warn"``), they are tried again only
+        once :data:`RETRY_SECONDS`' wait is over (``wait=False``: at once, as
+        :meth:`flush` does): each try embeds every waiting message before the store
+        fails it, and a chat turn would try two or three times, so an outage of ``n``
+        turns cost about ``n * n`` embeddings (120 turns: 4.4 s a turn at the end).
         """
-        done = remember_queued(
-            self.oblivion,
-            self._unsaved,
-            count,
-            message_text,
-            lambda m: {"role": role(m), "chat_store_key": self.chat_store_key},
-            category=self.category,
-            importance=self.importance,
-            namespace=self.namespace,
-        )
+        if wait and "write" in self._failing and time.monotonic() < self._retry_at:
+            return False
+        try:
+            done = remember_queued(
+                self.oblivion,
+                self._unsaved,
+                count,
+                message_text,
+                lambda m: {"role": role(m), "chat_store_key": self.chat_store_key},
+                category=self.category,
+                importance=self.importance,
+                namespace=self.namespace,
+            )
+        except Exception as exc:
+            if is_outage(exc):
+                first, most = RETRY_SECONDS
+                self._retry_wait = min(max(2 * self._retry_wait, first), most)
+                self._retry_at = time.monotonic() + self._retry_wait
+            raise
+        self._retry_wait = 0.0
         if done is None:
             return False
         pending, _, refused = done

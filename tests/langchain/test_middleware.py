@@ -891,7 +891,8 @@ def test_a_run_without_a_user_id_warns_once_that_its_namespace_is_shared(
         _ask(agent, "My bank PIN is 4471.", {"configurable": {}})
         _ask(agent, "What is my bank PIN?", {"configurable": {"thread_id": "other"}})
     (warning,) = [r.getMessage() for r in caplog.records if "default namespace" in r.message]
-    assert "'user_id'" in warning and "namespace='shared'" in warning
+    # the advice keeps the memories in view (namespace='shared' would start empty)
+    assert "'user_id'" in warning and "namespace='default'" in warning
     assert engine.count(namespace="default") == 2
     caplog.clear()
     for namespace in ("shared", lambda runtime, config: None):

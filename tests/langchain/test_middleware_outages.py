@@ -117,6 +117,29 @@ def test_a_turn_that_only_fails_to_store_raises_with_raise(flaky: Any) -> None:
     assert middleware.pending_turns == 0
 
 
+@pytest.mark.parametrize("step", ["recall", "remember"])
+def test_a_lasting_failure_ends_the_run_whatever_on_error(
+    flaky: Any, monkeypatch: pytest.MonkeyPatch, step: str
+) -> None:
+    """Another embedding model than the store's, a damaged store: no outage that passes.
+    "warn" answered without memories and queued every turn for good, saying it would be
+    stored "with the next one"; it is raised, the turn waiting for a fixed engine."""
+    from oblivion_core import ModelMismatchError, StoreCorruptError
+
+    engine, _ = flaky
+    engine.remember("Sam likes tea.", namespace="sam")
+    agent, _, middleware = _agent(engine, ["Tea."])
+    error = {"recall": ModelMismatchError, "remember": StoreCorruptError}[step]
+
+    def failing(*args: Any, **kwargs: Any) -> Any:
+        raise error("another model's vectors (test)")
+
+    monkeypatch.setattr(engine, step, failing)
+    with pytest.raises(error):
+        _ask(agent, "What do I like to drink?")
+    assert middleware.pending_turns == (1 if step == "remember" else 0)
+
+
 def test_flush_writes_waiting_turns_or_raises_keeping_them(flaky: Any) -> None:
     """``flush()`` raises while the store is down (the turns kept) and writes them once
     it is back."""

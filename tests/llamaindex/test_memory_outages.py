@@ -348,3 +348,92 @@ def test_a_tokenizer_without_its_encoding_answers_with_the_latest_message(
         ]
     finally:
         engine.close()
+
+
+class _Mirrored:
+    """Another embedding model of the same size: the test embedder's vectors reversed."""
+
+    def __init__(self) -> None:
+        from oblivion_core.testing import HashEmbedder
+
+        self.inner = HashEmbedder(dim=64)
+
+    def embed_documents(self, texts: list[str]) -> Any:
+        return [list(v)[::-1] for v in self.inner.embed_documents(texts)]
+
+    def embed_query(self, text: str) -> Any:
+        return list(self.inner.embed_query(text))[::-1]
+
+
+def test_another_embedding_model_is_raised_whatever_on_error(tmp_path: Path) -> None:
+    """A store opened with another model than its own fails every recall and write with
+    ModelMismatchError: no outage that passes, so "warn" queued every message for good
+    and answered without memories, saying they would be written once it works again."""
+    from oblivion_core import ModelMismatchError
+    from oblivion_core.testing import HashEmbedder
+
+    texts = [f"note {i} about the harbour ferry timetable" for i in range(8)]
+    with Oblivion(tmp_path, embedder=HashEmbedder(dim=64), token_counter=word_count) as engine:
+        engine.remember_many(texts, namespace="alice")
+    with Oblivion(tmp_path, embedder=_Mirrored(), token_counter=word_count) as engine:
+        memory = OblivionMemory(oblivion=engine, namespace="alice")
+        chat = SimpleChatEngine.from_defaults(llm=MockLLM(), memory=memory)
+        with pytest.raises(ModelMismatchError):
+            chat.chat("When does the ferry leave?")
+        assert _stored(engine) == texts  # nothing written with the wrong model
+
+
+def test_writes_during_an_outage_are_tried_again_after_a_wait(
+    flaky: tuple[Oblivion, FlakyEmbedder],
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With the vector store down and the recall answering in process, every put and get
+    tried the write again, embedding the whole queue each time (about n * n embeddings
+    over an outage of n turns). It is tried again only after a wait, doubled after each
+    failed try; flush() tries at once; what waited is stored once, in order."""
+    from oblivion_llamaindex import memory as module
+
+    engine, embedder = flaky
+    engine.remember("My sister Anna lives in Porto.", namespace="alice")
+    embedded: list[int] = []
+    real_embed = embedder.embed_documents
+
+    def counting(texts: list[str]) -> Any:
+        embedded.append(len(texts))
+        return real_embed(texts)
+
+    monkeypatch.setattr(embedder, "embed_documents", counting)
+    real_add = engine.store.add
+    down = [True]
+
+    def add(*args: Any, **kwargs: Any) -> Any:
+        if down[0]:
+            raise VectorStoreError("could not reach the Chroma server (test)")
+        return real_add(*args, **kwargs)
+
+    monkeypatch.setattr(engine.store, "add", add)
+    now = [time.monotonic()]
+    monkeypatch.setattr(module.time, "monotonic", lambda: now[0])
+    memory = OblivionMemory(oblivion=engine, namespace="alice")
+    chat = SimpleChatEngine.from_defaults(llm=MockLLM(), memory=memory)
+    said = [f"Message number {i} about my sister Anna." for i in range(8)]
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        for text in said[:6]:
+            chat.chat(text)
+    assert len(embedded) == 1  # one try, then the wait
+    assert len(_warnings(caplog)) == 1
+    now[0] += 1.5  # past the first wait (1 s): one more try, then 2 s
+    chat.chat(said[6])
+    assert len(embedded) == 2
+    chat.chat(said[7])
+    assert len(embedded) == 2
+    with pytest.raises(VectorStoreError):
+        memory.flush()  # at once, whatever the wait
+    assert len(embedded) == 3
+    down[0] = False
+    now[0] += 60
+    chat.chat("Back again.")
+    memory.flush()
+    user_turns = [t for t in _stored(engine) if not t.startswith("My sister")]
+    assert [t for t in user_turns if t.startswith(("Message", "Back"))] == [*said, "Back again."]
