@@ -211,7 +211,13 @@ def _run(args: argparse.Namespace) -> int:
                 )
             lines += (json.dumps(dataclasses.asdict(event), default=str) for event in events)
         others = [n for n in mem.namespaces() if n != mem.default_namespace]
-        if args.command != "stats" and args.namespace is None and not lines and others:
+        if (
+            args.command != "stats"
+            and args.namespace is None
+            and not lines
+            and others
+            and not mem.count()  # not a filter or a page that left nothing to print
+        ):
             # a store of per-user namespaces: an empty answer, silently, read as "no data"
             named = ", ".join(repr(n) for n in others[:10]) + (", ..." if len(others) > 10 else "")
             print(

@@ -434,6 +434,12 @@ def test_an_empty_default_namespace_names_the_others(
     assert main([command, str(tmp_path), "--namespace", "alice"]) == 0
     captured = capsys.readouterr()
     assert "alice" in captured.out and captured.err == ""
+    with Oblivion(tmp_path, embedder=HashEmbedder(), token_counter=word_count) as mem:
+        mem.remember("a note in the default namespace")
+    # nothing on that page (or of that tier), but the namespace is not empty: no note
+    what = ["--offset", "5"] if command == "records" else ["no-such-id"]
+    main([command, str(tmp_path), *what])
+    assert "is empty" not in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
