@@ -1509,11 +1509,21 @@ class Oblivion:
             return False
         return True
 
-    def repair_vector_store(self, *, namespace: str | None = None) -> dict[str, int]:
+    def repair_vector_store(
+        self, *, namespace: str | None = None, remove_unknown: bool = False
+    ) -> dict[str, int]:
         """Make the vector store hold exactly the namespace's memories: those it lacks
         are put back from the vectors SQLite keeps, records of no memory are removed, and
         a record an edit changed in Chroma but not in SQLite (the edit failed, and Chroma
         was out of reach to undo it) is written again as SQLite holds it.
+
+        Records of no memory that the journal never saw are removed only when they are
+        few (at most 64, or 5 % of the namespace: what an interrupted write leaves), or
+        with ``remove_unknown=True``. More may be memories the activation database lost
+        (its ``-wal`` file lost after a crash, an older copy of it restored), of which
+        they are the only copy: they are kept, with a warning, and recall does not show
+        them. ``import_chroma(mem.store.collection(namespace), namespace=namespace)``
+        brings them back as memories.
 
         A namespace is checked by its record count when first used (the lost ones are put
         back then); this compares every id (about 1 s per 100k memories), for when the
@@ -1540,7 +1550,7 @@ class Oblivion:
             held = self.store.ids(ns) if gone or rewritten else before
             deleted = len(before.intersection(gone))
             self.store.unchecked.discard(ns)
-            put_back, removed = self._sync.restore_lost(ns, st, held)
+            put_back, removed = self._sync.restore_lost(ns, st, held, remove_unknown=remove_unknown)
             return {
                 "put_back": at_load[0] + put_back + rewritten,
                 "removed": at_load[1] + removed + deleted,

@@ -6,12 +6,15 @@ vector stays in the collection's index file (``data_level0.bin``, in a folder na
 after the index) and its document in free space of ``chroma.sqlite3``, for good. Only
 a collection made again from what is kept holds nothing else; Chroma then leaves the
 old index's folder on disk, and its database keeps the freed pages until a
-``VACUUM``. This does all three.
+``VACUUM``. This does all three, and drops the collections this store made for a
+namespace the activation database never committed. It is noted in the state database
+when it starts, so one a process left unfinished is finished on the next open
+(:meth:`VectorSync._finish_compaction`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from oblivion_core.errors import UnknownNamespaceError
@@ -30,7 +33,9 @@ class CompactReport:
     folder; ``vacuumed``: its ``chroma.sqlite3`` rewritten without free space (both
     only for Chroma on disk: a server's files are its own). ``files``: where the
     vector store keeps them: ``"disk"``, ``"server"`` or ``"memory"`` (none, or a
-    client that does not say).
+    client that does not say). ``dropped``: the namespaces whose collection (this
+    store's) was dropped as the activation database does not know them (a namespace's
+    first write interrupted before its commit; only over the whole store).
     """
 
     namespaces: int = 0
@@ -38,6 +43,7 @@ class CompactReport:
     folders_removed: int = 0
     vacuumed: bool = False
     files: str = "disk"
+    dropped: list[str] = field(default_factory=list)
 
     def __str__(self) -> str:
         files = {
@@ -46,9 +52,16 @@ class CompactReport:
             "server": "; the server's own files are left to it",
             "memory": "",
         }[self.files]
+        dropped = (
+            "; dropped the collection(s) of "
+            + ", ".join(repr(ns) for ns in self.dropped)
+            + ", no namespace of the activation database"
+            if self.dropped
+            else ""
+        )
         return (
             f"rebuilt {self.namespaces} collection(s) from the activation database "
-            f"({self.records:,} records){files}"
+            f"({self.records:,} records){dropped}{files}"
         )
 
 
@@ -61,8 +74,15 @@ def compact_vector_store(self: Oblivion, *, namespace: str | None = None) -> Com
     again from the activation database, which holds every memory's vector; for Chroma
     on disk (the default), the folders of the dropped indexes are then deleted and
     ``chroma.sqlite3`` vacuumed. About 1 s per 2,000 memories; other calls on this
-    instance wait meanwhile. A process stopped half-way loses nothing: the next open
-    finishes the copy (as after a move to another vector store).
+    instance wait meanwhile. Over the whole store, the collections this store made for
+    a namespace the activation database does not know (its first write interrupted
+    between Chroma's add and its commit) are dropped too (:attr:`CompactReport.dropped`);
+    other stores' collections are left alone.
+
+    A process stopped half-way loses nothing, and leaves nothing: the compaction is
+    noted when it starts, and the next open finishes it (the collections not yet
+    dropped are dropped, the files compacted, and each namespace copied from the
+    activation database on its first use, as after a move to another vector store).
 
     On a Chroma server the collections are made again, but the server's own files (its
     database's free pages, the folders of dropped indexes) are its operator's.
@@ -76,6 +96,10 @@ def compact_vector_store(self: Oblivion, *, namespace: str | None = None) -> Com
     with self._lock:
         self._check_open()
         targets = [self._ns(namespace)] if namespace is not None else sorted(self._known)
+        # noted first: a process stopped partway leaves the rest to the next open
+        self._sync.begin_compaction(targets, whole=namespace is None)
+        if namespace is None:
+            report.dropped = self._sync.drop_strays(self._known)
         with progress(len(targets), "compacting the vector store", unit="namespace") as step:
             for ns in targets:
                 try:
@@ -83,9 +107,9 @@ def compact_vector_store(self: Oblivion, *, namespace: str | None = None) -> Com
                 except UnknownNamespaceError:  # the default namespace, never written
                     step(1)
                     continue
-                # noted first: a process stopped after the drop leaves the copy to the
-                # next open, which finds the namespace in the list of those to copy
-                self._sync._start_copy(ns)
+                # noted before the drop: a process stopped after it leaves the copy to
+                # the next open, which finds the namespace in the list of those to copy
+                self._sync.start_compacting(ns)
                 try:
                     self.store.drop(ns)
                     copied, _ = self._sync._copy_moved(ns, st)
@@ -98,6 +122,7 @@ def compact_vector_store(self: Oblivion, *, namespace: str | None = None) -> Com
                 report.records += copied
                 step(1)
         report.folders_removed, report.vacuumed = self.store.compact_files()
+        self._sync.end_compaction()
         if self.store.folder is None:
             report.files = "memory" if self.store.location is None else "server"
     return report

@@ -101,6 +101,21 @@ def _collection_gone(exc: Exception) -> bool:
     return type(exc).__name__ == "NotFoundError" or "does not exist" in str(exc)
 
 
+#: What Chroma's ``InternalError`` says when a collection's index is damaged: a process
+#: killed in Chroma's delete left "Error finding id" on every query (and "Failed to
+#: apply logs to the hnsw segment writer" on a count), for good, even after a reopen.
+_DAMAGED = re.compile(r"error finding id|hnsw|executing plan", re.IGNORECASE)
+
+
+def _damaged_index(exc: BaseException) -> bool:
+    """Whether ``exc`` (or what it was raised from) is Chroma failing inside its own
+    index (an ``InternalError`` naming it), not a disk, network or argument error."""
+    return any(
+        type(at).__name__ == "InternalError" and _DAMAGED.search(str(at)) is not None
+        for at in _raised_from(exc)
+    )
+
+
 _UNSAFE = re.compile(r"[^a-zA-Z0-9_-]+")
 #: Longest prefix: Chroma names hold 512 characters, :func:`collection_name` up to 62.
 MAX_PREFIX = 450
@@ -519,6 +534,13 @@ class VectorStore:
         #: Called with a namespace and its collection each time this store opens (or
         #: makes) one: :class:`VectorSync` records Chroma's id for it.
         self.on_open: Callable[[str, Any], None] | None = None
+        #: Called with a namespace whose collection's index embedded Chroma says is
+        #: damaged (:func:`_damaged_index`) on a query or count: makes the collection
+        #: again from the activation database (:meth:`VectorSync.remake`), and says
+        #: whether it did. Once per namespace (:attr:`remade`).
+        self.on_damaged: Callable[[str], bool] | None = None
+        #: Namespaces whose collection :attr:`on_damaged` made again in this store's life.
+        self.remade: set[str] = set()
         try:
             self.max_batch = int(client.get_max_batch_size())
         except Exception:
@@ -804,6 +826,15 @@ class VectorStore:
                 "Create it again with chromadb.AdminClient (create_tenant, create_database)"
                 ": the open store then puts its memories back from its activation database"
             )
+        if _damaged_index(exc):
+            return VectorStoreError(
+                f"Chroma's index of the collection "
+                f"{self.prefix + collection_name(namespace)!r} (namespace {namespace!r}) "
+                f"is damaged (a process killed while Chroma wrote it, say), so it could not "
+                f"{operation}: {_said(exc)}. Call compact_vector_store(namespace="
+                f"{namespace!r}) to make the collection again from the activation database, "
+                "which holds every memory: nothing is lost"
+            )
         sized = _OTHER_SIZE.search(str(exc))
         if sized:
             return VectorStoreError(
@@ -869,7 +900,8 @@ class VectorStore:
         """Forget the owner :meth:`bind` set (its Oblivion store closed), and the
         collections opened for it."""
         self.owner, self._owner_label, self._original = None, "", None
-        self.on_open = None
+        self.on_open = self.on_damaged = None
+        self.remade.clear()
         self._collections.clear()
         self.unchecked.clear()  # the next store checks each namespace when first used
         self.relabelled.clear()
@@ -1011,6 +1043,42 @@ class VectorStore:
         with contextlib.suppress(Exception):  # already absent
             self.client.delete_collection(self.prefix + collection_name(namespace))
 
+    def drop_strays(self, known: Collection[str]) -> list[str]:
+        """Delete the collections of this prefix that this store owns (their metadata
+        names its owner id and state folder, as :meth:`held` reads them) made for a
+        namespace not in ``known``: a namespace's first write killed between Chroma's
+        add and its commit left one that nothing else removes, its texts on disk.
+        Another store's collections, and other prefixes', are left alone. Returns their
+        namespaces (none for a store not bound)."""
+        if self.owner is None:
+            return []
+        dropped: list[str] = []
+        try:
+            listed = list(self.client.list_collections())
+        except Exception as exc:
+            raise self._error(exc, "list the collections", "*") from exc
+        for col in listed:
+            name = getattr(col, "name", col)
+            meta = getattr(col, "metadata", None) or {}
+            ns = meta.get("oblivion_namespace")
+            if (
+                not isinstance(ns, str)
+                or ns in known
+                or name != self.prefix + collection_name(ns)
+                or meta.get("oblivion_store") != self.owner
+                or meta.get("oblivion_state") != self._owner_label
+            ):
+                continue
+            # not counted: reading it would have Chroma apply its log, its texts passing
+            # through memory that a later index file may be written from
+            self._collections.pop(ns, None)
+            try:
+                self.client.delete_collection(name)
+            except Exception as exc:
+                raise self._error(exc, "delete the collection", ns) from exc
+            dropped.append(ns)
+        return sorted(dropped)
+
     def compact_files(self) -> tuple[int, bool]:
         """For Chroma on disk (:attr:`folder`): delete the index folders of no collection
         (Chroma leaves a dropped collection's on disk, its vectors in them) and vacuum
@@ -1051,11 +1119,15 @@ class VectorStore:
         return removed, True
 
     # ---------------------------------------------------------------- writes
-    def _on(self, namespace: str, action: str, call: Callable[[Any], _T]) -> _T:
+    def _on(
+        self, namespace: str, action: str, call: Callable[[Any], _T], *, read: bool = False
+    ) -> _T:
         """``call(collection)``, with Chroma's errors as :class:`VectorStoreError`. A
         collection deleted on the server (or in the folder) since this store opened it
         is made again and the call tried once more: a cached handle of a dropped
-        collection failed every later call until the store was reopened."""
+        collection failed every later call until the store was reopened. So is one
+        whose index embedded Chroma says is damaged, for a ``read`` (a query or count:
+        :meth:`_remake`)."""
         for attempt in (0, 1):
             self._check_answering(action, namespace)
             col = self.collection(namespace)
@@ -1068,10 +1140,42 @@ class VectorStore:
                     self._collections.pop(namespace, None)
                     self.unchecked.add(namespace)  # made again, empty
                     continue
+                if attempt == 0 and read and self._remake(namespace, action, exc):
+                    continue
                 raise self._error(exc, action, namespace) from exc
             self.outage_told = False  # it answered: the next outage is told again
             return result
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _remake(self, namespace: str, action: str, exc: Exception) -> bool:
+        """Make the collection of ``namespace`` again from the activation database
+        (:attr:`on_damaged`) when embedded Chroma failed to ``action`` inside its index
+        (:func:`_damaged_index`): a forget_many killed in Chroma's delete left every
+        query of it failing, for good, with counts that agree (no check saw it). Once
+        per namespace, so a failure that persists is raised. Returns whether it was made
+        again (the call is then tried once more)."""
+        if (
+            self.on_damaged is None
+            or namespace in self.remade
+            or not (self.folder is not None or self.ephemeral)  # a server's are its own
+            or not _damaged_index(exc)
+        ):
+            return False
+        self.remade.add(namespace)
+        if not self.on_damaged(namespace):  # not now (inside a transaction, say)
+            self.remade.discard(namespace)
+            return False
+        logger.warning(
+            "Chroma's index of the collection %r (namespace %r) was damaged (a process "
+            "killed while Chroma wrote it, say): it failed to %s (%s). Made the "
+            "collection again from the activation database, as "
+            "compact_vector_store(namespace=...) does",
+            self.prefix + collection_name(namespace),
+            namespace,
+            action,
+            _said(exc),
+        )
+        return True
 
     def add(
         self,
@@ -1149,6 +1253,7 @@ class VectorStore:
             lambda col: col.query(
                 query_embeddings=vector.reshape(1, -1), n_results=n, include=["distances"]
             ),
+            read=True,
         )
         ids = list(res["ids"][0])
         sims = [1.0 - float(d) for d in res["distances"][0]]
@@ -1214,4 +1319,4 @@ class VectorStore:
 
     def count(self, namespace: str) -> int:
         """Number of records in the collection of ``namespace``."""
-        return int(self._on(namespace, "count the records", lambda col: col.count()))
+        return int(self._on(namespace, "count the records", lambda col: col.count(), read=True))

@@ -33,6 +33,14 @@ many records as SQLite does memories (as many forgotten since as written) passes
 vector store from a copy. (Records whose text an edit changed since keep the copy's
 vectors: restore a store from ``Oblivion.backup()``, which fills its vector store from
 the vectors it holds, rather than from a copy of its ``chroma/`` folder.)
+
+Records of no memory are removed by a check when they are few (what one interrupted
+write leaves) or the journal saw them (memories forgotten since); more that it never saw
+may be memories the activation database lost (its ``-wal`` lost after a crash), and are
+kept, with a warning (:meth:`VectorSync._drop_orphans`). A collection whose index
+embedded Chroma reports damaged on a query or count is made again from SQLite, once per
+namespace (:meth:`VectorSync.remake`). A ``compact_vector_store()`` a process left
+unfinished is finished when the store next opens (:meth:`VectorSync._finish_compaction`).
 """
 
 from __future__ import annotations
@@ -53,6 +61,13 @@ from oblivion_core.store import VectorStore
 logger = logging.getLogger("oblivion_core")
 #: Memories read from SQLite per batch when copied to a new vector store.
 COPY_BATCH = 5_000
+#: Meta key of a ``compact_vector_store()`` under way (:meth:`VectorSync.begin_compaction`):
+#: ``[place, namespaces not yet dropped, whether over the whole store]``.
+COMPACTING = "vector_store_compacting"
+#: Records of no memory a check removes without asking, at most: what one interrupted
+#: write leaves, as a rule; more may be memories the activation database lost (see
+#: :meth:`VectorSync._drop_orphans`). A namespace's 5 % if more.
+ORPHANS_REMOVED = 64
 
 
 def _kept(value: Any) -> tuple[str, str] | None:
@@ -105,8 +120,18 @@ class VectorSync:
             if sync is not None:
                 sync._opened(ns, col)
 
+        def damaged(ns: str) -> bool:
+            sync = me()
+            return sync is not None and sync.remake(ns)
+
+        #: The namespace states last handed to this object, by namespace: what a
+        #: collection found damaged in a query is made again from (:meth:`remake`).
+        self._states: weakref.WeakValueDictionary[str, NamespaceState] = (
+            weakref.WeakValueDictionary()
+        )
         db.carry_meta = carry
         store.on_open = opened
+        store.on_damaged = damaged
 
     def _carry(self) -> dict[str, str]:
         """The collection ids queued since the last transaction, as meta rows (JSON)."""
@@ -186,7 +211,11 @@ class VectorSync:
         before = self._db.meta(StateDB.VECTOR_STORE)
         if before == here:
             self.moving = set(self._db.parsed(StateDB.VECTOR_STORE_COPYING, stored_ids))
+            self._finish_compaction()
             return
+        if self._db.meta(COMPACTING) is not None:  # another place's: its files are not here
+            with self._db.transaction(durable=True) as conn:
+                self._db.set_meta(COMPACTING, None, conn)
         moving = set(self._db.namespaces()) if isinstance(before, str) else set()
         # the collection ids recorded where the vectors were kept last still name the
         # collections in step with this database (a namespace is copied, or found to be
@@ -225,7 +254,9 @@ class VectorSync:
         kept = _kept(self._db.meta(StateDB.VECTOR_STORE_COLLECTION + ns))
         if kept is None or kept[0] != self.here:
             return False
-        if self.store.collection_id(ns) != kept[1] or self.store.count(ns) != st.n:
+        # counted first: a damaged index is made again by the count (VectorStore._remake),
+        # under another id
+        if self.store.count(ns) != st.n or self.store.collection_id(ns) != kept[1]:
             return False
         if self._differs(ns, st, missing=True):
             return False
@@ -259,7 +290,12 @@ class VectorSync:
         )
 
     def restore_lost(
-        self, ns: str, st: NamespaceState, held: set[str] | None = None
+        self,
+        ns: str,
+        st: NamespaceState,
+        held: set[str] | None = None,
+        *,
+        remove_unknown: bool = False,
     ) -> tuple[int, int]:
         """Put back into the vector store the memories of ``ns`` it lost, from the
         vectors SQLite keeps: a ``chroma/`` folder deleted or restored from an older
@@ -268,13 +304,15 @@ class VectorSync:
         recall through Chroma silently missed them. ``held``: the vector store's ids
         (else its count is compared first); records of no memory are removed. After
         the store moved to another vector store, every memory is copied there instead
-        (:meth:`_copy_moved`). Returns how many records were put back and how many
-        removed.
+        (:meth:`_copy_moved`). Many records of no memory are kept unless
+        ``remove_unknown`` (:meth:`_drop_orphans`). Returns how many records were put
+        back and how many removed.
 
         Raises:
             StoreCorruptError: some have no vector in SQLite (a version-1 store).
         """
         checking = held is None  # on a load or before a query, not repair_vector_store()
+        self._states[ns] = st
         try:
             if ns in self.moving and not self._same_collection(ns, st):
                 self._tell_move()
@@ -289,7 +327,7 @@ class VectorSync:
                 held = self.store.ids(ns)
             # records of no memory (a write killed between Chroma's add and its commit):
             # removed, and they no longer hide a lost one from the count
-            orphans = self._drop_orphans(ns, st, held)
+            orphans = self._drop_orphans(ns, st, held, keep_many=not remove_unknown)
         except VectorStoreError as exc:  # a check: recall reports an unreachable server
             if not checking:  # repair_vector_store(): its caller is told
                 raise
@@ -331,6 +369,7 @@ class VectorSync:
             logger.info("the collection of namespace %r holds another model's vectors", ns)
             self.store.drop(ns)
             held = set()
+        self._states[ns] = st
         orphans = self._drop_orphans(ns, st, held)
         ids = list(st.ids)
         logger.info(
@@ -430,13 +469,179 @@ class VectorSync:
                 "from a backup"
             )
 
-    def _drop_orphans(self, ns: str, st: NamespaceState, held: set[str]) -> list[str]:
+    def _drop_orphans(
+        self, ns: str, st: NamespaceState, held: set[str], *, keep_many: bool = False
+    ) -> list[str]:
         """Delete from the vector store the records of ``held`` that are no memory of
-        ``ns``; returns their ids."""
+        ``ns``; returns their ids.
+
+        ``keep_many``: those the journal knows nothing of are kept when they are more
+        than one interrupted write leaves as a rule (:data:`ORPHANS_REMOVED`, or 5 % of
+        the namespace), with a warning. A write killed between Chroma's add and its
+        commit leaves records of no memory; so does an activation database that lost
+        its last commits (its ``-wal`` lost after a crash, an older copy restored), and
+        those records are then the only copy of memories it held. Records of memories
+        the journal saw (forgotten since: a ``chroma/`` folder restored from an older
+        copy) are removed however many. Recall shows no record of no memory."""
         orphans = [m for m in held if m not in st.index]
+        bound = max(ORPHANS_REMOVED, st.n // 20)
+        if keep_many and len(orphans) > bound:
+            seen = self._journalled(ns, orphans)
+            unknown = [m for m in orphans if m not in seen]
+            if len(unknown) > bound:
+                orphans = [m for m in orphans if m in seen]
+                logger.warning(
+                    "the vector store holds %d records of no memory of namespace %r that the "
+                    "activation database never recorded: more than one interrupted write "
+                    "leaves, so they may be memories the activation database lost (its -wal "
+                    "file lost after a crash, or an older copy of it restored), of which "
+                    "they are the only copy. They are kept, and recall does not show them. "
+                    "To recover them, import the store's own collection: "
+                    "mem.import_chroma(mem.store.collection(%r), namespace=%r) (README, "
+                    '"Importing a Chroma collection"); to remove them, call '
+                    "repair_vector_store(namespace=%r, remove_unknown=True) or "
+                    "compact_vector_store(namespace=%r)",
+                    len(unknown),
+                    ns,
+                    ns,
+                    ns,
+                    ns,
+                    ns,
+                )
         if orphans:
             self.store.delete(ns, orphans)
         return orphans
+
+    def _journalled(self, ns: str, ids: Sequence[str]) -> set[str]:
+        """Those of ``ids`` the journal of ``ns`` has an entry of: memories once, deleted
+        since (a record of a write that never committed has none)."""
+        from oblivion_core.state import memory_key
+
+        seen: set[str] = set()
+        for start in range(0, len(ids), 500):
+            chunk = list(ids[start : start + 500])
+            marks = ",".join("?" * len(chunk))
+            rows = self._db._read(
+                f"SELECT DISTINCT memory_id FROM events WHERE mkey IN ({marks}) AND namespace=?",
+                [memory_key(ns, m) for m in chunk] + [ns],
+            )
+            seen.update(str(r[0]) for r in rows)
+        return seen
+
+    def remake(self, ns: str) -> bool:
+        """Make the collection of ``ns`` again from the activation database (as
+        ``compact_vector_store(namespace=...)`` does): embedded Chroma found its index
+        damaged (:meth:`VectorStore._remake`). Runs under the engine's lock, inside the
+        call that queried; not inside a transaction (whose writes would be copied before
+        they commit), nor for a namespace whose state was not handed to this object, or
+        whose vectors SQLite does not all hold (a version-1 store: Chroma's are the only
+        copy of some). Returns whether it was made again."""
+        st = self._states.get(ns)
+        if st is None or self._db.conn.in_transaction or self._db.vector_count(ns) < st.n:
+            return False
+        self._start_copy(ns)
+        try:
+            self.store.drop(ns)
+            self._copy_moved(ns, st)
+        except BaseException:
+            self.store.unchecked.add(ns)  # the copy is finished before the next query
+            raise
+        return True
+
+    # ---------------------------------------------------------------- compaction
+    def begin_compaction(self, targets: Sequence[str], *, whole: bool) -> None:
+        """Note, durably, that ``compact_vector_store()`` starts over ``targets``
+        (``whole``: the whole store): a process stopped partway leaves the rest to the
+        next open (:meth:`_finish_compaction`). Not for a client that does not say
+        where it keeps its collections (in memory: nothing outlives the process)."""
+        if self.here is None:
+            return
+        with self._db.transaction(durable=True) as conn:
+            self._db.set_meta(COMPACTING, [self.here, sorted(targets), whole], conn)
+
+    def start_compacting(self, ns: str) -> None:
+        """Note ``ns`` as to be copied whole (:meth:`_start_copy`) and no longer among
+        the compaction's namespaces still to drop, in one durable transaction: the
+        caller drops its collection next."""
+        note = self._compaction()
+        self.moving.add(ns)
+        with self._db.transaction(durable=True) as conn:
+            self._db.set_meta(StateDB.VECTOR_STORE_COPYING, sorted(self.moving), conn)
+            self._record(ns, None, conn)
+            if note is not None:
+                left = sorted(set(note[1]) - {ns})
+                self._db.set_meta(COMPACTING, [note[0], left, note[2]], conn)
+
+    def end_compaction(self) -> None:
+        """The compaction is done: its note is cleared."""
+        if self._db.meta(COMPACTING) is None:
+            return
+        with self._db.transaction(durable=True) as conn:
+            self._db.set_meta(COMPACTING, None, conn)
+
+    def drop_strays(self, known: Iterable[str]) -> list[str]:
+        """Drop this store's collections of namespaces neither ``known`` nor in the
+        activation database (:meth:`VectorStore.drop_strays`), with a warning."""
+        dropped = self.store.drop_strays(set(known) | set(self._db.namespaces()))
+        if dropped:
+            logger.warning(
+                "dropped the collection(s) of %d namespace(s) the activation database does "
+                "not know (their first write interrupted before its commit): %s",
+                len(dropped),
+                ", ".join(repr(ns) for ns in dropped),
+            )
+        return dropped
+
+    def _compaction(self) -> tuple[str | None, list[str], bool] | None:
+        """The note of :meth:`begin_compaction`, or ``None``; one not of its shape (not
+        what Oblivion wrote) is dropped: a compaction is only to be finished."""
+        value = self._db.meta(COMPACTING)
+        if (
+            isinstance(value, list)
+            and len(value) == 3
+            and (value[0] is None or isinstance(value[0], str))
+            and isinstance(value[1], list)
+            and all(isinstance(v, str) for v in value[1])
+        ):
+            return value[0], list(value[1]), bool(value[2])
+        return None
+
+    def _finish_compaction(self) -> None:
+        """Finish a ``compact_vector_store()`` a process left unfinished (stopped
+        partway; called as the store opens): the collections it had not yet dropped are
+        dropped and noted to be copied from the activation database (with those it was
+        copying, when each namespace is first used), this store's collections of no
+        namespace dropped (over the whole store), then the files compacted
+        (:meth:`VectorStore.compact_files`). One that fails is logged and left to the
+        next open."""
+        if self._db.meta(COMPACTING) is None:
+            return
+        note = self._compaction()
+        try:
+            if note is not None and note[0] == self.here:
+                known = set(self._db.namespaces())
+                for ns in note[1]:
+                    if ns in known:
+                        self.start_compacting(ns)
+                        self.store.drop(ns)
+                if note[2]:
+                    self.drop_strays(())
+                removed, _ = self.store.compact_files()
+                logger.warning(
+                    "finished a compact_vector_store() a process left unfinished: removed "
+                    "%d old index folder(s) and compacted the Chroma database; the "
+                    "namespaces it was copying are copied from the activation database on "
+                    "first use",
+                    removed,
+                )
+            self.end_compaction()
+        except VectorStoreError as exc:
+            logger.warning(
+                "could not finish a compact_vector_store() a process left unfinished (%s); "
+                "it is tried again when the store is next opened (or call "
+                "compact_vector_store())",
+                exc,
+            )
 
     def put_back(self, ns: str, st: NamespaceState, ids: list[str]) -> list[str]:
         """Add memories SQLite holds to the vector store again, from the vectors SQLite
@@ -520,6 +725,7 @@ class VectorSync:
         data while this instance was open, or not countable when ``ns`` was loaded).
         Without it, recall through Chroma missed every archived memory until a reopen.
         Returns how many were put back."""
+        self._states[ns] = st
         if ns in self.due:
             self.resync(ns, st)
         return self.check(ns, st)
@@ -530,6 +736,7 @@ class VectorSync:
         (:meth:`refill`) before a query. Returns how many were put back. A check cut
         short by anything but an outage (which :meth:`restore_lost` notes itself) leaves
         the namespace unchecked."""
+        self._states[ns] = st
         if ns not in self.store.unchecked:
             return 0
         self.store.unchecked.discard(ns)
