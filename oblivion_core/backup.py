@@ -246,13 +246,17 @@ def _check(copy: sqlite3.Connection, of: str) -> None:
         )
 
 
+#: How a backup names where its vectors are: nowhere yet (:func:`_mark`).
+BACKUP_PLACE = "a backup of"
+
+
 def _mark(copy: sqlite3.Connection, of: str) -> None:
     """Note in the copy that its vectors are kept nowhere else yet: opened, it copies each
     namespace's memories into the vector store it is opened with, on first use."""
     when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
     namespaces = sorted(r[0] for r in copy.execute("SELECT namespace FROM namespaces"))
     copy.execute("BEGIN IMMEDIATE")
-    StateDB.write_meta(copy, StateDB.VECTOR_STORE, f"a backup of {of} taken {when}")
+    StateDB.write_meta(copy, StateDB.VECTOR_STORE, f"{BACKUP_PLACE} {of} taken {when}")
     StateDB.write_meta(copy, StateDB.VECTOR_STORE_COPYING, namespaces)
     copy.execute("COMMIT")
     # one file: a copy left in WAL mode (the source's) would keep its last pages in a

@@ -703,6 +703,21 @@ class VectorStore:
                     "the host and port the Chroma server listens on (8000 by default), or "
                     "upgrade a server older than chromadb 1.0"
                 ) from exc
+            if response is not None and response.status_code >= 500:
+                raise VectorStoreError(
+                    f"the server at {where} answered {_answer(response)}: if it is the "
+                    "Chroma server, its log says why; else pass the host and port the "
+                    "Chroma server listens on (8000 by default)"
+                ) from exc
+            if any(
+                type(at).__name__ == "JSONDecodeError" or "JSON value" in str(at)
+                for at in _raised_from(exc)
+            ):  # a web app, a captive portal, a dev server on Chroma's usual port
+                raise VectorStoreError(
+                    f"something answers at {where} but it is not a Chroma server: its "
+                    "answer is not JSON (a web page?). Pass the host and port the Chroma "
+                    "server listens on (8000 by default, which other dev servers use too)"
+                ) from exc
             if _timed_out(exc):
                 raise VectorStoreError(
                     f"the Chroma server at {where} did not answer within {timeout} s; check "
@@ -1271,6 +1286,28 @@ class VectorStore:
             return out
 
         return self._on(namespace, f"get the vectors of {len(ids)} record(s)", get)
+
+    def records(
+        self, namespace: str, ids: Sequence[str]
+    ) -> dict[str, tuple[Vectors, str | None, Any]]:
+        """Stored records by id: (vector, document, category); missing ids are absent."""
+
+        def get(col: Any) -> dict[str, tuple[Vectors, str | None, Any]]:
+            out: dict[str, tuple[Vectors, str | None, Any]] = {}
+            for start in range(0, len(ids), self.max_batch):
+                res = col.get(
+                    ids=list(ids[start : start + self.max_batch]),
+                    include=["embeddings", "documents", "metadatas"],
+                )
+                rows = zip(
+                    res["ids"], res["embeddings"], res["documents"], res["metadatas"], strict=True
+                )
+                for i, vec, doc, meta in rows:
+                    category = (meta or {}).get("category")
+                    out[i] = (np.asarray(vec, dtype=np.float32), doc, category)
+            return out
+
+        return self._on(namespace, f"get {len(ids)} record(s)", get)
 
     def ids(self, namespace: str) -> set[str]:
         """Every record id of ``namespace``'s collection."""

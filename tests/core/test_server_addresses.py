@@ -147,7 +147,7 @@ def _no_page(said: str) -> None:
     assert "()" not in said, said
 
 
-# ---------------------------------------------------------------- finding 1: a gateway
+# ---------------------------------------------------------------- a gateway
 
 
 @pytest.mark.parametrize("status", [502, 503])
@@ -254,7 +254,7 @@ def test_opening_through_a_gateway_whose_server_is_down_names_the_gateway(
         assert "down or unreachable" in said
 
 
-# ---------------------------------------------------------------- finding 3: wrong addresses
+# ---------------------------------------------------------------- wrong addresses
 
 
 def test_a_host_name_that_does_not_resolve_is_named() -> None:
@@ -285,7 +285,25 @@ def test_another_http_service_at_the_port_is_no_chroma_server(page: bytes) -> No
     assert "chroma run" not in said
 
 
-# ---------------------------------------------------------------- finding 2: aliases
+@pytest.mark.parametrize("status", [200, 500])
+def test_a_web_page_at_the_port_is_named_not_pasted(status: int) -> None:
+    """A web app answering 200 with a page (a captive portal, a dev server on Chroma's
+    usual port) or 500 with one was told to start Chroma there, with a JSON parser's
+    complaint or the page's status in brackets."""
+    with Gateway().running() as other:
+        other.status, other.page = status, PAGES[404]
+        with pytest.raises(VectorStoreError) as raised:
+            VectorStore.server("localhost", other.port, timeout=5)
+    said = str(raised.value)
+    _no_page(said)
+    assert "chroma run" not in said
+    if status == 200:
+        assert f"something answers at localhost:{other.port} but it is not a Chroma server" in said
+    else:
+        assert f"the server at localhost:{other.port} answered 500" in said
+
+
+# ---------------------------------------------------------------- aliases
 
 
 @pytest.fixture
@@ -454,3 +472,55 @@ def test_a_backup_opened_on_the_originals_server_address_is_still_copied(
         assert mem.repair_vector_store()["put_back"] == len(OFFICE)
         _assert_holds_the_state(mem, server, "default")
         assert _records(server, "default")[edited.id][1] == OFFICE[0]
+
+
+class _Killed(BaseException):
+    """A process stopped where it is raised (no ``except Exception`` handles it)."""
+
+
+@pytest.mark.parametrize("cut_short", [False, True])
+def test_a_copy_of_chromas_files_behind_on_edits_is_written_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cut_short: bool
+) -> None:
+    """A copy of Chroma's files (a chroma/ folder copied, a server's data restored on
+    another host) keeps the collections' ids; edits made after the copy leave its count
+    as it was. Opened as another place, it was taken as the collections kept before,
+    a sample of 8 vectors missing the stale ones: recall searched old texts. Every record
+    is compared now, and a copy cut short (its record dropped first) is finished."""
+    from oblivion_core import vector_sync
+
+    first = VectorStore.embedded(tmp_path / "first")
+    with memory(tmp_path / "state", vector_store=first) as mem:
+        mem.remember_many([f"fact number {i} about topic{i}" for i in range(40)])
+        ids = [r.id for r in mem.records()]
+        assert mem.repair_vector_store() == {"put_back": 0, "removed": 0}
+    first.close()
+    shutil.copytree(tmp_path / "first", tmp_path / "copy")
+    first = VectorStore.embedded(tmp_path / "first")
+    with memory(tmp_path / "state", vector_store=first) as mem:
+        for i in (3, 17, 29):  # edits only: the count stays
+            mem.edit(ids[i], f"kettle{i} marmalade{i} walrus{i}")
+        mem.edit(ids[5], category="instruction")
+    first.close()
+    if cut_short:  # the copy fails after its first batch
+        monkeypatch.setattr(vector_sync, "COPY_BATCH", 5)
+        put_back = vector_sync.VectorSync.put_back
+        calls = [0]
+
+        def failing(self: Any, *args: Any, **kw: Any) -> Any:
+            calls[0] += 1
+            if calls[0] == 2:
+                raise _Killed  # as a process killed there: no handler runs
+            return put_back(self, *args, **kw)
+
+        monkeypatch.setattr(vector_sync.VectorSync, "put_back", failing)
+        copy = VectorStore.embedded(tmp_path / "copy")
+        with memory(tmp_path / "state", vector_store=copy) as mem, pytest.raises(_Killed):
+            mem.repair_vector_store()
+        copy.close()
+        monkeypatch.setattr(vector_sync.VectorSync, "put_back", put_back)
+    copy = VectorStore.embedded(tmp_path / "copy")
+    with memory(tmp_path / "state", vector_store=copy) as mem:
+        mem.repair_vector_store()
+        _assert_holds_the_state(mem, copy, "default")
+    copy.close()
