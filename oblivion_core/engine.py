@@ -1335,7 +1335,12 @@ class Oblivion:
     def _ns(self, namespace: str | None) -> str:
         ns = self.default_namespace if namespace is None else check_namespace(namespace)
         if ns not in self._known:
-            known = ", ".join(repr(n) for n in sorted(self._known))
+            # the first few: a store of a namespace per user would put thousands of other
+            # users' ids in every log line
+            names = sorted(self._known)
+            known = ", ".join(repr(n) for n in names[:10])
+            if len(names) > 10:
+                known += f", ... ({len(names)} in all: namespaces() lists them)"
             problem = f"namespace {ns!r} has no memories yet (known namespaces: {known})"
             # reads and deletes get this too: the advice fits them as well as writes
             raise UnknownNamespaceError(

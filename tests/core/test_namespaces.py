@@ -110,6 +110,19 @@ def test_unknown_namespace_names_the_known_ones(mem: Oblivion, call: Any) -> Non
     )
 
 
+def test_an_unknown_namespace_names_at_most_ten_known_ones(mem: Oblivion) -> None:
+    """A store of a namespace per user put every user's id in the error (3,000 users:
+    42 kB, in logs and on stderr)."""
+    mem.remember_many(["hello"], namespace="user-00")
+    for i in range(1, 30):
+        mem.remember(f"note {i}", namespace=f"user-{i:02d}")
+    with pytest.raises(UnknownNamespaceError) as err:
+        mem.recall("hello", namespace="nowhere")
+    message = str(err.value)
+    assert "'user-08'" in message and "'user-09'" not in message
+    assert "... (31 in all: namespaces() lists them)" in message
+
+
 @pytest.mark.parametrize("namespace", ["", "   ", 5, b"work", "x" * 257])
 def test_invalid_namespace_names_are_rejected(mem: Oblivion, namespace: Any) -> None:
     """Empty, non-string and over-long namespace names raise InvalidInputError."""
