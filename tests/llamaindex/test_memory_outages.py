@@ -388,10 +388,10 @@ def test_writes_during_an_outage_are_tried_again_after_a_wait(
     caplog: pytest.LogCaptureFixture,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """With the vector store down and the recall answering in process, every put and get
-    tried the write again, embedding the whole queue each time (about n * n embeddings
-    over an outage of n turns). It is tried again only after a wait, doubled after each
-    failed try; flush() tries at once; what waited is stored once, in order."""
+    """With the vector store down and the recall answering in process, a failed write is
+    tried again only after a wait, doubled after each failed try (every put and get had
+    embedded the whole queue again: n * n embeddings over an outage of n turns), flush()
+    tries at once, and what waited is stored once, in order."""
     from oblivion_llamaindex import memory as module
 
     engine, embedder = flaky
