@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from oblivion_core.checks import check_flag
 from oblivion_core.errors import UnknownNamespaceError
 from oblivion_core.progress import progress
 
@@ -65,7 +66,9 @@ class CompactReport:
         )
 
 
-def compact_vector_store(self: Oblivion, *, namespace: str | None = None) -> CompactReport:
+def compact_vector_store(
+    self: Oblivion, *, namespace: str | None = None, drop_unknown: bool = False
+) -> CompactReport:
     """Rid the vector store's files of what was deleted from it: every deleted or
     replaced record's vector and text (``forget``, ``forget_where``, ``clear``, the old
     text of an ``edit``, summaries dropped), which Chroma keeps in its files for good.
@@ -77,7 +80,10 @@ def compact_vector_store(self: Oblivion, *, namespace: str | None = None) -> Com
     instance wait meanwhile. Over the whole store, the collections this store made for
     a namespace the activation database does not know (its first write interrupted
     between Chroma's add and its commit) are dropped too (:attr:`CompactReport.dropped`);
-    other stores' collections are left alone.
+    one holding more records than such a write leaves as a rule (64) is kept, with a
+    warning (its namespace's first commits may be what a lost ``-wal`` took, and it
+    their only copy), unless ``drop_unknown=True``. Other stores' collections are left
+    alone.
 
     A process stopped half-way loses nothing, and leaves nothing: the compaction is
     noted when it starts, and the next open finishes it (the collections not yet
@@ -92,6 +98,7 @@ def compact_vector_store(self: Oblivion, *, namespace: str | None = None) -> Com
         VectorStoreError: the vector store could not be written; call again (what was
             copied stays, and the rest is copied on first use).
     """
+    drop_unknown = check_flag(drop_unknown, "drop_unknown")
     report = CompactReport()
     with self._lock:
         self._check_open()
@@ -99,7 +106,7 @@ def compact_vector_store(self: Oblivion, *, namespace: str | None = None) -> Com
         # noted first: a process stopped partway leaves the rest to the next open
         self._sync.begin_compaction(targets, whole=namespace is None)
         if namespace is None:
-            report.dropped = self._sync.drop_strays(self._known)
+            report.dropped = self._sync.drop_strays(self._known, drop_unknown=drop_unknown)
         with progress(len(targets), "compacting the vector store", unit="namespace") as step:
             for ns in targets:
                 try:
@@ -111,7 +118,7 @@ def compact_vector_store(self: Oblivion, *, namespace: str | None = None) -> Com
                 # the next open, which finds the namespace in the list of those to copy
                 self._sync.start_compacting(ns)
                 try:
-                    self.store.drop(ns)
+                    self.store.drop(ns, strict=True)  # not copied into the old one
                     copied, _ = self._sync._copy_moved(ns, st)
                 except BaseException:
                     # checked again before its next query, which finishes the copy (it

@@ -841,7 +841,7 @@ class VectorStore:
                 "Create it again with chromadb.AdminClient (create_tenant, create_database)"
                 ": the open store then puts its memories back from its activation database"
             )
-        if _damaged_index(exc):
+        if _damaged_index(exc) and (self.folder is not None or self.ephemeral):
             return VectorStoreError(
                 f"Chroma's index of the collection "
                 f"{self.prefix + collection_name(namespace)!r} (namespace {namespace!r}) "
@@ -1051,23 +1051,33 @@ class VectorStore:
         The next use opens it again."""
         self._collections.pop(namespace, None)
 
-    def drop(self, namespace: str) -> None:
-        """Delete the whole collection of ``namespace``."""
+    def drop(self, namespace: str, *, strict: bool = False) -> None:
+        """Delete the whole collection of ``namespace`` (``strict``: a failure other than
+        its being absent raises :class:`VectorStoreError`: a compaction must not copy
+        into the old collection and call itself done)."""
         self._collections.pop(namespace, None)
         self.unchecked.discard(namespace)
-        with contextlib.suppress(Exception):  # already absent
+        try:
             self.client.delete_collection(self.prefix + collection_name(namespace))
+        except Exception as exc:
+            if strict and not _collection_gone(exc):
+                raise self._error(exc, "delete the collection", namespace) from exc
 
-    def drop_strays(self, known: Collection[str]) -> list[str]:
+    def drop_strays(
+        self, known: Collection[str], most: int | None = None
+    ) -> tuple[list[str], dict[str, int]]:
         """Delete the collections of this prefix that this store owns (their metadata
         names its owner id and state folder, as :meth:`held` reads them) made for a
         namespace not in ``known``: a namespace's first write killed between Chroma's
         add and its commit left one that nothing else removes, its texts on disk.
-        Another store's collections, and other prefixes', are left alone. Returns their
-        namespaces (none for a store not bound)."""
+        Another store's collections, and other prefixes', are left alone. ``most``: one
+        holding more records is kept (a namespace whose first commits a lost ``-wal``
+        took: they are the only copy). Returns the namespaces dropped and those kept
+        with their counts (none for a store not bound)."""
         if self.owner is None:
-            return []
+            return [], {}
         dropped: list[str] = []
+        kept: dict[str, int] = {}
         try:
             listed = list(self.client.list_collections())
         except Exception as exc:
@@ -1084,15 +1094,21 @@ class VectorStore:
                 or meta.get("oblivion_state") != self._owner_label
             ):
                 continue
-            # not counted: reading it would have Chroma apply its log, its texts passing
-            # through memory that a later index file may be written from
+            if most is not None:
+                try:
+                    held = int(col.count())
+                except Exception as exc:
+                    raise self._error(exc, "count the records", ns) from exc
+                if held > most:
+                    kept[ns] = held
+                    continue
             self._collections.pop(ns, None)
             try:
                 self.client.delete_collection(name)
             except Exception as exc:
                 raise self._error(exc, "delete the collection", ns) from exc
             dropped.append(ns)
-        return sorted(dropped)
+        return sorted(dropped), kept
 
     def compact_files(self) -> tuple[int, bool]:
         """For Chroma on disk (:attr:`folder`): delete the index folders of no collection

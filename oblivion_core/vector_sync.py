@@ -576,10 +576,25 @@ class VectorSync:
         st = self._states.get(ns)
         if st is None or self._db.conn.in_transaction or self._db.vector_count(ns) < st.n:
             return False
+        # records of no memory are read first (a get does not go through the damaged
+        # index) and written back after: many of them were kept as the only copy of
+        # memories the activation database lost (_drop_orphans), and the drop would
+        # delete them; few are what an interrupted write left, removed as ever after
+        unknown = sorted(self.store.ids(ns) - {st.ids[i] for i in range(st.n)})
+        saved = self.store.records(ns, unknown) if unknown else {}
         self._start_copy(ns)
         try:
-            self.store.drop(ns)
+            self.store.drop(ns, strict=True)
             self._copy_moved(ns, st)
+            if saved:
+                ids = list(saved)
+                self.store.add(
+                    ns,
+                    ids,
+                    np.stack([saved[m][0] for m in ids]),
+                    [saved[m][1] or "" for m in ids],
+                    [{"category": saved[m][2]} if saved[m][2] else {} for m in ids],
+                )
         except BaseException:
             self.store.unchecked.add(ns)  # the copy is finished before the next query
             raise
@@ -616,16 +631,32 @@ class VectorSync:
         with self._db.transaction(durable=True) as conn:
             self._db.set_meta(COMPACTING, None, conn)
 
-    def drop_strays(self, known: Iterable[str]) -> list[str]:
+    def drop_strays(self, known: Iterable[str], *, drop_unknown: bool = False) -> list[str]:
         """Drop this store's collections of namespaces neither ``known`` nor in the
-        activation database (:meth:`VectorStore.drop_strays`), with a warning."""
-        dropped = self.store.drop_strays(set(known) | set(self._db.namespaces()))
+        activation database (:meth:`VectorStore.drop_strays`), with a warning. One of
+        more records than an interrupted write leaves as a rule (:data:`ORPHANS_REMOVED`)
+        is kept, with a warning, unless ``drop_unknown``: its namespace's first commits
+        may be what a lost ``-wal`` took, and it their only copy."""
+        names = set(known) | set(self._db.namespaces())
+        dropped, kept = self.store.drop_strays(names, None if drop_unknown else ORPHANS_REMOVED)
         if dropped:
             logger.warning(
                 "dropped the collection(s) of %d namespace(s) the activation database does "
-                "not know (their first write interrupted before its commit): %s",
+                "not know (a first write interrupted before its commit): %s",
                 len(dropped),
                 ", ".join(repr(ns) for ns in dropped),
+            )
+        for ns, held in sorted(kept.items()):
+            logger.warning(
+                "the collection of namespace %r holds %d records the activation database "
+                "does not know (the namespace's first commits, lost with its -wal file, "
+                "say): kept. mem.import_chroma(mem.store.collection(%r), namespace=%r) "
+                "brings them back as memories; compact_vector_store(drop_unknown=True) "
+                "deletes them",
+                ns,
+                held,
+                ns,
+                ns,
             )
         return dropped
 
@@ -659,8 +690,9 @@ class VectorSync:
                 known = set(self._db.namespaces())
                 for ns in note[1]:
                     if ns in known:
+                        # dropped before the note says so: one that fails stays noted
+                        self.store.drop(ns, strict=True)
                         self.start_compacting(ns)
-                        self.store.drop(ns)
                 if note[2]:
                     self.drop_strays(())
                 removed, _ = self.store.compact_files()

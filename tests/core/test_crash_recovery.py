@@ -143,7 +143,9 @@ def test_a_damaged_index_that_stays_damaged_is_made_again_once_and_names_the_fix
         _damage(monkeypatch, None)
         drops: list[str] = []
         drop = mem.store.drop
-        monkeypatch.setattr(mem.store, "drop", lambda ns: (drops.append(ns), drop(ns))[1])
+        monkeypatch.setattr(
+            mem.store, "drop", lambda ns, **kw: (drops.append(ns), drop(ns, **kw))[1]
+        )
         for _ in range(3):
             with pytest.raises(VectorStoreError) as err:
                 mem.recall("garden row item12", namespace="ana", k=3, deep=True)
@@ -290,6 +292,59 @@ def test_a_few_records_of_no_memory_are_still_removed(tmp_path: Path) -> None:
         assert len(mem.store.ids("a")) == 6
 
 
+def test_a_new_namespaces_first_commits_lost_with_the_wal_are_kept_by_compaction(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A lost -wal that took a namespace's first commits leaves a collection SQLite
+    never knew, as an interrupted first write does, but of 300 records, their only copy:
+    compact_vector_store() dropped it; it is kept with a warning naming the recovery,
+    and compact_vector_store(drop_unknown=True) drops it."""
+    path = tmp_path / "mem"
+    with _open(path) as mem:
+        mem.remember("the shed key is under the pot", namespace="ana")
+    _child(
+        """
+        mem.remember_many([f"fact {i} about the harbour" for i in range(300)], namespace="b",
+                          supersede=False)
+        os.kill(os.getpid(), signal.SIGKILL)
+        """,
+        path,
+    )
+    for suffix in ("-wal", "-shm"):
+        Path(f"{path / 'oblivion.sqlite3'}{suffix}").unlink(missing_ok=True)
+    with _open(path) as mem, caplog.at_level(logging.WARNING, logger="oblivion_core"):
+        assert "b" not in mem.namespaces()
+        assert mem.compact_vector_store().dropped == []
+        assert "namespace 'b' holds 300 records" in caplog.text
+        assert "import_chroma" in caplog.text and "drop_unknown=True" in caplog.text
+        assert mem.store.client.get_collection(collection_name("b")).count() == 300
+        assert mem.compact_vector_store(drop_unknown=True).dropped == ["b"]
+        with pytest.raises(ValueError, match="drop_unknown"):
+            mem.compact_vector_store(drop_unknown="yes")  # type: ignore[arg-type]
+
+
+def test_a_damaged_index_made_again_keeps_the_records_kept_as_the_only_copy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Records of no memory kept after a lost -wal (the only copy of those memories)
+    were deleted by the automatic remake of a damaged index, which copies SQLite's
+    memories only: they are read first and written back."""
+    path = tmp_path / "mem"
+    with _open(path) as mem:
+        mem.remember_many([f"early fact {i} about the garden" for i in range(5)], namespace="a")
+    _lose_the_last_commits(path)
+    with _open(path) as mem:
+        mem.remember("a write after the crash", namespace="a")  # keeps the 301
+        assert len(mem.store.ids("a")) == 307
+        _damage(monkeypatch, {str(mem.store.collection("a").id)})  # the old one only
+        assert mem.store.count("a") == 307  # made again, once (a query would be too)
+        assert mem.store.remade == {"a"}
+        monkeypatch.undo()
+        assert len(mem.store.ids("a")) == 307
+        report = mem.import_chroma(mem.store.collection("a"), namespace="a")
+        assert mem.get("zed", namespace="a").text == "the user's name is Zed", report
+
+
 def test_records_of_forgotten_memories_are_removed_however_many(tmp_path: Path) -> None:
     """A chroma/ folder restored from an older copy holds the records of memories
     forgotten since: the journal says they were memories, deleted, so however many
@@ -364,3 +419,53 @@ def test_a_compaction_killed_partway_is_finished_on_the_next_open(
     assert not _files_holding(path, MARK.encode())
     with _open(path) as mem:
         assert mem.repair_vector_store(namespace="bo") == {"put_back": 0, "removed": 0}
+
+
+def test_a_compaction_left_noted_until_its_drops_succeed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Finishing a compaction at open swallowed a failed drop (a locked Chroma
+    database), copied into the old collection and cleared its note: the deleted vectors
+    stayed in the files. The drop that fails is said, and the note stays for the next
+    open, which finishes it."""
+    from oblivion_core.vector_sync import COMPACTING
+
+    path = tmp_path / "mem"
+    vector = _secret_store(path)
+    kill = "mem._sync._copy_moved = lambda ns, st: os.kill(os.getpid(), signal.SIGKILL)"
+    _child(f"{kill}\nmem.compact_vector_store()\n", path)
+
+    def locked(self: Any, name: str) -> None:
+        raise InternalError("database is locked")
+
+    monkeypatch.setattr(chromadb.api.client.Client, "delete_collection", locked)
+    with caplog.at_level(logging.WARNING, logger="oblivion_core"), _open(path) as mem:
+        assert mem._db.meta(COMPACTING) is not None  # left for the next open
+    assert "could not finish a compact_vector_store()" in caplog.text
+    monkeypatch.undo()
+    _child(
+        """
+        mem.EXACT_ARCHIVE_ROWS = mem.SKETCH_ARCHIVE_ROWS = mem.ARCHIVE_COPY_TOTAL = 0
+        assert len(mem.recall("garden row", namespace="bo", k=3, deep=True)) == 3
+        mem.close()
+        """,
+        path,
+        killed=False,
+    )
+    assert not _files_holding(path / "chroma", vector)
+
+
+def test_a_servers_internal_error_is_not_called_a_damaged_index() -> None:
+    """Only embedded Chroma's index is made again; a server's InternalError ("executing
+    plan", a log service timing out) was reported as a damaged index to rebuild."""
+    from oblivion_core import VectorStore
+
+    store = VectorStore(chromadb.EphemeralClient(), prefix="srv-")  # as a server's client
+    said = str(
+        store._error(
+            InternalError("Error executing plan: timed out waiting for log service"),
+            "query the collection",
+            "a",
+        )
+    )
+    assert "Chroma's index" not in said and "compact_vector_store" not in said
