@@ -29,7 +29,14 @@ from oblivion_core.clock import ManualClock
 from oblivion_core.engine import Oblivion
 from oblivion_core.typing import Vectors
 
-__all__ = ["HashEmbedder", "ManualClock", "chroma_server", "memory", "word_count"]
+__all__ = [
+    "HashEmbedder",
+    "ManualClock",
+    "chroma_server",
+    "memory",
+    "wait_for_chroma",
+    "word_count",
+]
 
 _WORD = re.compile(r"[a-z0-9']+")
 
@@ -97,6 +104,28 @@ def chroma_binary() -> str | None:
     if beside_python.exists():
         return str(beside_python)
     return shutil.which("chroma")
+
+
+def wait_for_chroma(host: str, port: int, *, timeout: float = 30.0) -> None:
+    """Return once a Chroma server at ``host:port`` answers a heartbeat (a server a
+    test stopped and started again).
+
+    Raises:
+        RuntimeError: it did not answer within ``timeout`` seconds.
+    """
+    import chromadb
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            chromadb.HttpClient(host=host, port=port).heartbeat()
+            return
+        except Exception:
+            if time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"no Chroma server answered a heartbeat at {host}:{port} within {timeout:g} s"
+                ) from None
+            time.sleep(0.2)
 
 
 @contextmanager

@@ -6,7 +6,6 @@ processes are killed with SIGKILL where that is how the state arises."""
 from __future__ import annotations
 
 import logging
-import os
 import signal
 import subprocess
 import sys
@@ -22,6 +21,8 @@ from chromadb.errors import InternalError
 from oblivion_core import Oblivion, VectorStoreError
 from oblivion_core.store import collection_name
 from oblivion_core.testing import HashEmbedder
+
+from .test_compact import _bytes_in
 
 pytestmark = pytest.mark.integration
 
@@ -54,16 +55,6 @@ def _child(code: str, path: Path, *, killed: bool = True) -> str:
     )
     assert proc.returncode == (-signal.SIGKILL if killed else 0), proc.stderr[-3000:]
     return proc.stdout
-
-
-def _files_holding(folder: Path, needle: bytes) -> list[str]:
-    found = []
-    for root, _, files in os.walk(folder):
-        for name in files:
-            path = Path(root) / name
-            if needle in path.read_bytes():
-                found.append(str(path.relative_to(folder)))
-    return found
 
 
 def _raw_collections(path: Path) -> dict[str, int]:
@@ -209,7 +200,7 @@ def test_compaction_drops_the_collection_of_a_namespace_whose_first_write_never_
         path,
         killed=False,
     )
-    assert not _files_holding(path, MARK.encode())
+    assert not _bytes_in(path, MARK.encode())
     left = _raw_collections(path)
     assert stray not in left
     assert left[theirs] == 1
@@ -384,7 +375,7 @@ def _secret_store(path: Path) -> bytes:
         killed=False,
     )
     vector = bytes.fromhex(out.strip().splitlines()[-1])
-    assert _files_holding(path / "chroma", vector)
+    assert _bytes_in(path / "chroma", vector)
     return vector
 
 
@@ -415,8 +406,8 @@ def test_a_compaction_killed_partway_is_finished_on_the_next_open(
         path,
         killed=False,
     )
-    assert not _files_holding(path / "chroma", vector)
-    assert not _files_holding(path, MARK.encode())
+    assert not _bytes_in(path / "chroma", vector)
+    assert not _bytes_in(path, MARK.encode())
     with _open(path) as mem:
         assert mem.repair_vector_store(namespace="bo") == {"put_back": 0, "removed": 0}
 
@@ -452,7 +443,7 @@ def test_a_compaction_left_noted_until_its_drops_succeed(
         path,
         killed=False,
     )
-    assert not _files_holding(path / "chroma", vector)
+    assert not _bytes_in(path / "chroma", vector)
 
 
 def test_a_servers_internal_error_is_not_called_a_damaged_index() -> None:

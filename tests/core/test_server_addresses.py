@@ -320,6 +320,18 @@ def written(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return sizes
 
 
+def _written_at_localhost(tmp_path: Path, server: tuple[str, int]) -> tuple[int, str, Path]:
+    """A store written on the shared server as ``localhost``, under a prefix of its own:
+    (port, prefix, state folder)."""
+    _, port = server
+    prefix = "alias-" + uuid.uuid4().hex[:8] + "-"
+    state = tmp_path / "state"
+    with memory(state, vector_store=VectorStore.server("localhost", port, prefix=prefix)) as mem:
+        _write(mem)
+        assert mem.repair_vector_store(namespace="dana") == {"put_back": 0, "removed": 0}
+    return port, prefix, state
+
+
 def _use_all(mem: Oblivion) -> dict[str, int]:
     """Every namespace used as a client does: a write (default) and a check (dana, what
     it put back returned)."""
@@ -337,12 +349,7 @@ def test_the_same_server_under_another_address_copies_nothing(
     every namespace's memories were written again (2,000 memories: 0.8 s -> 3.7 s per
     switch). The collection found there is the one the store kept (Chroma's id for it),
     so nothing is copied, and nothing is said above INFO."""
-    _, port = chroma_server
-    prefix = "alias-" + uuid.uuid4().hex[:8] + "-"
-    state = tmp_path / "state"
-    with memory(state, vector_store=VectorStore.server("localhost", port, prefix=prefix)) as mem:
-        _write(mem)
-        assert mem.repair_vector_store(namespace="dana") == {"put_back": 0, "removed": 0}
+    port, prefix, state = _written_at_localhost(tmp_path, chroma_server)
     caplog.set_level(logging.INFO, logger="oblivion_core")
     for host in ("127.0.0.1", "localhost", "127.0.0.1"):
         written.clear()
@@ -396,12 +403,7 @@ def test_an_address_switch_a_process_left_unfinished_is_finished_without_a_copy(
     """Switched to ``127.0.0.1`` and closed (or killed) before ``dana`` was used: the
     list of namespaces to check is kept in the state database, and the next process
     finds ``dana``'s collection is the one kept before: nothing is copied."""
-    _, port = chroma_server
-    prefix = "alias-" + uuid.uuid4().hex[:8] + "-"
-    state = tmp_path / "state"
-    with memory(state, vector_store=VectorStore.server("localhost", port, prefix=prefix)) as mem:
-        _write(mem)
-        assert mem.repair_vector_store(namespace="dana") == {"put_back": 0, "removed": 0}
+    port, prefix, state = _written_at_localhost(tmp_path, chroma_server)
     written.clear()
     with memory(state, vector_store=VectorStore.server("127.0.0.1", port, prefix=prefix)) as mem:
         mem.remember("the printer code is 4521")

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import logging
 import subprocess
-import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,7 @@ from oblivion_core import (
     VectorStore,
     VectorStoreError,
 )
-from oblivion_core.testing import memory, word_count
+from oblivion_core.testing import memory, wait_for_chroma, word_count
 from oblivion_langchain import OblivionMemoryMiddleware
 from oblivion_langchain import middleware as mw
 
@@ -227,7 +226,7 @@ def test_a_chroma_server_going_down_mid_session(
         # the server comes back on the same port, with the same data
         again = subprocess.Popen(proc.args, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
         try:
-            _wait_for(host, port)
+            wait_for_chroma(host, port)
             assert middleware.flush() == 0
             found = engine.recall("Where does my sister live?", namespace="sam", k=5)
             assert "user: Where does my sister live?\nassistant: Porto, I think." in found.texts
@@ -238,18 +237,6 @@ def test_a_chroma_server_going_down_mid_session(
     finally:
         engine.close()
     assert any(r.name == "oblivion_langchain" for r in caplog.records)
-
-
-def _wait_for(host: str, port: int) -> None:
-    import chromadb
-
-    for _ in range(150):
-        try:
-            chromadb.HttpClient(host=host, port=port).heartbeat()
-            return
-        except Exception:
-            time.sleep(0.2)
-    pytest.fail(f"`chroma run` did not come back on port {port}")
 
 
 def test_a_tokenizer_without_its_encoding_is_an_outage(

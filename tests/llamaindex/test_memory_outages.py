@@ -27,25 +27,14 @@ from oblivion_core import (
     VectorStoreError,
 )
 from oblivion_core.testing import memory as new_engine
-from oblivion_core.testing import word_count
+from oblivion_core.testing import wait_for_chroma, word_count
 from oblivion_llamaindex import OblivionMemory
 
 from ._helpers import FlakyEmbedder, assistant, user
+from .test_memory import Recorder
 
 LOGGER = "oblivion_llamaindex"
 ANSWER = "Noted, thanks for telling me, I will keep that in mind."
-
-
-class Recorder:
-    """``messages_to_prompt`` for ``MockLLM``: records what the LLM is given and answers."""
-
-    def __init__(self, answer: str = "Noted.") -> None:
-        self.answer = answer
-        self.calls: list[list[ChatMessage]] = []
-
-    def __call__(self, messages: Sequence[ChatMessage]) -> str:
-        self.calls.append(list(messages))
-        return self.answer
 
 
 def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
@@ -69,18 +58,6 @@ def flaky() -> Iterator[tuple[Oblivion, FlakyEmbedder]]:
     engine = new_engine(embedder=embedder, clock=ManualClock())
     yield engine, embedder
     engine.close()
-
-
-def _wait_for(host: str, port: int) -> None:
-    import chromadb
-
-    for _ in range(150):
-        try:
-            chromadb.HttpClient(host=host, port=port).heartbeat()
-            return
-        except Exception:
-            time.sleep(0.2)
-    pytest.fail(f"`chroma run` did not come back on port {port}")
 
 
 def _server_engine(tmp_path: Path, host: str, port: int, embedder: FastEmbedEmbedder) -> Oblivion:
@@ -141,7 +118,7 @@ def test_a_chroma_server_going_down_mid_chat_costs_no_answer_and_no_message(
 
         again = subprocess.Popen(proc.args, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
         try:
-            _wait_for(host, port)
+            wait_for_chroma(host, port)
             caplog.clear()
             with caplog.at_level(logging.WARNING, logger=LOGGER):
                 assert str(chat.chat(turns[4])) == "Noted."
