@@ -81,6 +81,7 @@ def test_testing_module_api_is_pinned() -> None:
         "ManualClock",
         "chroma_server",
         "memory",
+        "wait_for_chroma",
         "word_count",
     ]
 
