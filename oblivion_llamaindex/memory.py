@@ -152,8 +152,9 @@ class OblivionMemory(BaseMemory):
     the recent turns alone, without memories, within the same token limit; a failed
     write keeps the messages queued, and a later ``put``/``get``/``set``/``reset``
     writes them, in order, before newer ones (tried again after a wait of 1 s, doubled
-    after each failed try up to 30 s: :data:`RETRY_SECONDS`); a failed boost is skipped; a token counter
-    that cannot load its encoding makes ``get`` return the latest message alone. One
+    after each failed try up to 30 s: :data:`RETRY_SECONDS`); a failed boost is
+    skipped; a token counter that cannot load its encoding makes ``get`` return the
+    latest message alone. One
     warning on the ``oblivion_llamaindex`` logger tells when such an outage begins; the
     failures after it are DEBUG lines until the store answers again.
     :attr:`pending_messages` counts the messages waiting (they live in this process
