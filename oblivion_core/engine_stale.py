@@ -214,7 +214,15 @@ def _judge_stale(
     rule = judge if judge is not None else offline
     verdict = getattr(rule, "verdict", None)
     pairs: list[tuple[str, str]] = []
+    taken: set[str] = set()  # made stale by an earlier text of the batch
     for k, cands in found:
+        # as if written one by one: a memory an earlier text of the batch made stale is
+        # no longer current for the later ones (three restatements chain, each replacing
+        # the one before, where all pointed at the newest; an edit of it then made both
+        # older ones current again, against one written one at a time)
+        cands = [c for c in cands if c.id not in taken]
+        if not cands:
+            continue
         if isinstance(rule, LexicalSupersession):
             chosen = rule.choose(texts[k], cands)
         elif callable(verdict):
@@ -228,6 +236,7 @@ def _judge_stale(
         else:
             chosen = [c.id for c in cands if rule.supersedes(texts[k], c.text, c.similarity)]
         pairs.extend((old, ids[k]) for old in chosen)
+        taken.update(chosen)
     return pairs
 
 

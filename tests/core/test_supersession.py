@@ -169,15 +169,17 @@ def test_two_restatements_in_one_batch_journal_one_supersession(
     """Both texts of a batch restating an older fact named it stale: it got two
     "supersede" entries, the second with a ``before`` the first had already lowered,
     and the first naming a successor the engine did not keep. One entry now, naming the
-    successor the engine holds, and the journal's values chain."""
+    successor the engine holds, and the journal's values chain; as written one by one,
+    the batch's texts chain (yellow, then red, then green)."""
     old = mem.remember("my favourite colour is yellow").id
     clock.advance(100.0)
-    _, green = (
+    red, green = (
         r.id
         for r in mem.remember_many(["my favourite colour is red", "my favourite colour is green"])
     )
     (event,) = [e for e in mem.history(old) if e.kind == "supersede"]
-    assert event.detail["by"] == green == mem.get(old).superseded_by
+    assert event.detail["by"] == red == mem.get(old).superseded_by
+    assert mem.get(red).superseded_by == green
     assert event.after == pytest.approx(mem.get(old).activation, abs=1e-12)
     assert mem.recall("favourite colour").ids[0] == green
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from langgraph.store.base import GetOp, Op, PutOp, SearchOp
 
@@ -281,6 +281,14 @@ def _run(batches: list[list[Op]], one_by_one: bool) -> tuple[list[Any], Any]:
 
 @settings(max_examples=40, deadline=None)
 @given(first=_OPS, second=_OPS)
+@example(  # three restatements chain in a batch as one by one (then the newest edited)
+    first=[
+        ("put", ("u", "1"), "b", "My favourite drink is tea."),
+        ("put", ("u", "1"), "c", "My favourite drink is tea."),
+        ("put", ("u", "1"), "a", "My favourite drink is tea."),
+    ],
+    second=[("put", ("u", "1"), "a", "I live in Leeds.")],
+)
 def test_a_batch_does_what_its_ops_do_one_by_one(
     first: list[tuple[str, tuple[str, ...], str, str]],
     second: list[tuple[str, tuple[str, ...], str, str]],
