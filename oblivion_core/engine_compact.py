@@ -114,19 +114,8 @@ def compact_vector_store(
                 except UnknownNamespaceError:  # the default namespace, never written
                     step(1)
                     continue
-                # noted before the drop: a process stopped after it leaves the copy to
-                # the next open, which finds the namespace in the list of those to copy
-                self._sync.start_compacting(ns)
-                try:
-                    self.store.drop(ns, strict=True)  # not copied into the old one
-                    copied, _ = self._sync._copy_moved(ns, st)
-                except BaseException:
-                    # checked again before its next query, which finishes the copy (it
-                    # would search a collection holding part of the namespace until then)
-                    self.store.unchecked.add(ns)
-                    raise
+                report.records += self._sync.rebuild(ns, st)
                 report.namespaces += 1
-                report.records += copied
                 step(1)
         report.folders_removed, report.vacuumed = self.store.compact_files()
         self._sync.end_compaction()

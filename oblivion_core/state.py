@@ -1515,6 +1515,20 @@ class StateDB:
         conn.executemany("DELETE FROM memories WHERE namespace=? AND id=?", keys)
         conn.executemany("DELETE FROM vectors WHERE namespace=? AND id=?", keys)
 
+    def journalled(self, namespace: str, ids: Sequence[str]) -> set[str]:
+        """Those of ``ids`` the journal of ``namespace`` has an entry of: memories once,
+        deleted since (a record of a write that never committed has none)."""
+        seen: set[str] = set()
+        for start in range(0, len(ids), 500):
+            chunk = list(ids[start : start + 500])
+            marks = ",".join("?" * len(chunk))
+            rows = self._read(
+                f"SELECT DISTINCT memory_id FROM events WHERE mkey IN ({marks}) AND namespace=?",
+                [memory_key(namespace, m) for m in chunk] + [namespace],
+            )
+            seen.update(str(r[0]) for r in rows)
+        return seen
+
     def lexical_generation(self, namespace: str) -> int | None:
         """The namespace's number in ``lexical_gen`` (see :data:`_LEXICAL_GENERATION`),
         ``None`` if it has none yet; read as :meth:`seq_texts` reads (committed rows

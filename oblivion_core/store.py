@@ -26,7 +26,7 @@ import socket
 import ssl as _ssl
 import threading
 import uuid
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -1082,14 +1082,9 @@ class VectorStore:
             listed = list(self.client.list_collections())
         except Exception as exc:
             raise self._error(exc, "list the collections", "*") from exc
-        for col in listed:
-            name = getattr(col, "name", col)
-            meta = getattr(col, "metadata", None) or {}
-            ns = meta.get("oblivion_namespace")
+        for col, _, ns, meta in self._of_this_prefix(listed):
             if (
-                not isinstance(ns, str)
-                or ns in known
-                or name != self.prefix + collection_name(ns)
+                ns in known
                 or meta.get("oblivion_store") != self.owner
                 or meta.get("oblivion_state") != self._owner_label
             ):
@@ -1102,11 +1097,7 @@ class VectorStore:
                 if held > most:
                     kept[ns] = held
                     continue
-            self._collections.pop(ns, None)
-            try:
-                self.client.delete_collection(name)
-            except Exception as exc:
-                raise self._error(exc, "delete the collection", ns) from exc
+            self.drop(ns, strict=True)
             dropped.append(ns)
         return sorted(dropped), kept
 
@@ -1357,18 +1348,27 @@ class VectorStore:
         (``app`` and ``app2-``) is not this one."""
         held: dict[str | None, int] = {}
         try:
-            for col in self.client.list_collections():
-                name = getattr(col, "name", col)
-                meta = getattr(col, "metadata", None) or {}
-                ns = meta.get("oblivion_namespace")
-                if isinstance(ns, str) and name == self.prefix + collection_name(ns):
-                    n = int(col.count())
-                    if n:
-                        owner = meta.get("oblivion_state") if "oblivion_store" in meta else None
-                        held[owner] = held.get(owner, 0) + n
+            for col, _, _, meta in self._of_this_prefix(self.client.list_collections()):
+                n = int(col.count())
+                if n:
+                    owner = meta.get("oblivion_state") if "oblivion_store" in meta else None
+                    held[owner] = held.get(owner, 0) + n
         except Exception:  # a check, not a requirement
             return {}
         return held
+
+    def _of_this_prefix(
+        self, listed: Iterable[Any]
+    ) -> Iterator[tuple[Any, str, str, Mapping[str, Any]]]:
+        """The collections of ``listed`` that Oblivion made for a namespace under this
+        prefix, as (collection, name, namespace, metadata): its name is exactly
+        ``prefix`` + the namespace's (``app`` and ``app2-`` are not one prefix)."""
+        for col in listed:
+            name = getattr(col, "name", col)
+            meta = getattr(col, "metadata", None) or {}
+            ns = meta.get("oblivion_namespace")
+            if isinstance(ns, str) and name == self.prefix + collection_name(ns):
+                yield col, name, ns, meta
 
     def count(self, namespace: str) -> int:
         """Number of records in the collection of ``namespace``."""

@@ -81,6 +81,11 @@ def _kept(value: Any) -> tuple[str, str] | None:
     return None
 
 
+def _same_vector(a: np.ndarray[Any, Any], b: np.ndarray[Any, Any]) -> bool:
+    """Whether the vector store's ``a`` is SQLite's ``b`` (float32 round trips aside)."""
+    return a.shape == b.shape and bool(np.allclose(a, b, rtol=0, atol=1e-5))
+
+
 class VectorSync:
     """Puts a vector store right from the state database (see the module doc).
 
@@ -424,7 +429,11 @@ class VectorSync:
             return True
         if other is None or not st.n:
             return False
-        differ = self._differs(ns, st)
+        step = max(1, st.n // self.SAMPLE)
+        sample = [st.ids[i] for i in range(0, st.n, step)][: self.SAMPLE]
+        theirs = self.store.vectors(ns, sample)
+        ours = self._db.vectors(ns, list(theirs))
+        differ = any(m in ours and not _same_vector(v, ours[m]) for m, v in theirs.items())
         if differ:
             logger.warning(
                 "the collection of namespace %r was last written by %s, another state "
@@ -434,23 +443,6 @@ class VectorSync:
                 other,
             )
         return differ
-
-    def _differs(self, ns: str, st: NamespaceState, *, missing: bool = False) -> bool:
-        """Whether a sample of :attr:`SAMPLE` records of ``ns`` holds other vectors than
-        SQLite's for the same memories (``missing``: or lacks any of them)."""
-        if not st.n:
-            return False
-        step = max(1, st.n // self.SAMPLE)
-        sample = [st.ids[i] for i in range(0, st.n, step)][: self.SAMPLE]
-        theirs = self.store.vectors(ns, sample)
-        if missing and len(theirs) < len(sample):
-            return True
-        ours = self._db.vectors(ns, list(theirs))
-        return any(
-            m in ours
-            and (v.shape != ours[m].shape or not np.allclose(v, ours[m], rtol=0, atol=1e-5))
-            for m, v in theirs.items()
-        )
 
     def _in_step(self, ns: str, st: NamespaceState) -> bool:
         """Whether the collection of ``ns`` holds exactly its memories, each with SQLite's
@@ -467,9 +459,7 @@ class VectorSync:
                 if m not in theirs or m not in ours:
                     return False
                 vector, document, category = theirs[m]
-                if vector.shape != ours[m].shape or not np.allclose(
-                    vector, ours[m], rtol=0, atol=1e-5
-                ):
+                if not _same_vector(vector, ours[m]):
                     return False
                 if self.store.documents and document != texts.get(m):
                     return False
@@ -523,7 +513,7 @@ class VectorSync:
         orphans = [m for m in held if m not in st.index]
         bound = max(ORPHANS_REMOVED, st.n // 20)
         if keep_many and len(orphans) > bound:
-            seen = self._journalled(ns, orphans)
+            seen = self._db.journalled(ns, orphans)
             unknown = [m for m in orphans if m not in seen]
             if len(unknown) > bound:
                 orphans = [m for m in orphans if m in seen]
@@ -549,22 +539,6 @@ class VectorSync:
             self.store.delete(ns, orphans)
         return orphans
 
-    def _journalled(self, ns: str, ids: Sequence[str]) -> set[str]:
-        """Those of ``ids`` the journal of ``ns`` has an entry of: memories once, deleted
-        since (a record of a write that never committed has none)."""
-        from oblivion_core.state import memory_key
-
-        seen: set[str] = set()
-        for start in range(0, len(ids), 500):
-            chunk = list(ids[start : start + 500])
-            marks = ",".join("?" * len(chunk))
-            rows = self._db._read(
-                f"SELECT DISTINCT memory_id FROM events WHERE mkey IN ({marks}) AND namespace=?",
-                [memory_key(ns, m) for m in chunk] + [ns],
-            )
-            seen.update(str(r[0]) for r in rows)
-        return seen
-
     def remake(self, ns: str) -> bool:
         """Make the collection of ``ns`` again from the activation database (as
         ``compact_vector_store(namespace=...)`` does): embedded Chroma found its index
@@ -582,10 +556,8 @@ class VectorSync:
         # delete them; few are what an interrupted write left, removed as ever after
         unknown = sorted(self.store.ids(ns) - {st.ids[i] for i in range(st.n)})
         saved = self.store.records(ns, unknown) if unknown else {}
-        self._start_copy(ns)
+        self.rebuild(ns, st)
         try:
-            self.store.drop(ns, strict=True)
-            self._copy_moved(ns, st)
             if saved:
                 ids = list(saved)
                 self.store.add(
@@ -596,9 +568,23 @@ class VectorSync:
                     [{"category": saved[m][2]} if saved[m][2] else {} for m in ids],
                 )
         except BaseException:
-            self.store.unchecked.add(ns)  # the copy is finished before the next query
+            self.store.unchecked.add(ns)  # checked again before the next query
             raise
         return True
+
+    def rebuild(self, ns: str, st: NamespaceState) -> int:
+        """Drop the collection of ``ns`` and write it again from the activation database
+        (noted first, :meth:`start_compacting`: a process stopped after the drop leaves
+        the copy to the next open); returns the records written. One cut short is checked
+        again before the next query, which finishes the copy."""
+        self.start_compacting(ns)
+        try:
+            self.store.drop(ns, strict=True)  # not copied into the old one
+            copied, _ = self._copy_moved(ns, st)
+        except BaseException:
+            self.store.unchecked.add(ns)
+            raise
+        return copied
 
     # ---------------------------------------------------------------- compaction
     def begin_compaction(self, targets: Sequence[str], *, whole: bool) -> None:

@@ -676,7 +676,7 @@ class OblivionMemory(BaseMemory):
         outage, with ``on_error="warn"``, is a warning instead: :meth:`_outage`)."""
         if not messages:
             return
-        errors: list[tuple[str, Exception]] = []
+        errors: list[Exception] = []
         with self._lock:
             queued = False
             for message in messages:
@@ -684,25 +684,22 @@ class OblivionMemory(BaseMemory):
                 if used:
                     try:
                         self.oblivion.mark_used(used, namespace=self.namespace, skip_missing=True)
-                    except Exception as exc:  # the messages after it are appended all the same
-                        errors.append(("boost", exc))
+                    except OUTAGES as exc:
+                        if not is_outage(exc) or self.on_error == "raise":
+                            errors.append(exc)  # the messages after it are appended all the same
+                        else:
+                            self._outage("boost", exc)
+                    except Exception as exc:
+                        errors.append(exc)
                     else:
                         self._recovered("boost")
             # The newest message waits for the next get (so it does not recall itself).
             try:
-                wrote = self._save(len(self._unsaved) - (1 if queued else 0))
+                self._write(len(self._unsaved) - (1 if queued else 0))
             except Exception as exc:
-                errors.append(("write", exc))
-            else:
-                if wrote:
-                    self._recovered("write")
-            if self.on_error == "warn":
-                for step, error in errors:
-                    if is_outage(error):
-                        self._outage(step, error)
-                errors = [(step, e) for step, e in errors if not is_outage(e)]
+                errors.append(exc)
         if errors:
-            raise errors[0][1]
+            raise errors[0]
 
     def _append(self, message: ChatMessage) -> tuple[bool, list[str]]:
         """Add ``message`` to the history and, if its role is remembered, to the write
@@ -742,11 +739,12 @@ class OblivionMemory(BaseMemory):
             if self._save(wait=False):
                 self._recovered("write")
 
-    def _write(self) -> None:
-        """Write the waiting messages; an outage is raised or, with ``on_error="warn"``,
-        a warning (:meth:`_outage`), the messages kept queued."""
+    def _write(self, count: int | None = None) -> None:
+        """Write the waiting messages (the ``count`` oldest; ``None``: all); an outage is
+        raised or, with ``on_error="warn"``, a warning (:meth:`_outage`), the messages
+        kept queued."""
         try:
-            wrote = self._save()
+            wrote = self._save(count)
         except OUTAGES as exc:
             if not is_outage(exc) or self.on_error == "raise":
                 raise
