@@ -372,6 +372,9 @@ def _said(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
+#: What gives a server that did not answer in time longer to (a gateway: its own wait).
+_MORE_TIMEOUT = "VectorStore.server(..., timeout=...) more seconds"
+
 #: What a gateway in front of a server answers when that server is down (502 Bad
 #: Gateway: it refused the gateway's connection; 503: the gateway has none to send to),
 #: and when it gave up waiting for its answer (504 Gateway Time-out).
@@ -515,6 +518,7 @@ class VectorStore:
         self._collections: dict[str, Any] = {}
         self._stalled: str | None = None  # what a request of this engine call timed out on
         self._stall = "the Chroma server did not answer in time"  # how it did, in words
+        self._wait_fix = _MORE_TIMEOUT  # and what gives it longer
         #: The Oblivion store whose collections these are (:meth:`bind`); ``None`` claims
         #: and checks nothing.
         self.owner: str | None = None
@@ -775,6 +779,7 @@ class VectorStore:
         if timed_out:
             self._stalled = operation
             self._stall = "the Chroma server did not answer in time"
+            self._wait_fix = _MORE_TIMEOUT
         if gateway is not None:
             status, answered = gateway
             name = (
@@ -786,6 +791,7 @@ class VectorStore:
                     f"the gateway in front of the Chroma server answered {answered}: the "
                     "server behind it is not answering"
                 )
+                self._wait_fix = "the gateway a longer wait for it"
                 return VectorStoreError(
                     f"{self._stall}, so it could not {operation} ({name}). Check that the "
                     "Chroma server behind the gateway is running and not overloaded (or give "
@@ -1037,12 +1043,7 @@ class VectorStore:
                 f"{self._stall} (to {self._stalled}, earlier in this call), so it was not "
                 f"asked to {action} (collection "
                 f"{self.prefix + collection_name(namespace)!r}, namespace {namespace!r}). "
-                "Check that it is running and reachable, then retry (or give "
-                + (
-                    "VectorStore.server(..., timeout=...) more seconds)"
-                    if self._stall.startswith("the Chroma server")
-                    else "the gateway a longer wait for it)"
-                )
+                f"Check that it is running and reachable, then retry (or give {self._wait_fix})"
             )
 
     def release(self, namespace: str) -> None:
